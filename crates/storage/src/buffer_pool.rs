@@ -1,0 +1,483 @@
+//! The DRAM buffer pool: frames holding pages, found through a sharded page table, replaced
+//! by CLOCK, and resized online.
+//!
+//! The pool knows nothing of the WAL, the volume or the tier: the page store passes a loader
+//! when it fetches and receives evicted clean images through a callback. That keeps the
+//! pool's invariants local:
+//!
+//! - A frame is in the page table iff `meta.page_id` names it. Pins are taken only while
+//!   holding the page's table shard lock, so "unpinned under the shard lock" means nobody can
+//!   reach the frame: that is when eviction may take it.
+//! - A frame is evictable only when clean (`!dirty && !write_pending`) and loaded.
+//! - Lock order: table shard, then frame meta. The page latch is never taken while holding
+//!   either, except by `fetch` on a frame that is not yet published.
+//!
+//! Frame lifecycle (function performing each transition):
+//!
+//! ```text
+//!   Free --fetch: install--> Loading --fetch: load ok--> Resident(clean)
+//!     ^                        | load failed                 |   ^
+//!     +------------------------+        mark_dirty (store) --+   +-- finish_write (store)
+//!     +---- acquire_frame: evict (clean, unpinned) --- Resident(dirty -> write_pending)
+//!     +---- shrink: frame dropped (memory freed)
+//! ```
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
+use parking_lot::{Mutex, RawRwLock, RwLock};
+use tierdb_common::{Counter, Lsn, Page, PageId, SegmentId};
+
+use crate::error::Result;
+
+const SHARD_COUNT: usize = 64;
+/// CLOCK sweeps at most this many times around the pool before giving up on a victim.
+const CLOCK_SWEEPS_MAX: usize = 3;
+/// The pool never shrinks below this many frames: B+tree operations pin a handful at once.
+pub const POOL_FRAMES_MIN: usize = 16;
+
+/// Load progress of a frame, read by threads that pinned it while it was loading.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum LoadState {
+    Loading,
+    Ready,
+    Failed,
+}
+
+#[derive(Debug)]
+pub(crate) struct FrameMeta {
+    pub page_id: PageId,
+    pub load: LoadState,
+    /// Modified since the image in `version` was written.
+    pub dirty: bool,
+    /// A flush has copied the image and is writing it; not evictable until it finishes.
+    pub write_pending: bool,
+    /// Redo must start at or before this LSN to rebuild the frame's changes (valid when
+    /// `dirty || write_pending`).
+    pub recovery_lsn: Lsn,
+    /// Recovery LSN of changes made while a write was pending, adopted when it finishes.
+    pub next_recovery_lsn: Lsn,
+    /// The durable image the frame equals when clean (`NONE`: never written).
+    pub version: SegmentId,
+}
+
+pub(crate) struct Frame {
+    pub latch: Arc<RwLock<Box<Page>>>,
+    pins: AtomicU32,
+    usage: AtomicU8,
+    pub meta: Mutex<FrameMeta>,
+}
+
+impl Frame {
+    fn new() -> Arc<Frame> {
+        Arc::new(Frame {
+            latch: Arc::new(RwLock::new(Page::new_boxed())),
+            pins: AtomicU32::new(0),
+            usage: AtomicU8::new(0),
+            meta: Mutex::new(FrameMeta {
+                page_id: PageId::INVALID,
+                load: LoadState::Ready,
+                dirty: false,
+                write_pending: false,
+                recovery_lsn: Lsn::ZERO,
+                next_recovery_lsn: Lsn::ZERO,
+                version: SegmentId::NONE,
+            }),
+        })
+    }
+
+    fn pin(&self) {
+        self.pins.fetch_add(1, Ordering::AcqRel);
+        self.usage.store(1, Ordering::Relaxed);
+    }
+}
+
+/// A pinned frame: it cannot be evicted while this lives.
+pub struct Pinned {
+    frame: Arc<Frame>,
+}
+
+impl Pinned {
+    pub(crate) fn frame(&self) -> &Arc<Frame> {
+        &self.frame
+    }
+
+    pub fn read(&self) -> PageReadGuard {
+        PageReadGuard {
+            guard: self.frame.latch.read_arc(),
+        }
+    }
+
+    pub(crate) fn write(&self) -> ArcRwLockWriteGuard<RawRwLock, Box<Page>> {
+        self.frame.latch.write_arc()
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let previous = self.frame.pins.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(previous > 0, "unpin of an unpinned frame");
+    }
+}
+
+/// A page held pinned and latched shared.
+pub struct PageReadGuard {
+    guard: ArcRwLockReadGuard<RawRwLock, Box<Page>>,
+}
+
+impl std::ops::Deref for PageReadGuard {
+    type Target = Page;
+    fn deref(&self) -> &Page {
+        &self.guard
+    }
+}
+
+/// A page held pinned and latched shared, with its pin.
+pub struct PageRef {
+    // Field order matters: the latch is released before the pin.
+    guard: PageReadGuard,
+    _pin: Pinned,
+}
+
+impl PageRef {
+    pub(crate) fn new(pin: Pinned) -> PageRef {
+        PageRef {
+            guard: pin.read(),
+            _pin: pin,
+        }
+    }
+}
+
+impl std::ops::Deref for PageRef {
+    type Target = Page;
+    fn deref(&self) -> &Page {
+        &self.guard
+    }
+}
+
+/// Counters of the pool.
+#[derive(Default, Debug)]
+pub struct PoolStats {
+    pub hits: Counter,
+    pub misses: Counter,
+    pub evictions: Counter,
+    pub frames_allocated: Counter,
+    pub frames_released: Counter,
+}
+
+/// How a fetch was satisfied.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FetchOutcome {
+    Hit,
+    Loaded,
+}
+
+/// The result of looking for a frame to reuse.
+pub(crate) enum Acquire {
+    Frame(Arc<Frame>),
+    /// No clean unpinned frame: the caller should flush dirty pages and retry.
+    NeedFlush,
+}
+
+pub(crate) struct BufferPool {
+    shards: Vec<Mutex<HashMap<PageId, Arc<Frame>>>>,
+    frames: RwLock<Vec<Arc<Frame>>>,
+    free: Mutex<Vec<Arc<Frame>>>,
+    hand: AtomicUsize,
+    target_frames: AtomicUsize,
+    pub stats: PoolStats,
+}
+
+/// Called with each clean page leaving the pool: (page id, durable version, image).
+pub(crate) type EvictionSink<'a> = &'a dyn Fn(PageId, SegmentId, &Page);
+
+impl BufferPool {
+    pub fn new(target_frames: usize) -> BufferPool {
+        assert!(target_frames >= POOL_FRAMES_MIN, "pool below its minimum");
+        BufferPool {
+            shards: (0..SHARD_COUNT)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
+            frames: RwLock::new(Vec::new()),
+            free: Mutex::new(Vec::new()),
+            hand: AtomicUsize::new(0),
+            target_frames: AtomicUsize::new(target_frames),
+            stats: PoolStats::default(),
+        }
+    }
+
+    fn shard(&self, page_id: PageId) -> &Mutex<HashMap<PageId, Arc<Frame>>> {
+        // Page ids are dense; a multiplicative hash spreads neighbours over shards.
+        let hash = page_id.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58;
+        &self.shards[usize::try_from(hash).expect("6 bits")]
+    }
+
+    pub fn target_frames(&self) -> usize {
+        self.target_frames.load(Ordering::Relaxed)
+    }
+
+    pub fn allocated_frames(&self) -> usize {
+        self.frames.read().len()
+    }
+
+    /// Pins the frame of `page_id` if it is resident (waiting for a load in progress).
+    /// Returns `Ok(None)` if it is not resident.
+    pub fn lookup(&self, page_id: PageId) -> Result<Option<Pinned>> {
+        let frame = {
+            let shard = self.shard(page_id).lock();
+            let Some(frame) = shard.get(&page_id) else {
+                return Ok(None);
+            };
+            frame.pin();
+            Arc::clone(frame)
+        };
+        let pinned = Pinned { frame };
+        // A loader holds the exclusive latch until the load finishes.
+        drop(pinned.frame.latch.read());
+        let load = pinned.frame.meta.lock().load;
+        match load {
+            LoadState::Ready => Ok(Some(pinned)),
+            LoadState::Failed | LoadState::Loading => Ok(None),
+        }
+    }
+
+    /// Publishes `frame` (private, unpinned) as the frame of `page_id` and fills it with
+    /// `load` while holding its exclusive latch. If another thread published the page first,
+    /// `frame` goes back to the free list and the other frame is returned.
+    pub fn install(
+        &self,
+        frame: Arc<Frame>,
+        page_id: PageId,
+        version: SegmentId,
+        load: &mut dyn FnMut(&mut Page) -> Result<()>,
+    ) -> Result<Option<(Pinned, FetchOutcome)>> {
+        let mut latch = frame.latch.write_arc();
+        {
+            let mut shard = self.shard(page_id).lock();
+            if let Some(existing) = shard.get(&page_id) {
+                existing.pin();
+                let existing = Arc::clone(existing);
+                drop(shard);
+                drop(latch);
+                self.free.lock().push(frame);
+                drop(existing.latch.read());
+                let pinned = Pinned { frame: existing };
+                let load = pinned.frame.meta.lock().load;
+                if load == LoadState::Ready {
+                    return Ok(Some((pinned, FetchOutcome::Hit)));
+                }
+                // The other load failed; the caller retries from the start.
+                return Ok(None);
+            }
+            let mut meta = frame.meta.lock();
+            debug_assert_eq!(meta.page_id, PageId::INVALID, "installing a frame in use");
+            *meta = FrameMeta {
+                page_id,
+                load: LoadState::Loading,
+                dirty: false,
+                write_pending: false,
+                recovery_lsn: Lsn::ZERO,
+                next_recovery_lsn: Lsn::ZERO,
+                version,
+            };
+            drop(meta);
+            frame.pin();
+            shard.insert(page_id, Arc::clone(&frame));
+        }
+        let pinned = Pinned { frame };
+        match load(&mut latch) {
+            Ok(()) => {
+                pinned.frame.meta.lock().load = LoadState::Ready;
+                drop(latch);
+                self.stats.misses.increment();
+                Ok(Some((pinned, FetchOutcome::Loaded)))
+            }
+            Err(error) => {
+                {
+                    let mut shard = self.shard(page_id).lock();
+                    let mut meta = pinned.frame.meta.lock();
+                    meta.load = LoadState::Failed;
+                    meta.page_id = PageId::INVALID;
+                    shard.remove(&page_id);
+                }
+                drop(latch);
+                let frame = Arc::clone(&pinned.frame);
+                drop(pinned);
+                // Waiters that pinned it see `Failed` and retry; the frame is reusable once
+                // they unpin, which eviction checks.
+                self.free_when_unpinned(frame);
+                Err(error)
+            }
+        }
+    }
+
+    /// Returns an unmapped frame to the free list once the waiters that pinned it during its
+    /// failed load have seen `Failed` and left (they unpin at once, so this wait is short).
+    fn free_when_unpinned(&self, frame: Arc<Frame>) {
+        while frame.pins.load(Ordering::Acquire) > 0 {
+            std::thread::yield_now();
+        }
+        frame.meta.lock().load = LoadState::Ready;
+        self.free.lock().push(frame);
+    }
+
+    /// A frame to load a page into: a free one, a new one while below target, or a CLOCK
+    /// victim. Clean victims are handed to `evicted` (for tier admission) first.
+    pub fn acquire_frame(&self, evicted: EvictionSink<'_>) -> Acquire {
+        if let Some(frame) = self.free.lock().pop() {
+            return Acquire::Frame(frame);
+        }
+        {
+            let mut frames = self.frames.write();
+            if frames.len() < self.target_frames() {
+                let frame = Frame::new();
+                frames.push(Arc::clone(&frame));
+                self.stats.frames_allocated.increment();
+                return Acquire::Frame(frame);
+            }
+        }
+        let frames = self.frames.read();
+        let count = frames.len();
+        for _ in 0..count * CLOCK_SWEEPS_MAX {
+            let position = self.hand.fetch_add(1, Ordering::Relaxed) % count;
+            let frame = &frames[position];
+            if frame.pins.load(Ordering::Acquire) > 0 {
+                continue;
+            }
+            if frame.usage.swap(0, Ordering::Relaxed) > 0 {
+                continue;
+            }
+            if self.try_evict(frame, evicted) {
+                return Acquire::Frame(Arc::clone(frame));
+            }
+        }
+        Acquire::NeedFlush
+    }
+
+    /// Takes `frame` out of the page table if it is clean and unpinned.
+    fn try_evict(&self, frame: &Arc<Frame>, evicted: EvictionSink<'_>) -> bool {
+        let page_id = frame.meta.lock().page_id;
+        if page_id == PageId::INVALID {
+            // Free frames are handed out through the free list only.
+            return false;
+        }
+        let mut shard = self.shard(page_id).lock();
+        let mut meta = frame.meta.lock();
+        let still_mapped = meta.page_id == page_id
+            && shard
+                .get(&page_id)
+                .is_some_and(|mapped| Arc::ptr_eq(mapped, frame));
+        if !still_mapped
+            || frame.pins.load(Ordering::Acquire) > 0
+            || meta.dirty
+            || meta.write_pending
+            || meta.load != LoadState::Ready
+        {
+            return false;
+        }
+        shard.remove(&page_id);
+        let version = meta.version;
+        meta.page_id = PageId::INVALID;
+        drop(meta);
+        drop(shard);
+        self.stats.evictions.increment();
+        if version != SegmentId::NONE {
+            // Unreachable now: no latch can be held by anyone else.
+            let image = frame.latch.read();
+            evicted(page_id, version, &image);
+        }
+        true
+    }
+
+    /// Resident frames that need writing: dirty, not being written, in no particular order.
+    /// Each is returned pinned, so it stays resident while the caller copies it.
+    pub fn dirty_frames(&self, limit: usize) -> Vec<(PageId, Pinned)> {
+        let mut found = Vec::new();
+        for shard in &self.shards {
+            let shard = shard.lock();
+            for (&page_id, frame) in shard.iter() {
+                let meta = frame.meta.lock();
+                if meta.dirty && !meta.write_pending && meta.load == LoadState::Ready {
+                    drop(meta);
+                    frame.pins.fetch_add(1, Ordering::AcqRel);
+                    found.push((
+                        page_id,
+                        Pinned {
+                            frame: Arc::clone(frame),
+                        },
+                    ));
+                    if found.len() >= limit {
+                        return found;
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// The oldest recovery LSN of any frame with unwritten changes.
+    pub fn min_recovery_lsn(&self) -> Option<Lsn> {
+        self.frames
+            .read()
+            .iter()
+            .filter_map(|frame| {
+                let meta = frame.meta.lock();
+                (meta.page_id != PageId::INVALID && (meta.dirty || meta.write_pending))
+                    .then_some(meta.recovery_lsn)
+            })
+            .min()
+    }
+
+    /// Sets the target size. Growing takes effect as pages are loaded; shrinking releases
+    /// clean unpinned frames now (evicting them through `evicted`) and returns how many
+    /// frames remain above the target (dirty or pinned ones the caller must flush first).
+    pub fn set_target(&self, target_frames: usize, evicted: EvictionSink<'_>) -> usize {
+        let target = target_frames.max(POOL_FRAMES_MIN);
+        self.target_frames.store(target, Ordering::Relaxed);
+        self.release_excess(evicted)
+    }
+
+    /// Drops frames beyond the target: free ones first, then clean unpinned victims. Works in
+    /// small batches so that no thread waits on the frame list for long.
+    pub fn release_excess(&self, evicted: EvictionSink<'_>) -> usize {
+        const BATCH_FRAMES: usize = 256;
+        loop {
+            let excess = self.allocated_frames().saturating_sub(self.target_frames());
+            if excess == 0 {
+                return 0;
+            }
+            let mut releasable: Vec<Arc<Frame>> = {
+                let mut free = self.free.lock();
+                let keep = free.len().saturating_sub(excess.min(BATCH_FRAMES));
+                free.split_off(keep)
+            };
+            if releasable.len() < excess.min(BATCH_FRAMES) {
+                let candidates: Vec<Arc<Frame>> =
+                    self.frames.read().iter().rev().cloned().collect();
+                for frame in candidates {
+                    if releasable.len() >= excess.min(BATCH_FRAMES) {
+                        break;
+                    }
+                    if frame.pins.load(Ordering::Acquire) == 0
+                        && frame.meta.lock().page_id != PageId::INVALID
+                        && self.try_evict(&frame, evicted)
+                    {
+                        releasable.push(frame);
+                    }
+                }
+            }
+            if releasable.is_empty() {
+                return excess;
+            }
+            let gone: std::collections::HashSet<*const Frame> =
+                releasable.iter().map(Arc::as_ptr).collect();
+            let mut frames = self.frames.write();
+            frames.retain(|frame| !gone.contains(&Arc::as_ptr(frame)));
+            self.stats
+                .frames_released
+                .add(u64::try_from(releasable.len()).expect("fits"));
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! tierdb's tiered page store: 8 KiB pages in a DRAM buffer pool, then a local tier cache,
+//! then a durable volume (a local directory or an S3-compatible object store), with a WAL.
+//!
+//! See ARCHITECTURE.md for the map and docs/design/ for the formats.
+
+mod buffer_pool;
+mod codec;
+mod device;
+mod error;
+mod manifest;
+mod page_map;
+mod segment;
+mod store;
+mod tier;
+mod volume;
+mod wal;
+
+pub use buffer_pool::{PageRef, PoolStats, POOL_FRAMES_MIN};
+pub use device::{Device, DeviceFaultConfig, FaultyDevice, FileDevice};
+pub use error::{Result, StorageError};
+pub use page_map::{PageLocation, SegmentUsage};
+pub use segment::SEGMENT_SLOTS_MAX;
+pub use store::{Mtr, MtrSlot, PageStore, SpaceUsage, StoreConfig, StoreStats, TierConfig};
+pub use tier::{TierCache, TierLookup, TierStats};
+pub use volume::{
+    FaultConfig, FaultyVolume, LocalVolume, MeteredVolume, ObjectInfo, Volume, VolumeStats,
+    VolumeStatsSnapshot,
+};
+#[cfg(feature = "s3")]
+pub use volume::{S3Config, S3Volume};
+pub use wal::{DeviceOpener, PageOp, WalRecord, WalStats};

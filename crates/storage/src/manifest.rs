@@ -1,0 +1,103 @@
+//! The manifest: the root of the durable state, written at each checkpoint under a new name
+//! `manifest/{sequence:016x}`. Opening a store lists `manifest/` and takes the valid manifest
+//! with the highest sequence; older ones are deleted once a newer one is durable.
+//!
+//! Layout (little-endian):
+//!
+//! | size    | field                                                          |
+//! |--------:|----------------------------------------------------------------|
+//! | 8       | magic `TDBMAN01`                                               |
+//! | 8       | sequence                                                       |
+//! | 8       | redo lsn: replay starts at min(redo lsn, map lsn)               |
+//! | 8       | map lsn: end of the last MapUpdate reflected in the chunks     |
+//! | 8       | next segment id                                                |
+//! | 8       | next page id                                                   |
+//! | 4       | chunk count c                                                  |
+//! | 16 c    | (chunk index u64, checkpoint sequence that wrote it u64)       |
+//! | 4       | segment count s                                                |
+//! | 12 s    | (segment id u64, slot count u32)                               |
+//! | 4       | CRC32C of everything before                                    |
+
+use tierdb_common::{Lsn, PageId, SegmentId};
+
+use crate::codec::{u64_to_usize, usize_to_u32, usize_to_u64, verify_sealed, Reader, Writer};
+
+const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN01";
+pub(crate) const MANIFEST_PREFIX: &str = "manifest/";
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub(crate) struct Manifest {
+    pub sequence: u64,
+    pub redo_lsn: Lsn,
+    pub map_lsn: Lsn,
+    pub next_segment: SegmentId,
+    pub next_page: PageId,
+    /// (chunk index, sequence of the checkpoint that wrote the chunk object)
+    pub chunks: Vec<(usize, u64)>,
+    /// (segment id, slot count)
+    pub segments: Vec<(SegmentId, u32)>,
+}
+
+pub(crate) fn manifest_name(sequence: u64) -> String {
+    format!("{MANIFEST_PREFIX}{sequence:016x}")
+}
+
+pub(crate) fn parse_manifest_name(name: &str) -> Option<u64> {
+    let hex = name.strip_prefix(MANIFEST_PREFIX)?;
+    (hex.len() == 16)
+        .then(|| u64::from_str_radix(hex, 16).ok())
+        .flatten()
+}
+
+impl Manifest {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut writer =
+            Writer::with_capacity(64 + 16 * self.chunks.len() + 12 * self.segments.len());
+        writer.raw(MANIFEST_MAGIC);
+        writer.u64(self.sequence);
+        writer.u64(self.redo_lsn.0);
+        writer.u64(self.map_lsn.0);
+        writer.u64(self.next_segment.0);
+        writer.u64(self.next_page.0);
+        writer.u32(usize_to_u32(self.chunks.len()));
+        for (chunk, sequence) in &self.chunks {
+            writer.u64(usize_to_u64(*chunk));
+            writer.u64(*sequence);
+        }
+        writer.u32(usize_to_u32(self.segments.len()));
+        for (segment, slots) in &self.segments {
+            writer.u64(segment.0);
+            writer.u32(*slots);
+        }
+        writer.seal();
+        writer.bytes
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Manifest, String> {
+        let body = verify_sealed(bytes)?;
+        let mut reader = Reader::new(body);
+        reader.expect_magic(MANIFEST_MAGIC)?;
+        let mut manifest = Manifest {
+            sequence: reader.u64()?,
+            redo_lsn: Lsn(reader.u64()?),
+            map_lsn: Lsn(reader.u64()?),
+            next_segment: SegmentId(reader.u64()?),
+            next_page: PageId(reader.u64()?),
+            ..Manifest::default()
+        };
+        let chunk_count = reader.u32()?;
+        for _ in 0..chunk_count {
+            let chunk = u64_to_usize(reader.u64()?);
+            manifest.chunks.push((chunk, reader.u64()?));
+        }
+        let segment_count = reader.u32()?;
+        for _ in 0..segment_count {
+            let segment = SegmentId(reader.u64()?);
+            manifest.segments.push((segment, reader.u32()?));
+        }
+        if reader.remaining() != 0 {
+            return Err(format!("trailing bytes={}", reader.remaining()));
+        }
+        Ok(manifest)
+    }
+}

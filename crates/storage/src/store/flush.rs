@@ -1,0 +1,426 @@
+//! Writing pages out: batched flushes into new segments, checkpoints, compaction, and the
+//! background writer that drives them.
+//!
+//! Flush protocol (`StoreInner::flush_some`), in this order:
+//! 1. copy each dirty page under its shared latch; mark it `write_pending` (not evictable);
+//! 2. make the WAL durable up to the highest page LSN copied (WAL before data);
+//! 3. stamp the copies with the new segment id as their version and PUT the segment;
+//!    if the PUT fails its outcome is unknown, so the store is poisoned;
+//! 4. under the page-map lock, point the pages at the segment and append a `MapUpdate`
+//!    record, so that map order equals log order;
+//! 5. clear `write_pending`; the frames are clean (unless changed meanwhile) and evictable.
+//!
+//! Checkpoint (`StoreInner::checkpoint`): redo LSN = the oldest recovery LSN of any frame
+//! with unwritten changes (or the WAL end); the page-map chunks changed since the last
+//! checkpoint are written under new names, then a new manifest; only then are superseded
+//! chunks, older manifests, dead segments and WAL before the redo point deleted.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tierdb_common::{with_op_counters, Lsn, Page, PageId, SegmentId};
+
+use super::StoreInner;
+use crate::codec::{usize_to_u32, usize_to_u64};
+use crate::error::{Result, StorageError};
+use crate::manifest::{manifest_name, parse_manifest_name, Manifest, MANIFEST_PREFIX};
+use crate::page_map::{chunk_name, PageLocation};
+use crate::segment::{
+    decode_segment, encode_segment, segment_name, slot_offset, SEGMENT_SLOTS_MAX,
+};
+use crate::volume::Volume;
+use crate::wal::WalRecord;
+
+/// How often the background writer wakes when nothing asks it to.
+const WRITER_TICK: Duration = Duration::from_millis(20);
+/// Segments compacted together at most in one step.
+const COMPACTION_SEGMENTS_MAX: usize = 8;
+
+#[derive(Default)]
+pub(crate) struct CheckpointState {
+    pub sequence: u64,
+    /// Which checkpoint wrote the current object of each page-map chunk.
+    pub chunk_sequences: BTreeMap<usize, u64>,
+    pub wal_bytes_at_last: u64,
+    pub last_at: Option<Instant>,
+}
+
+impl StoreInner {
+    /// Writes up to `limit` dirty pages into one new segment. Returns pages written.
+    pub(crate) fn flush_some(&self, limit: usize) -> Result<usize> {
+        let _flush = self.flush_lock.lock();
+        self.check_poisoned()?;
+        let candidates = self.pool.dirty_frames(limit.min(SEGMENT_SLOTS_MAX));
+        let mut images: Vec<Box<Page>> = Vec::with_capacity(candidates.len());
+        let mut frames = Vec::with_capacity(candidates.len());
+        for (page_id, pin) in candidates {
+            // Skip pages latched exclusively: possibly by the very thread that needs a frame
+            // (an Mtr holding a dirty page while it fetches another), which would deadlock.
+            let Some(latch) = pin.frame().latch.try_read() else {
+                continue;
+            };
+            let mut meta = pin.frame().meta.lock();
+            if !meta.dirty || meta.write_pending || meta.page_id != page_id {
+                continue;
+            }
+            meta.dirty = false;
+            meta.write_pending = true;
+            drop(meta);
+            self.dirty_frames.fetch_sub(1, Ordering::AcqRel);
+            images.push(Box::new((**latch).clone()));
+            drop(latch);
+            frames.push(pin);
+        }
+        if images.is_empty() {
+            return Ok(0);
+        }
+        let segment = match self.write_segment(&mut images) {
+            Ok(segment) => segment,
+            Err(error) => {
+                self.poison(&error);
+                return Err(error);
+            }
+        };
+        let entries: Vec<(PageId, u32)> = images
+            .iter()
+            .enumerate()
+            .map(|(slot, image)| (image.page_id(), usize_to_u32(slot)))
+            .collect();
+        self.publish_segment(segment, usize_to_u32(images.len()), &entries, None)?;
+        for pin in &frames {
+            let mut meta = pin.frame().meta.lock();
+            meta.write_pending = false;
+            meta.version = segment;
+            if meta.dirty {
+                meta.recovery_lsn = meta.next_recovery_lsn;
+            }
+        }
+        let written = images.len();
+        self.stats.flushes.increment();
+        self.stats.pages_flushed.add(usize_to_u64(written));
+        with_op_counters(|counters| counters.pages_written += usize_to_u64(written));
+        Ok(written)
+    }
+
+    /// WAL first, then the segment. Stamps each image with the segment id as its version.
+    fn write_segment(&self, images: &mut [Box<Page>]) -> Result<SegmentId> {
+        let highest_lsn = images
+            .iter()
+            .map(|image| image.lsn())
+            .max()
+            .unwrap_or(Lsn::ZERO);
+        self.wal.flush_to(highest_lsn)?;
+        let segment = SegmentId(self.next_segment.fetch_add(1, Ordering::AcqRel));
+        for image in images.iter_mut() {
+            image.set_image_version(segment);
+            image.seal();
+        }
+        let references: Vec<&Page> = images.iter().map(|image| &**image).collect();
+        let bytes = encode_segment(segment, &references);
+        self.volume.put(&segment_name(segment), &bytes)?;
+        self.stats.segments_written.increment();
+        self.stats
+            .segment_bytes_written
+            .add(usize_to_u64(bytes.len()));
+        Ok(segment)
+    }
+
+    /// Points pages at their new slots and logs it. With `expected`, a page is moved only if
+    /// it still lives at `expected[i]` (compaction must not undo a newer flush).
+    fn publish_segment(
+        &self,
+        segment: SegmentId,
+        slots: u32,
+        entries: &[(PageId, u32)],
+        expected: Option<&[PageLocation]>,
+    ) -> Result<()> {
+        let mut map = self.map.write();
+        map.register_segment(segment, slots);
+        let mut applied = Vec::with_capacity(entries.len());
+        for (index, &(page_id, slot)) in entries.iter().enumerate() {
+            if let Some(expected) = expected {
+                if map.get(page_id) != Some(expected[index]) {
+                    continue;
+                }
+            }
+            map.set(page_id, PageLocation { segment, slot });
+            applied.push((page_id, slot));
+        }
+        let record = WalRecord::MapUpdate {
+            segment,
+            slots,
+            entries: applied,
+        };
+        let end = self
+            .wal
+            .append(&record)
+            .inspect_err(|error| self.poison(error))?;
+        map.applied_lsn = end;
+        Ok(())
+    }
+
+    /// Persists the page map and a new manifest; then deletes what they made unnecessary.
+    pub(crate) fn checkpoint(&self) -> Result<()> {
+        let mut state = self.checkpoint_state.lock();
+        self.check_poisoned()?;
+        let appended = self.wal.appended_lsn();
+        let redo_lsn = self
+            .pool
+            .min_recovery_lsn()
+            .map_or(appended, |oldest| oldest.min(appended));
+        self.wal
+            .flush_to(appended)
+            .inspect_err(|error| self.poison(error))?;
+        let sequence = state.sequence + 1;
+        let (chunks, dirty, segments, dead, map_lsn) = {
+            let mut map = self.map.write();
+            let dirty = map.take_dirty_chunks();
+            let chunks: Vec<(usize, Vec<u8>)> = dirty
+                .iter()
+                .map(|&chunk| (chunk, map.encode_chunk(chunk)))
+                .collect();
+            let dead: Vec<SegmentId> = map
+                .segments()
+                .iter()
+                .filter(|(_, usage)| usage.live == 0)
+                .map(|(&segment, _)| segment)
+                .collect();
+            for segment in &dead {
+                map.forget_segment(*segment);
+            }
+            let segments: Vec<(SegmentId, u32)> = map
+                .segments()
+                .iter()
+                .map(|(&segment, usage)| (segment, usage.slots))
+                .collect();
+            (chunks, dirty, segments, dead, map.applied_lsn)
+        };
+        let mut chunk_sequences = state.chunk_sequences.clone();
+        let mut written_bytes = 0u64;
+        let written = (|| -> Result<()> {
+            for (chunk, bytes) in &chunks {
+                self.volume.put(&chunk_name(*chunk, sequence), bytes)?;
+                written_bytes += usize_to_u64(bytes.len());
+                chunk_sequences.insert(*chunk, sequence);
+            }
+            let manifest = Manifest {
+                sequence,
+                redo_lsn,
+                map_lsn,
+                next_segment: SegmentId(self.next_segment.load(Ordering::Acquire)),
+                next_page: PageId(self.next_page.load(Ordering::Acquire)),
+                chunks: chunk_sequences
+                    .iter()
+                    .map(|(&chunk, &written_by)| (chunk, written_by))
+                    .collect(),
+                segments,
+            };
+            let bytes = manifest.encode();
+            written_bytes += usize_to_u64(bytes.len());
+            self.volume.put(&manifest_name(sequence), &bytes)
+        })();
+        if let Err(error) = written {
+            // Nothing references the new objects; the next checkpoint rewrites the chunks.
+            self.map.write().restore_dirty_chunks(dirty);
+            return Err(error);
+        }
+        let superseded: Vec<String> = chunks
+            .iter()
+            .filter_map(|(chunk, _)| {
+                state
+                    .chunk_sequences
+                    .get(chunk)
+                    .map(|&old| chunk_name(*chunk, old))
+            })
+            .collect();
+        state.sequence = sequence;
+        state.chunk_sequences = chunk_sequences;
+        state.wal_bytes_at_last = self.wal.stats.bytes.get();
+        state.last_at = Some(Instant::now());
+        drop(state);
+        self.stats.checkpoints.increment();
+        self.stats.checkpoint_bytes_written.add(written_bytes);
+        self.delete_unreferenced(sequence, &superseded, &dead)?;
+        self.wal.truncate_before(redo_lsn.min(map_lsn))
+    }
+
+    fn delete_unreferenced(
+        &self,
+        sequence: u64,
+        superseded: &[String],
+        dead: &[SegmentId],
+    ) -> Result<()> {
+        for name in superseded {
+            self.volume.delete(name)?;
+        }
+        for info in self.volume.list(MANIFEST_PREFIX)? {
+            if parse_manifest_name(&info.name).is_some_and(|older| older < sequence) {
+                self.volume.delete(&info.name)?;
+            }
+        }
+        for segment in dead {
+            self.volume.delete(&segment_name(*segment))?;
+            self.stats.segments_deleted.increment();
+        }
+        Ok(())
+    }
+
+    /// Rewrites the live pages of the emptiest segments into one new segment, when space
+    /// amplification exceeds the configured maximum. Returns whether it did anything.
+    pub(crate) fn compact_step(&self) -> Result<bool> {
+        self.check_poisoned()?;
+        let victims: Vec<SegmentId> = {
+            let map = self.map.read();
+            let live = map.live_pages();
+            #[allow(clippy::cast_precision_loss)]
+            let amplification = if live == 0 {
+                1.0
+            } else {
+                map.total_slots() as f64 / live as f64
+            };
+            if amplification <= self.config.space_amplification_max {
+                return Ok(false);
+            }
+            let newest = map.max_segment();
+            let mut candidates: Vec<(u32, SegmentId)> = map
+                .segments()
+                .iter()
+                .filter(|(&segment, usage)| segment != newest && usage.live * 2 <= usage.slots)
+                .map(|(&segment, usage)| (usage.live, segment))
+                .collect();
+            candidates.sort();
+            let mut chosen = Vec::new();
+            let mut pages = 0usize;
+            for (live, segment) in candidates.into_iter().take(COMPACTION_SEGMENTS_MAX) {
+                if pages + live as usize > SEGMENT_SLOTS_MAX {
+                    break;
+                }
+                pages += live as usize;
+                chosen.push(segment);
+            }
+            chosen
+        };
+        if victims.is_empty() {
+            return Ok(false);
+        }
+        let (mut images, expected) = self.collect_live(&victims)?;
+        if images.is_empty() {
+            // Every victim is already dead: the next checkpoint deletes it.
+            self.checkpoint()?;
+            return Ok(true);
+        }
+        let _flush = self.flush_lock.lock();
+        let segment = self
+            .write_segment(&mut images)
+            .inspect_err(|error| self.poison(error))?;
+        let entries: Vec<(PageId, u32)> = images
+            .iter()
+            .enumerate()
+            .map(|(slot, image)| (image.page_id(), usize_to_u32(slot)))
+            .collect();
+        self.publish_segment(
+            segment,
+            usize_to_u32(images.len()),
+            &entries,
+            Some(&expected),
+        )?;
+        drop(_flush);
+        self.stats.compactions.increment();
+        self.stats.pages_compacted.add(usize_to_u64(images.len()));
+        self.checkpoint()?;
+        Ok(true)
+    }
+
+    /// Reads each victim segment once and returns its still-live page images.
+    fn collect_live(&self, victims: &[SegmentId]) -> Result<(Vec<Box<Page>>, Vec<PageLocation>)> {
+        let mut images = Vec::new();
+        let mut expected = Vec::new();
+        for &segment in victims {
+            let name = segment_name(segment);
+            let bytes = self.volume.get(&name)?;
+            let slots = decode_segment(segment, &bytes).map_err(|detail| {
+                StorageError::corrupt_file(format!("{}/{name}", self.volume.describe()), detail)
+            })?;
+            let map = self.map.read();
+            for (slot, entry) in slots.iter().enumerate() {
+                let location = PageLocation {
+                    segment,
+                    slot: usize_to_u32(slot),
+                };
+                if map.get(entry.page_id) != Some(location) {
+                    continue;
+                }
+                let start = usize::try_from(slot_offset(location.slot)).expect("fits");
+                let mut image = Page::new_boxed();
+                image
+                    .as_bytes_mut()
+                    .copy_from_slice(&bytes[start..start + tierdb_common::PAGE_SIZE]);
+                images.push(image);
+                expected.push(location);
+            }
+        }
+        Ok((images, expected))
+    }
+}
+
+/// The background writer: keeps dirty pages below their limit, checkpoints on time or WAL
+/// volume, compacts, and releases frames above the pool's target.
+pub(crate) fn background_loop(inner: &StoreInner) {
+    while !inner.shutdown.load(Ordering::Acquire) {
+        {
+            let (flag, condvar) = &inner.wake;
+            let mut woken = flag.lock();
+            if !*woken {
+                condvar.wait_for(&mut woken, WRITER_TICK);
+            }
+            *woken = false;
+        }
+        if inner.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        if let Err(error) = background_step(inner) {
+            if matches!(error, StorageError::Poisoned { .. }) {
+                return;
+            }
+            tracing::warn!(%error, "background writer step failed");
+            std::thread::sleep(WRITER_TICK);
+        }
+    }
+}
+
+fn background_step(inner: &StoreInner) -> Result<()> {
+    let target = inner.pool.target_frames();
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let dirty_max = ((target as f64) * inner.config.dirty_fraction_max) as usize;
+    while inner.dirty_frames.load(Ordering::Acquire) > dirty_max
+        && !inner.shutdown.load(Ordering::Acquire)
+    {
+        if inner.flush_some(SEGMENT_SLOTS_MAX)? == 0 {
+            break;
+        }
+    }
+    if inner.pool.allocated_frames() > target {
+        inner.flush_some(SEGMENT_SLOTS_MAX)?;
+        inner
+            .pool
+            .release_excess(&|page_id, version, image| inner.admit(page_id, version, image));
+    }
+    let due = {
+        let state = inner.checkpoint_state.lock();
+        let wal_bytes = inner.wal.stats.bytes.get() - state.wal_bytes_at_last;
+        wal_bytes >= inner.config.checkpoint_wal_bytes
+            || state
+                .last_at
+                .is_none_or(|at| at.elapsed() >= inner.config.checkpoint_interval)
+    };
+    if due {
+        inner.checkpoint()?;
+    }
+    inner.compact_step()?;
+    Ok(())
+}

@@ -1,0 +1,536 @@
+//! The page store: the one interface the layers above use to read and change pages.
+//!
+//! Read path: DRAM pool, then the tier (if the page map's current version is there), then the
+//! volume. Write path: a mini-transaction (`Mtr`) changes latched pages and logs one WAL record
+//! for all of them; dirty pages are flushed in batches into new segments (WAL first), and the
+//! page map update is logged; checkpoints persist the map and bound recovery.
+//!
+//! Lock order (never acquired in the other direction): checkpoint state, flush lock, page map,
+//! WAL state, table shard, frame meta. Page latches are taken before any of these by `Mtr`
+//! and are never requested while holding one of them.
+
+mod flush;
+mod mtr;
+mod recovery;
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use tierdb_common::{with_op_counters, Counter, Lsn, Page, PageId, SegmentId, PAGE_SIZE};
+
+pub use mtr::{Mtr, MtrSlot};
+
+use crate::buffer_pool::{Acquire, BufferPool, FetchOutcome, PageRef, Pinned, PoolStats};
+use crate::device::{Device, FileDevice};
+use crate::error::{Result, StorageError};
+use crate::page_map::{PageLocation, PageMap};
+use crate::segment::{segment_name, slot_offset};
+use crate::tier::{TierCache, TierLookup, TierStats};
+use crate::volume::{MeteredVolume, Volume, VolumeStats};
+use crate::wal::{DeviceOpener, Wal, WalStats};
+
+/// Attempts to load a page whose location moved (compaction) while it was being read.
+const LOAD_ATTEMPTS_MAX: usize = 4;
+/// Flush-and-retry rounds a fetch makes when every frame is dirty before giving up.
+const EVICTION_ATTEMPTS_MAX: usize = 64;
+
+/// The local tier's configuration.
+#[derive(Clone)]
+pub struct TierConfig {
+    /// The tier file (on the local SSD).
+    pub path: PathBuf,
+    pub capacity_bytes: u64,
+    /// Open the tier file with `O_DIRECT` where the filesystem supports it.
+    pub direct_io: bool,
+}
+
+/// Everything `PageStore::open` needs.
+#[derive(Clone)]
+pub struct StoreConfig {
+    /// Local directory for the lock file, the WAL (unless `wal_in_volume`) and defaults.
+    pub data_dir: PathBuf,
+    /// Durable storage for segments, page-map chunks and manifests.
+    pub volume: Arc<dyn Volume>,
+    pub buffer_pool_bytes: u64,
+    pub tier: Option<TierConfig>,
+    /// Put the WAL on the volume: an acknowledged commit survives the loss of the machine.
+    pub wal_in_volume: bool,
+    /// Opens WAL files; tests substitute fault-injecting devices.
+    pub wal_device_opener: DeviceOpener,
+    /// Opens the tier file; tests substitute fault-injecting devices.
+    pub tier_device_opener: Option<DeviceOpener>,
+    /// Run the background writer (flushing, checkpoints, compaction).
+    pub background: bool,
+    pub checkpoint_interval: Duration,
+    /// Checkpoint once this much WAL was written since the last one.
+    pub checkpoint_wal_bytes: u64,
+    /// Background flushing starts above this fraction of dirty frames.
+    pub dirty_fraction_max: f64,
+    /// Compaction runs while total segment slots exceed this multiple of live pages.
+    pub space_amplification_max: f64,
+}
+
+impl StoreConfig {
+    /// The embedded default: everything under `data_dir`, local volume in `data_dir/volume`.
+    pub fn local(data_dir: impl Into<PathBuf>) -> Result<StoreConfig> {
+        let data_dir = data_dir.into();
+        let volume = crate::volume::LocalVolume::open(data_dir.join("volume"))?;
+        Ok(StoreConfig::with_volume(data_dir, Arc::new(volume)))
+    }
+
+    pub fn with_volume(data_dir: impl Into<PathBuf>, volume: Arc<dyn Volume>) -> StoreConfig {
+        let data_dir = data_dir.into();
+        StoreConfig {
+            tier: Some(TierConfig {
+                path: data_dir.join("tier").join("tier.dat"),
+                capacity_bytes: 256 << 20,
+                direct_io: true,
+            }),
+            data_dir,
+            volume,
+            buffer_pool_bytes: 128 << 20,
+            wal_in_volume: false,
+            wal_device_opener: Arc::new(|path: &Path| {
+                Ok(Box::new(FileDevice::open(path, false)?) as Box<dyn Device>)
+            }),
+            tier_device_opener: None,
+            background: true,
+            checkpoint_interval: Duration::from_secs(30),
+            checkpoint_wal_bytes: 64 << 20,
+            dirty_fraction_max: 0.25,
+            space_amplification_max: 1.3,
+        }
+    }
+}
+
+pub(crate) fn frames_for(bytes: u64) -> usize {
+    usize::try_from(bytes / u64::try_from(PAGE_SIZE).expect("fits")).unwrap_or(usize::MAX)
+}
+
+/// Counters of the page store itself.
+#[derive(Default, Debug)]
+pub struct StoreStats {
+    pub flushes: Counter,
+    pub pages_flushed: Counter,
+    pub segments_written: Counter,
+    pub segment_bytes_written: Counter,
+    pub checkpoints: Counter,
+    pub checkpoint_bytes_written: Counter,
+    pub compactions: Counter,
+    pub pages_compacted: Counter,
+    pub segments_deleted: Counter,
+    /// Payload bytes changed by mini-transactions: the denominator of write amplification.
+    pub logical_bytes_changed: Counter,
+    pub mtr_commits: Counter,
+    pub dram_hits: Counter,
+    pub tier_hits: Counter,
+    pub volume_reads: Counter,
+}
+
+/// Space used on the volume by segments, against the live pages they hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpaceUsage {
+    pub live_pages: u64,
+    pub segment_slots: u64,
+    pub segments: u64,
+}
+
+impl SpaceUsage {
+    /// Segment slots per live page (1.0 is perfect).
+    pub fn amplification(&self) -> f64 {
+        if self.live_pages == 0 {
+            return 1.0;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let ratio = self.segment_slots as f64 / self.live_pages as f64;
+        ratio
+    }
+}
+
+pub(crate) struct StoreInner {
+    pub config: StoreConfig,
+    pub volume: Arc<MeteredVolume<Arc<dyn Volume>>>,
+    pub pool: BufferPool,
+    pub tier: Option<TierCache>,
+    pub wal: Wal,
+    pub map: RwLock<PageMap>,
+    pub next_segment: AtomicU64,
+    pub next_page: AtomicU64,
+    pub dirty_frames: AtomicUsize,
+    pub flush_lock: Mutex<()>,
+    pub checkpoint_state: Mutex<flush::CheckpointState>,
+    pub poisoned: Mutex<Option<String>>,
+    pub shutdown: AtomicBool,
+    pub wake: (Mutex<bool>, Condvar),
+    pub stats: StoreStats,
+    _lock_file: File,
+}
+
+/// The tiered page store. See the module documentation.
+pub struct PageStore {
+    inner: Arc<StoreInner>,
+    background: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn lock_data_dir(data_dir: &Path) -> Result<File> {
+    std::fs::create_dir_all(data_dir)
+        .map_err(|error| StorageError::local_io("mkdir", data_dir, error))?;
+    let path = data_dir.join("LOCK");
+    let file = File::create(&path).map_err(|error| StorageError::local_io("open", &path, error))?;
+    // SAFETY: flock on a descriptor we own; no memory is involved.
+    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if locked != 0 {
+        return Err(StorageError::Locked {
+            path: data_dir.display().to_string(),
+        });
+    }
+    Ok(file)
+}
+
+impl PageStore {
+    /// Opens the store, running crash recovery: loads the newest manifest and page map,
+    /// replays the WAL, and deletes segments no durable state references.
+    pub fn open(config: StoreConfig) -> Result<PageStore> {
+        let lock_file = lock_data_dir(&config.data_dir)?;
+        let inner = recovery::recover(config, lock_file)?;
+        let store = PageStore {
+            inner: Arc::new(inner),
+            background: Mutex::new(None),
+        };
+        store.inner.checkpoint()?;
+        if store.inner.config.background {
+            let inner = Arc::clone(&store.inner);
+            let handle = std::thread::Builder::new()
+                .name("page-writer".to_string())
+                .spawn(move || flush::background_loop(&inner))
+                .map_err(|error| {
+                    StorageError::local_io("spawn", &store.inner.config.data_dir, error)
+                })?;
+            *store.background.lock() = Some(handle);
+        }
+        Ok(store)
+    }
+
+    /// Reads a page: pinned and latched shared until the returned guard drops.
+    pub fn read(&self, page_id: PageId) -> Result<PageRef> {
+        Ok(PageRef::new(self.inner.fetch(page_id)?))
+    }
+
+    /// Starts a mini-transaction: a group of page changes logged and applied atomically.
+    pub fn mtr(&self) -> Mtr<'_> {
+        Mtr::new(&self.inner)
+    }
+
+    /// Blocks until the WAL is durable up to `lsn` (group commit).
+    pub fn wait_durable(&self, lsn: Lsn) -> Result<()> {
+        self.inner
+            .wal
+            .flush_to(lsn)
+            .inspect_err(|error| self.inner.poison(error))
+    }
+
+    /// Appends a record for a layer above (e.g. a transaction commit); returns its end LSN.
+    pub fn log_opaque(&self, kind: u8, payload: Vec<u8>) -> Result<Lsn> {
+        self.inner.check_poisoned()?;
+        self.inner
+            .wal
+            .append(&crate::wal::WalRecord::Opaque { kind, payload })
+    }
+
+    /// Writes every dirty page to the volume.
+    pub fn flush_all(&self) -> Result<()> {
+        while self.inner.flush_some(crate::segment::SEGMENT_SLOTS_MAX)? > 0 {}
+        Ok(())
+    }
+
+    pub fn checkpoint(&self) -> Result<()> {
+        self.inner.checkpoint()
+    }
+
+    /// Runs compaction until space amplification is below the configured maximum or no
+    /// segment is worth compacting. Returns segments compacted.
+    pub fn compact(&self) -> Result<usize> {
+        let mut compacted = 0;
+        while self.inner.compact_step()? {
+            compacted += 1;
+        }
+        Ok(compacted)
+    }
+
+    /// Resizes the DRAM pool online. Shrinking flushes dirty pages and evicts clean ones;
+    /// pinned pages are waited for up to `timeout`. Returns the frames allocated afterwards.
+    pub fn resize_buffer_pool(&self, bytes: u64, timeout: Duration) -> Result<usize> {
+        let inner = &self.inner;
+        let deadline = Instant::now() + timeout;
+        let mut remaining = inner
+            .pool
+            .set_target(frames_for(bytes), &|page_id, version, image| {
+                inner.admit(page_id, version, image)
+            });
+        while remaining > 0 {
+            inner.flush_some(crate::segment::SEGMENT_SLOTS_MAX)?;
+            remaining = inner
+                .pool
+                .release_excess(&|page_id, version, image| inner.admit(page_id, version, image));
+            if remaining > 0 && Instant::now() >= deadline {
+                return Err(StorageError::PoolExhausted {
+                    frames: inner.pool.allocated_frames(),
+                });
+            }
+            if remaining > 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(inner.pool.allocated_frames())
+    }
+
+    /// Resizes the tier online.
+    pub fn resize_tier(&self, bytes: u64) -> Result<()> {
+        match &self.inner.tier {
+            Some(tier) => tier.resize(bytes),
+            None => Err(StorageError::InvalidConfig {
+                detail: "tier is disabled".to_string(),
+            }),
+        }
+    }
+
+    pub fn pool_stats(&self) -> &PoolStats {
+        &self.inner.pool.stats
+    }
+    pub fn tier_stats(&self) -> Option<&TierStats> {
+        self.inner.tier.as_ref().map(TierCache::stats)
+    }
+    pub fn tier(&self) -> Option<&TierCache> {
+        self.inner.tier.as_ref()
+    }
+    pub fn volume_stats(&self) -> &VolumeStats {
+        self.inner.volume.stats()
+    }
+    pub fn wal_stats(&self) -> &WalStats {
+        &self.inner.wal.stats
+    }
+    pub fn stats(&self) -> &StoreStats {
+        &self.inner.stats
+    }
+    pub fn buffer_pool_frames(&self) -> (usize, usize) {
+        (
+            self.inner.pool.allocated_frames(),
+            self.inner.pool.target_frames(),
+        )
+    }
+    pub fn space_usage(&self) -> SpaceUsage {
+        let map = self.inner.map.read();
+        SpaceUsage {
+            live_pages: map.live_pages(),
+            segment_slots: map.total_slots(),
+            segments: u64::try_from(map.segments().len()).expect("fits"),
+        }
+    }
+    pub fn durable_lsn(&self) -> Lsn {
+        self.inner.wal.durable_lsn()
+    }
+    pub fn describe_volume(&self) -> String {
+        self.inner.volume.describe()
+    }
+
+    /// Largest page id allocated so far.
+    pub fn max_page_id(&self) -> PageId {
+        PageId(
+            self.inner
+                .next_page
+                .load(Ordering::Acquire)
+                .saturating_sub(1),
+        )
+    }
+
+    /// Clean shutdown: flushes, checkpoints and persists the tier index.
+    pub fn close(self) -> Result<()> {
+        self.stop_background();
+        self.flush_all()?;
+        self.inner.checkpoint()?;
+        if let Some(tier) = &self.inner.tier {
+            tier.close()?;
+        }
+        Ok(())
+    }
+
+    /// Stops background work without flushing anything: what a crash leaves behind (the
+    /// operating system still holds completed writes). For tests.
+    pub fn abandon(self) {
+        self.stop_background();
+    }
+
+    fn stop_background(&self) {
+        self.inner.shutdown.store(true, Ordering::Release);
+        self.inner.wake_writer();
+        if let Some(handle) = self.background.lock().take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for PageStore {
+    fn drop(&mut self) {
+        self.stop_background();
+    }
+}
+
+impl StoreInner {
+    pub(crate) fn check_poisoned(&self) -> Result<()> {
+        match &*self.poisoned.lock() {
+            Some(cause) => Err(StorageError::Poisoned {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Enters the sticky error state after a durable write whose outcome is unknown.
+    pub(crate) fn poison(&self, error: &StorageError) {
+        let mut poisoned = self.poisoned.lock();
+        if poisoned.is_none() {
+            tracing::error!(%error, "page store poisoned");
+            *poisoned = Some(error.to_string());
+        }
+    }
+
+    pub(crate) fn wake_writer(&self) {
+        let (flag, condvar) = &self.wake;
+        *flag.lock() = true;
+        condvar.notify_one();
+    }
+
+    /// Hands a clean page leaving DRAM to the tier.
+    pub(crate) fn admit(&self, page_id: PageId, version: SegmentId, image: &Page) {
+        if let Some(tier) = &self.tier {
+            let mut copy = Box::new(image.clone());
+            copy.set_image_version(version);
+            copy.seal();
+            tier.admit(page_id, version, copy);
+        }
+    }
+
+    /// A free frame, flushing dirty pages if every candidate is dirty.
+    pub(crate) fn acquire_frame(&self) -> Result<Arc<crate::buffer_pool::Frame>> {
+        for _ in 0..EVICTION_ATTEMPTS_MAX {
+            match self
+                .pool
+                .acquire_frame(&|page_id, version, image| self.admit(page_id, version, image))
+            {
+                Acquire::Frame(frame) => return Ok(frame),
+                Acquire::NeedFlush => {
+                    if self.flush_some(crate::segment::SEGMENT_SLOTS_MAX)? == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+        Err(StorageError::PoolExhausted {
+            frames: self.pool.allocated_frames(),
+        })
+    }
+
+    /// Pins `page_id`, loading it from the tier or the volume on a DRAM miss.
+    pub(crate) fn fetch(&self, page_id: PageId) -> Result<Pinned> {
+        for _ in 0..LOAD_ATTEMPTS_MAX {
+            if let Some(pinned) = self.pool.lookup(page_id)? {
+                self.pool.stats.hits.increment();
+                self.stats.dram_hits.increment();
+                with_op_counters(|counters| counters.dram_hits += 1);
+                return Ok(pinned);
+            }
+            let location = self
+                .map
+                .read()
+                .get(page_id)
+                .ok_or(StorageError::UnknownPage { page_id })?;
+            let frame = self.acquire_frame()?;
+            let mut loaded = None;
+            let installed = self
+                .pool
+                .install(frame, page_id, location.segment, &mut |page| {
+                    loaded = Some(self.load_image(page_id, location, page)?);
+                    Ok(())
+                });
+            match installed {
+                Ok(Some((pinned, outcome))) => {
+                    self.count_fetch(outcome, loaded);
+                    return Ok(pinned);
+                }
+                Ok(None) => continue,
+                Err(StorageError::NotFound { .. })
+                    if self.map.read().get(page_id) != Some(location) =>
+                {
+                    continue
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(StorageError::UnknownPage { page_id })
+    }
+
+    fn count_fetch(&self, outcome: FetchOutcome, loaded: Option<Source>) {
+        match (outcome, loaded) {
+            (FetchOutcome::Hit, _) | (FetchOutcome::Loaded, None) => {
+                self.stats.dram_hits.increment();
+                with_op_counters(|counters| counters.dram_hits += 1);
+            }
+            (FetchOutcome::Loaded, Some(Source::Tier)) => {
+                self.stats.tier_hits.increment();
+                with_op_counters(|counters| counters.tier_hits += 1);
+            }
+            (FetchOutcome::Loaded, Some(Source::Volume)) => {
+                self.stats.volume_reads.increment();
+                with_op_counters(|counters| counters.volume_reads += 1);
+            }
+        }
+    }
+
+    /// Reads image `location` of `page_id` into `page`: from the tier if it holds exactly
+    /// that image, else from the volume, verifying the checksum, page id and version.
+    fn load_image(
+        &self,
+        page_id: PageId,
+        location: PageLocation,
+        page: &mut Page,
+    ) -> Result<Source> {
+        if let Some(tier) = &self.tier {
+            if tier.lookup(page_id, location.segment, page) == TierLookup::Hit {
+                return Ok(Source::Tier);
+            }
+        }
+        let name = segment_name(location.segment);
+        self.volume
+            .read_range(&name, slot_offset(location.slot), page.as_bytes_mut())?;
+        page.verify_version(page_id, location.segment)
+            .map_err(|reason| StorageError::CorruptPage {
+                page_id,
+                version: location.segment,
+                location: format!(
+                    "{} slot={}",
+                    self.volume.describe_object(&name),
+                    location.slot
+                ),
+                reason,
+            })?;
+        Ok(Source::Volume)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    Tier,
+    Volume,
+}
+
+impl MeteredVolume<Arc<dyn Volume>> {
+    fn describe_object(&self, name: &str) -> String {
+        format!("{}/{name}", self.describe())
+    }
+}

@@ -1,0 +1,225 @@
+//! Mini-transactions: the only way to change a page.
+//!
+//! An `Mtr` latches pages exclusively, applies changes to them in DRAM and records each change
+//! as a `PageOp`. `commit` appends all of them as one WAL record (so redo applies all or
+//! none), stamps the record's LSN on every page and marks them dirty, while the WAL is still
+//! locked, so a concurrent checkpoint either sees the pages dirty or starts redo after them.
+//! Dropping an uncommitted `Mtr` restores the pages' earlier images: nothing unlogged remains.
+//!
+//! Callers latch pages in a consistent order (the B+tree does, top-down, left to right);
+//! the page store does not detect latch deadlocks.
+
+use std::sync::atomic::Ordering;
+
+use parking_lot::lock_api::ArcRwLockWriteGuard;
+use parking_lot::RawRwLock;
+use tierdb_common::{with_op_counters, Lsn, Page, PageId, PageType, SegmentId, PAGE_PAYLOAD_SIZE};
+
+use super::StoreInner;
+use crate::buffer_pool::Pinned;
+use crate::error::Result;
+use crate::wal::{PageOp, WalRecord};
+
+struct MtrPage {
+    // Field order matters: the latch is released before the pin.
+    guard: ArcRwLockWriteGuard<RawRwLock, Box<Page>>,
+    pin: Pinned,
+    page_id: PageId,
+    /// The image before this mtr's first change, restored if the mtr is dropped.
+    before: Option<Box<Page>>,
+}
+
+/// A group of page changes that is logged and applied atomically.
+pub struct Mtr<'store> {
+    store: &'store StoreInner,
+    pages: Vec<MtrPage>,
+    ops: Vec<PageOp>,
+    committed: bool,
+}
+
+/// Index of a page latched by an `Mtr`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct MtrSlot(usize);
+
+impl<'store> Mtr<'store> {
+    pub(crate) fn new(store: &'store StoreInner) -> Mtr<'store> {
+        Mtr {
+            store,
+            pages: Vec::new(),
+            ops: Vec::new(),
+            committed: false,
+        }
+    }
+
+    /// Latches `page_id` exclusively for this mtr (once; later calls return the same slot).
+    pub fn latch(&mut self, page_id: PageId) -> Result<MtrSlot> {
+        if let Some(index) = self.pages.iter().position(|page| page.page_id == page_id) {
+            return Ok(MtrSlot(index));
+        }
+        let pin = self.store.fetch(page_id)?;
+        let guard = pin.write();
+        self.pages.push(MtrPage {
+            guard,
+            pin,
+            page_id,
+            before: None,
+        });
+        Ok(MtrSlot(self.pages.len() - 1))
+    }
+
+    /// Allocates a new page of `page_type`, latched by this mtr.
+    pub fn allocate(&mut self, page_type: PageType) -> Result<(MtrSlot, PageId)> {
+        self.store.check_poisoned()?;
+        let page_id = PageId(self.store.next_page.fetch_add(1, Ordering::AcqRel));
+        let pin = self.store.install_empty(page_id)?;
+        let mut guard = pin.write();
+        guard.init(page_id, page_type);
+        // A new page has no earlier image; "restoring" it leaves an empty, clean frame that
+        // nothing references.
+        let before = Some(Box::new((**guard).clone()));
+        self.pages.push(MtrPage {
+            guard,
+            pin,
+            page_id,
+            before,
+        });
+        self.ops.push(PageOp::Init { page_id, page_type });
+        Ok((MtrSlot(self.pages.len() - 1), page_id))
+    }
+
+    pub fn page(&self, slot: MtrSlot) -> &Page {
+        &self.pages[slot.0].guard
+    }
+
+    pub fn page_id(&self, slot: MtrSlot) -> PageId {
+        self.pages[slot.0].page_id
+    }
+
+    /// Writes `bytes` at `offset` of the page's payload and records the change.
+    pub fn write(&mut self, slot: MtrSlot, offset: usize, bytes: &[u8]) {
+        assert!(
+            offset + bytes.len() <= PAGE_PAYLOAD_SIZE,
+            "write beyond the payload"
+        );
+        let page = &mut self.pages[slot.0];
+        if page.before.is_none() {
+            page.before = Some(Box::new((**page.guard).clone()));
+        }
+        page.guard.payload_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
+        self.ops.push(PageOp::Write {
+            page_id: page.page_id,
+            offset: u16::try_from(offset).expect("offset within a page"),
+            bytes: bytes.to_vec(),
+        });
+    }
+
+    /// Reformats a latched page as an empty page of `page_type`.
+    pub fn reinit(&mut self, slot: MtrSlot, page_type: PageType) {
+        let page = &mut self.pages[slot.0];
+        if page.before.is_none() {
+            page.before = Some(Box::new((**page.guard).clone()));
+        }
+        let page_id = page.page_id;
+        page.guard.init(page_id, page_type);
+        self.ops.push(PageOp::Init { page_id, page_type });
+    }
+
+    /// Logs the changes as one WAL record and releases the pages. Returns the record's end
+    /// LSN; pass it to `PageStore::wait_durable` to wait for durability.
+    pub fn commit(mut self) -> Result<Lsn> {
+        if self.ops.is_empty() {
+            self.committed = true;
+            return Ok(self.store.wal.appended_lsn());
+        }
+        self.store.check_poisoned()?;
+        let logical: usize = self
+            .ops
+            .iter()
+            .map(|op| match op {
+                PageOp::Write { bytes, .. } => bytes.len(),
+                PageOp::Init { .. } => 0,
+            })
+            .sum();
+        let record = WalRecord::PageOps(std::mem::take(&mut self.ops));
+        let store = self.store;
+        let mut newly_dirty = Vec::new();
+        let pages = &mut self.pages;
+        let end = store.wal.append_with(&record, |start, end| {
+            for page in pages.iter_mut().filter(|page| page.before.is_some()) {
+                page.guard.set_lsn(end);
+                if store.mark_dirty(&page.pin, start) {
+                    newly_dirty.push(page.page_id);
+                }
+            }
+        })?;
+        self.committed = true;
+        if let Some(tier) = &store.tier {
+            for page_id in &newly_dirty {
+                tier.invalidate(*page_id);
+            }
+        }
+        store.stats.mtr_commits.increment();
+        store
+            .stats
+            .logical_bytes_changed
+            .add(u64::try_from(logical).expect("fits"));
+        with_op_counters(|counters| {
+            counters.pages_dirtied += u64::try_from(newly_dirty.len()).expect("fits")
+        });
+        Ok(end)
+    }
+}
+
+impl Drop for Mtr<'_> {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        for page in &mut self.pages {
+            if let Some(before) = page.before.take() {
+                **page.guard = *before;
+            }
+        }
+    }
+}
+
+impl StoreInner {
+    /// Marks a latched page dirty after a logged change starting at `start`. Returns whether
+    /// the page was clean before (so its tier copy must go). Called with the WAL locked.
+    pub(crate) fn mark_dirty(&self, pin: &Pinned, start: Lsn) -> bool {
+        let mut meta = pin.frame().meta.lock();
+        if meta.dirty {
+            return false;
+        }
+        meta.dirty = true;
+        if meta.write_pending {
+            meta.next_recovery_lsn = start;
+        } else {
+            meta.recovery_lsn = start;
+        }
+        self.dirty_frames.fetch_add(1, Ordering::AcqRel);
+        true
+    }
+
+    /// A frame for a page that has no durable image yet (a new page, or one created by redo).
+    pub(crate) fn install_empty(&self, page_id: PageId) -> Result<Pinned> {
+        loop {
+            let frame = self.acquire_frame()?;
+            match self
+                .pool
+                .install(frame, page_id, SegmentId::NONE, &mut |page| {
+                    page.init(page_id, PageType::Free);
+                    Ok(())
+                })? {
+                Some((pinned, _)) => return Ok(pinned),
+                None => continue,
+            }
+        }
+    }
+}
+
+impl From<MtrSlot> for usize {
+    fn from(slot: MtrSlot) -> usize {
+        slot.0
+    }
+}

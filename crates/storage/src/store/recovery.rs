@@ -1,0 +1,305 @@
+//! Opening a store: the newest manifest, its page map, then WAL replay in two passes.
+//!
+//! Pass 1 (`wal::recover`) validates the log, cuts a torn tail, applies `MapUpdate` records
+//! after the manifest's map LSN to the page map, and finds the highest page id. Pass 2
+//! (`wal::replay`, read-only) redoes page changes after the redo LSN through the normal
+//! buffer pool, which may flush and evict (the WAL is open by then). Applying every map update
+//! first is safe because page images only move forward: a change is applied to a page only
+//! if the page's LSN is older than the change, and every image holds all changes up to its
+//! LSN.
+//!
+//! Segments on the volume that no map entry references after pass 1 are the remains of
+//! flushes that crashed before their map update became durable: they are deleted.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use tierdb_common::{Lsn, PageId, PageType, SegmentId};
+
+use super::flush::CheckpointState;
+use super::{frames_for, StoreConfig, StoreInner, StoreStats};
+use crate::buffer_pool::{BufferPool, Pinned};
+use crate::device::{Device, FileDevice};
+use crate::error::{Result, StorageError};
+use crate::manifest::{parse_manifest_name, Manifest, MANIFEST_PREFIX};
+use crate::page_map::{chunk_name, PageLocation, PageMap};
+use crate::segment::{parse_segment_name, segment_name, SEGMENT_PREFIX};
+use crate::tier::TierCache;
+use crate::volume::{MeteredVolume, Volume};
+use crate::wal::{self, PageOp, Wal, WalLocation, WalRecord};
+
+pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner> {
+    let volume = Arc::new(MeteredVolume::new(Arc::clone(&config.volume)));
+    let manifest = load_newest_manifest(&volume)?;
+    let mut map = PageMap::default();
+    let mut checkpoint_state = CheckpointState::default();
+    if let Some(manifest) = &manifest {
+        load_map(&volume, manifest, &mut map)?;
+        checkpoint_state.sequence = manifest.sequence;
+        checkpoint_state.chunk_sequences = manifest.chunks.iter().copied().collect();
+    }
+    let listed = list_segments(&volume)?;
+    if let Some(missing) = map
+        .segments()
+        .keys()
+        .find(|segment| !listed.contains(segment))
+    {
+        return Err(StorageError::corrupt_file(
+            format!("{}/{}", volume.describe(), segment_name(*missing)),
+            "segment named by the manifest is missing",
+        ));
+    }
+    let wal_location = if config.wal_in_volume {
+        WalLocation::Volume(Arc::clone(&volume) as Arc<dyn Volume>)
+    } else {
+        WalLocation::Local {
+            directory: config.data_dir.join("wal"),
+            opener: Arc::clone(&config.wal_device_opener),
+        }
+    };
+    let redo_lsn = manifest
+        .as_ref()
+        .map_or(Lsn::ZERO, |manifest| manifest.redo_lsn);
+    let replay_from = manifest.as_ref().map_or(Lsn::ZERO, |manifest| {
+        manifest.redo_lsn.min(manifest.map_lsn)
+    });
+    let mut highest_page = map.max_page_id().0.max(
+        manifest
+            .as_ref()
+            .map_or(0, |manifest| manifest.next_page.0.saturating_sub(1)),
+    );
+    let (sink, wal_end) = wal::recover(&wal_location, replay_from, &mut |_, end, record| {
+        match record {
+            WalRecord::MapUpdate {
+                segment,
+                slots,
+                entries,
+            } if end > map.applied_lsn => {
+                if !listed.contains(&segment) {
+                    return Err(StorageError::corrupt_file(
+                        format!("{}/{}", volume.describe(), segment_name(segment)),
+                        format!("segment named by wal record lsn={end} is missing"),
+                    ));
+                }
+                map.register_segment(segment, slots);
+                for (page_id, slot) in entries {
+                    map.set(page_id, PageLocation { segment, slot });
+                }
+                map.applied_lsn = end;
+            }
+            WalRecord::PageOps(ops) => {
+                for op in &ops {
+                    highest_page = highest_page.max(op.page_id().0);
+                }
+            }
+            WalRecord::MapUpdate { .. } | WalRecord::Opaque { .. } => {}
+        }
+        Ok(())
+    })?;
+    delete_orphans(&volume, &map, &listed)?;
+    let tier = open_tier(&config)?;
+    let next_segment = [
+        manifest
+            .as_ref()
+            .map_or(1, |manifest| manifest.next_segment.0),
+        listed.iter().next_back().map_or(1, |segment| segment.0 + 1),
+        tier.as_ref().map_or(1, |tier| tier.max_version().0 + 1),
+        1,
+    ]
+    .into_iter()
+    .max()
+    .expect("non-empty");
+    let inner = StoreInner {
+        pool: BufferPool::new(
+            frames_for(config.buffer_pool_bytes).max(crate::buffer_pool::POOL_FRAMES_MIN),
+        ),
+        tier,
+        wal: Wal::new(sink, wal_end),
+        map: RwLock::new(map),
+        next_segment: AtomicU64::new(next_segment),
+        next_page: AtomicU64::new(highest_page + 1),
+        dirty_frames: AtomicUsize::new(0),
+        flush_lock: Mutex::new(()),
+        checkpoint_state: Mutex::new(checkpoint_state),
+        poisoned: Mutex::new(None),
+        shutdown: AtomicBool::new(false),
+        wake: (Mutex::new(false), Condvar::new()),
+        stats: StoreStats::default(),
+        volume,
+        config,
+        _lock_file: lock_file,
+    };
+    wal::replay(
+        &wal_location,
+        replay_from,
+        wal_end,
+        &mut |start, end, record| match record {
+            WalRecord::PageOps(ops) if end > redo_lsn => inner.redo(start, end, &ops),
+            _ => Ok(()),
+        },
+    )?;
+    Ok(inner)
+}
+
+fn load_newest_manifest(volume: &MeteredVolume<Arc<dyn Volume>>) -> Result<Option<Manifest>> {
+    let mut newest: Option<(u64, String)> = None;
+    for info in volume.list(MANIFEST_PREFIX)? {
+        let Some(sequence) = parse_manifest_name(&info.name) else {
+            return Err(StorageError::corrupt_file(
+                format!("{}/{}", volume.describe(), info.name),
+                "unexpected object in manifest prefix",
+            ));
+        };
+        if newest.as_ref().is_none_or(|(best, _)| sequence > *best) {
+            newest = Some((sequence, info.name));
+        }
+    }
+    let Some((sequence, name)) = newest else {
+        return Ok(None);
+    };
+    let bytes = volume.get(&name)?;
+    let manifest = Manifest::decode(&bytes).map_err(|detail| {
+        StorageError::corrupt_file(format!("{}/{name}", volume.describe()), detail)
+    })?;
+    if manifest.sequence != sequence {
+        return Err(StorageError::corrupt_file(
+            name,
+            format!("sequence={} disagrees with name", manifest.sequence),
+        ));
+    }
+    Ok(Some(manifest))
+}
+
+fn load_map(
+    volume: &MeteredVolume<Arc<dyn Volume>>,
+    manifest: &Manifest,
+    map: &mut PageMap,
+) -> Result<()> {
+    for &(segment, slots) in &manifest.segments {
+        map.register_segment(segment, slots);
+    }
+    for &(chunk, sequence) in &manifest.chunks {
+        let name = chunk_name(chunk, sequence);
+        let bytes = volume.get(&name)?;
+        map.load_chunk(chunk, &bytes).map_err(|detail| {
+            StorageError::corrupt_file(format!("{}/{name}", volume.describe()), detail)
+        })?;
+    }
+    // Loaded chunks are already durable.
+    map.take_dirty_chunks();
+    map.applied_lsn = manifest.map_lsn;
+    Ok(())
+}
+
+fn list_segments(volume: &MeteredVolume<Arc<dyn Volume>>) -> Result<BTreeSet<SegmentId>> {
+    let mut segments = BTreeSet::new();
+    for info in volume.list(SEGMENT_PREFIX)? {
+        match parse_segment_name(&info.name) {
+            Some(segment) => segments.insert(segment),
+            None => {
+                return Err(StorageError::corrupt_file(
+                    format!("{}/{}", volume.describe(), info.name),
+                    "unexpected object in segment prefix",
+                ))
+            }
+        };
+    }
+    Ok(segments)
+}
+
+fn delete_orphans(
+    volume: &MeteredVolume<Arc<dyn Volume>>,
+    map: &PageMap,
+    listed: &BTreeSet<SegmentId>,
+) -> Result<()> {
+    for segment in listed
+        .iter()
+        .filter(|segment| !map.segments().contains_key(segment))
+    {
+        tracing::info!(segment = %segment, "deleting segment left by an interrupted flush");
+        volume.delete(&segment_name(*segment))?;
+    }
+    Ok(())
+}
+
+fn open_tier(config: &StoreConfig) -> Result<Option<TierCache>> {
+    let Some(tier) = &config.tier else {
+        return Ok(None);
+    };
+    let device: Box<dyn Device> = match &config.tier_device_opener {
+        Some(opener) => opener(&tier.path)?,
+        None => Box::new(FileDevice::open(&tier.path, tier.direct_io)?),
+    };
+    let index_path = tier.path.with_extension("idx");
+    Ok(Some(TierCache::open(
+        device,
+        &index_path,
+        tier.capacity_bytes,
+    )?))
+}
+
+impl StoreInner {
+    /// Redoes one logged group of page changes: each page changes only if its LSN is older
+    /// than the record, so replaying a record twice changes nothing.
+    fn redo(&self, start: Lsn, end: Lsn, ops: &[PageOp]) -> Result<()> {
+        let mut touched: Vec<(PageId, Pinned, bool)> = Vec::new();
+        for op in ops {
+            let page_id = op.page_id();
+            let index = match touched
+                .iter()
+                .position(|(touched_id, _, _)| *touched_id == page_id)
+            {
+                Some(index) => index,
+                None => {
+                    let pin = self.redo_fetch(op, end)?;
+                    let applies = pin.read().lsn() < end;
+                    touched.push((page_id, pin, applies));
+                    touched.len() - 1
+                }
+            };
+            let (_, pin, applies) = &touched[index];
+            if !applies {
+                continue;
+            }
+            let mut page = pin.write();
+            match op {
+                PageOp::Init { page_id, page_type } => page.init(*page_id, *page_type),
+                PageOp::Write { offset, bytes, .. } => {
+                    let offset = usize::from(*offset);
+                    page.payload_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
+                }
+            }
+        }
+        for (page_id, pin, applies) in touched {
+            if applies {
+                pin.write().set_lsn(end);
+                if self.mark_dirty(&pin, start) {
+                    if let Some(tier) = &self.tier {
+                        tier.invalidate(page_id);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn redo_fetch(&self, op: &PageOp, end: Lsn) -> Result<Pinned> {
+        let page_id = op.page_id();
+        match self.fetch(page_id) {
+            Ok(pin) => Ok(pin),
+            Err(StorageError::UnknownPage { .. }) if matches!(op, PageOp::Init { .. }) => {
+                let pin = self.install_empty(page_id)?;
+                pin.write().init(page_id, PageType::Free);
+                Ok(pin)
+            }
+            Err(StorageError::UnknownPage { .. }) => Err(StorageError::corrupt_file(
+                format!("wal lsn={end}"),
+                format!("record changes page_id={page_id} that was never initialized"),
+            )),
+            Err(error) => Err(error),
+        }
+    }
+}

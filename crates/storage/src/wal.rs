@@ -1,0 +1,781 @@
+//! Write-ahead log: records with LSNs and checksums, group commit, and the two sinks.
+//!
+//! Record framing (little-endian; docs/design/003-wal.md):
+//!
+//! | offset | size | field                                                        |
+//! |-------:|-----:|--------------------------------------------------------------|
+//! | 0      | 4    | body length b                                                |
+//! | 4      | 4    | CRC32C of (start lsn u64, b u32, body)                       |
+//! | 8      | b    | body: tag u8, then the record                                |
+//! | 8 + b  | 0..7 | zero padding to a multiple of 8                              |
+//!
+//! A record's LSN is the log position just past it (its end). The checksum covers the start
+//! position, so a record can only validate at the offset where it was written.
+//!
+//! Group commit state machine (`Wal::flush_to`):
+//!
+//! ```text
+//!   appenders --append()--> [buffer] --leader takes buffer--> [sink write + sync] --> durable
+//!        ^                                                        |
+//!        +---- followers wait on `flushed` until durable >= lsn --+
+//! ```
+//! The first thread to need durability while no flush runs becomes the leader and writes
+//! everything appended so far; committers that arrive meanwhile share the next sync. After a
+//! failed write or sync the log is poisoned (sticky): every later call fails, because the
+//! kernel may have dropped the unsynced data and no later sync can prove otherwise.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+use tierdb_common::{Counter, Lsn, PageId, PageType, SegmentId};
+
+use crate::codec::{u64_to_usize, usize_to_u32, usize_to_u64, Reader, Writer};
+use crate::device::Device;
+use crate::error::{Result, StorageError};
+use crate::volume::Volume;
+
+const RECORD_HEADER_BYTES: usize = 8;
+const RECORD_ALIGN_BYTES: usize = 8;
+/// A record body larger than this is rejected (a page-sized write plus framing fits easily).
+pub const RECORD_BODY_BYTES_MAX: usize = 1 << 20;
+/// Appenders flush themselves when this much is buffered, bounding the buffer.
+pub const WAL_BUFFER_BYTES_MAX: usize = 8 << 20;
+/// Local WAL files are rolled once they reach this size.
+pub const WAL_FILE_BYTES_MAX: u64 = 64 << 20;
+pub(crate) const WAL_PREFIX: &str = "wal/";
+
+const TAG_PAGE_OPS: u8 = 1;
+const TAG_MAP_UPDATE: u8 = 2;
+const TAG_OPAQUE: u8 = 3;
+const OP_INIT: u8 = 1;
+const OP_WRITE: u8 = 2;
+
+/// One change to one page, applied physically at redo.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PageOp {
+    /// The page was (re)formatted as an empty page of `page_type`.
+    Init {
+        page_id: PageId,
+        page_type: PageType,
+    },
+    /// `bytes` were written at `offset` of the payload.
+    Write {
+        page_id: PageId,
+        offset: u16,
+        bytes: Vec<u8>,
+    },
+}
+
+impl PageOp {
+    pub fn page_id(&self) -> PageId {
+        match self {
+            PageOp::Init { page_id, .. } | PageOp::Write { page_id, .. } => *page_id,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WalRecord {
+    /// An atomic group of page changes (a mini-transaction): redo applies all or none.
+    PageOps(Vec<PageOp>),
+    /// Pages now live in `segment` at the given slots.
+    MapUpdate {
+        segment: SegmentId,
+        slots: u32,
+        entries: Vec<(PageId, u32)>,
+    },
+    /// A record for a layer above the page store; stored and returned, never interpreted.
+    Opaque { kind: u8, payload: Vec<u8> },
+}
+
+impl WalRecord {
+    pub(crate) fn encode_body(&self, writer: &mut Writer) {
+        match self {
+            WalRecord::PageOps(ops) => {
+                writer.u8(TAG_PAGE_OPS);
+                writer.u32(usize_to_u32(ops.len()));
+                for op in ops {
+                    match op {
+                        PageOp::Init { page_id, page_type } => {
+                            writer.u8(OP_INIT);
+                            writer.u64(page_id.0);
+                            writer.u8(page_type.code());
+                        }
+                        PageOp::Write {
+                            page_id,
+                            offset,
+                            bytes,
+                        } => {
+                            writer.u8(OP_WRITE);
+                            writer.u64(page_id.0);
+                            writer.u16(*offset);
+                            writer.u16(u16::try_from(bytes.len()).expect("write fits a page"));
+                            writer.raw(bytes);
+                        }
+                    }
+                }
+            }
+            WalRecord::MapUpdate {
+                segment,
+                slots,
+                entries,
+            } => {
+                writer.u8(TAG_MAP_UPDATE);
+                writer.u64(segment.0);
+                writer.u32(*slots);
+                writer.u32(usize_to_u32(entries.len()));
+                for (page_id, slot) in entries {
+                    writer.u64(page_id.0);
+                    writer.u32(*slot);
+                }
+            }
+            WalRecord::Opaque { kind, payload } => {
+                writer.u8(TAG_OPAQUE);
+                writer.u8(*kind);
+                writer.u32(usize_to_u32(payload.len()));
+                writer.raw(payload);
+            }
+        }
+    }
+
+    pub(crate) fn decode_body(body: &[u8]) -> Result<WalRecord, String> {
+        let mut reader = Reader::new(body);
+        let record = match reader.u8()? {
+            TAG_PAGE_OPS => {
+                let count = reader.u32()?;
+                let mut ops = Vec::new();
+                for _ in 0..count {
+                    let kind = reader.u8()?;
+                    let page_id = PageId(reader.u64()?);
+                    ops.push(match kind {
+                        OP_INIT => PageOp::Init {
+                            page_id,
+                            page_type: PageType::from_code(reader.u8()?),
+                        },
+                        OP_WRITE => {
+                            let offset = reader.u16()?;
+                            let length = usize::from(reader.u16()?);
+                            let end = usize::from(offset) + length;
+                            if end > tierdb_common::PAGE_PAYLOAD_SIZE {
+                                return Err(format!("page write beyond payload end={end}"));
+                            }
+                            PageOp::Write {
+                                page_id,
+                                offset,
+                                bytes: reader.take(length)?.to_vec(),
+                            }
+                        }
+                        other => return Err(format!("unknown page op={other}")),
+                    });
+                }
+                WalRecord::PageOps(ops)
+            }
+            TAG_MAP_UPDATE => {
+                let segment = SegmentId(reader.u64()?);
+                let slots = reader.u32()?;
+                let count = reader.u32()?;
+                let mut entries = Vec::new();
+                for _ in 0..count {
+                    let page_id = PageId(reader.u64()?);
+                    entries.push((page_id, reader.u32()?));
+                }
+                WalRecord::MapUpdate {
+                    segment,
+                    slots,
+                    entries,
+                }
+            }
+            TAG_OPAQUE => {
+                let kind = reader.u8()?;
+                let length = u64_to_usize(u64::from(reader.u32()?));
+                WalRecord::Opaque {
+                    kind,
+                    payload: reader.take(length)?.to_vec(),
+                }
+            }
+            other => return Err(format!("unknown record tag={other}")),
+        };
+        if reader.remaining() != 0 {
+            return Err(format!("trailing bytes in record={}", reader.remaining()));
+        }
+        Ok(record)
+    }
+}
+
+fn record_checksum(start: Lsn, body: &[u8]) -> u32 {
+    let mut prefix = [0u8; 12];
+    prefix[..8].copy_from_slice(&start.0.to_le_bytes());
+    prefix[8..].copy_from_slice(&usize_to_u32(body.len()).to_le_bytes());
+    crc32c::crc32c_append(crc32c::crc32c(&prefix), body)
+}
+
+/// Frames `record` for position `start`; returns the bytes appended to `out`.
+pub(crate) fn frame_record(start: Lsn, record: &WalRecord, out: &mut Vec<u8>) -> usize {
+    let begin = out.len();
+    let mut body = Writer {
+        bytes: std::mem::take(out),
+    };
+    body.u32(0);
+    body.u32(0);
+    record.encode_body(&mut body);
+    let mut bytes = body.bytes;
+    let body_length = bytes.len() - begin - RECORD_HEADER_BYTES;
+    assert!(
+        body_length <= RECORD_BODY_BYTES_MAX,
+        "wal record too large bytes={body_length}"
+    );
+    let checksum = record_checksum(start, &bytes[begin + RECORD_HEADER_BYTES..]);
+    bytes[begin..begin + 4].copy_from_slice(&usize_to_u32(body_length).to_le_bytes());
+    bytes[begin + 4..begin + 8].copy_from_slice(&checksum.to_le_bytes());
+    let padded = (bytes.len() - begin).next_multiple_of(RECORD_ALIGN_BYTES);
+    bytes.resize(begin + padded, 0);
+    *out = bytes;
+    padded
+}
+
+/// Outcome of parsing a log region.
+pub(crate) enum ParseStop {
+    /// The region ended exactly at a record boundary.
+    End,
+    /// An invalid record at `at`; `valid_after` is true when a valid record follows later,
+    /// which means the damage is not a torn tail but corruption of durable data.
+    Invalid {
+        at: Lsn,
+        reason: String,
+        valid_after: bool,
+    },
+}
+
+/// Parses records in `bytes`, which starts at log position `base`, calling `visit` with each
+/// record's (start, end, record).
+pub(crate) fn parse_records(
+    base: Lsn,
+    bytes: &[u8],
+    visit: &mut dyn FnMut(Lsn, Lsn, WalRecord) -> Result<()>,
+) -> Result<ParseStop> {
+    let mut position = 0usize;
+    while position < bytes.len() {
+        let start = Lsn(base.0 + usize_to_u64(position));
+        match parse_one(start, &bytes[position..]) {
+            Ok((record, length)) => {
+                position += length;
+                visit(start, Lsn(base.0 + usize_to_u64(position)), record)?;
+            }
+            Err(reason) => {
+                let valid_after = (position + RECORD_ALIGN_BYTES..bytes.len())
+                    .step_by(RECORD_ALIGN_BYTES)
+                    .any(|later| {
+                        parse_one(Lsn(base.0 + usize_to_u64(later)), &bytes[later..]).is_ok()
+                    });
+                return Ok(ParseStop::Invalid {
+                    at: start,
+                    reason,
+                    valid_after,
+                });
+            }
+        }
+    }
+    Ok(ParseStop::End)
+}
+
+fn parse_one(start: Lsn, bytes: &[u8]) -> Result<(WalRecord, usize), String> {
+    let mut reader = Reader::new(bytes);
+    let body_length = u64_to_usize(u64::from(reader.u32()?));
+    let stored = reader.u32()?;
+    if body_length == 0 || body_length > RECORD_BODY_BYTES_MAX {
+        return Err(format!("bad record length={body_length}"));
+    }
+    let body = reader.take(body_length)?;
+    let computed = record_checksum(start, body);
+    if computed != stored {
+        return Err(format!(
+            "record checksum mismatch stored={stored:#010x} computed={computed:#010x}"
+        ));
+    }
+    let record = WalRecord::decode_body(body)?;
+    let length = (RECORD_HEADER_BYTES + body_length).next_multiple_of(RECORD_ALIGN_BYTES);
+    Ok((record, length.min(bytes.len())))
+}
+
+/// Opens a local file as a device; tests substitute a fault-injecting one.
+pub type DeviceOpener = Arc<dyn Fn(&Path) -> Result<Box<dyn Device>> + Send + Sync>;
+
+/// Where the log goes. Each write is durable when the sink returns.
+pub(crate) trait WalSink: Send {
+    fn write(&mut self, start: Lsn, bytes: &[u8]) -> Result<()>;
+    /// Deletes log files or objects that end at or before `lsn`.
+    fn truncate_before(&mut self, lsn: Lsn) -> Result<()>;
+}
+
+/// Log files `wal/{start:016x}.wal` in the data directory: append, then `fdatasync`.
+pub(crate) struct LocalWalSink {
+    directory: PathBuf,
+    opener: DeviceOpener,
+    /// (start lsn, device) of every file, oldest first; the last one is appended to.
+    files: Vec<(Lsn, Box<dyn Device>)>,
+}
+
+fn local_file_name(start: Lsn) -> String {
+    format!("{:016x}.wal", start.0)
+}
+
+fn parse_local_file_name(name: &str) -> Option<Lsn> {
+    let hex = name.strip_suffix(".wal")?;
+    (hex.len() == 16)
+        .then(|| u64::from_str_radix(hex, 16).ok().map(Lsn))
+        .flatten()
+}
+
+impl LocalWalSink {
+    fn open_file(&mut self, start: Lsn) -> Result<()> {
+        let path = self.directory.join(local_file_name(start));
+        let device = (self.opener)(&path)?;
+        std::fs::File::open(&self.directory)
+            .and_then(|directory| directory.sync_all())
+            .map_err(|error| StorageError::local_io("fsync-dir", &self.directory, error))?;
+        self.files.push((start, device));
+        Ok(())
+    }
+}
+
+impl WalSink for LocalWalSink {
+    fn write(&mut self, start: Lsn, bytes: &[u8]) -> Result<()> {
+        let needs_new_file = match self.files.last() {
+            None => true,
+            Some((file_start, _)) => start.0 - file_start.0 >= WAL_FILE_BYTES_MAX,
+        };
+        if needs_new_file {
+            self.open_file(start)?;
+        }
+        let (file_start, device) = self.files.last().expect("a current file");
+        device.write_at(start.0 - file_start.0, bytes)?;
+        device.sync()
+    }
+
+    fn truncate_before(&mut self, lsn: Lsn) -> Result<()> {
+        // A file ends where the next begins; the last file is never deleted.
+        while self.files.len() > 1 && self.files[1].0 <= lsn {
+            let (start, _) = self.files.remove(0);
+            let path = self.directory.join(local_file_name(start));
+            std::fs::remove_file(&path)
+                .map_err(|error| StorageError::local_io("delete", &path, error))?;
+        }
+        Ok(())
+    }
+}
+
+/// One object `wal/{start:016x}-{end:016x}` per group commit: an acknowledged commit is
+/// durable in the object store itself and survives the loss of the machine.
+pub(crate) struct VolumeWalSink {
+    volume: Arc<dyn Volume>,
+    /// (start, end) of every object, oldest first.
+    objects: Vec<(Lsn, Lsn)>,
+}
+
+fn object_name(start: Lsn, end: Lsn) -> String {
+    format!("{WAL_PREFIX}{:016x}-{:016x}", start.0, end.0)
+}
+
+fn parse_object_name(name: &str) -> Option<(Lsn, Lsn)> {
+    let rest = name.strip_prefix(WAL_PREFIX)?;
+    let (start, end) = rest.split_once('-')?;
+    let start = u64::from_str_radix(start, 16).ok()?;
+    let end = u64::from_str_radix(end, 16).ok()?;
+    (start < end).then_some((Lsn(start), Lsn(end)))
+}
+
+impl WalSink for VolumeWalSink {
+    fn write(&mut self, start: Lsn, bytes: &[u8]) -> Result<()> {
+        let end = Lsn(start.0 + usize_to_u64(bytes.len()));
+        self.volume.put(&object_name(start, end), bytes)?;
+        self.objects.push((start, end));
+        Ok(())
+    }
+
+    fn truncate_before(&mut self, lsn: Lsn) -> Result<()> {
+        while let Some(&(start, end)) = self.objects.first() {
+            if end > lsn {
+                break;
+            }
+            self.volume.delete(&object_name(start, end))?;
+            self.objects.remove(0);
+        }
+        Ok(())
+    }
+}
+
+/// Where the log lives.
+#[derive(Clone)]
+pub enum WalLocation {
+    /// Files in this directory (the data directory's `wal/`).
+    Local {
+        directory: PathBuf,
+        opener: DeviceOpener,
+    },
+    /// Objects on the volume: every acknowledged commit is in the object store.
+    Volume(Arc<dyn Volume>),
+}
+
+/// Reads the log from `from` to its valid end, calling `visit` for each record, and returns
+/// the sink positioned to append at the end. A torn tail (the last write interrupted) is cut
+/// off; damage followed by valid records is reported as corruption naming the file.
+pub(crate) fn recover(
+    location: &WalLocation,
+    from: Lsn,
+    visit: &mut dyn FnMut(Lsn, Lsn, WalRecord) -> Result<()>,
+) -> Result<(Box<dyn WalSink>, Lsn)> {
+    match location {
+        WalLocation::Local { directory, opener } => recover_local(directory, opener, from, visit),
+        WalLocation::Volume(volume) => recover_volume(volume, from, visit),
+    }
+}
+
+fn recover_local(
+    directory: &Path,
+    opener: &DeviceOpener,
+    from: Lsn,
+    visit: &mut dyn FnMut(Lsn, Lsn, WalRecord) -> Result<()>,
+) -> Result<(Box<dyn WalSink>, Lsn)> {
+    std::fs::create_dir_all(directory)
+        .map_err(|error| StorageError::local_io("mkdir", directory, error))?;
+    let mut starts = Vec::new();
+    for entry in std::fs::read_dir(directory)
+        .map_err(|error| StorageError::local_io("list", directory, error))?
+    {
+        let entry = entry.map_err(|error| StorageError::local_io("list", directory, error))?;
+        let name = entry.file_name().to_string_lossy().to_string();
+        match parse_local_file_name(&name) {
+            Some(start) => starts.push(start),
+            None => {
+                return Err(StorageError::corrupt_file(
+                    entry.path().display().to_string(),
+                    "unexpected file in wal directory",
+                ))
+            }
+        }
+    }
+    starts.sort();
+    let mut sink = LocalWalSink {
+        directory: directory.to_path_buf(),
+        opener: Arc::clone(opener),
+        files: Vec::new(),
+    };
+    let mut end = from;
+    let file_count = starts.len();
+    for (index, start) in starts.into_iter().enumerate() {
+        let path = directory.join(local_file_name(start));
+        let device = opener(&path)?;
+        let length = device.len()?;
+        let is_last = index + 1 == file_count;
+        let file_end = Lsn(start.0 + length);
+        if file_end <= from && !is_last {
+            sink.files.push((start, device));
+            continue;
+        }
+        if start > end && end >= from && index > 0 {
+            return Err(StorageError::corrupt_file(
+                path.display().to_string(),
+                format!("gap in log expected_start={end} found={start}"),
+            ));
+        }
+        let mut bytes = vec![0u8; u64_to_usize(length)];
+        device.read_at(0, &mut bytes)?;
+        let skip = u64_to_usize(from.0.saturating_sub(start.0)).min(bytes.len());
+        let base = Lsn(start.0 + usize_to_u64(skip));
+        let mut last_end = base;
+        let stop = parse_records(
+            base,
+            &bytes[skip..],
+            &mut |record_start, record_end, record| {
+                last_end = record_end;
+                visit(record_start, record_end, record)
+            },
+        )?;
+        if let ParseStop::Invalid {
+            at,
+            reason,
+            valid_after,
+        } = stop
+        {
+            if valid_after || !is_last {
+                return Err(StorageError::corrupt_file(
+                    path.display().to_string(),
+                    format!("invalid record lsn={at} with valid records after it: {reason}"),
+                ));
+            }
+            // Torn tail of the last write: cut it so that appends continue at a boundary.
+            device.set_len(last_end.0 - start.0)?;
+            device.sync()?;
+            tracing::warn!(file = %path.display(), lsn = %at, %reason, "discarded torn wal tail");
+        }
+        end = last_end;
+        sink.files.push((start, device));
+    }
+    Ok((Box::new(sink), end))
+}
+
+fn recover_volume(
+    volume: &Arc<dyn Volume>,
+    from: Lsn,
+    visit: &mut dyn FnMut(Lsn, Lsn, WalRecord) -> Result<()>,
+) -> Result<(Box<dyn WalSink>, Lsn)> {
+    let mut objects = Vec::new();
+    for info in volume.list(WAL_PREFIX)? {
+        match parse_object_name(&info.name) {
+            Some(range) => objects.push(range),
+            None => {
+                return Err(StorageError::corrupt_file(
+                    info.name,
+                    "unexpected object in wal prefix",
+                ))
+            }
+        }
+    }
+    objects.sort();
+    let mut sink = VolumeWalSink {
+        volume: Arc::clone(volume),
+        objects: Vec::new(),
+    };
+    let mut end = from;
+    for (start, object_end) in objects {
+        if object_end <= from {
+            sink.objects.push((start, object_end));
+            continue;
+        }
+        let name = object_name(start, object_end);
+        if start > end {
+            // A later object after a gap is an unacknowledged write whose predecessor failed.
+            tracing::warn!(object = %name, expected = %end, "ignoring wal object after a gap");
+            volume.delete(&name)?;
+            continue;
+        }
+        let bytes = volume.get(&name)?;
+        if usize_to_u64(bytes.len()) != object_end.0 - start.0 {
+            return Err(StorageError::corrupt_file(
+                name,
+                format!("length={} disagrees with name", bytes.len()),
+            ));
+        }
+        let skip = u64_to_usize(from.0.saturating_sub(start.0));
+        let stop = parse_records(Lsn(start.0 + usize_to_u64(skip)), &bytes[skip..], visit)?;
+        if let ParseStop::Invalid { at, reason, .. } = stop {
+            return Err(StorageError::corrupt_file(
+                name,
+                format!("invalid record lsn={at}: {reason}"),
+            ));
+        }
+        end = object_end;
+        sink.objects.push((start, object_end));
+    }
+    Ok((Box::new(sink), end))
+}
+
+/// Counters of the log.
+#[derive(Default, Debug)]
+pub struct WalStats {
+    pub records: Counter,
+    pub bytes: Counter,
+    /// Sink writes (each one a sync or a PUT): fewer than commits means group commit worked.
+    pub syncs: Counter,
+}
+
+struct WalState {
+    buffer: Vec<u8>,
+    /// Position just past the last appended record.
+    appended: Lsn,
+    flushing: bool,
+}
+
+/// The write-ahead log. Appends are cheap and buffered; `flush_to` makes them durable.
+pub struct Wal {
+    state: Mutex<WalState>,
+    flushed: Condvar,
+    sink: Mutex<Box<dyn WalSink>>,
+    durable: AtomicU64,
+    poisoned: Mutex<Option<String>>,
+    pub stats: WalStats,
+}
+
+impl Wal {
+    pub(crate) fn new(sink: Box<dyn WalSink>, end: Lsn) -> Wal {
+        Wal {
+            state: Mutex::new(WalState {
+                buffer: Vec::new(),
+                appended: end,
+                flushing: false,
+            }),
+            flushed: Condvar::new(),
+            sink: Mutex::new(sink),
+            durable: AtomicU64::new(end.0),
+            poisoned: Mutex::new(None),
+            stats: WalStats::default(),
+        }
+    }
+
+    fn check_poisoned(&self) -> Result<()> {
+        match &*self.poisoned.lock() {
+            Some(cause) => Err(StorageError::Poisoned {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends `record` and runs `on_appended(start, end)` while the log is still locked, so
+    /// that whatever it publishes (dirty pages with their recovery LSN) is ordered with the
+    /// record. Returns the record's end LSN. Not durable until `flush_to`.
+    pub fn append_with(
+        &self,
+        record: &WalRecord,
+        on_appended: impl FnOnce(Lsn, Lsn),
+    ) -> Result<Lsn> {
+        self.check_poisoned()?;
+        let (end, buffered) = {
+            let mut state = self.state.lock();
+            let start = state.appended;
+            let length = frame_record(start, record, &mut state.buffer);
+            let end = Lsn(start.0 + usize_to_u64(length));
+            state.appended = end;
+            on_appended(start, end);
+            self.stats.records.increment();
+            self.stats.bytes.add(usize_to_u64(length));
+            (end, state.buffer.len())
+        };
+        if buffered >= WAL_BUFFER_BYTES_MAX {
+            self.flush_to(end)?;
+        }
+        Ok(end)
+    }
+
+    pub fn append(&self, record: &WalRecord) -> Result<Lsn> {
+        self.append_with(record, |_, _| {})
+    }
+
+    /// Position just past the last appended record.
+    pub fn appended_lsn(&self) -> Lsn {
+        self.state.lock().appended
+    }
+
+    pub fn durable_lsn(&self) -> Lsn {
+        Lsn(self.durable.load(Ordering::Acquire))
+    }
+
+    /// Blocks until every record ending at or before `lsn` is durable.
+    pub fn flush_to(&self, lsn: Lsn) -> Result<()> {
+        loop {
+            if self.durable_lsn() >= lsn {
+                return Ok(());
+            }
+            self.check_poisoned()?;
+            let mut state = self.state.lock();
+            if self.durable_lsn() >= lsn {
+                return Ok(());
+            }
+            if state.flushing {
+                self.flushed.wait(&mut state);
+                continue;
+            }
+            assert!(
+                state.appended >= lsn,
+                "flush beyond the appended end lsn={lsn}"
+            );
+            state.flushing = true;
+            let bytes = std::mem::take(&mut state.buffer);
+            let end = state.appended;
+            let start = Lsn(end.0 - usize_to_u64(bytes.len()));
+            drop(state);
+            let outcome = if bytes.is_empty() {
+                Ok(())
+            } else {
+                self.sink.lock().write(start, &bytes)
+            };
+            let mut state = self.state.lock();
+            state.flushing = false;
+            match &outcome {
+                Ok(()) => {
+                    if !bytes.is_empty() {
+                        self.stats.syncs.increment();
+                    }
+                    self.durable.store(end.0, Ordering::Release);
+                }
+                Err(error) => *self.poisoned.lock() = Some(error.to_string()),
+            }
+            self.flushed.notify_all();
+            drop(state);
+            outcome?;
+        }
+    }
+
+    /// Deletes log files wholly before `lsn` (after a checkpoint made them unneeded).
+    pub(crate) fn truncate_before(&self, lsn: Lsn) -> Result<()> {
+        self.check_poisoned()?;
+        self.sink.lock().truncate_before(lsn)
+    }
+}
+
+/// Reads records in `[from, until)` without changing anything (the log was already
+/// validated by `recover`), calling `visit` for each.
+pub(crate) fn replay(
+    location: &WalLocation,
+    from: Lsn,
+    until: Lsn,
+    visit: &mut dyn FnMut(Lsn, Lsn, WalRecord) -> Result<()>,
+) -> Result<()> {
+    let mut regions: Vec<(Lsn, Vec<u8>)> = Vec::new();
+    match location {
+        WalLocation::Local { directory, opener } => {
+            let mut starts: Vec<Lsn> = std::fs::read_dir(directory)
+                .map_err(|error| StorageError::local_io("list", directory, error))?
+                .filter_map(|entry| {
+                    entry.ok().and_then(|entry| {
+                        parse_local_file_name(&entry.file_name().to_string_lossy())
+                    })
+                })
+                .collect();
+            starts.sort();
+            for start in starts.into_iter().filter(|&start| start < until) {
+                let device = opener(&directory.join(local_file_name(start)))?;
+                let length = device.len()?.min(until.0 - start.0);
+                if start.0 + length <= from.0 {
+                    continue;
+                }
+                let mut bytes = vec![0u8; u64_to_usize(length)];
+                device.read_at(0, &mut bytes)?;
+                regions.push((start, bytes));
+            }
+        }
+        WalLocation::Volume(volume) => {
+            let mut objects: Vec<(Lsn, Lsn)> = volume
+                .list(WAL_PREFIX)?
+                .iter()
+                .filter_map(|info| parse_object_name(&info.name))
+                .filter(|&(start, end)| start < until && end > from)
+                .collect();
+            objects.sort();
+            for (start, end) in objects {
+                regions.push((start, volume.get(&object_name(start, end))?));
+            }
+        }
+    }
+    for (start, bytes) in regions {
+        let skip = u64_to_usize(from.0.saturating_sub(start.0)).min(bytes.len());
+        let limit = u64_to_usize(until.0.saturating_sub(start.0)).min(bytes.len());
+        if skip >= limit {
+            continue;
+        }
+        let stop = parse_records(
+            Lsn(start.0 + usize_to_u64(skip)),
+            &bytes[skip..limit],
+            visit,
+        )?;
+        if let ParseStop::Invalid { at, reason, .. } = stop {
+            return Err(StorageError::corrupt_file(
+                format!("wal lsn={at}"),
+                format!("record changed since recovery validated it: {reason}"),
+            ));
+        }
+    }
+    Ok(())
+}
