@@ -1,14 +1,13 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! tierdb's benchmarks. Each prints its figures (a table, or one JSON object with `--json`);
+//! none asserts on time. docs/BENCHMARKS.md records the commands and results.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod latency;
+mod pages;
+mod volumes;
+mod writes;
+mod zipf;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use latency::LatencySummary;
+pub use pages::{run_pages, PagesArgs};
+pub use writes::{run_writes, WritesArgs};
+pub use zipf::ScrambledZipfian;

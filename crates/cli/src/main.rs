@@ -1,3 +1,56 @@
+//! The `tierdb` command. Today: page-store benchmarks and test drivers; the PostgreSQL
+//! server (`tierdb serve`) comes next.
+
+mod crash_worker;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "tierdb", version, about = "A PostgreSQL-compatible database for working sets larger than memory")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Benchmarks that print their figures.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Drivers used by the test suite.
+    #[command(subcommand, hide = true)]
+    Debug(DebugCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Random 8 KiB page reads through DRAM, the tier and the volume.
+    Pages(tierdb_bench::PagesArgs),
+    /// Write amplification and space amplification after compaction.
+    Writes(tierdb_bench::WritesArgs),
+}
+
+#[derive(Subcommand)]
+enum DebugCommand {
+    /// Runs (or verifies) the crash-test write workload; killed by the crash test.
+    CrashWorker(crash_worker::CrashWorkerArgs),
+}
+
 fn main() {
-    println!("Hello, world!");
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TIERDB_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Bench(BenchCommand::Pages(args)) => tierdb_bench::run_pages(&args),
+        Command::Bench(BenchCommand::Writes(args)) => tierdb_bench::run_writes(&args),
+        Command::Debug(DebugCommand::CrashWorker(args)) => crash_worker::run(&args),
+    };
+    if let Err(error) = outcome {
+        eprintln!("error: {error}");
+        std::process::exit(1);
+    }
 }
