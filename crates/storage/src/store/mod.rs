@@ -409,6 +409,9 @@ impl StoreInner {
     /// Hands a clean page leaving DRAM to the tier.
     pub(crate) fn admit(&self, page_id: PageId, version: SegmentId, image: &Page) {
         if let Some(tier) = &self.tier {
+            if tier.contains(page_id, version) {
+                return;
+            }
             let mut copy = Box::new(image.clone());
             copy.set_image_version(version);
             copy.seal();
