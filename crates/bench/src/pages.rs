@@ -37,7 +37,7 @@ pub struct PagesArgs {
     pub distributions: Vec<String>,
     /// Volumes: local-latency (local directory plus --volume-latency-us on every read),
     /// local, minio (a private MinIO server on loopback).
-    #[arg(long, value_delimiter = ',', default_value = "local-latency,minio")]
+    #[arg(long, value_delimiter = ',', default_value = "local-latency")]
     pub volumes: Vec<String>,
     #[arg(long, default_value_t = 1000)]
     pub volume_latency_us: u64,
@@ -71,9 +71,11 @@ pub struct CellResult {
     pub dram_hit_p50_us: f64,
     pub tier_hit_p50_us: f64,
     pub volume_read_p50_us: f64,
+    /// Tier slots holding a page when the cell ran (tier modes).
+    pub tier_pages: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 struct RawDeviceResult {
     path: String,
     direct_io: bool,
@@ -91,6 +93,8 @@ struct PagesReport {
     seconds_per_run: f64,
     volumes: Vec<(String, String)>,
     raw_device_read: Option<RawDeviceResult>,
+    /// The raw read measured after each volume's tier run.
+    raw_device_reads: Vec<(String, RawDeviceResult)>,
     results: Vec<CellResult>,
     /// p50 with the tier off divided by p50 with the tier on: local-latency volume, uniform,
     /// one reader.
@@ -104,21 +108,22 @@ struct PagesReport {
 const MODES: [&str; 3] = ["tier-off", "tier-warm", "dram"];
 
 struct Plan<'a> {
+    /// The arguments, and the data set size they imply.
     args: &'a PagesArgs,
     dataset_pages: u64,
-    work_dir: &'a Path,
 }
 
 pub fn run_pages(args: &PagesArgs) -> Result<(), Box<dyn std::error::Error>> {
     let temporary = tempfile::tempdir()?;
     let work_dir = args.work_dir.clone().unwrap_or_else(|| temporary.path().to_path_buf());
     std::fs::create_dir_all(&work_dir)?;
-    let plan = Plan { args, dataset_pages: args.pool_pages * args.dataset_multiple, work_dir: &work_dir };
+    let plan = Plan { args, dataset_pages: args.pool_pages * args.dataset_multiple };
     let cells = args.volumes.len() * MODES.len() * args.distributions.len() * args.readers.len();
     let progress = indicatif::ProgressBar::new(u64::try_from(cells)?);
     progress.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
     let mut results = Vec::new();
     let mut volume_notes = Vec::new();
+    let mut raw_reads: Vec<(String, RawDeviceResult)> = Vec::new();
     for volume_name in &args.volumes {
         let directory = work_dir.join(volume_name);
         std::fs::create_dir_all(&directory)?;
@@ -128,12 +133,16 @@ pub fn run_pages(args: &PagesArgs) -> Result<(), Box<dyn std::error::Error>> {
         load_dataset(&plan, &volume, &directory)?;
         for mode in MODES {
             results.extend(run_mode(&plan, &volume, &directory, mode, &progress)?);
+            if mode == "tier-warm" {
+                // Beside the tier measurement, under the same machine load.
+                progress.set_message(format!("raw device reads after {volume_name}"));
+                raw_reads.push((volume.name.clone(), measure_raw_device(&plan, &directory.join("tier"))?));
+            }
         }
     }
-    progress.set_message("raw device reads");
-    let raw = measure_raw_device(&plan)?;
     progress.finish_and_clear();
-    let report = summarize(&plan, volume_notes, raw, results);
+    let raw = raw_reads.iter().find(|(name, _)| name == "local-latency").or(raw_reads.first()).map(|(_, raw)| raw.clone());
+    let report = summarize(&plan, volume_notes, raw, raw_reads, results);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -185,7 +194,7 @@ fn run_mode(
     let _ = std::fs::remove_dir_all(directory.join("tier"));
     progress.set_message(format!("warming {mode} on {}", volume.name));
     let store = PageStore::open(store_config(plan, volume, directory, mode))?;
-    warm(&store, plan.dataset_pages, if mode == "tier-warm" { 2 } else { 1 })?;
+    warm(&store, plan.dataset_pages, plan.args.pool_pages)?;
     let mut results = Vec::new();
     for distribution in &plan.args.distributions {
         for &readers in &plan.args.readers {
@@ -195,7 +204,8 @@ fn run_mode(
                 let seed = 1 + u64::try_from(repetition)? * 7919;
                 runs.push(measure(&store, plan, distribution, readers, seed)?);
             }
-            results.push(combine(&volume.name, mode, distribution, readers, &runs));
+            let tier_pages = store.tier().map_or(0, |tier| tier.usage().1);
+            results.push(combine(&volume.name, mode, distribution, readers, &runs, tier_pages));
             progress.inc(1);
         }
     }
@@ -203,11 +213,13 @@ fn run_mode(
     Ok(results)
 }
 
-/// Reads every page `passes` times with 16 threads; with a tier, waits for admissions to
-/// drain so that the tier holds what DRAM does not.
-fn warm(store: &PageStore, pages: u64, passes: usize) -> Result<(), Box<dyn std::error::Error>> {
+/// Reads every page with 16 threads until warm: once without a tier; with a tier, until it
+/// holds every page that DRAM does not (admissions dropped under load are retried by the next
+/// pass), at most `WARM_PASSES_MAX` passes.
+fn warm(store: &PageStore, pages: u64, pool_pages: u64) -> Result<(), Box<dyn std::error::Error>> {
     const WARM_THREADS: u64 = 16;
-    for _ in 0..passes {
+    const WARM_PASSES_MAX: usize = 8;
+    for _ in 0..WARM_PASSES_MAX {
         std::thread::scope(|scope| -> Result<(), String> {
             let handles: Vec<_> = (0..WARM_THREADS)
                 .map(|thread| {
@@ -224,12 +236,14 @@ fn warm(store: &PageStore, pages: u64, passes: usize) -> Result<(), Box<dyn std:
             }
             Ok(())
         })?;
-        if let Some(tier) = store.tier_stats() {
-            let mut last = u64::MAX;
-            while tier.writes.get() != last {
-                last = tier.writes.get();
-                std::thread::sleep(Duration::from_millis(300));
-            }
+        let Some(tier) = store.tier() else { return Ok(()) };
+        let mut last = u64::MAX;
+        while tier.stats().writes.get() != last {
+            last = tier.stats().writes.get();
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        if tier.usage().1 + pool_pages >= pages {
+            return Ok(());
         }
     }
     Ok(())
@@ -329,7 +343,7 @@ fn measure(
     })
 }
 
-fn combine(volume: &str, mode: &str, distribution: &str, readers: usize, runs: &[RunSample]) -> CellResult {
+fn combine(volume: &str, mode: &str, distribution: &str, readers: usize, runs: &[RunSample], tier_pages: u64) -> CellResult {
     let med = |pick: &dyn Fn(&RunSample) -> f64| median(&runs.iter().map(pick).collect::<Vec<f64>>());
     let ratio = |part: u64, whole: u64| if whole == 0 { 0.0 } else { part as f64 / whole as f64 };
     CellResult {
@@ -347,13 +361,15 @@ fn combine(volume: &str, mode: &str, distribution: &str, readers: usize, runs: &
         dram_hit_p50_us: med(&|run| run.dram.p50_us),
         tier_hit_p50_us: med(&|run| run.tier.p50_us),
         volume_read_p50_us: med(&|run| run.volume.p50_us),
+        tier_pages,
     }
 }
 
-/// Random 8 KiB direct-I/O reads from a fully written probe file beside the tier, so that no
-/// read lands in a hole (which the filesystem answers without touching the device).
-fn measure_raw_device(plan: &Plan<'_>) -> Result<Option<RawDeviceResult>, Box<dyn std::error::Error>> {
-    let path = plan.work_dir.join("raw-device-probe.dat");
+/// Random 8 KiB direct-I/O reads from a fully written probe file in the tier's directory, so
+/// that no read lands in a hole (which the filesystem answers without touching the device).
+fn measure_raw_device(plan: &Plan<'_>, tier_directory: &Path) -> Result<RawDeviceResult, Box<dyn std::error::Error>> {
+    std::fs::create_dir_all(tier_directory)?;
+    let path = tier_directory.join("raw-device-probe.dat");
     let pages = (plan.dataset_pages + plan.dataset_pages / 4).max(1024);
     {
         let file = OpenOptions::new().create(true).write(true).truncate(true).open(&path)?;
@@ -389,7 +405,7 @@ fn measure_raw_device(plan: &Plan<'_>) -> Result<Option<RawDeviceResult>, Box<dy
         p99s.push(summary.p99_us);
     }
     let _ = std::fs::remove_file(&path);
-    Ok(Some(RawDeviceResult { path: path.display().to_string(), direct_io, p50_us: median(&p50s), p99_us: median(&p99s) }))
+    Ok(RawDeviceResult { path: path.display().to_string(), direct_io, p50_us: median(&p50s), p99_us: median(&p99s) })
 }
 
 fn find<'a>(results: &'a [CellResult], volume: &str, mode: &str) -> Option<&'a CellResult> {
@@ -400,6 +416,7 @@ fn summarize(
     plan: &Plan<'_>,
     volumes: Vec<(String, String)>,
     raw: Option<RawDeviceResult>,
+    raw_device_reads: Vec<(String, RawDeviceResult)>,
     results: Vec<CellResult>,
 ) -> PagesReport {
     let speedup = |volume: &str| match (find(&results, volume, "tier-off"), find(&results, volume, "tier-warm")) {
@@ -419,6 +436,7 @@ fn summarize(
         seconds_per_run: plan.args.seconds,
         volumes,
         raw_device_read: raw,
+        raw_device_reads,
         tier_speedup_p50: speedup("local-latency"),
         tier_speedup_p50_minio: speedup("minio"),
         tier_hit_vs_raw_device,

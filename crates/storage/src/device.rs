@@ -16,6 +16,8 @@ use tierdb_common::SplitMix64;
 use crate::error::{Result, StorageError};
 
 /// Positional I/O on one file.
+// A device's length is a file size, not a collection size: `is_empty` would mean nothing.
+#[allow(clippy::len_without_is_empty)]
 pub trait Device: Send + Sync + 'static {
     fn read_at(&self, offset: u64, buffer: &mut [u8]) -> Result<()>;
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;

@@ -101,3 +101,39 @@ impl Manifest {
         Ok(manifest)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn manifest_round_trips_and_detects_damage(
+            sequence in any::<u64>(),
+            lsns in (any::<u64>(), any::<u64>()),
+            chunks in prop::collection::vec((0usize..1000, any::<u64>()), 0..20),
+            segments in prop::collection::vec((any::<u64>(), any::<u32>()), 0..50),
+            bit_seed in any::<u64>(),
+        ) {
+            let manifest = Manifest {
+                sequence,
+                redo_lsn: Lsn(lsns.0),
+                map_lsn: Lsn(lsns.1),
+                next_segment: SegmentId(5),
+                next_page: PageId(9),
+                chunks,
+                segments: segments.into_iter().map(|(segment, slots)| (SegmentId(segment), slots)).collect(),
+            };
+            let bytes = manifest.encode();
+            prop_assert_eq!(Manifest::decode(&bytes).unwrap(), manifest.clone());
+            let bit = usize::try_from(bit_seed % u64::try_from(bytes.len() * 8).unwrap()).unwrap();
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            prop_assert!(Manifest::decode(&damaged).is_err());
+            prop_assert!(Manifest::decode(&bytes[..bytes.len() - 1]).is_err());
+            prop_assert_eq!(parse_manifest_name(&manifest_name(sequence)), Some(sequence));
+        }
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs, idempotently, every tool tierdb's tests need that is not part of the Rust
+# toolchain, and prints `export` lines for the paths the tests look up.
+#
+# Today: MinIO (the real S3 server for the S3 volume tests), built from the Go module proxy.
+# Debian packages are installed only when missing (apt-get update runs at most once).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+
+apt_packages=()
+missing=()
+for package in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]} > 0)); then
+    echo "install-deps: installing Debian packages: ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+minio="$("$here/install-minio.sh")"
+echo "export TIERDB_MINIO_BIN=$minio"

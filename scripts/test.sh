@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need, checks formatting
+# and lints, then runs every test (release build: the crash and property tests do real work).
+#
+#   scripts/test.sh             the normal suite (50 SIGKILL crash cycles)
+#   TIERDB_SOAK=1 scripts/test.sh   the long soak (500 crash cycles)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+eval "$(scripts/install-deps.sh)"
+if [[ "${TIERDB_SOAK:-0}" == "1" ]]; then
+    export TIERDB_CRASH_CYCLES="${TIERDB_CRASH_CYCLES:-500}"
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-features --all-targets --release -- -D warnings
+cargo test --workspace --all-features --release
