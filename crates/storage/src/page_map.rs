@@ -11,7 +11,7 @@
 //! |-------:|-----------:|---------------------------------------------------|
 //! | 0      | 8          | magic `TDBMAP01`                                  |
 //! | 8      | 8          | chunk index                                       |
-//! | 16     | 12 * 65536 | entries: segment id u64 (0 = none), slot u32      |
+//! | 16     | 12 * 8192  | entries: segment id u64 (0 = none), slot u32      |
 //! | end-4  | 4          | CRC32C of everything before                       |
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,8 +20,10 @@ use tierdb_common::{Lsn, PageId, SegmentId};
 
 use crate::codec::{u64_to_usize, usize_to_u64, verify_sealed, Reader, Writer};
 
-/// Entries per chunk: 65,536 pages (512 MiB of data) per 768 KiB chunk object.
-pub(crate) const CHUNK_ENTRIES: usize = 65_536;
+/// Entries per chunk: 8,192 pages (64 MiB of data) per 96 KiB chunk object, so that a
+/// checkpoint after scattered updates rewrites little, while a 1 TiB database still has only
+/// 16,384 chunks.
+pub(crate) const CHUNK_ENTRIES: usize = 8_192;
 const CHUNK_MAGIC: &[u8; 8] = b"TDBMAP01";
 pub(crate) const MAP_PREFIX: &str = "map/";
 
@@ -159,6 +161,20 @@ impl PageMap {
             .values()
             .map(|usage| u64::from(usage.live))
             .sum()
+    }
+
+    /// Slots of segments that still hold a live page, per live page: the space amplification
+    /// that compaction can reduce (dead segments are deleted by the next checkpoint).
+    pub fn referenced_amplification(&self) -> f64 {
+        let live = self.live_pages();
+        if live == 0 {
+            return 1.0;
+        }
+        let referenced: u64 =
+            self.segments.values().filter(|usage| usage.live > 0).map(|usage| u64::from(usage.slots)).sum();
+        #[allow(clippy::cast_precision_loss)]
+        let ratio = referenced as f64 / live as f64;
+        ratio
     }
 
     pub fn total_slots(&self) -> u64 {

@@ -272,13 +272,9 @@ impl StoreInner {
         self.check_poisoned()?;
         let victims: Vec<SegmentId> = {
             let map = self.map.read();
-            let live = map.live_pages();
-            #[allow(clippy::cast_precision_loss)]
-            let amplification = if live == 0 {
-                1.0
-            } else {
-                map.total_slots() as f64 / live as f64
-            };
+            // Dead segments (no live page) are garbage the next checkpoint deletes; they are not
+            // a reason to rewrite live pages.
+            let amplification = map.referenced_amplification();
             if amplification <= self.config.space_amplification_max {
                 return Ok(false);
             }
@@ -286,7 +282,9 @@ impl StoreInner {
             let mut candidates: Vec<(u32, SegmentId)> = map
                 .segments()
                 .iter()
-                .filter(|(&segment, usage)| segment != newest && usage.live * 2 <= usage.slots)
+                .filter(|(&segment, usage)| {
+                    segment != newest && usage.live > 0 && usage.live * 2 <= usage.slots
+                })
                 .map(|(&segment, usage)| (usage.live, segment))
                 .collect();
             candidates.sort();
@@ -306,9 +304,8 @@ impl StoreInner {
         }
         let (mut images, expected) = self.collect_live(&victims)?;
         if images.is_empty() {
-            // Every victim is already dead: the next checkpoint deletes it.
-            self.checkpoint()?;
-            return Ok(true);
+            // Every victim died meanwhile: the next checkpoint deletes it.
+            return Ok(false);
         }
         let _flush = self.flush_lock.lock();
         let segment = self
@@ -328,7 +325,6 @@ impl StoreInner {
         drop(_flush);
         self.stats.compactions.increment();
         self.stats.pages_compacted.add(usize_to_u64(images.len()));
-        self.checkpoint()?;
         Ok(true)
     }
 
@@ -410,10 +406,19 @@ fn background_step(inner: &StoreInner) -> Result<()> {
             .pool
             .release_excess(&|page_id, version, image| inner.admit(page_id, version, image));
     }
+    // Dead segments are deleted by checkpoints: checkpoint early when they hold space
+    // amplification above its target.
+    let dead_segments_pending = {
+        let map = inner.map.read();
+        #[allow(clippy::cast_precision_loss)]
+        let total = map.total_slots() as f64 / map.live_pages().max(1) as f64;
+        total > inner.config.space_amplification_max.max(map.referenced_amplification()) + 0.1
+    };
     let due = {
         let state = inner.checkpoint_state.lock();
         let wal_bytes = inner.wal.stats.bytes.get() - state.wal_bytes_at_last;
-        wal_bytes >= inner.config.checkpoint_wal_bytes
+        dead_segments_pending
+            || wal_bytes >= inner.config.checkpoint_wal_bytes
             || state
                 .last_at
                 .is_none_or(|at| at.elapsed() >= inner.config.checkpoint_interval)
