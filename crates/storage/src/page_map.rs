@@ -170,8 +170,12 @@ impl PageMap {
         if live == 0 {
             return 1.0;
         }
-        let referenced: u64 =
-            self.segments.values().filter(|usage| usage.live > 0).map(|usage| u64::from(usage.slots)).sum();
+        let referenced: u64 = self
+            .segments
+            .values()
+            .filter(|usage| usage.live > 0)
+            .map(|usage| u64::from(usage.slots))
+            .sum();
         #[allow(clippy::cast_precision_loss)]
         let ratio = referenced as f64 / live as f64;
         ratio
@@ -280,7 +284,13 @@ mod tests {
     fn chunk_with_two_pages_in_one_slot_is_rejected_not_a_panic() {
         let mut map = PageMap::default();
         map.register_segment(SegmentId(1), 1);
-        map.set(PageId(1), PageLocation { segment: SegmentId(1), slot: 0 });
+        map.set(
+            PageId(1),
+            PageLocation {
+                segment: SegmentId(1),
+                slot: 0,
+            },
+        );
         let mut bytes = map.encode_chunk(0);
         // Point page 2 at the same slot and reseal: a valid checksum over inconsistent content.
         let entry = 16 + 12 * 2;
@@ -290,7 +300,10 @@ mod tests {
         bytes[body..].copy_from_slice(&checksum.to_le_bytes());
         let mut loaded = PageMap::default();
         loaded.register_segment(SegmentId(1), 1);
-        assert!(loaded.load_chunk(0, &bytes).unwrap_err().contains("more live pages than slots"));
+        assert!(loaded
+            .load_chunk(0, &bytes)
+            .unwrap_err()
+            .contains("more live pages than slots"));
     }
 
     #[test]
@@ -298,11 +311,29 @@ mod tests {
         let mut map = PageMap::default();
         map.register_segment(SegmentId(1), 2);
         map.register_segment(SegmentId(2), 2);
-        map.set(PageId(3), PageLocation { segment: SegmentId(1), slot: 0 });
-        map.set(PageId(3), PageLocation { segment: SegmentId(2), slot: 1 });
+        map.set(
+            PageId(3),
+            PageLocation {
+                segment: SegmentId(1),
+                slot: 0,
+            },
+        );
+        map.set(
+            PageId(3),
+            PageLocation {
+                segment: SegmentId(2),
+                slot: 1,
+            },
+        );
         assert_eq!(map.segments()[&SegmentId(1)].live, 0);
         assert_eq!(map.segments()[&SegmentId(2)].live, 1);
-        assert_eq!(map.get(PageId(3)), Some(PageLocation { segment: SegmentId(2), slot: 1 }));
+        assert_eq!(
+            map.get(PageId(3)),
+            Some(PageLocation {
+                segment: SegmentId(2),
+                slot: 1
+            })
+        );
         assert_eq!(map.get(PageId(4)), None);
     }
 }

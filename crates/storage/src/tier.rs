@@ -271,8 +271,14 @@ impl TierCache {
     /// first so that a page read from the tier is not copied and written back again.
     pub fn contains(&self, page_id: PageId, version: SegmentId) -> bool {
         let state = self.shared.state.lock();
-        let cached = state.index.get(&page_id).is_some_and(|&slot| state.slots[slot as usize].version == version);
-        cached || state.writing.is_some_and(|(writing, slot)| writing == page_id && state.slots[slot as usize].version == version)
+        let cached = state
+            .index
+            .get(&page_id)
+            .is_some_and(|&slot| state.slots[slot as usize].version == version);
+        cached
+            || state.writing.is_some_and(|(writing, slot)| {
+                writing == page_id && state.slots[slot as usize].version == version
+            })
     }
 
     /// Reads image `version` of `page_id` into `page` if the tier holds exactly that image.

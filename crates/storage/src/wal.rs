@@ -299,7 +299,10 @@ fn parse_one(start: Lsn, bytes: &[u8]) -> Result<(WalRecord, usize), String> {
     // accepting it would leave the next record at an unaligned position.
     let length = (RECORD_HEADER_BYTES + body_length).next_multiple_of(RECORD_ALIGN_BYTES);
     if bytes.len() < length {
-        return Err(format!("record padding truncated length={length} available={}", bytes.len()));
+        return Err(format!(
+            "record padding truncated length={length} available={}",
+            bytes.len()
+        ));
     }
     Ok((record, length))
 }
@@ -793,19 +796,38 @@ mod tests {
 
     fn arbitrary_record() -> impl Strategy<Value = WalRecord> {
         let op = prop_oneof![
-            (1u64..1 << 40, any::<u8>()).prop_map(|(id, code)| PageOp::Init { page_id: PageId(id), page_type: PageType::from_code(code) }),
-            (1u64..1 << 40, 0u16..8000, prop::collection::vec(any::<u8>(), 0..160))
-                .prop_map(|(id, offset, bytes)| PageOp::Write { page_id: PageId(id), offset, bytes }),
+            (1u64..1 << 40, any::<u8>()).prop_map(|(id, code)| PageOp::Init {
+                page_id: PageId(id),
+                page_type: PageType::from_code(code)
+            }),
+            (
+                1u64..1 << 40,
+                0u16..8000,
+                prop::collection::vec(any::<u8>(), 0..160)
+            )
+                .prop_map(|(id, offset, bytes)| PageOp::Write {
+                    page_id: PageId(id),
+                    offset,
+                    bytes
+                }),
         ];
         prop_oneof![
             prop::collection::vec(op, 1..6).prop_map(WalRecord::PageOps),
-            (1u64..u64::MAX, 1u32..300, prop::collection::vec((1u64..1 << 40, 0u32..300), 0..20))
+            (
+                1u64..u64::MAX,
+                1u32..300,
+                prop::collection::vec((1u64..1 << 40, 0u32..300), 0..20)
+            )
                 .prop_map(|(segment, slots, entries)| WalRecord::MapUpdate {
                     segment: SegmentId(segment),
                     slots,
-                    entries: entries.into_iter().map(|(id, slot)| (PageId(id), slot)).collect(),
+                    entries: entries
+                        .into_iter()
+                        .map(|(id, slot)| (PageId(id), slot))
+                        .collect(),
                 }),
-            (any::<u8>(), prop::collection::vec(any::<u8>(), 0..200)).prop_map(|(kind, payload)| WalRecord::Opaque { kind, payload }),
+            (any::<u8>(), prop::collection::vec(any::<u8>(), 0..200))
+                .prop_map(|(kind, payload)| WalRecord::Opaque { kind, payload }),
         ]
     }
 

@@ -412,7 +412,12 @@ fn background_step(inner: &StoreInner) -> Result<()> {
         let map = inner.map.read();
         #[allow(clippy::cast_precision_loss)]
         let total = map.total_slots() as f64 / map.live_pages().max(1) as f64;
-        total > inner.config.space_amplification_max.max(map.referenced_amplification()) + 0.1
+        total
+            > inner
+                .config
+                .space_amplification_max
+                .max(map.referenced_amplification())
+                + 0.1
     };
     let due = {
         let state = inner.checkpoint_state.lock();
