@@ -81,6 +81,9 @@ pub enum PageCorruption {
     FormatVersion {
         found: u16,
     },
+    Flags {
+        found: u8,
+    },
     PageId {
         expected: PageId,
         found: PageId,
@@ -100,6 +103,9 @@ impl fmt::Display for PageCorruption {
             ),
             PageCorruption::FormatVersion { found } => {
                 write!(formatter, "unknown page format version={found}")
+            }
+            PageCorruption::Flags { found } => {
+                write!(formatter, "reserved flags set flags={found:#04x}")
             }
             PageCorruption::PageId { expected, found } => {
                 write!(formatter, "wrong page id expected={expected} found={found}")
@@ -218,9 +224,7 @@ impl Page {
             });
         }
         if self.bytes[FLAGS_OFFSET] != 0 {
-            return Err(PageCorruption::FormatVersion {
-                found: found_version,
-            });
+            return Err(PageCorruption::Flags { found: self.bytes[FLAGS_OFFSET] });
         }
         let found = self.page_id();
         if found != expected {

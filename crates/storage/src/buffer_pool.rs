@@ -246,12 +246,15 @@ impl BufferPool {
     /// Publishes `frame` (private, unpinned) as the frame of `page_id` and fills it with
     /// `load` while holding its exclusive latch. If another thread published the page first,
     /// `frame` goes back to the free list and the other frame is returned.
+    ///
+    /// `load` runs after the frame is published, so no other thread can load, change or
+    /// write the page while it runs: it must read the page's current location itself (a
+    /// location read earlier may be stale). It returns the version it loaded.
     pub fn install(
         &self,
         frame: Arc<Frame>,
         page_id: PageId,
-        version: SegmentId,
-        load: &mut dyn FnMut(&mut Page) -> Result<()>,
+        load: &mut dyn FnMut(&mut Page) -> Result<SegmentId>,
     ) -> Result<Option<(Pinned, FetchOutcome)>> {
         let mut latch = frame.latch.write_arc();
         {
@@ -280,7 +283,7 @@ impl BufferPool {
                 write_pending: false,
                 recovery_lsn: Lsn::ZERO,
                 next_recovery_lsn: Lsn::ZERO,
-                version,
+                version: SegmentId::NONE,
             };
             drop(meta);
             frame.pin();
@@ -288,8 +291,12 @@ impl BufferPool {
         }
         let pinned = Pinned { frame };
         match load(&mut latch) {
-            Ok(()) => {
-                pinned.frame.meta.lock().load = LoadState::Ready;
+            Ok(version) => {
+                {
+                    let mut meta = pinned.frame.meta.lock();
+                    meta.load = LoadState::Ready;
+                    meta.version = version;
+                }
                 drop(latch);
                 self.stats.misses.increment();
                 Ok(Some((pinned, FetchOutcome::Loaded)))
@@ -393,13 +400,16 @@ impl BufferPool {
 
     /// Resident frames that need writing: dirty, not being written, in no particular order.
     /// Each is returned pinned, so it stays resident while the caller copies it.
-    pub fn dirty_frames(&self, limit: usize) -> Vec<(PageId, Pinned)> {
+    /// With `older_than`, only frames whose recovery LSN is below it (the ones holding the
+    /// redo point, and so the WAL, back).
+    pub fn dirty_frames(&self, limit: usize, older_than: Option<Lsn>) -> Vec<(PageId, Pinned)> {
         let mut found = Vec::new();
         for shard in &self.shards {
             let shard = shard.lock();
             for (&page_id, frame) in shard.iter() {
                 let meta = frame.meta.lock();
-                if meta.dirty && !meta.write_pending && meta.load == LoadState::Ready {
+                let old_enough = older_than.is_none_or(|limit| meta.recovery_lsn < limit);
+                if meta.dirty && !meta.write_pending && meta.load == LoadState::Ready && old_enough {
                     drop(meta);
                     frame.pins.fetch_add(1, Ordering::AcqRel);
                     found.push((

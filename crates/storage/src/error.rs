@@ -47,6 +47,9 @@ pub enum StorageError {
     #[error("buffer pool exhausted: every frame is pinned frames={frames}")]
     PoolExhausted { frames: usize },
 
+    #[error("wal record too large bytes={bytes} limit={limit}; split the change into smaller mini-transactions")]
+    RecordTooLarge { bytes: usize, limit: usize },
+
     #[error("data directory in use by another process path={path}")]
     Locked { path: String },
 }
@@ -63,7 +66,9 @@ impl StorageError {
             StorageError::UnknownPage { .. }
             | StorageError::InvalidConfig { .. }
             | StorageError::Locked { .. } => ErrorKind::InvalidArgument,
-            StorageError::PoolExhausted { .. } => ErrorKind::ResourceExhausted,
+            StorageError::PoolExhausted { .. } | StorageError::RecordTooLarge { .. } => {
+                ErrorKind::ResourceExhausted
+            }
         }
     }
 

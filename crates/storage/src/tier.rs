@@ -167,6 +167,7 @@ struct TierShared {
     state: Mutex<TierState>,
     /// Held shared by every slot read and write, exclusively by resize.
     resize_gate: RwLock<()>,
+    persist_lock: Mutex<()>,
     stats: TierStats,
 }
 
@@ -227,6 +228,7 @@ impl TierCache {
             index_path: index_path.to_path_buf(),
             state: Mutex::new(state),
             resize_gate: RwLock::new(()),
+            persist_lock: Mutex::new(()),
             stats,
         });
         let (sender, receiver) = sync_channel(ADMISSION_QUEUE_MAX);
@@ -500,7 +502,18 @@ fn write_admission(shared: &TierShared, admission: Admission) {
     shared.stats.bytes_written.add(usize_to_u64(PAGE_SIZE));
 }
 
+/// Persists the index; after a failure the index counts as changed, so that the next
+/// attempt retries. One persist at a time (they share the temporary file).
 fn persist_index(shared: &TierShared) -> Result<()> {
+    let _one_at_a_time = shared.persist_lock.lock();
+    let outcome = persist_index_once(shared);
+    if outcome.is_err() {
+        shared.state.lock().changed_since_persist = true;
+    }
+    outcome
+}
+
+fn persist_index_once(shared: &TierShared) -> Result<()> {
     let entries: Vec<(PageId, SegmentId, u32)> = {
         let mut state = shared.state.lock();
         if !state.changed_since_persist {

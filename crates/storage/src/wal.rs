@@ -38,8 +38,9 @@ use crate::volume::Volume;
 
 const RECORD_HEADER_BYTES: usize = 8;
 const RECORD_ALIGN_BYTES: usize = 8;
-/// A record body larger than this is rejected (a page-sized write plus framing fits easily).
-pub const RECORD_BODY_BYTES_MAX: usize = 1 << 20;
+/// A record body larger than this is rejected: a mini-transaction rewriting 2,000 whole pages
+/// still fits, and recovery never has to hold more than this for one record.
+pub const RECORD_BODY_BYTES_MAX: usize = 16 << 20;
 /// Appenders flush themselves when this much is buffered, bounding the buffer.
 pub const WAL_BUFFER_BYTES_MAX: usize = 8 << 20;
 /// Local WAL files are rolled once they reach this size.
@@ -86,7 +87,8 @@ pub enum WalRecord {
         slots: u32,
         entries: Vec<(PageId, u32)>,
     },
-    /// A record for a layer above the page store; stored and returned, never interpreted.
+    /// A record for a layer above the page store (transaction commit and abort markers): the
+    /// page store logs it and never interprets it; recovery skips it.
     Opaque { kind: u8, payload: Vec<u8> },
 }
 
@@ -212,27 +214,32 @@ fn record_checksum(start: Lsn, body: &[u8]) -> u32 {
 }
 
 /// Frames `record` for position `start`; returns the bytes appended to `out`.
-pub(crate) fn frame_record(start: Lsn, record: &WalRecord, out: &mut Vec<u8>) -> usize {
-    let begin = out.len();
-    let mut body = Writer {
-        bytes: std::mem::take(out),
-    };
-    body.u32(0);
-    body.u32(0);
+/// The body of `record` (tag and fields), checked against the size limit. Encoding happens
+/// before the log is locked, so an oversized record fails without touching shared state.
+pub(crate) fn encode_record_body(record: &WalRecord) -> Result<Vec<u8>> {
+    let mut body = Writer::with_capacity(64);
     record.encode_body(&mut body);
-    let mut bytes = body.bytes;
-    let body_length = bytes.len() - begin - RECORD_HEADER_BYTES;
-    assert!(
-        body_length <= RECORD_BODY_BYTES_MAX,
-        "wal record too large bytes={body_length}"
-    );
-    let checksum = record_checksum(start, &bytes[begin + RECORD_HEADER_BYTES..]);
-    bytes[begin..begin + 4].copy_from_slice(&usize_to_u32(body_length).to_le_bytes());
-    bytes[begin + 4..begin + 8].copy_from_slice(&checksum.to_le_bytes());
-    let padded = (bytes.len() - begin).next_multiple_of(RECORD_ALIGN_BYTES);
-    bytes.resize(begin + padded, 0);
-    *out = bytes;
+    if body.bytes.len() > RECORD_BODY_BYTES_MAX {
+        return Err(StorageError::RecordTooLarge { bytes: body.bytes.len(), limit: RECORD_BODY_BYTES_MAX });
+    }
+    Ok(body.bytes)
+}
+
+/// Frames an encoded body for position `start` onto `out`; returns the bytes appended.
+pub(crate) fn frame_body(start: Lsn, body: &[u8], out: &mut Vec<u8>) -> usize {
+    debug_assert!(!body.is_empty() && body.len() <= RECORD_BODY_BYTES_MAX, "body checked by encode_record_body");
+    let begin = out.len();
+    out.extend_from_slice(&usize_to_u32(body.len()).to_le_bytes());
+    out.extend_from_slice(&record_checksum(start, body).to_le_bytes());
+    out.extend_from_slice(body);
+    let padded = (out.len() - begin).next_multiple_of(RECORD_ALIGN_BYTES);
+    out.resize(begin + padded, 0);
     padded
+}
+
+#[cfg(test)]
+pub(crate) fn frame_record(start: Lsn, record: &WalRecord, out: &mut Vec<u8>) -> usize {
+    frame_body(start, &encode_record_body(record).expect("test records fit"), out)
 }
 
 /// Outcome of parsing a log region.
@@ -640,10 +647,11 @@ impl Wal {
         on_appended: impl FnOnce(Lsn, Lsn),
     ) -> Result<Lsn> {
         self.check_poisoned()?;
+        let body = encode_record_body(record)?;
         let (end, buffered) = {
             let mut state = self.state.lock();
             let start = state.appended;
-            let length = frame_record(start, record, &mut state.buffer);
+            let length = frame_body(start, &body, &mut state.buffer);
             let end = Lsn(start.0 + usize_to_u64(length));
             state.appended = end;
             on_appended(start, end);
@@ -652,7 +660,10 @@ impl Wal {
             (end, state.buffer.len())
         };
         if buffered >= WAL_BUFFER_BYTES_MAX {
-            self.flush_to(end)?;
+            // The record is in the log whatever happens now: a failed flush poisons the log
+            // (every later call fails), but this append succeeded and must say so, or the
+            // caller would undo a change that redo may still apply.
+            let _ = self.flush_to(end);
         }
         Ok(end)
     }

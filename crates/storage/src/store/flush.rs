@@ -27,7 +27,7 @@ use crate::error::{Result, StorageError};
 use crate::manifest::{manifest_name, parse_manifest_name, Manifest, MANIFEST_PREFIX};
 use crate::page_map::{chunk_name, PageLocation};
 use crate::segment::{
-    decode_segment, encode_segment, segment_name, slot_offset, SEGMENT_SLOTS_MAX,
+    decode_segment_index, encode_segment, segment_name, slot_offset, SEGMENT_SLOTS_MAX,
 };
 use crate::volume::Volume;
 use crate::wal::WalRecord;
@@ -44,14 +44,22 @@ pub(crate) struct CheckpointState {
     pub chunk_sequences: BTreeMap<usize, u64>,
     pub wal_bytes_at_last: u64,
     pub last_at: Option<Instant>,
+    /// Chunk objects of failed checkpoints, deleted after the next one succeeds.
+    pub orphans: Vec<String>,
 }
 
 impl StoreInner {
     /// Writes up to `limit` dirty pages into one new segment. Returns pages written.
     pub(crate) fn flush_some(&self, limit: usize) -> Result<usize> {
+        self.flush_dirty(limit, None)
+    }
+
+    /// Writes up to `limit` dirty pages (only those whose recovery LSN is below `older_than`,
+    /// if given) into one new segment. Returns pages written.
+    pub(crate) fn flush_dirty(&self, limit: usize, older_than: Option<Lsn>) -> Result<usize> {
         let _flush = self.flush_lock.lock();
         self.check_poisoned()?;
-        let candidates = self.pool.dirty_frames(limit.min(SEGMENT_SLOTS_MAX));
+        let candidates = self.pool.dirty_frames(limit.min(SEGMENT_SLOTS_MAX), older_than);
         let mut images: Vec<Box<Page>> = Vec::with_capacity(candidates.len());
         let mut frames = Vec::with_capacity(candidates.len());
         for (page_id, pin) in candidates {
@@ -172,7 +180,10 @@ impl StoreInner {
         self.wal
             .flush_to(appended)
             .inspect_err(|error| self.poison(error))?;
+        // A sequence is used once, even by a failed attempt whose PUTs may have landed:
+        // object names are never reused.
         let sequence = state.sequence + 1;
+        state.sequence = sequence;
         let (chunks, dirty, segments, dead, map_lsn) = {
             let mut map = self.map.write();
             let dirty = map.take_dirty_chunks();
@@ -180,13 +191,13 @@ impl StoreInner {
                 .iter()
                 .map(|&chunk| (chunk, map.encode_chunk(chunk)))
                 .collect();
-            let dead: Vec<SegmentId> = map
+            let dead: Vec<(SegmentId, u32)> = map
                 .segments()
                 .iter()
                 .filter(|(_, usage)| usage.live == 0)
-                .map(|(&segment, _)| segment)
+                .map(|(&segment, usage)| (segment, usage.slots))
                 .collect();
-            for segment in &dead {
+            for (segment, _) in &dead {
                 map.forget_segment(*segment);
             }
             let segments: Vec<(SegmentId, u32)> = map
@@ -196,6 +207,9 @@ impl StoreInner {
                 .collect();
             (chunks, dirty, segments, dead, map.applied_lsn)
         };
+        // The manifest will say the map reflects updates up to `map_lsn`; recovery skips map
+        // updates before it, so they must be durable first.
+        self.wal.flush_to(map_lsn).inspect_err(|error| self.poison(error))?;
         let mut chunk_sequences = state.chunk_sequences.clone();
         let mut written_bytes = 0u64;
         let written = (|| -> Result<()> {
@@ -221,11 +235,19 @@ impl StoreInner {
             self.volume.put(&manifest_name(sequence), &bytes)
         })();
         if let Err(error) = written {
-            // Nothing references the new objects; the next checkpoint rewrites the chunks.
-            self.map.write().restore_dirty_chunks(dirty);
+            // The objects of this attempt may exist (a failed PUT may have landed) but the
+            // next checkpoint supersedes them: delete them after it. The chunks stay dirty,
+            // and the dead segments come back to be deleted by the next checkpoint.
+            let mut map = self.map.write();
+            map.restore_dirty_chunks(dirty);
+            for &(segment, slots) in &dead {
+                map.register_segment(segment, slots);
+            }
+            drop(map);
+            state.orphans.extend(chunks.iter().map(|(chunk, _)| chunk_name(*chunk, sequence)));
             return Err(error);
         }
-        let superseded: Vec<String> = chunks
+        let mut superseded: Vec<String> = chunks
             .iter()
             .filter_map(|(chunk, _)| {
                 state
@@ -234,7 +256,7 @@ impl StoreInner {
                     .map(|&old| chunk_name(*chunk, old))
             })
             .collect();
-        state.sequence = sequence;
+        superseded.append(&mut state.orphans);
         state.chunk_sequences = chunk_sequences;
         state.wal_bytes_at_last = self.wal.stats.bytes.get();
         state.last_at = Some(Instant::now());
@@ -249,7 +271,7 @@ impl StoreInner {
         &self,
         sequence: u64,
         superseded: &[String],
-        dead: &[SegmentId],
+        dead: &[(SegmentId, u32)],
     ) -> Result<()> {
         for name in superseded {
             self.volume.delete(name)?;
@@ -259,7 +281,7 @@ impl StoreInner {
                 self.volume.delete(&info.name)?;
             }
         }
-        for segment in dead {
+        for (segment, _) in dead {
             self.volume.delete(&segment_name(*segment))?;
             self.stats.segments_deleted.increment();
         }
@@ -279,18 +301,22 @@ impl StoreInner {
                 return Ok(false);
             }
             let newest = map.max_segment();
-            let mut candidates: Vec<(u32, SegmentId)> = map
+            // Least live first: each rewritten page reclaims the most space there. Any
+            // segment with garbage qualifies, so amplification converges to the target
+            // (a "half dead" threshold would let it sit near 2.0).
+            let mut candidates: Vec<(u64, u32, SegmentId)> = map
                 .segments()
                 .iter()
-                .filter(|(&segment, usage)| {
-                    segment != newest && usage.live > 0 && usage.live * 2 <= usage.slots
+                .filter(|(&segment, usage)| segment != newest && usage.live > 0 && usage.live < usage.slots)
+                .map(|(&segment, usage)| {
+                    let live_per_million = u64::from(usage.live) * 1_000_000 / u64::from(usage.slots);
+                    (live_per_million, usage.live, segment)
                 })
-                .map(|(&segment, usage)| (usage.live, segment))
                 .collect();
             candidates.sort();
             let mut chosen = Vec::new();
             let mut pages = 0usize;
-            for (live, segment) in candidates.into_iter().take(COMPACTION_SEGMENTS_MAX) {
+            for (_, live, segment) in candidates.into_iter().take(COMPACTION_SEGMENTS_MAX) {
                 if pages + live as usize > SEGMENT_SLOTS_MAX {
                     break;
                 }
@@ -335,9 +361,11 @@ impl StoreInner {
         for &segment in victims {
             let name = segment_name(segment);
             let bytes = self.volume.get(&name)?;
-            let slots = decode_segment(segment, &bytes).map_err(|detail| {
-                StorageError::corrupt_file(format!("{}/{name}", self.volume.describe()), detail)
-            })?;
+            let object = || format!("{}/{name}", self.volume.describe());
+            // Only live images must be intact: damage in a dead slot is garbage we are about
+            // to delete, not a reason to stop compacting.
+            let slots = decode_segment_index(segment, &bytes)
+                .map_err(|detail| StorageError::corrupt_file(object(), detail))?;
             let map = self.map.read();
             for (slot, entry) in slots.iter().enumerate() {
                 let location = PageLocation {
@@ -352,6 +380,9 @@ impl StoreInner {
                 image
                     .as_bytes_mut()
                     .copy_from_slice(&bytes[start..start + tierdb_common::PAGE_SIZE]);
+                image.verify_version(entry.page_id, segment).map_err(|reason| {
+                    StorageError::CorruptPage { page_id: entry.page_id, version: segment, location: format!("{} slot={slot}", object()), reason }
+                })?;
                 images.push(image);
                 expected.push(location);
             }
@@ -397,6 +428,17 @@ fn background_step(inner: &StoreInner) -> Result<()> {
         && !inner.shutdown.load(Ordering::Acquire)
     {
         if inner.flush_some(SEGMENT_SLOTS_MAX)? == 0 {
+            break;
+        }
+    }
+    // Pages dirty for long hold the redo point, and so the WAL, back: write the ones older
+    // than the checkpoint WAL budget so that WAL and recovery time stay bounded.
+    let appended = inner.wal.appended_lsn();
+    let horizon = Lsn(appended.0.saturating_sub(inner.config.checkpoint_wal_bytes));
+    while inner.pool.min_recovery_lsn().is_some_and(|oldest| oldest < horizon)
+        && !inner.shutdown.load(Ordering::Acquire)
+    {
+        if inner.flush_dirty(SEGMENT_SLOTS_MAX, Some(horizon))? == 0 {
             break;
         }
     }

@@ -472,34 +472,41 @@ impl StoreInner {
                 with_op_counters(|counters| counters.dram_hits += 1);
                 return Ok(pinned);
             }
-            let location = self
-                .map
-                .read()
-                .get(page_id)
-                .ok_or(StorageError::UnknownPage { page_id })?;
+            if self.map.read().get(page_id).is_none() {
+                return Err(StorageError::UnknownPage { page_id });
+            }
             let frame = self.acquire_frame()?;
             let mut loaded = None;
-            let installed = self
-                .pool
-                .install(frame, page_id, location.segment, &mut |page| {
-                    loaded = Some(self.load_image(page_id, location, page)?);
-                    Ok(())
-                });
+            let mut read_from = None;
+            let installed = self.pool.install(frame, page_id, &mut |page| {
+                // Our frame is published: nobody else can load, change or write this page
+                // until we finish, so the map now names its current image. (A location read
+                // before publishing could be older than an image flushed meanwhile.)
+                let location =
+                    self.map.read().get(page_id).ok_or(StorageError::UnknownPage { page_id })?;
+                read_from = Some(location);
+                loaded = Some(self.load_image(page_id, location, page)?);
+                Ok(location.segment)
+            });
             match installed {
                 Ok(Some((pinned, outcome))) => {
                     self.count_fetch(outcome, loaded);
                     return Ok(pinned);
                 }
                 Ok(None) => continue,
-                Err(StorageError::NotFound { .. })
-                    if self.map.read().get(page_id) != Some(location) =>
-                {
+                // Compaction moved the page and a checkpoint deleted the old segment between
+                // our map read and the volume read: read the new location.
+                Err(StorageError::NotFound { .. }) if self.map.read().get(page_id) != read_from => {
                     continue
                 }
                 Err(error) => return Err(error),
             }
         }
-        Err(StorageError::UnknownPage { page_id })
+        Err(StorageError::VolumeIo {
+            op: "read",
+            object: format!("page_id={page_id}"),
+            detail: format!("page moved during every one of attempts={LOAD_ATTEMPTS_MAX}"),
+        })
     }
 
     fn count_fetch(&self, outcome: FetchOutcome, loaded: Option<Source>) {

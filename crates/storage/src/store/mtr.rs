@@ -207,9 +207,9 @@ impl StoreInner {
             let frame = self.acquire_frame()?;
             match self
                 .pool
-                .install(frame, page_id, SegmentId::NONE, &mut |page| {
+                .install(frame, page_id, &mut |page| {
                     page.init(page_id, PageType::Free);
-                    Ok(())
+                    Ok(SegmentId::NONE)
                 })? {
                 Some((pinned, _)) => return Ok(pinned),
                 None => continue,

@@ -25,7 +25,7 @@ use crate::buffer_pool::{BufferPool, Pinned};
 use crate::device::{Device, FileDevice};
 use crate::error::{Result, StorageError};
 use crate::manifest::{parse_manifest_name, Manifest, MANIFEST_PREFIX};
-use crate::page_map::{chunk_name, PageLocation, PageMap};
+use crate::page_map::{chunk_name, PageLocation, PageMap, MAP_PREFIX};
 use crate::segment::{parse_segment_name, segment_name, SEGMENT_PREFIX};
 use crate::tier::TierCache;
 use crate::volume::{MeteredVolume, Volume};
@@ -100,6 +100,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
         Ok(())
     })?;
     delete_orphans(&volume, &map, &listed)?;
+    delete_orphan_chunks(&volume, manifest.as_ref())?;
     let tier = open_tier(&config)?;
     let next_segment = [
         manifest
@@ -221,6 +222,20 @@ fn delete_orphans(
     {
         tracing::info!(segment = %segment, "deleting segment left by an interrupted flush");
         volume.delete(&segment_name(*segment))?;
+    }
+    Ok(())
+}
+
+/// Deletes page-map chunk objects the manifest does not name: the remains of checkpoints that
+/// failed, or whose cleanup did not finish, before a crash.
+fn delete_orphan_chunks(volume: &MeteredVolume<Arc<dyn Volume>>, manifest: Option<&Manifest>) -> Result<()> {
+    let referenced: BTreeSet<String> = manifest
+        .map(|manifest| manifest.chunks.iter().map(|&(chunk, sequence)| chunk_name(chunk, sequence)).collect())
+        .unwrap_or_default();
+    for info in volume.list(MAP_PREFIX)? {
+        if !referenced.contains(&info.name) {
+            volume.delete(&info.name)?;
+        }
     }
     Ok(())
 }
