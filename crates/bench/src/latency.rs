@@ -20,7 +20,8 @@ impl LatencySummary {
         samples.sort_unstable();
         let at = |quantile: f64| {
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let index = ((samples.len() as f64 * quantile).ceil() as usize).clamp(1, samples.len()) - 1;
+            let index =
+                ((samples.len() as f64 * quantile).ceil() as usize).clamp(1, samples.len()) - 1;
             samples[index] as f64 / 1000.0
         };
         let total: u128 = samples.iter().map(|&sample| u128::from(sample)).sum();

@@ -115,12 +115,20 @@ struct Plan<'a> {
 
 pub fn run_pages(args: &PagesArgs) -> Result<(), Box<dyn std::error::Error>> {
     let temporary = tempfile::tempdir()?;
-    let work_dir = args.work_dir.clone().unwrap_or_else(|| temporary.path().to_path_buf());
+    let work_dir = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| temporary.path().to_path_buf());
     std::fs::create_dir_all(&work_dir)?;
-    let plan = Plan { args, dataset_pages: args.pool_pages * args.dataset_multiple };
+    let plan = Plan {
+        args,
+        dataset_pages: args.pool_pages * args.dataset_multiple,
+    };
     let cells = args.volumes.len() * MODES.len() * args.distributions.len() * args.readers.len();
     let progress = indicatif::ProgressBar::new(u64::try_from(cells)?);
-    progress.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
+    progress.set_style(indicatif::ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} {msg}",
+    )?);
     let mut results = Vec::new();
     let mut volume_notes = Vec::new();
     let mut raw_reads: Vec<(String, RawDeviceResult)> = Vec::new();
@@ -129,19 +137,29 @@ pub fn run_pages(args: &PagesArgs) -> Result<(), Box<dyn std::error::Error>> {
         std::fs::create_dir_all(&directory)?;
         let volume = open_volume(volume_name, &directory, args.volume_latency_us)?;
         volume_notes.push((volume.name.clone(), volume.note.clone()));
-        progress.set_message(format!("loading {} pages on {volume_name}", plan.dataset_pages));
+        progress.set_message(format!(
+            "loading {} pages on {volume_name}",
+            plan.dataset_pages
+        ));
         load_dataset(&plan, &volume, &directory)?;
         for mode in MODES {
             results.extend(run_mode(&plan, &volume, &directory, mode, &progress)?);
             if mode == "tier-warm" {
                 // Beside the tier measurement, under the same machine load.
                 progress.set_message(format!("raw device reads after {volume_name}"));
-                raw_reads.push((volume.name.clone(), measure_raw_device(&plan, &directory.join("tier"))?));
+                raw_reads.push((
+                    volume.name.clone(),
+                    measure_raw_device(&plan, &directory.join("tier"))?,
+                ));
             }
         }
     }
     progress.finish_and_clear();
-    let raw = raw_reads.iter().find(|(name, _)| name == "local-latency").or(raw_reads.first()).map(|(_, raw)| raw.clone());
+    let raw = raw_reads
+        .iter()
+        .find(|(name, _)| name == "local-latency")
+        .or(raw_reads.first())
+        .map(|(_, raw)| raw.clone());
     let report = summarize(&plan, volume_notes, raw, raw_reads, results);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -151,7 +169,12 @@ pub fn run_pages(args: &PagesArgs) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn store_config(plan: &Plan<'_>, volume: &BenchVolume, directory: &Path, mode: &str) -> StoreConfig {
+fn store_config(
+    plan: &Plan<'_>,
+    volume: &BenchVolume,
+    directory: &Path,
+    mode: &str,
+) -> StoreConfig {
     let mut config = StoreConfig::with_volume(directory.join("data"), volume.volume.clone());
     config.buffer_pool_bytes = plan.args.pool_pages * 8192;
     config.tier = None;
@@ -163,7 +186,9 @@ fn store_config(plan: &Plan<'_>, volume: &BenchVolume, directory: &Path, mode: &
                 direct_io: true,
             });
         }
-        "dram" => config.buffer_pool_bytes = (plan.dataset_pages + plan.dataset_pages / 8 + 64) * 8192,
+        "dram" => {
+            config.buffer_pool_bytes = (plan.dataset_pages + plan.dataset_pages / 8 + 64) * 8192
+        }
         "load" => config.buffer_pool_bytes = (plan.dataset_pages + 64) * 8192,
         _ => {}
     }
@@ -171,7 +196,11 @@ fn store_config(plan: &Plan<'_>, volume: &BenchVolume, directory: &Path, mode: &
 }
 
 /// Writes the data set: pages 1..=N, each with its id in the payload.
-fn load_dataset(plan: &Plan<'_>, volume: &BenchVolume, directory: &Path) -> Result<(), Box<dyn std::error::Error>> {
+fn load_dataset(
+    plan: &Plan<'_>,
+    volume: &BenchVolume,
+    directory: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
     let store = PageStore::open(store_config(plan, volume, directory, "load"))?;
     while store.max_page_id().0 < plan.dataset_pages {
         let mut mtr = store.mtr();
@@ -198,14 +227,24 @@ fn run_mode(
     let mut results = Vec::new();
     for distribution in &plan.args.distributions {
         for &readers in &plan.args.readers {
-            progress.set_message(format!("{} {mode} {distribution} readers={readers}", volume.name));
+            progress.set_message(format!(
+                "{} {mode} {distribution} readers={readers}",
+                volume.name
+            ));
             let mut runs = Vec::new();
             for repetition in 0..plan.args.repetitions {
                 let seed = 1 + u64::try_from(repetition)? * 7919;
                 runs.push(measure(&store, plan, distribution, readers, seed)?);
             }
             let tier_pages = store.tier().map_or(0, |tier| tier.usage().1);
-            results.push(combine(&volume.name, mode, distribution, readers, &runs, tier_pages));
+            results.push(combine(
+                &volume.name,
+                mode,
+                distribution,
+                readers,
+                &runs,
+                tier_pages,
+            ));
             progress.inc(1);
         }
     }
@@ -224,19 +263,27 @@ fn warm(store: &PageStore, pages: u64, pool_pages: u64) -> Result<(), Box<dyn st
             let handles: Vec<_> = (0..WARM_THREADS)
                 .map(|thread| {
                     scope.spawn(move || -> Result<(), String> {
-                        for page in (1 + thread..=pages).step_by(usize::try_from(WARM_THREADS).expect("small")) {
-                            store.read(PageId(page)).map_err(|error| error.to_string())?;
+                        for page in (1 + thread..=pages)
+                            .step_by(usize::try_from(WARM_THREADS).expect("small"))
+                        {
+                            store
+                                .read(PageId(page))
+                                .map_err(|error| error.to_string())?;
                         }
                         Ok(())
                     })
                 })
                 .collect();
             for handle in handles {
-                handle.join().map_err(|_| "warm thread panicked".to_string())??;
+                handle
+                    .join()
+                    .map_err(|_| "warm thread panicked".to_string())??;
             }
             Ok(())
         })?;
-        let Some(tier) = store.tier() else { return Ok(()) };
+        let Some(tier) = store.tier() else {
+            return Ok(());
+        };
         let mut last = u64::MAX;
         while tier.stats().writes.get() != last {
             last = tier.stats().writes.get();
@@ -288,10 +335,15 @@ fn measure(
                 let zipfian = &zipfian;
                 let failures = &failures;
                 scope.spawn(move || {
-                    let mut random = SplitMix64::new(seed ^ (u64::try_from(reader).expect("small") << 32));
+                    let mut random =
+                        SplitMix64::new(seed ^ (u64::try_from(reader).expect("small") << 32));
                     let mut samples = Vec::with_capacity(1 << 16);
                     while started.elapsed() < duration {
-                        let choice = if uniform { random.below(plan.dataset_pages) } else { zipfian.next(&mut random) };
+                        let choice = if uniform {
+                            random.below(plan.dataset_pages)
+                        } else {
+                            zipfian.next(&mut random)
+                        };
                         let page_id = PageId(choice + 1);
                         let before = op_counters_snapshot();
                         let begun = Instant::now();
@@ -319,7 +371,10 @@ fn measure(
                 })
             })
             .collect();
-        handles.into_iter().map(|handle| handle.join().expect("reader panicked")).collect()
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("reader panicked"))
+            .collect()
     });
     let elapsed = started.elapsed();
     if failures.load(Ordering::Relaxed) > 0 {
@@ -328,8 +383,11 @@ fn measure(
     let volume_requests = store.volume_stats().snapshot().requests() - requests_before;
     let flat: Vec<(u64, Source)> = samples.into_iter().flatten().collect();
     let of = |wanted: Option<Source>| {
-        let mut selected: Vec<u64> =
-            flat.iter().filter(|(_, source)| wanted.is_none_or(|wanted| *source == wanted)).map(|(nanos, _)| *nanos).collect();
+        let mut selected: Vec<u64> = flat
+            .iter()
+            .filter(|(_, source)| wanted.is_none_or(|wanted| *source == wanted))
+            .map(|(nanos, _)| *nanos)
+            .collect();
         LatencySummary::from_nanos(&mut selected)
     };
     Ok(RunSample {
@@ -343,9 +401,23 @@ fn measure(
     })
 }
 
-fn combine(volume: &str, mode: &str, distribution: &str, readers: usize, runs: &[RunSample], tier_pages: u64) -> CellResult {
-    let med = |pick: &dyn Fn(&RunSample) -> f64| median(&runs.iter().map(pick).collect::<Vec<f64>>());
-    let ratio = |part: u64, whole: u64| if whole == 0 { 0.0 } else { part as f64 / whole as f64 };
+fn combine(
+    volume: &str,
+    mode: &str,
+    distribution: &str,
+    readers: usize,
+    runs: &[RunSample],
+    tier_pages: u64,
+) -> CellResult {
+    let med =
+        |pick: &dyn Fn(&RunSample) -> f64| median(&runs.iter().map(pick).collect::<Vec<f64>>());
+    let ratio = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 / whole as f64
+        }
+    };
     CellResult {
         volume: volume.to_string(),
         mode: mode.to_string(),
@@ -367,12 +439,19 @@ fn combine(volume: &str, mode: &str, distribution: &str, readers: usize, runs: &
 
 /// Random 8 KiB direct-I/O reads from a fully written probe file in the tier's directory, so
 /// that no read lands in a hole (which the filesystem answers without touching the device).
-fn measure_raw_device(plan: &Plan<'_>, tier_directory: &Path) -> Result<RawDeviceResult, Box<dyn std::error::Error>> {
+fn measure_raw_device(
+    plan: &Plan<'_>,
+    tier_directory: &Path,
+) -> Result<RawDeviceResult, Box<dyn std::error::Error>> {
     std::fs::create_dir_all(tier_directory)?;
     let path = tier_directory.join("raw-device-probe.dat");
     let pages = (plan.dataset_pages + plan.dataset_pages / 4).max(1024);
     {
-        let file = OpenOptions::new().create(true).write(true).truncate(true).open(&path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)?;
         let chunk = vec![0xA5u8; 1 << 20];
         let total = pages * 8192;
         let mut written = 0u64;
@@ -382,7 +461,10 @@ fn measure_raw_device(plan: &Plan<'_>, tier_directory: &Path) -> Result<RawDevic
         }
         file.sync_all()?;
     }
-    let direct = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&path);
+    let direct = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path);
     let (file, direct_io) = match direct {
         Ok(file) => (file, true),
         Err(_) => (OpenOptions::new().read(true).open(&path)?, false),
@@ -405,11 +487,21 @@ fn measure_raw_device(plan: &Plan<'_>, tier_directory: &Path) -> Result<RawDevic
         p99s.push(summary.p99_us);
     }
     let _ = std::fs::remove_file(&path);
-    Ok(RawDeviceResult { path: path.display().to_string(), direct_io, p50_us: median(&p50s), p99_us: median(&p99s) })
+    Ok(RawDeviceResult {
+        path: path.display().to_string(),
+        direct_io,
+        p50_us: median(&p50s),
+        p99_us: median(&p99s),
+    })
 }
 
 fn find<'a>(results: &'a [CellResult], volume: &str, mode: &str) -> Option<&'a CellResult> {
-    results.iter().find(|cell| cell.volume == volume && cell.mode == mode && cell.distribution == "uniform" && cell.readers == 1)
+    results.iter().find(|cell| {
+        cell.volume == volume
+            && cell.mode == mode
+            && cell.distribution == "uniform"
+            && cell.readers == 1
+    })
 }
 
 fn summarize(
@@ -419,12 +511,17 @@ fn summarize(
     raw_device_reads: Vec<(String, RawDeviceResult)>,
     results: Vec<CellResult>,
 ) -> PagesReport {
-    let speedup = |volume: &str| match (find(&results, volume, "tier-off"), find(&results, volume, "tier-warm")) {
+    let speedup = |volume: &str| match (
+        find(&results, volume, "tier-off"),
+        find(&results, volume, "tier-warm"),
+    ) {
         (Some(off), Some(on)) if on.p50_us > 0.0 => Some(off.p50_us / on.p50_us),
         _ => None,
     };
     let tier_hit_vs_raw_device = match (find(&results, "local-latency", "tier-warm"), &raw) {
-        (Some(on), Some(raw)) if raw.p50_us > 0.0 && on.tier_hit_p50_us > 0.0 => Some(on.tier_hit_p50_us / raw.p50_us),
+        (Some(on), Some(raw)) if raw.p50_us > 0.0 && on.tier_hit_p50_us > 0.0 => {
+            Some(on.tier_hit_p50_us / raw.p50_us)
+        }
         _ => None,
     };
     PagesReport {
@@ -458,7 +555,18 @@ fn print_table(report: &PagesReport) {
     }
     println!(
         "{:<14} {:<10} {:<8} {:>3} {:>10} {:>10} {:>11} {:>6} {:>6} {:>6} {:>9} {:>10}",
-        "volume", "mode", "dist", "rd", "p50_us", "p99_us", "reads/s", "dram%", "tier%", "vol%", "req/1k", "tierhit_us"
+        "volume",
+        "mode",
+        "dist",
+        "rd",
+        "p50_us",
+        "p99_us",
+        "reads/s",
+        "dram%",
+        "tier%",
+        "vol%",
+        "req/1k",
+        "tierhit_us"
     );
     for cell in &report.results {
         println!(
@@ -478,13 +586,25 @@ fn print_table(report: &PagesReport) {
         );
     }
     if let Some(raw) = &report.raw_device_read {
-        println!("raw 8 KiB random read on the tier's device: p50 {:.1} us, p99 {:.1} us (direct_io={})", raw.p50_us, raw.p99_us, raw.direct_io);
+        println!(
+            "raw 8 KiB random read on the tier's device: p50 {:.1} us, p99 {:.1} us (direct_io={})",
+            raw.p50_us, raw.p99_us, raw.direct_io
+        );
     }
     let show = |label: &str, value: Option<f64>| match value {
         Some(value) => println!("{label}: {value:.2}"),
         None => println!("{label}: not measured in this run"),
     };
-    show("tier_speedup_p50 (local-latency, uniform, 1 reader)", report.tier_speedup_p50);
-    show("tier_speedup_p50_minio (uniform, 1 reader)", report.tier_speedup_p50_minio);
-    show("tier_hit_vs_raw_device (p50 ratio)", report.tier_hit_vs_raw_device);
+    show(
+        "tier_speedup_p50 (local-latency, uniform, 1 reader)",
+        report.tier_speedup_p50,
+    );
+    show(
+        "tier_speedup_p50_minio (uniform, 1 reader)",
+        report.tier_speedup_p50_minio,
+    );
+    show(
+        "tier_hit_vs_raw_device (p50 ratio)",
+        report.tier_hit_vs_raw_device,
+    );
 }

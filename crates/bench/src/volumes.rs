@@ -18,17 +18,30 @@ pub struct BenchVolume {
 pub fn open_volume(name: &str, directory: &Path, latency_us: u64) -> Result<BenchVolume, String> {
     match name {
         "local" | "local-latency" => {
-            let latency = if name == "local" { Duration::ZERO } else { Duration::from_micros(latency_us) };
-            let volume = LocalVolume::open(directory.join("volume")).map_err(|error| error.to_string())?.with_read_latency(latency);
+            let latency = if name == "local" {
+                Duration::ZERO
+            } else {
+                Duration::from_micros(latency_us)
+            };
+            let volume = LocalVolume::open(directory.join("volume"))
+                .map_err(|error| error.to_string())?
+                .with_read_latency(latency);
             let note = if latency.is_zero() {
                 "local directory, no added latency".to_string()
             } else {
                 format!("local directory with {latency_us} us added to every read (simulated network storage)")
             };
-            Ok(BenchVolume { name: name.to_string(), volume: Arc::new(volume), note, _server: None })
+            Ok(BenchVolume {
+                name: name.to_string(),
+                volume: Arc::new(volume),
+                note,
+                _server: None,
+            })
         }
         "minio" => open_minio(),
-        other => Err(format!("unknown volume={other} (expected local, local-latency or minio)")),
+        other => Err(format!(
+            "unknown volume={other} (expected local, local-latency or minio)"
+        )),
     }
 }
 
@@ -47,7 +60,12 @@ fn open_minio() -> Result<BenchVolume, String> {
     })
     .map_err(|error| error.to_string())?;
     let note = format!("MinIO (S3 API) on loopback at {}", server.endpoint());
-    Ok(BenchVolume { name: "minio".to_string(), volume: Arc::new(volume), note, _server: Some(server) })
+    Ok(BenchVolume {
+        name: "minio".to_string(),
+        volume: Arc::new(volume),
+        note,
+        _server: Some(server),
+    })
 }
 
 #[cfg(not(feature = "s3"))]

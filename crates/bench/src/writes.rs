@@ -70,9 +70,15 @@ struct WritesReport {
 }
 
 pub fn run_writes(args: &WritesArgs) -> Result<(), Box<dyn std::error::Error>> {
-    assert!(args.update_bytes > 0 && args.update_bytes <= PAGE_PAYLOAD_SIZE, "update size out of range");
+    assert!(
+        args.update_bytes > 0 && args.update_bytes <= PAGE_PAYLOAD_SIZE,
+        "update size out of range"
+    );
     let temporary = tempfile::tempdir()?;
-    let work_dir = args.work_dir.clone().unwrap_or_else(|| temporary.path().to_path_buf());
+    let work_dir = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| temporary.path().to_path_buf());
     let volume = open_volume(&args.volume, &work_dir, 0)?;
     let mut config = StoreConfig::with_volume(work_dir.join("data"), volume.volume.clone());
     config.buffer_pool_bytes = args.pool_pages * 8192;
@@ -136,7 +142,8 @@ pub fn run_writes(args: &WritesArgs) -> Result<(), Box<dyn std::error::Error>> {
         wal_syncs: syncs,
         commits_per_sync: args.updates as f64 / syncs.max(1) as f64,
         volume_put_requests: volume_stats.put_requests,
-        volume_requests_per_1000_commits: 1000.0 * volume_stats.requests() as f64 / args.updates as f64,
+        volume_requests_per_1000_commits: 1000.0 * volume_stats.requests() as f64
+            / args.updates as f64,
         space_amplification_before_compaction: before_compaction,
         space_amplification_after_compaction: after.amplification(),
         volume_bytes_stored_after_compaction: stored,
@@ -178,17 +185,35 @@ fn print_report(report: &WritesReport) {
         report.updates, report.update_bytes, report.pages, report.pool_pages, report.threads, report.seconds, report.commits_per_s
     );
     println!("logical bytes changed: {}", report.logical_bytes);
-    println!("wal bytes: {} ({:.2}x logical)", report.wal_bytes, report.wal_amplification);
+    println!(
+        "wal bytes: {} ({:.2}x logical)",
+        report.wal_bytes, report.wal_amplification
+    );
     println!(
         "volume bytes written: {} ({:.2}x logical; segments {}, checkpoints {})",
-        report.volume_bytes_written, report.volume_amplification, report.segment_bytes, report.checkpoint_bytes
+        report.volume_bytes_written,
+        report.volume_amplification,
+        report.segment_bytes,
+        report.checkpoint_bytes
     );
-    println!("write amplification (wal + volume) / logical: {:.2}", report.write_amplification);
-    println!("wal syncs: {} ({:.1} commits per sync)", report.wal_syncs, report.commits_per_sync);
-    println!("volume PUTs: {} ({:.2} requests per 1000 commits)", report.volume_put_requests, report.volume_requests_per_1000_commits);
+    println!(
+        "write amplification (wal + volume) / logical: {:.2}",
+        report.write_amplification
+    );
+    println!(
+        "wal syncs: {} ({:.1} commits per sync)",
+        report.wal_syncs, report.commits_per_sync
+    );
+    println!(
+        "volume PUTs: {} ({:.2} requests per 1000 commits)",
+        report.volume_put_requests, report.volume_requests_per_1000_commits
+    );
     println!(
         "space amplification (segment slots / live pages): {:.2} before compaction, {:.2} after",
         report.space_amplification_before_compaction, report.space_amplification_after_compaction
     );
-    println!("volume bytes stored after compaction: {} for {} live page bytes", report.volume_bytes_stored_after_compaction, report.live_page_bytes);
+    println!(
+        "volume bytes stored after compaction: {} for {} live page bytes",
+        report.volume_bytes_stored_after_compaction, report.live_page_bytes
+    );
 }

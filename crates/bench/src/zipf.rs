@@ -15,7 +15,9 @@ pub struct ScrambledZipfian {
 }
 
 fn zeta(count: u64, theta: f64) -> f64 {
-    (1..=count).map(|rank| 1.0 / (rank as f64).powf(theta)).sum()
+    (1..=count)
+        .map(|rank| 1.0 / (rank as f64).powf(theta))
+        .sum()
 }
 
 impl ScrambledZipfian {
@@ -25,7 +27,13 @@ impl ScrambledZipfian {
         let zeta_two = zeta(2, theta);
         let zeta_items = zeta(items, theta);
         let eta = (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta_two / zeta_items);
-        ScrambledZipfian { items, theta, zeta_items, alpha: 1.0 / (1.0 - theta), eta }
+        ScrambledZipfian {
+            items,
+            theta,
+            zeta_items,
+            alpha: 1.0 / (1.0 - theta),
+            eta,
+        }
     }
 
     /// The popularity rank drawn (0 is the most popular).
@@ -39,7 +47,8 @@ impl ScrambledZipfian {
             return 1;
         }
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let rank = (self.items as f64 * (self.eta * uniform - self.eta + 1.0).powf(self.alpha)) as u64;
+        let rank =
+            (self.items as f64 * (self.eta * uniform - self.eta + 1.0).powf(self.alpha)) as u64;
         rank.min(self.items - 1)
     }
 

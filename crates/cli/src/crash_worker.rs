@@ -84,9 +84,15 @@ fn initialize(store: &PageStore, threads: u64) -> Result<(), Box<dyn std::error:
     Ok(())
 }
 
-fn read_u64(store: &PageStore, page_id: PageId, offset: usize) -> Result<u64, Box<dyn std::error::Error>> {
+fn read_u64(
+    store: &PageStore,
+    page_id: PageId,
+    offset: usize,
+) -> Result<u64, Box<dyn std::error::Error>> {
     let page = store.read(page_id)?;
-    Ok(u64::from_le_bytes(page.payload()[offset..offset + 8].try_into()?))
+    Ok(u64::from_le_bytes(
+        page.payload()[offset..offset + 8].try_into()?,
+    ))
 }
 
 fn run_thread(store: &PageStore, args: &CrashWorkerArgs, thread: u64) -> Result<(), String> {
@@ -152,9 +158,18 @@ pub fn run(args: &CrashWorkerArgs) -> Result<(), Box<dyn std::error::Error>> {
     println!("running");
     std::io::stdout().flush()?;
     let failures: Vec<String> = std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            (0..args.threads).map(|thread| scope.spawn({ let store = &store; move || run_thread(store, args, thread) })).collect();
-        handles.into_iter().filter_map(|handle| handle.join().expect("worker thread panicked").err()).collect()
+        let handles: Vec<_> = (0..args.threads)
+            .map(|thread| {
+                scope.spawn({
+                    let store = &store;
+                    move || run_thread(store, args, thread)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|handle| handle.join().expect("worker thread panicked").err())
+            .collect()
     });
     if let Some(failure) = failures.first() {
         return Err(failure.clone().into());

@@ -6,7 +6,11 @@ mod crash_worker;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "tierdb", version, about = "A PostgreSQL-compatible database for working sets larger than memory")]
+#[command(
+    name = "tierdb",
+    version,
+    about = "A PostgreSQL-compatible database for working sets larger than memory"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,7 +43,8 @@ enum DebugCommand {
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TIERDB_LOG").unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("TIERDB_LOG")
+                .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();

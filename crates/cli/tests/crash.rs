@@ -26,7 +26,12 @@ fn worker(data_dir: &Path, seed: u64, wal_in_volume: bool) -> Command {
     command
         .args(["debug", "crash-worker", "--data-dir"])
         .arg(data_dir)
-        .args(["--seed", &seed.to_string(), "--threads", &THREADS.to_string()]);
+        .args([
+            "--seed",
+            &seed.to_string(),
+            "--threads",
+            &THREADS.to_string(),
+        ]);
     if wal_in_volume {
         command.arg("--wal-in-volume");
     }
@@ -35,7 +40,12 @@ fn worker(data_dir: &Path, seed: u64, wal_in_volume: bool) -> Command {
 
 /// Runs the workload until a random kill; returns the highest acknowledged transaction per
 /// thread seen on stdout.
-fn run_and_kill(data_dir: &Path, seed: u64, wal_in_volume: bool, kill_after: Duration) -> HashMap<u64, u64> {
+fn run_and_kill(
+    data_dir: &Path,
+    seed: u64,
+    wal_in_volume: bool,
+    kill_after: Duration,
+) -> HashMap<u64, u64> {
     let mut child = worker(data_dir, seed, wal_in_volume)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -60,7 +70,10 @@ fn run_and_kill(data_dir: &Path, seed: u64, wal_in_volume: bool, kill_after: Dur
                 break;
             }
         }
-        assert!(started.elapsed() < START_TIMEOUT, "worker did not start in time");
+        assert!(
+            started.elapsed() < START_TIMEOUT,
+            "worker did not start in time"
+        );
         match lines.recv_timeout(Duration::from_millis(5)) {
             Ok(line) => record(&line, &mut acked, &mut running_since),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -84,7 +97,11 @@ fn record(line: &str, acked: &mut HashMap<u64, u64>, running_since: &mut Option<
     match words.next() {
         Some("running") => *running_since = Some(Instant::now()),
         Some("ack") => {
-            let thread: u64 = words.next().expect("thread").parse().expect("thread number");
+            let thread: u64 = words
+                .next()
+                .expect("thread")
+                .parse()
+                .expect("thread number");
             let transaction: u64 = words.next().expect("transaction").parse().expect("number");
             let entry = acked.entry(thread).or_default();
             *entry = (*entry).max(transaction);
@@ -95,7 +112,10 @@ fn record(line: &str, acked: &mut HashMap<u64, u64>, running_since: &mut Option<
 
 /// Recovers and verifies; returns the recovered transaction count per thread.
 fn verify(data_dir: &Path, seed: u64, wal_in_volume: bool) -> HashMap<u64, u64> {
-    let output = worker(data_dir, seed, wal_in_volume).arg("--verify").output().expect("run verifier");
+    let output = worker(data_dir, seed, wal_in_volume)
+        .arg("--verify")
+        .output()
+        .expect("run verifier");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -108,7 +128,10 @@ fn verify(data_dir: &Path, seed: u64, wal_in_volume: bool) -> HashMap<u64, u64> 
         .map(|line| {
             let words: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(words[0], "state", "unexpected verifier output: {line}");
-            (words[1].parse().expect("thread"), words[2].parse().expect("count"))
+            (
+                words[1].parse().expect("thread"),
+                words[2].parse().expect("count"),
+            )
         })
         .collect()
 }
@@ -122,22 +145,38 @@ fn crash_cycles(cycles: usize, seed: u64, wal_in_volume: bool) {
         let kill_after = Duration::from_millis(20 + random.below(380));
         let acked = run_and_kill(directory.path(), seed, wal_in_volume, kill_after);
         let recovered = verify(directory.path(), seed, wal_in_volume);
-        assert_eq!(recovered.len(), usize::try_from(THREADS).unwrap(), "cycle {cycle}: threads");
+        assert_eq!(
+            recovered.len(),
+            usize::try_from(THREADS).unwrap(),
+            "cycle {cycle}: threads"
+        );
         for thread in 0..THREADS {
-            let floor = acked.get(&thread).copied().unwrap_or(0).max(durable.get(&thread).copied().unwrap_or(0));
+            let floor = acked
+                .get(&thread)
+                .copied()
+                .unwrap_or(0)
+                .max(durable.get(&thread).copied().unwrap_or(0));
             let count = recovered[&thread];
-            assert!(count >= floor, "cycle {cycle} thread {thread}: acknowledged {floor} but recovered {count}");
+            assert!(
+                count >= floor,
+                "cycle {cycle} thread {thread}: acknowledged {floor} but recovered {count}"
+            );
             assert!(count <= floor + 1, "cycle {cycle} thread {thread}: recovered {count} beyond acknowledged {floor} + 1 in flight");
             total_acked += count - durable.get(&thread).copied().unwrap_or(0);
             durable.insert(thread, count);
         }
     }
-    eprintln!("crash test: {cycles} SIGKILL cycles, {total_acked} transactions recovered and verified");
+    eprintln!(
+        "crash test: {cycles} SIGKILL cycles, {total_acked} transactions recovered and verified"
+    );
     assert!(total_acked > 0, "the workload made no progress");
 }
 
 fn cycles() -> usize {
-    std::env::var("TIERDB_CRASH_CYCLES").ok().and_then(|value| value.parse().ok()).unwrap_or(50)
+    std::env::var("TIERDB_CRASH_CYCLES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(50)
 }
 
 #[test]

@@ -16,7 +16,6 @@ use tierdb_storage::{
     VolumeStatsSnapshot,
 };
 
-
 /// Objects the suite has written and not deleted: name to content.
 type Model = BTreeMap<String, Vec<u8>>;
 
@@ -396,9 +395,9 @@ fn faulty_volume_without_faults_conforms() {
 mod s3 {
     use std::sync::Arc;
 
-    use tierdb_testkit::{MinioServer, ACCESS_KEY, BUCKET, REGION, SECRET_KEY};
     use super::*;
     use tierdb_storage::{S3Config, S3Volume};
+    use tierdb_testkit::{MinioServer, ACCESS_KEY, BUCKET, REGION, SECRET_KEY};
 
     fn config(server: &MinioServer, prefix: &str) -> S3Config {
         S3Config {
