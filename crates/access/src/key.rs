@@ -105,7 +105,11 @@ const TERMINATOR: u8 = 0x01;
 const SIGN_BIT: u64 = 1 << 63;
 
 /// Appends the encoding of `values` (one per column) to `out`.
-pub fn encode_key(columns: &[KeyColumn], values: &[KeyValue], out: &mut Vec<u8>) -> Result<(), KeyError> {
+pub fn encode_key(
+    columns: &[KeyColumn],
+    values: &[KeyValue],
+    out: &mut Vec<u8>,
+) -> Result<(), KeyError> {
     if columns.len() != values.len() {
         return Err(KeyError::Arity { values: values.len(), columns: columns.len() });
     }
@@ -121,7 +125,12 @@ pub fn encode_key(columns: &[KeyColumn], values: &[KeyValue], out: &mut Vec<u8>)
     Ok(())
 }
 
-fn encode_column(index: usize, column: &KeyColumn, value: &KeyValue, out: &mut Vec<u8>) -> Result<(), KeyError> {
+fn encode_column(
+    index: usize,
+    column: &KeyColumn,
+    value: &KeyValue,
+    out: &mut Vec<u8>,
+) -> Result<(), KeyError> {
     if matches!(value, KeyValue::Null) {
         // A descending column is inverted afterwards, marker included: choose the marker
         // that lands where NULLs belong after that inversion.
@@ -133,9 +142,13 @@ fn encode_column(index: usize, column: &KeyColumn, value: &KeyValue, out: &mut V
     match (column.kind, value) {
         (KeyKind::Bool, KeyValue::Bool(flag)) => out.push(u8::from(*flag)),
         (KeyKind::Int, KeyValue::Int(number)) => {
-            out.extend_from_slice(&(u64::from_ne_bytes(number.to_ne_bytes()) ^ SIGN_BIT).to_be_bytes());
+            out.extend_from_slice(
+                &(u64::from_ne_bytes(number.to_ne_bytes()) ^ SIGN_BIT).to_be_bytes(),
+            );
         }
-        (KeyKind::Float, KeyValue::Float(number)) => out.extend_from_slice(&float_bits(*number).to_be_bytes()),
+        (KeyKind::Float, KeyValue::Float(number)) => {
+            out.extend_from_slice(&float_bits(*number).to_be_bytes())
+        }
         (KeyKind::Text, KeyValue::Text(text)) => encode_bytes(text.as_bytes(), out),
         (KeyKind::Bytes, KeyValue::Bytes(bytes)) => encode_bytes(bytes, out),
         _ => return Err(KeyError::Kind { column: index, expected: column.kind }),
@@ -197,7 +210,8 @@ pub fn decode_key(columns: &[KeyColumn], bytes: &[u8]) -> Result<Vec<KeyValue>, 
                 _ => return Err(corrupt("bad boolean")),
             },
             KeyKind::Int => {
-                let raw = u64::from_be_bytes(take(&mut position, 8)?.try_into().expect("8 bytes")) ^ SIGN_BIT;
+                let raw = u64::from_be_bytes(take(&mut position, 8)?.try_into().expect("8 bytes"))
+                    ^ SIGN_BIT;
                 KeyValue::Int(i64::from_ne_bytes(raw.to_ne_bytes()))
             }
             KeyKind::Float => {
@@ -220,7 +234,9 @@ pub fn decode_key(columns: &[KeyColumn], bytes: &[u8]) -> Result<Vec<KeyValue>, 
                     }
                 }
                 if column.kind == KeyKind::Text {
-                    KeyValue::Text(String::from_utf8(raw).map_err(|_| corrupt("text is not utf-8"))?)
+                    KeyValue::Text(
+                        String::from_utf8(raw).map_err(|_| corrupt("text is not utf-8"))?,
+                    )
                 } else {
                     KeyValue::Bytes(raw)
                 }

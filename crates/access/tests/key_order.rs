@@ -29,11 +29,19 @@ fn model_compare(columns: &[KeyColumn], left: &[KeyValue], right: &[KeyValue]) -
         let ordering = match (a, b) {
             (KeyValue::Null, KeyValue::Null) => Ordering::Equal,
             // NULL position is independent of direction.
-            (KeyValue::Null, _) => return if column.nulls_first { Ordering::Less } else { Ordering::Greater },
-            (_, KeyValue::Null) => return if column.nulls_first { Ordering::Greater } else { Ordering::Less },
+            (KeyValue::Null, _) => {
+                return if column.nulls_first { Ordering::Less } else { Ordering::Greater }
+            }
+            (_, KeyValue::Null) => {
+                return if column.nulls_first { Ordering::Greater } else { Ordering::Less }
+            }
             _ => {
                 let ordering = model_compare_value(column.kind, a, b);
-                if column.descending { ordering.reverse() } else { ordering }
+                if column.descending {
+                    ordering.reverse()
+                } else {
+                    ordering
+                }
             }
         };
         if ordering != Ordering::Equal {
@@ -46,7 +54,9 @@ fn model_compare(columns: &[KeyColumn], left: &[KeyValue], right: &[KeyValue]) -
 fn value_of(kind: KeyKind) -> BoxedStrategy<KeyValue> {
     let present = match kind {
         KeyKind::Bool => any::<bool>().prop_map(KeyValue::Bool).boxed(),
-        KeyKind::Int => prop_oneof![any::<i64>(), -3i64..3, Just(i64::MIN), Just(i64::MAX)].prop_map(KeyValue::Int).boxed(),
+        KeyKind::Int => prop_oneof![any::<i64>(), -3i64..3, Just(i64::MIN), Just(i64::MAX)]
+            .prop_map(KeyValue::Int)
+            .boxed(),
         KeyKind::Float => prop_oneof![
             any::<f64>(),
             Just(0.0),
@@ -60,14 +70,24 @@ fn value_of(kind: KeyKind) -> BoxedStrategy<KeyValue> {
         .prop_map(KeyValue::Float)
         .boxed(),
         KeyKind::Text => prop_oneof!["[a-c\\x00]{0,4}", ".{0,6}"].prop_map(KeyValue::Text).boxed(),
-        KeyKind::Bytes => prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(255u8), any::<u8>()], 0..5).prop_map(KeyValue::Bytes).boxed(),
+        KeyKind::Bytes => {
+            prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(255u8), any::<u8>()], 0..5)
+                .prop_map(KeyValue::Bytes)
+                .boxed()
+        }
     };
     prop_oneof![1 => Just(KeyValue::Null), 6 => present].boxed()
 }
 
 fn column_strategy() -> impl Strategy<Value = KeyColumn> {
     (
-        prop_oneof![Just(KeyKind::Bool), Just(KeyKind::Int), Just(KeyKind::Float), Just(KeyKind::Text), Just(KeyKind::Bytes)],
+        prop_oneof![
+            Just(KeyKind::Bool),
+            Just(KeyKind::Int),
+            Just(KeyKind::Float),
+            Just(KeyKind::Text),
+            Just(KeyKind::Bytes)
+        ],
         any::<bool>(),
         prop::option::of(any::<bool>()),
     )
@@ -129,7 +149,9 @@ fn postgres_defaults_put_nulls_last_ascending_and_first_descending() {
     let ascending = [KeyColumn::ascending(KeyKind::Int)];
     let descending = [KeyColumn::descending(KeyKind::Int)];
     assert!(encode(&ascending, &[KeyValue::Int(i64::MAX)]) < encode(&ascending, &[KeyValue::Null]));
-    assert!(encode(&descending, &[KeyValue::Null]) < encode(&descending, &[KeyValue::Int(i64::MAX)]));
+    assert!(
+        encode(&descending, &[KeyValue::Null]) < encode(&descending, &[KeyValue::Int(i64::MAX)])
+    );
     assert!(encode(&descending, &[KeyValue::Int(2)]) < encode(&descending, &[KeyValue::Int(1)]));
 }
 

@@ -115,20 +115,12 @@ struct Plan<'a> {
 
 pub fn run_pages(args: &PagesArgs) -> Result<(), Box<dyn std::error::Error>> {
     let temporary = tempfile::tempdir()?;
-    let work_dir = args
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| temporary.path().to_path_buf());
+    let work_dir = args.work_dir.clone().unwrap_or_else(|| temporary.path().to_path_buf());
     std::fs::create_dir_all(&work_dir)?;
-    let plan = Plan {
-        args,
-        dataset_pages: args.pool_pages * args.dataset_multiple,
-    };
+    let plan = Plan { args, dataset_pages: args.pool_pages * args.dataset_multiple };
     let cells = args.volumes.len() * MODES.len() * args.distributions.len() * args.readers.len();
     let progress = indicatif::ProgressBar::new(u64::try_from(cells)?);
-    progress.set_style(indicatif::ProgressStyle::with_template(
-        "{bar:40} {pos}/{len} {msg}",
-    )?);
+    progress.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
     let mut results = Vec::new();
     let mut volume_notes = Vec::new();
     let mut raw_reads: Vec<(String, RawDeviceResult)> = Vec::new();
@@ -137,10 +129,7 @@ pub fn run_pages(args: &PagesArgs) -> Result<(), Box<dyn std::error::Error>> {
         std::fs::create_dir_all(&directory)?;
         let volume = open_volume(volume_name, &directory, args.volume_latency_us)?;
         volume_notes.push((volume.name.clone(), volume.note.clone()));
-        progress.set_message(format!(
-            "loading {} pages on {volume_name}",
-            plan.dataset_pages
-        ));
+        progress.set_message(format!("loading {} pages on {volume_name}", plan.dataset_pages));
         load_dataset(&plan, &volume, &directory)?;
         for mode in MODES {
             results.extend(run_mode(&plan, &volume, &directory, mode, &progress)?);
@@ -227,24 +216,15 @@ fn run_mode(
     let mut results = Vec::new();
     for distribution in &plan.args.distributions {
         for &readers in &plan.args.readers {
-            progress.set_message(format!(
-                "{} {mode} {distribution} readers={readers}",
-                volume.name
-            ));
+            progress
+                .set_message(format!("{} {mode} {distribution} readers={readers}", volume.name));
             let mut runs = Vec::new();
             for repetition in 0..plan.args.repetitions {
                 let seed = 1 + u64::try_from(repetition)? * 7919;
                 runs.push(measure(&store, plan, distribution, readers, seed)?);
             }
             let tier_pages = store.tier().map_or(0, |tier| tier.usage().1);
-            results.push(combine(
-                &volume.name,
-                mode,
-                distribution,
-                readers,
-                &runs,
-                tier_pages,
-            ));
+            results.push(combine(&volume.name, mode, distribution, readers, &runs, tier_pages));
             progress.inc(1);
         }
     }
@@ -266,18 +246,14 @@ fn warm(store: &PageStore, pages: u64, pool_pages: u64) -> Result<(), Box<dyn st
                         for page in (1 + thread..=pages)
                             .step_by(usize::try_from(WARM_THREADS).expect("small"))
                         {
-                            store
-                                .read(PageId(page))
-                                .map_err(|error| error.to_string())?;
+                            store.read(PageId(page)).map_err(|error| error.to_string())?;
                         }
                         Ok(())
                     })
                 })
                 .collect();
             for handle in handles {
-                handle
-                    .join()
-                    .map_err(|_| "warm thread panicked".to_string())??;
+                handle.join().map_err(|_| "warm thread panicked".to_string())??;
             }
             Ok(())
         })?;
@@ -371,10 +347,7 @@ fn measure(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|handle| handle.join().expect("reader panicked"))
-            .collect()
+        handles.into_iter().map(|handle| handle.join().expect("reader panicked")).collect()
     });
     let elapsed = started.elapsed();
     if failures.load(Ordering::Relaxed) > 0 {
@@ -447,11 +420,7 @@ fn measure_raw_device(
     let path = tier_directory.join("raw-device-probe.dat");
     let pages = (plan.dataset_pages + plan.dataset_pages / 4).max(1024);
     {
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(&path)?;
+        let file = OpenOptions::new().create(true).write(true).truncate(true).open(&path)?;
         let chunk = vec![0xA5u8; 1 << 20];
         let total = pages * 8192;
         let mut written = 0u64;
@@ -461,10 +430,7 @@ fn measure_raw_device(
         }
         file.sync_all()?;
     }
-    let direct = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&path);
+    let direct = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&path);
     let (file, direct_io) = match direct {
         Ok(file) => (file, true),
         Err(_) => (OpenOptions::new().read(true).open(&path)?, false),
@@ -595,16 +561,7 @@ fn print_table(report: &PagesReport) {
         Some(value) => println!("{label}: {value:.2}"),
         None => println!("{label}: not measured in this run"),
     };
-    show(
-        "tier_speedup_p50 (local-latency, uniform, 1 reader)",
-        report.tier_speedup_p50,
-    );
-    show(
-        "tier_speedup_p50_minio (uniform, 1 reader)",
-        report.tier_speedup_p50_minio,
-    );
-    show(
-        "tier_hit_vs_raw_device (p50 ratio)",
-        report.tier_hit_vs_raw_device,
-    );
+    show("tier_speedup_p50 (local-latency, uniform, 1 reader)", report.tier_speedup_p50);
+    show("tier_speedup_p50_minio (uniform, 1 reader)", report.tier_speedup_p50_minio);
+    show("tier_hit_vs_raw_device (p50 ratio)", report.tier_hit_vs_raw_device);
 }

@@ -18,11 +18,8 @@ pub struct BenchVolume {
 pub fn open_volume(name: &str, directory: &Path, latency_us: u64) -> Result<BenchVolume, String> {
     match name {
         "local" | "local-latency" => {
-            let latency = if name == "local" {
-                Duration::ZERO
-            } else {
-                Duration::from_micros(latency_us)
-            };
+            let latency =
+                if name == "local" { Duration::ZERO } else { Duration::from_micros(latency_us) };
             let volume = LocalVolume::open(directory.join("volume"))
                 .map_err(|error| error.to_string())?
                 .with_read_latency(latency);
@@ -39,9 +36,7 @@ pub fn open_volume(name: &str, directory: &Path, latency_us: u64) -> Result<Benc
             })
         }
         "minio" => open_minio(),
-        other => Err(format!(
-            "unknown volume={other} (expected local, local-latency or minio)"
-        )),
+        other => Err(format!("unknown volume={other} (expected local, local-latency or minio)")),
     }
 }
 

@@ -75,10 +75,7 @@ pub fn run_writes(args: &WritesArgs) -> Result<(), Box<dyn std::error::Error>> {
         "update size out of range"
     );
     let temporary = tempfile::tempdir()?;
-    let work_dir = args
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| temporary.path().to_path_buf());
+    let work_dir = args.work_dir.clone().unwrap_or_else(|| temporary.path().to_path_buf());
     let volume = open_volume(&args.volume, &work_dir, 0)?;
     let mut config = StoreConfig::with_volume(work_dir.join("data"), volume.volume.clone());
     config.buffer_pool_bytes = args.pool_pages * 8192;
@@ -185,10 +182,7 @@ fn print_report(report: &WritesReport) {
         report.updates, report.update_bytes, report.pages, report.pool_pages, report.threads, report.seconds, report.commits_per_s
     );
     println!("logical bytes changed: {}", report.logical_bytes);
-    println!(
-        "wal bytes: {} ({:.2}x logical)",
-        report.wal_bytes, report.wal_amplification
-    );
+    println!("wal bytes: {} ({:.2}x logical)", report.wal_bytes, report.wal_amplification);
     println!(
         "volume bytes written: {} ({:.2}x logical; segments {}, checkpoints {})",
         report.volume_bytes_written,
@@ -196,14 +190,8 @@ fn print_report(report: &WritesReport) {
         report.segment_bytes,
         report.checkpoint_bytes
     );
-    println!(
-        "write amplification (wal + volume) / logical: {:.2}",
-        report.write_amplification
-    );
-    println!(
-        "wal syncs: {} ({:.1} commits per sync)",
-        report.wal_syncs, report.commits_per_sync
-    );
+    println!("write amplification (wal + volume) / logical: {:.2}", report.write_amplification);
+    println!("wal syncs: {} ({:.1} commits per sync)", report.wal_syncs, report.commits_per_sync);
     println!(
         "volume PUTs: {} ({:.2} requests per 1000 commits)",
         report.volume_put_requests, report.volume_requests_per_1000_commits

@@ -15,9 +15,7 @@ pub struct ScrambledZipfian {
 }
 
 fn zeta(count: u64, theta: f64) -> f64 {
-    (1..=count)
-        .map(|rank| 1.0 / (rank as f64).powf(theta))
-        .sum()
+    (1..=count).map(|rank| 1.0 / (rank as f64).powf(theta)).sum()
 }
 
 impl ScrambledZipfian {
@@ -27,13 +25,7 @@ impl ScrambledZipfian {
         let zeta_two = zeta(2, theta);
         let zeta_items = zeta(items, theta);
         let eta = (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta_two / zeta_items);
-        ScrambledZipfian {
-            items,
-            theta,
-            zeta_items,
-            alpha: 1.0 / (1.0 - theta),
-            eta,
-        }
+        ScrambledZipfian { items, theta, zeta_items, alpha: 1.0 / (1.0 - theta), eta }
     }
 
     /// The popularity rank drawn (0 is the most popular).

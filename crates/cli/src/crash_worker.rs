@@ -90,9 +90,7 @@ fn read_u64(
     offset: usize,
 ) -> Result<u64, Box<dyn std::error::Error>> {
     let page = store.read(page_id)?;
-    Ok(u64::from_le_bytes(
-        page.payload()[offset..offset + 8].try_into()?,
-    ))
+    Ok(u64::from_le_bytes(page.payload()[offset..offset + 8].try_into()?))
 }
 
 fn run_thread(store: &PageStore, args: &CrashWorkerArgs, thread: u64) -> Result<(), String> {

@@ -23,15 +23,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn worker(data_dir: &Path, seed: u64, wal_in_volume: bool) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tierdb"));
-    command
-        .args(["debug", "crash-worker", "--data-dir"])
-        .arg(data_dir)
-        .args([
-            "--seed",
-            &seed.to_string(),
-            "--threads",
-            &THREADS.to_string(),
-        ]);
+    command.args(["debug", "crash-worker", "--data-dir"]).arg(data_dir).args([
+        "--seed",
+        &seed.to_string(),
+        "--threads",
+        &THREADS.to_string(),
+    ]);
     if wal_in_volume {
         command.arg("--wal-in-volume");
     }
@@ -70,10 +67,7 @@ fn run_and_kill(
                 break;
             }
         }
-        assert!(
-            started.elapsed() < START_TIMEOUT,
-            "worker did not start in time"
-        );
+        assert!(started.elapsed() < START_TIMEOUT, "worker did not start in time");
         match lines.recv_timeout(Duration::from_millis(5)) {
             Ok(line) => record(&line, &mut acked, &mut running_since),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -97,11 +91,7 @@ fn record(line: &str, acked: &mut HashMap<u64, u64>, running_since: &mut Option<
     match words.next() {
         Some("running") => *running_since = Some(Instant::now()),
         Some("ack") => {
-            let thread: u64 = words
-                .next()
-                .expect("thread")
-                .parse()
-                .expect("thread number");
+            let thread: u64 = words.next().expect("thread").parse().expect("thread number");
             let transaction: u64 = words.next().expect("transaction").parse().expect("number");
             let entry = acked.entry(thread).or_default();
             *entry = (*entry).max(transaction);
@@ -112,10 +102,8 @@ fn record(line: &str, acked: &mut HashMap<u64, u64>, running_since: &mut Option<
 
 /// Recovers and verifies; returns the recovered transaction count per thread.
 fn verify(data_dir: &Path, seed: u64, wal_in_volume: bool) -> HashMap<u64, u64> {
-    let output = worker(data_dir, seed, wal_in_volume)
-        .arg("--verify")
-        .output()
-        .expect("run verifier");
+    let output =
+        worker(data_dir, seed, wal_in_volume).arg("--verify").output().expect("run verifier");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -128,10 +116,7 @@ fn verify(data_dir: &Path, seed: u64, wal_in_volume: bool) -> HashMap<u64, u64> 
         .map(|line| {
             let words: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(words[0], "state", "unexpected verifier output: {line}");
-            (
-                words[1].parse().expect("thread"),
-                words[2].parse().expect("count"),
-            )
+            (words[1].parse().expect("thread"), words[2].parse().expect("count"))
         })
         .collect()
 }
@@ -145,11 +130,7 @@ fn crash_cycles(cycles: usize, seed: u64, wal_in_volume: bool) {
         let kill_after = Duration::from_millis(20 + random.below(380));
         let acked = run_and_kill(directory.path(), seed, wal_in_volume, kill_after);
         let recovered = verify(directory.path(), seed, wal_in_volume);
-        assert_eq!(
-            recovered.len(),
-            usize::try_from(THREADS).unwrap(),
-            "cycle {cycle}: threads"
-        );
+        assert_eq!(recovered.len(), usize::try_from(THREADS).unwrap(), "cycle {cycle}: threads");
         for thread in 0..THREADS {
             let floor = acked
                 .get(&thread)
@@ -173,10 +154,7 @@ fn crash_cycles(cycles: usize, seed: u64, wal_in_volume: bool) {
 }
 
 fn cycles() -> usize {
-    std::env::var("TIERDB_CRASH_CYCLES")
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(50)
+    std::env::var("TIERDB_CRASH_CYCLES").ok().and_then(|value| value.parse().ok()).unwrap_or(50)
 }
 
 #[test]

@@ -74,24 +74,11 @@ impl PageType {
 /// Why a page image was rejected.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum PageCorruption {
-    Checksum {
-        stored: u32,
-        computed: u32,
-    },
-    FormatVersion {
-        found: u16,
-    },
-    Flags {
-        found: u8,
-    },
-    PageId {
-        expected: PageId,
-        found: PageId,
-    },
-    ImageVersion {
-        expected: SegmentId,
-        found: SegmentId,
-    },
+    Checksum { stored: u32, computed: u32 },
+    FormatVersion { found: u16 },
+    Flags { found: u8 },
+    PageId { expected: PageId, found: PageId },
+    ImageVersion { expected: SegmentId, found: SegmentId },
 }
 
 impl fmt::Display for PageCorruption {
@@ -110,10 +97,9 @@ impl fmt::Display for PageCorruption {
             PageCorruption::PageId { expected, found } => {
                 write!(formatter, "wrong page id expected={expected} found={found}")
             }
-            PageCorruption::ImageVersion { expected, found } => write!(
-                formatter,
-                "wrong image version expected={expected} found={found}"
-            ),
+            PageCorruption::ImageVersion { expected, found } => {
+                write!(formatter, "wrong image version expected={expected} found={found}")
+            }
         }
     }
 }
@@ -128,9 +114,7 @@ pub struct Page {
 impl Page {
     /// A zeroed page on the heap. Its header is not valid until `init` and `seal`.
     pub fn new_boxed() -> Box<Page> {
-        Box::new(Page {
-            bytes: [0; PAGE_SIZE],
-        })
+        Box::new(Page { bytes: [0; PAGE_SIZE] })
     }
 
     /// A fresh page of `page_type` with an empty payload and a sealed header.
@@ -219,9 +203,7 @@ impl Page {
         }
         let found_version = self.get_u16(FORMAT_VERSION_OFFSET);
         if found_version != PAGE_FORMAT_VERSION {
-            return Err(PageCorruption::FormatVersion {
-                found: found_version,
-            });
+            return Err(PageCorruption::FormatVersion { found: found_version });
         }
         if self.bytes[FLAGS_OFFSET] != 0 {
             return Err(PageCorruption::Flags { found: self.bytes[FLAGS_OFFSET] });
@@ -242,10 +224,7 @@ impl Page {
         self.verify(expected)?;
         let found = self.image_version();
         if found != version {
-            return Err(PageCorruption::ImageVersion {
-                expected: version,
-                found,
-            });
+            return Err(PageCorruption::ImageVersion { expected: version, found });
         }
         Ok(())
     }

@@ -32,10 +32,9 @@ impl SplitMix64 {
     pub fn next_f64(&mut self) -> f64 {
         // 53 random mantissa bits; the shift keeps the value exact in an f64.
         let bits = self.next_u64() >> 11;
-        f64::from(u32::try_from(bits >> 21).expect("32 bits")).mul_add(
-            2f64.powi(21),
-            f64::from(u32::try_from(bits & 0x1F_FFFF).expect("21 bits")),
-        ) / 2f64.powi(53)
+        f64::from(u32::try_from(bits >> 21).expect("32 bits"))
+            .mul_add(2f64.powi(21), f64::from(u32::try_from(bits & 0x1F_FFFF).expect("21 bits")))
+            / 2f64.powi(53)
     }
 }
 

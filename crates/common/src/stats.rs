@@ -92,11 +92,7 @@ impl Histogram {
 
     pub fn snapshot(&self) -> HistogramSnapshot {
         HistogramSnapshot {
-            buckets: self
-                .buckets
-                .iter()
-                .map(|bucket| bucket.load(Ordering::Relaxed))
-                .collect(),
+            buckets: self.buckets.iter().map(|bucket| bucket.load(Ordering::Relaxed)).collect(),
             count: self.total.load(Ordering::Relaxed),
             sum: self.sum.load(Ordering::Relaxed),
         }

@@ -46,17 +46,11 @@ fn wrong_page_and_wrong_version_are_rejected() {
     page.seal();
     assert_eq!(
         page.verify(PageId(6)),
-        Err(PageCorruption::PageId {
-            expected: PageId(6),
-            found: PageId(5)
-        })
+        Err(PageCorruption::PageId { expected: PageId(6), found: PageId(5) })
     );
     assert_eq!(
         page.verify_version(PageId(5), SegmentId(8)),
-        Err(PageCorruption::ImageVersion {
-            expected: SegmentId(8),
-            found: SegmentId(9)
-        })
+        Err(PageCorruption::ImageVersion { expected: SegmentId(8), found: SegmentId(9) })
     );
     assert!(page.verify_version(PageId(5), SegmentId(9)).is_ok());
 }

@@ -105,9 +105,7 @@ impl Pinned {
     }
 
     pub fn read(&self) -> PageReadGuard {
-        PageReadGuard {
-            guard: self.frame.latch.read_arc(),
-        }
+        PageReadGuard { guard: self.frame.latch.read_arc() }
     }
 
     pub(crate) fn write(&self) -> ArcRwLockWriteGuard<RawRwLock, Box<Page>> {
@@ -143,10 +141,7 @@ pub struct PageRef {
 
 impl PageRef {
     pub(crate) fn new(pin: Pinned) -> PageRef {
-        PageRef {
-            guard: pin.read(),
-            _pin: pin,
-        }
+        PageRef { guard: pin.read(), _pin: pin }
     }
 }
 
@@ -197,9 +192,7 @@ impl BufferPool {
     pub fn new(target_frames: usize) -> BufferPool {
         assert!(target_frames >= POOL_FRAMES_MIN, "pool below its minimum");
         BufferPool {
-            shards: (0..SHARD_COUNT)
-                .map(|_| Mutex::new(HashMap::new()))
-                .collect(),
+            shards: (0..SHARD_COUNT).map(|_| Mutex::new(HashMap::new())).collect(),
             frames: RwLock::new(Vec::new()),
             free: Mutex::new(Vec::new()),
             hand: AtomicUsize::new(0),
@@ -373,9 +366,7 @@ impl BufferPool {
         let mut shard = self.shard(page_id).lock();
         let mut meta = frame.meta.lock();
         let still_mapped = meta.page_id == page_id
-            && shard
-                .get(&page_id)
-                .is_some_and(|mapped| Arc::ptr_eq(mapped, frame));
+            && shard.get(&page_id).is_some_and(|mapped| Arc::ptr_eq(mapped, frame));
         if !still_mapped
             || frame.pins.load(Ordering::Acquire) > 0
             || meta.dirty
@@ -409,15 +400,11 @@ impl BufferPool {
             for (&page_id, frame) in shard.iter() {
                 let meta = frame.meta.lock();
                 let old_enough = older_than.is_none_or(|limit| meta.recovery_lsn < limit);
-                if meta.dirty && !meta.write_pending && meta.load == LoadState::Ready && old_enough {
+                if meta.dirty && !meta.write_pending && meta.load == LoadState::Ready && old_enough
+                {
                     drop(meta);
                     frame.pins.fetch_add(1, Ordering::AcqRel);
-                    found.push((
-                        page_id,
-                        Pinned {
-                            frame: Arc::clone(frame),
-                        },
-                    ));
+                    found.push((page_id, Pinned { frame: Arc::clone(frame) }));
                     if found.len() >= limit {
                         return found;
                     }
@@ -485,9 +472,7 @@ impl BufferPool {
                 releasable.iter().map(Arc::as_ptr).collect();
             let mut frames = self.frames.write();
             frames.retain(|frame| !gone.contains(&Arc::as_ptr(frame)));
-            self.stats
-                .frames_released
-                .add(u64::try_from(releasable.len()).expect("fits"));
+            self.stats.frames_released.add(u64::try_from(releasable.len()).expect("fits"));
         }
     }
 }

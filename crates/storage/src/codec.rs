@@ -7,9 +7,7 @@ pub(crate) struct Writer {
 
 impl Writer {
     pub fn with_capacity(capacity: usize) -> Writer {
-        Writer {
-            bytes: Vec::with_capacity(capacity),
-        }
+        Writer { bytes: Vec::with_capacity(capacity) }
     }
     pub fn u8(&mut self, value: u8) {
         self.bytes.push(value);
@@ -65,19 +63,13 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
     pub fn u16(&mut self) -> DecodeResult<u16> {
-        Ok(u16::from_le_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
     }
     pub fn u32(&mut self) -> DecodeResult<u32> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
     pub fn u64(&mut self) -> DecodeResult<u64> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
     pub fn expect_magic(&mut self, magic: &[u8]) -> DecodeResult<()> {
         let found = self.take(magic.len())?;
@@ -101,9 +93,7 @@ pub(crate) fn verify_sealed(bytes: &[u8]) -> DecodeResult<&[u8]> {
     let stored = u32::from_le_bytes(trailer.try_into().expect("4 bytes"));
     let computed = crc32c::crc32c(body);
     if stored != computed {
-        return Err(format!(
-            "checksum mismatch stored={stored:#010x} computed={computed:#010x}"
-        ));
+        return Err(format!("checksum mismatch stored={stored:#010x} computed={computed:#010x}"));
     }
     Ok(body)
 }

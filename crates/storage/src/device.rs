@@ -55,11 +55,7 @@ impl FileDevice {
                 .custom_flags(libc::O_DIRECT)
                 .open(&path);
             if let Ok(file) = attempt {
-                return Ok(FileDevice {
-                    file,
-                    path,
-                    direct: true,
-                });
+                return Ok(FileDevice { file, path, direct: true });
             }
         }
         let file = OpenOptions::new()
@@ -69,11 +65,7 @@ impl FileDevice {
             .truncate(false)
             .open(&path)
             .map_err(|error| StorageError::local_io("open", &path, error))?;
-        Ok(FileDevice {
-            file,
-            path,
-            direct: false,
-        })
+        Ok(FileDevice { file, path, direct: false })
     }
 }
 
@@ -198,11 +190,7 @@ impl<D: Device> FaultyDevice<D> {
     pub fn corrupt(&self, offset: u64, length: usize) -> Result<()> {
         let mut bytes = vec![0u8; length];
         self.inner.read_at(offset, &mut bytes)?;
-        let bit = self
-            .state
-            .lock()
-            .random
-            .below(u64::try_from(length * 8).expect("fits"));
+        let bit = self.state.lock().random.below(u64::try_from(length * 8).expect("fits"));
         let byte = usize::try_from(bit / 8).expect("fits");
         bytes[byte] ^= 1 << (bit % 8);
         self.inner.write_at(offset, &bytes)
@@ -243,9 +231,7 @@ impl<D: Device> Device for FaultyDevice<D> {
         let mut state = self.state.lock();
         let probability = state.config.read_bit_flip_probability;
         if probability > 0.0 && state.random.next_f64() < probability && !buffer.is_empty() {
-            let bit = state
-                .random
-                .below(u64::try_from(buffer.len() * 8).expect("fits"));
+            let bit = state.random.below(u64::try_from(buffer.len() * 8).expect("fits"));
             let byte = usize::try_from(bit / 8).expect("fits");
             buffer[byte] ^= 1 << (bit % 8);
         }
@@ -263,10 +249,7 @@ impl<D: Device> Device for FaultyDevice<D> {
             self.inner.read_at(offset, &mut old[..available])?;
         }
         self.inner.write_at(offset, data)?;
-        self.state
-            .lock()
-            .unsynced
-            .push((offset, old, data.to_vec()));
+        self.state.lock().unsynced.push((offset, old, data.to_vec()));
         Ok(())
     }
 

@@ -7,22 +7,13 @@ use tierdb_common::{ErrorKind, PageCorruption, PageId, SegmentId};
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
     #[error("volume i/o failed op={op} object={object}: {detail}")]
-    VolumeIo {
-        op: &'static str,
-        object: String,
-        detail: String,
-    },
+    VolumeIo { op: &'static str, object: String, detail: String },
 
     #[error("object not found object={object}")]
     NotFound { object: String },
 
     #[error("corrupt page page_id={page_id} version={version} location={location}: {reason}")]
-    CorruptPage {
-        page_id: PageId,
-        version: SegmentId,
-        location: String,
-        reason: PageCorruption,
-    },
+    CorruptPage { page_id: PageId, version: SegmentId, location: String, reason: PageCorruption },
 
     #[error("corrupt file file={file}: {detail}")]
     CorruptFile { file: String, detail: String },
@@ -77,18 +68,11 @@ impl StorageError {
         path: &std::path::Path,
         source: std::io::Error,
     ) -> StorageError {
-        StorageError::LocalIo {
-            op,
-            path: path.display().to_string(),
-            source,
-        }
+        StorageError::LocalIo { op, path: path.display().to_string(), source }
     }
 
     pub(crate) fn corrupt_file(file: impl Into<String>, detail: impl Into<String>) -> StorageError {
-        StorageError::CorruptFile {
-            file: file.into(),
-            detail: detail.into(),
-        }
+        StorageError::CorruptFile { file: file.into(), detail: detail.into() }
     }
 }
 

@@ -44,9 +44,7 @@ pub(crate) fn manifest_name(sequence: u64) -> String {
 
 pub(crate) fn parse_manifest_name(name: &str) -> Option<u64> {
     let hex = name.strip_prefix(MANIFEST_PREFIX)?;
-    (hex.len() == 16)
-        .then(|| u64::from_str_radix(hex, 16).ok())
-        .flatten()
+    (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok()).flatten()
 }
 
 impl Manifest {

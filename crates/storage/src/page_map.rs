@@ -72,27 +72,16 @@ impl PageMap {
     pub fn set(&mut self, page_id: PageId, location: PageLocation) {
         let (chunk, entry) = split(page_id);
         while self.chunks.len() <= chunk {
-            self.chunks
-                .push(vec![PageLocation::default(); CHUNK_ENTRIES].into_boxed_slice());
+            self.chunks.push(vec![PageLocation::default(); CHUNK_ENTRIES].into_boxed_slice());
         }
         let old = std::mem::replace(&mut self.chunks[chunk][entry], location);
         if !old.is_none() {
-            let usage = self
-                .segments
-                .get_mut(&old.segment)
-                .expect("old segment is registered");
-            assert!(
-                usage.live > 0,
-                "segment liveness underflow segment={}",
-                old.segment
-            );
+            let usage = self.segments.get_mut(&old.segment).expect("old segment is registered");
+            assert!(usage.live > 0, "segment liveness underflow segment={}", old.segment);
             usage.live -= 1;
         }
         if !location.is_none() {
-            let usage = self
-                .segments
-                .get_mut(&location.segment)
-                .expect("new segment registered");
+            let usage = self.segments.get_mut(&location.segment).expect("new segment registered");
             usage.live += 1;
             assert!(usage.live <= usage.slots, "segment liveness overflow");
         }
@@ -100,17 +89,12 @@ impl PageMap {
     }
 
     pub fn register_segment(&mut self, segment: SegmentId, slots: u32) {
-        self.segments
-            .entry(segment)
-            .or_insert(SegmentUsage { slots, live: 0 });
+        self.segments.entry(segment).or_insert(SegmentUsage { slots, live: 0 });
     }
 
     pub fn forget_segment(&mut self, segment: SegmentId) {
         let usage = self.segments.remove(&segment);
-        assert!(
-            usage.is_none_or(|usage| usage.live == 0),
-            "forgetting a live segment"
-        );
+        assert!(usage.is_none_or(|usage| usage.live == 0), "forgetting a live segment");
     }
 
     pub fn segments(&self) -> &BTreeMap<SegmentId, SegmentUsage> {
@@ -118,34 +102,22 @@ impl PageMap {
     }
 
     pub fn max_segment(&self) -> SegmentId {
-        self.segments
-            .keys()
-            .next_back()
-            .copied()
-            .unwrap_or(SegmentId::NONE)
+        self.segments.keys().next_back().copied().unwrap_or(SegmentId::NONE)
     }
 
     /// Every page with a durable image, in page id order.
     pub fn entries(&self) -> impl Iterator<Item = (PageId, PageLocation)> + '_ {
         self.chunks.iter().enumerate().flat_map(|(chunk, entries)| {
-            entries
-                .iter()
-                .enumerate()
-                .filter(|(_, location)| !location.is_none())
-                .map(move |(entry, location)| {
-                    (
-                        PageId(usize_to_u64(chunk * CHUNK_ENTRIES + entry)),
-                        *location,
-                    )
-                })
+            entries.iter().enumerate().filter(|(_, location)| !location.is_none()).map(
+                move |(entry, location)| {
+                    (PageId(usize_to_u64(chunk * CHUNK_ENTRIES + entry)), *location)
+                },
+            )
         })
     }
 
     pub fn max_page_id(&self) -> PageId {
-        self.entries()
-            .last()
-            .map(|(page_id, _)| page_id)
-            .unwrap_or(PageId::INVALID)
+        self.entries().last().map(|(page_id, _)| page_id).unwrap_or(PageId::INVALID)
     }
 
     pub fn take_dirty_chunks(&mut self) -> BTreeSet<usize> {
@@ -157,10 +129,7 @@ impl PageMap {
     }
 
     pub fn live_pages(&self) -> u64 {
-        self.segments
-            .values()
-            .map(|usage| u64::from(usage.live))
-            .sum()
+        self.segments.values().map(|usage| u64::from(usage.live)).sum()
     }
 
     /// Slots of segments that still hold a live page, per live page: the space amplification
@@ -182,10 +151,7 @@ impl PageMap {
     }
 
     pub fn total_slots(&self) -> u64 {
-        self.segments
-            .values()
-            .map(|usage| u64::from(usage.slots))
-            .sum()
+        self.segments.values().map(|usage| u64::from(usage.slots)).sum()
     }
 
     pub fn encode_chunk(&self, chunk: usize) -> Vec<u8> {
@@ -208,9 +174,7 @@ impl PageMap {
         reader.expect_magic(CHUNK_MAGIC)?;
         let chunk = u64_to_usize(reader.u64()?);
         if chunk != expected_chunk {
-            return Err(format!(
-                "wrong chunk index expected={expected_chunk} found={chunk}"
-            ));
+            return Err(format!("wrong chunk index expected={expected_chunk} found={chunk}"));
         }
         if reader.remaining() != 12 * CHUNK_ENTRIES {
             return Err(format!("wrong entry bytes found={}", reader.remaining()));
@@ -222,14 +186,10 @@ impl PageMap {
                 continue;
             }
             let Some(usage) = self.segments.get(&segment) else {
-                return Err(format!(
-                    "entry={entry} references unknown segment={segment}"
-                ));
+                return Err(format!("entry={entry} references unknown segment={segment}"));
             };
             if slot >= usage.slots {
-                return Err(format!(
-                    "entry={entry} slot={slot} beyond segment={segment}"
-                ));
+                return Err(format!("entry={entry} slot={slot} beyond segment={segment}"));
             }
             if usage.live >= usage.slots {
                 return Err(format!(
@@ -284,13 +244,7 @@ mod tests {
     fn chunk_with_two_pages_in_one_slot_is_rejected_not_a_panic() {
         let mut map = PageMap::default();
         map.register_segment(SegmentId(1), 1);
-        map.set(
-            PageId(1),
-            PageLocation {
-                segment: SegmentId(1),
-                slot: 0,
-            },
-        );
+        map.set(PageId(1), PageLocation { segment: SegmentId(1), slot: 0 });
         let mut bytes = map.encode_chunk(0);
         // Point page 2 at the same slot and reseal: a valid checksum over inconsistent content.
         let entry = 16 + 12 * 2;
@@ -300,10 +254,7 @@ mod tests {
         bytes[body..].copy_from_slice(&checksum.to_le_bytes());
         let mut loaded = PageMap::default();
         loaded.register_segment(SegmentId(1), 1);
-        assert!(loaded
-            .load_chunk(0, &bytes)
-            .unwrap_err()
-            .contains("more live pages than slots"));
+        assert!(loaded.load_chunk(0, &bytes).unwrap_err().contains("more live pages than slots"));
     }
 
     #[test]
@@ -311,29 +262,11 @@ mod tests {
         let mut map = PageMap::default();
         map.register_segment(SegmentId(1), 2);
         map.register_segment(SegmentId(2), 2);
-        map.set(
-            PageId(3),
-            PageLocation {
-                segment: SegmentId(1),
-                slot: 0,
-            },
-        );
-        map.set(
-            PageId(3),
-            PageLocation {
-                segment: SegmentId(2),
-                slot: 1,
-            },
-        );
+        map.set(PageId(3), PageLocation { segment: SegmentId(1), slot: 0 });
+        map.set(PageId(3), PageLocation { segment: SegmentId(2), slot: 1 });
         assert_eq!(map.segments()[&SegmentId(1)].live, 0);
         assert_eq!(map.segments()[&SegmentId(2)].live, 1);
-        assert_eq!(
-            map.get(PageId(3)),
-            Some(PageLocation {
-                segment: SegmentId(2),
-                slot: 1
-            })
-        );
+        assert_eq!(map.get(PageId(3)), Some(PageLocation { segment: SegmentId(2), slot: 1 }));
         assert_eq!(map.get(PageId(4)), None);
     }
 }

@@ -48,10 +48,7 @@ pub(crate) fn slot_offset(slot: u32) -> u64 {
 
 /// Encodes a segment. Each page must already carry `image_version == segment` and be sealed.
 pub(crate) fn encode_segment(segment: SegmentId, pages: &[&Page]) -> Vec<u8> {
-    assert!(
-        !pages.is_empty() && pages.len() <= SEGMENT_SLOTS_MAX,
-        "slot count out of range"
-    );
+    assert!(!pages.is_empty() && pages.len() <= SEGMENT_SLOTS_MAX, "slot count out of range");
     let slot_count = usize_to_u32(pages.len());
     let total = SEGMENT_HEADER_SIZE + pages.len() * (PAGE_SIZE + 16) + 12;
     let mut writer = Writer::with_capacity(total);
@@ -61,15 +58,8 @@ pub(crate) fn encode_segment(segment: SegmentId, pages: &[&Page]) -> Vec<u8> {
     writer.seal();
     writer.bytes.resize(SEGMENT_HEADER_SIZE, 0);
     for page in pages {
-        debug_assert_eq!(
-            page.image_version(),
-            segment,
-            "page stamped with its segment"
-        );
-        debug_assert!(
-            page.verify(page.page_id()).is_ok(),
-            "page sealed before encoding"
-        );
+        debug_assert_eq!(page.image_version(), segment, "page stamped with its segment");
+        debug_assert!(page.verify(page.page_id()).is_ok(), "page sealed before encoding");
         writer.raw(page.as_bytes());
     }
     let footer_start = writer.bytes.len();
@@ -104,7 +94,10 @@ pub(crate) fn decode_segment(segment: SegmentId, bytes: &[u8]) -> Result<Vec<Seg
             .verify_version(entry.page_id, segment)
             .map_err(|reason| format!("slot={slot} page_id={}: {reason}", entry.page_id))?;
         if image.lsn() != entry.lsn {
-            return Err(format!("slot={slot} page_id={}: footer lsn disagrees with page", entry.page_id));
+            return Err(format!(
+                "slot={slot} page_id={}: footer lsn disagrees with page",
+                entry.page_id
+            ));
         }
     }
     Ok(slots)
@@ -112,7 +105,10 @@ pub(crate) fn decode_segment(segment: SegmentId, bytes: &[u8]) -> Result<Vec<Seg
 
 /// Decodes and verifies a segment's header and footer (not the page images, which each carry
 /// their own checksum and are verified when used).
-pub(crate) fn decode_segment_index(segment: SegmentId, bytes: &[u8]) -> Result<Vec<SegmentSlot>, String> {
+pub(crate) fn decode_segment_index(
+    segment: SegmentId,
+    bytes: &[u8],
+) -> Result<Vec<SegmentSlot>, String> {
     let mut reader = Reader::new(bytes);
     reader.expect_magic(SEGMENT_MAGIC)?;
     let found_id = reader.u64()?;
@@ -125,10 +121,7 @@ pub(crate) fn decode_segment_index(segment: SegmentId, bytes: &[u8]) -> Result<V
         ));
     }
     if found_id != segment.0 {
-        return Err(format!(
-            "wrong segment id expected={segment} found={}",
-            SegmentId(found_id)
-        ));
+        return Err(format!("wrong segment id expected={segment} found={}", SegmentId(found_id)));
     }
     let slots = usize::try_from(slot_count).expect("u32 fits in usize");
     if slots == 0 || slots > SEGMENT_SLOTS_MAX {
@@ -136,10 +129,7 @@ pub(crate) fn decode_segment_index(segment: SegmentId, bytes: &[u8]) -> Result<V
     }
     let expected_length = SEGMENT_HEADER_SIZE + slots * (PAGE_SIZE + 16) + 12;
     if bytes.len() != expected_length {
-        return Err(format!(
-            "wrong length expected={expected_length} found={}",
-            bytes.len()
-        ));
+        return Err(format!("wrong length expected={expected_length} found={}", bytes.len()));
     }
     let footer_start = SEGMENT_HEADER_SIZE + slots * PAGE_SIZE;
     let footer = &bytes[footer_start..footer_start + slots * 16];

@@ -237,11 +237,7 @@ impl TierCache {
             .name("tier-writer".to_string())
             .spawn(move || admission_worker(&worker_shared, &receiver))
             .map_err(|error| StorageError::local_io("spawn", index_path, error))?;
-        Ok(TierCache {
-            shared,
-            queue: Mutex::new(Some(sender)),
-            worker: Mutex::new(Some(worker)),
-        })
+        Ok(TierCache { shared, queue: Mutex::new(Some(sender)), worker: Mutex::new(Some(worker)) })
     }
 
     pub fn stats(&self) -> &TierStats {
@@ -251,17 +247,10 @@ impl TierCache {
     /// Queues a clean page image for admission; never blocks. `image` must be sealed with
     /// `image_version == version`.
     pub fn admit(&self, page_id: PageId, version: SegmentId, image: Box<Page>) {
-        debug_assert!(
-            image.verify_version(page_id, version).is_ok(),
-            "admitted image is sealed"
-        );
+        debug_assert!(image.verify_version(page_id, version).is_ok(), "admitted image is sealed");
         let queue = self.queue.lock();
         let Some(sender) = queue.as_ref() else { return };
-        match sender.try_send(Admission {
-            page_id,
-            version,
-            image,
-        }) {
+        match sender.try_send(Admission { page_id, version, image }) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.shared.stats.dropped_admissions.increment();
@@ -305,9 +294,7 @@ impl TierCache {
             meta.referenced = true;
             slot
         };
-        let read = shared
-            .device
-            .read_at(slot_offset(slot), page.as_bytes_mut());
+        let read = shared.device.read_at(slot_offset(slot), page.as_bytes_mut());
         let verified = read.is_ok() && page.verify_version(page_id, version).is_ok();
         let mut state = shared.state.lock();
         let meta = &mut state.slots[slot as usize];
@@ -353,10 +340,7 @@ impl TierCache {
     /// Slots in the tier and slots holding a page.
     pub fn usage(&self) -> (u64, u64) {
         let state = self.shared.state.lock();
-        (
-            usize_to_u64(state.slots.len()),
-            usize_to_u64(state.index.len()),
-        )
+        (usize_to_u64(state.slots.len()), usize_to_u64(state.index.len()))
     }
 
     pub fn capacity_bytes(&self) -> u64 {
@@ -404,12 +388,7 @@ impl TierCache {
     /// store never reissues a version a tier slot might still hold.
     pub fn max_version(&self) -> SegmentId {
         let state = self.shared.state.lock();
-        state
-            .slots
-            .iter()
-            .map(|meta| meta.version)
-            .max()
-            .unwrap_or(SegmentId::NONE)
+        state.slots.iter().map(|meta| meta.version).max().unwrap_or(SegmentId::NONE)
     }
 
     /// Waits for queued admissions, syncs the device and persists the index.
@@ -454,11 +433,7 @@ fn admission_worker(shared: &TierShared, receiver: &Receiver<Admission>) {
 }
 
 fn write_admission(shared: &TierShared, admission: Admission) {
-    let Admission {
-        page_id,
-        version,
-        image,
-    } = admission;
+    let Admission { page_id, version, image } = admission;
     let _gate = shared.resize_gate.read();
     let slot = {
         let mut state = shared.state.lock();
@@ -472,13 +447,8 @@ fn write_admission(shared: &TierShared, admission: Admission) {
             shared.stats.dropped_admissions.increment();
             return;
         };
-        state.slots[slot as usize] = SlotMeta {
-            state: SlotState::Writing,
-            page_id,
-            version,
-            referenced: false,
-            readers: 0,
-        };
+        state.slots[slot as usize] =
+            SlotMeta { state: SlotState::Writing, page_id, version, referenced: false, readers: 0 };
         state.writing = Some((page_id, slot));
         state.writing_cancelled = false;
         slot
@@ -568,11 +538,7 @@ fn load_index(path: &Path, state: &mut TierState, stats: &TierStats) {
         let count = reader.u32()?;
         let mut entries = Vec::with_capacity(u64_to_usize(u64::from(count)));
         for _ in 0..count {
-            entries.push((
-                PageId(reader.u64()?),
-                SegmentId(reader.u64()?),
-                reader.u32()?,
-            ));
+            entries.push((PageId(reader.u64()?), SegmentId(reader.u64()?), reader.u32()?));
         }
         Ok(entries)
     })();

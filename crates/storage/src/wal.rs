@@ -57,16 +57,9 @@ const OP_WRITE: u8 = 2;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PageOp {
     /// The page was (re)formatted as an empty page of `page_type`.
-    Init {
-        page_id: PageId,
-        page_type: PageType,
-    },
+    Init { page_id: PageId, page_type: PageType },
     /// `bytes` were written at `offset` of the payload.
-    Write {
-        page_id: PageId,
-        offset: u16,
-        bytes: Vec<u8>,
-    },
+    Write { page_id: PageId, offset: u16, bytes: Vec<u8> },
 }
 
 impl PageOp {
@@ -82,11 +75,7 @@ pub enum WalRecord {
     /// An atomic group of page changes (a mini-transaction): redo applies all or none.
     PageOps(Vec<PageOp>),
     /// Pages now live in `segment` at the given slots.
-    MapUpdate {
-        segment: SegmentId,
-        slots: u32,
-        entries: Vec<(PageId, u32)>,
-    },
+    MapUpdate { segment: SegmentId, slots: u32, entries: Vec<(PageId, u32)> },
     /// A record for a layer above the page store (transaction commit and abort markers): the
     /// page store logs it and never interprets it; recovery skips it.
     Opaque { kind: u8, payload: Vec<u8> },
@@ -105,11 +94,7 @@ impl WalRecord {
                             writer.u64(page_id.0);
                             writer.u8(page_type.code());
                         }
-                        PageOp::Write {
-                            page_id,
-                            offset,
-                            bytes,
-                        } => {
+                        PageOp::Write { page_id, offset, bytes } => {
                             writer.u8(OP_WRITE);
                             writer.u64(page_id.0);
                             writer.u16(*offset);
@@ -119,11 +104,7 @@ impl WalRecord {
                     }
                 }
             }
-            WalRecord::MapUpdate {
-                segment,
-                slots,
-                entries,
-            } => {
+            WalRecord::MapUpdate { segment, slots, entries } => {
                 writer.u8(TAG_MAP_UPDATE);
                 writer.u64(segment.0);
                 writer.u32(*slots);
@@ -152,10 +133,9 @@ impl WalRecord {
                     let kind = reader.u8()?;
                     let page_id = PageId(reader.u64()?);
                     ops.push(match kind {
-                        OP_INIT => PageOp::Init {
-                            page_id,
-                            page_type: PageType::from_code(reader.u8()?),
-                        },
+                        OP_INIT => {
+                            PageOp::Init { page_id, page_type: PageType::from_code(reader.u8()?) }
+                        }
                         OP_WRITE => {
                             let offset = reader.u16()?;
                             let length = usize::from(reader.u16()?);
@@ -163,11 +143,7 @@ impl WalRecord {
                             if end > tierdb_common::PAGE_PAYLOAD_SIZE {
                                 return Err(format!("page write beyond payload end={end}"));
                             }
-                            PageOp::Write {
-                                page_id,
-                                offset,
-                                bytes: reader.take(length)?.to_vec(),
-                            }
+                            PageOp::Write { page_id, offset, bytes: reader.take(length)?.to_vec() }
                         }
                         other => return Err(format!("unknown page op={other}")),
                     });
@@ -183,19 +159,12 @@ impl WalRecord {
                     let page_id = PageId(reader.u64()?);
                     entries.push((page_id, reader.u32()?));
                 }
-                WalRecord::MapUpdate {
-                    segment,
-                    slots,
-                    entries,
-                }
+                WalRecord::MapUpdate { segment, slots, entries }
             }
             TAG_OPAQUE => {
                 let kind = reader.u8()?;
                 let length = u64_to_usize(u64::from(reader.u32()?));
-                WalRecord::Opaque {
-                    kind,
-                    payload: reader.take(length)?.to_vec(),
-                }
+                WalRecord::Opaque { kind, payload: reader.take(length)?.to_vec() }
             }
             other => return Err(format!("unknown record tag={other}")),
         };
@@ -220,14 +189,20 @@ pub(crate) fn encode_record_body(record: &WalRecord) -> Result<Vec<u8>> {
     let mut body = Writer::with_capacity(64);
     record.encode_body(&mut body);
     if body.bytes.len() > RECORD_BODY_BYTES_MAX {
-        return Err(StorageError::RecordTooLarge { bytes: body.bytes.len(), limit: RECORD_BODY_BYTES_MAX });
+        return Err(StorageError::RecordTooLarge {
+            bytes: body.bytes.len(),
+            limit: RECORD_BODY_BYTES_MAX,
+        });
     }
     Ok(body.bytes)
 }
 
 /// Frames an encoded body for position `start` onto `out`; returns the bytes appended.
 pub(crate) fn frame_body(start: Lsn, body: &[u8], out: &mut Vec<u8>) -> usize {
-    debug_assert!(!body.is_empty() && body.len() <= RECORD_BODY_BYTES_MAX, "body checked by encode_record_body");
+    debug_assert!(
+        !body.is_empty() && body.len() <= RECORD_BODY_BYTES_MAX,
+        "body checked by encode_record_body"
+    );
     let begin = out.len();
     out.extend_from_slice(&usize_to_u32(body.len()).to_le_bytes());
     out.extend_from_slice(&record_checksum(start, body).to_le_bytes());
@@ -248,11 +223,7 @@ pub(crate) enum ParseStop {
     End,
     /// An invalid record at `at`; `valid_after` is true when a valid record follows later,
     /// which means the damage is not a torn tail but corruption of durable data.
-    Invalid {
-        at: Lsn,
-        reason: String,
-        valid_after: bool,
-    },
+    Invalid { at: Lsn, reason: String, valid_after: bool },
 }
 
 /// Parses records in `bytes`, which starts at log position `base`, calling `visit` with each
@@ -276,11 +247,7 @@ pub(crate) fn parse_records(
                     .any(|later| {
                         parse_one(Lsn(base.0 + usize_to_u64(later)), &bytes[later..]).is_ok()
                     });
-                return Ok(ParseStop::Invalid {
-                    at: start,
-                    reason,
-                    valid_after,
-                });
+                return Ok(ParseStop::Invalid { at: start, reason, valid_after });
             }
         }
     }
@@ -306,10 +273,7 @@ fn parse_one(start: Lsn, bytes: &[u8]) -> Result<(WalRecord, usize), String> {
     // accepting it would leave the next record at an unaligned position.
     let length = (RECORD_HEADER_BYTES + body_length).next_multiple_of(RECORD_ALIGN_BYTES);
     if bytes.len() < length {
-        return Err(format!(
-            "record padding truncated length={length} available={}",
-            bytes.len()
-        ));
+        return Err(format!("record padding truncated length={length} available={}", bytes.len()));
     }
     Ok((record, length))
 }
@@ -338,9 +302,7 @@ fn local_file_name(start: Lsn) -> String {
 
 fn parse_local_file_name(name: &str) -> Option<Lsn> {
     let hex = name.strip_suffix(".wal")?;
-    (hex.len() == 16)
-        .then(|| u64::from_str_radix(hex, 16).ok().map(Lsn))
-        .flatten()
+    (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok().map(Lsn)).flatten()
 }
 
 impl LocalWalSink {
@@ -425,10 +387,7 @@ impl WalSink for VolumeWalSink {
 #[derive(Clone)]
 pub enum WalLocation {
     /// Files in this directory (the data directory's `wal/`).
-    Local {
-        directory: PathBuf,
-        opener: DeviceOpener,
-    },
+    Local { directory: PathBuf, opener: DeviceOpener },
     /// Objects on the volume: every acknowledged commit is in the object store.
     Volume(Arc<dyn Volume>),
 }
@@ -500,20 +459,11 @@ fn recover_local(
         let skip = u64_to_usize(from.0.saturating_sub(start.0)).min(bytes.len());
         let base = Lsn(start.0 + usize_to_u64(skip));
         let mut last_end = base;
-        let stop = parse_records(
-            base,
-            &bytes[skip..],
-            &mut |record_start, record_end, record| {
-                last_end = record_end;
-                visit(record_start, record_end, record)
-            },
-        )?;
-        if let ParseStop::Invalid {
-            at,
-            reason,
-            valid_after,
-        } = stop
-        {
+        let stop = parse_records(base, &bytes[skip..], &mut |record_start, record_end, record| {
+            last_end = record_end;
+            visit(record_start, record_end, record)
+        })?;
+        if let ParseStop::Invalid { at, reason, valid_after } = stop {
             if valid_after || !is_last {
                 return Err(StorageError::corrupt_file(
                     path.display().to_string(),
@@ -549,10 +499,7 @@ fn recover_volume(
         }
     }
     objects.sort();
-    let mut sink = VolumeWalSink {
-        volume: Arc::clone(volume),
-        objects: Vec::new(),
-    };
+    let mut sink = VolumeWalSink { volume: Arc::clone(volume), objects: Vec::new() };
     let mut end = from;
     for (start, object_end) in objects {
         if object_end <= from {
@@ -616,11 +563,7 @@ pub struct Wal {
 impl Wal {
     pub(crate) fn new(sink: Box<dyn WalSink>, end: Lsn) -> Wal {
         Wal {
-            state: Mutex::new(WalState {
-                buffer: Vec::new(),
-                appended: end,
-                flushing: false,
-            }),
+            state: Mutex::new(WalState { buffer: Vec::new(), appended: end, flushing: false }),
             flushed: Condvar::new(),
             sink: Mutex::new(sink),
             durable: AtomicU64::new(end.0),
@@ -631,9 +574,7 @@ impl Wal {
 
     fn check_poisoned(&self) -> Result<()> {
         match &*self.poisoned.lock() {
-            Some(cause) => Err(StorageError::Poisoned {
-                cause: cause.clone(),
-            }),
+            Some(cause) => Err(StorageError::Poisoned { cause: cause.clone() }),
             None => Ok(()),
         }
     }
@@ -696,20 +637,14 @@ impl Wal {
                 self.flushed.wait(&mut state);
                 continue;
             }
-            assert!(
-                state.appended >= lsn,
-                "flush beyond the appended end lsn={lsn}"
-            );
+            assert!(state.appended >= lsn, "flush beyond the appended end lsn={lsn}");
             state.flushing = true;
             let bytes = std::mem::take(&mut state.buffer);
             let end = state.appended;
             let start = Lsn(end.0 - usize_to_u64(bytes.len()));
             drop(state);
-            let outcome = if bytes.is_empty() {
-                Ok(())
-            } else {
-                self.sink.lock().write(start, &bytes)
-            };
+            let outcome =
+                if bytes.is_empty() { Ok(()) } else { self.sink.lock().write(start, &bytes) };
             let mut state = self.state.lock();
             state.flushing = false;
             match &outcome {
@@ -784,11 +719,7 @@ pub(crate) fn replay(
         if skip >= limit {
             continue;
         }
-        let stop = parse_records(
-            Lsn(start.0 + usize_to_u64(skip)),
-            &bytes[skip..limit],
-            visit,
-        )?;
+        let stop = parse_records(Lsn(start.0 + usize_to_u64(skip)), &bytes[skip..limit], visit)?;
         if let ParseStop::Invalid { at, reason, .. } = stop {
             return Err(StorageError::corrupt_file(
                 format!("wal lsn={at}"),
@@ -811,31 +742,17 @@ mod tests {
                 page_id: PageId(id),
                 page_type: PageType::from_code(code)
             }),
-            (
-                1u64..1 << 40,
-                0u16..8000,
-                prop::collection::vec(any::<u8>(), 0..160)
-            )
-                .prop_map(|(id, offset, bytes)| PageOp::Write {
-                    page_id: PageId(id),
-                    offset,
-                    bytes
-                }),
+            (1u64..1 << 40, 0u16..8000, prop::collection::vec(any::<u8>(), 0..160)).prop_map(
+                |(id, offset, bytes)| PageOp::Write { page_id: PageId(id), offset, bytes }
+            ),
         ];
         prop_oneof![
             prop::collection::vec(op, 1..6).prop_map(WalRecord::PageOps),
-            (
-                1u64..u64::MAX,
-                1u32..300,
-                prop::collection::vec((1u64..1 << 40, 0u32..300), 0..20)
-            )
+            (1u64..u64::MAX, 1u32..300, prop::collection::vec((1u64..1 << 40, 0u32..300), 0..20))
                 .prop_map(|(segment, slots, entries)| WalRecord::MapUpdate {
                     segment: SegmentId(segment),
                     slots,
-                    entries: entries
-                        .into_iter()
-                        .map(|(id, slot)| (PageId(id), slot))
-                        .collect(),
+                    entries: entries.into_iter().map(|(id, slot)| (PageId(id), slot)).collect(),
                 }),
             (any::<u8>(), prop::collection::vec(any::<u8>(), 0..200))
                 .prop_map(|(kind, payload)| WalRecord::Opaque { kind, payload }),

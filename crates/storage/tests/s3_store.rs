@@ -28,7 +28,11 @@ fn volume(server: &MinioServer, prefix: &str) -> Arc<dyn Volume> {
     )
 }
 
-fn config(directory: &std::path::Path, volume: Arc<dyn Volume>, wal_in_volume: bool) -> StoreConfig {
+fn config(
+    directory: &std::path::Path,
+    volume: Arc<dyn Volume>,
+    wal_in_volume: bool,
+) -> StoreConfig {
     let mut config = StoreConfig::with_volume(directory, volume);
     config.buffer_pool_bytes = 32 * 8192;
     if let Some(tier) = config.tier.as_mut() {
@@ -59,10 +63,13 @@ fn check_generation(store: &PageStore, pages: &[PageId], generation: u64) {
 
 #[test]
 fn acknowledged_commits_survive_losing_the_machine() {
-    let Some(server) = MinioServer::start("acknowledged_commits_survive_losing_the_machine") else { return };
+    let Some(server) = MinioServer::start("acknowledged_commits_survive_losing_the_machine") else {
+        return;
+    };
     let first_machine = tempfile::tempdir().unwrap();
     let pages: Vec<PageId> = {
-        let store = PageStore::open(config(first_machine.path(), volume(&server, "lost"), true)).unwrap();
+        let store =
+            PageStore::open(config(first_machine.path(), volume(&server, "lost"), true)).unwrap();
         let mut pages = Vec::new();
         for _ in 0..100 {
             let mut mtr = store.mtr();
@@ -79,17 +86,22 @@ fn acknowledged_commits_survive_losing_the_machine() {
     };
     drop(first_machine);
     let second_machine = tempfile::tempdir().unwrap();
-    let store = PageStore::open(config(second_machine.path(), volume(&server, "lost"), true)).unwrap();
+    let store =
+        PageStore::open(config(second_machine.path(), volume(&server, "lost"), true)).unwrap();
     check_generation(&store, &pages, 2);
     assert!(store.volume_stats().snapshot().get_requests > 0);
 }
 
 #[test]
 fn store_on_s3_reads_through_tier_and_survives_restart() {
-    let Some(server) = MinioServer::start("store_on_s3_reads_through_tier_and_survives_restart") else { return };
+    let Some(server) = MinioServer::start("store_on_s3_reads_through_tier_and_survives_restart")
+    else {
+        return;
+    };
     let directory = tempfile::tempdir().unwrap();
     let pages: Vec<PageId> = {
-        let store = PageStore::open(config(directory.path(), volume(&server, "basic"), false)).unwrap();
+        let store =
+            PageStore::open(config(directory.path(), volume(&server, "basic"), false)).unwrap();
         let mut pages = Vec::new();
         for _ in 0..300 {
             let mut mtr = store.mtr();

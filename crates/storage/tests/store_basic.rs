@@ -136,17 +136,11 @@ fn compaction_bounds_space_amplification() {
         store.flush_all().unwrap();
     }
     let before = store.space_usage();
-    assert!(
-        before.amplification() > 1.5,
-        "test did not create garbage: {before:?}"
-    );
+    assert!(before.amplification() > 1.5, "test did not create garbage: {before:?}");
     store.compact().unwrap();
     store.checkpoint().unwrap();
     let after = store.space_usage();
-    assert!(
-        after.amplification() <= 1.5,
-        "space amplification after compaction: {after:?}"
-    );
+    assert!(after.amplification() <= 1.5, "space amplification after compaction: {after:?}");
     for (index, &page_id) in ids.iter().enumerate() {
         assert_eq!(read_u64(&store, page_id, 0), index as u64);
         let expected = if index % 2 == 0 { 6 } else { 0 };
@@ -187,7 +181,9 @@ fn concurrent_misses_never_install_an_older_image() {
                 let mut generation = 0;
                 while !done.load(Ordering::Acquire) {
                     generation += 1;
-                    for &page_id in ids[1..].iter().skip(usize::try_from(writer).unwrap()).step_by(2).take(20) {
+                    for &page_id in
+                        ids[1..].iter().skip(usize::try_from(writer).unwrap()).step_by(2).take(20)
+                    {
                         set_generation(store, page_id, generation);
                     }
                 }

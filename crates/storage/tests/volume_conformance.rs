@@ -50,13 +50,8 @@ fn pattern(seed: u64, length: usize) -> Vec<u8> {
 }
 
 fn put(volume: &dyn Volume, model: &mut Model, name: &str, data: Vec<u8>) {
-    volume
-        .put(name, &data)
-        .unwrap_or_else(|error| panic!("put name={name}: {error}"));
-    assert!(
-        model.insert(name.to_string(), data).is_none(),
-        "suite reuses name={name}"
-    );
+    volume.put(name, &data).unwrap_or_else(|error| panic!("put name={name}: {error}"));
+    assert!(model.insert(name.to_string(), data).is_none(), "suite reuses name={name}");
 }
 
 fn read(volume: &dyn Volume, name: &str, offset: u64, length: usize) -> Vec<u8> {
@@ -78,24 +73,15 @@ fn size_of(data: &[u8]) -> u64 {
 
 /// `list(prefix)` returns exactly the model's objects under `prefix`, with their sizes.
 fn assert_lists(volume: &dyn Volume, prefix: &str, model: &Model) {
-    let mut listed = volume
-        .list(prefix)
-        .unwrap_or_else(|error| panic!("list prefix={prefix}: {error}"));
+    let mut listed =
+        volume.list(prefix).unwrap_or_else(|error| panic!("list prefix={prefix}: {error}"));
     listed.sort_by(|a, b| a.name.cmp(&b.name));
     let expected: Vec<ObjectInfo> = model
         .iter()
         .filter(|(name, _)| name.starts_with(prefix))
-        .map(|(name, data)| ObjectInfo {
-            name: name.clone(),
-            size: size_of(data),
-        })
+        .map(|(name, data)| ObjectInfo { name: name.clone(), size: size_of(data) })
         .collect();
-    assert_eq!(
-        listed,
-        expected,
-        "list prefix={prefix:?} volume={}",
-        volume.describe()
-    );
+    assert_eq!(listed, expected, "list prefix={prefix:?} volume={}", volume.describe());
 }
 
 fn assert_not_found<T: std::fmt::Debug>(result: Result<T, StorageError>, name: &str) {
@@ -114,20 +100,11 @@ fn assert_volume_io<T: std::fmt::Debug>(result: Result<T, StorageError>, what: &
 
 fn round_trip(volume: &dyn Volume, model: &mut Model) {
     put(volume, model, "segments/0001.seg", pattern(1, 1000));
-    assert_eq!(
-        volume.get("segments/0001.seg").expect("get"),
-        model["segments/0001.seg"]
-    );
+    assert_eq!(volume.get("segments/0001.seg").expect("get"), model["segments/0001.seg"]);
     put(volume, model, "empty/0001", Vec::new());
-    assert_eq!(
-        volume.get("empty/0001").expect("get empty"),
-        Vec::<u8>::new()
-    );
+    assert_eq!(volume.get("empty/0001").expect("get empty"), Vec::<u8>::new());
     put(volume, model, "top-level", pattern(2, 3));
-    assert_eq!(
-        volume.get("top-level").expect("get top-level"),
-        model["top-level"]
-    );
+    assert_eq!(volume.get("top-level").expect("get top-level"), model["top-level"]);
 }
 
 fn ranged_reads(volume: &dyn Volume, model: &mut Model) {
@@ -169,14 +146,8 @@ fn short_reads_fail(volume: &dyn Volume, model: &mut Model) {
 
 fn missing_objects_are_not_found(volume: &dyn Volume) {
     assert_not_found(volume.get("missing/0001"), "missing/0001");
-    assert_not_found(
-        volume.read_range("missing/0002", 0, &mut [0; 8]),
-        "missing/0002",
-    );
-    assert_not_found(
-        volume.read_range("missing/0003", 0, &mut []),
-        "missing/0003",
-    );
+    assert_not_found(volume.read_range("missing/0002", 0, &mut [0; 8]), "missing/0002");
+    assert_not_found(volume.read_range("missing/0003", 0, &mut []), "missing/0003");
 }
 
 fn invalid_names_are_rejected(volume: &dyn Volume) {
@@ -190,13 +161,8 @@ fn invalid_names_are_rejected(volume: &dyn Volume) {
 
 /// Names that share prefixes or differ only by a suffix are separate objects.
 fn similar_names_stay_distinct(volume: &dyn Volume, model: &mut Model) {
-    let names = [
-        "manifest/0002",
-        "manifest/00020",
-        "manifest/0002.tmp",
-        "manifest/0003",
-        "manifestx",
-    ];
+    let names =
+        ["manifest/0002", "manifest/00020", "manifest/0002.tmp", "manifest/0003", "manifestx"];
     for (seed, name) in (10..).zip(names) {
         let length = usize::try_from(seed).expect("fits") * 7;
         put(volume, model, name, pattern(seed, length));
@@ -238,29 +204,17 @@ fn delete(volume: &dyn Volume, model: &mut Model) {
     assert_not_found(volume.get(name), name);
     assert_lists(volume, "manifest/", model);
     volume.delete(name).expect("delete again");
-    volume
-        .delete("never/existed")
-        .expect("delete of a missing object");
-    assert_eq!(
-        volume.get("manifest/0002").expect("neighbour survives"),
-        model["manifest/0002"]
-    );
+    volume.delete("never/existed").expect("delete of a missing object");
+    assert_eq!(volume.get("manifest/0002").expect("neighbour survives"), model["manifest/0002"]);
 }
 
 fn large_object(volume: &dyn Volume, model: &mut Model) {
     let name = "segments/large.seg";
     put(volume, model, name, pattern(5, 4 * 1024 * 1024 + 3));
     let data = &model[name];
-    assert!(
-        volume.get(name).expect("get large") == *data,
-        "large object differs"
-    );
+    assert!(volume.get(name).expect("get large") == *data, "large object differs");
     let size = size_of(data);
-    for (offset, length) in [
-        (size - 1, 1),
-        (size / 2 - 7, 1024 * 1024),
-        (size - 8192, 8192),
-    ] {
+    for (offset, length) in [(size - 1, 1), (size / 2 - 7, 1024 * 1024), (size - 8192, 8192)] {
         assert!(
             read(volume, name, offset, length) == slice(data, offset, length),
             "offset={offset}"
@@ -295,10 +249,7 @@ fn concurrent_puts_and_gets(volume: &dyn Volume, model: &mut Model) {
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|worker| worker.join().expect("worker panicked"))
-            .collect()
+        workers.into_iter().map(|worker| worker.join().expect("worker panicked")).collect()
     });
     for (name, data) in written.into_iter().flatten() {
         assert!(model.insert(name, data).is_none());
@@ -320,18 +271,9 @@ fn local_volume_names_are_relative_to_its_root() {
     let root = directory.path().join("volume");
     let volume = LocalVolume::open(&root).expect("open");
     volume.put("segments/0001.seg", b"abc").expect("put");
-    assert_eq!(
-        std::fs::read(root.join("segments/0001.seg")).expect("file"),
-        b"abc"
-    );
+    assert_eq!(std::fs::read(root.join("segments/0001.seg")).expect("file"), b"abc");
     let listed = volume.list("").expect("list");
-    assert_eq!(
-        listed,
-        vec![ObjectInfo {
-            name: "segments/0001.seg".to_string(),
-            size: 3
-        }]
-    );
+    assert_eq!(listed, vec![ObjectInfo { name: "segments/0001.seg".to_string(), size: 3 }]);
 }
 
 #[test]
@@ -341,10 +283,7 @@ fn metered_volume_conforms() {
     conformance(&volume);
     let stats = volume.stats().snapshot();
     assert!(stats.put_requests > 0 && stats.get_requests > 0 && stats.list_requests > 0);
-    assert!(
-        stats.delete_requests > 0 && stats.errors > 0,
-        "stats={stats:?}"
-    );
+    assert!(stats.delete_requests > 0 && stats.errors > 0, "stats={stats:?}");
 }
 
 #[test]
@@ -356,14 +295,9 @@ fn metered_volume_counts_requests_and_bytes() {
     volume.put("segments/b", &[2; 50]).expect("put b");
     assert_eq!(volume.get("segments/a").expect("get a").len(), 100);
     let mut buffer = [0; 20];
-    volume
-        .read_range("segments/b", 10, &mut buffer)
-        .expect("read b");
+    volume.read_range("segments/b", 10, &mut buffer).expect("read b");
     assert_not_found(volume.get("segments/missing"), "segments/missing");
-    assert_volume_io(
-        volume.read_range("segments/b", 45, &mut [0; 10]),
-        "short read",
-    );
+    assert_volume_io(volume.read_range("segments/b", 45, &mut [0; 10]), "short read");
     assert_eq!(volume.list("").expect("list").len(), 2);
     assert_eq!(volume.list("manifest/").expect("list").len(), 0);
     volume.delete("segments/a").expect("delete a");
@@ -424,9 +358,7 @@ mod s3 {
         conformance(&volume);
         // The whole-bucket view agrees: every object lives under the prefix.
         let everything = open(&server, "").list("").expect("list bucket");
-        assert!(everything
-            .iter()
-            .all(|info| info.name.starts_with("conformance/")));
+        assert!(everything.iter().all(|info| info.name.starts_with("conformance/")));
     }
 
     #[test]
@@ -446,12 +378,8 @@ mod s3 {
         sibling.put("segments/0001.seg", b"sibling").expect("put");
 
         let names = |volume: &S3Volume, prefix: &str| {
-            let mut names: Vec<String> = volume
-                .list(prefix)
-                .expect("list")
-                .into_iter()
-                .map(|info| info.name)
-                .collect();
+            let mut names: Vec<String> =
+                volume.list(prefix).expect("list").into_iter().map(|info| info.name).collect();
             names.sort();
             names
         };
@@ -463,17 +391,11 @@ mod s3 {
         );
         assert_eq!(names(&bucket, "tenant/a"), names(&bucket, ""));
         assert_eq!(names(&bucket, "tenant/a/"), ["tenant/a/segments/0001.seg"]);
-        assert_eq!(
-            bucket.get("tenant/a/segments/0001.seg").expect("get"),
-            b"tenant"
-        );
+        assert_eq!(bucket.get("tenant/a/segments/0001.seg").expect("get"), b"tenant");
         assert_eq!(tenant.get("segments/0001.seg").expect("get"), b"tenant");
 
         tenant.delete("segments/0001.seg").expect("delete");
-        assert_eq!(
-            sibling.get("segments/0001.seg").expect("sibling survives"),
-            b"sibling"
-        );
+        assert_eq!(sibling.get("segments/0001.seg").expect("sibling survives"), b"sibling");
         assert_eq!(names(&bucket, ""), ["tenant/ab/segments/0001.seg"]);
     }
 
@@ -532,37 +454,20 @@ mod s3 {
             ..config(&server, "p")
         })
         .expect("open");
-        assert_volume_io(
-            missing_bucket.get("segments/0001.seg"),
-            "missing bucket get",
-        );
+        assert_volume_io(missing_bucket.get("segments/0001.seg"), "missing bucket get");
         assert_volume_io(
             missing_bucket.read_range("segments/0001.seg", 0, &mut [0; 4]),
             "missing bucket read_range",
         );
-        assert_volume_io(
-            missing_bucket.put("segments/0001.seg", b"x"),
-            "missing bucket put",
-        );
+        assert_volume_io(missing_bucket.put("segments/0001.seg", b"x"), "missing bucket put");
         assert_volume_io(missing_bucket.list(""), "missing bucket list");
-        assert_volume_io(
-            missing_bucket.delete("segments/0001.seg"),
-            "missing bucket delete",
-        );
+        assert_volume_io(missing_bucket.delete("segments/0001.seg"), "missing bucket delete");
 
-        let empty_bucket = S3Volume::open(S3Config {
-            bucket: String::new(),
-            ..config(&server, "p")
-        });
-        assert!(matches!(
-            empty_bucket,
-            Err(StorageError::InvalidConfig { .. })
-        ));
+        let empty_bucket =
+            S3Volume::open(S3Config { bucket: String::new(), ..config(&server, "p") });
+        assert!(matches!(empty_bucket, Err(StorageError::InvalidConfig { .. })));
         let bad_prefix = S3Volume::open(config(&server, "a/../b"));
-        assert!(matches!(
-            bad_prefix,
-            Err(StorageError::InvalidConfig { .. })
-        ));
+        assert!(matches!(bad_prefix, Err(StorageError::InvalidConfig { .. })));
     }
 
     #[test]
@@ -574,25 +479,16 @@ mod s3 {
         let data = pattern(42, 20_000);
         volume.put("segments/0001.seg", &data).expect("put");
         assert_eq!(volume.get("segments/0001.seg").expect("get"), data);
-        assert_eq!(
-            read(&volume, "segments/0001.seg", 19_999, 1),
-            data[19_999..]
-        );
+        assert_eq!(read(&volume, "segments/0001.seg", 19_999, 1), data[19_999..]);
         assert_not_found(volume.get("segments/0002.seg"), "segments/0002.seg");
         let listed = volume.list("segments/").expect("list");
         assert_eq!(
             listed,
-            vec![ObjectInfo {
-                name: "segments/0001.seg".to_string(),
-                size: 20_000
-            }]
+            vec![ObjectInfo { name: "segments/0001.seg".to_string(), size: 20_000 }]
         );
         volume.delete("segments/0001.seg").expect("delete");
         volume.delete("segments/0001.seg").expect("delete missing");
         assert!(volume.list("").expect("list").is_empty());
-        assert_eq!(
-            volume.describe(),
-            format!("faulty({})", volume.inner().describe())
-        );
+        assert_eq!(volume.describe(), format!("faulty({})", volume.inner().describe()));
     }
 }

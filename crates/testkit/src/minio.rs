@@ -107,35 +107,20 @@ fn find_binary() -> Result<PathBuf, String> {
         return if is_executable(&explicit) {
             Ok(explicit)
         } else {
-            Err(format!(
-                "TIERDB_MINIO_BIN={} is not an executable file",
-                explicit.display()
-            ))
+            Err(format!("TIERDB_MINIO_BIN={} is not an executable file", explicit.display()))
         };
     }
     let on_path: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|path| {
-            std::env::split_paths(&path)
-                .map(|directory| directory.join("minio"))
-                .collect()
-        })
+        .map(|path| std::env::split_paths(&path).map(|directory| directory.join("minio")).collect())
         .unwrap_or_default();
     let in_go_bin = std::env::var_os("HOME").map(|home| PathBuf::from(home).join("go/bin/minio"));
     let candidates: Vec<PathBuf> = on_path.into_iter().chain(in_go_bin).collect();
-    candidates
-        .iter()
-        .find(|candidate| is_executable(candidate))
-        .cloned()
-        .ok_or_else(|| {
-            format!(
-                "TIERDB_MINIO_BIN unset, no minio on PATH, no $HOME/go/bin/minio; tried {}",
-                candidates
-                    .iter()
-                    .map(|path| path.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(":")
-            )
-        })
+    candidates.iter().find(|candidate| is_executable(candidate)).cloned().ok_or_else(|| {
+        format!(
+            "TIERDB_MINIO_BIN unset, no minio on PATH, no $HOME/go/bin/minio; tried {}",
+            candidates.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(":")
+        )
+    })
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -160,9 +145,7 @@ fn start_once(binary: &Path) -> Result<MinioServer, String> {
     let log_path = directory.path().join("minio.log");
     let log = std::fs::File::create(&log_path)
         .map_err(|error| format!("create path={} error={error}", log_path.display()))?;
-    let log_copy = log
-        .try_clone()
-        .map_err(|error| format!("dup log error={error}"))?;
+    let log_copy = log.try_clone().map_err(|error| format!("dup log error={error}"))?;
     let port = free_loopback_port();
     let address = SocketAddr::from(([127, 0, 0, 1], port));
 
@@ -206,10 +189,7 @@ fn start_once(binary: &Path) -> Result<MinioServer, String> {
     let deadline = Instant::now() + STARTUP_TIMEOUT;
     loop {
         if let Ok(Some(status)) = server.child.try_wait() {
-            return Err(format!(
-                "minio exited early status={status} log:\n{}",
-                server.log()
-            ));
+            return Err(format!("minio exited early status={status} log:\n{}", server.log()));
         }
         if is_ready(address) {
             return Ok(server);

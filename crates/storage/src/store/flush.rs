@@ -113,11 +113,7 @@ impl StoreInner {
 
     /// WAL first, then the segment. Stamps each image with the segment id as its version.
     fn write_segment(&self, images: &mut [Box<Page>]) -> Result<SegmentId> {
-        let highest_lsn = images
-            .iter()
-            .map(|image| image.lsn())
-            .max()
-            .unwrap_or(Lsn::ZERO);
+        let highest_lsn = images.iter().map(|image| image.lsn()).max().unwrap_or(Lsn::ZERO);
         self.wal.flush_to(highest_lsn)?;
         let segment = SegmentId(self.next_segment.fetch_add(1, Ordering::AcqRel));
         for image in images.iter_mut() {
@@ -128,9 +124,7 @@ impl StoreInner {
         let bytes = encode_segment(segment, &references);
         self.volume.put(&segment_name(segment), &bytes)?;
         self.stats.segments_written.increment();
-        self.stats
-            .segment_bytes_written
-            .add(usize_to_u64(bytes.len()));
+        self.stats.segment_bytes_written.add(usize_to_u64(bytes.len()));
         Ok(segment)
     }
 
@@ -155,15 +149,8 @@ impl StoreInner {
             map.set(page_id, PageLocation { segment, slot });
             applied.push((page_id, slot));
         }
-        let record = WalRecord::MapUpdate {
-            segment,
-            slots,
-            entries: applied,
-        };
-        let end = self
-            .wal
-            .append(&record)
-            .inspect_err(|error| self.poison(error))?;
+        let record = WalRecord::MapUpdate { segment, slots, entries: applied };
+        let end = self.wal.append(&record).inspect_err(|error| self.poison(error))?;
         map.applied_lsn = end;
         Ok(())
     }
@@ -173,13 +160,8 @@ impl StoreInner {
         let mut state = self.checkpoint_state.lock();
         self.check_poisoned()?;
         let appended = self.wal.appended_lsn();
-        let redo_lsn = self
-            .pool
-            .min_recovery_lsn()
-            .map_or(appended, |oldest| oldest.min(appended));
-        self.wal
-            .flush_to(appended)
-            .inspect_err(|error| self.poison(error))?;
+        let redo_lsn = self.pool.min_recovery_lsn().map_or(appended, |oldest| oldest.min(appended));
+        self.wal.flush_to(appended).inspect_err(|error| self.poison(error))?;
         // A sequence is used once, even by a failed attempt whose PUTs may have landed:
         // object names are never reused.
         let sequence = state.sequence + 1;
@@ -187,10 +169,8 @@ impl StoreInner {
         let (chunks, dirty, segments, dead, map_lsn) = {
             let mut map = self.map.write();
             let dirty = map.take_dirty_chunks();
-            let chunks: Vec<(usize, Vec<u8>)> = dirty
-                .iter()
-                .map(|&chunk| (chunk, map.encode_chunk(chunk)))
-                .collect();
+            let chunks: Vec<(usize, Vec<u8>)> =
+                dirty.iter().map(|&chunk| (chunk, map.encode_chunk(chunk))).collect();
             let dead: Vec<(SegmentId, u32)> = map
                 .segments()
                 .iter()
@@ -200,11 +180,8 @@ impl StoreInner {
             for (segment, _) in &dead {
                 map.forget_segment(*segment);
             }
-            let segments: Vec<(SegmentId, u32)> = map
-                .segments()
-                .iter()
-                .map(|(&segment, usage)| (segment, usage.slots))
-                .collect();
+            let segments: Vec<(SegmentId, u32)> =
+                map.segments().iter().map(|(&segment, usage)| (segment, usage.slots)).collect();
             (chunks, dirty, segments, dead, map.applied_lsn)
         };
         // The manifest will say the map reflects updates up to `map_lsn`; recovery skips map
@@ -250,10 +227,7 @@ impl StoreInner {
         let mut superseded: Vec<String> = chunks
             .iter()
             .filter_map(|(chunk, _)| {
-                state
-                    .chunk_sequences
-                    .get(chunk)
-                    .map(|&old| chunk_name(*chunk, old))
+                state.chunk_sequences.get(chunk).map(|&old| chunk_name(*chunk, old))
             })
             .collect();
         superseded.append(&mut state.orphans);
@@ -307,9 +281,12 @@ impl StoreInner {
             let mut candidates: Vec<(u64, u32, SegmentId)> = map
                 .segments()
                 .iter()
-                .filter(|(&segment, usage)| segment != newest && usage.live > 0 && usage.live < usage.slots)
+                .filter(|(&segment, usage)| {
+                    segment != newest && usage.live > 0 && usage.live < usage.slots
+                })
                 .map(|(&segment, usage)| {
-                    let live_per_million = u64::from(usage.live) * 1_000_000 / u64::from(usage.slots);
+                    let live_per_million =
+                        u64::from(usage.live) * 1_000_000 / u64::from(usage.slots);
                     (live_per_million, usage.live, segment)
                 })
                 .collect();
@@ -334,20 +311,13 @@ impl StoreInner {
             return Ok(false);
         }
         let _flush = self.flush_lock.lock();
-        let segment = self
-            .write_segment(&mut images)
-            .inspect_err(|error| self.poison(error))?;
+        let segment = self.write_segment(&mut images).inspect_err(|error| self.poison(error))?;
         let entries: Vec<(PageId, u32)> = images
             .iter()
             .enumerate()
             .map(|(slot, image)| (image.page_id(), usize_to_u32(slot)))
             .collect();
-        self.publish_segment(
-            segment,
-            usize_to_u32(images.len()),
-            &entries,
-            Some(&expected),
-        )?;
+        self.publish_segment(segment, usize_to_u32(images.len()), &entries, Some(&expected))?;
         drop(_flush);
         self.stats.compactions.increment();
         self.stats.pages_compacted.add(usize_to_u64(images.len()));
@@ -368,10 +338,7 @@ impl StoreInner {
                 .map_err(|detail| StorageError::corrupt_file(object(), detail))?;
             let map = self.map.read();
             for (slot, entry) in slots.iter().enumerate() {
-                let location = PageLocation {
-                    segment,
-                    slot: usize_to_u32(slot),
-                };
+                let location = PageLocation { segment, slot: usize_to_u32(slot) };
                 if map.get(entry.page_id) != Some(location) {
                     continue;
                 }
@@ -381,7 +348,12 @@ impl StoreInner {
                     .as_bytes_mut()
                     .copy_from_slice(&bytes[start..start + tierdb_common::PAGE_SIZE]);
                 image.verify_version(entry.page_id, segment).map_err(|reason| {
-                    StorageError::CorruptPage { page_id: entry.page_id, version: segment, location: format!("{} slot={slot}", object()), reason }
+                    StorageError::CorruptPage {
+                        page_id: entry.page_id,
+                        version: segment,
+                        location: format!("{} slot={slot}", object()),
+                        reason,
+                    }
                 })?;
                 images.push(image);
                 expected.push(location);
@@ -418,11 +390,7 @@ pub(crate) fn background_loop(inner: &StoreInner) {
 
 fn background_step(inner: &StoreInner) -> Result<()> {
     let target = inner.pool.target_frames();
-    #[allow(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let dirty_max = ((target as f64) * inner.config.dirty_fraction_max) as usize;
     while inner.dirty_frames.load(Ordering::Acquire) > dirty_max
         && !inner.shutdown.load(Ordering::Acquire)
@@ -444,9 +412,7 @@ fn background_step(inner: &StoreInner) -> Result<()> {
     }
     if inner.pool.allocated_frames() > target {
         inner.flush_some(SEGMENT_SLOTS_MAX)?;
-        inner
-            .pool
-            .release_excess(&|page_id, version, image| inner.admit(page_id, version, image));
+        inner.pool.release_excess(&|page_id, version, image| inner.admit(page_id, version, image));
     }
     // Dead segments are deleted by checkpoints: checkpoint early when they hold space
     // amplification above its target.
@@ -454,21 +420,14 @@ fn background_step(inner: &StoreInner) -> Result<()> {
         let map = inner.map.read();
         #[allow(clippy::cast_precision_loss)]
         let total = map.total_slots() as f64 / map.live_pages().max(1) as f64;
-        total
-            > inner
-                .config
-                .space_amplification_max
-                .max(map.referenced_amplification())
-                + 0.1
+        total > inner.config.space_amplification_max.max(map.referenced_amplification()) + 0.1
     };
     let due = {
         let state = inner.checkpoint_state.lock();
         let wal_bytes = inner.wal.stats.bytes.get() - state.wal_bytes_at_last;
         dead_segments_pending
             || wal_bytes >= inner.config.checkpoint_wal_bytes
-            || state
-                .last_at
-                .is_none_or(|at| at.elapsed() >= inner.config.checkpoint_interval)
+            || state.last_at.is_none_or(|at| at.elapsed() >= inner.config.checkpoint_interval)
     };
     if due {
         inner.checkpoint()?;

@@ -199,9 +199,7 @@ fn lock_data_dir(data_dir: &Path) -> Result<File> {
     // SAFETY: flock on a descriptor we own; no memory is involved.
     let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if locked != 0 {
-        return Err(StorageError::Locked {
-            path: data_dir.display().to_string(),
-        });
+        return Err(StorageError::Locked { path: data_dir.display().to_string() });
     }
     Ok(file)
 }
@@ -212,10 +210,7 @@ impl PageStore {
     pub fn open(config: StoreConfig) -> Result<PageStore> {
         let lock_file = lock_data_dir(&config.data_dir)?;
         let inner = recovery::recover(config, lock_file)?;
-        let store = PageStore {
-            inner: Arc::new(inner),
-            background: Mutex::new(None),
-        };
+        let store = PageStore { inner: Arc::new(inner), background: Mutex::new(None) };
         store.inner.checkpoint()?;
         if store.inner.config.background {
             let inner = Arc::clone(&store.inner);
@@ -242,18 +237,13 @@ impl PageStore {
 
     /// Blocks until the WAL is durable up to `lsn` (group commit).
     pub fn wait_durable(&self, lsn: Lsn) -> Result<()> {
-        self.inner
-            .wal
-            .flush_to(lsn)
-            .inspect_err(|error| self.inner.poison(error))
+        self.inner.wal.flush_to(lsn).inspect_err(|error| self.inner.poison(error))
     }
 
     /// Appends a record for a layer above (e.g. a transaction commit); returns its end LSN.
     pub fn log_opaque(&self, kind: u8, payload: Vec<u8>) -> Result<Lsn> {
         self.inner.check_poisoned()?;
-        self.inner
-            .wal
-            .append(&crate::wal::WalRecord::Opaque { kind, payload })
+        self.inner.wal.append(&crate::wal::WalRecord::Opaque { kind, payload })
     }
 
     /// Writes every dirty page to the volume.
@@ -281,20 +271,16 @@ impl PageStore {
     pub fn resize_buffer_pool(&self, bytes: u64, timeout: Duration) -> Result<usize> {
         let inner = &self.inner;
         let deadline = Instant::now() + timeout;
-        let mut remaining = inner
-            .pool
-            .set_target(frames_for(bytes), &|page_id, version, image| {
-                inner.admit(page_id, version, image)
-            });
+        let mut remaining = inner.pool.set_target(frames_for(bytes), &|page_id, version, image| {
+            inner.admit(page_id, version, image)
+        });
         while remaining > 0 {
             inner.flush_some(crate::segment::SEGMENT_SLOTS_MAX)?;
             remaining = inner
                 .pool
                 .release_excess(&|page_id, version, image| inner.admit(page_id, version, image));
             if remaining > 0 && Instant::now() >= deadline {
-                return Err(StorageError::PoolExhausted {
-                    frames: inner.pool.allocated_frames(),
-                });
+                return Err(StorageError::PoolExhausted { frames: inner.pool.allocated_frames() });
             }
             if remaining > 0 {
                 std::thread::sleep(Duration::from_millis(1));
@@ -307,9 +293,7 @@ impl PageStore {
     pub fn resize_tier(&self, bytes: u64) -> Result<()> {
         match &self.inner.tier {
             Some(tier) => tier.resize(bytes),
-            None => Err(StorageError::InvalidConfig {
-                detail: "tier is disabled".to_string(),
-            }),
+            None => Err(StorageError::InvalidConfig { detail: "tier is disabled".to_string() }),
         }
     }
 
@@ -332,10 +316,7 @@ impl PageStore {
         &self.inner.stats
     }
     pub fn buffer_pool_frames(&self) -> (usize, usize) {
-        (
-            self.inner.pool.allocated_frames(),
-            self.inner.pool.target_frames(),
-        )
+        (self.inner.pool.allocated_frames(), self.inner.pool.target_frames())
     }
     pub fn space_usage(&self) -> SpaceUsage {
         let map = self.inner.map.read();
@@ -354,12 +335,7 @@ impl PageStore {
 
     /// Largest page id allocated so far.
     pub fn max_page_id(&self) -> PageId {
-        PageId(
-            self.inner
-                .next_page
-                .load(Ordering::Acquire)
-                .saturating_sub(1),
-        )
+        PageId(self.inner.next_page.load(Ordering::Acquire).saturating_sub(1))
     }
 
     /// Clean shutdown: flushes, checkpoints and persists the tier index.
@@ -397,9 +373,7 @@ impl Drop for PageStore {
 impl StoreInner {
     pub(crate) fn check_poisoned(&self) -> Result<()> {
         match &*self.poisoned.lock() {
-            Some(cause) => Err(StorageError::Poisoned {
-                cause: cause.clone(),
-            }),
+            Some(cause) => Err(StorageError::Poisoned { cause: cause.clone() }),
             None => Ok(()),
         }
     }
@@ -447,9 +421,7 @@ impl StoreInner {
                 }
             }
         }
-        Err(StorageError::PoolExhausted {
-            frames: self.pool.allocated_frames(),
-        })
+        Err(StorageError::PoolExhausted { frames: self.pool.allocated_frames() })
     }
 
     /// Pins `page_id`, loading it from the tier or the volume on a DRAM miss.
@@ -540,19 +512,15 @@ impl StoreInner {
             }
         }
         let name = segment_name(location.segment);
-        self.volume
-            .read_range(&name, slot_offset(location.slot), page.as_bytes_mut())?;
-        page.verify_version(page_id, location.segment)
-            .map_err(|reason| StorageError::CorruptPage {
+        self.volume.read_range(&name, slot_offset(location.slot), page.as_bytes_mut())?;
+        page.verify_version(page_id, location.segment).map_err(|reason| {
+            StorageError::CorruptPage {
                 page_id,
                 version: location.segment,
-                location: format!(
-                    "{} slot={}",
-                    self.volume.describe_object(&name),
-                    location.slot
-                ),
+                location: format!("{} slot={}", self.volume.describe_object(&name), location.slot),
                 reason,
-            })?;
+            }
+        })?;
         Ok(Source::Volume)
     }
 }

@@ -43,12 +43,7 @@ pub struct MtrSlot(usize);
 
 impl<'store> Mtr<'store> {
     pub(crate) fn new(store: &'store StoreInner) -> Mtr<'store> {
-        Mtr {
-            store,
-            pages: Vec::new(),
-            ops: Vec::new(),
-            committed: false,
-        }
+        Mtr { store, pages: Vec::new(), ops: Vec::new(), committed: false }
     }
 
     /// Latches `page_id` exclusively for this mtr (once; later calls return the same slot).
@@ -58,12 +53,7 @@ impl<'store> Mtr<'store> {
         }
         let pin = self.store.fetch(page_id)?;
         let guard = pin.write();
-        self.pages.push(MtrPage {
-            guard,
-            pin,
-            page_id,
-            before: None,
-        });
+        self.pages.push(MtrPage { guard, pin, page_id, before: None });
         Ok(MtrSlot(self.pages.len() - 1))
     }
 
@@ -77,12 +67,7 @@ impl<'store> Mtr<'store> {
         // A new page has no earlier image; "restoring" it leaves an empty, clean frame that
         // nothing references.
         let before = Some(Box::new((**guard).clone()));
-        self.pages.push(MtrPage {
-            guard,
-            pin,
-            page_id,
-            before,
-        });
+        self.pages.push(MtrPage { guard, pin, page_id, before });
         self.ops.push(PageOp::Init { page_id, page_type });
         Ok((MtrSlot(self.pages.len() - 1), page_id))
     }
@@ -97,10 +82,7 @@ impl<'store> Mtr<'store> {
 
     /// Writes `bytes` at `offset` of the page's payload and records the change.
     pub fn write(&mut self, slot: MtrSlot, offset: usize, bytes: &[u8]) {
-        assert!(
-            offset + bytes.len() <= PAGE_PAYLOAD_SIZE,
-            "write beyond the payload"
-        );
+        assert!(offset + bytes.len() <= PAGE_PAYLOAD_SIZE, "write beyond the payload");
         let page = &mut self.pages[slot.0];
         if page.before.is_none() {
             page.before = Some(Box::new((**page.guard).clone()));
@@ -159,10 +141,7 @@ impl<'store> Mtr<'store> {
             }
         }
         store.stats.mtr_commits.increment();
-        store
-            .stats
-            .logical_bytes_changed
-            .add(u64::try_from(logical).expect("fits"));
+        store.stats.logical_bytes_changed.add(u64::try_from(logical).expect("fits"));
         with_op_counters(|counters| {
             counters.pages_dirtied += u64::try_from(newly_dirty.len()).expect("fits")
         });
@@ -205,12 +184,10 @@ impl StoreInner {
     pub(crate) fn install_empty(&self, page_id: PageId) -> Result<Pinned> {
         loop {
             let frame = self.acquire_frame()?;
-            match self
-                .pool
-                .install(frame, page_id, &mut |page| {
-                    page.init(page_id, PageType::Free);
-                    Ok(SegmentId::NONE)
-                })? {
+            match self.pool.install(frame, page_id, &mut |page| {
+                page.init(page_id, PageType::Free);
+                Ok(SegmentId::NONE)
+            })? {
                 Some((pinned, _)) => return Ok(pinned),
                 None => continue,
             }

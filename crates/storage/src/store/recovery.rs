@@ -42,11 +42,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
         checkpoint_state.chunk_sequences = manifest.chunks.iter().copied().collect();
     }
     let listed = list_segments(&volume)?;
-    if let Some(missing) = map
-        .segments()
-        .keys()
-        .find(|segment| !listed.contains(segment))
-    {
+    if let Some(missing) = map.segments().keys().find(|segment| !listed.contains(segment)) {
         return Err(StorageError::corrupt_file(
             format!("{}/{}", volume.describe(), segment_name(*missing)),
             "segment named by the manifest is missing",
@@ -60,24 +56,16 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
             opener: Arc::clone(&config.wal_device_opener),
         }
     };
-    let redo_lsn = manifest
-        .as_ref()
-        .map_or(Lsn::ZERO, |manifest| manifest.redo_lsn);
-    let replay_from = manifest.as_ref().map_or(Lsn::ZERO, |manifest| {
-        manifest.redo_lsn.min(manifest.map_lsn)
-    });
-    let mut highest_page = map.max_page_id().0.max(
-        manifest
-            .as_ref()
-            .map_or(0, |manifest| manifest.next_page.0.saturating_sub(1)),
-    );
+    let redo_lsn = manifest.as_ref().map_or(Lsn::ZERO, |manifest| manifest.redo_lsn);
+    let replay_from =
+        manifest.as_ref().map_or(Lsn::ZERO, |manifest| manifest.redo_lsn.min(manifest.map_lsn));
+    let mut highest_page = map
+        .max_page_id()
+        .0
+        .max(manifest.as_ref().map_or(0, |manifest| manifest.next_page.0.saturating_sub(1)));
     let (sink, wal_end) = wal::recover(&wal_location, replay_from, &mut |_, end, record| {
         match record {
-            WalRecord::MapUpdate {
-                segment,
-                slots,
-                entries,
-            } if end > map.applied_lsn => {
+            WalRecord::MapUpdate { segment, slots, entries } if end > map.applied_lsn => {
                 if !listed.contains(&segment) {
                     return Err(StorageError::corrupt_file(
                         format!("{}/{}", volume.describe(), segment_name(segment)),
@@ -103,9 +91,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
     delete_orphan_chunks(&volume, manifest.as_ref())?;
     let tier = open_tier(&config)?;
     let next_segment = [
-        manifest
-            .as_ref()
-            .map_or(1, |manifest| manifest.next_segment.0),
+        manifest.as_ref().map_or(1, |manifest| manifest.next_segment.0),
         listed.iter().next_back().map_or(1, |segment| segment.0 + 1),
         tier.as_ref().map_or(1, |tier| tier.max_version().0 + 1),
         1,
@@ -133,15 +119,10 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
         config,
         _lock_file: lock_file,
     };
-    wal::replay(
-        &wal_location,
-        replay_from,
-        wal_end,
-        &mut |start, end, record| match record {
-            WalRecord::PageOps(ops) if end > redo_lsn => inner.redo(start, end, &ops),
-            _ => Ok(()),
-        },
-    )?;
+    wal::replay(&wal_location, replay_from, wal_end, &mut |start, end, record| match record {
+        WalRecord::PageOps(ops) if end > redo_lsn => inner.redo(start, end, &ops),
+        _ => Ok(()),
+    })?;
     Ok(inner)
 }
 
@@ -216,10 +197,7 @@ fn delete_orphans(
     map: &PageMap,
     listed: &BTreeSet<SegmentId>,
 ) -> Result<()> {
-    for segment in listed
-        .iter()
-        .filter(|segment| !map.segments().contains_key(segment))
-    {
+    for segment in listed.iter().filter(|segment| !map.segments().contains_key(segment)) {
         tracing::info!(segment = %segment, "deleting segment left by an interrupted flush");
         volume.delete(&segment_name(*segment))?;
     }
@@ -228,9 +206,14 @@ fn delete_orphans(
 
 /// Deletes page-map chunk objects the manifest does not name: the remains of checkpoints that
 /// failed, or whose cleanup did not finish, before a crash.
-fn delete_orphan_chunks(volume: &MeteredVolume<Arc<dyn Volume>>, manifest: Option<&Manifest>) -> Result<()> {
+fn delete_orphan_chunks(
+    volume: &MeteredVolume<Arc<dyn Volume>>,
+    manifest: Option<&Manifest>,
+) -> Result<()> {
     let referenced: BTreeSet<String> = manifest
-        .map(|manifest| manifest.chunks.iter().map(|&(chunk, sequence)| chunk_name(chunk, sequence)).collect())
+        .map(|manifest| {
+            manifest.chunks.iter().map(|&(chunk, sequence)| chunk_name(chunk, sequence)).collect()
+        })
         .unwrap_or_default();
     for info in volume.list(MAP_PREFIX)? {
         if !referenced.contains(&info.name) {
@@ -249,11 +232,7 @@ fn open_tier(config: &StoreConfig) -> Result<Option<TierCache>> {
         None => Box::new(FileDevice::open(&tier.path, tier.direct_io)?),
     };
     let index_path = tier.path.with_extension("idx");
-    Ok(Some(TierCache::open(
-        device,
-        &index_path,
-        tier.capacity_bytes,
-    )?))
+    Ok(Some(TierCache::open(device, &index_path, tier.capacity_bytes)?))
 }
 
 impl StoreInner {
@@ -263,10 +242,7 @@ impl StoreInner {
         let mut touched: Vec<(PageId, Pinned, bool)> = Vec::new();
         for op in ops {
             let page_id = op.page_id();
-            let index = match touched
-                .iter()
-                .position(|(touched_id, _, _)| *touched_id == page_id)
-            {
+            let index = match touched.iter().position(|(touched_id, _, _)| *touched_id == page_id) {
                 Some(index) => index,
                 None => {
                     let pin = self.redo_fetch(op, end)?;

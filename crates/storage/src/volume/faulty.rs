@@ -44,11 +44,7 @@ impl<V: Volume> FaultyVolume<V> {
     pub fn new(inner: V, config: FaultConfig, seed: u64) -> FaultyVolume<V> {
         FaultyVolume {
             inner,
-            state: Mutex::new(FaultState {
-                config,
-                random: SplitMix64::new(seed),
-                crashed: false,
-            }),
+            state: Mutex::new(FaultState { config, random: SplitMix64::new(seed), crashed: false }),
         }
     }
 

@@ -57,13 +57,9 @@ impl LocalVolume {
     fn path_of(&self, name: &str) -> Result<PathBuf> {
         let valid = !name.is_empty()
             && !name.starts_with('/')
-            && name
-                .split('/')
-                .all(|part| !part.is_empty() && part != "." && part != "..");
+            && name.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
         if !valid {
-            return Err(StorageError::InvalidConfig {
-                detail: format!("bad object name={name}"),
-            });
+            return Err(StorageError::InvalidConfig { detail: format!("bad object name={name}") });
         }
         Ok(self.root.join(name))
     }
@@ -83,11 +79,7 @@ impl LocalVolume {
         let file = Arc::new(file);
         let mut open_files = self.open_files.lock();
         if open_files.len() >= OPEN_FILES_MAX {
-            let victim = open_files
-                .keys()
-                .next()
-                .cloned()
-                .expect("cache is not empty");
+            let victim = open_files.keys().next().cloned().expect("cache is not empty");
             open_files.remove(&victim);
         }
         open_files.insert(name.to_string(), Arc::clone(&file));
@@ -97,9 +89,7 @@ impl LocalVolume {
 
 fn not_found_or(name: &str, path: &Path, op: &'static str, error: std::io::Error) -> StorageError {
     if error.kind() == std::io::ErrorKind::NotFound {
-        StorageError::NotFound {
-            object: name.to_string(),
-        }
+        StorageError::NotFound { object: name.to_string() }
     } else {
         StorageError::local_io(op, path, error)
     }
@@ -114,22 +104,17 @@ fn sync_directory(directory: &Path) -> Result<()> {
 impl Volume for LocalVolume {
     fn put(&self, name: &str, data: &[u8]) -> Result<()> {
         let path = self.path_of(name)?;
-        let directory = path
-            .parent()
-            .expect("object path has a parent")
-            .to_path_buf();
+        let directory = path.parent().expect("object path has a parent").to_path_buf();
         fs::create_dir_all(&directory)
             .map_err(|error| StorageError::local_io("mkdir", &directory, error))?;
         let sequence = self.temporary_sequence.fetch_add(1, Ordering::Relaxed);
         let temporary = directory.join(format!(".tmp.{}.{sequence}", std::process::id()));
-        let written = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-            .and_then(|mut file| {
+        let written = OpenOptions::new().write(true).create_new(true).open(&temporary).and_then(
+            |mut file| {
                 file.write_all(data)?;
                 file.sync_data()
-            });
+            },
+        );
         if let Err(error) = written {
             let _ = fs::remove_file(&temporary);
             return Err(StorageError::local_io("write", &temporary, error));
@@ -148,12 +133,11 @@ impl Volume for LocalVolume {
     fn read_range(&self, name: &str, offset: u64, buffer: &mut [u8]) -> Result<()> {
         self.simulate_latency();
         let file = self.open_for_read(name)?;
-        file.read_exact_at(buffer, offset)
-            .map_err(|error| StorageError::VolumeIo {
-                op: "read_range",
-                object: name.to_string(),
-                detail: format!("offset={offset} length={} error={error}", buffer.len()),
-            })
+        file.read_exact_at(buffer, offset).map_err(|error| StorageError::VolumeIo {
+            op: "read_range",
+            object: name.to_string(),
+            detail: format!("offset={offset} length={} error={error}", buffer.len()),
+        })
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
@@ -203,24 +187,16 @@ fn list_recursive(
         if file_name.to_string_lossy().starts_with(".tmp.") {
             continue;
         }
-        let metadata = entry
-            .metadata()
-            .map_err(|error| StorageError::local_io("stat", &path, error))?;
-        let relative = path
-            .strip_prefix(root)
-            .expect("under root")
-            .to_string_lossy()
-            .to_string();
+        let metadata =
+            entry.metadata().map_err(|error| StorageError::local_io("stat", &path, error))?;
+        let relative = path.strip_prefix(root).expect("under root").to_string_lossy().to_string();
         if metadata.is_dir() {
             let directory_name = format!("{relative}/");
             if directory_name.starts_with(prefix) || prefix.starts_with(&directory_name) {
                 list_recursive(root, &path, prefix, found)?;
             }
         } else if relative.starts_with(prefix) {
-            found.push(ObjectInfo {
-                name: relative,
-                size: metadata.len(),
-            });
+            found.push(ObjectInfo { name: relative, size: metadata.len() });
         }
     }
     Ok(())

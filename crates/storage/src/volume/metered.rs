@@ -74,10 +74,7 @@ pub struct MeteredVolume<V> {
 
 impl<V: Volume> MeteredVolume<V> {
     pub fn new(inner: V) -> MeteredVolume<V> {
-        MeteredVolume {
-            inner,
-            stats: VolumeStats::default(),
-        }
+        MeteredVolume { inner, stats: VolumeStats::default() }
     }
 
     pub fn stats(&self) -> &VolumeStats {

@@ -77,9 +77,7 @@ impl S3Volume {
     /// a valid key prefix, and with `StorageError::VolumeIo` when the runtime cannot start.
     pub fn open(config: S3Config) -> Result<S3Volume> {
         if config.bucket.is_empty() {
-            return Err(StorageError::InvalidConfig {
-                detail: "s3 bucket is empty".to_string(),
-            });
+            return Err(StorageError::InvalidConfig { detail: "s3 bucket is empty".to_string() });
         }
         let prefix = config.prefix.trim_matches('/').to_string();
         if !prefix.is_empty() && !is_valid_name(&prefix) {
@@ -126,13 +124,7 @@ impl S3Volume {
             ),
         })?;
 
-        Ok(S3Volume {
-            store,
-            runtime: Some(runtime),
-            bucket: config.bucket,
-            prefix,
-            endpoint,
-        })
+        Ok(S3Volume { store, runtime: Some(runtime), bucket: config.bucket, prefix, endpoint })
     }
 
     /// The bucket this volume stores into.
@@ -146,18 +138,13 @@ impl S3Volume {
     }
 
     fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.runtime
-            .as_ref()
-            .expect("runtime lives until drop")
-            .block_on(future)
+        self.runtime.as_ref().expect("runtime lives until drop").block_on(future)
     }
 
     /// The full key of object `name`, after checking that `name` is a valid object name.
     fn key_of(&self, name: &str) -> Result<Path> {
         if !is_valid_name(name) {
-            return Err(StorageError::InvalidConfig {
-                detail: format!("bad object name={name}"),
-            });
+            return Err(StorageError::InvalidConfig { detail: format!("bad object name={name}") });
         }
         let key = if self.prefix.is_empty() {
             name.to_string()
@@ -179,9 +166,7 @@ impl S3Volume {
         error: object_store::Error,
     ) -> StorageError {
         if is_missing_object(&error) && matches!(op, "get" | "read_range") {
-            return StorageError::NotFound {
-                object: name.to_string(),
-            };
+            return StorageError::NotFound { object: name.to_string() };
         }
         StorageError::VolumeIo {
             op,
@@ -233,9 +218,7 @@ fn is_missing_object(error: &object_store::Error) -> bool {
 fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('/')
-        && name
-            .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != "..")
+        && name.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 fn range_of(name: &str, offset: u64, length: usize) -> Result<Range<u64>> {
@@ -311,10 +294,8 @@ impl Volume for S3Volume {
             .into_iter()
             .filter_map(|meta| {
                 let name = self.name_of(meta.location.as_ref())?;
-                name.starts_with(prefix).then(|| ObjectInfo {
-                    name: name.to_string(),
-                    size: meta.size,
-                })
+                name.starts_with(prefix)
+                    .then(|| ObjectInfo { name: name.to_string(), size: meta.size })
             })
             .collect())
     }
@@ -333,10 +314,7 @@ impl Volume for S3Volume {
         if self.prefix.is_empty() {
             format!("s3://{} (endpoint={})", self.bucket, self.endpoint)
         } else {
-            format!(
-                "s3://{}/{} (endpoint={})",
-                self.bucket, self.prefix, self.endpoint
-            )
+            format!("s3://{}/{} (endpoint={})", self.bucket, self.prefix, self.endpoint)
         }
     }
 }
