@@ -2,5 +2,10 @@
 //! values, and (next) the B+tree that stores them in pages of the page store.
 
 mod key;
+mod node;
 
 pub use key::{decode_key, encode_key, KeyColumn, KeyError, KeyKind, KeyValue};
+pub use node::{
+    diff_ranges, internal_cell_bytes, leaf_cell_bytes, CellValue, Node, NodeCorruption, NodeMut,
+    INLINE_VALUE_BYTES_MAX, KEY_BYTES_MAX,
+};

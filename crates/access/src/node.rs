@@ -1,0 +1,465 @@
+//! B+tree nodes: slotted pages of variable-length cells, operated on as plain bytes.
+//!
+//! A node lives in the payload of one page. Node operations are pure functions of the bytes
+//! (no I/O, no logging), so they are tested exhaustively on their own; the tree applies them
+//! to a copy of the payload and logs the changed byte ranges through the page store (see
+//! `diff_ranges`), which keeps redo physical without full-page images.
+//!
+//! Layout of the payload (little-endian; docs/design/007-btree.md):
+//!
+//! | offset | size  | field                                                           |
+//! |-------:|------:|-----------------------------------------------------------------|
+//! | 0      | 1     | kind: 1 leaf, 2 internal                                        |
+//! | 1      | 1     | level: 0 for leaves, parent = child + 1                         |
+//! | 2      | 2     | cell count n                                                    |
+//! | 4      | 2     | cell area start: lowest offset used by a cell                   |
+//! | 6      | 2     | fragmented bytes: dead space inside the cell area               |
+//! | 8      | 8     | right sibling page id (0: none)                                 |
+//! | 16     | 8     | left sibling page id (0: none)                                  |
+//! | 24     | 8     | leftmost child (internal nodes): keys below the first separator |
+//! | 32     | 2     | high key offset (0: no high key, the node extends to +infinity) |
+//! | 34     | 2     | high key length                                                 |
+//! | 36     | 4     | reserved, zero                                                  |
+//! | 40     | 2 n   | slot array: cell offsets in key order                           |
+//! | ...    |       | free space                                                      |
+//! | start  |       | cells, growing down from the end of the payload                 |
+//!
+//! Cell formats:
+//! - leaf: key length u16, value length u32, key, value (the tree stores large values in
+//!   overflow pages and a fixed-size reference here);
+//! - internal: key length u16, child page id u64, key: the child holds keys >= key.
+
+use std::cmp::Ordering;
+
+use tierdb_common::PAGE_PAYLOAD_SIZE;
+
+pub(crate) const HEADER_BYTES: usize = 40;
+const SLOT_BYTES: usize = 2;
+const LEAF_CELL_HEADER_BYTES: usize = 6;
+const INTERNAL_CELL_HEADER_BYTES: usize = 10;
+pub(crate) const KIND_LEAF: u8 = 1;
+pub(crate) const KIND_INTERNAL: u8 = 2;
+
+/// Largest key a node accepts: four cells must fit in a node so that splits always succeed.
+pub const KEY_BYTES_MAX: usize = 1024;
+/// Largest value stored inline in a leaf; larger values go to overflow pages.
+pub const INLINE_VALUE_BYTES_MAX: usize = 1024;
+
+fn get_u16(bytes: &[u8], offset: usize) -> u16 {
+    u16::from_le_bytes(bytes[offset..offset + 2].try_into().expect("2 bytes"))
+}
+
+fn get_u32(bytes: &[u8], offset: usize) -> u32 {
+    u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"))
+}
+
+fn get_u64(bytes: &[u8], offset: usize) -> u64 {
+    u64::from_le_bytes(bytes[offset..offset + 8].try_into().expect("8 bytes"))
+}
+
+fn put_u16(bytes: &mut [u8], offset: usize, value: u16) {
+    bytes[offset..offset + 2].copy_from_slice(&value.to_le_bytes());
+}
+
+fn put_u32(bytes: &mut [u8], offset: usize, value: u32) {
+    bytes[offset..offset + 4].copy_from_slice(&value.to_le_bytes());
+}
+
+fn put_u64(bytes: &mut [u8], offset: usize, value: u64) {
+    bytes[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+fn to_u16(value: usize) -> u16 {
+    u16::try_from(value).expect("offsets within a page fit in u16")
+}
+
+/// What a cell holds besides its key.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CellValue<'a> {
+    Leaf(&'a [u8]),
+    Child(u64),
+}
+
+/// A read-only view of a node.
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    bytes: &'a [u8],
+}
+
+/// A mutable node.
+pub struct NodeMut<'a> {
+    bytes: &'a mut [u8],
+}
+
+/// Why bytes are not a valid node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeCorruption(pub String);
+
+impl<'a> Node<'a> {
+    /// Views `bytes` (a page payload) as a node, checking every offset so that a corrupt page
+    /// is an error, never a panic or an out-of-bounds read later.
+    pub fn open(bytes: &'a [u8]) -> Result<Node<'a>, NodeCorruption> {
+        assert_eq!(bytes.len(), PAGE_PAYLOAD_SIZE, "a node is one page payload");
+        let node = Node { bytes };
+        node.validate()?;
+        Ok(node)
+    }
+
+    fn validate(&self) -> Result<(), NodeCorruption> {
+        let fail = |detail: String| Err(NodeCorruption(detail));
+        let kind = self.bytes[0];
+        if kind != KIND_LEAF && kind != KIND_INTERNAL {
+            return fail(format!("bad node kind={kind}"));
+        }
+        if (kind == KIND_LEAF) != (self.level() == 0) {
+            return fail(format!("kind={kind} disagrees with level={}", self.level()));
+        }
+        let count = self.count();
+        let slots_end = HEADER_BYTES + count * SLOT_BYTES;
+        let cell_start = usize::from(get_u16(self.bytes, 4));
+        if slots_end > cell_start || cell_start > PAGE_PAYLOAD_SIZE {
+            return fail(format!(
+                "slot array end={slots_end} overlaps cell area start={cell_start}"
+            ));
+        }
+        for index in 0..count {
+            let offset = self.slot(index);
+            if offset < cell_start || offset + self.cell_header_bytes() > PAGE_PAYLOAD_SIZE {
+                return fail(format!("slot={index} offset={offset} outside the cell area"));
+            }
+            if offset + self.cell_length(offset) > PAGE_PAYLOAD_SIZE {
+                return fail(format!("slot={index} cell overruns the page"));
+            }
+        }
+        let fragmented = usize::from(get_u16(self.bytes, 6));
+        if fragmented > PAGE_PAYLOAD_SIZE - cell_start {
+            return fail(format!("fragmented bytes={fragmented} exceed the cell area"));
+        }
+        let (high_offset, high_length) = self.high_key_span();
+        if high_offset != 0
+            && (high_offset < cell_start || high_offset + high_length > PAGE_PAYLOAD_SIZE)
+        {
+            return fail("high key outside the cell area".to_string());
+        }
+        Ok(())
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.bytes[0] == KIND_LEAF
+    }
+    pub fn level(&self) -> u8 {
+        self.bytes[1]
+    }
+    pub fn count(&self) -> usize {
+        usize::from(get_u16(self.bytes, 2))
+    }
+    pub fn right_sibling(&self) -> u64 {
+        get_u64(self.bytes, 8)
+    }
+    pub fn left_sibling(&self) -> u64 {
+        get_u64(self.bytes, 16)
+    }
+    pub fn leftmost_child(&self) -> u64 {
+        get_u64(self.bytes, 24)
+    }
+
+    fn high_key_span(&self) -> (usize, usize) {
+        (usize::from(get_u16(self.bytes, 32)), usize::from(get_u16(self.bytes, 34)))
+    }
+
+    /// The exclusive upper bound of keys in this node; `None` for +infinity.
+    pub fn high_key(&self) -> Option<&'a [u8]> {
+        let (offset, length) = self.high_key_span();
+        (offset != 0).then(|| &self.bytes[offset..offset + length])
+    }
+
+    fn slot(&self, index: usize) -> usize {
+        usize::from(get_u16(self.bytes, HEADER_BYTES + index * SLOT_BYTES))
+    }
+
+    fn cell_header_bytes(&self) -> usize {
+        if self.is_leaf() {
+            LEAF_CELL_HEADER_BYTES
+        } else {
+            INTERNAL_CELL_HEADER_BYTES
+        }
+    }
+
+    fn cell_length(&self, offset: usize) -> usize {
+        let key = usize::from(get_u16(self.bytes, offset));
+        if self.is_leaf() {
+            LEAF_CELL_HEADER_BYTES
+                + key
+                + usize::try_from(get_u32(self.bytes, offset + 2)).expect("fits")
+        } else {
+            INTERNAL_CELL_HEADER_BYTES + key
+        }
+    }
+
+    pub fn key(&self, index: usize) -> &'a [u8] {
+        let offset = self.slot(index);
+        let length = usize::from(get_u16(self.bytes, offset));
+        let start = offset + self.cell_header_bytes();
+        &self.bytes[start..start + length]
+    }
+
+    pub fn value(&self, index: usize) -> CellValue<'a> {
+        let offset = self.slot(index);
+        if self.is_leaf() {
+            let key = usize::from(get_u16(self.bytes, offset));
+            let length = usize::try_from(get_u32(self.bytes, offset + 2)).expect("fits");
+            let start = offset + LEAF_CELL_HEADER_BYTES + key;
+            CellValue::Leaf(&self.bytes[start..start + length])
+        } else {
+            CellValue::Child(get_u64(self.bytes, offset + 2))
+        }
+    }
+
+    /// Binary search: `Ok(index)` of an equal key, or `Err(index)` where it would go.
+    pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let (mut low, mut high) = (0, self.count());
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match self.key(middle).cmp(key) {
+                Ordering::Less => low = middle + 1,
+                Ordering::Greater => high = middle,
+                Ordering::Equal => return Ok(middle),
+            }
+        }
+        Err(low)
+    }
+
+    /// The child of an internal node that covers `key`.
+    pub fn child_for(&self, key: &[u8]) -> u64 {
+        debug_assert!(!self.is_leaf(), "child_for on a leaf");
+        match self.search(key) {
+            Ok(index) => self.child(index),
+            Err(0) => self.leftmost_child(),
+            Err(index) => self.child(index - 1),
+        }
+    }
+
+    fn child(&self, index: usize) -> u64 {
+        match self.value(index) {
+            CellValue::Child(child) => child,
+            CellValue::Leaf(_) => unreachable!("internal node cell"),
+        }
+    }
+
+    /// Bytes free for new cells and slots, counting fragmented space (reclaimed by compaction).
+    pub fn free_bytes(&self) -> usize {
+        let slots_end = HEADER_BYTES + self.count() * SLOT_BYTES;
+        let cell_start = usize::from(get_u16(self.bytes, 4));
+        cell_start - slots_end + usize::from(get_u16(self.bytes, 6))
+    }
+
+    /// Bytes of live cells, slots and high key.
+    pub fn used_bytes(&self) -> usize {
+        PAGE_PAYLOAD_SIZE - HEADER_BYTES - self.free_bytes()
+    }
+}
+
+/// Space a cell needs, slot included.
+pub fn leaf_cell_bytes(key: &[u8], value: &[u8]) -> usize {
+    LEAF_CELL_HEADER_BYTES + key.len() + value.len() + SLOT_BYTES
+}
+
+pub fn internal_cell_bytes(key: &[u8]) -> usize {
+    INTERNAL_CELL_HEADER_BYTES + key.len() + SLOT_BYTES
+}
+
+impl<'a> NodeMut<'a> {
+    /// Formats `bytes` as an empty node.
+    pub fn init(bytes: &'a mut [u8], level: u8) -> NodeMut<'a> {
+        assert_eq!(bytes.len(), PAGE_PAYLOAD_SIZE, "a node is one page payload");
+        bytes.fill(0);
+        bytes[0] = if level == 0 { KIND_LEAF } else { KIND_INTERNAL };
+        bytes[1] = level;
+        put_u16(bytes, 4, to_u16(PAGE_PAYLOAD_SIZE));
+        NodeMut { bytes }
+    }
+
+    /// A mutable view of a valid node.
+    pub fn open(bytes: &'a mut [u8]) -> Result<NodeMut<'a>, NodeCorruption> {
+        Node::open(bytes)?;
+        Ok(NodeMut { bytes })
+    }
+
+    pub fn view(&self) -> Node<'_> {
+        Node { bytes: self.bytes }
+    }
+
+    pub fn set_right_sibling(&mut self, page: u64) {
+        put_u64(self.bytes, 8, page);
+    }
+    pub fn set_left_sibling(&mut self, page: u64) {
+        put_u64(self.bytes, 16, page);
+    }
+    pub fn set_leftmost_child(&mut self, page: u64) {
+        put_u64(self.bytes, 24, page);
+    }
+
+    /// Sets (or with `None` clears) the high key. Returns false if it does not fit.
+    pub fn set_high_key(&mut self, key: Option<&[u8]>) -> bool {
+        let (old_offset, old_length) = self.view().high_key_span();
+        if old_offset != 0 {
+            self.add_fragmented(old_length);
+            put_u16(self.bytes, 32, 0);
+            put_u16(self.bytes, 34, 0);
+        }
+        let Some(key) = key else { return true };
+        let Some(offset) = self.allocate(key.len(), 0) else { return false };
+        self.bytes[offset..offset + key.len()].copy_from_slice(key);
+        put_u16(self.bytes, 32, to_u16(offset));
+        put_u16(self.bytes, 34, to_u16(key.len()));
+        true
+    }
+
+    fn add_fragmented(&mut self, bytes: usize) {
+        let fragmented = usize::from(get_u16(self.bytes, 6)) + bytes;
+        put_u16(self.bytes, 6, to_u16(fragmented));
+    }
+
+    /// Reserves `length` bytes in the cell area (compacting if needed) plus `slot_bytes` for the
+    /// slot array; returns the cell offset or `None` if it does not fit.
+    fn allocate(&mut self, length: usize, slot_bytes: usize) -> Option<usize> {
+        if self.view().free_bytes() < length + slot_bytes {
+            return None;
+        }
+        let slots_end = HEADER_BYTES + self.view().count() * SLOT_BYTES;
+        let mut cell_start = usize::from(get_u16(self.bytes, 4));
+        if cell_start - slots_end < length + slot_bytes {
+            self.compact();
+            cell_start = usize::from(get_u16(self.bytes, 4));
+            if cell_start - slots_end < length + slot_bytes {
+                return None;
+            }
+        }
+        let offset = cell_start - length;
+        put_u16(self.bytes, 4, to_u16(offset));
+        Some(offset)
+    }
+
+    /// Rewrites the cells contiguously at the end of the page, dropping fragmented space.
+    pub fn compact(&mut self) {
+        let view = self.view();
+        let count = view.count();
+        let mut cells: Vec<(usize, Vec<u8>)> = (0..count)
+            .map(|index| {
+                let offset = view.slot(index);
+                (index, self.bytes[offset..offset + view.cell_length(offset)].to_vec())
+            })
+            .collect();
+        let high_key = view.high_key().map(<[u8]>::to_vec);
+        let mut end = PAGE_PAYLOAD_SIZE;
+        for (index, cell) in cells.drain(..) {
+            end -= cell.len();
+            self.bytes[end..end + cell.len()].copy_from_slice(&cell);
+            put_u16(self.bytes, HEADER_BYTES + index * SLOT_BYTES, to_u16(end));
+        }
+        if let Some(high_key) = high_key {
+            end -= high_key.len();
+            self.bytes[end..end + high_key.len()].copy_from_slice(&high_key);
+            put_u16(self.bytes, 32, to_u16(end));
+        }
+        let slots_end = HEADER_BYTES + count * SLOT_BYTES;
+        self.bytes[slots_end..end].fill(0);
+        put_u16(self.bytes, 4, to_u16(end));
+        put_u16(self.bytes, 6, 0);
+    }
+
+    /// Inserts a leaf cell at `index` (from `search`). Returns false if it does not fit.
+    pub fn insert_leaf(&mut self, index: usize, key: &[u8], value: &[u8]) -> bool {
+        debug_assert!(self.view().is_leaf(), "leaf insert into an internal node");
+        let length = LEAF_CELL_HEADER_BYTES + key.len() + value.len();
+        let Some(offset) = self.allocate(length, SLOT_BYTES) else { return false };
+        put_u16(self.bytes, offset, to_u16(key.len()));
+        put_u32(self.bytes, offset + 2, u32::try_from(value.len()).expect("value fits a page"));
+        let key_start = offset + LEAF_CELL_HEADER_BYTES;
+        self.bytes[key_start..key_start + key.len()].copy_from_slice(key);
+        self.bytes[key_start + key.len()..offset + length].copy_from_slice(value);
+        self.insert_slot(index, offset);
+        true
+    }
+
+    /// Inserts an internal cell (separator `key`, `child` holds keys >= key) at `index`.
+    pub fn insert_internal(&mut self, index: usize, key: &[u8], child: u64) -> bool {
+        debug_assert!(!self.view().is_leaf(), "internal insert into a leaf");
+        let length = INTERNAL_CELL_HEADER_BYTES + key.len();
+        let Some(offset) = self.allocate(length, SLOT_BYTES) else { return false };
+        put_u16(self.bytes, offset, to_u16(key.len()));
+        put_u64(self.bytes, offset + 2, child);
+        self.bytes[offset + INTERNAL_CELL_HEADER_BYTES..offset + length].copy_from_slice(key);
+        self.insert_slot(index, offset);
+        true
+    }
+
+    fn insert_slot(&mut self, index: usize, offset: usize) {
+        let count = self.view().count();
+        assert!(index <= count, "slot index out of range");
+        let at = HEADER_BYTES + index * SLOT_BYTES;
+        let end = HEADER_BYTES + count * SLOT_BYTES;
+        self.bytes.copy_within(at..end, at + SLOT_BYTES);
+        put_u16(self.bytes, at, to_u16(offset));
+        put_u16(self.bytes, 2, to_u16(count + 1));
+    }
+
+    /// Removes the cell at `index`.
+    pub fn remove(&mut self, index: usize) {
+        let view = self.view();
+        let count = view.count();
+        assert!(index < count, "slot index out of range");
+        let offset = view.slot(index);
+        let length = view.cell_length(offset);
+        self.add_fragmented(length);
+        let at = HEADER_BYTES + index * SLOT_BYTES;
+        let end = HEADER_BYTES + count * SLOT_BYTES;
+        self.bytes.copy_within(at + SLOT_BYTES..end, at);
+        put_u16(self.bytes, end - SLOT_BYTES, 0);
+        put_u16(self.bytes, 2, to_u16(count - 1));
+    }
+
+    /// Moves the cells from `from` on into `right` (an empty node of the same level), which
+    /// keeps them in order. Used by splits.
+    pub fn move_tail(&mut self, from: usize, right: &mut NodeMut<'_>) {
+        let count = self.view().count();
+        for index in from..count {
+            let view = self.view();
+            let moved = match view.value(index) {
+                CellValue::Leaf(value) => right.insert_leaf(index - from, view.key(index), value),
+                CellValue::Child(child) => {
+                    right.insert_internal(index - from, view.key(index), child)
+                }
+            };
+            assert!(moved, "the right half of a split fits an empty node");
+        }
+        for index in (from..count).rev() {
+            self.remove(index);
+        }
+        self.compact();
+    }
+}
+
+/// The byte ranges where `after` differs from `before`, with ranges closer than `GAP_BYTES`
+/// merged (one log entry costs about as much as that many bytes).
+pub fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<std::ops::Range<usize>> {
+    const GAP_BYTES: usize = 16;
+    assert_eq!(before.len(), after.len(), "diff of equal-length buffers");
+    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut index = 0;
+    while index < before.len() {
+        if before[index] == after[index] {
+            index += 1;
+            continue;
+        }
+        let start = index;
+        while index < before.len() && before[index] != after[index] {
+            index += 1;
+        }
+        match ranges.last_mut() {
+            Some(last) if start - last.end < GAP_BYTES => last.end = index,
+            _ => ranges.push(start..index),
+        }
+    }
+    ranges
+}

@@ -1,0 +1,152 @@
+//! B+tree nodes against a model (an ordered map): random inserts, removes, compactions and
+//! splits keep the node valid, ordered and equal to the model; byte diffs reproduce changes;
+//! corrupt bytes are rejected or read safely, never a panic.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use tierdb_access::{diff_ranges, leaf_cell_bytes, CellValue, Node, NodeMut};
+use tierdb_common::PAGE_PAYLOAD_SIZE;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(Vec<u8>, Vec<u8>),
+    Remove(usize),
+    Compact,
+    HighKey(Option<Vec<u8>>),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (prop::collection::vec(any::<u8>(), 0..40), prop::collection::vec(any::<u8>(), 0..300))
+            .prop_map(|(key, value)| Op::Insert(key, value)),
+        3 => any::<usize>().prop_map(Op::Remove),
+        1 => Just(Op::Compact),
+        1 => prop::option::of(prop::collection::vec(any::<u8>(), 0..30)).prop_map(Op::HighKey),
+    ]
+}
+
+fn leaf_contents(node: Node<'_>) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    (0..node.count())
+        .map(|index| match node.value(index) {
+            CellValue::Leaf(value) => (node.key(index).to_vec(), value.to_vec()),
+            CellValue::Child(_) => panic!("leaf holds a child"),
+        })
+        .collect()
+}
+
+proptest! {
+    #[test]
+    fn leaf_matches_model(ops in prop::collection::vec(op(), 1..200)) {
+        let mut bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut high_key: Option<Vec<u8>> = None;
+        NodeMut::init(&mut bytes, 0);
+        for op in ops {
+            let before = bytes.clone();
+            let mut node = NodeMut::open(&mut bytes).unwrap();
+            match op {
+                Op::Insert(key, value) => {
+                    if let Err(index) = node.view().search(&key) {
+                        let fits = node.view().free_bytes() >= leaf_cell_bytes(&key, &value);
+                        prop_assert_eq!(node.insert_leaf(index, &key, &value), fits);
+                        if fits {
+                            model.insert(key, value);
+                        }
+                    }
+                }
+                Op::Remove(choice) => {
+                    if !model.is_empty() {
+                        let index = choice % model.len();
+                        let key = node.view().key(index).to_vec();
+                        node.remove(index);
+                        model.remove(&key);
+                    }
+                }
+                Op::Compact => node.compact(),
+                Op::HighKey(key) => {
+                    if node.set_high_key(key.as_deref()) {
+                        high_key = key;
+                    } else {
+                        high_key = None;
+                    }
+                }
+            }
+            let view = Node::open(&bytes).unwrap();
+            prop_assert_eq!(leaf_contents(view), model.clone());
+            prop_assert_eq!(view.high_key().map(<[u8]>::to_vec), high_key.clone());
+            for (index, key) in model.keys().enumerate() {
+                prop_assert_eq!(view.search(key), Ok(index));
+            }
+            // Logging the changed ranges onto the old bytes reproduces the new ones.
+            let mut replayed = before.clone();
+            for range in diff_ranges(&before, &bytes) {
+                replayed[range.clone()].copy_from_slice(&bytes[range]);
+            }
+            prop_assert_eq!(&replayed, &bytes);
+        }
+    }
+
+    #[test]
+    fn split_keeps_every_cell_in_order(keys in prop::collection::btree_set(prop::collection::vec(any::<u8>(), 1..30), 2..120), split_at_seed in any::<usize>()) {
+        let mut left_bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
+        let mut right_bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
+        let mut left = NodeMut::init(&mut left_bytes, 0);
+        let mut inserted = Vec::new();
+        for key in &keys {
+            let index = left.view().search(key).unwrap_err();
+            if left.insert_leaf(index, key, b"value") {
+                inserted.push(key.clone());
+            }
+        }
+        inserted.sort();
+        let split_at = split_at_seed % inserted.len();
+        let mut right = NodeMut::init(&mut right_bytes, 0);
+        left.move_tail(split_at, &mut right);
+        let left_view = Node::open(&left_bytes).unwrap();
+        let right_view = Node::open(&right_bytes).unwrap();
+        let rejoined: Vec<Vec<u8>> = leaf_contents(left_view).into_keys().chain(leaf_contents(right_view).into_keys()).collect();
+        prop_assert_eq!(rejoined, inserted);
+        prop_assert_eq!(left_view.count(), split_at);
+    }
+
+    #[test]
+    fn internal_node_routes_keys(separators in prop::collection::btree_set(prop::collection::vec(any::<u8>(), 1..8), 1..50), probe in prop::collection::vec(any::<u8>(), 0..8)) {
+        let mut bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
+        let mut node = NodeMut::init(&mut bytes, 1);
+        node.set_leftmost_child(1_000);
+        for (index, key) in separators.iter().enumerate() {
+            prop_assert!(node.insert_internal(index, key, u64::try_from(index).unwrap()));
+        }
+        let view = Node::open(&bytes).unwrap();
+        // The child for a probe is the one after the greatest separator <= probe.
+        let expected = separators.iter().enumerate().filter(|(_, key)| key.as_slice() <= probe.as_slice()).map(|(index, _)| u64::try_from(index).unwrap()).last().unwrap_or(1_000);
+        prop_assert_eq!(view.child_for(&probe), expected);
+    }
+
+    #[test]
+    fn corrupt_nodes_are_rejected_or_read_safely(seed_ops in prop::collection::vec(op(), 1..40), flips in prop::collection::vec((0usize..PAGE_PAYLOAD_SIZE, any::<u8>()), 1..8)) {
+        let mut bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
+        NodeMut::init(&mut bytes, 0);
+        for op in seed_ops {
+            if let Op::Insert(key, value) = op {
+                let mut node = NodeMut::open(&mut bytes).unwrap();
+                if let Err(index) = node.view().search(&key) {
+                    node.insert_leaf(index, &key, &value);
+                }
+            }
+        }
+        for (position, value) in flips {
+            bytes[position] = value;
+        }
+        if let Ok(node) = Node::open(&bytes) {
+            for index in 0..node.count() {
+                let _ = node.key(index);
+                let _ = node.value(index);
+            }
+            let _ = node.search(b"probe");
+            let _ = node.free_bytes();
+            let _ = node.high_key();
+        }
+    }
+}
