@@ -182,6 +182,7 @@ pub(crate) struct BufferPool {
     free: Mutex<Vec<Arc<Frame>>>,
     hand: AtomicUsize,
     target_frames: AtomicUsize,
+    release_lock: Mutex<()>,
     pub stats: PoolStats,
 }
 
@@ -197,6 +198,7 @@ impl BufferPool {
             free: Mutex::new(Vec::new()),
             hand: AtomicUsize::new(0),
             target_frames: AtomicUsize::new(target_frames),
+            release_lock: Mutex::new(()),
             stats: PoolStats::default(),
         }
     }
@@ -440,6 +442,9 @@ impl BufferPool {
     /// small batches so that no thread waits on the frame list for long.
     pub fn release_excess(&self, evicted: EvictionSink<'_>) -> usize {
         const BATCH_FRAMES: usize = 256;
+        // One releaser at a time: two would each release the whole excess and take the pool
+        // below its target (even to zero frames).
+        let _one_at_a_time = self.release_lock.lock();
         loop {
             let excess = self.allocated_frames().saturating_sub(self.target_frames());
             if excess == 0 {

@@ -501,32 +501,56 @@ fn recover_volume(
     objects.sort();
     let mut sink = VolumeWalSink { volume: Arc::clone(volume), objects: Vec::new() };
     let mut end = from;
-    for (start, object_end) in objects {
+    let last = objects.iter().rposition(|&(_, object_end)| object_end > from);
+    for (index, (start, object_end)) in objects.into_iter().enumerate() {
         if object_end <= from {
             sink.objects.push((start, object_end));
             continue;
         }
         let name = object_name(start, object_end);
+        let described = || format!("{}/{name}", volume.describe());
         if start > end {
-            // A later object after a gap is an unacknowledged write whose predecessor failed.
-            tracing::warn!(object = %name, expected = %end, "ignoring wal object after a gap");
-            volume.delete(&name)?;
-            continue;
+            // Objects are written one after another and the log stops at the first failed
+            // PUT, so a gap means an acknowledged object is missing.
+            return Err(StorageError::corrupt_file(
+                described(),
+                format!("gap in log expected_start={end}"),
+            ));
         }
+        // Parse the whole object before visiting any record: a torn object is discarded whole,
+        // and nothing from it may have reached the caller.
         let bytes = volume.get(&name)?;
-        if usize_to_u64(bytes.len()) != object_end.0 - start.0 {
-            return Err(StorageError::corrupt_file(
-                name,
-                format!("length={} disagrees with name", bytes.len()),
-            ));
+        let skip = u64_to_usize(from.0.saturating_sub(start.0)).min(bytes.len());
+        let mut records = Vec::new();
+        let damage = if usize_to_u64(bytes.len()) != object_end.0 - start.0 {
+            Some(format!("length={} disagrees with name", bytes.len()))
+        } else {
+            match parse_records(
+                Lsn(start.0 + usize_to_u64(skip)),
+                &bytes[skip..],
+                &mut |record_start, record_end, record| {
+                    records.push((record_start, record_end, record));
+                    Ok(())
+                },
+            )? {
+                ParseStop::End => None,
+                ParseStop::Invalid { at, reason, .. } => {
+                    Some(format!("invalid record lsn={at}: {reason}"))
+                }
+            }
+        };
+        if let Some(reason) = damage {
+            if Some(index) != last {
+                return Err(StorageError::corrupt_file(described(), reason));
+            }
+            // The last PUT was torn: it was never acknowledged (the log stops after a failed
+            // write), so it is cut off like a torn tail of a local file.
+            tracing::warn!(object = %described(), %reason, "discarded torn wal object at the end of the log");
+            volume.delete(&name)?;
+            break;
         }
-        let skip = u64_to_usize(from.0.saturating_sub(start.0));
-        let stop = parse_records(Lsn(start.0 + usize_to_u64(skip)), &bytes[skip..], visit)?;
-        if let ParseStop::Invalid { at, reason, .. } = stop {
-            return Err(StorageError::corrupt_file(
-                name,
-                format!("invalid record lsn={at}: {reason}"),
-            ));
+        for (record_start, record_end, record) in records {
+            visit(record_start, record_end, record)?;
         }
         end = object_end;
         sink.objects.push((start, object_end));

@@ -43,8 +43,12 @@ thread_local! {
 
 /// Attempts to load a page whose location moved (compaction) while it was being read.
 const LOAD_ATTEMPTS_MAX: usize = 4;
-/// Flush-and-retry rounds a fetch makes when every frame is dirty before giving up.
-const EVICTION_ATTEMPTS_MAX: usize = 64;
+/// How long a fetch waits for a frame to become evictable before reporting the pool
+/// exhausted (every frame pinned, or held by writes in progress).
+const FRAME_WAIT_MAX: Duration = Duration::from_secs(10);
+/// Pages a fetch writes itself when it finds nothing clean to evict: few, so that the read
+/// that pays for it waits for a small write; the background writer writes full segments.
+const FOREGROUND_FLUSH_PAGES: usize = 32;
 
 /// The local tier's configuration.
 #[derive(Clone)]
@@ -408,20 +412,25 @@ impl StoreInner {
 
     /// A free frame, flushing dirty pages if every candidate is dirty.
     pub(crate) fn acquire_frame(&self) -> Result<Arc<crate::buffer_pool::Frame>> {
-        for _ in 0..EVICTION_ATTEMPTS_MAX {
-            match self
-                .pool
-                .acquire_frame(&|page_id, version, image| self.admit(page_id, version, image))
-            {
+        let deadline = Instant::now() + FRAME_WAIT_MAX;
+        loop {
+            let admit = |page_id, version, image: &Page| self.admit(page_id, version, image);
+            match self.pool.acquire_frame(&admit) {
                 Acquire::Frame(frame) => return Ok(frame),
                 Acquire::NeedFlush => {
-                    if self.flush_some(crate::segment::SEGMENT_SLOTS_MAX)? == 0 {
-                        std::thread::yield_now();
+                    // Nothing clean to evict: write dirty pages; if there were none to write
+                    // (all pinned or already being written), wait for others to finish.
+                    if self.flush_some(FOREGROUND_FLUSH_PAGES)? == 0 {
+                        if Instant::now() >= deadline {
+                            return Err(StorageError::PoolExhausted {
+                                frames: self.pool.allocated_frames(),
+                            });
+                        }
+                        std::thread::sleep(Duration::from_micros(200));
                     }
                 }
             }
         }
-        Err(StorageError::PoolExhausted { frames: self.pool.allocated_frames() })
     }
 
     /// Pins `page_id`, loading it from the tier or the volume on a DRAM miss.

@@ -33,12 +33,12 @@ use crate::wal::{self, PageOp, Wal, WalLocation, WalRecord};
 
 pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner> {
     let volume = Arc::new(MeteredVolume::new(Arc::clone(&config.volume)));
-    let manifest = load_newest_manifest(&volume)?;
+    let (manifest, highest_sequence) = load_newest_manifest(&volume)?;
     let mut map = PageMap::default();
     let mut checkpoint_state = CheckpointState::default();
     if let Some(manifest) = &manifest {
         load_map(&volume, manifest, &mut map)?;
-        checkpoint_state.sequence = manifest.sequence;
+        checkpoint_state.sequence = highest_sequence.max(manifest.sequence);
         checkpoint_state.chunk_sequences = manifest.chunks.iter().copied().collect();
     }
     let listed = list_segments(&volume)?;
@@ -126,8 +126,17 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
     Ok(inner)
 }
 
-fn load_newest_manifest(volume: &MeteredVolume<Arc<dyn Volume>>) -> Result<Option<Manifest>> {
-    let mut newest: Option<(u64, String)> = None;
+/// The newest valid manifest, and the highest manifest sequence listed (valid or not), so that
+/// no name is ever reused.
+///
+/// A newest manifest that fails to decode is the remains of a checkpoint whose PUT was torn
+/// and reported failed (a volume that breaks its atomic-PUT contract): that checkpoint deleted
+/// nothing, so the manifest before it, with its chunks, segments and WAL, is still complete,
+/// and recovery uses it. With no valid manifest at all, the error names the newest one.
+fn load_newest_manifest(
+    volume: &MeteredVolume<Arc<dyn Volume>>,
+) -> Result<(Option<Manifest>, u64)> {
+    let mut listed: Vec<(u64, String)> = Vec::new();
     for info in volume.list(MANIFEST_PREFIX)? {
         let Some(sequence) = parse_manifest_name(&info.name) else {
             return Err(StorageError::corrupt_file(
@@ -135,24 +144,39 @@ fn load_newest_manifest(volume: &MeteredVolume<Arc<dyn Volume>>) -> Result<Optio
                 "unexpected object in manifest prefix",
             ));
         };
-        if newest.as_ref().is_none_or(|(best, _)| sequence > *best) {
-            newest = Some((sequence, info.name));
+        listed.push((sequence, info.name));
+    }
+    listed.sort();
+    let highest = listed.last().map_or(0, |(sequence, _)| *sequence);
+    let mut first_failure = None;
+    for (sequence, name) in listed.iter().rev() {
+        let described = format!("{}/{name}", volume.describe());
+        let decoded = volume.get(name).and_then(|bytes| {
+            let manifest = Manifest::decode(&bytes)
+                .map_err(|detail| StorageError::corrupt_file(described.clone(), detail))?;
+            if manifest.sequence != *sequence {
+                return Err(StorageError::corrupt_file(
+                    described.clone(),
+                    format!("sequence={} disagrees with name", manifest.sequence),
+                ));
+            }
+            Ok(manifest)
+        });
+        match decoded {
+            Ok(manifest) => {
+                if let Some(error) = &first_failure {
+                    tracing::warn!(%error, sequence, "newest manifest is damaged; recovering from the previous one");
+                }
+                return Ok((Some(manifest), highest));
+            }
+            Err(error) if first_failure.is_none() => first_failure = Some(error),
+            Err(_) => {}
         }
     }
-    let Some((sequence, name)) = newest else {
-        return Ok(None);
-    };
-    let bytes = volume.get(&name)?;
-    let manifest = Manifest::decode(&bytes).map_err(|detail| {
-        StorageError::corrupt_file(format!("{}/{name}", volume.describe()), detail)
-    })?;
-    if manifest.sequence != sequence {
-        return Err(StorageError::corrupt_file(
-            name,
-            format!("sequence={} disagrees with name", manifest.sequence),
-        ));
+    match first_failure {
+        Some(error) => Err(error),
+        None => Ok((None, highest)),
     }
-    Ok(Some(manifest))
 }
 
 fn load_map(
