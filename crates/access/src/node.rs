@@ -40,10 +40,13 @@ const INTERNAL_CELL_HEADER_BYTES: usize = 10;
 pub(crate) const KIND_LEAF: u8 = 1;
 pub(crate) const KIND_INTERNAL: u8 = 2;
 
-/// Largest key a node accepts: four cells must fit in a node so that splits always succeed.
+/// Largest key a node accepts. With `INLINE_VALUE_BYTES_MAX`, a maximal leaf cell takes
+/// 6 + 1,024 + 960 + 2 (slot) = 1,992 bytes, so a node's 8,120 bytes always hold three of them
+/// beside a maximal high key (3 x 1,992 + 1,024 = 7,000): a split of a full node can always
+/// leave at least one cell, and room for the new one, on each side.
 pub const KEY_BYTES_MAX: usize = 1024;
 /// Largest value stored inline in a leaf; larger values go to overflow pages.
-pub const INLINE_VALUE_BYTES_MAX: usize = 1024;
+pub const INLINE_VALUE_BYTES_MAX: usize = 960;
 
 fn get_u16(bytes: &[u8], offset: usize) -> u16 {
     u16::from_le_bytes(bytes[offset..offset + 2].try_into().expect("2 bytes"))
@@ -122,24 +125,34 @@ impl<'a> Node<'a> {
                 "slot array end={slots_end} overlaps cell area start={cell_start}"
             ));
         }
+        let mut spans = Vec::with_capacity(count + 1);
         for index in 0..count {
             let offset = self.slot(index);
             if offset < cell_start || offset + self.cell_header_bytes() > PAGE_PAYLOAD_SIZE {
                 return fail(format!("slot={index} offset={offset} outside the cell area"));
             }
-            if offset + self.cell_length(offset) > PAGE_PAYLOAD_SIZE {
+            let length = self.cell_length(offset);
+            if offset + length > PAGE_PAYLOAD_SIZE {
                 return fail(format!("slot={index} cell overruns the page"));
             }
+            spans.push((offset, offset + length));
         }
         let fragmented = usize::from(get_u16(self.bytes, 6));
         if fragmented > PAGE_PAYLOAD_SIZE - cell_start {
             return fail(format!("fragmented bytes={fragmented} exceed the cell area"));
         }
         let (high_offset, high_length) = self.high_key_span();
-        if high_offset != 0
-            && (high_offset < cell_start || high_offset + high_length > PAGE_PAYLOAD_SIZE)
-        {
-            return fail("high key outside the cell area".to_string());
+        if high_offset != 0 {
+            if high_offset < cell_start || high_offset + high_length > PAGE_PAYLOAD_SIZE {
+                return fail("high key outside the cell area".to_string());
+            }
+            spans.push((high_offset, high_offset + high_length));
+        }
+        // Cells may not overlap: compaction copies them, and two slots sharing bytes would
+        // make a change to one silently change the other.
+        spans.sort_unstable();
+        if spans.windows(2).any(|pair| pair[0].1 > pair[1].0) {
+            return fail("overlapping cells".to_string());
         }
         Ok(())
     }
@@ -302,6 +315,11 @@ impl<'a> NodeMut<'a> {
     /// Sets (or with `None` clears) the high key. Returns false if it does not fit.
     pub fn set_high_key(&mut self, key: Option<&[u8]>) -> bool {
         let (old_offset, old_length) = self.view().high_key_span();
+        let needed = key.map_or(0, <[u8]>::len);
+        if needed > self.view().free_bytes() + old_length {
+            // Leave the node unchanged when the new key cannot fit.
+            return false;
+        }
         if old_offset != 0 {
             self.add_fragmented(old_length);
             put_u16(self.bytes, 32, 0);

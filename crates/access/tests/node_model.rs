@@ -65,10 +65,9 @@ proptest! {
                 }
                 Op::Compact => node.compact(),
                 Op::HighKey(key) => {
+                    // A change that does not fit leaves the old high key in place.
                     if node.set_high_key(key.as_deref()) {
                         high_key = key;
-                    } else {
-                        high_key = None;
                     }
                 }
             }
@@ -149,4 +148,30 @@ proptest! {
             let _ = node.high_key();
         }
     }
+}
+
+#[test]
+fn overlapping_cells_are_rejected() {
+    let mut bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
+    let mut node = NodeMut::init(&mut bytes, 0);
+    assert!(node.insert_leaf(0, b"a", b"one"));
+    assert!(node.insert_leaf(1, b"b", b"two"));
+    // Point the second slot at the first cell's bytes (slot array starts at offset 40).
+    let first = [bytes[40], bytes[41]];
+    bytes[42..44].copy_from_slice(&first);
+    let error = Node::open(&bytes).err().expect("overlap must be rejected");
+    assert!(error.0.contains("overlapping"), "{error:?}");
+}
+
+#[test]
+fn failed_high_key_change_keeps_the_old_one() {
+    let mut bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
+    let mut node = NodeMut::init(&mut bytes, 0);
+    assert!(node.set_high_key(Some(b"old")));
+    let mut index = 0;
+    while node.insert_leaf(index, &u32::try_from(index).unwrap().to_be_bytes(), &[7; 200]) {
+        index += 1;
+    }
+    assert!(!node.set_high_key(Some(&[9; 1000])));
+    assert_eq!(node.view().high_key(), Some(&b"old"[..]));
 }

@@ -10,6 +10,8 @@
 //! | 8       | sequence                                                       |
 //! | 8       | redo lsn: replay starts at min(redo lsn, map lsn)               |
 //! | 8       | map lsn: end of the last MapUpdate reflected in the chunks     |
+//! | 8       | wal lsn: the log end made durable before this manifest; a log   |
+//! |         | that ends earlier at recovery has lost records                  |
 //! | 8       | next segment id                                                |
 //! | 8       | next page id                                                   |
 //! | 4       | chunk count c                                                  |
@@ -30,6 +32,7 @@ pub(crate) struct Manifest {
     pub sequence: u64,
     pub redo_lsn: Lsn,
     pub map_lsn: Lsn,
+    pub wal_lsn: Lsn,
     pub next_segment: SegmentId,
     pub next_page: PageId,
     /// (chunk index, sequence of the checkpoint that wrote the chunk object)
@@ -55,6 +58,7 @@ impl Manifest {
         writer.u64(self.sequence);
         writer.u64(self.redo_lsn.0);
         writer.u64(self.map_lsn.0);
+        writer.u64(self.wal_lsn.0);
         writer.u64(self.next_segment.0);
         writer.u64(self.next_page.0);
         writer.u32(usize_to_u32(self.chunks.len()));
@@ -79,6 +83,7 @@ impl Manifest {
             sequence: reader.u64()?,
             redo_lsn: Lsn(reader.u64()?),
             map_lsn: Lsn(reader.u64()?),
+            wal_lsn: Lsn(reader.u64()?),
             next_segment: SegmentId(reader.u64()?),
             next_page: PageId(reader.u64()?),
             ..Manifest::default()
@@ -119,6 +124,7 @@ mod tests {
                 sequence,
                 redo_lsn: Lsn(lsns.0),
                 map_lsn: Lsn(lsns.1),
+                wal_lsn: Lsn(lsns.0.max(lsns.1)),
                 next_segment: SegmentId(5),
                 next_page: PageId(9),
                 chunks,

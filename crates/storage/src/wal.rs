@@ -661,7 +661,12 @@ impl Wal {
                 self.flushed.wait(&mut state);
                 continue;
             }
-            assert!(state.appended >= lsn, "flush beyond the appended end lsn={lsn}");
+            if state.appended < lsn {
+                return Err(StorageError::corrupt_file(
+                    format!("wal lsn={lsn}"),
+                    format!("asked to make durable beyond the log end={}", state.appended),
+                ));
+            }
             state.flushing = true;
             let bytes = std::mem::take(&mut state.buffer);
             let end = state.appended;

@@ -235,3 +235,24 @@ fn oversized_mtr_fails_cleanly_and_loses_nothing() {
     assert_eq!(read_u64(&store, ids[1], 8), 42);
     assert_eq!(read_u64(&store, ids[5], 0), 5);
 }
+
+/// Losing the WAL directory while the volume survives is reported at open as corruption naming
+/// the WAL, not a panic: the manifest needs log records that are gone.
+#[test]
+fn lost_wal_files_fail_open_with_a_clear_error() {
+    let directory = tempfile::tempdir().unwrap();
+    let mut cfg = config(directory.path(), 64, 64);
+    cfg.background = false;
+    {
+        let store = PageStore::open(cfg.clone()).unwrap();
+        let ids = create_pages(&store, 50);
+        store.flush_all().unwrap();
+        set_generation(&store, ids[0], 3);
+        store.checkpoint().unwrap();
+        store.abandon();
+    }
+    std::fs::remove_dir_all(directory.path().join("wal")).unwrap();
+    let error = PageStore::open(cfg).err().expect("open must fail without the wal");
+    assert_eq!(error.kind(), tierdb_common::ErrorKind::Corruption, "{error}");
+    assert!(error.to_string().contains("wal"), "{error}");
+}

@@ -199,6 +199,7 @@ impl StoreInner {
                 sequence,
                 redo_lsn,
                 map_lsn,
+                wal_lsn: appended.max(map_lsn),
                 next_segment: SegmentId(self.next_segment.load(Ordering::Acquire)),
                 next_page: PageId(self.next_page.load(Ordering::Acquire)),
                 chunks: chunk_sequences
@@ -237,35 +238,55 @@ impl StoreInner {
         drop(state);
         self.stats.checkpoints.increment();
         self.stats.checkpoint_bytes_written.add(written_bytes);
-        self.delete_unreferenced(sequence, &superseded, &dead)?;
-        self.wal.truncate_before(redo_lsn.min(map_lsn))
-    }
-
-    fn delete_unreferenced(
-        &self,
-        sequence: u64,
-        superseded: &[String],
-        dead: &[(SegmentId, u32)],
-    ) -> Result<()> {
-        for name in superseded {
-            self.volume.delete(name)?;
-        }
-        for info in self.volume.list(MANIFEST_PREFIX)? {
-            if parse_manifest_name(&info.name).is_some_and(|older| older < sequence) {
-                self.volume.delete(&info.name)?;
-            }
-        }
-        for (segment, _) in dead {
-            self.volume.delete(&segment_name(*segment))?;
-            self.stats.segments_deleted.increment();
+        self.delete_unreferenced(sequence, &superseded, &dead);
+        // The checkpoint is durable; a failed truncation only keeps old log files longer.
+        if let Err(error) = self.wal.truncate_before(redo_lsn.min(map_lsn)) {
+            tracing::warn!(%error, "wal truncation failed; retried at the next checkpoint");
         }
         Ok(())
+    }
+
+    /// Deletes what a durable checkpoint made unnecessary. Best effort: a failed DELETE is
+    /// logged and retried after the next checkpoint (the checkpoint itself already succeeded),
+    /// and never stops the other deletes or the WAL truncation.
+    fn delete_unreferenced(&self, sequence: u64, superseded: &[String], dead: &[(SegmentId, u32)]) {
+        let mut names: Vec<String> = superseded.to_vec();
+        match self.volume.list(MANIFEST_PREFIX) {
+            Ok(listed) => names.extend(
+                listed
+                    .into_iter()
+                    .filter(|info| {
+                        parse_manifest_name(&info.name).is_some_and(|older| older < sequence)
+                    })
+                    .map(|info| info.name),
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "listing old manifests failed; retried next checkpoint")
+            }
+        }
+        names.extend(dead.iter().map(|(segment, _)| segment_name(*segment)));
+        let mut failed = Vec::new();
+        for name in names {
+            match self.volume.delete(&name) {
+                Ok(()) => {
+                    if name.starts_with(crate::segment::SEGMENT_PREFIX) {
+                        self.stats.segments_deleted.increment();
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, object = %name, "delete failed; retried after the next checkpoint");
+                    failed.push(name);
+                }
+            }
+        }
+        self.checkpoint_state.lock().orphans.extend(failed);
     }
 
     /// Rewrites the live pages of the emptiest segments into one new segment, when space
     /// amplification exceeds the configured maximum. Returns whether it did anything.
     pub(crate) fn compact_step(&self) -> Result<bool> {
         self.check_poisoned()?;
+        let quarantined = self.compaction_quarantine.lock().clone();
         let victims: Vec<SegmentId> = {
             let map = self.map.read();
             // Dead segments (no live page) are garbage the next checkpoint deletes; they are not
@@ -282,7 +303,10 @@ impl StoreInner {
                 .segments()
                 .iter()
                 .filter(|(&segment, usage)| {
-                    segment != newest && usage.live > 0 && usage.live < usage.slots
+                    segment != newest
+                        && usage.live > 0
+                        && usage.live < usage.slots
+                        && !quarantined.contains(&segment)
                 })
                 .map(|(&segment, usage)| {
                     let live_per_million =
@@ -305,7 +329,16 @@ impl StoreInner {
         if victims.is_empty() {
             return Ok(false);
         }
-        let (mut images, expected) = self.collect_live(&victims)?;
+        let (mut images, expected) = match self.collect_live(&victims) {
+            Ok(collected) => collected,
+            Err(error) => {
+                // A damaged segment would fail every step: set the victims aside (reads of
+                // their damaged pages report the corruption) and let compaction go on.
+                tracing::error!(%error, "compaction victims set aside after a read failure");
+                self.compaction_quarantine.lock().extend(victims.iter().copied());
+                return Err(error);
+            }
+        };
         if images.is_empty() {
             // Every victim died meanwhile: the next checkpoint deletes it.
             return Ok(false);

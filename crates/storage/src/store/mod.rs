@@ -183,6 +183,8 @@ pub(crate) struct StoreInner {
     pub flush_lock: Mutex<()>,
     pub checkpoint_state: Mutex<flush::CheckpointState>,
     pub poisoned: Mutex<Option<String>>,
+    /// Segments compaction failed to read; never chosen again in this process.
+    pub compaction_quarantine: Mutex<std::collections::BTreeSet<SegmentId>>,
     pub shutdown: AtomicBool,
     pub wake: (Mutex<bool>, Condvar),
     pub stats: StoreStats,

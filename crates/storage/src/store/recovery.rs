@@ -87,8 +87,19 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
         }
         Ok(())
     })?;
+    if let Some(manifest) = &manifest {
+        let needed = manifest.wal_lsn;
+        if wal_end < needed {
+            return Err(StorageError::corrupt_file(
+                wal_description(&config, &volume),
+                format!("log ends at lsn={wal_end} but the manifest needs it up to lsn={needed}: wal files are missing"),
+            ));
+        }
+    }
     delete_orphans(&volume, &map, &listed)?;
-    delete_orphan_chunks(&volume, manifest.as_ref())?;
+    let highest_chunk_sequence = delete_orphan_chunks(&volume, manifest.as_ref())?;
+    checkpoint_state.sequence =
+        checkpoint_state.sequence.max(highest_chunk_sequence).max(highest_sequence);
     let tier = open_tier(&config)?;
     let next_segment = [
         manifest.as_ref().map_or(1, |manifest| manifest.next_segment.0),
@@ -112,6 +123,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
         flush_lock: Mutex::new(()),
         checkpoint_state: Mutex::new(checkpoint_state),
         poisoned: Mutex::new(None),
+        compaction_quarantine: Mutex::new(BTreeSet::new()),
         shutdown: AtomicBool::new(false),
         wake: (Mutex::new(false), Condvar::new()),
         stats: StoreStats::default(),
@@ -228,23 +240,38 @@ fn delete_orphans(
     Ok(())
 }
 
-/// Deletes page-map chunk objects the manifest does not name: the remains of checkpoints that
-/// failed, or whose cleanup did not finish, before a crash.
+fn wal_description(config: &StoreConfig, volume: &MeteredVolume<Arc<dyn Volume>>) -> String {
+    if config.wal_in_volume {
+        format!("{}/{}", volume.describe(), wal::WAL_PREFIX)
+    } else {
+        config.data_dir.join("wal").display().to_string()
+    }
+}
+
+/// Deletes page-map chunk objects the manifest does not name (remains of failed checkpoints)
+/// and returns the highest checkpoint sequence any chunk name carries, so that a sequence
+/// whose chunks were written is never used again.
 fn delete_orphan_chunks(
     volume: &MeteredVolume<Arc<dyn Volume>>,
     manifest: Option<&Manifest>,
-) -> Result<()> {
+) -> Result<u64> {
     let referenced: BTreeSet<String> = manifest
         .map(|manifest| {
             manifest.chunks.iter().map(|&(chunk, sequence)| chunk_name(chunk, sequence)).collect()
         })
         .unwrap_or_default();
+    let mut highest = 0;
     for info in volume.list(MAP_PREFIX)? {
+        if let Some(sequence) =
+            info.name.rsplit('.').next().and_then(|hex| u64::from_str_radix(hex, 16).ok())
+        {
+            highest = highest.max(sequence);
+        }
         if !referenced.contains(&info.name) {
             volume.delete(&info.name)?;
         }
     }
-    Ok(())
+    Ok(highest)
 }
 
 fn open_tier(config: &StoreConfig) -> Result<Option<TierCache>> {
