@@ -1,9 +1,11 @@
 //! tierdb's access methods: order-preserving (memcomparable) key encoding of typed, composite
 //! values, and (next) the B+tree that stores them in pages of the page store.
 
+mod btree;
 mod key;
 mod node;
 
+pub use btree::{BTree, BTreeError, Direction, RangeIter, VALUE_BYTES_MAX};
 pub use key::{decode_key, encode_key, KeyColumn, KeyError, KeyKind, KeyValue};
 pub use node::{
     diff_ranges, internal_cell_bytes, leaf_cell_bytes, CellValue, Node, NodeCorruption, NodeMut,

@@ -119,7 +119,7 @@ proptest! {
         }
         let view = Node::open(&bytes).unwrap();
         // The child for a probe is the one after the greatest separator <= probe.
-        let expected = separators.iter().enumerate().filter(|(_, key)| key.as_slice() <= probe.as_slice()).map(|(index, _)| u64::try_from(index).unwrap()).last().unwrap_or(1_000);
+        let expected = separators.iter().enumerate().filter(|(_, key)| key.as_slice() <= probe.as_slice()).map(|(index, _)| u64::try_from(index).unwrap()).next_back().unwrap_or(1_000);
         prop_assert_eq!(view.child_for(&probe), expected);
     }
 

@@ -32,7 +32,8 @@ struct MtrPage {
 /// A group of page changes that is logged and applied atomically.
 pub struct Mtr<'store> {
     store: &'store StoreInner,
-    pages: Vec<MtrPage>,
+    /// Latched pages; `None` once released.
+    pages: Vec<Option<MtrPage>>,
     ops: Vec<PageOp>,
     committed: bool,
 }
@@ -48,12 +49,16 @@ impl<'store> Mtr<'store> {
 
     /// Latches `page_id` exclusively for this mtr (once; later calls return the same slot).
     pub fn latch(&mut self, page_id: PageId) -> Result<MtrSlot> {
-        if let Some(index) = self.pages.iter().position(|page| page.page_id == page_id) {
+        if let Some(index) = self
+            .pages
+            .iter()
+            .position(|page| page.as_ref().is_some_and(|page| page.page_id == page_id))
+        {
             return Ok(MtrSlot(index));
         }
         let pin = self.store.fetch(page_id)?;
         let guard = pin.write();
-        self.pages.push(MtrPage { guard, pin, page_id, before: None });
+        self.pages.push(Some(MtrPage { guard, pin, page_id, before: None }));
         Ok(MtrSlot(self.pages.len() - 1))
     }
 
@@ -67,29 +72,51 @@ impl<'store> Mtr<'store> {
         // A new page has no earlier image; "restoring" it leaves an empty, clean frame that
         // nothing references.
         let before = Some(Box::new((**guard).clone()));
-        self.pages.push(MtrPage { guard, pin, page_id, before });
+        self.pages.push(Some(MtrPage { guard, pin, page_id, before }));
         self.ops.push(PageOp::Init { page_id, page_type });
         Ok((MtrSlot(self.pages.len() - 1), page_id))
     }
 
     pub fn page(&self, slot: MtrSlot) -> &Page {
-        &self.pages[slot.0].guard
+        &self.entry(slot).guard
     }
 
     pub fn page_id(&self, slot: MtrSlot) -> PageId {
-        self.pages[slot.0].page_id
+        self.entry(slot).page_id
+    }
+
+    fn entry(&self, slot: MtrSlot) -> &MtrPage {
+        self.pages[slot.0].as_ref().expect("page was released from this mtr")
+    }
+
+    fn entry_mut(&mut self, slot: MtrSlot) -> &mut MtrPage {
+        self.pages[slot.0].as_mut().expect("page was released from this mtr")
+    }
+
+    /// Releases the latch and pin of a page this mtr has not changed (latch coupling: an
+    /// ancestor that a descent no longer needs). Releasing a changed page is a bug: its
+    /// latch must be held until the change is logged.
+    pub fn release(&mut self, slot: MtrSlot) {
+        let page = self.pages[slot.0].take().expect("page released twice");
+        assert!(page.before.is_none(), "releasing a changed page page_id={}", page.page_id);
+    }
+
+    /// Whether the page in `slot` is still latched by this mtr.
+    pub fn holds(&self, slot: MtrSlot) -> bool {
+        self.pages[slot.0].is_some()
     }
 
     /// Writes `bytes` at `offset` of the page's payload and records the change.
     pub fn write(&mut self, slot: MtrSlot, offset: usize, bytes: &[u8]) {
         assert!(offset + bytes.len() <= PAGE_PAYLOAD_SIZE, "write beyond the payload");
-        let page = &mut self.pages[slot.0];
+        let page = self.entry_mut(slot);
         if page.before.is_none() {
             page.before = Some(Box::new((**page.guard).clone()));
         }
         page.guard.payload_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
+        let page_id = page.page_id;
         self.ops.push(PageOp::Write {
-            page_id: page.page_id,
+            page_id,
             offset: u16::try_from(offset).expect("offset within a page"),
             bytes: bytes.to_vec(),
         });
@@ -97,7 +124,7 @@ impl<'store> Mtr<'store> {
 
     /// Reformats a latched page as an empty page of `page_type`.
     pub fn reinit(&mut self, slot: MtrSlot, page_type: PageType) {
-        let page = &mut self.pages[slot.0];
+        let page = self.entry_mut(slot);
         if page.before.is_none() {
             page.before = Some(Box::new((**page.guard).clone()));
         }
@@ -127,7 +154,7 @@ impl<'store> Mtr<'store> {
         let mut newly_dirty = Vec::new();
         let pages = &mut self.pages;
         let end = store.wal.append_with(&record, |start, end| {
-            for page in pages.iter_mut().filter(|page| page.before.is_some()) {
+            for page in pages.iter_mut().flatten().filter(|page| page.before.is_some()) {
                 page.guard.set_lsn(end);
                 if store.mark_dirty(&page.pin, start) {
                     newly_dirty.push(page.page_id);
@@ -154,7 +181,7 @@ impl Drop for Mtr<'_> {
         if self.committed {
             return;
         }
-        for page in &mut self.pages {
+        for page in self.pages.iter_mut().flatten() {
             if let Some(before) = page.before.take() {
                 **page.guard = *before;
             }
