@@ -6,7 +6,7 @@
 //!
 //! | size    | field                                                          |
 //! |--------:|----------------------------------------------------------------|
-//! | 8       | magic `TDBMAN01`                                               |
+//! | 8       | magic `TDBMAN02` (02: adds the wal lsn)                        |
 //! | 8       | sequence                                                       |
 //! | 8       | redo lsn: replay starts at min(redo lsn, map lsn)               |
 //! | 8       | map lsn: end of the last MapUpdate reflected in the chunks     |
@@ -24,7 +24,7 @@ use tierdb_common::{Lsn, PageId, SegmentId};
 
 use crate::codec::{u64_to_usize, usize_to_u32, usize_to_u64, verify_sealed, Reader, Writer};
 
-const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN01";
+const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN02";
 pub(crate) const MANIFEST_PREFIX: &str = "manifest/";
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

@@ -448,7 +448,10 @@ fn recover_local(
             sink.files.push((start, device));
             continue;
         }
-        if start > end && end >= from && index > 0 {
+        // Files are kept from the one holding `from` on (truncation deletes only files that
+        // end before it), so a file starting beyond the end so far means a file is missing,
+        // the first one included.
+        if start > end {
             return Err(StorageError::corrupt_file(
                 path.display().to_string(),
                 format!("gap in log expected_start={end} found={start}"),

@@ -256,3 +256,36 @@ fn lost_wal_files_fail_open_with_a_clear_error() {
     assert_eq!(error.kind(), tierdb_common::ErrorKind::Corruption, "{error}");
     assert!(error.to_string().contains("wal"), "{error}");
 }
+
+/// A missing first WAL file (the one redo starts in) is corruption even when later files
+/// survive: redo must not silently skip the records it held.
+#[test]
+fn missing_first_wal_file_fails_open() {
+    let directory = tempfile::tempdir().unwrap();
+    let mut cfg = config(directory.path(), 64, 64);
+    cfg.background = false;
+    cfg.checkpoint_wal_bytes = u64::MAX;
+    {
+        let store = PageStore::open(cfg.clone()).unwrap();
+        let ids = create_pages(&store, 16);
+        let payload = vec![0x5A; tierdb_common::PAGE_PAYLOAD_SIZE];
+        // Over 64 MiB of log, so that it rolls to a second file.
+        for round in 0..9_000usize {
+            let mut mtr = store.mtr();
+            let slot = mtr.latch(ids[round % ids.len()]).unwrap();
+            mtr.write(slot, 0, &payload);
+            mtr.commit().unwrap();
+        }
+        store.wait_durable(store.mtr().commit().unwrap()).unwrap();
+        store.abandon();
+    }
+    let wal = directory.path().join("wal");
+    let mut files: Vec<_> =
+        std::fs::read_dir(&wal).unwrap().map(|entry| entry.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 2, "the log did not roll: {files:?}");
+    std::fs::remove_file(&files[0]).unwrap();
+    let error = PageStore::open(cfg).err().expect("open must fail without the first wal file");
+    assert_eq!(error.kind(), tierdb_common::ErrorKind::Corruption, "{error}");
+    assert!(error.to_string().contains("gap in log"), "{error}");
+}

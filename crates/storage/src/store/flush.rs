@@ -44,7 +44,8 @@ pub(crate) struct CheckpointState {
     pub chunk_sequences: BTreeMap<usize, u64>,
     pub wal_bytes_at_last: u64,
     pub last_at: Option<Instant>,
-    /// Chunk objects of failed checkpoints, deleted after the next one succeeds.
+    /// Objects to delete after the next successful checkpoint: chunk objects of failed
+    /// checkpoints, and objects whose DELETE failed.
     pub orphans: Vec<String>,
 }
 
@@ -334,8 +335,10 @@ impl StoreInner {
             Err(error) => {
                 // A damaged segment would fail every step: set the victims aside (reads of
                 // their damaged pages report the corruption) and let compaction go on.
-                tracing::error!(%error, "compaction victims set aside after a read failure");
-                self.compaction_quarantine.lock().extend(victims.iter().copied());
+                if error.kind() == tierdb_common::ErrorKind::Corruption {
+                    tracing::error!(%error, "compaction victims set aside after finding damage");
+                    self.compaction_quarantine.lock().extend(victims.iter().copied());
+                }
                 return Err(error);
             }
         };

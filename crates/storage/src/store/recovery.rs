@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
-use tierdb_common::{Lsn, PageId, PageType, SegmentId};
+use tierdb_common::{ErrorKind, Lsn, PageId, PageType, SegmentId};
 
 use super::flush::CheckpointState;
 use super::{frames_for, StoreConfig, StoreInner, StoreStats};
@@ -181,6 +181,9 @@ fn load_newest_manifest(
                 }
                 return Ok((Some(manifest), highest));
             }
+            // Only damage falls back: an I/O error (perhaps transient) fails the open, which
+            // can be retried, rather than recovering from an older manifest.
+            Err(error) if error.kind() != ErrorKind::Corruption => return Err(error),
             Err(error) if first_failure.is_none() => first_failure = Some(error),
             Err(_) => {}
         }
