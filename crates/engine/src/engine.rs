@@ -1,0 +1,746 @@
+//! The engine: a catalog of tables on one page store, and transactions over them.
+//!
+//! Tables are clustered on their primary key (or on a hidden 64-bit row id): one B+tree per
+//! table maps the encoded key to every version of the row (see `row.rs`). Writers serialize
+//! per row through the row's newest version: a version whose `xmax` (or, for a new row,
+//! `xmin`) names a transaction in progress is that transaction's row lock. A short striped
+//! mutex makes each read-check-write of one key atomic; waits happen outside it.
+//!
+//! Rollback and savepoints restore before-images kept in memory per transaction (the
+//! transaction holds every row it changed, so nobody else changed them meanwhile). After a
+//! crash there is no in-memory undo: the dead transaction counts as aborted (see txn.rs),
+//! which makes its versions invisible, and pruning removes them.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard, RwLock};
+use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
+use tierdb_common::{PageId, PageType};
+use tierdb_storage::PageStore;
+
+use crate::error::{EngineError, Result};
+use crate::row::{decode_row, decode_versions, encode_row, encode_versions, Row, Value, Version};
+use crate::txn::{IsolationLevel, Snapshot, TxnId, TxnManager, TxnStatus, FROZEN_TXN, ROOT_MAGIC};
+
+const ROW_LOCK_STRIPES: usize = 1024;
+
+/// A column of a table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnDef {
+    pub name: String,
+    pub kind: KeyKind,
+    pub nullable: bool,
+}
+
+/// A table definition. Without a primary key, rows are keyed by a hidden row id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableDef {
+    pub name: String,
+    pub columns: Vec<ColumnDef>,
+    pub primary_key: Option<Vec<usize>>,
+}
+
+struct Table {
+    def: TableDef,
+    tree: BTree,
+    key_columns: Vec<KeyColumn>,
+    next_row_id: AtomicU64,
+}
+
+impl Table {
+    fn key_of(&self, row: &[Value]) -> Result<Vec<u8>> {
+        let mut key = Vec::new();
+        match &self.def.primary_key {
+            Some(columns) => {
+                let values: Vec<Value> =
+                    columns.iter().map(|&column| row[column].clone()).collect();
+                encode_key(&self.key_columns, &values, &mut key)
+                    .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+            }
+            None => {
+                let row_id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
+                encode_key(
+                    &self.key_columns,
+                    &[Value::Int(i64::try_from(row_id).expect("row ids fit"))],
+                    &mut key,
+                )
+                .expect("an integer key encodes");
+            }
+        }
+        Ok(key)
+    }
+
+    fn encode_primary_key(&self, values: &[Value]) -> Result<Vec<u8>> {
+        let mut key = Vec::new();
+        encode_key(&self.key_columns, values, &mut key)
+            .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+        Ok(key)
+    }
+
+    fn check_row(&self, row: &[Value]) -> Result<()> {
+        if row.len() != self.def.columns.len() {
+            return Err(EngineError::InvalidRow {
+                detail: format!(
+                    "table={} expects columns={} got={}",
+                    self.def.name,
+                    self.def.columns.len(),
+                    row.len()
+                ),
+            });
+        }
+        for (column, value) in self.def.columns.iter().zip(row) {
+            let nullable = column.nullable
+                && !self.def.primary_key.as_ref().is_some_and(|key| {
+                    key.iter().any(|&index| self.def.columns[index].name == column.name)
+                });
+            if matches!(value, Value::Null) && !nullable {
+                return Err(EngineError::NotNullViolation { column: column.name.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn encode_def(def: &TableDef, tree: PageId) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&tree.0.to_le_bytes());
+    let mut row = vec![Value::Text(def.name.clone())];
+    row.push(Value::Int(i64::try_from(def.columns.len()).expect("fits")));
+    for column in &def.columns {
+        row.push(Value::Text(column.name.clone()));
+        row.push(Value::Int(kind_code(column.kind)));
+        row.push(Value::Bool(column.nullable));
+    }
+    match &def.primary_key {
+        Some(columns) => {
+            row.push(Value::Int(i64::try_from(columns.len()).expect("fits")));
+            row.extend(
+                columns.iter().map(|&column| Value::Int(i64::try_from(column).expect("fits"))),
+            );
+        }
+        None => row.push(Value::Int(-1)),
+    }
+    encode_row(&row, &mut out);
+    out
+}
+
+fn kind_code(kind: KeyKind) -> i64 {
+    match kind {
+        KeyKind::Bool => 0,
+        KeyKind::Int => 1,
+        KeyKind::Float => 2,
+        KeyKind::Text => 3,
+        KeyKind::Bytes => 4,
+    }
+}
+
+fn kind_of(code: i64) -> Result<KeyKind> {
+    Ok(match code {
+        0 => KeyKind::Bool,
+        1 => KeyKind::Int,
+        2 => KeyKind::Float,
+        3 => KeyKind::Text,
+        4 => KeyKind::Bytes,
+        other => {
+            return Err(EngineError::Corrupt {
+                what: "catalog",
+                detail: format!("bad column kind={other}"),
+            })
+        }
+    })
+}
+
+fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId)> {
+    let bad = |detail: &str| EngineError::Corrupt { what: "catalog", detail: detail.to_string() };
+    let tree = PageId(u64::from_le_bytes(
+        bytes.get(..8).ok_or_else(|| bad("short entry"))?.try_into().expect("8"),
+    ));
+    let values = decode_row(&bytes[8..])?;
+    let mut values = values.into_iter();
+    let mut next = || values.next().ok_or_else(|| bad("short definition"));
+    let text = |value: Value| match value {
+        Value::Text(text) => Ok(text),
+        _ => Err(bad("expected text")),
+    };
+    let int = |value: Value| match value {
+        Value::Int(number) => Ok(number),
+        _ => Err(bad("expected integer")),
+    };
+    let name = text(next()?)?;
+    let count = usize::try_from(int(next()?)?).map_err(|_| bad("bad column count"))?;
+    let mut columns = Vec::with_capacity(count);
+    for _ in 0..count {
+        let column_name = text(next()?)?;
+        let kind = kind_of(int(next()?)?)?;
+        let nullable = matches!(next()?, Value::Bool(true));
+        columns.push(ColumnDef { name: column_name, kind, nullable });
+    }
+    let key_count = int(next()?)?;
+    let primary_key = if key_count < 0 {
+        None
+    } else {
+        let mut key = Vec::new();
+        for _ in 0..key_count {
+            key.push(usize::try_from(int(next()?)?).map_err(|_| bad("bad key column"))?);
+        }
+        Some(key)
+    };
+    Ok((TableDef { name, columns, primary_key }, tree))
+}
+
+/// The transactional engine over one page store.
+pub struct Engine {
+    store: Arc<PageStore>,
+    txns: TxnManager,
+    catalog: BTree,
+    tables: RwLock<HashMap<String, Arc<Table>>>,
+    row_locks: Vec<Mutex<()>>,
+}
+
+impl Engine {
+    /// Opens the engine, creating its root, commit log and catalog on an empty store.
+    pub fn open(store: Arc<PageStore>) -> Result<Arc<Engine>> {
+        let root = PageId(1);
+        if store.max_page_id() == PageId::INVALID {
+            Self::bootstrap(&store)?;
+        }
+        let catalog_meta = {
+            let page = store.read(root)?;
+            PageId(u64::from_le_bytes(page.payload()[16..24].try_into().expect("8")))
+        };
+        let txns = TxnManager::open(Arc::clone(&store), root)?;
+        let catalog = BTree::open(Arc::clone(&store), catalog_meta)?;
+        let engine = Engine {
+            store,
+            txns,
+            catalog,
+            tables: RwLock::new(HashMap::new()),
+            row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+        };
+        engine.load_catalog()?;
+        Ok(Arc::new(engine))
+    }
+
+    fn bootstrap(store: &Arc<PageStore>) -> Result<()> {
+        let mut mtr = store.mtr();
+        let (root_slot, root) = mtr.allocate(PageType::Meta)?;
+        assert_eq!(root, PageId(1), "the engine root is the store's first page");
+        let (_, clog_directory) = mtr.allocate(PageType::Meta)?;
+        let mut header = [0u8; 32];
+        header[..4].copy_from_slice(ROOT_MAGIC);
+        header[24..32].copy_from_slice(&clog_directory.0.to_le_bytes());
+        mtr.write(root_slot, 0, &header);
+        mtr.commit()?;
+        let catalog = BTree::create(Arc::clone(store))?;
+        let mut mtr = store.mtr();
+        let slot = mtr.latch(root)?;
+        mtr.write(slot, 16, &catalog.meta_page().0.to_le_bytes());
+        store.wait_durable(mtr.commit()?)?;
+        Ok(())
+    }
+
+    fn load_catalog(&self) -> Result<()> {
+        let mut tables = self.tables.write();
+        for entry in self.catalog.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            let (_, value) = entry?;
+            let (def, tree) = decode_def(&value)?;
+            let table = self.table_handle(def, tree)?;
+            tables.insert(table.def.name.clone(), table);
+        }
+        Ok(())
+    }
+
+    fn table_handle(&self, def: TableDef, tree_meta: PageId) -> Result<Arc<Table>> {
+        let tree = BTree::open(Arc::clone(&self.store), tree_meta)?;
+        let key_columns = match &def.primary_key {
+            Some(columns) => columns
+                .iter()
+                .map(|&column| KeyColumn::ascending(def.columns[column].kind))
+                .collect(),
+            None => vec![KeyColumn::ascending(KeyKind::Int)],
+        };
+        // Hidden row ids continue above the largest one stored.
+        let next_row_id = if def.primary_key.is_none() {
+            match tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Backward).next() {
+                Some(entry) => {
+                    let (key, _) = entry?;
+                    match tierdb_access::decode_key(&key_columns, &key) {
+                        Ok(values) => match values.first() {
+                            Some(Value::Int(id)) => u64::try_from(*id).unwrap_or(0) + 1,
+                            _ => 1,
+                        },
+                        Err(error) => {
+                            return Err(EngineError::Corrupt {
+                                what: "row id",
+                                detail: error.to_string(),
+                            })
+                        }
+                    }
+                }
+                None => 1,
+            }
+        } else {
+            0
+        };
+        Ok(Arc::new(Table { def, tree, key_columns, next_row_id: AtomicU64::new(next_row_id) }))
+    }
+
+    /// Creates a table (durably, outside any transaction).
+    pub fn create_table(&self, def: TableDef) -> Result<()> {
+        let mut tables = self.tables.write();
+        if tables.contains_key(&def.name) {
+            return Err(EngineError::DuplicateTable { name: def.name });
+        }
+        if let Some(columns) = &def.primary_key {
+            if columns.iter().any(|&column| column >= def.columns.len()) {
+                return Err(EngineError::InvalidRow {
+                    detail: "primary key column out of range".to_string(),
+                });
+            }
+        }
+        let tree = BTree::create(Arc::clone(&self.store))?;
+        let (_, lsn) =
+            self.catalog.insert(def.name.as_bytes(), &encode_def(&def, tree.meta_page()))?;
+        self.store.wait_durable(lsn)?;
+        let table = self.table_handle(def, tree.meta_page())?;
+        tables.insert(table.def.name.clone(), table);
+        Ok(())
+    }
+
+    pub fn table_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tables.read().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    fn table(&self, name: &str) -> Result<Arc<Table>> {
+        self.tables
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| EngineError::UndefinedTable { name: name.to_string() })
+    }
+
+    pub fn store(&self) -> &Arc<PageStore> {
+        &self.store
+    }
+
+    /// Starts a transaction.
+    pub fn begin(self: &Arc<Engine>, isolation: IsolationLevel) -> Result<Transaction> {
+        let id = self.txns.begin()?;
+        let snapshot = self.txns.snapshot(id);
+        Ok(Transaction {
+            engine: Arc::clone(self),
+            id,
+            isolation,
+            snapshot,
+            undo: Vec::new(),
+            savepoints: Vec::new(),
+            failed: false,
+            done: false,
+        })
+    }
+
+    fn row_lock(&self, key: &[u8], table: &str) -> MutexGuard<'_, ()> {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for &byte in table.as_bytes().iter().chain(key) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.row_locks[usize::try_from(hash % ROW_LOCK_STRIPES as u64).expect("fits")].lock()
+    }
+}
+
+/// What a write does to a row's newest state.
+enum Action<'a> {
+    Insert(Vec<u8>),
+    Update(&'a mut dyn FnMut(&Row) -> Option<Row>),
+    Delete,
+}
+
+struct UndoEntry {
+    table: Arc<Table>,
+    key: Vec<u8>,
+    before: Option<Vec<u8>>,
+}
+
+/// A transaction. Dropping it without `commit` rolls it back.
+pub struct Transaction {
+    engine: Arc<Engine>,
+    id: TxnId,
+    isolation: IsolationLevel,
+    snapshot: Snapshot,
+    undo: Vec<UndoEntry>,
+    savepoints: Vec<(String, usize)>,
+    failed: bool,
+    done: bool,
+}
+
+impl Transaction {
+    pub fn id(&self) -> TxnId {
+        self.id
+    }
+
+    /// Starts a statement: READ COMMITTED takes a fresh snapshot; REPEATABLE READ keeps the
+    /// first one. Every operation below is a statement.
+    fn statement(&mut self) -> Result<()> {
+        if self.failed {
+            return Err(EngineError::TransactionAborted);
+        }
+        if self.isolation == IsolationLevel::ReadCommitted {
+            self.snapshot = self.engine.txns.snapshot(self.id);
+        }
+        Ok(())
+    }
+
+    /// Runs a statement; an error fails the transaction until rollback (PostgreSQL's 25P02),
+    /// except that a failed statement inside a savepoint can be rolled back to it.
+    fn run<T>(&mut self, body: impl FnOnce(&mut Transaction) -> Result<T>) -> Result<T> {
+        self.statement()?;
+        let undo_mark = self.undo.len();
+        let outcome = body(self);
+        if outcome.is_err() {
+            // The statement's own changes are undone at once (statement atomicity).
+            if let Err(error) = self.undo_to(undo_mark) {
+                tracing::error!(%error, "statement undo failed");
+            }
+            self.failed = true;
+        }
+        outcome
+    }
+
+    fn visible_row(&self, versions: &[Version]) -> Result<Option<Row>> {
+        for version in versions {
+            if !self.engine.txns.visible(&self.snapshot, version.xmin)? {
+                continue;
+            }
+            let deleted = version.xmax != 0
+                && (version.xmax == self.id
+                    || self.engine.txns.visible(&self.snapshot, version.xmax)?);
+            return if deleted { Ok(None) } else { Ok(Some(decode_row(&version.row)?)) };
+        }
+        Ok(None)
+    }
+
+    /// The row with primary key `key` as this transaction sees it.
+    pub fn get(&mut self, table: &str, key: &[Value]) -> Result<Option<Row>> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let encoded = table.encode_primary_key(key)?;
+            match table.tree.get(&encoded)? {
+                Some(bytes) => txn.visible_row(&decode_versions(&bytes)?),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// Rows with primary keys in the given range, in key order.
+    pub fn scan(
+        &mut self,
+        table: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+    ) -> Result<Vec<Row>> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let encode = |bound: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
+                Ok(match bound {
+                    Bound::Included(values) => Bound::Included(table.encode_primary_key(values)?),
+                    Bound::Excluded(values) => Bound::Excluded(table.encode_primary_key(values)?),
+                    Bound::Unbounded => Bound::Unbounded,
+                })
+            };
+            let (lower, upper) = (encode(lower)?, encode(upper)?);
+            let mut rows = Vec::new();
+            for entry in table.tree.range(
+                lower.as_ref().map(Vec::as_slice),
+                upper.as_ref().map(Vec::as_slice),
+                Direction::Forward,
+            ) {
+                let (_, bytes) = entry?;
+                if let Some(row) = txn.visible_row(&decode_versions(&bytes)?)? {
+                    rows.push(row);
+                }
+            }
+            Ok(rows)
+        })
+    }
+
+    pub fn insert(&mut self, table: &str, row: Row) -> Result<()> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            table.check_row(&row)?;
+            let key = table.key_of(&row)?;
+            let mut encoded = Vec::new();
+            encode_row(&row, &mut encoded);
+            txn.modify(&table, &key, Action::Insert(encoded)).map(|_| ())
+        })
+    }
+
+    /// Updates the row with primary key `key`: `change` gets the latest committed version (in
+    /// READ COMMITTED, after waiting for a concurrent writer) and returns the new row, or
+    /// `None` to leave it. Returns whether a row was updated.
+    pub fn update(
+        &mut self,
+        table: &str,
+        key: &[Value],
+        change: &mut dyn FnMut(&Row) -> Option<Row>,
+    ) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let encoded = table.encode_primary_key(key)?;
+            txn.modify(&table, &encoded, Action::Update(change))
+        })
+    }
+
+    pub fn delete(&mut self, table: &str, key: &[Value]) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let encoded = table.encode_primary_key(key)?;
+            txn.modify(&table, &encoded, Action::Delete)
+        })
+    }
+
+    /// The transaction holding the row: the writer of its newest version if still running.
+    fn holder(&self, newest: &Version) -> Option<TxnId> {
+        let txns = &self.engine.txns;
+        if newest.xmax != 0 && newest.xmax != self.id && txns.is_active(newest.xmax) {
+            return Some(newest.xmax);
+        }
+        if newest.xmin != self.id && txns.is_active(newest.xmin) {
+            return Some(newest.xmin);
+        }
+        None
+    }
+
+    fn modify(&mut self, table: &Arc<Table>, key: &[u8], mut action: Action<'_>) -> Result<bool> {
+        loop {
+            let guard = self.engine.row_lock(key, &table.def.name);
+            let before = table.tree.get(key)?;
+            let mut versions = match &before {
+                Some(bytes) => decode_versions(bytes)?,
+                None => Vec::new(),
+            };
+            if let Some(holder) = versions.first().and_then(|newest| self.holder(newest)) {
+                drop(guard);
+                self.engine.txns.wait_for(self.id, holder)?;
+                continue;
+            }
+            let changed = self.apply(table, &mut versions, &mut action)?;
+            if !changed {
+                return Ok(false);
+            }
+            self.prune(&mut versions)?;
+            // Durable with the commit: the commit record follows these changes in the WAL.
+            if versions.is_empty() {
+                table.tree.delete(key)?;
+            } else {
+                table.tree.insert(key, &encode_versions(&versions))?;
+            }
+            self.undo.push(UndoEntry { table: Arc::clone(table), key: key.to_vec(), before });
+            drop(guard);
+            return Ok(true);
+        }
+    }
+
+    /// Applies `action` to a row whose newest version no other running transaction holds.
+    fn apply(
+        &self,
+        table: &Table,
+        versions: &mut Vec<Version>,
+        action: &mut Action<'_>,
+    ) -> Result<bool> {
+        let txns = &self.engine.txns;
+        // The latest state: the newest version, if it is committed (or ours) and not deleted.
+        let newest = versions.first().cloned();
+        let live = match &newest {
+            Some(version) => {
+                let created =
+                    version.xmin == self.id || txns.status(version.xmin)? == TxnStatus::Committed;
+                let deleted = version.xmax != 0
+                    && (version.xmax == self.id
+                        || txns.status(version.xmax)? == TxnStatus::Committed);
+                created && !deleted
+            }
+            None => false,
+        };
+        if let Action::Insert(row) = action {
+            if live {
+                return Err(EngineError::UniqueViolation {
+                    constraint: format!("{}_pkey", table.def.name),
+                });
+            }
+            versions.insert(0, Version { xmin: self.id, xmax: 0, row: std::mem::take(row) });
+            return Ok(true);
+        }
+        let Some(newest) = newest.filter(|_| live) else {
+            // Deleted or never there. Under REPEATABLE READ a row that this snapshot sees
+            // but a later transaction deleted is a conflict.
+            if self.isolation == IsolationLevel::RepeatableRead
+                && self.visible_row(versions)?.is_some()
+            {
+                return Err(EngineError::SerializationFailure);
+            }
+            return Ok(false);
+        };
+        if self.isolation == IsolationLevel::RepeatableRead
+            && !txns.visible(&self.snapshot, newest.xmin)?
+        {
+            // First updater wins: the row changed after this snapshot.
+            return Err(EngineError::SerializationFailure);
+        }
+        let current = decode_row(&newest.row)?;
+        match action {
+            Action::Insert(_) => unreachable!("handled above"),
+            Action::Delete => {
+                if newest.xmin == self.id {
+                    versions.remove(0);
+                } else {
+                    versions[0].xmax = self.id;
+                }
+            }
+            Action::Update(change) => {
+                let Some(new_row) = change(&current) else { return Ok(false) };
+                table.check_row(&new_row)?;
+                if table.def.primary_key.as_ref().is_some_and(|columns| {
+                    columns.iter().any(|&column| new_row[column] != current[column])
+                }) {
+                    return Err(EngineError::InvalidRow {
+                        detail: "updating a primary key column is not supported".to_string(),
+                    });
+                }
+                let mut encoded = Vec::new();
+                encode_row(&new_row, &mut encoded);
+                if newest.xmin == self.id {
+                    versions[0].row = encoded;
+                } else {
+                    versions[0].xmax = self.id;
+                    versions.insert(0, Version { xmin: self.id, xmax: 0, row: encoded });
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Drops versions no snapshot can see, and freezes old committed creators so readers
+    /// skip the commit log for them. Keeps the newest version and anything still needed.
+    fn prune(&self, versions: &mut Vec<Version>) -> Result<()> {
+        let txns = &self.engine.txns;
+        let horizon = txns.horizon();
+        let mut kept = Vec::with_capacity(versions.len());
+        for (index, mut version) in versions.drain(..).enumerate() {
+            let creator = if version.xmin == self.id {
+                TxnStatus::InProgress
+            } else {
+                txns.status(version.xmin)?
+            };
+            if creator == TxnStatus::Aborted {
+                continue;
+            }
+            if index > 0
+                && version.xmax != 0
+                && version.xmax != self.id
+                && version.xmax < horizon
+                && txns.status(version.xmax)? == TxnStatus::Committed
+            {
+                // Superseded before every running snapshot began: nobody can see it.
+                continue;
+            }
+            if creator == TxnStatus::Committed && version.xmin < horizon {
+                version.xmin = FROZEN_TXN;
+            }
+            if version.xmax != 0
+                && version.xmax != self.id
+                && txns.status(version.xmax)? == TxnStatus::Aborted
+            {
+                version.xmax = 0;
+            }
+            kept.push(version);
+        }
+        *versions = kept;
+        Ok(())
+    }
+
+    pub fn savepoint(&mut self, name: &str) -> Result<()> {
+        if self.failed {
+            return Err(EngineError::TransactionAborted);
+        }
+        self.savepoints.push((name.to_string(), self.undo.len()));
+        Ok(())
+    }
+
+    /// Undoes everything since the savepoint, which stays defined; clears the failed state.
+    pub fn rollback_to_savepoint(&mut self, name: &str) -> Result<()> {
+        let Some(position) = self.savepoints.iter().rposition(|(saved, _)| saved == name) else {
+            return Err(EngineError::UndefinedSavepoint { name: name.to_string() });
+        };
+        let mark = self.savepoints[position].1;
+        self.savepoints.truncate(position + 1);
+        self.undo_to(mark)?;
+        self.failed = false;
+        Ok(())
+    }
+
+    pub fn release_savepoint(&mut self, name: &str) -> Result<()> {
+        let Some(position) = self.savepoints.iter().rposition(|(saved, _)| saved == name) else {
+            return Err(EngineError::UndefinedSavepoint { name: name.to_string() });
+        };
+        self.savepoints.truncate(position);
+        Ok(())
+    }
+
+    fn undo_to(&mut self, mark: usize) -> Result<()> {
+        while self.undo.len() > mark {
+            let entry = self.undo.pop().expect("above mark");
+            let _guard = self.engine.row_lock(&entry.key, &entry.table.def.name);
+            match entry.before {
+                Some(before) => {
+                    entry.table.tree.insert(&entry.key, &before)?;
+                }
+                None => {
+                    entry.table.tree.delete(&entry.key)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits: durable when this returns. A failed transaction cannot commit (it rolls back
+    /// and reports 25P02, as PostgreSQL's COMMIT of a failed block does).
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        if self.failed {
+            self.undo_to(0)?;
+            self.engine.txns.finish(self.id, false)?;
+            return Err(EngineError::TransactionAborted);
+        }
+        self.engine.txns.finish(self.id, true)
+    }
+
+    pub fn rollback(mut self) -> Result<()> {
+        self.done = true;
+        let undone = self.undo_to(0);
+        self.engine.txns.finish(self.id, false)?;
+        undone
+    }
+}
+
+impl Transaction {
+    /// Ends the transaction the way a crash would: no rollback, nothing in the commit log.
+    /// After a restart it counts as aborted. For crash tests.
+    #[doc(hidden)]
+    pub fn abandon_as_if_crashed(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.undo_to(0);
+            let _ = self.engine.txns.finish(self.id, false);
+        }
+    }
+}

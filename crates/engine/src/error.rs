@@ -1,0 +1,60 @@
+//! The engine's error: what went wrong, mapped to the PostgreSQL SQLSTATE the server reports.
+
+use tierdb_access::BTreeError;
+use tierdb_common::ErrorKind;
+use tierdb_storage::StorageError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Tree(#[from] BTreeError),
+    #[error("could not serialize access due to concurrent update")]
+    SerializationFailure,
+    #[error("deadlock detected: transaction {waiter} waits for {holder}, which waits for it")]
+    Deadlock { waiter: u64, holder: u64 },
+    #[error("duplicate key value violates unique constraint \"{constraint}\"")]
+    UniqueViolation { constraint: String },
+    #[error("null value in column \"{column}\" violates not-null constraint")]
+    NotNullViolation { column: String },
+    #[error("relation \"{name}\" does not exist")]
+    UndefinedTable { name: String },
+    #[error("relation \"{name}\" already exists")]
+    DuplicateTable { name: String },
+    #[error("savepoint \"{name}\" does not exist")]
+    UndefinedSavepoint { name: String },
+    #[error("current transaction is aborted, commands ignored until end of transaction block")]
+    TransactionAborted,
+    #[error("invalid row: {detail}")]
+    InvalidRow { detail: String },
+    #[error("corrupt {what}: {detail}")]
+    Corrupt { what: &'static str, detail: String },
+}
+
+impl EngineError {
+    /// The PostgreSQL SQLSTATE for this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            EngineError::Storage(error) => error.kind().sqlstate(),
+            EngineError::Tree(error) => error.kind().sqlstate(),
+            EngineError::SerializationFailure => "40001",
+            EngineError::Deadlock { .. } => "40P01",
+            EngineError::UniqueViolation { .. } => "23505",
+            EngineError::NotNullViolation { .. } => "23502",
+            EngineError::UndefinedTable { .. } => "42P01",
+            EngineError::DuplicateTable { .. } => "42P07",
+            EngineError::UndefinedSavepoint { .. } => "3B001",
+            EngineError::TransactionAborted => "25P02",
+            EngineError::InvalidRow { .. } => "22023",
+            EngineError::Corrupt { .. } => ErrorKind::Corruption.sqlstate(),
+        }
+    }
+
+    /// Whether retrying the whole transaction may succeed (serialization failure, deadlock).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, EngineError::SerializationFailure | EngineError::Deadlock { .. })
+    }
+}
+
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

@@ -1,0 +1,14 @@
+//! tierdb's transactional engine: tables clustered on their primary key in B+trees of the
+//! page store, MVCC snapshots (READ COMMITTED, REPEATABLE READ), row locks with deadlock
+//! detection, rollback and savepoints. docs/design/008-mvcc.md describes the scheme.
+
+mod engine;
+mod error;
+mod row;
+mod txn;
+
+pub use engine::{ColumnDef, Engine, TableDef, Transaction};
+pub use error::{EngineError, Result};
+pub use row::{Row, Value};
+pub use tierdb_access::KeyKind;
+pub use txn::{IsolationLevel, TxnId};
