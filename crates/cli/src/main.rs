@@ -1,6 +1,7 @@
 //! The `tierdb` command. Today: page-store benchmarks and test drivers; the PostgreSQL
 //! server (`tierdb serve`) comes next.
 
+mod bank_worker;
 mod crash_worker;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +39,8 @@ enum BenchCommand {
 enum DebugCommand {
     /// Runs (or verifies) the crash-test write workload; killed by the crash test.
     CrashWorker(crash_worker::CrashWorkerArgs),
+    /// Runs (or verifies) the bank-transfer workload on the engine; killed by its crash test.
+    BankWorker(bank_worker::BankWorkerArgs),
 }
 
 fn main() {
@@ -53,6 +56,7 @@ fn main() {
         Command::Bench(BenchCommand::Pages(args)) => tierdb_bench::run_pages(&args),
         Command::Bench(BenchCommand::Writes(args)) => tierdb_bench::run_writes(&args),
         Command::Debug(DebugCommand::CrashWorker(args)) => crash_worker::run(&args),
+        Command::Debug(DebugCommand::BankWorker(args)) => bank_worker::run(&args),
     };
     if let Err(error) = outcome {
         eprintln!("error: {error}");

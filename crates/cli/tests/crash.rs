@@ -8,18 +8,16 @@
 //! `TIERDB_CRASH_CYCLES` sets the number of cycles (default 50); the soak in CI's long mode
 //! uses more.
 
+mod support;
+
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use tierdb_common::SplitMix64;
 
 const THREADS: u64 = 4;
-/// How long a worker may take to start (recovery included) before the test fails.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn worker(data_dir: &Path, seed: u64, wal_in_volume: bool) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tierdb"));
@@ -43,61 +41,16 @@ fn run_and_kill(
     wal_in_volume: bool,
     kill_after: Duration,
 ) -> HashMap<u64, u64> {
-    let mut child = worker(data_dir, seed, wal_in_volume)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn crash worker");
-    let stdout = child.stdout.take().expect("stdout");
-    let (lines_sender, lines) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if lines_sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let started = Instant::now();
     let mut acked: HashMap<u64, u64> = HashMap::new();
-    let mut running_since = None;
-    loop {
-        if let Some(since) = running_since {
-            if Instant::now() >= since + kill_after {
-                break;
-            }
-        }
-        assert!(started.elapsed() < START_TIMEOUT, "worker did not start in time");
-        match lines.recv_timeout(Duration::from_millis(5)) {
-            Ok(line) => record(&line, &mut acked, &mut running_since),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = child.wait().expect("wait");
-                panic!("worker exited before it was killed: {status}");
-            }
-        }
-    }
-    child.kill().expect("SIGKILL the worker");
-    child.wait().expect("reap the worker");
-    reader.join().expect("reader thread");
-    for line in lines.try_iter() {
-        record(&line, &mut acked, &mut running_since);
+    for line in support::run_until_killed(worker(data_dir, seed, wal_in_volume), kill_after) {
+        let mut words = line.split_whitespace();
+        assert_eq!(words.next(), Some("ack"), "unexpected worker output: {line}");
+        let thread: u64 = words.next().expect("thread").parse().expect("thread number");
+        let transaction: u64 = words.next().expect("transaction").parse().expect("number");
+        let entry = acked.entry(thread).or_default();
+        *entry = (*entry).max(transaction);
     }
     acked
-}
-
-fn record(line: &str, acked: &mut HashMap<u64, u64>, running_since: &mut Option<Instant>) {
-    let mut words = line.split_whitespace();
-    match words.next() {
-        Some("running") => *running_since = Some(Instant::now()),
-        Some("ack") => {
-            let thread: u64 = words.next().expect("thread").parse().expect("thread number");
-            let transaction: u64 = words.next().expect("transaction").parse().expect("number");
-            let entry = acked.entry(thread).or_default();
-            *entry = (*entry).max(transaction);
-        }
-        _ => panic!("unexpected worker output: {line}"),
-    }
 }
 
 /// Recovers and verifies; returns the recovered transaction count per thread.
@@ -153,16 +106,12 @@ fn crash_cycles(cycles: usize, seed: u64, wal_in_volume: bool) {
     assert!(total_acked > 0, "the workload made no progress");
 }
 
-fn cycles() -> usize {
-    std::env::var("TIERDB_CRASH_CYCLES").ok().and_then(|value| value.parse().ok()).unwrap_or(50)
-}
-
 #[test]
 fn sigkill_during_writes_loses_no_acknowledged_commit() {
-    crash_cycles(cycles(), 0x5EED, false);
+    crash_cycles(support::cycles(1), 0x5EED, false);
 }
 
 #[test]
 fn sigkill_with_wal_on_the_volume() {
-    crash_cycles(cycles() / 5, 0xBEEF, true);
+    crash_cycles(support::cycles(5), 0xBEEF, true);
 }

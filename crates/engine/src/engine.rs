@@ -523,6 +523,9 @@ impl Transaction {
                 Some(bytes) => decode_versions(bytes)?,
                 None => Vec::new(),
             };
+            // Versions of transactions that died in a crash stay until pruned: remove them
+            // first, so that the newest remaining version is the row's real latest state.
+            self.prune(&mut versions)?;
             if let Some(holder) = versions.first().and_then(|newest| self.holder(newest)) {
                 drop(guard);
                 self.engine.txns.wait_for(self.id, holder)?;

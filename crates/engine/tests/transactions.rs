@@ -356,7 +356,10 @@ fn crash_keeps_committed_and_drops_uncommitted_work() {
         txn.get("accounts", &[Value::Int(50)]).unwrap().is_none(),
         "an uncommitted insert survived"
     );
-    // The dead transaction's row lock is gone: the row can be written again.
-    set_balance(&mut txn, 1, 101).unwrap();
+    // The dead transaction's row lock is gone, and its version does not hide the row from
+    // writers: the row is found and updated.
+    assert!(set_balance(&mut txn, 1, 101).unwrap(), "a dead transaction's version hid the row");
+    let found = txn.update("accounts", &[Value::Int(50)], &mut |row| Some(row.clone())).unwrap();
+    assert!(!found, "the dead transaction's insert is visible to writers");
     txn.commit().unwrap();
 }
