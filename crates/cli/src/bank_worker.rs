@@ -57,6 +57,7 @@ fn setup(engine: &Arc<Engine>) -> Result<(), EngineError> {
         name: "accounts".into(),
         columns: vec![int_column("id"), int_column("balance")],
         primary_key: Some(vec![0]),
+        indexes: vec![],
     })?;
     engine.create_table(TableDef {
         name: "transfers".into(),
@@ -67,6 +68,7 @@ fn setup(engine: &Arc<Engine>) -> Result<(), EngineError> {
             int_column("amount"),
         ],
         primary_key: Some(vec![0]),
+        indexes: vec![],
     })?;
     let mut txn = engine.begin(IsolationLevel::ReadCommitted)?;
     for id in 0..ACCOUNTS {

@@ -41,6 +41,43 @@ pub struct TableDef {
     pub name: String,
     pub columns: Vec<ColumnDef>,
     pub primary_key: Option<Vec<usize>>,
+    pub indexes: Vec<IndexDef>,
+}
+
+/// A secondary index: its columns, and whether two live rows may share their values
+/// (NULLs never conflict, as in PostgreSQL).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub unique: bool,
+}
+
+/// A secondary index's B+tree: key = encoded index columns followed by the row's primary key
+/// bytes, value = the primary key bytes. Entries carry no visibility: readers check them
+/// against the row's visible version, so stale entries (left by rollbacks and by updates
+/// that changed the indexed columns) are harmless.
+struct Index {
+    def: IndexDef,
+    tree: BTree,
+    columns: Vec<KeyColumn>,
+    /// Serializes uniqueness check and entry insertion for one unique index.
+    unique_lock: Mutex<()>,
+}
+
+impl Index {
+    fn prefix(&self, row: &[Value]) -> Result<Vec<u8>> {
+        let values: Vec<Value> =
+            self.def.columns.iter().map(|&column| row[column].clone()).collect();
+        let mut prefix = Vec::new();
+        encode_key(&self.columns, &values, &mut prefix)
+            .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+        Ok(prefix)
+    }
+
+    fn has_null(&self, row: &[Value]) -> bool {
+        self.def.columns.iter().any(|&column| matches!(row[column], Value::Null))
+    }
 }
 
 struct Table {
@@ -48,6 +85,7 @@ struct Table {
     tree: BTree,
     key_columns: Vec<KeyColumn>,
     next_row_id: AtomicU64,
+    indexes: Vec<Index>,
 }
 
 impl Table {
@@ -104,7 +142,7 @@ impl Table {
     }
 }
 
-fn encode_def(def: &TableDef, tree: PageId) -> Vec<u8> {
+fn encode_def(def: &TableDef, tree: PageId, index_trees: &[PageId]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(&tree.0.to_le_bytes());
     let mut row = vec![Value::Text(def.name.clone())];
@@ -122,6 +160,16 @@ fn encode_def(def: &TableDef, tree: PageId) -> Vec<u8> {
             );
         }
         None => row.push(Value::Int(-1)),
+    }
+    row.push(Value::Int(i64::try_from(def.indexes.len()).expect("fits")));
+    for (index, tree) in def.indexes.iter().zip(index_trees) {
+        row.push(Value::Text(index.name.clone()));
+        row.push(Value::Bool(index.unique));
+        row.push(Value::Int(i64::try_from(tree.0).expect("page ids fit")));
+        row.push(Value::Int(i64::try_from(index.columns.len()).expect("fits")));
+        row.extend(
+            index.columns.iter().map(|&column| Value::Int(i64::try_from(column).expect("fits"))),
+        );
     }
     encode_row(&row, &mut out);
     out
@@ -153,7 +201,7 @@ fn kind_of(code: i64) -> Result<KeyKind> {
     })
 }
 
-fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId)> {
+fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
     let bad = |detail: &str| EngineError::Corrupt { what: "catalog", detail: detail.to_string() };
     let tree = PageId(u64::from_le_bytes(
         bytes.get(..8).ok_or_else(|| bad("short entry"))?.try_into().expect("8"),
@@ -188,7 +236,22 @@ fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId)> {
         }
         Some(key)
     };
-    Ok((TableDef { name, columns, primary_key }, tree))
+    let index_count = usize::try_from(int(next()?)?).map_err(|_| bad("bad index count"))?;
+    let mut indexes = Vec::with_capacity(index_count);
+    let mut index_trees = Vec::with_capacity(index_count);
+    for _ in 0..index_count {
+        let index_name = text(next()?)?;
+        let unique = matches!(next()?, Value::Bool(true));
+        index_trees.push(PageId(u64::try_from(int(next()?)?).map_err(|_| bad("bad index tree"))?));
+        let column_count = int(next()?)?;
+        let mut index_columns = Vec::new();
+        for _ in 0..column_count {
+            index_columns
+                .push(usize::try_from(int(next()?)?).map_err(|_| bad("bad index column"))?);
+        }
+        indexes.push(IndexDef { name: index_name, columns: index_columns, unique });
+    }
+    Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees))
 }
 
 /// The transactional engine over one page store.
@@ -246,14 +309,32 @@ impl Engine {
         let mut tables = self.tables.write();
         for entry in self.catalog.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (_, value) = entry?;
-            let (def, tree) = decode_def(&value)?;
-            let table = self.table_handle(def, tree)?;
+            let (def, tree, index_trees) = decode_def(&value)?;
+            let table = self.table_handle(def, tree, &index_trees)?;
             tables.insert(table.def.name.clone(), table);
         }
         Ok(())
     }
 
-    fn table_handle(&self, def: TableDef, tree_meta: PageId) -> Result<Arc<Table>> {
+    fn table_handle(
+        &self,
+        def: TableDef,
+        tree_meta: PageId,
+        index_trees: &[PageId],
+    ) -> Result<Arc<Table>> {
+        let mut indexes = Vec::with_capacity(def.indexes.len());
+        for (index, &tree) in def.indexes.iter().zip(index_trees) {
+            indexes.push(Index {
+                columns: index
+                    .columns
+                    .iter()
+                    .map(|&column| KeyColumn::ascending(def.columns[column].kind))
+                    .collect(),
+                tree: BTree::open(Arc::clone(&self.store), tree)?,
+                def: index.clone(),
+                unique_lock: Mutex::new(()),
+            });
+        }
         let tree = BTree::open(Arc::clone(&self.store), tree_meta)?;
         let key_columns = match &def.primary_key {
             Some(columns) => columns
@@ -285,7 +366,13 @@ impl Engine {
         } else {
             0
         };
-        Ok(Arc::new(Table { def, tree, key_columns, next_row_id: AtomicU64::new(next_row_id) }))
+        Ok(Arc::new(Table {
+            def,
+            tree,
+            key_columns,
+            next_row_id: AtomicU64::new(next_row_id),
+            indexes,
+        }))
     }
 
     /// Creates a table (durably, outside any transaction).
@@ -301,11 +388,24 @@ impl Engine {
                 });
             }
         }
+        let valid_index = |index: &IndexDef| {
+            !index.columns.is_empty()
+                && index.columns.iter().all(|&column| column < def.columns.len())
+        };
+        if !def.indexes.iter().all(valid_index) {
+            return Err(EngineError::InvalidRow {
+                detail: "index column out of range".to_string(),
+            });
+        }
         let tree = BTree::create(Arc::clone(&self.store))?;
-        let (_, lsn) =
-            self.catalog.insert(def.name.as_bytes(), &encode_def(&def, tree.meta_page()))?;
+        let mut index_trees = Vec::with_capacity(def.indexes.len());
+        for _ in &def.indexes {
+            index_trees.push(BTree::create(Arc::clone(&self.store))?.meta_page());
+        }
+        let entry = encode_def(&def, tree.meta_page(), &index_trees);
+        let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
         self.store.wait_durable(lsn)?;
-        let table = self.table_handle(def, tree.meta_page())?;
+        let table = self.table_handle(def, tree.meta_page(), &index_trees)?;
         tables.insert(table.def.name.clone(), table);
         Ok(())
     }
@@ -358,6 +458,11 @@ enum Action<'a> {
     Insert(Vec<u8>),
     Update(&'a mut dyn FnMut(&Row) -> Option<Row>),
     Delete,
+}
+
+enum IndexOutcome<'t> {
+    Written(Vec<MutexGuard<'t, ()>>),
+    Wait(TxnId),
 }
 
 struct UndoEntry {
@@ -536,6 +641,14 @@ impl Transaction {
                 return Ok(false);
             }
             self.prune(&mut versions)?;
+            let _index_guards = match self.maintain_indexes(table, key, &versions)? {
+                IndexOutcome::Written(guards) => guards,
+                IndexOutcome::Wait(holder) => {
+                    drop(guard);
+                    self.engine.txns.wait_for(self.id, holder)?;
+                    continue;
+                }
+            };
             // Durable with the commit: the commit record follows these changes in the WAL.
             if versions.is_empty() {
                 table.tree.delete(key)?;
@@ -546,6 +659,152 @@ impl Transaction {
             drop(guard);
             return Ok(true);
         }
+    }
+
+    /// Adds index entries for the row's new newest version (if this transaction made one),
+    /// after checking unique indexes. Returns the unique-index guards, held until the row is
+    /// written, or the transaction to wait for.
+    fn maintain_indexes<'t>(
+        &self,
+        table: &'t Table,
+        key: &[u8],
+        versions: &[Version],
+    ) -> Result<IndexOutcome<'t>> {
+        let mut guards = Vec::new();
+        let Some(newest) =
+            versions.first().filter(|version| version.xmin == self.id && version.xmax == 0)
+        else {
+            return Ok(IndexOutcome::Written(guards));
+        };
+        let row = decode_row(&newest.row)?;
+        let previous = match versions.get(1) {
+            Some(version) => Some(decode_row(&version.row)?),
+            None => None,
+        };
+        for index in &table.indexes {
+            let prefix = index.prefix(&row)?;
+            if index.def.unique && !index.has_null(&row) {
+                guards.push(index.unique_lock.lock());
+                if let Some(holder) = self.unique_conflict(table, index, &prefix, key)? {
+                    return Ok(IndexOutcome::Wait(holder));
+                }
+            }
+            let unchanged = match &previous {
+                Some(previous) => index.prefix(previous)? == prefix,
+                None => false,
+            };
+            if !unchanged {
+                let mut entry = prefix;
+                entry.extend_from_slice(key);
+                index.tree.insert(&entry, key)?;
+            }
+        }
+        Ok(IndexOutcome::Written(guards))
+    }
+
+    /// Checks that no other row holds `prefix` in a unique index: a live committed version is
+    /// a violation (23505); one being written or deleted by a running transaction must be
+    /// waited for (its outcome decides).
+    fn unique_conflict(
+        &self,
+        table: &Table,
+        index: &Index,
+        prefix: &[u8],
+        own_key: &[u8],
+    ) -> Result<Option<TxnId>> {
+        let txns = &self.engine.txns;
+        let mut upper = prefix.to_vec();
+        upper.push(0xFF);
+        for entry in
+            index.tree.range(Bound::Included(prefix), Bound::Excluded(&upper), Direction::Forward)
+        {
+            let (_, other_key) = entry?;
+            if other_key == own_key {
+                continue;
+            }
+            let Some(bytes) = table.tree.get(&other_key)? else { continue };
+            for version in decode_versions(&bytes)? {
+                if index.prefix(&decode_row(&version.row)?)? != prefix {
+                    continue;
+                }
+                if version.xmin != self.id && txns.is_active(version.xmin) {
+                    return Ok(Some(version.xmin));
+                }
+                if version.xmax != 0 && version.xmax != self.id && txns.is_active(version.xmax) {
+                    return Ok(Some(version.xmax));
+                }
+                let created =
+                    version.xmin == self.id || txns.status(version.xmin)? == TxnStatus::Committed;
+                let deleted = version.xmax != 0
+                    && (version.xmax == self.id
+                        || txns.status(version.xmax)? == TxnStatus::Committed);
+                if created && !deleted {
+                    return Err(EngineError::UniqueViolation {
+                        constraint: index.def.name.clone(),
+                    });
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Rows found through a secondary index with index values in the given range, in index
+    /// order. Each entry is checked against the row's visible version.
+    pub fn index_scan(
+        &mut self,
+        table: &str,
+        index: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+    ) -> Result<Vec<Row>> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let Some(index) = table.indexes.iter().find(|candidate| candidate.def.name == index)
+            else {
+                return Err(EngineError::UndefinedTable { name: index.to_string() });
+            };
+            let encode = |values: &[Value]| -> Result<Vec<u8>> {
+                let mut prefix = Vec::new();
+                encode_key(&index.columns[..values.len()], values, &mut prefix)
+                    .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+                Ok(prefix)
+            };
+            // A prefix followed by 0xFF is above every entry starting with the prefix: the
+            // primary key bytes after it start with a null marker (0x00..=0x02).
+            let after = |values: &[Value]| -> Result<Vec<u8>> {
+                let mut prefix = encode(values)?;
+                prefix.push(0xFF);
+                Ok(prefix)
+            };
+            let lower = match lower {
+                Bound::Included(values) => Bound::Included(encode(values)?),
+                Bound::Excluded(values) => Bound::Included(after(values)?),
+                Bound::Unbounded => Bound::Unbounded,
+            };
+            let upper = match upper {
+                Bound::Included(values) => Bound::Excluded(after(values)?),
+                Bound::Excluded(values) => Bound::Excluded(encode(values)?),
+                Bound::Unbounded => Bound::Unbounded,
+            };
+            let mut rows = Vec::new();
+            let entries = index.tree.range(
+                lower.as_ref().map(Vec::as_slice),
+                upper.as_ref().map(Vec::as_slice),
+                Direction::Forward,
+            );
+            for entry in entries {
+                let (entry_key, row_key) = entry?;
+                let Some(bytes) = table.tree.get(&row_key)? else { continue };
+                let Some(row) = txn.visible_row(&decode_versions(&bytes)?)? else { continue };
+                // Stale entry: the visible version has other index values.
+                let mut expected = index.prefix(&row)?;
+                expected.extend_from_slice(&row_key);
+                if expected == entry_key {
+                    rows.push(row);
+                }
+            }
+            Ok(rows)
+        })
     }
 
     /// Applies `action` to a row whose newest version no other running transaction holds.
@@ -575,7 +834,7 @@ impl Transaction {
                     constraint: format!("{}_pkey", table.def.name),
                 });
             }
-            versions.insert(0, Version { xmin: self.id, xmax: 0, row: std::mem::take(row) });
+            versions.insert(0, Version { xmin: self.id, xmax: 0, row: row.clone() });
             return Ok(true);
         }
         let Some(newest) = newest.filter(|_| live) else {

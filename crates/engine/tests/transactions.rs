@@ -29,6 +29,7 @@ fn accounts(engine: &Arc<Engine>, count: i64, balance: i64) {
             name: "accounts".into(),
             columns: vec![int_column("id"), int_column("balance")],
             primary_key: Some(vec![0]),
+            indexes: vec![],
         })
         .unwrap();
     engine
@@ -41,6 +42,7 @@ fn accounts(engine: &Arc<Engine>, count: i64, balance: i64) {
                 int_column("amount"),
             ],
             primary_key: Some(vec![0]),
+            indexes: vec![],
         })
         .unwrap();
     let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
