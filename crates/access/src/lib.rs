@@ -1,5 +1,5 @@
 //! tierdb's access methods: order-preserving (memcomparable) key encoding of typed, composite
-//! values, and (next) the B+tree that stores them in pages of the page store.
+//! values, and the B+tree that stores them in pages of the page store.
 
 mod btree;
 mod key;

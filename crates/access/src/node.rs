@@ -45,7 +45,8 @@ pub(crate) const KIND_INTERNAL: u8 = 2;
 /// beside a maximal high key (3 x 1,992 + 1,024 = 7,000): a split of a full node can always
 /// leave at least one cell, and room for the new one, on each side.
 pub const KEY_BYTES_MAX: usize = 1024;
-/// Largest value stored inline in a leaf; larger values go to overflow pages.
+/// Largest stored value inline in a leaf (the tree's tag byte included): values of 959 bytes
+/// and more go to overflow pages.
 pub const INLINE_VALUE_BYTES_MAX: usize = 960;
 
 fn get_u16(bytes: &[u8], offset: usize) -> u16 {

@@ -33,6 +33,8 @@ enum BenchCommand {
     Pages(tierdb_bench::PagesArgs),
     /// Write amplification and space amplification after compaction.
     Writes(tierdb_bench::WritesArgs),
+    /// Transactional point lookups and single-row updates per second.
+    Kv(tierdb_bench::KvArgs),
 }
 
 #[derive(Subcommand)]
@@ -55,6 +57,7 @@ fn main() {
     let outcome = match cli.command {
         Command::Bench(BenchCommand::Pages(args)) => tierdb_bench::run_pages(&args),
         Command::Bench(BenchCommand::Writes(args)) => tierdb_bench::run_writes(&args),
+        Command::Bench(BenchCommand::Kv(args)) => tierdb_bench::run_kv(&args),
         Command::Debug(DebugCommand::CrashWorker(args)) => crash_worker::run(&args),
         Command::Debug(DebugCommand::BankWorker(args)) => bank_worker::run(&args),
     };

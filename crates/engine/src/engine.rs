@@ -13,8 +13,9 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
@@ -254,37 +255,44 @@ fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
     Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees))
 }
 
-/// The transactional engine over one page store.
-pub struct Engine {
+/// What the engine's handle, its transactions and its purge thread share.
+pub(crate) struct Shared {
     store: Arc<PageStore>,
     txns: TxnManager,
     catalog: BTree,
     tables: RwLock<HashMap<String, Arc<Table>>>,
     row_locks: Vec<Mutex<()>>,
+    /// Set by every write; the purge thread runs a pass only when it was set.
+    changed: AtomicBool,
 }
 
-impl Engine {
-    /// Opens the engine, creating its root, commit log and catalog on an empty store.
-    pub fn open(store: Arc<PageStore>) -> Result<Arc<Engine>> {
+impl Shared {
+    /// Opens the engine core, creating its root, commit log and catalog on an empty store.
+    fn open(store: Arc<PageStore>) -> Result<Shared> {
         let root = PageId(1);
         if store.max_page_id() == PageId::INVALID {
             Self::bootstrap(&store)?;
         }
-        let catalog_meta = {
+        let mut catalog_meta = {
             let page = store.read(root)?;
             PageId(u64::from_le_bytes(page.payload()[16..24].try_into().expect("8")))
         };
+        if catalog_meta == PageId::INVALID {
+            // A crash between bootstrap's steps: finish it.
+            catalog_meta = Self::create_catalog(&store)?;
+        }
         let txns = TxnManager::open(Arc::clone(&store), root)?;
         let catalog = BTree::open(Arc::clone(&store), catalog_meta)?;
-        let engine = Engine {
+        let engine = Shared {
             store,
             txns,
             catalog,
             tables: RwLock::new(HashMap::new()),
             row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            changed: AtomicBool::new(false),
         };
         engine.load_catalog()?;
-        Ok(Arc::new(engine))
+        Ok(engine)
     }
 
     fn bootstrap(store: &Arc<PageStore>) -> Result<()> {
@@ -297,12 +305,18 @@ impl Engine {
         header[24..32].copy_from_slice(&clog_directory.0.to_le_bytes());
         mtr.write(root_slot, 0, &header);
         mtr.commit()?;
+        Self::create_catalog(store)?;
+        Ok(())
+    }
+
+    /// Creates the catalog tree and points the root page at it (durably).
+    fn create_catalog(store: &Arc<PageStore>) -> Result<PageId> {
         let catalog = BTree::create(Arc::clone(store))?;
         let mut mtr = store.mtr();
-        let slot = mtr.latch(root)?;
+        let slot = mtr.latch(PageId(1))?;
         mtr.write(slot, 16, &catalog.meta_page().0.to_le_bytes());
         store.wait_durable(mtr.commit()?)?;
-        Ok(())
+        Ok(catalog.meta_page())
     }
 
     fn load_catalog(&self) -> Result<()> {
@@ -376,7 +390,7 @@ impl Engine {
     }
 
     /// Creates a table (durably, outside any transaction).
-    pub fn create_table(&self, def: TableDef) -> Result<()> {
+    fn create_table(&self, def: TableDef) -> Result<()> {
         let mut tables = self.tables.write();
         if tables.contains_key(&def.name) {
             return Err(EngineError::DuplicateTable { name: def.name });
@@ -410,7 +424,7 @@ impl Engine {
         Ok(())
     }
 
-    pub fn table_names(&self) -> Vec<String> {
+    fn table_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.tables.read().keys().cloned().collect();
         names.sort();
         names
@@ -424,12 +438,8 @@ impl Engine {
             .ok_or_else(|| EngineError::UndefinedTable { name: name.to_string() })
     }
 
-    pub fn store(&self) -> &Arc<PageStore> {
-        &self.store
-    }
-
     /// Starts a transaction.
-    pub fn begin(self: &Arc<Engine>, isolation: IsolationLevel) -> Result<Transaction> {
+    fn begin(self: &Arc<Shared>, isolation: IsolationLevel) -> Result<Transaction> {
         let id = self.txns.begin()?;
         let snapshot = self.txns.snapshot(id);
         Ok(Transaction {
@@ -441,6 +451,7 @@ impl Engine {
             savepoints: Vec::new(),
             failed: false,
             done: false,
+            wrote: false,
         })
     }
 
@@ -450,6 +461,232 @@ impl Engine {
             hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
         }
         self.row_locks[usize::try_from(hash % ROW_LOCK_STRIPES as u64).expect("fits")].lock()
+    }
+}
+
+/// Drops versions no snapshot can see, and freezes old committed creators (below the
+/// horizon) so readers skip the commit log for them. `me` is the pruning transaction (0 for
+/// the purge thread). The newest version is kept unless `drop_dead_newest` and it was
+/// deleted before every snapshot: then the whole row is garbage.
+fn prune_versions(
+    txns: &TxnManager,
+    me: TxnId,
+    versions: &mut Vec<Version>,
+    drop_dead_newest: bool,
+) -> Result<()> {
+    let horizon = txns.horizon();
+    let mut kept = Vec::with_capacity(versions.len());
+    for (index, mut version) in versions.drain(..).enumerate() {
+        let creator =
+            if version.xmin == me { TxnStatus::InProgress } else { txns.status(version.xmin)? };
+        if creator == TxnStatus::Aborted {
+            continue;
+        }
+        let dead = version.xmax != 0
+            && version.xmax != me
+            && version.xmax < horizon
+            && txns.status(version.xmax)? == TxnStatus::Committed;
+        if dead && (index > 0 || drop_dead_newest) {
+            // Superseded or deleted before every running snapshot began: nobody can see it.
+            continue;
+        }
+        if creator == TxnStatus::Committed && version.xmin < horizon {
+            version.xmin = FROZEN_TXN;
+        }
+        if version.xmax != 0
+            && version.xmax != me
+            && txns.status(version.xmax)? == TxnStatus::Aborted
+        {
+            version.xmax = 0;
+        }
+        kept.push(version);
+    }
+    *versions = kept;
+    Ok(())
+}
+
+/// What one purge pass removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PurgeStats {
+    pub rows_rewritten: u64,
+    pub rows_removed: u64,
+    pub index_entries_removed: u64,
+}
+
+impl Shared {
+    /// One pass over every table: prunes each row's versions (removing rows that no snapshot
+    /// can see any more) and deletes index entries that no version of their row carries.
+    /// Each row is handled under its row lock, like a writer, so a pass never races one.
+    fn purge(&self) -> Result<PurgeStats> {
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        let mut stats = PurgeStats::default();
+        for table in tables {
+            for entry in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+                let (key, _) = entry?;
+                self.purge_row(&table, &key, &mut stats)?;
+            }
+            for index in &table.indexes {
+                for entry in
+                    index.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward)
+                {
+                    let (entry_key, row_key) = entry?;
+                    self.purge_index_entry(&table, index, &entry_key, &row_key, &mut stats)?;
+                }
+            }
+        }
+        Ok(stats)
+    }
+
+    fn purge_row(&self, table: &Table, key: &[u8], stats: &mut PurgeStats) -> Result<()> {
+        let _guard = self.row_lock(key, &table.def.name);
+        let Some(bytes) = table.tree.get(key)? else { return Ok(()) };
+        let mut versions = decode_versions(&bytes)?;
+        prune_versions(&self.txns, 0, &mut versions, true)?;
+        if versions.is_empty() {
+            table.tree.delete(key)?;
+            stats.rows_removed += 1;
+        } else {
+            let pruned = encode_versions(&versions);
+            if pruned != bytes {
+                table.tree.insert(key, &pruned)?;
+                stats.rows_rewritten += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn purge_index_entry(
+        &self,
+        table: &Table,
+        index: &Index,
+        entry_key: &[u8],
+        row_key: &[u8],
+        stats: &mut PurgeStats,
+    ) -> Result<()> {
+        let Some(prefix) = entry_key.strip_suffix(row_key) else {
+            return Err(EngineError::Corrupt {
+                what: "index entry",
+                detail: format!("index={} entry does not end with its row key", index.def.name),
+            });
+        };
+        let _guard = self.row_lock(row_key, &table.def.name);
+        let carried = match table.tree.get(row_key)? {
+            Some(bytes) => {
+                let mut carried = false;
+                for version in decode_versions(&bytes)? {
+                    if index.prefix(&decode_row(&version.row)?)? == prefix {
+                        carried = true;
+                        break;
+                    }
+                }
+                carried
+            }
+            None => false,
+        };
+        if !carried {
+            index.tree.delete(entry_key)?;
+            stats.index_entries_removed += 1;
+        }
+        Ok(())
+    }
+}
+
+/// How often the purge thread looks for work.
+const PURGE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The transactional engine over one page store. Dropping it stops its purge thread.
+pub struct Engine {
+    shared: Arc<Shared>,
+    stop: Arc<(Mutex<bool>, parking_lot::Condvar)>,
+    purger: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Opens the engine, creating its root, commit log and catalog on an empty store, and
+    /// starts the purge thread, which removes versions once no snapshot needs them.
+    pub fn open(store: Arc<PageStore>) -> Result<Arc<Engine>> {
+        let shared = Arc::new(Shared::open(store)?);
+        let stop = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+        let thread_shared = Arc::clone(&shared);
+        let thread_stop = Arc::clone(&stop);
+        let purger = std::thread::Builder::new()
+            .name("engine-purge".to_string())
+            .spawn(move || purge_loop(&thread_shared, &thread_stop))
+            .map_err(|error| EngineError::Corrupt {
+                what: "purge thread",
+                detail: error.to_string(),
+            })?;
+        Ok(Arc::new(Engine { shared, stop, purger: Mutex::new(Some(purger)) }))
+    }
+
+    pub fn create_table(&self, def: TableDef) -> Result<()> {
+        self.shared.create_table(def)
+    }
+
+    pub fn table_names(&self) -> Vec<String> {
+        self.shared.table_names()
+    }
+
+    pub fn store(&self) -> &Arc<PageStore> {
+        &self.shared.store
+    }
+
+    /// Starts a transaction.
+    pub fn begin(&self, isolation: IsolationLevel) -> Result<Transaction> {
+        self.shared.begin(isolation)
+    }
+
+    /// Runs one purge pass now (the purge thread also runs them).
+    pub fn purge(&self) -> Result<PurgeStats> {
+        self.shared.purge()
+    }
+
+    /// Versions stored in a table and entries in each of its indexes (for tests of purge).
+    #[doc(hidden)]
+    pub fn storage_counts(&self, table: &str) -> Result<(u64, Vec<u64>)> {
+        let table = self.shared.table(table)?;
+        let mut versions = 0u64;
+        for entry in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            versions += u64::try_from(decode_versions(&entry?.1)?.len()).expect("fits");
+        }
+        let mut entries = Vec::new();
+        for index in &table.indexes {
+            let count =
+                index.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward).count();
+            entries.push(u64::try_from(count).expect("fits"));
+        }
+        Ok((versions, entries))
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let (flag, condvar) = &*self.stop;
+        *flag.lock() = true;
+        condvar.notify_all();
+        if let Some(purger) = self.purger.lock().take() {
+            let _ = purger.join();
+        }
+    }
+}
+
+fn purge_loop(shared: &Shared, stop: &(Mutex<bool>, parking_lot::Condvar)) {
+    let (flag, condvar) = stop;
+    loop {
+        {
+            let mut stopped = flag.lock();
+            if !*stopped {
+                condvar.wait_for(&mut stopped, PURGE_INTERVAL);
+            }
+            if *stopped {
+                return;
+            }
+        }
+        if shared.changed.swap(false, Ordering::AcqRel) {
+            if let Err(error) = shared.purge() {
+                tracing::warn!(%error, "purge pass failed");
+            }
+        }
     }
 }
 
@@ -473,7 +710,7 @@ struct UndoEntry {
 
 /// A transaction. Dropping it without `commit` rolls it back.
 pub struct Transaction {
-    engine: Arc<Engine>,
+    engine: Arc<Shared>,
     id: TxnId,
     isolation: IsolationLevel,
     snapshot: Snapshot,
@@ -481,6 +718,9 @@ pub struct Transaction {
     savepoints: Vec<(String, usize)>,
     failed: bool,
     done: bool,
+    /// Whether this transaction ever wrote a version (even if later undone): only then does
+    /// its outcome go to the commit log.
+    wrote: bool,
 }
 
 impl Transaction {
@@ -656,6 +896,8 @@ impl Transaction {
                 table.tree.insert(key, &encode_versions(&versions))?;
             }
             self.undo.push(UndoEntry { table: Arc::clone(table), key: key.to_vec(), before });
+            self.wrote = true;
+            self.engine.changed.store(true, Ordering::Release);
             drop(guard);
             return Ok(true);
         }
@@ -764,6 +1006,16 @@ impl Transaction {
                 return Err(EngineError::UndefinedTable { name: index.to_string() });
             };
             let encode = |values: &[Value]| -> Result<Vec<u8>> {
+                if values.len() > index.columns.len() {
+                    return Err(EngineError::InvalidRow {
+                        detail: format!(
+                            "index={} has columns={} but the bound has values={}",
+                            index.def.name,
+                            index.columns.len(),
+                            values.len()
+                        ),
+                    });
+                }
                 let mut prefix = Vec::new();
                 encode_key(&index.columns[..values.len()], values, &mut prefix)
                     .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
@@ -857,11 +1109,10 @@ impl Transaction {
         match action {
             Action::Insert(_) => unreachable!("handled above"),
             Action::Delete => {
-                if newest.xmin == self.id {
-                    versions.remove(0);
-                } else {
-                    versions[0].xmax = self.id;
-                }
+                // Even a version this transaction created is only marked: removing it would
+                // drop the row lock, and another transaction could take the key before our
+                // rollback restores the row over its work.
+                versions[0].xmax = self.id;
             }
             Action::Update(change) => {
                 let Some(new_row) = change(&current) else { return Ok(false) };
@@ -886,43 +1137,8 @@ impl Transaction {
         Ok(true)
     }
 
-    /// Drops versions no snapshot can see, and freezes old committed creators so readers
-    /// skip the commit log for them. Keeps the newest version and anything still needed.
     fn prune(&self, versions: &mut Vec<Version>) -> Result<()> {
-        let txns = &self.engine.txns;
-        let horizon = txns.horizon();
-        let mut kept = Vec::with_capacity(versions.len());
-        for (index, mut version) in versions.drain(..).enumerate() {
-            let creator = if version.xmin == self.id {
-                TxnStatus::InProgress
-            } else {
-                txns.status(version.xmin)?
-            };
-            if creator == TxnStatus::Aborted {
-                continue;
-            }
-            if index > 0
-                && version.xmax != 0
-                && version.xmax != self.id
-                && version.xmax < horizon
-                && txns.status(version.xmax)? == TxnStatus::Committed
-            {
-                // Superseded before every running snapshot began: nobody can see it.
-                continue;
-            }
-            if creator == TxnStatus::Committed && version.xmin < horizon {
-                version.xmin = FROZEN_TXN;
-            }
-            if version.xmax != 0
-                && version.xmax != self.id
-                && txns.status(version.xmax)? == TxnStatus::Aborted
-            {
-                version.xmax = 0;
-            }
-            kept.push(version);
-        }
-        *versions = kept;
-        Ok(())
+        prune_versions(&self.engine.txns, self.id, versions, false)
     }
 
     pub fn savepoint(&mut self, name: &str) -> Result<()> {
@@ -969,22 +1185,24 @@ impl Transaction {
         Ok(())
     }
 
-    /// Commits: durable when this returns. A failed transaction cannot commit (it rolls back
-    /// and reports 25P02, as PostgreSQL's COMMIT of a failed block does).
+    /// Commits: durable when this returns. A failed transaction cannot commit: it is rolled
+    /// back and `TransactionAborted` says so (PostgreSQL's COMMIT of a failed block answers
+    /// ROLLBACK; the server maps this error to that).
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
         if self.failed {
-            self.undo_to(0)?;
-            self.engine.txns.finish(self.id, false)?;
+            let undone = self.undo_to(0);
+            self.engine.txns.finish(self.id, false, self.wrote)?;
+            undone?;
             return Err(EngineError::TransactionAborted);
         }
-        self.engine.txns.finish(self.id, true)
+        self.engine.txns.finish(self.id, true, self.wrote)
     }
 
     pub fn rollback(mut self) -> Result<()> {
         self.done = true;
         let undone = self.undo_to(0);
-        self.engine.txns.finish(self.id, false)?;
+        self.engine.txns.finish(self.id, false, self.wrote)?;
         undone
     }
 }
@@ -1002,7 +1220,7 @@ impl Drop for Transaction {
     fn drop(&mut self) {
         if !self.done {
             let _ = self.undo_to(0);
-            let _ = self.engine.txns.finish(self.id, false);
+            let _ = self.engine.txns.finish(self.id, false, self.wrote);
         }
     }
 }

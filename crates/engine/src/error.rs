@@ -28,6 +28,8 @@ pub enum EngineError {
     TransactionAborted,
     #[error("invalid row: {detail}")]
     InvalidRow { detail: String },
+    #[error("limit exceeded: {detail}")]
+    LimitExceeded { detail: String },
     #[error("corrupt {what}: {detail}")]
     Corrupt { what: &'static str, detail: String },
 }
@@ -47,6 +49,7 @@ impl EngineError {
             EngineError::UndefinedSavepoint { .. } => "3B001",
             EngineError::TransactionAborted => "25P02",
             EngineError::InvalidRow { .. } => "22023",
+            EngineError::LimitExceeded { .. } => "54000",
             EngineError::Corrupt { .. } => ErrorKind::Corruption.sqlstate(),
         }
     }

@@ -4,7 +4,7 @@
 //! 1 boolean, 2 integer, 3 float, 4 text, 5 bytes), then 1 byte (boolean), 8 bytes
 //! little-endian (integer, float) or u32 length and bytes (text, bytes).
 //!
-//! A primary-key entry holds every version of its row, newest first: count u16, then per
+//! A primary-key entry holds every version of its row, newest first: count u32, then per
 //! version xmin u64, xmax u64 (0: not deleted), row length u32, row.
 
 use tierdb_access::KeyValue;
@@ -98,7 +98,7 @@ pub fn encode_versions(versions: &[Version]) -> Vec<u8> {
         2 + versions.iter().map(|version| 20 + version.row.len()).sum::<usize>(),
     );
     out.extend_from_slice(
-        &u16::try_from(versions.len()).expect("versions bounded by pruning").to_le_bytes(),
+        &u32::try_from(versions.len()).expect("bounded by the value limit").to_le_bytes(),
     );
     for version in versions {
         out.extend_from_slice(&version.xmin.to_le_bytes());
@@ -111,8 +111,8 @@ pub fn encode_versions(versions: &[Version]) -> Vec<u8> {
 
 pub fn decode_versions(bytes: &[u8]) -> Result<Vec<Version>> {
     let mut position = 0;
-    let count = u16::from_le_bytes(take(bytes, &mut position, 2)?.try_into().expect("2"));
-    let mut versions = Vec::with_capacity(usize::from(count));
+    let count = u32::from_le_bytes(take(bytes, &mut position, 4)?.try_into().expect("4"));
+    let mut versions = Vec::with_capacity(usize::try_from(count).expect("fits").min(1024));
     for _ in 0..count {
         let xmin = u64::from_le_bytes(take(bytes, &mut position, 8)?.try_into().expect("8"));
         let xmax = u64::from_le_bytes(take(bytes, &mut position, 8)?.try_into().expect("8"));

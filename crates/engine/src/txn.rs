@@ -146,9 +146,10 @@ impl TxnManager {
         .expect("fits");
         let needed = usize::try_from(until.div_ceil(TXNS_PER_CLOG_PAGE)).expect("fits");
         if needed > CLOG_DIRECTORY_ENTRIES_MAX {
-            return Err(EngineError::Corrupt {
-                what: "commit log",
-                detail: format!("transaction ids exhausted until={until}"),
+            return Err(EngineError::LimitExceeded {
+                detail: format!(
+                    "transaction ids of this commit-log format exhausted until={until}"
+                ),
             });
         }
         for index in count..needed {
@@ -230,20 +231,32 @@ impl TxnManager {
 
     /// Records the outcome in the commit log; a commit waits until it is durable. Only then is
     /// the transaction removed from the active set (visible as committed) and waiters woken.
-    pub fn finish(&self, txn: TxnId, commit: bool) -> Result<()> {
-        let outcome = self.write_status(txn, if commit { 1 } else { 2 }).and_then(|lsn| {
-            if commit {
-                self.store.wait_durable(lsn)?;
-            }
-            Ok(())
-        });
+    /// A transaction that wrote nothing (`wrote == false`) appears in no version,
+    /// so its outcome need not be logged: it just leaves the active set (no fsync).
+    pub fn finish(&self, txn: TxnId, commit: bool, wrote: bool) -> Result<()> {
+        if !wrote {
+            self.leave(txn);
+            return Ok(());
+        }
+        let lsn = self.write_status(txn, if commit { 1 } else { 2 })?;
+        if commit {
+            // Until the commit record is durable nobody may see the transaction as committed.
+            // If making it durable fails, the store is poisoned (sticky) and the outcome is
+            // unknown: the transaction stays "in progress" for the rest of this process, and
+            // recovery after the restart decides.
+            self.store.wait_durable(lsn)?;
+        }
+        self.leave(txn);
+        Ok(())
+    }
+
+    fn leave(&self, txn: TxnId) {
         let mut table = self.table.lock();
         table.active.remove(&txn);
         table.snapshot_floors.remove(&txn);
         table.waits_for.remove(&txn);
         drop(table);
         self.finished.notify_all();
-        outcome
     }
 
     fn write_status(&self, txn: TxnId, bits: u8) -> Result<tierdb_common::Lsn> {

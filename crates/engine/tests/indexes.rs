@@ -272,3 +272,16 @@ proptest! {
         check(&engine, &pending)?;
     }
 }
+
+#[test]
+fn index_bound_with_too_many_values_is_an_error() {
+    let directory = tempfile::tempdir().unwrap();
+    let engine = open(directory.path());
+    users(&engine);
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let bound = [Value::Text("a".into()), Value::Int(1)];
+    let error = txn
+        .index_scan("users", "users_city_idx", Bound::Included(&bound), Bound::Unbounded)
+        .unwrap_err();
+    assert_eq!(error.sqlstate(), "22023", "{error}");
+}

@@ -365,3 +365,37 @@ fn crash_keeps_committed_and_drops_uncommitted_work() {
     assert!(!found, "the dead transaction's insert is visible to writers");
     txn.commit().unwrap();
 }
+
+/// Regression: deleting a row this transaction inserted used to remove the version, and with
+/// it the row lock: another transaction could take the key, and the first one's rollback then
+/// destroyed its committed row.
+#[test]
+fn delete_of_own_insert_keeps_the_row_locked() {
+    let (_directory, _store, engine) = single_row();
+    let mut first = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    first.insert("accounts", vec![Value::Int(77), Value::Int(1)]).unwrap();
+    assert!(first.delete("accounts", &[Value::Int(77)]).unwrap());
+    std::thread::scope(|scope| {
+        let engine = &engine;
+        let second = scope.spawn(move || {
+            let mut second = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+            let started = std::time::Instant::now();
+            second.insert("accounts", vec![Value::Int(77), Value::Int(2)]).unwrap();
+            second.commit().unwrap();
+            started.elapsed()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        first.rollback().unwrap();
+        let waited = second.join().unwrap();
+        assert!(
+            waited >= std::time::Duration::from_millis(100),
+            "the second insert did not wait: {waited:?}"
+        );
+    });
+    let mut check = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    assert_eq!(
+        read_balance(&mut check, 77),
+        2,
+        "the rollback destroyed the other transaction's row"
+    );
+}
