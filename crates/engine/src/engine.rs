@@ -264,6 +264,31 @@ pub(crate) struct Shared {
     row_locks: Vec<Mutex<()>>,
     /// Set by every write; the purge thread runs a pass only when it was set.
     changed: AtomicBool,
+    /// Work for the purge thread, from finished transactions.
+    purge_queue: Mutex<PurgeQueue>,
+}
+
+/// Rows written and index entries made stale by finished transactions. Bounded: past
+/// `PURGE_QUEUE_MAX` items the queue is dropped and the next pass is a full one.
+#[derive(Default)]
+struct PurgeQueue {
+    rows: Vec<(Arc<Table>, Vec<u8>)>,
+    entries: Vec<(Arc<Table>, usize, Vec<u8>, Vec<u8>)>,
+    full_pass: bool,
+}
+
+/// Purge work items kept at most before falling back to a full pass.
+const PURGE_QUEUE_MAX: usize = 200_000;
+
+impl PurgeQueue {
+    fn overflowed(&mut self) -> bool {
+        if self.rows.len() + self.entries.len() > PURGE_QUEUE_MAX {
+            self.rows.clear();
+            self.entries.clear();
+            self.full_pass = true;
+        }
+        self.full_pass
+    }
 }
 
 impl Shared {
@@ -289,7 +314,9 @@ impl Shared {
             catalog,
             tables: RwLock::new(HashMap::new()),
             row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            changed: AtomicBool::new(false),
+            changed: AtomicBool::new(true),
+            // A pass at startup removes what transactions that died in a crash left behind.
+            purge_queue: Mutex::new(PurgeQueue { full_pass: true, ..PurgeQueue::default() }),
         };
         engine.load_catalog()?;
         Ok(engine)
@@ -452,6 +479,8 @@ impl Shared {
             failed: false,
             done: false,
             wrote: false,
+            index_entries: Vec::new(),
+            written: Vec::new(),
         })
     }
 
@@ -518,6 +547,7 @@ impl Shared {
     /// can see any more) and deletes index entries that no version of their row carries.
     /// Each row is handled under its row lock, like a writer, so a pass never races one.
     fn purge(&self) -> Result<PurgeStats> {
+        self.purge_queue.lock().full_pass = false;
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         let mut stats = PurgeStats::default();
         for table in tables {
@@ -535,6 +565,92 @@ impl Shared {
             }
         }
         Ok(stats)
+    }
+
+    /// One pass over the queued work: prunes each queued row (removing the index entries of
+    /// the index values its pruned versions had) and checks each queued index entry. Rows an
+    /// old snapshot still needs are queued again for a later pass.
+    fn purge_queued(&self) -> Result<PurgeStats> {
+        let (rows, entries, full_pass) = {
+            let mut queue = self.purge_queue.lock();
+            (
+                std::mem::take(&mut queue.rows),
+                std::mem::take(&mut queue.entries),
+                std::mem::take(&mut queue.full_pass),
+            )
+        };
+        if full_pass {
+            return self.purge();
+        }
+        let mut stats = PurgeStats::default();
+        let mut seen = std::collections::HashSet::new();
+        let mut again = Vec::new();
+        for (table, key) in rows {
+            if !seen.insert((table.def.name.clone(), key.clone())) {
+                continue;
+            }
+            if self.purge_row_and_entries(&table, &key, &mut stats)? {
+                again.push((table, key));
+            }
+        }
+        for (table, position, entry_key, row_key) in entries {
+            self.purge_index_entry(
+                &table,
+                &table.indexes[position],
+                &entry_key,
+                &row_key,
+                &mut stats,
+            )?;
+        }
+        if !again.is_empty() {
+            let mut queue = self.purge_queue.lock();
+            if !queue.overflowed() {
+                queue.rows.extend(again);
+                queue.overflowed();
+            }
+            self.changed.store(true, Ordering::Release);
+        }
+        Ok(stats)
+    }
+
+    /// Prunes one row and deletes the index entries of index values that only its removed
+    /// versions had. Returns whether the row still holds old versions (to retry later).
+    fn purge_row_and_entries(
+        &self,
+        table: &Table,
+        key: &[u8],
+        stats: &mut PurgeStats,
+    ) -> Result<bool> {
+        let _guard = self.row_lock(key, &table.def.name);
+        let Some(bytes) = table.tree.get(key)? else { return Ok(false) };
+        let before = decode_versions(&bytes)?;
+        let mut versions = before.clone();
+        prune_versions(&self.txns, 0, &mut versions, true)?;
+        let prefixes =
+            |versions: &[Version], index: &Index| -> Result<std::collections::BTreeSet<Vec<u8>>> {
+                versions.iter().map(|version| index.prefix(&decode_row(&version.row)?)).collect()
+            };
+        for index in &table.indexes {
+            let kept = prefixes(&versions, index)?;
+            for prefix in prefixes(&before, index)?.difference(&kept) {
+                let mut entry = prefix.clone();
+                entry.extend_from_slice(key);
+                if index.tree.delete(&entry)?.is_some() {
+                    stats.index_entries_removed += 1;
+                }
+            }
+        }
+        if versions.is_empty() {
+            table.tree.delete(key)?;
+            stats.rows_removed += 1;
+            return Ok(false);
+        }
+        let pruned = encode_versions(&versions);
+        if pruned != bytes {
+            table.tree.insert(key, &pruned)?;
+            stats.rows_rewritten += 1;
+        }
+        Ok(versions.len() > 1 || versions[0].xmax != 0)
     }
 
     fn purge_row(&self, table: &Table, key: &[u8], stats: &mut PurgeStats) -> Result<()> {
@@ -683,7 +799,7 @@ fn purge_loop(shared: &Shared, stop: &(Mutex<bool>, parking_lot::Condvar)) {
             }
         }
         if shared.changed.swap(false, Ordering::AcqRel) {
-            if let Err(error) = shared.purge() {
+            if let Err(error) = shared.purge_queued() {
                 tracing::warn!(%error, "purge pass failed");
             }
         }
@@ -698,7 +814,8 @@ enum Action<'a> {
 }
 
 enum IndexOutcome<'t> {
-    Written(Vec<MutexGuard<'t, ()>>),
+    /// The unique-index guards, and the (index, entry key) of every entry added.
+    Written(Vec<MutexGuard<'t, ()>>, Vec<(usize, Vec<u8>)>),
     Wait(TxnId),
 }
 
@@ -721,6 +838,10 @@ pub struct Transaction {
     /// Whether this transaction ever wrote a version (even if later undone): only then does
     /// its outcome go to the commit log.
     wrote: bool,
+    /// Index entries this transaction added (stale if it rolls back).
+    index_entries: Vec<(Arc<Table>, usize, Vec<u8>, Vec<u8>)>,
+    /// Rows this transaction wrote, for the purge thread.
+    written: Vec<(Arc<Table>, Vec<u8>)>,
 }
 
 impl Transaction {
@@ -882,7 +1003,13 @@ impl Transaction {
             }
             self.prune(&mut versions)?;
             let _index_guards = match self.maintain_indexes(table, key, &versions)? {
-                IndexOutcome::Written(guards) => guards,
+                IndexOutcome::Written(guards, added) => {
+                    let table_entries = added
+                        .into_iter()
+                        .map(|(index, entry)| (Arc::clone(table), index, entry, key.to_vec()));
+                    self.index_entries.extend(table_entries);
+                    guards
+                }
                 IndexOutcome::Wait(holder) => {
                     drop(guard);
                     self.engine.txns.wait_for(self.id, holder)?;
@@ -897,7 +1024,7 @@ impl Transaction {
             }
             self.undo.push(UndoEntry { table: Arc::clone(table), key: key.to_vec(), before });
             self.wrote = true;
-            self.engine.changed.store(true, Ordering::Release);
+            self.written.push((Arc::clone(table), key.to_vec()));
             drop(guard);
             return Ok(true);
         }
@@ -913,17 +1040,18 @@ impl Transaction {
         versions: &[Version],
     ) -> Result<IndexOutcome<'t>> {
         let mut guards = Vec::new();
+        let mut added = Vec::new();
         let Some(newest) =
             versions.first().filter(|version| version.xmin == self.id && version.xmax == 0)
         else {
-            return Ok(IndexOutcome::Written(guards));
+            return Ok(IndexOutcome::Written(guards, added));
         };
         let row = decode_row(&newest.row)?;
         let previous = match versions.get(1) {
             Some(version) => Some(decode_row(&version.row)?),
             None => None,
         };
-        for index in &table.indexes {
+        for (position, index) in table.indexes.iter().enumerate() {
             let prefix = index.prefix(&row)?;
             if index.def.unique && !index.has_null(&row) {
                 guards.push(index.unique_lock.lock());
@@ -939,9 +1067,10 @@ impl Transaction {
                 let mut entry = prefix;
                 entry.extend_from_slice(key);
                 index.tree.insert(&entry, key)?;
+                added.push((position, entry));
             }
         }
-        Ok(IndexOutcome::Written(guards))
+        Ok(IndexOutcome::Written(guards, added))
     }
 
     /// Checks that no other row holds `prefix` in a unique index: a live committed version is
@@ -1193,21 +1322,42 @@ impl Transaction {
         if self.failed {
             let undone = self.undo_to(0);
             self.engine.txns.finish(self.id, false, self.wrote)?;
+            self.queue_for_purge();
             undone?;
             return Err(EngineError::TransactionAborted);
         }
-        self.engine.txns.finish(self.id, true, self.wrote)
+        self.engine.txns.finish(self.id, true, self.wrote)?;
+        self.queue_for_purge();
+        Ok(())
     }
 
     pub fn rollback(mut self) -> Result<()> {
         self.done = true;
         let undone = self.undo_to(0);
         self.engine.txns.finish(self.id, false, self.wrote)?;
+        self.queue_for_purge();
         undone
     }
 }
 
 impl Transaction {
+    /// Hands the rows written and the index entries added to the purge thread. An added entry
+    /// can be stale even after a commit: a transaction that changed an indexed value of its
+    /// own new version twice left an entry for the middle value.
+    fn queue_for_purge(&mut self) {
+        if self.written.is_empty() && self.index_entries.is_empty() {
+            return;
+        }
+        let mut queue = self.engine.purge_queue.lock();
+        if !queue.overflowed() {
+            queue.rows.append(&mut self.written);
+            queue.entries.append(&mut self.index_entries);
+            queue.overflowed();
+        }
+        drop(queue);
+        self.engine.changed.store(true, Ordering::Release);
+    }
+
     /// Ends the transaction the way a crash would: no rollback, nothing in the commit log.
     /// After a restart it counts as aborted. For crash tests.
     #[doc(hidden)]
@@ -1221,6 +1371,7 @@ impl Drop for Transaction {
         if !self.done {
             let _ = self.undo_to(0);
             let _ = self.engine.txns.finish(self.id, false, self.wrote);
+            self.queue_for_purge();
         }
     }
 }
