@@ -273,9 +273,12 @@ pub(crate) struct Shared {
 #[derive(Default)]
 struct PurgeQueue {
     rows: Vec<(Arc<Table>, Vec<u8>)>,
-    entries: Vec<(Arc<Table>, usize, Vec<u8>, Vec<u8>)>,
+    entries: Vec<IndexEntryRef>,
     full_pass: bool,
 }
+
+/// An index entry to check: (table, index position, entry key, row key).
+type IndexEntryRef = (Arc<Table>, usize, Vec<u8>, Vec<u8>);
 
 /// Purge work items kept at most before falling back to a full pass.
 const PURGE_QUEUE_MAX: usize = 200_000;
@@ -534,6 +537,38 @@ fn prune_versions(
     Ok(())
 }
 
+/// Deletes the index entries of row `key` for index values that versions in `before` carried
+/// and none in `after` does. The caller holds the row lock. Returns entries deleted.
+fn drop_stale_entries(
+    table: &Table,
+    key: &[u8],
+    before: &[Version],
+    after: &[Version],
+) -> Result<u64> {
+    if table.indexes.is_empty()
+        || before.len() <= after.len()
+            && before.iter().zip(after).all(|(old, new)| old.row == new.row)
+    {
+        return Ok(0);
+    }
+    let prefixes =
+        |versions: &[Version], index: &Index| -> Result<std::collections::BTreeSet<Vec<u8>>> {
+            versions.iter().map(|version| index.prefix(&decode_row(&version.row)?)).collect()
+        };
+    let mut deleted = 0;
+    for index in &table.indexes {
+        let kept = prefixes(after, index)?;
+        for prefix in prefixes(before, index)?.difference(&kept) {
+            let mut entry = prefix.clone();
+            entry.extend_from_slice(key);
+            if index.tree.delete(&entry)?.is_some() {
+                deleted += 1;
+            }
+        }
+    }
+    Ok(deleted)
+}
+
 /// What one purge pass removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PurgeStats {
@@ -626,20 +661,7 @@ impl Shared {
         let before = decode_versions(&bytes)?;
         let mut versions = before.clone();
         prune_versions(&self.txns, 0, &mut versions, true)?;
-        let prefixes =
-            |versions: &[Version], index: &Index| -> Result<std::collections::BTreeSet<Vec<u8>>> {
-                versions.iter().map(|version| index.prefix(&decode_row(&version.row)?)).collect()
-            };
-        for index in &table.indexes {
-            let kept = prefixes(&versions, index)?;
-            for prefix in prefixes(&before, index)?.difference(&kept) {
-                let mut entry = prefix.clone();
-                entry.extend_from_slice(key);
-                if index.tree.delete(&entry)?.is_some() {
-                    stats.index_entries_removed += 1;
-                }
-            }
-        }
+        stats.index_entries_removed += drop_stale_entries(table, key, &before, &versions)?;
         if versions.is_empty() {
             table.tree.delete(key)?;
             stats.rows_removed += 1;
@@ -839,7 +861,7 @@ pub struct Transaction {
     /// its outcome go to the commit log.
     wrote: bool,
     /// Index entries this transaction added (stale if it rolls back).
-    index_entries: Vec<(Arc<Table>, usize, Vec<u8>, Vec<u8>)>,
+    index_entries: Vec<IndexEntryRef>,
     /// Rows this transaction wrote, for the purge thread.
     written: Vec<(Arc<Table>, Vec<u8>)>,
 }
@@ -985,10 +1007,11 @@ impl Transaction {
         loop {
             let guard = self.engine.row_lock(key, &table.def.name);
             let before = table.tree.get(key)?;
-            let mut versions = match &before {
+            let original = match &before {
                 Some(bytes) => decode_versions(bytes)?,
                 None => Vec::new(),
             };
+            let mut versions = original.clone();
             // Versions of transactions that died in a crash stay until pruned: remove them
             // first, so that the newest remaining version is the row's real latest state.
             self.prune(&mut versions)?;
@@ -1016,6 +1039,9 @@ impl Transaction {
                     continue;
                 }
             };
+            // Index values only the pruned versions carried: their entries go now, under the
+            // row lock (nobody will look at this row's pruned versions again).
+            drop_stale_entries(table, key, &original, &versions)?;
             // Durable with the commit: the commit record follows these changes in the WAL.
             if versions.is_empty() {
                 table.tree.delete(key)?;
