@@ -470,11 +470,12 @@ impl Shared {
 
     /// Starts a transaction.
     fn begin(self: &Arc<Shared>, isolation: IsolationLevel) -> Result<Transaction> {
-        let id = self.txns.begin()?;
-        let snapshot = self.txns.snapshot(id);
+        let virtual_id = self.txns.begin();
+        let snapshot = self.txns.snapshot(virtual_id, 0);
         Ok(Transaction {
             engine: Arc::clone(self),
-            id,
+            id: 0,
+            virtual_id,
             isolation,
             snapshot,
             undo: Vec::new(),
@@ -850,7 +851,9 @@ struct UndoEntry {
 /// A transaction. Dropping it without `commit` rolls it back.
 pub struct Transaction {
     engine: Arc<Shared>,
+    /// The real id, assigned at the first write (0 before).
     id: TxnId,
+    virtual_id: crate::txn::VirtualId,
     isolation: IsolationLevel,
     snapshot: Snapshot,
     undo: Vec<UndoEntry>,
@@ -867,6 +870,7 @@ pub struct Transaction {
 }
 
 impl Transaction {
+    /// The transaction's id: 0 until it first writes.
     pub fn id(&self) -> TxnId {
         self.id
     }
@@ -878,7 +882,7 @@ impl Transaction {
             return Err(EngineError::TransactionAborted);
         }
         if self.isolation == IsolationLevel::ReadCommitted {
-            self.snapshot = self.engine.txns.snapshot(self.id);
+            self.snapshot = self.engine.txns.snapshot(self.virtual_id, self.id);
         }
         Ok(())
     }
@@ -1003,7 +1007,18 @@ impl Transaction {
         None
     }
 
+    /// Gives this transaction its real id at its first write; the snapshot then recognizes
+    /// the transaction's own versions.
+    fn ensure_id(&mut self) -> Result<TxnId> {
+        if self.id == 0 {
+            self.id = self.engine.txns.assign()?;
+            self.snapshot.me = self.id;
+        }
+        Ok(self.id)
+    }
+
     fn modify(&mut self, table: &Arc<Table>, key: &[u8], mut action: Action<'_>) -> Result<bool> {
+        self.ensure_id()?;
         loop {
             let guard = self.engine.row_lock(key, &table.def.name);
             let before = table.tree.get(key)?;
@@ -1347,12 +1362,12 @@ impl Transaction {
         self.done = true;
         if self.failed {
             let undone = self.undo_to(0);
-            self.engine.txns.finish(self.id, false, self.wrote)?;
+            self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote)?;
             self.queue_for_purge();
             undone?;
             return Err(EngineError::TransactionAborted);
         }
-        self.engine.txns.finish(self.id, true, self.wrote)?;
+        self.engine.txns.finish(self.virtual_id, self.id, true, self.wrote)?;
         self.queue_for_purge();
         Ok(())
     }
@@ -1360,7 +1375,7 @@ impl Transaction {
     pub fn rollback(mut self) -> Result<()> {
         self.done = true;
         let undone = self.undo_to(0);
-        self.engine.txns.finish(self.id, false, self.wrote)?;
+        self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote)?;
         self.queue_for_purge();
         undone
     }
@@ -1396,7 +1411,7 @@ impl Drop for Transaction {
     fn drop(&mut self) {
         if !self.done {
             let _ = self.undo_to(0);
-            let _ = self.engine.txns.finish(self.id, false, self.wrote);
+            let _ = self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote);
             self.queue_for_purge();
         }
     }

@@ -32,7 +32,6 @@ const FIRST_TXN: TxnId = 2;
 /// Ids reserved durably at a time.
 const TXN_RESERVE: u64 = 4096;
 const TXNS_PER_CLOG_PAGE: u64 = (PAGE_PAYLOAD_SIZE as u64) * 4;
-const CLOG_DIRECTORY_ENTRIES_MAX: usize = (PAGE_PAYLOAD_SIZE - 8) / 8;
 /// How often a waiting writer re-checks its holder (besides being woken).
 const WAIT_RECHECK: Duration = Duration::from_millis(50);
 
@@ -72,8 +71,21 @@ struct TxnTable {
     reserved_until: TxnId,
     active: BTreeSet<TxnId>,
     waits_for: HashMap<TxnId, TxnId>,
-    /// Snapshot xmin per transaction holding a snapshot, for the pruning horizon.
-    snapshot_floors: BTreeMap<TxnId, TxnId>,
+    /// Snapshot floor per transaction (by virtual id) holding a snapshot, for the horizon.
+    snapshot_floors: BTreeMap<VirtualId, TxnId>,
+    next_virtual: VirtualId,
+}
+
+/// Every transaction has a virtual id from the start; it gets a real `TxnId` (durably
+/// reserved, recorded in the commit log) only when it first writes, as in PostgreSQL, so
+/// read-only transactions cost no id and no commit-log write.
+pub type VirtualId = u64;
+
+/// Where the commit-log pages are: the chain of directory pages and, in order, every CLOG page
+/// (kept in memory, so a status lookup reads one page).
+struct ClogPages {
+    directories: Vec<PageId>,
+    pages: Vec<PageId>,
 }
 
 /// The engine root page: magic, reserved txn high-water mark, catalog meta page, CLOG
@@ -83,10 +95,15 @@ pub(crate) const ROOT_MAGIC: &[u8; 4] = b"TDE1";
 pub(crate) struct TxnManager {
     store: Arc<PageStore>,
     root: PageId,
-    clog_directory: PageId,
+    clog: parking_lot::RwLock<ClogPages>,
     table: Mutex<TxnTable>,
     finished: Condvar,
 }
+
+/// A CLOG directory page: ids in this page u32 @0, next directory page u64 @8 (0: last),
+/// CLOG page ids from @16.
+const DIRECTORY_HEADER_BYTES: usize = 16;
+const DIRECTORY_ENTRIES_PER_PAGE: usize = (PAGE_PAYLOAD_SIZE - DIRECTORY_HEADER_BYTES) / 8;
 
 fn get_u64(bytes: &[u8], offset: usize) -> u64 {
     u64::from_le_bytes(bytes[offset..offset + 8].try_into().expect("8 bytes"))
@@ -107,23 +124,33 @@ impl TxnManager {
             }
             (get_u64(payload, 8).max(FIRST_TXN), PageId(get_u64(payload, 24)))
         };
+        let clog = load_clog_pages(&store, clog_directory)?;
         Ok(TxnManager {
             store,
             root,
-            clog_directory,
+            clog: parking_lot::RwLock::new(clog),
             table: Mutex::new(TxnTable {
                 next: reserved,
                 reserved_until: reserved,
                 active: BTreeSet::new(),
                 waits_for: HashMap::new(),
                 snapshot_floors: BTreeMap::new(),
+                next_virtual: 1,
             }),
             finished: Condvar::new(),
         })
     }
 
-    /// Starts a transaction.
-    pub fn begin(&self) -> Result<TxnId> {
+    /// Starts a transaction: a virtual id only (see `VirtualId`).
+    pub fn begin(&self) -> VirtualId {
+        let mut table = self.table.lock();
+        let virtual_id = table.next_virtual;
+        table.next_virtual += 1;
+        virtual_id
+    }
+
+    /// Gives a transaction its real id, at its first write.
+    pub fn assign(&self) -> Result<TxnId> {
         let mut table = self.table.lock();
         if table.next >= table.reserved_until {
             let until = table.next + TXN_RESERVE;
@@ -136,51 +163,49 @@ impl TxnManager {
         Ok(txn)
     }
 
-    /// Durably raises the id high-water mark to `until`, adding CLOG pages to cover it.
+    /// Durably raises the id high-water mark to `until`, adding CLOG pages (and directory
+    /// pages, chained) to cover it. The in-memory page list changes only once it is durable.
     fn reserve(&self, until: TxnId) -> Result<()> {
-        let mut mtr = self.store.mtr();
-        let directory = mtr.latch(self.clog_directory)?;
-        let count = usize::try_from(u32::from_le_bytes(
-            mtr.page(directory).payload()[..4].try_into().expect("4"),
-        ))
-        .expect("fits");
         let needed = usize::try_from(until.div_ceil(TXNS_PER_CLOG_PAGE)).expect("fits");
-        if needed > CLOG_DIRECTORY_ENTRIES_MAX {
-            return Err(EngineError::LimitExceeded {
-                detail: format!(
-                    "transaction ids of this commit-log format exhausted until={until}"
-                ),
-            });
-        }
-        for index in count..needed {
+        let mut clog = self.clog.write();
+        let mut mtr = self.store.mtr();
+        let mut directories = clog.directories.clone();
+        let mut pages = clog.pages.clone();
+        while pages.len() < needed {
+            let within = pages.len() % DIRECTORY_ENTRIES_PER_PAGE;
+            if !pages.is_empty() && within == 0 {
+                // The last directory page is full: chain a new one.
+                let (_, directory) = mtr.allocate(PageType::Other(21))?;
+                let last = mtr.latch(*directories.last().expect("the first directory exists"))?;
+                mtr.write(last, 8, &directory.0.to_le_bytes());
+                directories.push(directory);
+            }
             let (_, page_id) = mtr.allocate(PageType::Other(20))?;
-            mtr.write(directory, 8 + index * 8, &page_id.0.to_le_bytes());
-        }
-        if needed > count {
-            mtr.write(directory, 0, &u32::try_from(needed).expect("fits").to_le_bytes());
+            let directory = mtr.latch(*directories.last().expect("a directory"))?;
+            mtr.write(directory, DIRECTORY_HEADER_BYTES + within * 8, &page_id.0.to_le_bytes());
+            mtr.write(directory, 0, &u32::try_from(within + 1).expect("fits").to_le_bytes());
+            pages.push(page_id);
         }
         let root = mtr.latch(self.root)?;
         mtr.write(root, 8, &until.to_le_bytes());
         let lsn = mtr.commit()?;
         self.store.wait_durable(lsn)?;
+        *clog = ClogPages { directories, pages };
         Ok(())
     }
 
     fn clog_location(&self, txn: TxnId) -> Result<(PageId, usize, u8)> {
-        let page = self.store.read(self.clog_directory)?;
         let index = usize::try_from(txn / TXNS_PER_CLOG_PAGE).expect("fits");
-        let count = usize::try_from(u32::from_le_bytes(page.payload()[..4].try_into().expect("4")))
-            .expect("fits");
-        if index >= count {
+        let Some(&page) = self.clog.read().pages.get(index) else {
             return Err(EngineError::Corrupt {
                 what: "commit log",
                 detail: format!("no page for txn={txn}"),
             });
-        }
+        };
         let within = txn % TXNS_PER_CLOG_PAGE;
         let byte = usize::try_from(within / 4).expect("fits");
         let shift = u8::try_from((within % 4) * 2).expect("small");
-        Ok((PageId(get_u64(page.payload(), 8 + index * 8)), byte, shift))
+        Ok((page, byte, shift))
     }
 
     /// The status of `txn`.
@@ -211,12 +236,16 @@ impl TxnManager {
         Ok(self.status(creator)? == TxnStatus::Committed)
     }
 
-    /// A snapshot for `me`; registers its floor for the pruning horizon.
-    pub fn snapshot(&self, me: TxnId) -> Snapshot {
+    /// A snapshot for the transaction with virtual id `virtual_id` (and real id `me`, 0 if it
+    /// has none yet); registers its floor for the pruning horizon.
+    pub fn snapshot(&self, virtual_id: VirtualId, me: TxnId) -> Snapshot {
         let mut table = self.table.lock();
         let active: Vec<TxnId> = table.active.iter().copied().filter(|&txn| txn != me).collect();
-        let floor = active.first().copied().unwrap_or(table.next).min(me);
-        table.snapshot_floors.insert(me, floor);
+        let mut floor = active.first().copied().unwrap_or(table.next);
+        if me != 0 {
+            floor = floor.min(me);
+        }
+        table.snapshot_floors.insert(virtual_id, floor);
         Snapshot { me, xmax: table.next, active: Arc::new(active) }
     }
 
@@ -229,32 +258,38 @@ impl TxnManager {
         oldest_active.min(oldest_snapshot)
     }
 
-    /// Records the outcome in the commit log; a commit waits until it is durable. Only then is
-    /// the transaction removed from the active set (visible as committed) and waiters woken.
-    /// A transaction that wrote nothing (`wrote == false`) appears in no version,
-    /// so its outcome need not be logged: it just leaves the active set (no fsync).
-    pub fn finish(&self, txn: TxnId, commit: bool, wrote: bool) -> Result<()> {
-        if !wrote {
-            self.leave(txn);
-            return Ok(());
+    /// Records the outcome of a transaction that has a real id (`txn` != 0) and wrote in the
+    /// commit log; a commit waits until it is durable. Only then does the transaction leave the
+    /// active set (visible as committed) and are waiters woken. A transaction that never
+    /// wrote appears in no version: it just leaves (no commit-log write, no fsync).
+    pub fn finish(
+        &self,
+        virtual_id: VirtualId,
+        txn: TxnId,
+        commit: bool,
+        wrote: bool,
+    ) -> Result<()> {
+        if txn != 0 && wrote {
+            let lsn = self.write_status(txn, if commit { 1 } else { 2 })?;
+            if commit {
+                // Until the commit record is durable nobody may see the transaction as
+                // committed. If making it durable fails, the store is poisoned (sticky) and
+                // the outcome is unknown: the transaction stays "in progress" for the rest of
+                // this process, and recovery after the restart decides.
+                self.store.wait_durable(lsn)?;
+            }
         }
-        let lsn = self.write_status(txn, if commit { 1 } else { 2 })?;
-        if commit {
-            // Until the commit record is durable nobody may see the transaction as committed.
-            // If making it durable fails, the store is poisoned (sticky) and the outcome is
-            // unknown: the transaction stays "in progress" for the rest of this process, and
-            // recovery after the restart decides.
-            self.store.wait_durable(lsn)?;
-        }
-        self.leave(txn);
+        self.leave(virtual_id, txn);
         Ok(())
     }
 
-    fn leave(&self, txn: TxnId) {
+    fn leave(&self, virtual_id: VirtualId, txn: TxnId) {
         let mut table = self.table.lock();
-        table.active.remove(&txn);
-        table.snapshot_floors.remove(&txn);
-        table.waits_for.remove(&txn);
+        table.snapshot_floors.remove(&virtual_id);
+        if txn != 0 {
+            table.active.remove(&txn);
+            table.waits_for.remove(&txn);
+        }
         drop(table);
         self.finished.notify_all();
     }
@@ -295,5 +330,72 @@ impl TxnManager {
 
     pub fn is_active(&self, txn: TxnId) -> bool {
         self.table.lock().active.contains(&txn)
+    }
+}
+
+/// Walks the chain of CLOG directory pages from `first`.
+fn load_clog_pages(store: &PageStore, first: PageId) -> Result<ClogPages> {
+    let mut directories = vec![first];
+    let mut pages = Vec::new();
+    let mut current = first;
+    loop {
+        let page = store.read(current)?;
+        let payload = page.payload();
+        let count =
+            usize::try_from(u32::from_le_bytes(payload[..4].try_into().expect("4"))).expect("fits");
+        if count > DIRECTORY_ENTRIES_PER_PAGE {
+            return Err(EngineError::Corrupt {
+                what: "commit log directory",
+                detail: format!("page={current} count={count}"),
+            });
+        }
+        for index in 0..count {
+            pages.push(PageId(get_u64(payload, DIRECTORY_HEADER_BYTES + index * 8)));
+        }
+        let next = PageId(get_u64(payload, 8));
+        if next == PageId::INVALID {
+            return Ok(ClogPages { directories, pages });
+        }
+        if count != DIRECTORY_ENTRIES_PER_PAGE || directories.contains(&next) {
+            return Err(EngineError::Corrupt {
+                what: "commit log directory",
+                detail: format!("bad chain at page={current}"),
+            });
+        }
+        directories.push(next);
+        current = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tierdb_storage::StoreConfig;
+
+    use super::*;
+
+    /// The commit log grows past one directory page (about 33 million ids) by chaining
+    /// directory pages; statuses read back after a reopen.
+    #[test]
+    fn commit_log_grows_past_one_directory_page() {
+        let directory = tempfile::tempdir().unwrap();
+        let store =
+            Arc::new(PageStore::open(StoreConfig::local(directory.path()).unwrap()).unwrap());
+        drop(crate::Engine::open(Arc::clone(&store)).unwrap());
+        let manager = TxnManager::open(Arc::clone(&store), PageId(1)).unwrap();
+        let pages = DIRECTORY_ENTRIES_PER_PAGE + 3;
+        let until = u64::try_from(pages).unwrap() * TXNS_PER_CLOG_PAGE;
+        manager.reserve(until).unwrap();
+        assert_eq!(manager.clog.read().pages.len(), pages);
+        assert_eq!(manager.clog.read().directories.len(), 2);
+        let (late, early) = (until - 7, TXNS_PER_CLOG_PAGE + 3);
+        manager.write_status(late, 1).unwrap();
+        manager.write_status(early, 2).unwrap();
+        drop(manager);
+        let reopened = TxnManager::open(Arc::clone(&store), PageId(1)).unwrap();
+        assert_eq!(reopened.clog.read().pages.len(), pages);
+        assert_eq!(reopened.status(late).unwrap(), TxnStatus::Committed);
+        assert_eq!(reopened.status(early).unwrap(), TxnStatus::Aborted);
+        // New ids continue above the reserved range.
+        assert!(reopened.assign().unwrap() >= until);
     }
 }

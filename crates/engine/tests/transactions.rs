@@ -399,3 +399,24 @@ fn delete_of_own_insert_keeps_the_row_locked() {
         "the rollback destroyed the other transaction's row"
     );
 }
+
+/// Read-only transactions get no id (PostgreSQL's virtual transactions): they cost no id,
+/// no commit-log write and no fsync, so the id space lasts for writes only.
+#[test]
+fn read_only_transactions_consume_no_ids() {
+    let (_directory, _store, engine) = single_row();
+    let mut first = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    set_balance(&mut first, 0, 1).unwrap();
+    let before = first.id();
+    first.commit().unwrap();
+    for _ in 0..10_000 {
+        let mut reader = engine.begin(IsolationLevel::RepeatableRead).unwrap();
+        assert_eq!(read_balance(&mut reader, 0), 1);
+        assert_eq!(reader.id(), 0, "a reader got an id");
+        reader.commit().unwrap();
+    }
+    let mut second = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    set_balance(&mut second, 0, 2).unwrap();
+    assert_eq!(second.id(), before + 1);
+    second.commit().unwrap();
+}
