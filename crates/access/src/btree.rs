@@ -334,7 +334,7 @@ impl BTree {
             let payload = page.payload();
             let length = usize::try_from(u32::from_le_bytes(payload[8..12].try_into().expect("4")))
                 .expect("fits");
-            if length > OVERFLOW_DATA_BYTES || value.len() + length > total {
+            if length == 0 || length > OVERFLOW_DATA_BYTES || value.len() + length > total {
                 return Err(corrupt(next, format!("bad overflow length={length}")));
             }
             value
@@ -360,7 +360,11 @@ impl BTree {
         let meta_page = self.store.read(self.meta)?;
         let meta = read_meta(self.meta, &meta_page)?;
         if meta.height == 1 {
+            if meta.root == self.meta {
+                return Err(corrupt(self.meta, "root names the meta page"));
+            }
             let slot = mtr.latch(meta.root)?;
+            self.expect_leaf(mtr, slot, meta.root)?;
             return Ok((slot, meta.root, true));
         }
         let mut page = self.store.read(meta.root)?;
@@ -372,8 +376,16 @@ impl BTree {
                 return Err(corrupt(page_id, format!("level={} expected={level}", node.level())));
             }
             let child = PageId(child_at(node, child_position(node, key)));
+            if child == page_id || child == self.meta {
+                // Latching it would wait on our own shared latch forever.
+                return Err(corrupt(
+                    page_id,
+                    format!("child pointer to a held page child={child}"),
+                ));
+            }
             if level == 1 {
                 let slot = mtr.latch(child)?;
+                self.expect_leaf(mtr, slot, child)?;
                 return Ok((slot, child, false));
             }
             let next = self.store.read(child)?;
@@ -381,6 +393,15 @@ impl BTree {
             page_id = child;
             level -= 1;
         }
+    }
+
+    /// Checks that a page reached as a leaf is one (a corrupt parent could point elsewhere).
+    fn expect_leaf(&self, mtr: &Mtr<'_>, slot: MtrSlot, page_id: PageId) -> Result<()> {
+        let node = open_node(page_id, mtr.page(slot))?;
+        if !node.is_leaf() {
+            return Err(corrupt(page_id, format!("expected a leaf, found level={}", node.level())));
+        }
+        Ok(())
     }
 
     fn insert_optimistic(
@@ -836,6 +857,12 @@ impl BTree {
         let mut parent_cells = internal_cells(parent);
         let left_node = open_node(left.1, mtr.page(left.0))?;
         let right_node = open_node(right.1, mtr.page(right.0))?;
+        if left_node.level() != right_node.level() || left_node.level() + 1 != parent_level {
+            return Err(corrupt(
+                parent_id,
+                format!("children of different levels left={} right={}", left.1, right.1),
+            ));
+        }
         if left_node.is_leaf() {
             let mut cells = leaf_cells(left_node);
             cells.extend(leaf_cells(right_node));

@@ -68,6 +68,16 @@ struct Index {
 
 impl Index {
     fn prefix(&self, row: &[Value]) -> Result<Vec<u8>> {
+        if self.def.columns.iter().any(|&column| column >= row.len()) {
+            return Err(EngineError::Corrupt {
+                what: "row",
+                detail: format!(
+                    "row of columns={} too short for index={}",
+                    row.len(),
+                    self.def.name
+                ),
+            });
+        }
         let values: Vec<Value> =
             self.def.columns.iter().map(|&column| row[column].clone()).collect();
         let mut prefix = Vec::new();
@@ -101,12 +111,11 @@ impl Table {
             }
             None => {
                 let row_id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
-                encode_key(
-                    &self.key_columns,
-                    &[Value::Int(i64::try_from(row_id).expect("row ids fit"))],
-                    &mut key,
-                )
-                .expect("an integer key encodes");
+                let row_id = i64::try_from(row_id).map_err(|_| EngineError::LimitExceeded {
+                    detail: format!("hidden row ids exhausted in table={}", self.def.name),
+                })?;
+                encode_key(&self.key_columns, &[Value::Int(row_id)], &mut key)
+                    .expect("an integer key encodes");
             }
         }
         Ok(key)
@@ -251,6 +260,14 @@ fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
                 .push(usize::try_from(int(next()?)?).map_err(|_| bad("bad index column"))?);
         }
         indexes.push(IndexDef { name: index_name, columns: index_columns, unique });
+    }
+    let in_range = |column: &usize| *column < columns.len();
+    let columns_valid = primary_key.as_ref().is_none_or(|key| key.iter().all(in_range))
+        && indexes
+            .iter()
+            .all(|index| !index.columns.is_empty() && index.columns.iter().all(in_range));
+    if !columns_valid {
+        return Err(bad("column position out of range"));
     }
     Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees))
 }
@@ -1054,9 +1071,6 @@ impl Transaction {
                     continue;
                 }
             };
-            // Index values only the pruned versions carried: their entries go now, under the
-            // row lock (nobody will look at this row's pruned versions again).
-            drop_stale_entries(table, key, &original, &versions)?;
             // Durable with the commit: the commit record follows these changes in the WAL.
             if versions.is_empty() {
                 table.tree.delete(key)?;
@@ -1066,6 +1080,9 @@ impl Transaction {
             self.undo.push(UndoEntry { table: Arc::clone(table), key: key.to_vec(), before });
             self.wrote = true;
             self.written.push((Arc::clone(table), key.to_vec()));
+            // Index values that only the replaced or pruned versions carried: their entries go
+            // now, under the row lock, once the row itself is written (undo restores both).
+            drop_stale_entries(table, key, &original, &versions)?;
             drop(guard);
             return Ok(true);
         }
@@ -1339,18 +1356,39 @@ impl Transaction {
         Ok(())
     }
 
+    /// Restores the before-images of the undo entries above `mark`, newest first. Each restored
+    /// version gets its index entries back: an in-place change of this transaction's own
+    /// version (or purge, meanwhile) may have deleted the entry of a value it restores. An
+    /// entry leaves the list only once applied; if undo fails the transaction is failed, so
+    /// it can only roll back, never commit half undone.
     fn undo_to(&mut self, mark: usize) -> Result<()> {
         while self.undo.len() > mark {
-            let entry = self.undo.pop().expect("above mark");
-            let _guard = self.engine.row_lock(&entry.key, &entry.table.def.name);
-            match entry.before {
-                Some(before) => {
-                    entry.table.tree.insert(&entry.key, &before)?;
+            let entry = self.undo.last().expect("above mark");
+            let outcome = (|| -> Result<()> {
+                let _guard = self.engine.row_lock(&entry.key, &entry.table.def.name);
+                match &entry.before {
+                    Some(before) => {
+                        entry.table.tree.insert(&entry.key, before)?;
+                        for version in decode_versions(before)? {
+                            let row = decode_row(&version.row)?;
+                            for index in &entry.table.indexes {
+                                let mut index_key = index.prefix(&row)?;
+                                index_key.extend_from_slice(&entry.key);
+                                index.tree.insert(&index_key, &entry.key)?;
+                            }
+                        }
+                    }
+                    None => {
+                        entry.table.tree.delete(&entry.key)?;
+                    }
                 }
-                None => {
-                    entry.table.tree.delete(&entry.key)?;
-                }
+                Ok(())
+            })();
+            if let Err(error) = outcome {
+                self.failed = true;
+                return Err(error);
             }
+            self.undo.pop();
         }
         Ok(())
     }

@@ -270,7 +270,16 @@ impl TxnManager {
         wrote: bool,
     ) -> Result<()> {
         if txn != 0 && wrote {
-            let lsn = self.write_status(txn, if commit { 1 } else { 2 })?;
+            let lsn = match self.write_status(txn, if commit { 1 } else { 2 }) {
+                Ok(lsn) => lsn,
+                Err(error) => {
+                    // Nothing says "committed": with no commit-log bits the transaction reads
+                    // as aborted once it leaves the active set, which it must, or its rows
+                    // would stay locked and the horizon held for the life of the process.
+                    self.leave(virtual_id, txn);
+                    return Err(error);
+                }
+            };
             if commit {
                 // Until the commit record is durable nobody may see the transaction as
                 // committed. If making it durable fails, the store is poisoned (sticky) and

@@ -285,3 +285,44 @@ fn index_bound_with_too_many_values_is_an_error() {
         .unwrap_err();
     assert_eq!(error.sqlstate(), "22023", "{error}");
 }
+
+/// Regression: an in-place update of the transaction's own version dropped the index entry of
+/// the replaced value, and rolling back to a savepoint restored the value without its entry:
+/// the committed row was invisible to index scans and its unique value could be taken again.
+#[test]
+fn savepoint_rollback_restores_index_entries() {
+    let directory = tempfile::tempdir().unwrap();
+    let engine = open(directory.path());
+    users(&engine);
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    txn.insert("users", user(1, Some("a@x"), "paris")).unwrap();
+    txn.savepoint("s").unwrap();
+    txn.update("users", &[Value::Int(1)], &mut |_| Some(user(1, Some("b@x"), "rome"))).unwrap();
+    txn.rollback_to_savepoint("s").unwrap();
+    txn.commit().unwrap();
+    engine.purge().unwrap();
+    let mut check = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let by_email = check
+        .index_scan(
+            "users",
+            "users_email_key",
+            Bound::Included(&[Value::Text("a@x".into())]),
+            Bound::Included(&[Value::Text("a@x".into())]),
+        )
+        .unwrap();
+    assert_eq!(ids(&by_email), vec![1], "the committed row lost its index entry");
+    let by_city = check
+        .index_scan(
+            "users",
+            "users_city_idx",
+            Bound::Included(&[Value::Text("paris".into())]),
+            Bound::Included(&[Value::Text("paris".into())]),
+        )
+        .unwrap();
+    assert_eq!(ids(&by_city), vec![1]);
+    let duplicate = check.insert("users", user(2, Some("a@x"), "oslo")).unwrap_err();
+    assert_eq!(duplicate.sqlstate(), "23505", "the unique value was free to take again");
+    check.rollback().unwrap();
+    let (_, entries) = engine.storage_counts("users").unwrap();
+    assert_eq!(entries, vec![1, 1], "purge left exactly the live entries");
+}
