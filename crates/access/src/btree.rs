@@ -203,6 +203,19 @@ fn write_meta(mtr: &mut Mtr<'_>, slot: MtrSlot, meta: &Meta) {
     mtr.write(slot, 0, &bytes);
 }
 
+/// The parent of a merge or rebalance: what is needed to rewrite it with new cells.
+struct ParentNode {
+    slot: MtrSlot,
+    level: u8,
+    leftmost: u64,
+}
+
+impl ParentNode {
+    fn write(&self, mtr: &mut Mtr<'_>, cells: &[(Vec<u8>, u64)]) {
+        write_payload(mtr, self.slot, &build_internal(self.level, self.leftmost, cells));
+    }
+}
+
 /// A latched node on a pessimistic path, with the merge partner latched beside it.
 struct PathEntry {
     slot: MtrSlot,
@@ -854,6 +867,8 @@ impl BTree {
         };
         let separator = parent.key(separator_index).to_vec();
         let (parent_level, parent_leftmost) = (parent.level(), parent.leftmost_child());
+        let parent_edit =
+            ParentNode { slot: parent_slot, level: parent_level, leftmost: parent_leftmost };
         let mut parent_cells = internal_cells(parent);
         let left_node = open_node(left.1, mtr.page(left.0))?;
         let right_node = open_node(right.1, mtr.page(right.0))?;
@@ -869,14 +884,15 @@ impl BTree {
             let sizes: Vec<usize> =
                 cells.iter().map(|(key, value)| leaf_cell_bytes(key, value)).collect();
             if sizes.iter().sum::<usize>() <= NODE_CAPACITY {
-                write_payload(mtr, left.0, &build_leaf(&cells));
-                self.free_page(mtr, right.0)?;
-                parent_cells.remove(separator_index);
-                write_payload(
+                self.merge_into_left(
                     mtr,
-                    parent_slot,
-                    &build_internal(parent_level, parent_leftmost, &parent_cells),
-                );
+                    left.0,
+                    &build_leaf(&cells),
+                    right.0,
+                    &parent_edit,
+                    &mut parent_cells,
+                    separator_index,
+                )?;
                 return Ok(true);
             }
             let right_cells = cells.split_off(split_point(&sizes));
@@ -886,11 +902,7 @@ impl BTree {
             }
             write_payload(mtr, left.0, &build_leaf(&cells));
             write_payload(mtr, right.0, &build_leaf(&right_cells));
-            write_payload(
-                mtr,
-                parent_slot,
-                &build_internal(parent_level, parent_leftmost, &parent_cells),
-            );
+            parent_edit.write(mtr, &parent_cells);
             return Ok(false);
         }
         // Internal nodes: the separator comes down between the two halves.
@@ -901,14 +913,16 @@ impl BTree {
         cells.extend(internal_cells(right_node));
         let sizes: Vec<usize> = cells.iter().map(|(key, _)| internal_cell_bytes(key)).collect();
         if sizes.iter().sum::<usize>() <= NODE_CAPACITY {
-            write_payload(mtr, left.0, &build_internal(level, left_leftmost, &cells));
-            self.free_page(mtr, right.0)?;
-            parent_cells.remove(separator_index);
-            write_payload(
+            let merged = build_internal(level, left_leftmost, &cells);
+            self.merge_into_left(
                 mtr,
-                parent_slot,
-                &build_internal(parent_level, parent_leftmost, &parent_cells),
-            );
+                left.0,
+                &merged,
+                right.0,
+                &parent_edit,
+                &mut parent_cells,
+                separator_index,
+            )?;
             return Ok(true);
         }
         let middle = split_point(&sizes).min(cells.len() - 1);
@@ -919,12 +933,28 @@ impl BTree {
         }
         write_payload(mtr, left.0, &build_internal(level, left_leftmost, &cells));
         write_payload(mtr, right.0, &build_internal(level, up_child, &right_cells));
-        write_payload(
-            mtr,
-            parent_slot,
-            &build_internal(parent_level, parent_leftmost, &parent_cells),
-        );
+        parent_edit.write(mtr, &parent_cells);
         Ok(false)
+    }
+
+    /// Completes a merge: `left` gets `merged`, `right` is freed, and the parent loses the
+    /// separator that pointed at it.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_into_left(
+        &self,
+        mtr: &mut Mtr<'_>,
+        left: MtrSlot,
+        merged: &[u8],
+        right: MtrSlot,
+        parent: &ParentNode,
+        parent_cells: &mut InternalCells,
+        separator_index: usize,
+    ) -> Result<()> {
+        write_payload(mtr, left, merged);
+        self.free_page(mtr, right)?;
+        parent_cells.remove(separator_index);
+        parent.write(mtr, parent_cells);
+        Ok(())
     }
 
     /// Replaces a separator if the parent still fits; a longer separator that does not fit
