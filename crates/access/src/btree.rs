@@ -634,23 +634,16 @@ impl BTree {
             path.push(entry);
             // Siblings are latched left to right.
             let next = match partner {
-                Some((partner_is_left, partner)) if partner_is_left => {
-                    let partner_slot = mtr.latch(partner)?;
-                    let child_slot = mtr.latch(child)?;
-                    PathEntry {
-                        slot: child_slot,
-                        page_id: child,
-                        partner: Some((partner_slot, partner, false)),
-                    }
-                }
-                Some((_, partner)) => {
-                    let child_slot = mtr.latch(child)?;
-                    let partner_slot = mtr.latch(partner)?;
-                    PathEntry {
-                        slot: child_slot,
-                        page_id: child,
-                        partner: Some((partner_slot, partner, true)),
-                    }
+                Some((partner_is_left, partner)) => {
+                    let (partner_slot, child_slot) = if partner_is_left {
+                        let partner_slot = mtr.latch(partner)?;
+                        (partner_slot, mtr.latch(child)?)
+                    } else {
+                        let child_slot = mtr.latch(child)?;
+                        (mtr.latch(partner)?, child_slot)
+                    };
+                    let partner = Some((partner_slot, partner, !partner_is_left));
+                    PathEntry { slot: child_slot, page_id: child, partner }
                 }
                 None => PathEntry { slot: mtr.latch(child)?, page_id: child, partner: None },
             };

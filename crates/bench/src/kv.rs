@@ -232,11 +232,7 @@ fn warm(
             Ok(())
         })?;
         if let Some(tier) = store.tier() {
-            let mut last = u64::MAX;
-            while tier.stats().writes.get() != last {
-                last = tier.stats().writes.get();
-                std::thread::sleep(Duration::from_millis(300));
-            }
+            crate::pages::wait_for_tier_admissions(tier);
         }
     }
     Ok(())

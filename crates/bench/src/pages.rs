@@ -260,16 +260,22 @@ fn warm(store: &PageStore, pages: u64, pool_pages: u64) -> Result<(), Box<dyn st
         let Some(tier) = store.tier() else {
             return Ok(());
         };
-        let mut last = u64::MAX;
-        while tier.stats().writes.get() != last {
-            last = tier.stats().writes.get();
-            std::thread::sleep(Duration::from_millis(300));
-        }
+        wait_for_tier_admissions(tier);
         if tier.usage().1 + pool_pages >= pages {
             return Ok(());
         }
     }
     Ok(())
+}
+
+/// Waits until the tier's writer has drained its admission queue (no write for 300 ms), so
+/// that a warm-up's evictions are in the tier before measuring.
+pub(crate) fn wait_for_tier_admissions(tier: &tierdb_storage::TierCache) {
+    let mut last = u64::MAX;
+    while tier.stats().writes.get() != last {
+        last = tier.stats().writes.get();
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

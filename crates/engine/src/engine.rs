@@ -563,20 +563,24 @@ fn drop_stale_entries(
     before: &[Version],
     after: &[Version],
 ) -> Result<u64> {
-    if table.indexes.is_empty()
-        || before.len() <= after.len()
-            && before.iter().zip(after).all(|(old, new)| old.row == new.row)
-    {
+    // Only a version whose row is no longer in the record can leave a value uncarried; an
+    // update that just marks the old version (the common case) removes none and costs nothing.
+    let removed: Vec<&Version> =
+        before.iter().filter(|old| !after.iter().any(|new| new.row == old.row)).collect();
+    if table.indexes.is_empty() || removed.is_empty() {
         return Ok(0);
     }
-    let prefixes =
-        |versions: &[Version], index: &Index| -> Result<std::collections::BTreeSet<Vec<u8>>> {
-            versions.iter().map(|version| index.prefix(&decode_row(&version.row)?)).collect()
-        };
     let mut deleted = 0;
     for index in &table.indexes {
-        let kept = prefixes(after, index)?;
-        for prefix in prefixes(before, index)?.difference(&kept) {
+        let kept = after
+            .iter()
+            .map(|version| index.prefix(&decode_row(&version.row)?))
+            .collect::<Result<std::collections::BTreeSet<Vec<u8>>>>()?;
+        let gone = removed
+            .iter()
+            .map(|version| index.prefix(&decode_row(&version.row)?))
+            .collect::<Result<std::collections::BTreeSet<Vec<u8>>>>()?;
+        for prefix in gone.difference(&kept) {
             let mut entry = prefix.clone();
             entry.extend_from_slice(key);
             if index.tree.delete(&entry)?.is_some() {
