@@ -11,3 +11,6 @@ pub use node::{
     diff_ranges, internal_cell_bytes, leaf_cell_bytes, CellValue, Node, NodeCorruption, NodeMut,
     INLINE_VALUE_BYTES_MAX, KEY_BYTES_MAX,
 };
+/// The decimal type of `KeyValue::Numeric`, re-exported so that higher crates use the same
+/// version.
+pub use rust_decimal::Decimal;
