@@ -11,12 +11,37 @@
 //! | integer     | 8     | big-endian two's complement with the sign bit flipped            |
 //! | float       | 8     | IEEE 754 bits, big-endian: negative: all bits flipped; else sign bit flipped; -0 is 0; every NaN is one NaN, above +infinity (as in PostgreSQL) |
 //! | text, bytes | n + 2 | each 0x00 as 0x00 0xFF, then terminator 0x00 0x01 (prefix-free)  |
+//! | numeric     | 1 to 18 | see below                                                      |
+//!
+//! Numeric (a [`Decimal`]) is encoded by value, in PostgreSQL's `numeric` order: the display
+//! scale is *not* part of the key. The encoding normalizes it (1.0, 1.00 and 1 have the same
+//! bytes), so a primary-key lookup of 1.0 finds a row stored as 1.00, and `decode_key` returns
+//! the value with the smallest scale (1.00 comes back as 1). The row encoding (engine) keeps
+//! the scale. A nonzero value is written as `±0.g1 g2 ... gn × 100^E`, with base-100 digits
+//! (groups) `g1` (first) and `gn` (last) nonzero, aligned on the decimal point:
+//!
+//! | part     | bytes  | positive             | zero  | negative                          |
+//! |----------|-------:|----------------------|-------|-----------------------------------|
+//! | sign     | 1      | 0x02                 | 0x01 (nothing follows) | 0x00             |
+//! | exponent | 1      | E + 0x80             | -     | !(E + 0x80)                       |
+//! | groups   | n      | each group g as g + 1 (0x01..=0x64) | - | each as !(g + 1) (0x9B..=0xFE) |
+//! | end      | 1      | terminator 0x00      | -     | !0x00 = 0xFF                      |
+//!
+//! `E` is -13..=15 and `n` at most 15 for [`Decimal`]'s range (up to 29 significant digits,
+//! scale at most 28). For positive values a larger exponent is a larger value, and with equal
+//! exponents the groups compare as digits; a value whose groups are a prefix of another's is
+//! the smaller, and its terminator 0x00 is below every group byte. Negative values invert the
+//! exponent, groups and terminator, which reverses that order; the inverted terminator 0xFF is
+//! above every inverted group byte. The terminator makes the encoding prefix-free, and the
+//! nonzero first and last groups make it canonical (equal values, equal bytes).
 //!
 //! A descending column has every byte of its encoding (marker included) inverted; because
 //! each column's encoding is prefix-free, inversion reverses its order without disturbing the
 //! columns after it. Text compares by bytes, as PostgreSQL's "C" collation does.
 
 use std::cmp::Ordering;
+
+use rust_decimal::Decimal;
 
 /// The type of a key column.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -28,6 +53,8 @@ pub enum KeyKind {
     Float,
     Text,
     Bytes,
+    /// PostgreSQL `numeric`, as a [`Decimal`]: keys compare by numeric value, not scale.
+    Numeric,
 }
 
 /// A key column: its type and sort direction. `nulls_first` defaults as in PostgreSQL:
@@ -58,6 +85,9 @@ pub enum KeyValue {
     Float(f64),
     Text(String),
     Bytes(Vec<u8>),
+    /// A `numeric`. Equality and key order are by value (1.0 equals 1.00); the key encoding
+    /// drops the scale, the row encoding keeps it.
+    Numeric(Decimal),
 }
 
 impl PartialEq for KeyValue {
@@ -71,6 +101,8 @@ impl PartialEq for KeyValue {
             (KeyValue::Int(left), KeyValue::Int(right)) => left == right,
             (KeyValue::Text(left), KeyValue::Text(right)) => left == right,
             (KeyValue::Bytes(left), KeyValue::Bytes(right)) => left == right,
+            // Decimal's equality is by value: 1.0 == 1.00.
+            (KeyValue::Numeric(left), KeyValue::Numeric(right)) => left == right,
             _ => false,
         }
     }
@@ -103,6 +135,13 @@ const NULL_LAST: u8 = 0x02;
 const ESCAPE: u8 = 0xFF;
 const TERMINATOR: u8 = 0x01;
 const SIGN_BIT: u64 = 1 << 63;
+const NUMERIC_NEGATIVE: u8 = 0x00;
+const NUMERIC_ZERO: u8 = 0x01;
+const NUMERIC_POSITIVE: u8 = 0x02;
+const NUMERIC_EXPONENT_BIAS: i32 = 0x80;
+const NUMERIC_TERMINATOR: u8 = 0x00;
+/// The most base-100 groups of a [`Decimal`]: 29 digits, plus one when aligning an odd scale.
+const NUMERIC_GROUPS_MAX: usize = 15;
 
 /// Appends the encoding of `values` (one per column) to `out`.
 pub fn encode_key(
@@ -151,6 +190,7 @@ fn encode_column(
         }
         (KeyKind::Text, KeyValue::Text(text)) => encode_bytes(text.as_bytes(), out),
         (KeyKind::Bytes, KeyValue::Bytes(bytes)) => encode_bytes(bytes, out),
+        (KeyKind::Numeric, KeyValue::Numeric(number)) => encode_numeric(*number, out),
         _ => return Err(KeyError::Kind { column: index, expected: column.kind }),
     }
     Ok(())
@@ -183,7 +223,94 @@ fn encode_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     out.push(TERMINATOR);
 }
 
-/// Decodes a key encoded with the same columns. Floats come back canonical (-0 as 0, one NaN).
+fn encode_numeric(number: Decimal, out: &mut Vec<u8>) {
+    if number.is_zero() {
+        // -0 included.
+        out.push(NUMERIC_ZERO);
+        return;
+    }
+    let negative = number.is_sign_negative();
+    let flip = if negative { 0xFF } else { 0x00 };
+    let (exponent, groups) = numeric_groups(number);
+    out.push(if negative { NUMERIC_NEGATIVE } else { NUMERIC_POSITIVE });
+    out.push(
+        u8::try_from(exponent + NUMERIC_EXPONENT_BIAS).expect("Decimal's exponent fits") ^ flip,
+    );
+    out.extend(groups.iter().map(|&group| (group + 1) ^ flip));
+    out.push(NUMERIC_TERMINATOR ^ flip);
+}
+
+/// The magnitude of a nonzero `number` as `0.g1 g2 ... gn × 100^exponent`: the exponent and
+/// the base-100 groups, most significant first, the first and the last nonzero.
+fn numeric_groups(number: Decimal) -> (i32, Vec<u8>) {
+    let mut magnitude = number.mantissa().unsigned_abs();
+    let mut scale = number.scale();
+    if scale % 2 == 1 {
+        // Align on the decimal point: groups are pairs of digits on either side of it.
+        magnitude *= 10;
+        scale += 1;
+    }
+    let mut groups = Vec::with_capacity(NUMERIC_GROUPS_MAX);
+    while magnitude > 0 {
+        groups.push(u8::try_from(magnitude % 100).expect("below 100"));
+        magnitude /= 100;
+    }
+    let exponent = i32::try_from(groups.len()).expect("at most 15 groups")
+        - i32::try_from(scale / 2).expect("scale at most 28");
+    // Trailing zero groups (least significant, at the front here) carry no value.
+    let significant = groups.iter().position(|&group| group != 0).expect("nonzero");
+    groups.drain(..significant);
+    groups.reverse();
+    (exponent, groups)
+}
+
+/// The inverse of `numeric_groups`, rejecting what it cannot produce. The result has the
+/// smallest scale that represents the value.
+fn numeric_from_groups(
+    negative: bool,
+    exponent: i32,
+    groups: &[u8],
+) -> Result<Decimal, &'static str> {
+    if groups.first().is_none_or(|&group| group == 0) || groups.last() == Some(&0) {
+        return Err("numeric not canonical");
+    }
+    if groups.len() > NUMERIC_GROUPS_MAX {
+        return Err("numeric out of range");
+    }
+    let mut magnitude =
+        groups.iter().fold(0u128, |magnitude, &group| magnitude * 100 + u128::from(group));
+    let fraction_groups = i32::try_from(groups.len()).expect("at most 15") - exponent;
+    let scale = if fraction_groups > 0 {
+        let scale = u32::try_from(fraction_groups * 2).expect("positive");
+        if magnitude % 10 == 0 {
+            // An odd scale, aligned by the encoder: undo that, or 29 digits plus the padding
+            // zero would exceed Decimal's 96-bit mantissa.
+            magnitude /= 10;
+            scale - 1
+        } else {
+            scale
+        }
+    } else if fraction_groups == 0 {
+        0
+    } else {
+        let shift = u32::try_from(-fraction_groups).expect("positive");
+        magnitude = 100u128
+            .checked_pow(shift)
+            .and_then(|factor| magnitude.checked_mul(factor))
+            .ok_or("numeric out of range")?;
+        0
+    };
+    let mut mantissa = i128::try_from(magnitude).map_err(|_| "numeric out of range")?;
+    if negative {
+        mantissa = -mantissa;
+    }
+    Decimal::try_from_i128_with_scale(mantissa, scale)
+        .map(|number| number.normalize())
+        .map_err(|_| "numeric out of range")
+}
+
+/// Decodes a key encoded with the same columns. Floats come back canonical (-0 as 0, one NaN),
+/// numerics with the smallest scale (1.00 as 1).
 pub fn decode_key(columns: &[KeyColumn], bytes: &[u8]) -> Result<Vec<KeyValue>, KeyError> {
     let mut position = 0;
     let mut values = Vec::with_capacity(columns.len());
@@ -240,6 +367,35 @@ pub fn decode_key(columns: &[KeyColumn], bytes: &[u8]) -> Result<Vec<KeyValue>, 
                 } else {
                     KeyValue::Bytes(raw)
                 }
+            }
+            KeyKind::Numeric => {
+                let flip = match take(&mut position, 1)?[0] {
+                    NUMERIC_ZERO => {
+                        values.push(KeyValue::Numeric(Decimal::ZERO));
+                        continue;
+                    }
+                    NUMERIC_NEGATIVE => 0xFF,
+                    NUMERIC_POSITIVE => 0x00,
+                    _ => return Err(corrupt("bad numeric sign")),
+                };
+                let exponent = i32::from(take(&mut position, 1)?[0] ^ flip) - NUMERIC_EXPONENT_BIAS;
+                let mut groups = Vec::new();
+                loop {
+                    let byte = take(&mut position, 1)?[0] ^ flip;
+                    if byte == NUMERIC_TERMINATOR {
+                        break;
+                    }
+                    if byte > 100 {
+                        return Err(corrupt("bad numeric group"));
+                    }
+                    if groups.len() == NUMERIC_GROUPS_MAX {
+                        return Err(corrupt("numeric out of range"));
+                    }
+                    groups.push(byte - 1);
+                }
+                KeyValue::Numeric(
+                    numeric_from_groups(flip != 0, exponent, &groups).map_err(corrupt)?,
+                )
             }
         };
         values.push(value);

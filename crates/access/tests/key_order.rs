@@ -1,11 +1,15 @@
 //! The key encoding against a model: for random composite keys, byte order of the encodings
 //! equals PostgreSQL's order of the values (NULL placement, DESC, NaN above infinity, -0 = 0,
-//! "C" collation for text), and decoding returns the values.
+//! "C" collation for text, numerics by value whatever their scale), and decoding returns the
+//! values.
 
 use std::cmp::Ordering;
 
 use proptest::prelude::*;
-use tierdb_access::{decode_key, encode_key, KeyColumn, KeyKind, KeyValue};
+use tierdb_access::{decode_key, encode_key, Decimal, KeyColumn, KeyKind, KeyValue};
+
+/// Decimal's mantissa bound: |mantissa| < 2^96.
+const MANTISSA_MAX: i128 = (1 << 96) - 1;
 
 fn model_compare_value(kind: KeyKind, left: &KeyValue, right: &KeyValue) -> Ordering {
     match (left, right) {
@@ -19,6 +23,8 @@ fn model_compare_value(kind: KeyKind, left: &KeyValue, right: &KeyValue) -> Orde
         },
         (KeyValue::Text(a), KeyValue::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
         (KeyValue::Bytes(a), KeyValue::Bytes(b)) => a.cmp(b),
+        // Decimal's order is by value, ignoring scale, as numeric's in PostgreSQL.
+        (KeyValue::Numeric(a), KeyValue::Numeric(b)) => a.cmp(b),
         _ => panic!("model given mismatched kinds for {kind:?}"),
     }
 }
@@ -51,6 +57,33 @@ fn model_compare(columns: &[KeyColumn], left: &[KeyValue], right: &[KeyValue]) -
     Ordering::Equal
 }
 
+/// Numerics of every magnitude in Decimal's range: random 96-bit mantissas at random scales,
+/// small mantissas at mixed scales (so that equal values with different scales meet), zeros
+/// (-0 too) and the extremes.
+fn decimal_strategy() -> BoxedStrategy<Decimal> {
+    prop_oneof![
+        (-MANTISSA_MAX..=MANTISSA_MAX, 0u32..=28),
+        (-2000i128..2000, 0u32..5),
+        (
+            prop_oneof![
+                Just(1i128),
+                Just(-1),
+                Just(10),
+                Just(-10),
+                Just(MANTISSA_MAX),
+                Just(-MANTISSA_MAX)
+            ],
+            0u32..=28
+        ),
+        (
+            prop_oneof![-99i128..100, Just(10_000), Just(-1_000_000)],
+            prop_oneof![Just(0u32), Just(1), Just(2), Just(27), Just(28)]
+        ),
+    ]
+    .prop_map(|(mantissa, scale)| Decimal::from_i128_with_scale(mantissa, scale))
+    .boxed()
+}
+
 fn value_of(kind: KeyKind) -> BoxedStrategy<KeyValue> {
     let present = match kind {
         KeyKind::Bool => any::<bool>().prop_map(KeyValue::Bool).boxed(),
@@ -75,6 +108,7 @@ fn value_of(kind: KeyKind) -> BoxedStrategy<KeyValue> {
                 .prop_map(KeyValue::Bytes)
                 .boxed()
         }
+        KeyKind::Numeric => decimal_strategy().prop_map(KeyValue::Numeric).boxed(),
     };
     prop_oneof![1 => Just(KeyValue::Null), 6 => present].boxed()
 }
@@ -86,7 +120,8 @@ fn column_strategy() -> impl Strategy<Value = KeyColumn> {
             Just(KeyKind::Int),
             Just(KeyKind::Float),
             Just(KeyKind::Text),
-            Just(KeyKind::Bytes)
+            Just(KeyKind::Bytes),
+            Just(KeyKind::Numeric)
         ],
         any::<bool>(),
         prop::option::of(any::<bool>()),
@@ -138,6 +173,58 @@ proptest! {
         }
     }
 
+    /// Numerics alone, many per case, so that close and equal values (mixed scales) meet:
+    /// encodings order as the values, equal values have identical bytes, and decoding gives an
+    /// equal value with the smallest scale, which encodes to the same bytes.
+    #[test]
+    fn numeric_keys_order_by_value(
+        column in (any::<bool>(), any::<bool>()).prop_map(|(descending, nulls_first)| KeyColumn { kind: KeyKind::Numeric, descending, nulls_first }),
+        values in prop::collection::vec(value_of(KeyKind::Numeric), 2..40),
+    ) {
+        let columns = [column];
+        for left in &values {
+            let left_bytes = encode(&columns, std::slice::from_ref(left));
+            for right in &values {
+                let expected = model_compare(&columns, std::slice::from_ref(left), std::slice::from_ref(right));
+                let actual = left_bytes.cmp(&encode(&columns, std::slice::from_ref(right)));
+                prop_assert_eq!(actual, expected, "column={:?} left={:?} right={:?}", column, left, right);
+            }
+            let decoded = decode_key(&columns, &left_bytes).unwrap();
+            prop_assert_eq!(&decoded[..], std::slice::from_ref(left));
+            if let (KeyValue::Numeric(original), KeyValue::Numeric(back)) = (left, &decoded[0]) {
+                prop_assert_eq!(back.scale(), original.normalize().scale());
+            }
+            prop_assert_eq!(encode(&columns, &decoded), left_bytes);
+        }
+    }
+
+    /// Numeric-shaped garbage (any sign, exponent and group bytes, terminated) either fails to
+    /// decode or decodes to a value whose encoding is exactly those bytes: no two encodings
+    /// decode to equal values.
+    #[test]
+    fn numeric_decode_accepts_only_canonical_bytes(
+        descending in any::<bool>(),
+        sign in 0u8..4,
+        exponent in prop_oneof![0x70u8..0x92, any::<u8>()],
+        groups in prop::collection::vec(prop_oneof![6 => 1u8..=0x64, 1 => any::<u8>()], 0..18),
+    ) {
+        let negative = sign == 0;
+        let flip = |byte: u8| if negative { !byte } else { byte };
+        let mut bytes = vec![0x01, sign];
+        if sign != 1 {
+            bytes.push(flip(exponent));
+            bytes.extend(groups.iter().map(|&group| flip(group)));
+            bytes.push(flip(0x00));
+        }
+        if descending {
+            bytes.iter_mut().for_each(|byte| *byte = !*byte);
+        }
+        let columns = [KeyColumn { kind: KeyKind::Numeric, descending, nulls_first: descending }];
+        if let Ok(decoded) = decode_key(&columns, &bytes) {
+            prop_assert_eq!(encode(&columns, &decoded), bytes);
+        }
+    }
+
     #[test]
     fn garbage_never_panics(columns in prop::collection::vec(column_strategy(), 1..4), bytes in prop::collection::vec(any::<u8>(), 0..40)) {
         let _ = decode_key(&columns, &bytes);
@@ -161,4 +248,77 @@ fn wrong_kind_and_arity_are_errors() {
     let mut out = Vec::new();
     assert!(encode_key(&columns, &[KeyValue::Text("x".into())], &mut out).is_err());
     assert!(encode_key(&columns, &[], &mut out).is_err());
+}
+
+fn numeric(text: &str) -> KeyValue {
+    KeyValue::Numeric(text.parse().unwrap())
+}
+
+#[test]
+fn numeric_scale_is_not_part_of_the_key() {
+    let columns = [KeyColumn::ascending(KeyKind::Numeric)];
+    let one = encode(&columns, &[numeric("1")]);
+    assert_eq!(encode(&columns, &[numeric("1.0")]), one);
+    assert_eq!(encode(&columns, &[numeric("1.00")]), one);
+    assert_eq!(encode(&columns, &[numeric("-0.00")]), encode(&columns, &[numeric("0")]));
+    let decoded = decode_key(&columns, &encode(&columns, &[numeric("1.50")])).unwrap();
+    match &decoded[..] {
+        [KeyValue::Numeric(number)] => assert_eq!(number.to_string(), "1.5"),
+        other => panic!("decoded {other:?}"),
+    }
+    assert_eq!(numeric("1.0"), numeric("1.00"));
+}
+
+#[test]
+fn numeric_layout_matches_the_design_doc() {
+    let ascending = [KeyColumn::ascending(KeyKind::Numeric)];
+    let descending = [KeyColumn::descending(KeyKind::Numeric)];
+    let cases: [(&str, &[u8]); 9] = [
+        ("0", &[0x01, 0x01]),
+        ("1", &[0x01, 0x02, 0x81, 0x02, 0x00]),
+        ("1.5", &[0x01, 0x02, 0x81, 0x02, 0x33, 0x00]),
+        ("100", &[0x01, 0x02, 0x82, 0x02, 0x00]),
+        ("123.45", &[0x01, 0x02, 0x82, 0x02, 0x18, 0x2E, 0x00]),
+        ("0.01", &[0x01, 0x02, 0x80, 0x02, 0x00]),
+        ("0.001", &[0x01, 0x02, 0x7F, 0x0B, 0x00]),
+        ("-1", &[0x01, 0x00, 0x7E, 0xFD, 0xFF]),
+        ("-1.5", &[0x01, 0x00, 0x7E, 0xFD, 0xCC, 0xFF]),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(encode(&ascending, &[numeric(text)]), expected, "{text}");
+        let inverted: Vec<u8> = expected.iter().map(|byte| !byte).collect();
+        assert_eq!(encode(&descending, &[numeric(text)]), inverted, "{text} DESC");
+    }
+    // Decimal's extremes.
+    for number in [Decimal::MAX, Decimal::MIN, Decimal::new(1, 28), Decimal::new(-1, 28)] {
+        let bytes = encode(&ascending, &[KeyValue::Numeric(number)]);
+        assert!(bytes.len() <= 19, "{number} takes {} bytes", bytes.len());
+        assert_eq!(decode_key(&ascending, &bytes).unwrap(), [KeyValue::Numeric(number)]);
+    }
+}
+
+#[test]
+fn corrupt_numeric_keys_are_errors() {
+    let columns = [KeyColumn::ascending(KeyKind::Numeric)];
+    let cases: [(&[u8], &str); 9] = [
+        (&[0x01, 0x03], "bad numeric sign"),
+        (&[0x01, 0x02, 0x81, 0x02], "truncated"),
+        (&[0x01, 0x02, 0x81, 0x00], "numeric not canonical"),
+        (&[0x01, 0x02, 0x81, 0x01, 0x02, 0x00], "numeric not canonical"),
+        (&[0x01, 0x02, 0x81, 0x02, 0x01, 0x00], "numeric not canonical"),
+        (&[0x01, 0x02, 0x81, 0x65, 0x00], "bad numeric group"),
+        (&[0x01, 0x02, 0xFF, 0x02, 0x00], "numeric out of range"),
+        (&[0x01, 0x02, 0x00, 0x02, 0x00], "numeric out of range"),
+        (&[0x01, 0x02, 0x90, 0x02, 0x00], "numeric out of range"),
+    ];
+    for (bytes, detail) in cases {
+        assert_eq!(
+            decode_key(&columns, bytes),
+            Err(tierdb_access::KeyError::Corrupt { column: 0, detail }),
+            "{bytes:x?}"
+        );
+    }
+    let sixteen_groups: Vec<u8> =
+        [0x01, 0x02, 0x90].into_iter().chain([0x02; 16]).chain([0x00]).collect();
+    assert!(decode_key(&columns, &sixteen_groups).is_err());
 }
