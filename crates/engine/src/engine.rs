@@ -192,6 +192,7 @@ fn kind_code(kind: KeyKind) -> i64 {
         KeyKind::Float => 2,
         KeyKind::Text => 3,
         KeyKind::Bytes => 4,
+        KeyKind::Numeric => 5,
     }
 }
 
@@ -202,6 +203,7 @@ fn kind_of(code: i64) -> Result<KeyKind> {
         2 => KeyKind::Float,
         3 => KeyKind::Text,
         4 => KeyKind::Bytes,
+        5 => KeyKind::Numeric,
         other => {
             return Err(EngineError::Corrupt {
                 what: "catalog",

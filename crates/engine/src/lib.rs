@@ -10,5 +10,5 @@ mod txn;
 pub use engine::{ColumnDef, Engine, IndexDef, PurgeStats, TableDef, Transaction};
 pub use error::{EngineError, Result};
 pub use row::{Row, Value};
-pub use tierdb_access::KeyKind;
+pub use tierdb_access::{Decimal, KeyKind};
 pub use txn::{IsolationLevel, TxnId};

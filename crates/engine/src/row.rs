@@ -1,13 +1,16 @@
 //! Row and version encodings.
 //!
 //! A row is a list of typed values. Its storage encoding, per column: tag u8 (0 NULL,
-//! 1 boolean, 2 integer, 3 float, 4 text, 5 bytes), then 1 byte (boolean), 8 bytes
-//! little-endian (integer, float) or u32 length and bytes (text, bytes).
+//! 1 boolean, 2 integer, 3 float, 4 text, 5 bytes, 6 numeric), then 1 byte (boolean), 8 bytes
+//! little-endian (integer, float), u32 length and bytes (text, bytes) or the 16 bytes of
+//! `Decimal::serialize` (numeric: flags u32 with the scale in bits 16..24 and the sign in bit
+//! 31, then the 96-bit mantissa, all little-endian). Unlike the key encoding, the row keeps a
+//! numeric's scale: 1.50 reads back as 1.50.
 //!
 //! A primary-key entry holds every version of its row, newest first: count u32, then per
 //! version xmin u64, xmax u64 (0: not deleted), row length u32, row.
 
-use tierdb_access::KeyValue;
+use tierdb_access::{Decimal, KeyValue};
 
 use crate::error::{EngineError, Result};
 use crate::txn::TxnId;
@@ -41,6 +44,10 @@ pub fn encode_row(row: &[Value], out: &mut Vec<u8>) {
                 out.push(5);
                 out.extend_from_slice(&u32::try_from(bytes.len()).expect("fits").to_le_bytes());
                 out.extend_from_slice(bytes);
+            }
+            Value::Numeric(number) => {
+                out.push(6);
+                out.extend_from_slice(&number.serialize());
             }
         }
     }
@@ -78,11 +85,29 @@ pub fn decode_row(bytes: &[u8]) -> Result<Row> {
                     Value::Bytes(raw)
                 }
             }
+            6 => Value::Numeric(decode_numeric(
+                take(bytes, &mut position, 16)?.try_into().expect("16"),
+            )?),
             other => return Err(corrupt(format!("bad value tag={other}"))),
         };
         row.push(value);
     }
     Ok(row)
+}
+
+/// `Decimal::deserialize` masks unknown flag bits and rescales a scale above 28 rather than
+/// failing: accept only what `serialize` writes.
+fn decode_numeric(raw: [u8; 16]) -> Result<Decimal> {
+    let flags = u32::from_le_bytes(raw[..4].try_into().expect("4"));
+    let scale = (flags >> 16) & 0xFF;
+    if flags & !0x80FF_0000 != 0 || scale > Decimal::MAX_SCALE {
+        return Err(corrupt(format!("bad numeric flags={flags:#010x}")));
+    }
+    let number = Decimal::deserialize(raw);
+    if number.serialize() != raw {
+        return Err(corrupt("numeric does not round-trip"));
+    }
+    Ok(number)
 }
 
 /// One version of a row.
@@ -126,4 +151,64 @@ pub fn decode_versions(bytes: &[u8]) -> Result<Vec<Version>> {
         return Err(corrupt("trailing bytes after versions"));
     }
     Ok(versions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numeric(text: &str) -> Value {
+        Value::Numeric(text.parse().expect("numeric literal"))
+    }
+
+    #[test]
+    fn rows_keep_numeric_scale() {
+        let row = vec![
+            numeric("1.50"),
+            numeric("-0.000"),
+            numeric("79228162514264337593543950335"),
+            numeric("-0.0000000000000000000000000001"),
+            Value::Null,
+            numeric("100"),
+        ];
+        let mut bytes = Vec::new();
+        encode_row(&row, &mut bytes);
+        let back = decode_row(&bytes).expect("decodes");
+        assert_eq!(back, row);
+        for (original, decoded) in row.iter().zip(&back) {
+            if let (Value::Numeric(original), Value::Numeric(decoded)) = (original, decoded) {
+                assert_eq!(decoded.to_string(), original.to_string());
+                assert_eq!(decoded.scale(), original.scale());
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_numeric_is_an_error() {
+        let mut bytes = Vec::new();
+        encode_row(&[numeric("1.50")], &mut bytes);
+        // Scale byte (flags bits 16..24) above 28, unknown flag bits, truncation.
+        for (offset, value) in [(3, 29), (3, 0xFF), (1, 0x01), (2, 0x80), (4, 0x40)] {
+            let mut corrupt = bytes.clone();
+            corrupt[offset] = value;
+            assert!(decode_row(&corrupt).is_err(), "offset={offset} value={value:#x}");
+        }
+        for cut in 1..bytes.len() {
+            assert!(decode_row(&bytes[..cut]).is_err(), "cut={cut}");
+        }
+    }
+
+    #[test]
+    fn garbage_numeric_never_panics() {
+        // Every flag byte value at each flag position, with a full mantissa.
+        for position in 1..5 {
+            for value in 0..=u8::MAX {
+                let mut bytes = vec![6];
+                bytes.extend_from_slice(&[0xFF; 16]);
+                bytes[1..5].fill(0);
+                bytes[position] = value;
+                let _ = decode_row(&bytes);
+            }
+        }
+    }
 }
