@@ -68,22 +68,7 @@ struct Index {
 
 impl Index {
     fn prefix(&self, row: &[Value]) -> Result<Vec<u8>> {
-        if self.def.columns.iter().any(|&column| column >= row.len()) {
-            return Err(EngineError::Corrupt {
-                what: "row",
-                detail: format!(
-                    "row of columns={} too short for index={}",
-                    row.len(),
-                    self.def.name
-                ),
-            });
-        }
-        let values: Vec<Value> =
-            self.def.columns.iter().map(|&column| row[column].clone()).collect();
-        let mut prefix = Vec::new();
-        encode_key(&self.columns, &values, &mut prefix)
-            .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
-        Ok(prefix)
+        index_prefix(&self.def, &self.columns, row)
     }
 
     fn has_null(&self, row: &[Value]) -> bool {
@@ -91,12 +76,56 @@ impl Index {
     }
 }
 
+/// The encoded index values of `row` for the index `def` (key columns `columns`): the start
+/// of its entry key, which the row key follows.
+fn index_prefix(def: &IndexDef, columns: &[KeyColumn], row: &[Value]) -> Result<Vec<u8>> {
+    if def.columns.iter().any(|&column| column >= row.len()) {
+        return Err(EngineError::Corrupt {
+            what: "row",
+            detail: format!("row of columns={} too short for index={}", row.len(), def.name),
+        });
+    }
+    let values: Vec<Value> = def.columns.iter().map(|&column| row[column].clone()).collect();
+    let mut prefix = Vec::new();
+    encode_key(columns, &values, &mut prefix)
+        .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+    Ok(prefix)
+}
+
+/// The encoded primary key (or hidden row id) of a row: opaque to callers, who get it from
+/// the keyed reads and pass it back to address the row (`update_by_key`, `delete_by_key`,
+/// `resume_after`).
+pub type RowKey = Vec<u8>;
+
+/// One version of a table's handle. DDL never changes a handle: `create_index`, `drop_index`
+/// and `truncate_table` swap a new one into the table map (under the exclusive DDL lock), so
+/// a handle held by a transaction stays internally consistent.
+fn index_handle(table: &TableDef, def: IndexDef, tree: BTree) -> Index {
+    Index {
+        columns: def
+            .columns
+            .iter()
+            .map(|&column| KeyColumn::ascending(table.columns[column].kind))
+            .collect(),
+        tree,
+        def,
+        unique_lock: Mutex::new(()),
+    }
+}
+
 struct Table {
     def: TableDef,
     tree: BTree,
     key_columns: Vec<KeyColumn>,
-    next_row_id: AtomicU64,
-    indexes: Vec<Index>,
+    /// Shared by every handle of one table, so a handle swapped in by DDL never hands out a
+    /// row id the previous handle already gave.
+    next_row_id: Arc<AtomicU64>,
+    /// Shared with later handles (`create_index` keeps the existing ones), so the
+    /// unique-index mutex is one per index whatever handle a writer holds.
+    indexes: Vec<Arc<Index>>,
+    /// Names the catalog object: a table dropped and created again under the same name gets a
+    /// new identity, while the handles swapped in by index DDL and truncation keep it.
+    identity: u64,
 }
 
 impl Table {
@@ -126,6 +155,19 @@ impl Table {
         encode_key(&self.key_columns, values, &mut key)
             .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
         Ok(key)
+    }
+
+    /// Checks that `key` is a row key of this table (it decodes with the key columns and
+    /// encodes back to itself), so a caller's bytes cannot address something else.
+    fn check_row_key(&self, key: &[u8]) -> Result<()> {
+        let invalid = || EngineError::InvalidRow {
+            detail: format!("not a row key of table={}", self.def.name),
+        };
+        let values = tierdb_access::decode_key(&self.key_columns, key).map_err(|_| invalid())?;
+        if self.encode_primary_key(&values).map_err(|_| invalid())? != key {
+            return Err(invalid());
+        }
+        Ok(())
     }
 
     fn check_row(&self, row: &[Value]) -> Result<()> {
@@ -274,12 +316,44 @@ fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
     Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees))
 }
 
+/// `bound` (the start of a walk in `direction`) narrowed to begin strictly after
+/// `resume_after`, the last key of the previous page, unless it already starts after it.
+fn resume_bound(
+    bound: Bound<Vec<u8>>,
+    resume_after: Option<&[u8]>,
+    direction: Direction,
+) -> Bound<Vec<u8>> {
+    let Some(resume) = resume_after else { return bound };
+    let already_past = match &bound {
+        Bound::Unbounded => false,
+        Bound::Included(key) | Bound::Excluded(key) => match direction {
+            Direction::Forward => key.as_slice() > resume,
+            Direction::Backward => key.as_slice() < resume,
+        },
+    };
+    if already_past {
+        bound
+    } else {
+        Bound::Excluded(resume.to_vec())
+    }
+}
+
 /// What the engine's handle, its transactions and its purge thread share.
 pub(crate) struct Shared {
     store: Arc<PageStore>,
     txns: TxnManager,
     catalog: BTree,
     tables: RwLock<HashMap<String, Arc<Table>>>,
+    /// The DDL lock. Everything that changes a row or index entries (writers, undo, purge)
+    /// holds it shared for that change, never while waiting for a transaction (a DDL waiting
+    /// for it exclusively would block the holder's own next acquisition: parking_lot's lock is
+    /// fair). `create_index`, `drop_index`, `drop_table` and `truncate_table` hold it
+    /// exclusively, so a backfill sees every row with all its versions and no writer can add
+    /// a version it would miss. Taken before any row stripe mutex. Readers do not take it:
+    /// they read through the handle they resolved, whose trees are never freed.
+    ddl: RwLock<()>,
+    /// The next `Table::identity`.
+    next_identity: AtomicU64,
     row_locks: Vec<Mutex<()>>,
     /// Set by every write; the purge thread runs a pass only when it was set.
     changed: AtomicBool,
@@ -296,8 +370,8 @@ struct PurgeQueue {
     full_pass: bool,
 }
 
-/// An index entry to check: (table, index position, entry key, row key).
-type IndexEntryRef = (Arc<Table>, usize, Vec<u8>, Vec<u8>);
+/// An index entry to check: (table, index, entry key, row key).
+type IndexEntryRef = (Arc<Table>, Arc<Index>, Vec<u8>, Vec<u8>);
 
 /// Purge work items kept at most before falling back to a full pass.
 const PURGE_QUEUE_MAX: usize = 200_000;
@@ -335,6 +409,8 @@ impl Shared {
             txns,
             catalog,
             tables: RwLock::new(HashMap::new()),
+            ddl: RwLock::new(()),
+            next_identity: AtomicU64::new(1),
             row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             changed: AtomicBool::new(true),
             // A pass at startup removes what transactions that died in a crash left behind.
@@ -387,16 +463,11 @@ impl Shared {
     ) -> Result<Arc<Table>> {
         let mut indexes = Vec::with_capacity(def.indexes.len());
         for (index, &tree) in def.indexes.iter().zip(index_trees) {
-            indexes.push(Index {
-                columns: index
-                    .columns
-                    .iter()
-                    .map(|&column| KeyColumn::ascending(def.columns[column].kind))
-                    .collect(),
-                tree: BTree::open(Arc::clone(&self.store), tree)?,
-                def: index.clone(),
-                unique_lock: Mutex::new(()),
-            });
+            indexes.push(Arc::new(index_handle(
+                &def,
+                index.clone(),
+                BTree::open(Arc::clone(&self.store), tree)?,
+            )));
         }
         let tree = BTree::open(Arc::clone(&self.store), tree_meta)?;
         let key_columns = match &def.primary_key {
@@ -433,8 +504,9 @@ impl Shared {
             def,
             tree,
             key_columns,
-            next_row_id: AtomicU64::new(next_row_id),
+            next_row_id: Arc::new(AtomicU64::new(next_row_id)),
             indexes,
+            identity: self.next_identity.fetch_add(1, Ordering::Relaxed),
         }))
     }
 
@@ -487,6 +559,199 @@ impl Shared {
             .ok_or_else(|| EngineError::UndefinedTable { name: name.to_string() })
     }
 
+    /// The current handle of the table `handle` belongs to (it may have more or fewer indexes,
+    /// or fresh trees after a truncation), or 42P01 once that table was dropped, even if
+    /// another table has taken its name since.
+    fn current(&self, handle: &Table) -> Result<Arc<Table>> {
+        self.tables
+            .read()
+            .get(&handle.def.name)
+            .filter(|current| current.identity == handle.identity)
+            .cloned()
+            .ok_or_else(|| EngineError::UndefinedTable { name: handle.def.name.clone() })
+    }
+
+    /// The current handle if it still stores rows in `handle`'s tree: `None` once the table
+    /// was dropped or truncated, when the rows written through `handle` are gone (tree meta
+    /// pages are never reused, so the page id names the tree).
+    fn current_with_tree(&self, handle: &Table) -> Option<Arc<Table>> {
+        self.tables
+            .read()
+            .get(&handle.def.name)
+            .filter(|current| {
+                current.identity == handle.identity
+                    && current.tree.meta_page() == handle.tree.meta_page()
+            })
+            .cloned()
+    }
+
+    /// A new handle of the table `old` is a handle of, for DDL to swap in.
+    fn derived_handle(
+        old: &Table,
+        def: TableDef,
+        tree: BTree,
+        indexes: Vec<Arc<Index>>,
+    ) -> Arc<Table> {
+        assert_eq!(def.indexes.len(), indexes.len(), "one index handle per index definition");
+        assert!(
+            def.indexes.iter().zip(&indexes).all(|(def, index)| def.name == index.def.name),
+            "index handles in definition order"
+        );
+        Arc::new(Table {
+            def,
+            tree,
+            key_columns: old.key_columns.clone(),
+            next_row_id: Arc::clone(&old.next_row_id),
+            indexes,
+            identity: old.identity,
+        })
+    }
+
+    /// Writes a table's catalog entry and waits until it is durable.
+    fn write_catalog(&self, def: &TableDef, tree: PageId, indexes: &[Arc<Index>]) -> Result<()> {
+        let index_trees: Vec<PageId> = indexes.iter().map(|index| index.tree.meta_page()).collect();
+        let entry = encode_def(def, tree, &index_trees);
+        let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
+        self.store.wait_durable(lsn)?;
+        Ok(())
+    }
+
+    /// Removes a table from the catalog, durably. Its pages are not reclaimed: the page store
+    /// cannot free pages (a known issue). Transactions that still use it get 42P01 at their
+    /// next operation on it; their undo of rows in it does nothing.
+    fn drop_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let mut tables = self.tables.write();
+        if !tables.contains_key(name) {
+            return Err(EngineError::UndefinedTable { name: name.to_string() });
+        }
+        let Some((_, lsn)) = self.catalog.delete(name.as_bytes())? else {
+            return Err(EngineError::Corrupt {
+                what: "catalog",
+                detail: format!("table={name} is loaded but has no catalog entry"),
+            });
+        };
+        self.store.wait_durable(lsn)?;
+        tables.remove(name);
+        Ok(())
+    }
+
+    /// Empties a table and its indexes at once by giving it fresh trees (durably); not
+    /// transactional. The old trees' pages are not reclaimed (see `drop_table`).
+    fn truncate_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let old = self.table(name)?;
+        let tree = BTree::create(Arc::clone(&self.store))?;
+        let mut indexes = Vec::with_capacity(old.indexes.len());
+        for index in &old.indexes {
+            let fresh = BTree::create(Arc::clone(&self.store))?;
+            indexes.push(Arc::new(index_handle(&old.def, index.def.clone(), fresh)));
+        }
+        self.write_catalog(&old.def, tree.meta_page(), &indexes)?;
+        let handle = Self::derived_handle(&old, old.def.clone(), tree, indexes);
+        self.tables.write().insert(name.to_string(), handle);
+        Ok(())
+    }
+
+    /// Adds an index to a populated table. Under the exclusive DDL lock no row changes, so one
+    /// pass sees every version of every row: each gets its entry (versions of transactions in
+    /// progress too, so their rows are found once they commit), and for a unique index the
+    /// live value of each row is checked first. The index is built in a new tree (bulk load)
+    /// and appears, durably, in the catalog only once complete: a failure leaves no index.
+    fn create_index(&self, table_name: &str, def: IndexDef) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let old = self.table(table_name)?;
+        {
+            let tables = self.tables.read();
+            let taken = tables.contains_key(&def.name)
+                || tables
+                    .values()
+                    .any(|table| table.def.indexes.iter().any(|index| index.name == def.name));
+            if taken {
+                return Err(EngineError::DuplicateTable { name: def.name });
+            }
+        }
+        if def.columns.is_empty()
+            || def.columns.iter().any(|&column| column >= old.def.columns.len())
+        {
+            return Err(EngineError::InvalidRow {
+                detail: "index column out of range".to_string(),
+            });
+        }
+        let columns: Vec<KeyColumn> = def
+            .columns
+            .iter()
+            .map(|&column| KeyColumn::ascending(old.def.columns[column].kind))
+            .collect();
+        let mut entries = std::collections::BTreeMap::new();
+        let mut live_values = std::collections::HashSet::new();
+        for stored in old.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            let (key, bytes) = stored?;
+            let mut live_checked = false;
+            for version in decode_versions(&bytes)? {
+                let row = decode_row(&version.row)?;
+                let mut entry = index_prefix(&def, &columns, &row)?;
+                if def.unique && !live_checked {
+                    live_checked =
+                        self.check_unique_backfill(&def, &version, &row, &entry, &mut live_values)?;
+                }
+                entry.extend_from_slice(&key);
+                entries.insert(entry, key.clone());
+            }
+        }
+        let tree = BTree::bulk_load(Arc::clone(&self.store), entries)?;
+        let mut new_def = old.def.clone();
+        new_def.indexes.push(def.clone());
+        let mut indexes = old.indexes.clone();
+        indexes.push(Arc::new(index_handle(&new_def, def, tree)));
+        self.write_catalog(&new_def, old.tree.meta_page(), &indexes)?;
+        let handle = Self::derived_handle(&old, new_def, old.tree.clone(), indexes);
+        self.tables.write().insert(table_name.to_string(), handle);
+        Ok(())
+    }
+
+    /// The unique check of `create_index` for one version, newest first: returns whether this
+    /// version decided the row (its creator did not abort). The row's value counts as live
+    /// unless a committed transaction deleted it; creators and deleters still in progress count
+    /// as if they will commit and roll back respectively, so the check is conservative: it may
+    /// refuse an index that their outcome would have allowed, never accept a duplicate.
+    fn check_unique_backfill(
+        &self,
+        def: &IndexDef,
+        version: &Version,
+        row: &[Value],
+        prefix: &[u8],
+        live_values: &mut std::collections::HashSet<Vec<u8>>,
+    ) -> Result<bool> {
+        if self.txns.status(version.xmin)? == TxnStatus::Aborted {
+            return Ok(false);
+        }
+        let deleted = version.xmax != 0 && self.txns.status(version.xmax)? == TxnStatus::Committed;
+        let has_null = def.columns.iter().any(|&column| matches!(row[column], Value::Null));
+        if !deleted && !has_null && !live_values.insert(prefix.to_vec()) {
+            return Err(EngineError::UniqueViolation { constraint: def.name.clone() });
+        }
+        Ok(true)
+    }
+
+    /// Removes an index from a table, durably (its pages are not reclaimed).
+    fn drop_index(&self, table_name: &str, index_name: &str) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let old = self.table(table_name)?;
+        let Some(position) = old.def.indexes.iter().position(|index| index.name == index_name)
+        else {
+            return Err(EngineError::UndefinedTable { name: index_name.to_string() });
+        };
+        let mut new_def = old.def.clone();
+        new_def.indexes.remove(position);
+        let mut indexes = old.indexes.clone();
+        indexes.remove(position);
+        self.write_catalog(&new_def, old.tree.meta_page(), &indexes)?;
+        let handle = Self::derived_handle(&old, new_def, old.tree.clone(), indexes);
+        self.tables.write().insert(table_name.to_string(), handle);
+        Ok(())
+    }
+
     /// Starts a transaction.
     fn begin(self: &Arc<Shared>, isolation: IsolationLevel) -> Result<Transaction> {
         let virtual_id = self.txns.begin();
@@ -501,6 +766,8 @@ impl Shared {
             savepoints: Vec::new(),
             failed: false,
             done: false,
+            statement_mode: false,
+            statement_mark: 0,
             wrote: false,
             index_entries: Vec::new(),
             written: Vec::new(),
@@ -610,8 +877,11 @@ impl Shared {
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         let mut stats = PurgeStats::default();
         for table in tables {
+            // A handle made stale by DDL during the pass only means purging trees nobody reads
+            // any more, or missing a new index's entries until the next pass: both harmless.
             for entry in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
                 let (key, _) = entry?;
+                let _ddl = self.ddl.read();
                 self.purge_row(&table, &key, &mut stats)?;
             }
             for index in &table.indexes {
@@ -619,6 +889,7 @@ impl Shared {
                     index.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward)
                 {
                     let (entry_key, row_key) = entry?;
+                    let _ddl = self.ddl.read();
                     self.purge_index_entry(&table, index, &entry_key, &row_key, &mut stats)?;
                 }
             }
@@ -648,18 +919,22 @@ impl Shared {
             if !seen.insert((table.def.name.clone(), key.clone())) {
                 continue;
             }
+            // The current handle, so that indexes created since the write are cleaned too; a
+            // dropped or truncated table's rows are gone.
+            let _ddl = self.ddl.read();
+            let Some(table) = self.current_with_tree(&table) else { continue };
             if self.purge_row_and_entries(&table, &key, &mut stats)? {
                 again.push((table, key));
             }
         }
-        for (table, position, entry_key, row_key) in entries {
-            self.purge_index_entry(
-                &table,
-                &table.indexes[position],
-                &entry_key,
-                &row_key,
-                &mut stats,
-            )?;
+        for (table, index, entry_key, row_key) in entries {
+            let _ddl = self.ddl.read();
+            let Some(table) = self.current_with_tree(&table) else { continue };
+            if !table.indexes.iter().any(|current| Arc::ptr_eq(current, &index)) {
+                // Dropped (or rebuilt by a truncation): nobody reads that tree.
+                continue;
+            }
+            self.purge_index_entry(&table, &index, &entry_key, &row_key, &mut stats)?;
         }
         if !again.is_empty() {
             let mut queue = self.purge_queue.lock();
@@ -789,6 +1064,37 @@ impl Engine {
         self.shared.table_names()
     }
 
+    /// The definition of a table (42P01 if there is none), with its current indexes.
+    pub fn table_def(&self, name: &str) -> Result<TableDef> {
+        Ok(self.shared.table(name)?.def.clone())
+    }
+
+    /// Drops a table, durably and at once (not transactional). Transactions using it get
+    /// 42P01 at their next operation on it. Its pages are leaked (the page store cannot free
+    /// pages).
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.shared.drop_table(name)
+    }
+
+    /// Empties a table and its indexes, durably and at once. Not transactional (PostgreSQL's
+    /// TRUNCATE is): rows that running transactions wrote are gone too, and their rollback
+    /// does not bring back anything. The old trees' pages are leaked.
+    pub fn truncate_table(&self, name: &str) -> Result<()> {
+        self.shared.truncate_table(name)
+    }
+
+    /// Creates an index on a table that may hold rows (backfilled; blocks writers of every
+    /// table meanwhile). 42P07 if an index or table has the name, 23505 if a unique index
+    /// would be violated (no index is left behind), 22023 for bad columns.
+    pub fn create_index(&self, table: &str, index: IndexDef) -> Result<()> {
+        self.shared.create_index(table, index)
+    }
+
+    /// Drops an index (42P01 if the table or index does not exist). Its pages are leaked.
+    pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
+        self.shared.drop_index(table, index)
+    }
+
     pub fn store(&self) -> &Arc<PageStore> {
         &self.shared.store
     }
@@ -883,6 +1189,11 @@ pub struct Transaction {
     savepoints: Vec<(String, usize)>,
     failed: bool,
     done: bool,
+    /// Set by the first `begin_statement`: from then on operations take no snapshot of their
+    /// own and an error undoes back to `statement_mark`.
+    statement_mode: bool,
+    /// The undo length when the current statement began (statement mode).
+    statement_mark: usize,
     /// Whether this transaction ever wrote a version (even if later undone): only then does
     /// its outcome go to the commit log.
     wrote: bool,
@@ -899,22 +1210,64 @@ impl Transaction {
     }
 
     /// Starts a statement: READ COMMITTED takes a fresh snapshot; REPEATABLE READ keeps the
-    /// first one. Every operation below is a statement.
+    /// first one. Until `begin_statement` is first called, every operation below is a
+    /// statement; in statement mode an operation is part of the current statement.
     fn statement(&mut self) -> Result<()> {
         if self.failed {
             return Err(EngineError::TransactionAborted);
         }
-        if self.isolation == IsolationLevel::ReadCommitted {
+        if self.isolation == IsolationLevel::ReadCommitted && !self.statement_mode {
             self.snapshot = self.engine.txns.snapshot(self.virtual_id, self.id);
         }
         Ok(())
     }
 
-    /// Runs a statement; an error fails the transaction until rollback (PostgreSQL's 25P02),
-    /// except that a failed statement inside a savepoint can be rolled back to it.
+    /// Starts a statement that spans many operations (a SQL statement), and switches the
+    /// transaction to statement mode for good: operations no longer take a snapshot each.
+    /// READ COMMITTED takes a fresh snapshot here (REPEATABLE READ keeps its first), which the
+    /// reads of the statement share; an update still applies to the latest committed version
+    /// (after waiting for a concurrent writer), as outside statement mode. An error in any
+    /// operation undoes every change since this call and fails the transaction (25P02), as
+    /// `fail` does. The statement's own writes are visible to its later reads (there are no
+    /// command ids): a caller that scans and writes the same table must collect the keys
+    /// first (the Halloween problem). 25P02 if the transaction has failed.
+    pub fn begin_statement(&mut self) -> Result<()> {
+        if self.failed {
+            return Err(EngineError::TransactionAborted);
+        }
+        self.statement_mode = true;
+        if self.isolation == IsolationLevel::ReadCommitted {
+            self.snapshot = self.engine.txns.snapshot(self.virtual_id, self.id);
+        }
+        self.statement_mark = self.undo.len();
+        Ok(())
+    }
+
+    /// Fails the transaction (25P02 until rollback or a rollback to a savepoint) because of an
+    /// error outside the engine; in statement mode the current statement's changes are undone
+    /// first (statement atomicity).
+    pub fn fail(&mut self) {
+        if self.statement_mode {
+            if let Err(error) = self.undo_to(self.statement_mark) {
+                tracing::error!(%error, "statement undo failed");
+            }
+        }
+        self.failed = true;
+    }
+
+    /// Whether the transaction has failed: only rollback (or a rollback to a savepoint) is
+    /// accepted.
+    pub fn is_failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Runs an operation; an error fails the transaction until rollback (PostgreSQL's 25P02),
+    /// except that a failed statement inside a savepoint can be rolled back to it. The undo
+    /// goes back to the operation's start, or in statement mode to the statement's.
     fn run<T>(&mut self, body: impl FnOnce(&mut Transaction) -> Result<T>) -> Result<T> {
         self.statement()?;
-        let undo_mark = self.undo.len();
+        let undo_mark = if self.statement_mode { self.statement_mark } else { self.undo.len() };
+        assert!(undo_mark <= self.undo.len(), "the statement mark is within the undo list");
         let outcome = body(self);
         if outcome.is_err() {
             // The statement's own changes are undone at once (statement atomicity).
@@ -951,6 +1304,20 @@ impl Transaction {
         })
     }
 
+    /// The row with primary key `key` and its row key, as this transaction sees it.
+    pub fn get_keyed(&mut self, table: &str, key: &[Value]) -> Result<Option<(RowKey, Row)>> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let encoded = table.encode_primary_key(key)?;
+            match table.tree.get(&encoded)? {
+                Some(bytes) => {
+                    Ok(txn.visible_row(&decode_versions(&bytes)?)?.map(|row| (encoded, row)))
+                }
+                None => Ok(None),
+            }
+        })
+    }
+
     /// Rows with primary keys in the given range, in key order.
     pub fn scan(
         &mut self,
@@ -959,28 +1326,83 @@ impl Transaction {
         upper: Bound<&[Value]>,
     ) -> Result<Vec<Row>> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            let encode = |bound: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
-                Ok(match bound {
-                    Bound::Included(values) => Bound::Included(table.encode_primary_key(values)?),
-                    Bound::Excluded(values) => Bound::Excluded(table.encode_primary_key(values)?),
-                    Bound::Unbounded => Bound::Unbounded,
-                })
-            };
-            let (lower, upper) = (encode(lower)?, encode(upper)?);
-            let mut rows = Vec::new();
-            for entry in table.tree.range(
-                lower.as_ref().map(Vec::as_slice),
-                upper.as_ref().map(Vec::as_slice),
-                Direction::Forward,
-            ) {
-                let (_, bytes) = entry?;
-                if let Some(row) = txn.visible_row(&decode_versions(&bytes)?)? {
-                    rows.push(row);
+            let rows = txn.keyed_rows(table, lower, upper, None, usize::MAX, Direction::Forward)?;
+            Ok(rows.into_iter().map(|(_, row)| row).collect())
+        })
+    }
+
+    /// Up to `limit` visible rows with primary keys in the given range, in ascending key
+    /// order, with their row keys; after `resume_after` (the last row key of the previous
+    /// page) when given. Each page is an operation: outside statement mode, READ COMMITTED
+    /// pages see different snapshots, but a row committed before the first page and not
+    /// changed since is returned exactly once. For a table without a primary key the bounds
+    /// are on the hidden row id (use `Unbounded`).
+    pub fn scan_page(
+        &mut self,
+        table: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(RowKey, Row)>> {
+        self.run(|txn| txn.keyed_rows(table, lower, upper, resume_after, limit, Direction::Forward))
+    }
+
+    /// `scan_page` in descending key order: `resume_after` is the smallest row key of the
+    /// previous page.
+    pub fn scan_page_backward(
+        &mut self,
+        table: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(RowKey, Row)>> {
+        self.run(|txn| {
+            txn.keyed_rows(table, lower, upper, resume_after, limit, Direction::Backward)
+        })
+    }
+
+    fn keyed_rows(
+        &self,
+        table: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+        direction: Direction,
+    ) -> Result<Vec<(RowKey, Row)>> {
+        let table = self.engine.table(table)?;
+        let encode = |bound: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
+            Ok(match bound {
+                Bound::Included(values) => Bound::Included(table.encode_primary_key(values)?),
+                Bound::Excluded(values) => Bound::Excluded(table.encode_primary_key(values)?),
+                Bound::Unbounded => Bound::Unbounded,
+            })
+        };
+        let (mut lower, mut upper) = (encode(lower)?, encode(upper)?);
+        match direction {
+            Direction::Forward => lower = resume_bound(lower, resume_after, direction),
+            Direction::Backward => upper = resume_bound(upper, resume_after, direction),
+        }
+        let mut rows = Vec::new();
+        if limit == 0 {
+            return Ok(rows);
+        }
+        for entry in table.tree.range(
+            lower.as_ref().map(Vec::as_slice),
+            upper.as_ref().map(Vec::as_slice),
+            direction,
+        ) {
+            let (key, bytes) = entry?;
+            if let Some(row) = self.visible_row(&decode_versions(&bytes)?)? {
+                rows.push((key, row));
+                if rows.len() == limit {
+                    break;
                 }
             }
-            Ok(rows)
-        })
+        }
+        Ok(rows)
     }
 
     pub fn insert(&mut self, table: &str, row: Row) -> Result<()> {
@@ -1018,6 +1440,30 @@ impl Transaction {
         })
     }
 
+    /// `update` of the row with row key `key` (from a keyed read): also addresses rows of a
+    /// table without a primary key. 22023 if `key` is not a key of this table.
+    pub fn update_by_key(
+        &mut self,
+        table: &str,
+        key: &[u8],
+        change: &mut dyn FnMut(&Row) -> Option<Row>,
+    ) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            table.check_row_key(key)?;
+            txn.modify(&table, key, Action::Update(change))
+        })
+    }
+
+    /// `delete` of the row with row key `key` (from a keyed read).
+    pub fn delete_by_key(&mut self, table: &str, key: &[u8]) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            table.check_row_key(key)?;
+            txn.modify(&table, key, Action::Delete)
+        })
+    }
+
     /// The transaction holding the row: the writer of its newest version if still running.
     fn holder(&self, newest: &Version) -> Option<TxnId> {
         let txns = &self.engine.txns;
@@ -1040,10 +1486,17 @@ impl Transaction {
         Ok(self.id)
     }
 
-    fn modify(&mut self, table: &Arc<Table>, key: &[u8], mut action: Action<'_>) -> Result<bool> {
+    /// Writes one row of the table `handle` belongs to, through its current handle (resolved
+    /// under the shared DDL lock, so indexes created since `handle` was taken are maintained;
+    /// 42P01 if the table was dropped).
+    fn modify(&mut self, handle: &Arc<Table>, key: &[u8], mut action: Action<'_>) -> Result<bool> {
         self.ensure_id()?;
+        let engine = Arc::clone(&self.engine);
         loop {
-            let guard = self.engine.row_lock(key, &table.def.name);
+            let ddl = engine.ddl.read();
+            let table = engine.current(handle)?;
+            let table = &table;
+            let guard = engine.row_lock(key, &table.def.name);
             let before = table.tree.get(key)?;
             let original = match &before {
                 Some(bytes) => decode_versions(bytes)?,
@@ -1055,7 +1508,8 @@ impl Transaction {
             self.prune(&mut versions)?;
             if let Some(holder) = versions.first().and_then(|newest| self.holder(newest)) {
                 drop(guard);
-                self.engine.txns.wait_for(self.id, holder)?;
+                drop(ddl);
+                engine.txns.wait_for(self.id, holder)?;
                 continue;
             }
             let changed = self.apply(table, &mut versions, &mut action)?;
@@ -1065,15 +1519,17 @@ impl Transaction {
             self.prune(&mut versions)?;
             let _index_guards = match self.maintain_indexes(table, key, &versions)? {
                 IndexOutcome::Written(guards, added) => {
-                    let table_entries = added
-                        .into_iter()
-                        .map(|(index, entry)| (Arc::clone(table), index, entry, key.to_vec()));
+                    let table_entries = added.into_iter().map(|(position, entry)| {
+                        let index = Arc::clone(&table.indexes[position]);
+                        (Arc::clone(table), index, entry, key.to_vec())
+                    });
                     self.index_entries.extend(table_entries);
                     guards
                 }
                 IndexOutcome::Wait(holder) => {
                     drop(guard);
-                    self.engine.txns.wait_for(self.id, holder)?;
+                    drop(ddl);
+                    engine.txns.wait_for(self.id, holder)?;
                     continue;
                 }
             };
@@ -1090,6 +1546,7 @@ impl Transaction {
             // now, under the row lock, once the row itself is written (undo restores both).
             drop_stale_entries(table, key, &original, &versions)?;
             drop(guard);
+            drop(ddl);
             return Ok(true);
         }
     }
@@ -1193,63 +1650,98 @@ impl Transaction {
         upper: Bound<&[Value]>,
     ) -> Result<Vec<Row>> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            let Some(index) = table.indexes.iter().find(|candidate| candidate.def.name == index)
-            else {
-                return Err(EngineError::UndefinedTable { name: index.to_string() });
-            };
-            let encode = |values: &[Value]| -> Result<Vec<u8>> {
-                if values.len() > index.columns.len() {
-                    return Err(EngineError::InvalidRow {
-                        detail: format!(
-                            "index={} has columns={} but the bound has values={}",
-                            index.def.name,
-                            index.columns.len(),
-                            values.len()
-                        ),
-                    });
-                }
-                let mut prefix = Vec::new();
-                encode_key(&index.columns[..values.len()], values, &mut prefix)
-                    .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
-                Ok(prefix)
-            };
-            // A prefix followed by 0xFF is above every entry starting with the prefix: the
-            // primary key bytes after it start with a null marker (0x00..=0x02).
-            let after = |values: &[Value]| -> Result<Vec<u8>> {
-                let mut prefix = encode(values)?;
-                prefix.push(0xFF);
-                Ok(prefix)
-            };
-            let lower = match lower {
-                Bound::Included(values) => Bound::Included(encode(values)?),
-                Bound::Excluded(values) => Bound::Included(after(values)?),
-                Bound::Unbounded => Bound::Unbounded,
-            };
-            let upper = match upper {
-                Bound::Included(values) => Bound::Excluded(after(values)?),
-                Bound::Excluded(values) => Bound::Excluded(encode(values)?),
-                Bound::Unbounded => Bound::Unbounded,
-            };
-            let mut rows = Vec::new();
-            let entries = index.tree.range(
-                lower.as_ref().map(Vec::as_slice),
-                upper.as_ref().map(Vec::as_slice),
-                Direction::Forward,
-            );
-            for entry in entries {
-                let (entry_key, row_key) = entry?;
-                let Some(bytes) = table.tree.get(&row_key)? else { continue };
-                let Some(row) = txn.visible_row(&decode_versions(&bytes)?)? else { continue };
-                // Stale entry: the visible version has other index values.
-                let mut expected = index.prefix(&row)?;
-                expected.extend_from_slice(&row_key);
-                if expected == entry_key {
-                    rows.push(row);
+            let entries = txn.index_rows(table, index, lower, upper, None, usize::MAX)?;
+            Ok(entries.into_iter().map(|(_, _, row)| row).collect())
+        })
+    }
+
+    /// Up to `limit` rows found through a secondary index with index values in the given
+    /// range, in index order, as (index entry key, row key, row); after the entry key
+    /// `resume_after` (the last of the previous page) when given. Entries are checked against
+    /// the row's visible version as in `index_scan`.
+    pub fn index_scan_page(
+        &mut self,
+        table: &str,
+        index: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, RowKey, Row)>> {
+        self.run(|txn| txn.index_rows(table, index, lower, upper, resume_after, limit))
+    }
+
+    fn index_rows(
+        &self,
+        table: &str,
+        index: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, RowKey, Row)>> {
+        let table = self.engine.table(table)?;
+        let Some(index) = table.indexes.iter().find(|candidate| candidate.def.name == index) else {
+            return Err(EngineError::UndefinedTable { name: index.to_string() });
+        };
+        let encode = |values: &[Value]| -> Result<Vec<u8>> {
+            if values.len() > index.columns.len() {
+                return Err(EngineError::InvalidRow {
+                    detail: format!(
+                        "index={} has columns={} but the bound has values={}",
+                        index.def.name,
+                        index.columns.len(),
+                        values.len()
+                    ),
+                });
+            }
+            let mut prefix = Vec::new();
+            encode_key(&index.columns[..values.len()], values, &mut prefix)
+                .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+            Ok(prefix)
+        };
+        // A prefix followed by 0xFF is above every entry starting with the prefix: the
+        // primary key bytes after it start with a null marker (0x00..=0x02).
+        let after = |values: &[Value]| -> Result<Vec<u8>> {
+            let mut prefix = encode(values)?;
+            prefix.push(0xFF);
+            Ok(prefix)
+        };
+        let lower = match lower {
+            Bound::Included(values) => Bound::Included(encode(values)?),
+            Bound::Excluded(values) => Bound::Included(after(values)?),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let upper = match upper {
+            Bound::Included(values) => Bound::Excluded(after(values)?),
+            Bound::Excluded(values) => Bound::Excluded(encode(values)?),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let lower = resume_bound(lower, resume_after, Direction::Forward);
+        let mut rows = Vec::new();
+        if limit == 0 {
+            return Ok(rows);
+        }
+        let entries = index.tree.range(
+            lower.as_ref().map(Vec::as_slice),
+            upper.as_ref().map(Vec::as_slice),
+            Direction::Forward,
+        );
+        for entry in entries {
+            let (entry_key, row_key) = entry?;
+            let Some(bytes) = table.tree.get(&row_key)? else { continue };
+            let Some(row) = self.visible_row(&decode_versions(&bytes)?)? else { continue };
+            // Stale entry: the visible version has other index values.
+            let mut expected = index.prefix(&row)?;
+            expected.extend_from_slice(&row_key);
+            if expected == entry_key {
+                rows.push((entry_key, row_key, row));
+                if rows.len() == limit {
+                    break;
                 }
             }
-            Ok(rows)
-        })
+        }
+        Ok(rows)
     }
 
     /// Applies `action` to a row whose newest version no other running transaction holds.
@@ -1350,6 +1842,8 @@ impl Transaction {
         let mark = self.savepoints[position].1;
         self.savepoints.truncate(position + 1);
         self.undo_to(mark)?;
+        // A statement that began before the savepoint now only reaches back to it.
+        self.statement_mark = self.statement_mark.min(mark);
         self.failed = false;
         Ok(())
     }
@@ -1367,27 +1861,44 @@ impl Transaction {
     /// version (or purge, meanwhile) may have deleted the entry of a value it restores. An
     /// entry leaves the list only once applied; if undo fails the transaction is failed, so
     /// it can only roll back, never commit half undone.
+    ///
+    /// Undo goes through the table's current handle, so the entries of indexes created since
+    /// the write are restored (and those of the undone versions removed) too; after the table
+    /// was dropped or truncated its rows are gone and there is nothing to restore.
     fn undo_to(&mut self, mark: usize) -> Result<()> {
+        let engine = Arc::clone(&self.engine);
         while self.undo.len() > mark {
             let entry = self.undo.last().expect("above mark");
             let outcome = (|| -> Result<()> {
-                let _guard = self.engine.row_lock(&entry.key, &entry.table.def.name);
-                match &entry.before {
+                let _ddl = engine.ddl.read();
+                let Some(table) = engine.current_with_tree(&entry.table) else { return Ok(()) };
+                let _guard = engine.row_lock(&entry.key, &table.def.name);
+                let undone = match table.tree.get(&entry.key)? {
+                    Some(bytes) => decode_versions(&bytes)?,
+                    None => Vec::new(),
+                };
+                let restored = match &entry.before {
                     Some(before) => {
-                        entry.table.tree.insert(&entry.key, before)?;
-                        for version in decode_versions(before)? {
+                        table.tree.insert(&entry.key, before)?;
+                        let restored = decode_versions(before)?;
+                        for version in &restored {
                             let row = decode_row(&version.row)?;
-                            for index in &entry.table.indexes {
+                            for index in &table.indexes {
                                 let mut index_key = index.prefix(&row)?;
                                 index_key.extend_from_slice(&entry.key);
                                 index.tree.insert(&index_key, &entry.key)?;
                             }
                         }
+                        restored
                     }
                     None => {
-                        entry.table.tree.delete(&entry.key)?;
+                        table.tree.delete(&entry.key)?;
+                        Vec::new()
                     }
-                }
+                };
+                // Entries of values only the undone versions carried (from this transaction's
+                // writes, or from a backfill by `create_index`) go now, after the row.
+                drop_stale_entries(&table, &entry.key, &undone, &restored)?;
                 Ok(())
             })();
             if let Err(error) = outcome {

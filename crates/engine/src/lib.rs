@@ -7,7 +7,7 @@ mod error;
 mod row;
 mod txn;
 
-pub use engine::{ColumnDef, Engine, IndexDef, PurgeStats, TableDef, Transaction};
+pub use engine::{ColumnDef, Engine, IndexDef, PurgeStats, RowKey, TableDef, Transaction};
 pub use error::{EngineError, Result};
 pub use row::{Row, Value};
 pub use tierdb_access::{Decimal, KeyKind};
