@@ -1,8 +1,9 @@
-//! The `tierdb` command. Today: page-store benchmarks and test drivers; the PostgreSQL
-//! server (`tierdb serve`) comes next.
+//! The `tierdb` command: the PostgreSQL-compatible server (`tierdb serve`), benchmarks
+//! that print their figures, and drivers used by the test suite.
 
 mod bank_worker;
 mod crash_worker;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Runs the PostgreSQL-compatible server.
+    Serve(serve::ServeArgs),
     /// Benchmarks that print their figures.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -55,6 +58,7 @@ fn main() {
         .init();
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Serve(args) => serve::run(&args).map_err(Into::into),
         Command::Bench(BenchCommand::Pages(args)) => tierdb_bench::run_pages(&args),
         Command::Bench(BenchCommand::Writes(args)) => tierdb_bench::run_writes(&args),
         Command::Bench(BenchCommand::Kv(args)) => tierdb_bench::run_kv(&args),

@@ -1,0 +1,143 @@
+//! `tierdb serve`: the PostgreSQL-compatible server. Settings come from defaults, then an
+//! optional TOML file (`--config`), then `TIERDB_*` environment variables and flags.
+
+use clap::Args;
+use tierdb_server::ServerConfig;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// TOML configuration file (keys as in ServerConfig: data_dir, listen, buffer_pool_bytes, ...).
+    #[arg(long, env = "TIERDB_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// Data directory (WAL, local volume, tier).
+    #[arg(long, env = "TIERDB_DATA_DIR")]
+    data_dir: Option<std::path::PathBuf>,
+    /// Address for PostgreSQL clients.
+    #[arg(long, env = "TIERDB_LISTEN")]
+    listen: Option<String>,
+    /// Address for Prometheus /metrics ("" disables it).
+    #[arg(long, env = "TIERDB_METRICS_LISTEN")]
+    metrics_listen: Option<String>,
+    /// DRAM buffer pool size in bytes (suffixes kB, MB, GB accepted).
+    #[arg(long, env = "TIERDB_BUFFER_POOL")]
+    buffer_pool: Option<String>,
+    /// Local tier size in bytes (0 disables the tier; suffixes accepted).
+    #[arg(long, env = "TIERDB_TIER_SIZE")]
+    tier_size: Option<String>,
+    /// Tier file path.
+    #[arg(long, env = "TIERDB_TIER_PATH")]
+    tier_path: Option<String>,
+    /// Durable volume: local, local:/path, or s3://bucket/prefix.
+    #[arg(long, env = "TIERDB_VOLUME")]
+    volume: Option<String>,
+    #[arg(long, env = "TIERDB_S3_ENDPOINT")]
+    s3_endpoint: Option<String>,
+    #[arg(long, env = "TIERDB_S3_REGION")]
+    s3_region: Option<String>,
+    #[arg(long, env = "TIERDB_S3_ACCESS_KEY_ID")]
+    s3_access_key_id: Option<String>,
+    #[arg(long, env = "TIERDB_S3_SECRET_ACCESS_KEY")]
+    s3_secret_access_key: Option<String>,
+    /// Keep the WAL on the volume.
+    #[arg(long, env = "TIERDB_WAL_ON_VOLUME")]
+    wal_on_volume: Option<bool>,
+    /// Default work_mem (suffixes accepted).
+    #[arg(long, env = "TIERDB_WORK_MEM")]
+    work_mem: Option<String>,
+    #[arg(long, env = "TIERDB_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// trust-loopback (default), scram or trust.
+    #[arg(long, env = "TIERDB_AUTH")]
+    auth: Option<String>,
+    /// SCRAM-SHA-256 password.
+    #[arg(long, env = "TIERDB_PASSWORD")]
+    password: Option<String>,
+}
+
+fn bytes(text: &str) -> Result<u64, String> {
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    let number: u64 = digits.parse().map_err(|_| format!("invalid size {text}"))?;
+    let factor = match text[digits.len()..].trim().to_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" | "k" => 1 << 10,
+        "mb" | "m" => 1 << 20,
+        "gb" | "g" => 1 << 30,
+        other => return Err(format!("invalid size unit {other} in {text}")),
+    };
+    number.checked_mul(factor).ok_or_else(|| format!("size {text} too large"))
+}
+
+pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|error| format!("cannot read config={}: {error}", path.display()))?;
+            ServerConfig::from_toml(&text)?
+        }
+        None => ServerConfig::default(),
+    };
+    if let Some(value) = &args.data_dir {
+        config.data_dir = value.clone();
+    }
+    if let Some(value) = &args.listen {
+        config.listen = value.clone();
+    }
+    if let Some(value) = &args.metrics_listen {
+        config.metrics_listen = value.clone();
+    }
+    if let Some(value) = &args.buffer_pool {
+        config.buffer_pool_bytes = bytes(value)?;
+    }
+    if let Some(value) = &args.tier_size {
+        config.tier_bytes = bytes(value)?;
+    }
+    if let Some(value) = &args.tier_path {
+        config.tier_path = value.clone();
+    }
+    if let Some(value) = &args.volume {
+        config.volume = value.clone();
+    }
+    if let Some(value) = &args.s3_endpoint {
+        config.s3_endpoint = value.clone();
+    }
+    if let Some(value) = &args.s3_region {
+        config.s3_region = value.clone();
+    }
+    if let Some(value) = &args.s3_access_key_id {
+        config.s3_access_key_id = value.clone();
+    }
+    if let Some(value) = &args.s3_secret_access_key {
+        config.s3_secret_access_key = value.clone();
+    }
+    if let Some(value) = args.wal_on_volume {
+        config.wal_on_volume = value;
+    }
+    if let Some(value) = &args.work_mem {
+        config.work_mem_bytes = bytes(value)?;
+    }
+    if let Some(value) = args.max_connections {
+        config.max_connections = value;
+    }
+    if let Some(value) = &args.auth {
+        config.auth = value.clone();
+    }
+    if let Some(value) = &args.password {
+        config.password = Some(value.clone());
+    }
+    Ok(config)
+}
+
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let config = config(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(config.max_connections.max(16) + 16)
+        .build()
+        .map_err(|error| error.to_string())?;
+    runtime.block_on(tierdb_server::serve(config, |address, metrics| match metrics {
+        Some(metrics) => {
+            eprintln!("tierdb: listening on {address} (metrics on http://{metrics}/metrics)")
+        }
+        None => eprintln!("tierdb: listening on {address}"),
+    }))
+}

@@ -1,0 +1,77 @@
+//! Server configuration: defaults (the embedded single-machine setup), a TOML file, and
+//! `TIERDB_*` environment variables / command-line flags layered on top by the CLI.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::handler::AuthMode;
+
+/// Everything `serve` needs. Sizes in bytes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub data_dir: PathBuf,
+    /// `host:port` for PostgreSQL clients.
+    pub listen: String,
+    /// `host:port` for Prometheus `/metrics`; empty to disable.
+    pub metrics_listen: String,
+    pub buffer_pool_bytes: u64,
+    /// Tier file location (default: `<data_dir>/tier/tier.dat`); empty to use the default.
+    pub tier_path: String,
+    /// 0 disables the tier.
+    pub tier_bytes: u64,
+    /// `local` (default: `<data_dir>/volume`), `local:/path`, or `s3://bucket/prefix`.
+    pub volume: String,
+    pub s3_endpoint: String,
+    pub s3_region: String,
+    pub s3_access_key_id: String,
+    pub s3_secret_access_key: String,
+    /// Put the WAL on the volume (survives loss of the machine; slower commits).
+    pub wal_on_volume: bool,
+    /// Per-operator memory budget of sorts, hash joins and aggregations.
+    pub work_mem_bytes: u64,
+    pub max_connections: usize,
+    /// `trust-loopback` (default), `scram`, or `trust`.
+    pub auth: String,
+    /// Password for SCRAM-SHA-256 (any user name).
+    pub password: Option<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            data_dir: PathBuf::from("tierdb-data"),
+            listen: "127.0.0.1:5432".into(),
+            metrics_listen: "127.0.0.1:9187".into(),
+            buffer_pool_bytes: 256 << 20,
+            tier_path: String::new(),
+            tier_bytes: 1 << 30,
+            volume: "local".into(),
+            s3_endpoint: String::new(),
+            s3_region: "us-east-1".into(),
+            s3_access_key_id: String::new(),
+            s3_secret_access_key: String::new(),
+            wal_on_volume: false,
+            work_mem_bytes: 4 << 20,
+            max_connections: 500,
+            auth: "trust-loopback".into(),
+            password: None,
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn from_toml(text: &str) -> Result<ServerConfig, String> {
+        toml::from_str(text).map_err(|error| format!("invalid config file: {error}"))
+    }
+
+    pub fn auth_mode(&self) -> Result<AuthMode, String> {
+        match self.auth.as_str() {
+            "trust-loopback" => Ok(AuthMode::TrustLoopback),
+            "scram" | "scram-sha-256" => Ok(AuthMode::Scram),
+            "trust" => Ok(AuthMode::Trust),
+            other => Err(format!("unknown auth={other} (expected trust-loopback, scram or trust)")),
+        }
+    }
+}

@@ -1,0 +1,613 @@
+//! One client connection: pgwire's handler traits (startup, simple and extended query, COPY,
+//! cancel) over a `tierdb_sql::Session`.
+//!
+//! Engine calls block (latches, fsync, object-store reads), so every statement runs on
+//! tokio's blocking pool (`spawn_blocking`) holding the session; an idle session costs a
+//! task and its state only. A cancel request sets the session's cancel flag, which the
+//! executor checks between pages of rows (57014).
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::sink::Sink;
+use futures::stream;
+use parking_lot::Mutex;
+use pgwire::api::auth::sasl::scram::ScramAuth;
+use pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
+    LoginInfo, Password, ServerParameterProvider, StartupHandler,
+};
+use pgwire::api::cancel::CancelHandler;
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    CopyResponse, DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo,
+    QueryResponse, Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers,
+    PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type, METADATA_DATABASE, METADATA_USER,
+};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::cancel::CancelRequest;
+use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::startup::SecretKey;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tierdb_sql::{
+    BlockState, Catalog, CopyStatement, Datum, Output, Prepared, Session, SqlError, SqlType,
+    StatementStats,
+};
+
+use crate::wire;
+
+/// How clients authenticate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Trust loopback clients; others must use SCRAM-SHA-256 (the default).
+    TrustLoopback,
+    /// SCRAM-SHA-256 for everybody.
+    Scram,
+    /// Trust everybody (only when explicitly configured).
+    Trust,
+}
+
+/// What every connection shares.
+pub struct Shared {
+    pub catalog: Arc<Catalog>,
+    pub statistics: Arc<StatementStats>,
+    pub auth: AuthMode,
+    pub password: Option<String>,
+    pub max_connections: usize,
+    pub connections: AtomicUsize,
+    /// (pid, secret key bytes) -> the session's cancel flag.
+    cancels: Mutex<HashMap<i32, (Vec<u8>, Arc<AtomicBool>)>>,
+    pid_generator: RandomPidSecretKeyGenerator,
+}
+
+impl Shared {
+    pub fn new(
+        catalog: Arc<Catalog>,
+        auth: AuthMode,
+        password: Option<String>,
+        max_connections: usize,
+    ) -> Arc<Shared> {
+        Arc::new(Shared {
+            catalog,
+            statistics: Arc::new(StatementStats::default()),
+            auth,
+            password,
+            max_connections,
+            connections: AtomicUsize::new(0),
+            cancels: Mutex::new(HashMap::new()),
+            pid_generator: RandomPidSecretKeyGenerator::default(),
+        })
+    }
+}
+
+fn secret_bytes(secret: &SecretKey) -> Vec<u8> {
+    secret.to_bytes().to_vec()
+}
+
+/// Server parameters reported at startup (clients read server_version to pick features).
+pub struct Parameters;
+
+impl ServerParameterProvider for Parameters {
+    fn server_parameters<C>(&self, _client: &C) -> Option<HashMap<String, String>>
+    where
+        C: ClientInfo,
+    {
+        let mut parameters = HashMap::new();
+        for (key, value) in [
+            ("server_version", "15.0 (tierdb)"),
+            ("server_encoding", "UTF8"),
+            ("client_encoding", "UTF8"),
+            ("DateStyle", "ISO, MDY"),
+            ("IntervalStyle", "postgres"),
+            ("TimeZone", "UTC"),
+            ("integer_datetimes", "on"),
+            ("standard_conforming_strings", "on"),
+            ("is_superuser", "on"),
+            ("session_authorization", "tierdb"),
+            ("application_name", ""),
+            ("default_transaction_read_only", "off"),
+            ("in_hot_standby", "off"),
+        ] {
+            parameters.insert(key.to_string(), value.to_string());
+        }
+        Some(parameters)
+    }
+}
+
+/// The configured password, as a SCRAM verifier source.
+#[derive(Debug)]
+struct PasswordSource {
+    password: String,
+}
+
+#[async_trait]
+impl AuthSource for PasswordSource {
+    async fn get_password(&self, _login: &LoginInfo) -> PgWireResult<Password> {
+        let salt = b"tierdb-scram-salt".to_vec();
+        let hash = pgwire::api::auth::sasl::scram::gen_salted_password(&self.password, &salt, 4096);
+        Ok(Password::new(Some(salt), hash))
+    }
+}
+
+/// A connection's handlers.
+pub struct Connection {
+    shared: Arc<Shared>,
+    session: Arc<Mutex<Session>>,
+    copy: Mutex<Option<(CopyStatement, Vec<u8>)>>,
+    scram: Option<SASLAuthStartupHandler<Parameters>>,
+    registered: AtomicBool,
+    pid: Mutex<Option<i32>>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared.connections.fetch_sub(1, Ordering::AcqRel);
+        if let Some(pid) = *self.pid.lock() {
+            self.shared.cancels.lock().remove(&pid);
+        }
+        let session = Arc::clone(&self.session);
+        // Roll back an open transaction; blocking work, so off the async threads.
+        let rollback = move || session.lock().terminate();
+        if tokio::runtime::Handle::try_current().is_ok() {
+            tokio::task::spawn_blocking(rollback);
+        } else {
+            rollback();
+        }
+    }
+}
+
+impl Connection {
+    pub fn new(shared: Arc<Shared>) -> Arc<Connection> {
+        shared.connections.fetch_add(1, Ordering::AcqRel);
+        let session = Session::new(
+            Arc::clone(&shared.catalog),
+            Arc::clone(&shared.statistics),
+            "tierdb",
+            "tierdb",
+            0,
+        );
+        let scram = shared.password.as_ref().map(|password| {
+            SASLAuthStartupHandler::new(Arc::new(Parameters))
+                .with_scram(ScramAuth::new(Arc::new(PasswordSource { password: password.clone() })))
+        });
+        Arc::new(Connection {
+            shared,
+            session: Arc::new(Mutex::new(session)),
+            copy: Mutex::new(None),
+            scram,
+            registered: AtomicBool::new(false),
+            pid: Mutex::new(None),
+        })
+    }
+
+    /// Runs `body` on the blocking pool with the session.
+    async fn with_session<T: Send + 'static>(
+        &self,
+        body: impl FnOnce(&mut Session) -> T + Send + 'static,
+    ) -> T {
+        let session = Arc::clone(&self.session);
+        match tokio::task::spawn_blocking(move || body(&mut session.lock())).await {
+            Ok(value) => value,
+            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        }
+    }
+
+    /// Registers the connection's cancel key and names the session after the client's
+    /// user and database (once).
+    fn register<C: ClientInfo>(&self, client: &C) {
+        if self.registered.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (pid, secret) = client.pid_and_secret_key();
+        let mut session = self.session.lock();
+        if let Some(user) = client.metadata().get(METADATA_USER) {
+            session.user = user.clone();
+        }
+        session.database = client
+            .metadata()
+            .get(METADATA_DATABASE)
+            .cloned()
+            .unwrap_or_else(|| session.user.clone());
+        session.backend_pid = pid;
+        self.shared
+            .cancels
+            .lock()
+            .insert(pid, (secret_bytes(&secret), Arc::clone(&session.cancel)));
+        *self.pid.lock() = Some(pid);
+    }
+}
+
+pub fn user_error(error: SqlError) -> PgWireError {
+    let mut info = ErrorInfo::new("ERROR".to_string(), error.sqlstate.to_string(), error.message);
+    if let Some(position) = error.position {
+        info.position = Some(position.to_string());
+    }
+    PgWireError::UserError(Box::new(info))
+}
+
+fn tag_of(tag: &str) -> Tag {
+    // "INSERT 0 5" -> INSERT with oid 0 and rows 5; "UPDATE 3" -> rows 3.
+    let parts: Vec<&str> = tag.split(' ').collect();
+    match parts.as_slice() {
+        ["INSERT", oid, rows] => Tag::new("INSERT")
+            .with_oid(oid.parse().unwrap_or(0))
+            .with_rows(rows.parse().unwrap_or(0)),
+        [command, rows] if rows.chars().all(|c| c.is_ascii_digit()) && !rows.is_empty() => {
+            Tag::new(command).with_rows(rows.parse().unwrap_or(0))
+        }
+        _ => Tag::new(tag),
+    }
+}
+
+/// Turns a statement's output into a pgwire response; `binary(i)` says whether result
+/// column i goes out in binary.
+fn response(
+    output: Output,
+    state: BlockState,
+    binary: &dyn Fn(usize) -> bool,
+) -> PgWireResult<Response> {
+    Ok(match output {
+        Output::Rows { columns, rows, tag } => {
+            let fields = Arc::new(wire::fields(&columns, binary));
+            let types: Vec<SqlType> = columns.iter().map(|column| column.ty.clone()).collect();
+            let formats: Vec<bool> = (0..columns.len()).map(binary).collect();
+            let mut encoder = DataRowEncoder::new(Arc::clone(&fields));
+            let mut data_rows = Vec::with_capacity(rows.len());
+            for row in &rows {
+                for (index, datum) in row.iter().enumerate() {
+                    encoder.encode_field(&wire::encode(datum, &types[index], formats[index]))?;
+                }
+                data_rows.push(Ok(encoder.take_row()));
+            }
+            let _ = tag;
+            Response::Query(QueryResponse::new(fields, stream::iter(data_rows)))
+        }
+        Output::Command { tag } => {
+            let is_end = matches!(tag.as_str(), "COMMIT" | "ROLLBACK");
+            if tag == "BEGIN" || (tag == "ROLLBACK" && state == BlockState::InBlock) {
+                Response::TransactionStart(Tag::new(&tag))
+            } else if is_end && state == BlockState::Idle {
+                Response::TransactionEnd(Tag::new(&tag))
+            } else {
+                Response::Execution(tag_of(&tag))
+            }
+        }
+        Output::CopyIn { columns, .. } => {
+            Response::CopyIn(CopyResponse::new(0, columns, stream::empty()))
+        }
+        Output::CopyOut { data, columns, .. } => {
+            let mut chunks = Vec::new();
+            for line in data.split_inclusive(|&byte| byte == b'\n') {
+                chunks.push(Ok(CopyData::new(bytes::Bytes::copy_from_slice(line))));
+            }
+            Response::CopyOut(CopyResponse::new(0, columns, stream::iter(chunks)))
+        }
+        Output::Empty => Response::EmptyQuery,
+    })
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.register(client);
+        let sql = query.to_string();
+        let (outputs, state) = self
+            .with_session(move |session| {
+                let outputs = session.execute(&sql);
+                let state = session.state();
+                (outputs, state)
+            })
+            .await;
+        let mut responses = Vec::with_capacity(outputs.len());
+        for output in outputs {
+            match output {
+                Ok(Output::CopyIn { statement, columns }) => {
+                    *self.copy.lock() = Some((statement.clone(), Vec::new()));
+                    responses.push(response(
+                        Output::CopyIn { statement, columns },
+                        state,
+                        &|_| false,
+                    )?);
+                    break;
+                }
+                Ok(output) => responses.push(response(output, state, &|_| false)?),
+                Err(error) => {
+                    let info = match user_error(error) {
+                        PgWireError::UserError(info) => info,
+                        _ => unreachable!("user_error makes user errors"),
+                    };
+                    responses.push(Response::Error(info));
+                    break;
+                }
+            }
+        }
+        Ok(responses)
+    }
+}
+
+/// Parses and binds statements for the extended protocol.
+pub struct Parser {
+    session: Arc<Mutex<Session>>,
+}
+
+pub type Statement = Arc<Mutex<Prepared>>;
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Statement;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let types: Vec<SqlType> = types
+            .iter()
+            .map(|ty| {
+                ty.as_ref().and_then(|ty| SqlType::from_oid(ty.oid())).unwrap_or(SqlType::Unknown)
+            })
+            .collect();
+        let session = Arc::clone(&self.session);
+        let sql = sql.to_string();
+        let prepared = tokio::task::spawn_blocking(move || session.lock().prepare(&sql, &types))
+            .await
+            .map_err(|error| PgWireError::ApiError(Box::new(error)))?
+            .map_err(user_error)?;
+        Ok(Some(Arc::new(Mutex::new(prepared))))
+    }
+
+    fn get_parameter_types(&self, statement: &Statement) -> PgWireResult<Vec<Type>> {
+        Ok(statement.lock().parameter_types.iter().map(wire::pg_type).collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        statement: &Statement,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        let columns = statement.lock().columns.clone();
+        let binary = |index: usize| format.is_some_and(|format| format.is_binary(index));
+        Ok(wire::fields(&columns, &binary))
+    }
+}
+
+/// Decodes a portal's parameters (text or binary) into values of the statement's types.
+fn decode_parameters(
+    portal: &Portal<Statement>,
+    types: &[SqlType],
+) -> Result<Vec<Datum>, SqlError> {
+    let mut values = Vec::with_capacity(portal.parameters.len());
+    for (index, parameter) in portal.parameters.iter().enumerate() {
+        let ty = types.get(index).cloned().unwrap_or(SqlType::Text);
+        let value = match parameter {
+            None => Datum::Null,
+            Some(bytes) if portal.parameter_format.is_binary(index) => {
+                wire::decode_binary(bytes, &ty)?
+            }
+            Some(bytes) => {
+                let text = std::str::from_utf8(bytes).map_err(|_| {
+                    SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
+                })?;
+                tierdb_sql::parse_text(text, &ty)?
+            }
+        };
+        values.push(value);
+    }
+    Ok(values)
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = Statement;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Parser> {
+        Arc::new(Parser { session: Arc::clone(&self.session) })
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        _client: &mut C,
+        target: &StoredStatement<Statement>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let prepared = target.statement.lock();
+        let types = prepared.parameter_types.iter().map(wire::pg_type).collect();
+        let fields = wire::fields(&prepared.columns, &|_| false);
+        Ok(DescribeStatementResponse::new(types, fields))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        _client: &mut C,
+        portal: &Portal<Statement>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let prepared = portal.statement.statement.lock();
+        let format = &portal.result_column_format;
+        let fields = wire::fields(&prepared.columns, &|index| format.is_binary(index));
+        Ok(DescribePortalResponse::new(fields))
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.register(client);
+        let statement = Arc::clone(&portal.statement.statement);
+        let types = statement.lock().parameter_types.clone();
+        let params = match decode_parameters(portal, &types) {
+            Ok(params) => params,
+            Err(error) => {
+                let session = Arc::clone(&self.session);
+                tokio::task::spawn_blocking(move || session.lock().note_error()).await.ok();
+                return Err(user_error(error));
+            }
+        };
+        let format = portal.result_column_format.clone();
+        let (outcome, state) = self
+            .with_session(move |session| {
+                let mut prepared = statement.lock();
+                let outcome = session.execute_prepared(&mut prepared, &params);
+                (outcome, session.state())
+            })
+            .await;
+        match outcome {
+            Ok(Output::CopyIn { statement, columns }) => {
+                *self.copy.lock() = Some((statement.clone(), Vec::new()));
+                response(Output::CopyIn { statement, columns }, state, &|_| false)
+            }
+            Ok(output) => response(output, state, &|index| format.is_binary(index)),
+            Err(error) => Err(user_error(error)),
+        }
+    }
+}
+
+#[async_trait]
+impl CopyHandler for Connection {
+    async fn on_copy_data<C>(&self, _client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some((_, buffer)) = self.copy.lock().as_mut() {
+            buffer.extend_from_slice(&copy_data.data);
+        }
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use futures::SinkExt;
+        let Some((statement, data)) = self.copy.lock().take() else {
+            return Err(user_error(SqlError::new("08P01", "COPY data without COPY FROM STDIN")));
+        };
+        let outcome = self.with_session(move |session| session.copy_in(&statement, &data)).await;
+        let rows = outcome.map_err(user_error)?;
+        let tag = Tag::new("COPY").with_rows(usize::try_from(rows).unwrap_or(0));
+        client.send(PgWireBackendMessage::CommandComplete(tag.into())).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CancelHandler for Connection {
+    async fn on_cancel_request(&self, request: CancelRequest) {
+        let cancels = self.shared.cancels.lock();
+        if let Some((secret, flag)) = cancels.get(&request.pid) {
+            if *secret == secret_bytes(&request.secret_key) {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Connection {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let loopback = client.socket_addr().ip().is_loopback();
+        let trusted = match self.shared.auth {
+            AuthMode::Trust => true,
+            AuthMode::TrustLoopback => loopback,
+            AuthMode::Scram => false,
+        };
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            if self.shared.connections.load(Ordering::Acquire) > self.shared.max_connections {
+                return Err(user_error(SqlError::new("53300", "sorry, too many clients already")));
+            }
+            if trusted {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                let (pid, secret) = self.shared.pid_generator.generate(client);
+                client.set_pid_and_secret_key(pid, secret);
+                finish_authentication(client, &Parameters).await?;
+                return Ok(());
+            }
+        }
+        match &self.scram {
+            Some(scram) => scram.on_startup(client, message).await,
+            None => Err(user_error(SqlError::new(
+                "28000",
+                "password authentication is required for non-loopback clients, but no password is configured (set TIERDB_PASSWORD or auth = \"trust\")",
+            ))),
+        }
+    }
+}
+
+/// The per-connection handler set pgwire asks for.
+pub struct Handlers(pub Arc<Connection>);
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.0)
+    }
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.0)
+    }
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::clone(&self.0)
+    }
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        Arc::clone(&self.0)
+    }
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::clone(&self.0)
+    }
+}
+
+pub fn is_ready<C: ClientInfo>(client: &C) -> bool {
+    matches!(client.state(), PgWireConnectionState::ReadyForQuery)
+}

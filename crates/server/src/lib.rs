@@ -1,0 +1,15 @@
+//! tierdb's PostgreSQL wire-protocol server (pgwire): one `Session` per connection, trust
+//! (loopback) and SCRAM-SHA-256 authentication, simple and extended query, COPY, cancel,
+//! Prometheus metrics and clean shutdown. docs/design/009-sql-server.md describes it.
+
+mod config;
+mod handler;
+mod metrics;
+mod server;
+mod wire;
+
+pub use config::ServerConfig;
+pub use handler::AuthMode;
+pub use metrics::render as render_metrics;
+pub use server::serve;
+pub use wire::{decode_numeric, encode_numeric};

@@ -1,0 +1,213 @@
+//! Prometheus `/metrics`: buffer pool, tier, volume, WAL and session counters in the text
+//! exposition format, served over a minimal HTTP/1.1 responder (one request per connection).
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::handler::Shared;
+
+/// Largest request head read before answering.
+const REQUEST_BYTES_MAX: usize = 8192;
+
+fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+}
+
+/// The metrics text.
+pub fn render(shared: &Shared) -> String {
+    let store = shared.catalog.engine().store();
+    let mut out = String::new();
+    let pool = store.pool_stats();
+    metric(
+        &mut out,
+        "tierdb_buffer_pool_hits_total",
+        "counter",
+        "Page requests served from DRAM.",
+        pool.hits.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_buffer_pool_misses_total",
+        "counter",
+        "Page requests that missed DRAM.",
+        pool.misses.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_buffer_pool_evictions_total",
+        "counter",
+        "Frames evicted.",
+        pool.evictions.get(),
+    );
+    let (frames, _) = store.buffer_pool_frames();
+    metric(
+        &mut out,
+        "tierdb_buffer_pool_frames",
+        "gauge",
+        "Frames in the buffer pool.",
+        u64::try_from(frames).unwrap_or(0),
+    );
+    if let Some(tier) = store.tier() {
+        let stats = tier.stats();
+        let (slots, used) = tier.usage();
+        metric(
+            &mut out,
+            "tierdb_tier_hits_total",
+            "counter",
+            "DRAM misses served by the local tier.",
+            stats.hits.get(),
+        );
+        metric(
+            &mut out,
+            "tierdb_tier_misses_total",
+            "counter",
+            "DRAM misses the tier did not hold.",
+            stats.misses.get(),
+        );
+        metric(
+            &mut out,
+            "tierdb_tier_writes_total",
+            "counter",
+            "Pages written ahead to the tier.",
+            stats.writes.get(),
+        );
+        metric(
+            &mut out,
+            "tierdb_tier_invalidations_total",
+            "counter",
+            "Tier copies invalidated by modification.",
+            stats.invalidations.get(),
+        );
+        metric(
+            &mut out,
+            "tierdb_tier_dropped_admissions_total",
+            "counter",
+            "Admissions dropped under pressure.",
+            stats.dropped_admissions.get(),
+        );
+        metric(
+            &mut out,
+            "tierdb_tier_corrupt_discards_total",
+            "counter",
+            "Tier entries discarded as corrupt.",
+            stats.corrupt_discards.get(),
+        );
+        metric(&mut out, "tierdb_tier_capacity_bytes", "gauge", "Tier capacity.", slots * 8192);
+        metric(
+            &mut out,
+            "tierdb_tier_used_bytes",
+            "gauge",
+            "Tier bytes holding pages.",
+            used * 8192,
+        );
+    }
+    let volume = store.volume_stats();
+    metric(
+        &mut out,
+        "tierdb_volume_get_requests_total",
+        "counter",
+        "Object/file reads from durable storage.",
+        volume.get_requests.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_volume_put_requests_total",
+        "counter",
+        "Object/file writes to durable storage.",
+        volume.put_requests.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_volume_bytes_read_total",
+        "counter",
+        "Bytes read from durable storage.",
+        volume.bytes_read.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_volume_bytes_written_total",
+        "counter",
+        "Bytes written to durable storage.",
+        volume.bytes_written.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_volume_errors_total",
+        "counter",
+        "Durable storage errors.",
+        volume.errors.get(),
+    );
+    let wal = store.wal_stats();
+    metric(
+        &mut out,
+        "tierdb_wal_records_total",
+        "counter",
+        "WAL records appended.",
+        wal.records.get(),
+    );
+    metric(&mut out, "tierdb_wal_bytes_total", "counter", "WAL bytes appended.", wal.bytes.get());
+    metric(
+        &mut out,
+        "tierdb_wal_syncs_total",
+        "counter",
+        "WAL syncs (group commits).",
+        wal.syncs.get(),
+    );
+    let stats = store.stats();
+    metric(
+        &mut out,
+        "tierdb_store_dram_hits_total",
+        "counter",
+        "Page reads served from DRAM.",
+        stats.dram_hits.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_store_tier_hits_total",
+        "counter",
+        "Page reads served from the tier.",
+        stats.tier_hits.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_store_volume_reads_total",
+        "counter",
+        "Page reads from durable storage.",
+        stats.volume_reads.get(),
+    );
+    metric(
+        &mut out,
+        "tierdb_connections",
+        "gauge",
+        "Open client connections.",
+        u64::try_from(shared.connections.load(Ordering::Acquire)).unwrap_or(0),
+    );
+    out
+}
+
+/// Serves `/metrics` until the listener fails.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let Ok((mut socket, _)) = listener.accept().await else { continue };
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let mut request = vec![0u8; REQUEST_BYTES_MAX];
+            let read = socket.read(&mut request).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&request[..read]);
+            let (status, body) = if head.starts_with("GET /metrics") {
+                ("200 OK", render(&shared))
+            } else {
+                ("404 Not Found", "not found: try /metrics\n".to_string())
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(reply.as_bytes()).await;
+        });
+    }
+}

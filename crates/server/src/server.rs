@@ -1,0 +1,149 @@
+//! `serve`: opens the page store, engine and catalog, then accepts PostgreSQL clients until
+//! SIGTERM or SIGINT, when it stops accepting, lets running statements finish for a grace
+//! period, and closes the store cleanly (flush, checkpoint, tier index).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tierdb_engine::Engine;
+use tierdb_sql::Catalog;
+use tierdb_storage::{PageStore, StoreConfig, TierConfig};
+use tokio::net::TcpListener;
+
+use crate::config::ServerConfig;
+use crate::handler::{Connection, Handlers, Shared};
+
+/// How long shutdown waits for connections to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+fn store_config(config: &ServerConfig) -> Result<StoreConfig, String> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|error| {
+        format!("cannot create data_dir={}: {error}", config.data_dir.display())
+    })?;
+    let mut store = if config.volume == "local" || config.volume.is_empty() {
+        StoreConfig::local(&config.data_dir).map_err(|error| error.to_string())?
+    } else if let Some(path) = config.volume.strip_prefix("local:") {
+        let volume = tierdb_storage::LocalVolume::open(path).map_err(|error| error.to_string())?;
+        StoreConfig::with_volume(&config.data_dir, Arc::new(volume))
+    } else if let Some(rest) = config.volume.strip_prefix("s3://") {
+        s3_store(config, rest)?
+    } else {
+        return Err(format!(
+            "unknown volume={} (expected local, local:/path or s3://bucket/prefix)",
+            config.volume
+        ));
+    };
+    store.buffer_pool_bytes = config.buffer_pool_bytes;
+    store.wal_in_volume = config.wal_on_volume;
+    store.tier = if config.tier_bytes == 0 {
+        None
+    } else {
+        let path = if config.tier_path.is_empty() {
+            config.data_dir.join("tier").join("tier.dat")
+        } else {
+            config.tier_path.clone().into()
+        };
+        Some(TierConfig { path, capacity_bytes: config.tier_bytes, direct_io: true })
+    };
+    Ok(store)
+}
+
+#[cfg(feature = "s3")]
+fn s3_store(config: &ServerConfig, rest: &str) -> Result<StoreConfig, String> {
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    let endpoint =
+        if config.s3_endpoint.is_empty() { None } else { Some(config.s3_endpoint.clone()) };
+    let allow_http = endpoint.as_deref().is_some_and(|endpoint| endpoint.starts_with("http://"));
+    let volume = tierdb_storage::S3Volume::open(tierdb_storage::S3Config {
+        endpoint,
+        bucket: bucket.to_string(),
+        prefix: prefix.to_string(),
+        region: config.s3_region.clone(),
+        access_key_id: config.s3_access_key_id.clone(),
+        secret_access_key: config.s3_secret_access_key.clone(),
+        allow_http,
+    })
+    .map_err(|error| error.to_string())?;
+    Ok(StoreConfig::with_volume(&config.data_dir, Arc::new(volume)))
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_store(_config: &ServerConfig, _rest: &str) -> Result<StoreConfig, String> {
+    Err("this build has no S3 support (build with the s3 feature)".into())
+}
+
+/// Runs the server until SIGTERM/SIGINT. `ready` is called with the bound addresses.
+pub async fn serve(
+    config: ServerConfig,
+    ready: impl FnOnce(std::net::SocketAddr, Option<std::net::SocketAddr>),
+) -> Result<(), String> {
+    let auth = config.auth_mode()?;
+    let store_config = store_config(&config)?;
+    let (engine, catalog) = tokio::task::spawn_blocking(move || -> Result<_, String> {
+        let store = Arc::new(
+            PageStore::open(store_config)
+                .map_err(|error| format!("cannot open the page store: {error}"))?,
+        );
+        let engine =
+            Engine::open(store).map_err(|error| format!("cannot open the engine: {error}"))?;
+        let catalog = Catalog::open(Arc::clone(&engine))
+            .map_err(|error| format!("cannot open the catalog: {error}"))?;
+        Ok((engine, catalog))
+    })
+    .await
+    .map_err(|error| error.to_string())??;
+    let shared = Shared::new(catalog, auth, config.password.clone(), config.max_connections);
+    let listener = TcpListener::bind(&config.listen)
+        .await
+        .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
+    let metrics_address = if config.metrics_listen.is_empty() {
+        None
+    } else {
+        let metrics = TcpListener::bind(&config.metrics_listen)
+            .await
+            .map_err(|error| format!("cannot listen on {}: {error}", config.metrics_listen))?;
+        let address = metrics.local_addr().ok();
+        tokio::spawn(crate::metrics::serve(metrics, Arc::clone(&shared)));
+        address
+    };
+    ready(listener.local_addr().map_err(|error| error.to_string())?, metrics_address);
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|error| error.to_string())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((socket, _)) = accepted else { continue };
+                let _ = socket.set_nodelay(true);
+                let connection = Connection::new(Arc::clone(&shared));
+                tokio::spawn(async move {
+                    let _ = pgwire::tokio::process_socket(socket, None, Handlers(connection)).await;
+                });
+            }
+            _ = terminate.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    tracing::info!("shutting down: no new connections");
+    drop(listener);
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    while shared.connections.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let catalog = Arc::clone(&shared.catalog);
+    drop(shared);
+    tokio::task::spawn_blocking(move || {
+        let store = Arc::clone(catalog.engine().store());
+        drop(catalog);
+        drop(engine);
+        if let Err(error) = store.flush_all().and_then(|()| store.checkpoint()) {
+            tracing::error!(%error, "shutdown flush failed");
+        }
+        if let Some(tier) = store.tier() {
+            let _ = tier.persist();
+        }
+    })
+    .await
+    .map_err(|error| error.to_string())?;
+    Ok(())
+}

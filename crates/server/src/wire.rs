@@ -1,0 +1,265 @@
+//! Values on the wire: PostgreSQL's text and binary formats for every supported type, for
+//! results (encoded by us, handed to pgwire as opaque bytes) and for parameters.
+//!
+//! Binary formats (all big-endian):
+//!
+//! | type | layout |
+//! |---|---|
+//! | bool | 1 byte (0 or 1) |
+//! | int2 / int4 / int8 | 2 / 4 / 8 bytes two's complement |
+//! | oid | 4 bytes unsigned |
+//! | float4 / float8 | IEEE 754 bits, 4 / 8 bytes |
+//! | text, varchar, bpchar, name | UTF-8 bytes (bpchar keeps its padding) |
+//! | bytea | raw bytes |
+//! | date | int4 days since 2000-01-01 |
+//! | timestamp, timestamptz | int8 microseconds since 2000-01-01 00:00:00 (UTC for tz) |
+//! | numeric | ndigits i16, weight i16, sign u16 (0x0000 +, 0x4000 -), dscale u16, then ndigits base-10000 digits i16 |
+
+use std::error::Error;
+
+use bytes::{BufMut, BytesMut};
+use pgwire::api::results::{FieldFormat, FieldInfo};
+use pgwire::api::Type;
+use pgwire::types::format::FormatOptions;
+use pgwire::types::ToSqlText;
+use postgres_types::{IsNull, ToSql};
+use rust_decimal::Decimal;
+use tierdb_sql::{Datum, OutputColumn, SqlError, SqlType};
+
+/// A value already encoded in the format of its field; pgwire writes the bytes as they are.
+#[derive(Debug)]
+pub struct Encoded(pub Option<Vec<u8>>);
+
+impl ToSql for Encoded {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        match &self.0 {
+            Some(bytes) => {
+                out.put_slice(bytes);
+                Ok(IsNull::No)
+            }
+            None => Ok(IsNull::Yes),
+        }
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    postgres_types::to_sql_checked!();
+}
+
+impl ToSqlText for Encoded {
+    fn to_sql_text(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+        _options: &FormatOptions,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        self.to_sql(ty, out)
+    }
+}
+
+pub fn pg_type(ty: &SqlType) -> Type {
+    Type::from_oid(ty.oid()).unwrap_or(Type::TEXT)
+}
+
+/// Field descriptions for a result.
+pub fn fields(columns: &[OutputColumn], binary: &dyn Fn(usize) -> bool) -> Vec<FieldInfo> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(index, column)| {
+            let format = if binary(index) { FieldFormat::Binary } else { FieldFormat::Text };
+            let table =
+                if column.table_oid == 0 { None } else { i32::try_from(column.table_oid).ok() };
+            let attribute = if column.attribute == 0 { None } else { Some(column.attribute) };
+            FieldInfo::new(column.name.clone(), table, attribute, pg_type(&column.ty), format)
+                .with_type_size(column.ty.length())
+                .with_type_modifier(column.ty.typmod())
+        })
+        .collect()
+}
+
+/// Encodes a value of type `ty` in text or binary.
+pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Encoded {
+    if datum.is_null() {
+        return Encoded(None);
+    }
+    if !binary {
+        return Encoded(datum.to_text(ty).map(String::into_bytes));
+    }
+    Encoded(Some(match (datum, ty) {
+        (Datum::Bool(flag), _) => vec![u8::from(*flag)],
+        (Datum::Int(value), SqlType::Int2) => {
+            i16::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+        }
+        (Datum::Int(value), SqlType::Int4) => {
+            i32::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+        }
+        (Datum::Int(value), SqlType::Oid) => {
+            u32::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+        }
+        (Datum::Int(value), _) => value.to_be_bytes().to_vec(),
+        (Datum::Float(value), SqlType::Float4) => {
+            #[allow(clippy::cast_possible_truncation)]
+            let single = *value as f32;
+            single.to_be_bytes().to_vec()
+        }
+        (Datum::Float(value), _) => value.to_be_bytes().to_vec(),
+        (Datum::Numeric(value), _) => encode_numeric(value),
+        (Datum::Text(text), _) => text.as_bytes().to_vec(),
+        (Datum::Bytes(bytes), _) => bytes.clone(),
+        (Datum::Date(days), _) => days.to_be_bytes().to_vec(),
+        (Datum::Timestamp(micros) | Datum::TimestampTz(micros), _) => micros.to_be_bytes().to_vec(),
+        (Datum::Null, _) => return Encoded(None),
+    }))
+}
+
+/// PostgreSQL's binary numeric: base-10000 digits around the decimal point.
+pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
+    let scale = value.scale();
+    let text = value.abs().to_string();
+    let (integer, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let integer = integer.trim_start_matches('0');
+    // Integer part: groups of 4 from the right.
+    let mut integer_groups = Vec::new();
+    let mut end = integer.len();
+    while end > 0 {
+        let start = end.saturating_sub(4);
+        integer_groups.push(integer[start..end].parse::<i16>().unwrap_or(0));
+        end = start;
+    }
+    integer_groups.reverse();
+    let mut fraction_text = fraction.to_string();
+    while fraction_text.len() % 4 != 0 {
+        fraction_text.push('0');
+    }
+    let fraction_groups: Vec<i16> = fraction_text
+        .as_bytes()
+        .chunks(4)
+        .map(|chunk| std::str::from_utf8(chunk).ok().and_then(|s| s.parse().ok()).unwrap_or(0))
+        .collect();
+    let mut digits: Vec<i16> = integer_groups.clone();
+    digits.extend(&fraction_groups);
+    let mut weight = i16::try_from(integer_groups.len()).unwrap_or(0) - 1;
+    // Strip leading zero groups (adjusting the weight) and trailing zero groups.
+    while digits.first() == Some(&0) {
+        digits.remove(0);
+        weight -= 1;
+    }
+    while digits.last() == Some(&0) {
+        digits.pop();
+    }
+    if digits.is_empty() {
+        weight = 0;
+    }
+    let mut out = Vec::with_capacity(8 + digits.len() * 2);
+    out.extend_from_slice(&i16::try_from(digits.len()).unwrap_or(0).to_be_bytes());
+    out.extend_from_slice(&weight.to_be_bytes());
+    let sign: u16 = if value.is_sign_negative() && !value.is_zero() { 0x4000 } else { 0 };
+    out.extend_from_slice(&sign.to_be_bytes());
+    out.extend_from_slice(&u16::try_from(scale).unwrap_or(0).to_be_bytes());
+    for digit in digits {
+        out.extend_from_slice(&digit.to_be_bytes());
+    }
+    out
+}
+
+fn bad_binary(ty: &SqlType) -> SqlError {
+    SqlError::new(
+        "22P03",
+        format!("incorrect binary data format in bind parameter of type {}", ty.message_name()),
+    )
+}
+
+/// Decodes a parameter sent in binary for type `ty`.
+pub fn decode_binary(bytes: &[u8], ty: &SqlType) -> Result<Datum, SqlError> {
+    let fixed = |length: usize| -> Result<&[u8], SqlError> {
+        if bytes.len() == length {
+            Ok(bytes)
+        } else {
+            Err(bad_binary(ty))
+        }
+    };
+    Ok(match ty {
+        SqlType::Bool => Datum::Bool(fixed(1)?[0] != 0),
+        SqlType::Int2 => {
+            Datum::Int(i64::from(i16::from_be_bytes(fixed(2)?.try_into().expect("2"))))
+        }
+        SqlType::Int4 => {
+            Datum::Int(i64::from(i32::from_be_bytes(fixed(4)?.try_into().expect("4"))))
+        }
+        SqlType::Oid => Datum::Int(i64::from(u32::from_be_bytes(fixed(4)?.try_into().expect("4")))),
+        SqlType::Int8 => Datum::Int(i64::from_be_bytes(fixed(8)?.try_into().expect("8"))),
+        SqlType::Float4 => {
+            Datum::Float(f64::from(f32::from_be_bytes(fixed(4)?.try_into().expect("4"))))
+        }
+        SqlType::Float8 => Datum::Float(f64::from_be_bytes(fixed(8)?.try_into().expect("8"))),
+        SqlType::Date => Datum::Date(i32::from_be_bytes(fixed(4)?.try_into().expect("4"))),
+        SqlType::Timestamp => {
+            Datum::Timestamp(i64::from_be_bytes(fixed(8)?.try_into().expect("8")))
+        }
+        SqlType::TimestampTz => {
+            Datum::TimestampTz(i64::from_be_bytes(fixed(8)?.try_into().expect("8")))
+        }
+        SqlType::Bytea => Datum::Bytes(bytes.to_vec()),
+        SqlType::Numeric { .. } => {
+            Datum::Numeric(decode_numeric(bytes).ok_or_else(|| bad_binary(ty))?)
+        }
+        SqlType::Text
+        | SqlType::Varchar(_)
+        | SqlType::Char(_)
+        | SqlType::Name
+        | SqlType::Unknown => {
+            Datum::Text(String::from_utf8(bytes.to_vec()).map_err(|_| {
+                SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
+            })?)
+        }
+    })
+}
+
+pub fn decode_numeric(bytes: &[u8]) -> Option<Decimal> {
+    let word = |index: usize| -> Option<u16> {
+        Some(u16::from_be_bytes(bytes.get(index..index + 2)?.try_into().ok()?))
+    };
+    let ndigits = usize::from(word(0)?);
+    let weight = i64::from(i16::from_be_bytes(word(2)?.to_be_bytes()));
+    let sign = word(4)?;
+    let scale = u32::from(word(6)?);
+    if bytes.len() != 8 + ndigits * 2 || sign == 0xC000 || scale > 28 {
+        return None;
+    }
+    let mut text = String::new();
+    for index in 0..ndigits {
+        let digit = word(8 + index * 2)?;
+        if digit >= 10_000 {
+            return None;
+        }
+        text.push_str(&format!("{digit:04}"));
+    }
+    // The digits represent digit groups with the first at position `weight`.
+    let integer_groups = weight + 1;
+    let digits_len = i64::try_from(ndigits).ok()?;
+    let mut value = if ndigits == 0 {
+        "0".to_string()
+    } else if integer_groups <= 0 {
+        format!("0.{}{}", "0000".repeat(usize::try_from(-integer_groups).ok()?), text)
+    } else if integer_groups >= digits_len {
+        format!("{}{}", text, "0000".repeat(usize::try_from(integer_groups - digits_len).ok()?))
+    } else {
+        let split = usize::try_from(integer_groups * 4).ok()?;
+        format!("{}.{}", &text[..split], &text[split..])
+    };
+    if sign == 0x4000 {
+        value.insert(0, '-');
+    }
+    let mut decimal: Decimal =
+        value.parse().ok().or_else(|| Decimal::from_scientific(&value).ok())?;
+    decimal = decimal.round_dp(scale);
+    decimal.rescale(scale);
+    Some(decimal)
+}

@@ -1,0 +1,529 @@
+//! SQL metadata over the engine's tables: column types with modifiers, defaults, NOT NULL,
+//! index and constraint names, OIDs, and the sequences behind serial columns.
+//!
+//! The engine knows columns only by storage kind; this layer keeps the SQL definition of
+//! each table in an engine table of its own (`tierdb_sql_tables`, one row per table, keyed by
+//! name) so that it is durable and recovered like any row. Sequences live in
+//! `tierdb_sql_sequences`; values are handed out from an in-memory block and the block's end
+//! is made durable before any value of it is used, so a crash skips values (as PostgreSQL's
+//! sequences do) but never repeats one.
+//!
+//! DDL is not transactional: it takes effect (durably) when the statement completes, even
+//! inside a transaction block. PostgreSQL's DDL is transactional; this is a documented gap.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use tierdb_engine::{ColumnDef, Engine, IndexDef, IsolationLevel, KeyKind, TableDef, Value};
+
+use crate::error::{Result, SqlError};
+use crate::types::SqlType;
+
+const TABLES_TABLE: &str = "tierdb_sql_tables";
+const SEQUENCES_TABLE: &str = "tierdb_sql_sequences";
+/// Values a sequence reserves durably at a time.
+const SEQUENCE_BLOCK_VALUES: i64 = 64;
+/// First OID handed to user objects, as in PostgreSQL.
+const FIRST_USER_OID: i64 = 16_384;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnMeta {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+    /// The DEFAULT expression as SQL text (serial columns: `nextval('<sequence>')`).
+    pub default: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexKind {
+    /// The table's clustering key (its engine primary key).
+    Clustered,
+    /// An engine secondary index.
+    Secondary,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexMeta {
+    pub name: String,
+    pub oid: u32,
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    pub primary: bool,
+    pub kind: IndexKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableMeta {
+    pub name: String,
+    pub oid: u32,
+    pub columns: Vec<ColumnMeta>,
+    pub indexes: Vec<IndexMeta>,
+}
+
+impl TableMeta {
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|column| column.name == name)
+    }
+
+    /// The clustered primary key columns, if the table is clustered on one.
+    pub fn clustered_key(&self) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|index| index.kind == IndexKind::Clustered)
+    }
+
+    pub fn primary_key(&self) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|index| index.primary)
+    }
+
+    fn encode(&self) -> String {
+        let mut out = format!("v1\t{}\t{}\n", self.oid, escape(&self.name));
+        for column in &self.columns {
+            out.push_str(&format!(
+                "c\t{}\t{}\t{}\t{}\n",
+                escape(&column.name),
+                encode_type(&column.ty),
+                u8::from(column.nullable),
+                column
+                    .default
+                    .as_deref()
+                    .map_or_else(|| "-".to_string(), |text| format!("={}", escape(text)))
+            ));
+        }
+        for index in &self.indexes {
+            let columns: Vec<String> = index.columns.iter().map(usize::to_string).collect();
+            out.push_str(&format!(
+                "i\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                escape(&index.name),
+                index.oid,
+                columns.join(","),
+                u8::from(index.unique),
+                u8::from(index.primary),
+                if index.kind == IndexKind::Clustered { "clustered" } else { "secondary" }
+            ));
+        }
+        out
+    }
+
+    fn decode(text: &str) -> Result<TableMeta> {
+        let bad =
+            |detail: &str| SqlError::new("XX001", format!("corrupt sql catalog entry: {detail}"));
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().ok_or_else(|| bad("empty"))?.split('\t').collect();
+        if header.len() != 3 || header[0] != "v1" {
+            return Err(bad("header"));
+        }
+        let mut meta = TableMeta {
+            oid: header[1].parse().map_err(|_| bad("oid"))?,
+            name: unescape(header[2]),
+            columns: Vec::new(),
+            indexes: Vec::new(),
+        };
+        for line in lines {
+            let fields: Vec<&str> = line.split('\t').collect();
+            match fields.first().copied() {
+                Some("c") if fields.len() == 5 => meta.columns.push(ColumnMeta {
+                    name: unescape(fields[1]),
+                    ty: decode_type(fields[2]).ok_or_else(|| bad("column type"))?,
+                    nullable: fields[3] == "1",
+                    default: fields[4].strip_prefix('=').map(unescape),
+                }),
+                Some("i") if fields.len() == 7 => {
+                    let columns = fields[3]
+                        .split(',')
+                        .map(|column| column.parse::<usize>().map_err(|_| bad("index column")))
+                        .collect::<Result<Vec<usize>>>()?;
+                    if columns.iter().any(|&column| column >= meta.columns.len()) {
+                        return Err(bad("index column out of range"));
+                    }
+                    meta.indexes.push(IndexMeta {
+                        name: unescape(fields[1]),
+                        oid: fields[2].parse().map_err(|_| bad("index oid"))?,
+                        columns,
+                        unique: fields[4] == "1",
+                        primary: fields[5] == "1",
+                        kind: if fields[6] == "clustered" {
+                            IndexKind::Clustered
+                        } else {
+                            IndexKind::Secondary
+                        },
+                    });
+                }
+                _ => return Err(bad("line")),
+            }
+        }
+        Ok(meta)
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n")
+}
+
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some(other) => out.push(other),
+                None => {}
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn encode_type(ty: &SqlType) -> String {
+    match ty {
+        SqlType::Numeric { precision, scale } => {
+            format!("numeric:{}:{}", precision.map_or(-1, i64::from), scale.map_or(-1, i64::from))
+        }
+        SqlType::Varchar(length) => format!("varchar:{}", length.map_or(-1, i64::from)),
+        SqlType::Char(length) => format!("char:{length}"),
+        other => other.oid().to_string(),
+    }
+}
+
+fn decode_type(text: &str) -> Option<SqlType> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let optional = |part: &str| -> Option<Option<u32>> {
+        let value: i64 = part.parse().ok()?;
+        Some(if value < 0 { None } else { Some(u32::try_from(value).ok()?) })
+    };
+    match parts.as_slice() {
+        ["numeric", precision, scale] => {
+            Some(SqlType::Numeric { precision: optional(precision)?, scale: optional(scale)? })
+        }
+        ["varchar", length] => Some(SqlType::Varchar(optional(length)?)),
+        ["char", length] => Some(SqlType::Char(length.parse().ok()?)),
+        [oid] => SqlType::from_oid(oid.parse().ok()?),
+        _ => None,
+    }
+}
+
+struct SequenceState {
+    next: i64,
+    /// Values below this are reserved durably.
+    reserved_end: i64,
+}
+
+/// The SQL catalog shared by every session.
+pub struct Catalog {
+    engine: Arc<Engine>,
+    tables: RwLock<HashMap<String, Arc<TableMeta>>>,
+    sequences: Mutex<HashMap<String, SequenceState>>,
+    /// Serializes DDL statements.
+    ddl: Mutex<()>,
+    /// Bumped by every DDL statement: prepared plans bound against an older version re-bind.
+    version: AtomicU64,
+}
+
+impl Catalog {
+    /// Opens the catalog, creating its engine tables on a new database.
+    pub fn open(engine: Arc<Engine>) -> Result<Arc<Catalog>> {
+        let names = engine.table_names();
+        if !names.iter().any(|name| name == TABLES_TABLE) {
+            engine.create_table(text_key_table(TABLES_TABLE, "definition", KeyKind::Text))?;
+        }
+        if !names.iter().any(|name| name == SEQUENCES_TABLE) {
+            engine.create_table(text_key_table(SEQUENCES_TABLE, "last_value", KeyKind::Int))?;
+        }
+        let catalog = Catalog {
+            engine,
+            tables: RwLock::new(HashMap::new()),
+            sequences: Mutex::new(HashMap::new()),
+            ddl: Mutex::new(()),
+            version: AtomicU64::new(1),
+        };
+        catalog.load()?;
+        Ok(Arc::new(catalog))
+    }
+
+    fn load(&self) -> Result<()> {
+        let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
+        let rows = transaction.scan(
+            TABLES_TABLE,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+        )?;
+        transaction.commit()?;
+        let mut tables = self.tables.write();
+        for row in rows {
+            let Some(Value::Text(definition)) = row.get(1) else {
+                return Err(SqlError::new("XX001", "corrupt sql catalog row"));
+            };
+            let meta = TableMeta::decode(definition)?;
+            tables.insert(meta.name.clone(), Arc::new(meta));
+        }
+        Ok(())
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    pub fn table(&self, name: &str) -> Option<Arc<TableMeta>> {
+        self.tables.read().get(name).cloned()
+    }
+
+    pub fn tables(&self) -> Vec<Arc<TableMeta>> {
+        let mut tables: Vec<Arc<TableMeta>> = self.tables.read().values().cloned().collect();
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        tables
+    }
+
+    /// Takes the DDL lock (one DDL statement at a time).
+    pub fn lock_ddl(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.ddl.lock()
+    }
+
+    fn store_meta(&self, meta: &TableMeta) -> Result<()> {
+        let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
+        let key = [Value::Text(meta.name.clone())];
+        let definition = Value::Text(meta.encode());
+        let mut replacement = Some(vec![key[0].clone(), definition.clone()]);
+        let updated = transaction.update(TABLES_TABLE, &key, &mut |_| replacement.take())?;
+        if !updated {
+            transaction.insert(TABLES_TABLE, vec![key[0].clone(), definition])?;
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn publish(&self, meta: TableMeta) {
+        self.tables.write().insert(meta.name.clone(), Arc::new(meta));
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A fresh OID for a table or index.
+    pub fn next_oid(&self) -> Result<u32> {
+        let value = self.nextval_raw("tierdb_oid", FIRST_USER_OID)?;
+        u32::try_from(value).map_err(|_| SqlError::new("54000", "oid space exhausted"))
+    }
+
+    /// Creates a table. The caller holds the DDL lock.
+    pub fn create_table(&self, mut meta: TableMeta) -> Result<()> {
+        if self.tables.read().contains_key(&meta.name) {
+            return Err(SqlError::new(
+                "42P07",
+                format!("relation \"{}\" already exists", meta.name),
+            ));
+        }
+        let columns = meta
+            .columns
+            .iter()
+            .map(|column| ColumnDef {
+                name: column.name.clone(),
+                kind: column.ty.key_kind(),
+                nullable: column.nullable,
+            })
+            .collect();
+        let primary_key = meta.clustered_key().map(|index| index.columns.clone());
+        let indexes = meta
+            .indexes
+            .iter()
+            .filter(|index| index.kind == IndexKind::Secondary)
+            .map(|index| IndexDef {
+                name: index.name.clone(),
+                columns: index.columns.clone(),
+                unique: index.unique,
+            })
+            .collect();
+        meta.oid = self.next_oid()?;
+        for index in &mut meta.indexes {
+            index.oid = self.next_oid()?;
+        }
+        self.engine.create_table(TableDef {
+            name: meta.name.clone(),
+            columns,
+            primary_key,
+            indexes,
+        })?;
+        self.store_meta(&meta)?;
+        self.publish(meta);
+        Ok(())
+    }
+
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let Some(meta) = self.table(name) else { return Err(SqlError::undefined_table(name)) };
+        self.engine.drop_table(name)?;
+        let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
+        transaction.delete(TABLES_TABLE, &[Value::Text(name.to_string())])?;
+        for column in &meta.columns {
+            if let Some(sequence) = column.default.as_deref().and_then(sequence_of_default) {
+                transaction.delete(SEQUENCES_TABLE, &[Value::Text(sequence.to_string())])?;
+                self.sequences.lock().remove(sequence);
+            }
+        }
+        transaction.commit()?;
+        self.tables.write().remove(name);
+        self.version.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    pub fn truncate_table(&self, name: &str) -> Result<()> {
+        if self.table(name).is_none() {
+            return Err(SqlError::undefined_table(name));
+        }
+        self.engine.truncate_table(name)?;
+        self.version.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Adds a secondary index (backfilled by the engine). `primary` marks a primary key added
+    /// by ALTER TABLE; its columns become NOT NULL.
+    pub fn create_index(&self, table: &str, mut index: IndexMeta) -> Result<()> {
+        let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
+        if self
+            .tables()
+            .iter()
+            .any(|other| other.indexes.iter().any(|existing| existing.name == index.name))
+        {
+            return Err(SqlError::new(
+                "42P07",
+                format!("relation \"{}\" already exists", index.name),
+            ));
+        }
+        index.oid = self.next_oid()?;
+        self.engine.create_index(
+            table,
+            IndexDef {
+                name: index.name.clone(),
+                columns: index.columns.clone(),
+                unique: index.unique,
+            },
+        )?;
+        let mut updated = (*meta).clone();
+        if index.primary {
+            for &column in &index.columns {
+                updated.columns[column].nullable = false;
+            }
+        }
+        updated.indexes.push(index);
+        self.store_meta(&updated)?;
+        self.publish(updated);
+        Ok(())
+    }
+
+    pub fn drop_index(&self, name: &str) -> Result<()> {
+        let Some(meta) = self
+            .tables()
+            .into_iter()
+            .find(|table| table.indexes.iter().any(|index| index.name == name))
+        else {
+            return Err(SqlError::new("42704", format!("index \"{name}\" does not exist")));
+        };
+        let index = meta.indexes.iter().find(|index| index.name == name).expect("found above");
+        if index.kind == IndexKind::Clustered {
+            return Err(SqlError::new(
+                "2BP01",
+                format!("cannot drop index {name} because it is the table's clustering key"),
+            ));
+        }
+        self.engine.drop_index(&meta.name, name)?;
+        let mut updated = (*meta).clone();
+        updated.indexes.retain(|index| index.name != name);
+        self.store_meta(&updated)?;
+        self.publish(updated);
+        Ok(())
+    }
+
+    /// Registers a sequence (serial column) starting at 1.
+    pub fn create_sequence(&self, name: &str) -> Result<()> {
+        let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
+        let key = Value::Text(name.to_string());
+        transaction.delete(SEQUENCES_TABLE, std::slice::from_ref(&key))?;
+        transaction.insert(SEQUENCES_TABLE, vec![key, Value::Int(0)])?;
+        transaction.commit()?;
+        self.sequences.lock().remove(name);
+        Ok(())
+    }
+
+    /// The next value of a sequence. Non-transactional, like PostgreSQL's nextval.
+    pub fn nextval(&self, name: &str) -> Result<i64> {
+        if name != "tierdb_oid" && !self.sequence_exists(name)? {
+            return Err(SqlError::new("42P01", format!("relation \"{name}\" does not exist")));
+        }
+        self.nextval_raw(name, 1)
+    }
+
+    fn sequence_exists(&self, name: &str) -> Result<bool> {
+        if self.sequences.lock().contains_key(name) {
+            return Ok(true);
+        }
+        let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
+        let found = transaction.get(SEQUENCES_TABLE, &[Value::Text(name.to_string())])?.is_some();
+        transaction.commit()?;
+        Ok(found)
+    }
+
+    fn nextval_raw(&self, name: &str, first: i64) -> Result<i64> {
+        let mut sequences = self.sequences.lock();
+        if let Some(state) = sequences.get_mut(name) {
+            if state.next < state.reserved_end {
+                state.next += 1;
+                return Ok(state.next - 1);
+            }
+        }
+        // Reserve the next block durably before handing out any of it.
+        let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
+        let key = [Value::Text(name.to_string())];
+        let mut last_reserved = first - 1;
+        let mut reserve = |row: &Vec<Value>| {
+            if let Some(Value::Int(value)) = row.get(1) {
+                last_reserved = (*value).max(first - 1);
+            }
+            Some(vec![row[0].clone(), Value::Int(last_reserved + SEQUENCE_BLOCK_VALUES)])
+        };
+        let updated = transaction.update(SEQUENCES_TABLE, &key, &mut reserve)?;
+        if !updated {
+            transaction.insert(
+                SEQUENCES_TABLE,
+                vec![key[0].clone(), Value::Int(first - 1 + SEQUENCE_BLOCK_VALUES)],
+            )?;
+            last_reserved = first - 1;
+        }
+        transaction.commit()?;
+        let start = last_reserved + 1;
+        sequences.insert(
+            name.to_string(),
+            SequenceState {
+                next: start + 1,
+                reserved_end: last_reserved + SEQUENCE_BLOCK_VALUES + 1,
+            },
+        );
+        Ok(start)
+    }
+}
+
+fn text_key_table(name: &str, value_column: &str, value_kind: KeyKind) -> TableDef {
+    TableDef {
+        name: name.to_string(),
+        columns: vec![
+            ColumnDef { name: "name".into(), kind: KeyKind::Text, nullable: false },
+            ColumnDef { name: value_column.into(), kind: value_kind, nullable: false },
+        ],
+        primary_key: Some(vec![0]),
+        indexes: Vec::new(),
+    }
+}
+
+/// The sequence a `nextval('name')` default names.
+pub fn sequence_of_default(default: &str) -> Option<&str> {
+    default.strip_prefix("nextval('")?.strip_suffix("')")
+}
+
+/// Whether a table name is one of the SQL layer's own.
+pub fn is_internal_table(name: &str) -> bool {
+    name == TABLES_TABLE || name == SEQUENCES_TABLE
+}

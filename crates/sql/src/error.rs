@@ -1,0 +1,73 @@
+//! The SQL layer's error: a specific internal cause with the PostgreSQL SQLSTATE a client sees.
+//!
+//! Messages follow PostgreSQL's wording where clients or tests match on them (for example
+//! `relation "t" does not exist`), so that tools written for PostgreSQL keep working.
+
+use tierdb_engine::EngineError;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqlError {
+    pub sqlstate: &'static str,
+    pub message: String,
+    /// 1-based character position in the statement text, for syntax errors.
+    pub position: Option<usize>,
+}
+
+impl SqlError {
+    pub fn new(sqlstate: &'static str, message: impl Into<String>) -> SqlError {
+        SqlError { sqlstate, message: message.into(), position: None }
+    }
+    pub fn syntax(message: impl Into<String>) -> SqlError {
+        SqlError::new("42601", message)
+    }
+    pub fn unsupported(message: impl Into<String>) -> SqlError {
+        SqlError::new("0A000", message)
+    }
+    pub fn undefined_table(name: &str) -> SqlError {
+        SqlError::new("42P01", format!("relation \"{name}\" does not exist"))
+    }
+    pub fn undefined_column(name: &str) -> SqlError {
+        SqlError::new("42703", format!("column \"{name}\" does not exist"))
+    }
+    pub fn undefined_function(name: &str) -> SqlError {
+        SqlError::new("42883", format!("function {name} does not exist"))
+    }
+    pub fn invalid_text(type_name: &str, text: &str) -> SqlError {
+        SqlError::new("22P02", format!("invalid input syntax for type {type_name}: \"{text}\""))
+    }
+    pub fn out_of_range(type_name: &str) -> SqlError {
+        SqlError::new("22003", format!("{type_name} out of range"))
+    }
+    pub fn division_by_zero() -> SqlError {
+        SqlError::new("22012", "division by zero")
+    }
+    pub fn datatype_mismatch(message: impl Into<String>) -> SqlError {
+        SqlError::new("42804", message)
+    }
+    pub fn undefined_operator(message: impl Into<String>) -> SqlError {
+        SqlError::new("42883", message)
+    }
+    pub fn internal(message: impl Into<String>) -> SqlError {
+        SqlError::new("XX000", message)
+    }
+    /// Whether the error ends the transaction block (everything does, as in PostgreSQL).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.sqlstate, "40001" | "40P01")
+    }
+}
+
+impl std::fmt::Display for SqlError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{} (sqlstate={})", self.message, self.sqlstate)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl From<EngineError> for SqlError {
+    fn from(error: EngineError) -> SqlError {
+        SqlError::new(error.sqlstate(), error.to_string())
+    }
+}
+
+pub type Result<T, E = SqlError> = std::result::Result<T, E>;

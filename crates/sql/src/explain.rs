@@ -1,0 +1,181 @@
+//! EXPLAIN output: the plan tree as indented text, PostgreSQL's layout, with actual rows,
+//! loops and times under ANALYZE, and `Buffers: shared hit=N read=M tier_hit=K` per node
+//! under BUFFERS (read = tier hits + storage reads; inclusive of the node's children).
+
+use crate::exec::NodeStats;
+use crate::plan::{Access, JoinKind, Plan, PlanKind};
+
+pub fn render(plan: &Plan, stats: Option<&[NodeStats]>, buffers: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    node(plan, stats, buffers, 0, &mut lines);
+    lines
+}
+
+fn title(plan: &Plan) -> String {
+    match &plan.kind {
+        PlanKind::OneRow => "Result".into(),
+        PlanKind::Values { rows } => format!("Values Scan ({} rows)", rows.len()),
+        PlanKind::Scan { table, access, filter, .. } => {
+            let base = match access {
+                Access::Full => format!("Seq Scan on {}", table.name),
+                Access::Primary { .. } => {
+                    format!("Index Scan using {}_pkey on {}", table.name, table.name)
+                }
+                Access::Index { name, .. } => {
+                    format!("Index Scan using {} on {}", name, table.name)
+                }
+            };
+            if filter.is_some() {
+                base
+            } else {
+                base
+            }
+        }
+        PlanKind::SystemView { name } => format!("Function Scan on {name}"),
+        PlanKind::Series { .. } => "Function Scan on generate_series".into(),
+        PlanKind::Filter { .. } => "Filter".into(),
+        PlanKind::Project { .. } => "Result".into(),
+        PlanKind::NestedLoopJoin { kind, .. } => format!("Nested Loop{}", join_suffix(*kind)),
+        PlanKind::HashJoin { kind, .. } => {
+            format!("Hash{} Join", if *kind == JoinKind::Left { " Left" } else { "" })
+        }
+        PlanKind::IndexJoin { kind, .. } => {
+            format!("Nested Loop{} (index lookup)", join_suffix(*kind))
+        }
+        PlanKind::Aggregate { groups, .. } => {
+            if groups.is_empty() {
+                "Aggregate".into()
+            } else {
+                "HashAggregate".into()
+            }
+        }
+        PlanKind::Sort { .. } => "Sort".into(),
+        PlanKind::Limit { .. } => "Limit".into(),
+        PlanKind::Distinct { .. } => "HashAggregate (distinct)".into(),
+        PlanKind::Union { all, .. } => {
+            if *all {
+                "Append".into()
+            } else {
+                "HashSetOp Union".into()
+            }
+        }
+        PlanKind::SetDifference { intersect, .. } => {
+            if *intersect {
+                "HashSetOp Intersect".into()
+            } else {
+                "HashSetOp Except".into()
+            }
+        }
+    }
+}
+
+fn join_suffix(kind: JoinKind) -> &'static str {
+    if kind == JoinKind::Left {
+        " Left Join"
+    } else {
+        ""
+    }
+}
+
+fn children(plan: &Plan) -> Vec<&Plan> {
+    match &plan.kind {
+        PlanKind::Filter { input, .. }
+        | PlanKind::Project { input, .. }
+        | PlanKind::Aggregate { input, .. }
+        | PlanKind::Sort { input, .. }
+        | PlanKind::Limit { input, .. }
+        | PlanKind::Distinct { input } => vec![input],
+        PlanKind::NestedLoopJoin { left, right, .. }
+        | PlanKind::HashJoin { left, right, .. }
+        | PlanKind::IndexJoin { left, right, .. }
+        | PlanKind::SetDifference { left, right, .. } => vec![left, right],
+        PlanKind::Union { inputs, .. } => inputs.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Totals of a subtree (PostgreSQL reports buffers inclusive of children).
+fn inclusive(plan: &Plan, stats: &[NodeStats]) -> NodeStats {
+    let mut total = stats.get(plan.id).cloned().unwrap_or_default();
+    for child in children(plan) {
+        let sub = inclusive(child, stats);
+        total.time_ns += sub.time_ns;
+        total.counters.dram_hits += sub.counters.dram_hits;
+        total.counters.tier_hits += sub.counters.tier_hits;
+        total.counters.volume_reads += sub.counters.volume_reads;
+    }
+    total
+}
+
+fn node(
+    plan: &Plan,
+    stats: Option<&[NodeStats]>,
+    buffers: bool,
+    depth: usize,
+    lines: &mut Vec<String>,
+) {
+    let indent =
+        if depth == 0 { String::new() } else { format!("{}->  ", "      ".repeat(depth - 1)) };
+    let detail_indent = " ".repeat(if depth == 0 { 2 } else { 6 * depth + 2 });
+    let mut line = format!("{indent}{}", title(plan));
+    if let Some(stats) = stats {
+        let own = stats.get(plan.id).cloned().unwrap_or_default();
+        let total = inclusive(plan, stats);
+        #[allow(clippy::cast_precision_loss)]
+        let time_ms = total.time_ns as f64 / 1e6 / (own.loops.max(1) as f64);
+        line.push_str(&format!(
+            "  (actual time={time_ms:.3} rows={} loops={})",
+            own.rows / own.loops.max(1),
+            own.loops
+        ));
+        if own.loops == 0 {
+            line = format!("{indent}{}  (never executed)", title(plan));
+        }
+        lines.push(line);
+        detail(plan, &detail_indent, lines);
+        if buffers {
+            let counters = total.counters;
+            lines.push(format!(
+                "{detail_indent}Buffers: shared hit={} read={} tier_hit={}",
+                counters.dram_hits,
+                counters.tier_hits + counters.volume_reads,
+                counters.tier_hits
+            ));
+        }
+    } else {
+        lines.push(line);
+        detail(plan, &detail_indent, lines);
+    }
+    for child in children(plan) {
+        node(child, stats, buffers, depth + 1, lines);
+    }
+}
+
+fn detail(plan: &Plan, indent: &str, lines: &mut Vec<String>) {
+    match &plan.kind {
+        PlanKind::Scan { access, filter, .. } => {
+            match access {
+                Access::Primary { .. } | Access::Index { .. } => {
+                    lines.push(format!("{indent}Index Cond: key range from WHERE"))
+                }
+                Access::Full => {}
+            }
+            if filter.is_some() {
+                lines.push(format!("{indent}Filter: (predicate)"));
+            }
+        }
+        PlanKind::HashJoin { left_keys, .. } => {
+            lines.push(format!("{indent}Hash Cond: {} key(s)", left_keys.len()))
+        }
+        PlanKind::Sort { keys, .. } => {
+            let keys: Vec<String> = keys
+                .iter()
+                .map(|key| {
+                    format!("${}{}", key.column + 1, if key.descending { " DESC" } else { "" })
+                })
+                .collect();
+            lines.push(format!("{indent}Sort Key: {}", keys.join(", ")));
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,498 @@
+//! The front parser: the few PostgreSQL statements `sqlparser` does not model the way
+//! PostgreSQL clients send them — COPY with its option list (`WITH (FORMAT csv, FREEZE on)`,
+//! legacy `CSV HEADER`), VACUUM and ANALYZE with their option lists, RESET and DISCARD.
+//! Everything else goes to `sqlparser`.
+
+use crate::error::{Result, SqlError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyFormat {
+    Text,
+    Csv,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CopyOptions {
+    pub format: CopyFormat,
+    pub delimiter: char,
+    pub null: String,
+    pub header: bool,
+    pub quote: char,
+    pub escape: char,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CopySource {
+    Table { name: String, columns: Vec<String> },
+    Query(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CopyStatement {
+    pub source: CopySource,
+    /// FROM STDIN (true) or TO STDOUT (false).
+    pub from: bool,
+    pub options: CopyOptions,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FrontStatement {
+    Copy(CopyStatement),
+    Vacuum { tables: Vec<String>, analyze: bool },
+    Analyze { tables: Vec<String> },
+    Reset { name: String },
+    Discard,
+}
+
+/// A tiny tokenizer: identifiers (lower-cased unless quoted), quoted strings, punctuation.
+fn tokens(sql: &str) -> Result<Vec<Token>> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = sql.chars().collect();
+    let mut index = 0;
+    while index < chars.len() {
+        let c = chars[index];
+        if c.is_whitespace() {
+            index += 1;
+        } else if c == '\'' {
+            let mut text = String::new();
+            index += 1;
+            loop {
+                match chars.get(index) {
+                    None => return Err(SqlError::syntax("unterminated quoted string")),
+                    Some('\'') if chars.get(index + 1) == Some(&'\'') => {
+                        text.push('\'');
+                        index += 2;
+                    }
+                    Some('\'') => {
+                        index += 1;
+                        break;
+                    }
+                    Some(other) => {
+                        text.push(*other);
+                        index += 1;
+                    }
+                }
+            }
+            out.push(Token::String(text));
+        } else if c == '"' {
+            let mut text = String::new();
+            index += 1;
+            while let Some(&next) = chars.get(index) {
+                index += 1;
+                if next == '"' {
+                    break;
+                }
+                text.push(next);
+            }
+            out.push(Token::Word(text));
+        } else if c.is_alphanumeric() || c == '_' || c == '.' {
+            let start = index;
+            while index < chars.len()
+                && (chars[index].is_alphanumeric() || chars[index] == '_' || chars[index] == '.')
+            {
+                index += 1;
+            }
+            let word: String = chars[start..index].iter().collect();
+            out.push(Token::Word(word.to_lowercase()));
+        } else if c == 'E' && chars.get(index + 1) == Some(&'\'') {
+            index += 1;
+        } else {
+            out.push(Token::Symbol(c));
+            index += 1;
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Word(String),
+    String(String),
+    Symbol(char),
+}
+
+fn first_word(sql: &str) -> String {
+    sql.trim_start().split(|c: char| !c.is_alphanumeric()).next().unwrap_or("").to_lowercase()
+}
+
+/// Parses `sql` if it is one of the front parser's statements.
+pub fn parse(sql: &str) -> Result<Option<FrontStatement>> {
+    let trimmed = sql.trim().trim_end_matches(';').trim();
+    match first_word(trimmed).as_str() {
+        "copy" => parse_copy(trimmed).map(|copy| Some(FrontStatement::Copy(copy))),
+        "vacuum" => {
+            let words = words(trimmed)?;
+            let analyze = words.iter().any(|word| word == "analyze" || word == "analyse");
+            let tables = words
+                .into_iter()
+                .skip(1)
+                .filter(|word| {
+                    !matches!(
+                        word.as_str(),
+                        "analyze"
+                            | "analyse"
+                            | "verbose"
+                            | "full"
+                            | "freeze"
+                            | "true"
+                            | "false"
+                            | "on"
+                            | "off"
+                    )
+                })
+                .map(|word| word.rsplit('.').next().unwrap_or_default().to_string())
+                .collect();
+            Ok(Some(FrontStatement::Vacuum { tables, analyze }))
+        }
+        "analyze" | "analyse" => {
+            let tables =
+                words(trimmed)?.into_iter().skip(1).filter(|word| word != "verbose").collect();
+            Ok(Some(FrontStatement::Analyze { tables }))
+        }
+        "reset" => {
+            let words = words(trimmed)?;
+            Ok(Some(FrontStatement::Reset { name: words.get(1).cloned().unwrap_or_default() }))
+        }
+        "discard" => Ok(Some(FrontStatement::Discard)),
+        _ => Ok(None),
+    }
+}
+
+fn words(sql: &str) -> Result<Vec<String>> {
+    Ok(tokens(sql)?
+        .into_iter()
+        .filter_map(|token| match token {
+            Token::Word(word) => Some(word),
+            _ => None,
+        })
+        .collect())
+}
+
+fn parse_copy(sql: &str) -> Result<CopyStatement> {
+    let tokens = tokens(sql)?;
+    let mut position = 1;
+    let source = if tokens.get(position) == Some(&Token::Symbol('(')) {
+        // COPY (query) TO STDOUT: take the text between the outer parentheses.
+        let open = sql.find('(').ok_or_else(|| SqlError::syntax("COPY query"))?;
+        let mut depth = 0;
+        let mut close = None;
+        for (offset, c) in sql[open..].char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(open + offset);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let close = close.ok_or_else(|| SqlError::syntax("unbalanced parentheses in COPY"))?;
+        let query = sql[open + 1..close].to_string();
+        let rest = &sql[close + 1..];
+        let tail = tokens_after(rest)?;
+        return finish_copy(CopySource::Query(query), &tail, 0);
+    } else {
+        let Some(Token::Word(name)) = tokens.get(position) else {
+            return Err(SqlError::syntax("syntax error at or near COPY"));
+        };
+        position += 1;
+        let name = name.rsplit('.').next().unwrap_or_default().to_string();
+        let mut columns = Vec::new();
+        if tokens.get(position) == Some(&Token::Symbol('(')) {
+            position += 1;
+            loop {
+                match tokens.get(position) {
+                    Some(Token::Word(column)) => columns.push(column.clone()),
+                    Some(Token::Symbol(',')) => {}
+                    Some(Token::Symbol(')')) => {
+                        position += 1;
+                        break;
+                    }
+                    _ => return Err(SqlError::syntax("syntax error in COPY column list")),
+                }
+                position += 1;
+            }
+        }
+        CopySource::Table { name, columns }
+    };
+    finish_copy(source, &tokens, position)
+}
+
+fn tokens_after(rest: &str) -> Result<Vec<Token>> {
+    tokens(rest)
+}
+
+fn finish_copy(source: CopySource, tokens: &[Token], mut position: usize) -> Result<CopyStatement> {
+    let direction = match tokens.get(position) {
+        Some(Token::Word(word)) if word == "from" => true,
+        Some(Token::Word(word)) if word == "to" => false,
+        _ => return Err(SqlError::syntax("COPY needs FROM STDIN or TO STDOUT")),
+    };
+    position += 1;
+    match tokens.get(position) {
+        Some(Token::Word(word)) if word == "stdin" || word == "stdout" => {}
+        Some(Token::Word(word)) if word == "program" => {
+            return Err(SqlError::new(
+                "42501",
+                "COPY to or from an external program is not allowed",
+            ))
+        }
+        Some(Token::String(_)) => {
+            return Err(SqlError::new(
+                "42501",
+                "COPY to or from a file is not allowed; use STDIN/STDOUT (psql's \\copy)",
+            ))
+        }
+        _ => return Err(SqlError::syntax("COPY needs FROM STDIN or TO STDOUT")),
+    }
+    position += 1;
+    if matches!(source, CopySource::Query(_)) && direction {
+        return Err(SqlError::syntax("COPY (query) FROM is not valid"));
+    }
+    let mut options = CopyOptions {
+        format: CopyFormat::Text,
+        delimiter: '\t',
+        null: "\\N".into(),
+        header: false,
+        quote: '"',
+        escape: '"',
+    };
+    let mut delimiter_set = false;
+    let mut null_set = false;
+    let rest = &tokens[position..];
+    let mut index = 0;
+    if let Some(Token::Word(word)) = rest.first() {
+        if word == "with" {
+            index += 1;
+        }
+    }
+    let parenthesized = rest.get(index) == Some(&Token::Symbol('('));
+    if parenthesized {
+        index += 1;
+    }
+    while index < rest.len() {
+        let Token::Word(option) = &rest[index] else {
+            index += 1;
+            continue;
+        };
+        let value = rest.get(index + 1).cloned();
+        let value_text = match &value {
+            Some(Token::Word(word)) => Some(word.clone()),
+            Some(Token::String(text)) => Some(text.clone()),
+            _ => None,
+        };
+        let mut consumed_value = parenthesized;
+        match option.as_str() {
+            "format" => {
+                options.format = match value_text.as_deref() {
+                    Some("csv") => CopyFormat::Csv,
+                    Some("text") => CopyFormat::Text,
+                    Some("binary") => {
+                        return Err(SqlError::unsupported("COPY binary format is not supported"))
+                    }
+                    _ => return Err(SqlError::syntax("COPY format")),
+                };
+                consumed_value = true;
+            }
+            "csv" => {
+                options.format = CopyFormat::Csv;
+                consumed_value = false;
+            }
+            "binary" => return Err(SqlError::unsupported("COPY binary format is not supported")),
+            "header" => {
+                options.header = !matches!(value_text.as_deref(), Some("false" | "off" | "0"));
+                consumed_value = parenthesized
+                    && value_text.is_some()
+                    && !matches!(value, Some(Token::Symbol(_)));
+            }
+            "delimiter" => {
+                options.delimiter = value_text
+                    .as_deref()
+                    .and_then(|text| text.chars().next())
+                    .ok_or_else(|| SqlError::syntax("COPY delimiter"))?;
+                delimiter_set = true;
+                consumed_value = true;
+            }
+            "null" => {
+                options.null = value_text.clone().unwrap_or_default();
+                null_set = true;
+                consumed_value = true;
+            }
+            "quote" => {
+                options.quote =
+                    value_text.as_deref().and_then(|text| text.chars().next()).unwrap_or('"');
+                consumed_value = true;
+            }
+            "escape" => {
+                options.escape =
+                    value_text.as_deref().and_then(|text| text.chars().next()).unwrap_or('"');
+                consumed_value = true;
+            }
+            "freeze" | "encoding" | "force_not_null" | "force_null" | "force_quote" => {
+                consumed_value =
+                    parenthesized && matches!(value, Some(Token::Word(_)) | Some(Token::String(_)));
+            }
+            "as" => consumed_value = false,
+            other => return Err(SqlError::syntax(format!("option \"{other}\" not recognized"))),
+        }
+        index += if consumed_value { 2 } else { 1 };
+    }
+    if options.format == CopyFormat::Csv {
+        if !delimiter_set {
+            options.delimiter = ',';
+        }
+        if !null_set {
+            options.null = String::new();
+        }
+    }
+    Ok(CopyStatement { source, from: direction, options })
+}
+
+/// Splits text-format COPY data into rows of fields (None = NULL), undoing backslash escapes.
+pub fn parse_text_rows(data: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>>>> {
+    let mut rows = Vec::new();
+    for line in data.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() || line == "\\." {
+            continue;
+        }
+        let mut fields = Vec::new();
+        for raw in line.split(options.delimiter) {
+            if raw == options.null {
+                fields.push(None);
+                continue;
+            }
+            let mut value = String::with_capacity(raw.len());
+            let mut chars = raw.chars();
+            while let Some(c) = chars.next() {
+                if c != '\\' {
+                    value.push(c);
+                    continue;
+                }
+                match chars.next() {
+                    Some('n') => value.push('\n'),
+                    Some('t') => value.push('\t'),
+                    Some('r') => value.push('\r'),
+                    Some('b') => value.push('\u{8}'),
+                    Some('f') => value.push('\u{c}'),
+                    Some('v') => value.push('\u{b}'),
+                    Some(other) => value.push(other),
+                    None => value.push('\\'),
+                }
+            }
+            fields.push(Some(value));
+        }
+        rows.push(fields);
+    }
+    Ok(rows)
+}
+
+/// Splits CSV COPY data into rows of fields (None = NULL: an unquoted field equal to NULL).
+pub fn parse_csv_rows(data: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>>>> {
+    let mut rows = Vec::new();
+    let mut fields: Vec<Option<String>> = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut in_quotes = false;
+    let mut chars = data.chars().peekable();
+    let mut any = false;
+    let finish_field = |field: &mut String, quoted: &mut bool, fields: &mut Vec<Option<String>>| {
+        let value = std::mem::take(field);
+        if !*quoted && value == options.null {
+            fields.push(None);
+        } else {
+            fields.push(Some(value));
+        }
+        *quoted = false;
+    };
+    while let Some(c) = chars.next() {
+        any = true;
+        if in_quotes {
+            if c == options.escape && chars.peek() == Some(&options.quote) {
+                field.push(options.quote);
+                chars.next();
+            } else if c == options.quote {
+                in_quotes = false;
+            } else {
+                field.push(c);
+            }
+            continue;
+        }
+        if c == options.quote {
+            in_quotes = true;
+            quoted = true;
+        } else if c == options.delimiter {
+            finish_field(&mut field, &mut quoted, &mut fields);
+        } else if c == '\n' || c == '\r' {
+            if c == '\r' && chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            if field == "\\." && fields.is_empty() {
+                field.clear();
+                any = false;
+                continue;
+            }
+            finish_field(&mut field, &mut quoted, &mut fields);
+            rows.push(std::mem::take(&mut fields));
+            any = false;
+        } else {
+            field.push(c);
+        }
+    }
+    if in_quotes {
+        return Err(SqlError::new("22P04", "unterminated CSV quoted field"));
+    }
+    if any && !(field == "\\." && fields.is_empty()) {
+        finish_field(&mut field, &mut quoted, &mut fields);
+        rows.push(fields);
+    }
+    if options.header && !rows.is_empty() {
+        rows.remove(0);
+    }
+    Ok(rows)
+}
+
+/// Formats one field for text-format COPY output.
+pub fn escape_text_field(value: &str, delimiter: char) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' if delimiter == '\t' => out.push_str("\\t"),
+            c if c == delimiter => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Formats one field for CSV COPY output.
+pub fn escape_csv_field(value: &str, options: &CopyOptions) -> String {
+    let needs_quotes = value.is_empty()
+        || value.contains(options.delimiter)
+        || value.contains(options.quote)
+        || value.contains('\n')
+        || value.contains('\r')
+        || value == options.null;
+    if !needs_quotes {
+        return value.to_string();
+    }
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push(options.quote);
+    for c in value.chars() {
+        if c == options.quote || c == options.escape {
+            out.push(options.escape);
+        }
+        out.push(c);
+    }
+    out.push(options.quote);
+    out
+}

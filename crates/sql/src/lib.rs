@@ -1,0 +1,26 @@
+//! tierdb's SQL layer: PostgreSQL-dialect SQL parsed with `sqlparser`, bound against the
+//! catalog, planned and executed over the engine's transactions. No network code: the
+//! server crate drives `Session`s. docs/design/009-sql-server.md describes the design.
+
+mod binder;
+mod catalog;
+mod error;
+mod exec;
+mod explain;
+mod front;
+mod functions;
+mod plan;
+mod session;
+mod stats;
+mod system;
+mod types;
+
+pub use catalog::Catalog;
+pub use error::{Result, SqlError};
+pub use front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
+pub use plan::OutputColumn;
+pub use session::{
+    format_memory, parse_memory, BlockState, Output, Prepared, Session, WORK_MEM_DEFAULT_BYTES,
+};
+pub use stats::{StatementEntry, StatementStats};
+pub use types::{format_float4, format_float8, parse_text, Datum, SqlType};

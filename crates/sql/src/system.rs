@@ -1,0 +1,551 @@
+//! System views computed from the catalog and the page store: enough of `pg_catalog` and
+//! `information_schema` for psql and drivers, and tierdb's statistics
+//! (`tierdb_stat_tier_cache`, `tierdb_stat_statements`).
+//!
+//! OIDs: namespaces pg_catalog = 11, public = 2200, information_schema = 13000; tables and
+//! indexes get OIDs from the catalog's counter (16384 and up); types use PostgreSQL's OIDs.
+
+use crate::binder::computed_column;
+use crate::catalog::{is_internal_table, Catalog, IndexKind};
+use crate::error::Result;
+use crate::exec::{Ctx, Row};
+use crate::plan::{FunctionCall, OutputColumn};
+use crate::types::{Datum, SqlType};
+
+const NAMESPACE_CATALOG: i64 = 11;
+const NAMESPACE_PUBLIC: i64 = 2200;
+const NAMESPACE_INFORMATION: i64 = 13_000;
+const AM_BTREE: i64 = 403;
+const AM_HEAP: i64 = 2;
+
+fn columns(spec: &[(&str, SqlType)]) -> Vec<OutputColumn> {
+    spec.iter().map(|(name, ty)| computed_column(name, ty.clone())).collect()
+}
+
+/// The columns of a system view, or None if `name` is not one.
+pub fn view_columns(name: &str) -> Option<Vec<OutputColumn>> {
+    use SqlType::*;
+    Some(columns(match name {
+        "pg_namespace" => &[("oid", Oid), ("nspname", Name), ("nspowner", Oid)],
+        "pg_class" => &[
+            ("oid", Oid),
+            ("relname", Name),
+            ("relnamespace", Oid),
+            ("reltype", Oid),
+            ("relowner", Oid),
+            ("relam", Oid),
+            ("relkind", Text),
+            ("relpersistence", Text),
+            ("reltuples", Float4),
+            ("relhasindex", Bool),
+            ("relispartition", Bool),
+            ("relchecks", Int2),
+            ("relhasrules", Bool),
+            ("relhastriggers", Bool),
+            ("relrowsecurity", Bool),
+            ("relforcerowsecurity", Bool),
+            ("reltablespace", Oid),
+            ("reloftype", Oid),
+            ("relreplident", Text),
+            ("reltoastrelid", Oid),
+            ("relpages", Int4),
+            ("relnatts", Int2),
+        ],
+        "pg_attribute" => &[
+            ("attrelid", Oid),
+            ("attname", Name),
+            ("atttypid", Oid),
+            ("attnum", Int2),
+            ("atttypmod", Int4),
+            ("attnotnull", Bool),
+            ("atthasdef", Bool),
+            ("attisdropped", Bool),
+            ("attidentity", Text),
+            ("attgenerated", Text),
+            ("attcollation", Oid),
+            ("attlen", Int2),
+        ],
+        "pg_type" => &[
+            ("oid", Oid),
+            ("typname", Name),
+            ("typnamespace", Oid),
+            ("typlen", Int2),
+            ("typtype", Text),
+            ("typbasetype", Oid),
+            ("typelem", Oid),
+            ("typrelid", Oid),
+            ("typcollation", Oid),
+            ("typarray", Oid),
+        ],
+        "pg_index" => &[
+            ("indexrelid", Oid),
+            ("indrelid", Oid),
+            ("indnatts", Int2),
+            ("indisunique", Bool),
+            ("indisprimary", Bool),
+            ("indisclustered", Bool),
+            ("indisvalid", Bool),
+            ("indisreplident", Bool),
+            ("indkey", Text),
+        ],
+        "pg_am" => &[("oid", Oid), ("amname", Name), ("amtype", Text)],
+        "pg_database" => &[
+            ("oid", Oid),
+            ("datname", Name),
+            ("datdba", Oid),
+            ("encoding", Int4),
+            ("datcollate", Text),
+            ("datctype", Text),
+            ("datallowconn", Bool),
+        ],
+        "pg_settings" => &[
+            ("name", Text),
+            ("setting", Text),
+            ("unit", Text),
+            ("category", Text),
+            ("short_desc", Text),
+        ],
+        "pg_roles" | "pg_user" => {
+            &[("oid", Oid), ("rolname", Name), ("rolsuper", Bool), ("usename", Name)]
+        }
+        "pg_attrdef" => &[("oid", Oid), ("adrelid", Oid), ("adnum", Int2), ("adbin", Text)],
+        "pg_constraint" => &[
+            ("oid", Oid),
+            ("conname", Name),
+            ("connamespace", Oid),
+            ("contype", Text),
+            ("conrelid", Oid),
+            ("conindid", Oid),
+            ("condeferrable", Bool),
+            ("condeferred", Bool),
+            ("conkey", Text),
+        ],
+        "pg_inherits" => &[("inhrelid", Oid), ("inhparent", Oid), ("inhseqno", Int4)],
+        "pg_partitioned_table" => &[("partrelid", Oid), ("partstrat", Text)],
+        "pg_description" => {
+            &[("objoid", Oid), ("classoid", Oid), ("objsubid", Int4), ("description", Text)]
+        }
+        "pg_tables" => {
+            &[("schemaname", Name), ("tablename", Name), ("tableowner", Name), ("hasindexes", Bool)]
+        }
+        "pg_indexes" => {
+            &[("schemaname", Name), ("tablename", Name), ("indexname", Name), ("indexdef", Text)]
+        }
+        "tables" => &[
+            ("table_catalog", Text),
+            ("table_schema", Text),
+            ("table_name", Text),
+            ("table_type", Text),
+        ],
+        "columns" => &[
+            ("table_catalog", Text),
+            ("table_schema", Text),
+            ("table_name", Text),
+            ("column_name", Text),
+            ("ordinal_position", Int4),
+            ("column_default", Text),
+            ("is_nullable", Text),
+            ("data_type", Text),
+            ("character_maximum_length", Int4),
+            ("numeric_precision", Int4),
+            ("numeric_scale", Int4),
+        ],
+        "schemata" => &[("catalog_name", Text), ("schema_name", Text), ("schema_owner", Text)],
+        "tierdb_stat_tier_cache" => &[
+            ("total_size", Int8),
+            ("used_size", Int8),
+            ("hits", Int8),
+            ("misses", Int8),
+            ("writes", Int8),
+            ("invalidations", Int8),
+            ("hit_ratio", Float8),
+        ],
+        "tierdb_stat_buffer_pool" => {
+            &[("hits", Int8), ("misses", Int8), ("evictions", Int8), ("hit_ratio", Float8)]
+        }
+        _ => return None,
+    }))
+}
+
+fn oid(value: i64) -> Datum {
+    Datum::Int(value)
+}
+
+fn text(value: &str) -> Datum {
+    Datum::Text(value.to_string())
+}
+
+const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
+    (16, "bool", 1),
+    (17, "bytea", -1),
+    (19, "name", 64),
+    (20, "int8", 8),
+    (21, "int2", 2),
+    (23, "int4", 4),
+    (25, "text", -1),
+    (26, "oid", 4),
+    (700, "float4", 4),
+    (701, "float8", 8),
+    (705, "unknown", -2),
+    (1042, "bpchar", -1),
+    (1043, "varchar", -1),
+    (1082, "date", 4),
+    (1114, "timestamp", 8),
+    (1184, "timestamptz", 8),
+    (1700, "numeric", -1),
+];
+
+/// The rows of a system view.
+pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row>> {
+    let tables: Vec<_> =
+        catalog.tables().into_iter().filter(|table| !is_internal_table(&table.name)).collect();
+    let mut rows = Vec::new();
+    match name {
+        "pg_namespace" => {
+            rows.push(vec![oid(NAMESPACE_CATALOG), text("pg_catalog"), oid(10)]);
+            rows.push(vec![oid(NAMESPACE_PUBLIC), text("public"), oid(10)]);
+            rows.push(vec![oid(NAMESPACE_INFORMATION), text("information_schema"), oid(10)]);
+        }
+        "pg_class" => {
+            for table in &tables {
+                let natts = i64::try_from(table.columns.len()).unwrap_or(0);
+                rows.push(class_row(
+                    table.oid,
+                    &table.name,
+                    "r",
+                    AM_HEAP,
+                    !table.indexes.is_empty(),
+                    natts,
+                ));
+                for index in &table.indexes {
+                    rows.push(class_row(
+                        index.oid,
+                        &index.name,
+                        "i",
+                        AM_BTREE,
+                        false,
+                        i64::try_from(index.columns.len()).unwrap_or(0),
+                    ));
+                }
+            }
+        }
+        "pg_attribute" => {
+            for table in &tables {
+                for (position, column) in table.columns.iter().enumerate() {
+                    rows.push(vec![
+                        oid(i64::from(table.oid)),
+                        text(&column.name),
+                        oid(i64::from(column.ty.oid())),
+                        Datum::Int(i64::try_from(position + 1).unwrap_or(0)),
+                        Datum::Int(i64::from(column.ty.typmod())),
+                        Datum::Bool(!column.nullable),
+                        Datum::Bool(column.default.is_some()),
+                        Datum::Bool(false),
+                        text(""),
+                        text(""),
+                        oid(0),
+                        Datum::Int(i64::from(column.ty.length())),
+                    ]);
+                }
+            }
+        }
+        "pg_type" => {
+            for (type_oid, type_name, length) in BUILTIN_TYPES {
+                rows.push(vec![
+                    oid(*type_oid),
+                    text(type_name),
+                    oid(NAMESPACE_CATALOG),
+                    Datum::Int(i64::from(*length)),
+                    text("b"),
+                    oid(0),
+                    oid(0),
+                    oid(0),
+                    oid(0),
+                    oid(0),
+                ]);
+            }
+        }
+        "pg_index" => {
+            for table in &tables {
+                for index in &table.indexes {
+                    let key: Vec<String> =
+                        index.columns.iter().map(|column| (column + 1).to_string()).collect();
+                    rows.push(vec![
+                        oid(i64::from(index.oid)),
+                        oid(i64::from(table.oid)),
+                        Datum::Int(i64::try_from(index.columns.len()).unwrap_or(0)),
+                        Datum::Bool(index.unique),
+                        Datum::Bool(index.primary),
+                        Datum::Bool(index.kind == IndexKind::Clustered),
+                        Datum::Bool(true),
+                        Datum::Bool(false),
+                        text(&key.join(" ")),
+                    ]);
+                }
+            }
+        }
+        "pg_am" => {
+            rows.push(vec![oid(AM_HEAP), text("heap"), text("t")]);
+            rows.push(vec![oid(AM_BTREE), text("btree"), text("i")]);
+        }
+        "pg_database" => {
+            rows.push(vec![
+                oid(16_384),
+                text(ctx.session.database),
+                oid(10),
+                Datum::Int(6),
+                text("C"),
+                text("C"),
+                Datum::Bool(true),
+            ]);
+        }
+        "pg_roles" | "pg_user" => {
+            rows.push(vec![
+                oid(10),
+                text(ctx.session.user),
+                Datum::Bool(true),
+                text(ctx.session.user),
+            ]);
+        }
+        "pg_constraint" => {
+            for table in &tables {
+                for index in table.indexes.iter().filter(|index| index.unique) {
+                    let key: Vec<String> =
+                        index.columns.iter().map(|column| (column + 1).to_string()).collect();
+                    rows.push(vec![
+                        oid(i64::from(index.oid)),
+                        text(&index.name),
+                        oid(NAMESPACE_PUBLIC),
+                        text(if index.primary { "p" } else { "u" }),
+                        oid(i64::from(table.oid)),
+                        oid(i64::from(index.oid)),
+                        Datum::Bool(false),
+                        Datum::Bool(false),
+                        text(&format!("{{{}}}", key.join(","))),
+                    ]);
+                }
+            }
+        }
+        "pg_attrdef" => {
+            for table in &tables {
+                for (position, column) in table.columns.iter().enumerate() {
+                    if let Some(default) = &column.default {
+                        rows.push(vec![
+                            oid(0),
+                            oid(i64::from(table.oid)),
+                            Datum::Int(i64::try_from(position + 1).unwrap_or(0)),
+                            text(default),
+                        ]);
+                    }
+                }
+            }
+        }
+        "pg_tables" => {
+            for table in &tables {
+                rows.push(vec![
+                    text("public"),
+                    text(&table.name),
+                    text(ctx.session.user),
+                    Datum::Bool(!table.indexes.is_empty()),
+                ]);
+            }
+        }
+        "pg_indexes" => {
+            for table in &tables {
+                for index in &table.indexes {
+                    rows.push(vec![
+                        text("public"),
+                        text(&table.name),
+                        text(&index.name),
+                        text(&index_definition(catalog, i64::from(index.oid)).unwrap_or_default()),
+                    ]);
+                }
+            }
+        }
+        "tables" => {
+            for table in &tables {
+                rows.push(vec![
+                    text(ctx.session.database),
+                    text("public"),
+                    text(&table.name),
+                    text("BASE TABLE"),
+                ]);
+            }
+        }
+        "columns" => {
+            for table in &tables {
+                for (position, column) in table.columns.iter().enumerate() {
+                    let (length, precision, scale) = match &column.ty {
+                        SqlType::Varchar(length) => (length.map(i64::from), None, None),
+                        SqlType::Char(length) => (Some(i64::from(*length)), None, None),
+                        SqlType::Numeric { precision, scale } => {
+                            (None, precision.map(i64::from), scale.map(i64::from))
+                        }
+                        SqlType::Int2 => (None, Some(16), Some(0)),
+                        SqlType::Int4 => (None, Some(32), Some(0)),
+                        SqlType::Int8 => (None, Some(64), Some(0)),
+                        _ => (None, None, None),
+                    };
+                    let optional = |value: Option<i64>| value.map_or(Datum::Null, Datum::Int);
+                    rows.push(vec![
+                        text(ctx.session.database),
+                        text("public"),
+                        text(&table.name),
+                        text(&column.name),
+                        Datum::Int(i64::try_from(position + 1).unwrap_or(0)),
+                        column.default.as_deref().map_or(Datum::Null, text),
+                        text(if column.nullable { "YES" } else { "NO" }),
+                        text(
+                            &column
+                                .ty
+                                .display_name()
+                                .split('(')
+                                .next()
+                                .unwrap_or_default()
+                                .to_string(),
+                        ),
+                        optional(length),
+                        optional(precision),
+                        optional(scale),
+                    ]);
+                }
+            }
+        }
+        "schemata" => {
+            for schema in ["pg_catalog", "public", "information_schema"] {
+                rows.push(vec![text(ctx.session.database), text(schema), text(ctx.session.user)]);
+            }
+        }
+        "tierdb_stat_tier_cache" => {
+            let store = catalog.engine().store();
+            let signed = |value: u64| Datum::Int(i64::try_from(value).unwrap_or(i64::MAX));
+            let (total_size, used_size, hits, misses, writes, invalidations) = match store.tier() {
+                Some(tier) => {
+                    let (_, used_slots) = tier.usage();
+                    let stats = tier.stats();
+                    (
+                        tier.capacity_bytes(),
+                        used_slots.saturating_mul(8192),
+                        stats.hits.get(),
+                        stats.misses.get(),
+                        stats.writes.get(),
+                        stats.invalidations.get(),
+                    )
+                }
+                None => (0, 0, 0, 0, 0, 0),
+            };
+            let lookups = hits + misses;
+            #[allow(clippy::cast_precision_loss)]
+            let ratio = if lookups == 0 { 0.0 } else { hits as f64 / lookups as f64 };
+            rows.push(vec![
+                signed(total_size),
+                signed(used_size),
+                signed(hits),
+                signed(misses),
+                signed(writes),
+                signed(invalidations),
+                Datum::Float(ratio),
+            ]);
+        }
+        "tierdb_stat_buffer_pool" => {
+            let store = catalog.engine().store();
+            let stats = store.pool_stats();
+            let hits = stats.hits.get();
+            let misses = stats.misses.get();
+            let total = hits + misses;
+            #[allow(clippy::cast_precision_loss)]
+            let ratio = if total == 0 { 0.0 } else { hits as f64 / total as f64 };
+            let signed = |value: u64| Datum::Int(i64::try_from(value).unwrap_or(i64::MAX));
+            rows.push(vec![
+                signed(hits),
+                signed(misses),
+                signed(stats.evictions.get()),
+                Datum::Float(ratio),
+            ]);
+        }
+        _ => {}
+    }
+    Ok(rows)
+}
+
+fn class_row(object: u32, name: &str, kind: &str, am: i64, has_index: bool, natts: i64) -> Row {
+    vec![
+        oid(i64::from(object)),
+        text(name),
+        oid(NAMESPACE_PUBLIC),
+        oid(0),
+        oid(10),
+        oid(am),
+        text(kind),
+        text("p"),
+        Datum::Float(-1.0),
+        Datum::Bool(has_index),
+        Datum::Bool(false),
+        Datum::Int(0),
+        Datum::Bool(false),
+        Datum::Bool(false),
+        Datum::Bool(false),
+        Datum::Bool(false),
+        oid(0),
+        oid(0),
+        text("d"),
+        oid(0),
+        Datum::Int(0),
+        Datum::Int(natts),
+    ]
+}
+
+/// Functions that need the catalog or the store; None if `call` is not one of them.
+pub fn evaluate_function(
+    call: &FunctionCall,
+    _args: &[Datum],
+    _ctx: &mut Ctx<'_>,
+) -> Result<Option<Datum>> {
+    let _ = call;
+    Ok(None)
+}
+
+/// `format_type(type_oid, typmod)`.
+pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
+    let ty = SqlType::from_oid(u32::try_from(type_oid).ok()?)?;
+    let header = 4;
+    let ty = match ty {
+        SqlType::Varchar(_) if typmod >= header => {
+            SqlType::Varchar(u32::try_from(typmod - header).ok())
+        }
+        SqlType::Char(_) if typmod >= header => SqlType::Char(u32::try_from(typmod - header).ok()?),
+        SqlType::Char(_) => return Some("bpchar".into()),
+        SqlType::Numeric { .. } if typmod >= header => {
+            let packed = typmod - header;
+            SqlType::Numeric {
+                precision: u32::try_from(packed >> 16).ok(),
+                scale: u32::try_from(packed & 0xFFFF).ok(),
+            }
+        }
+        other => other,
+    };
+    Some(ty.display_name())
+}
+
+/// `pg_get_indexdef(index_oid)`.
+pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {
+    for table in catalog.tables() {
+        for index in &table.indexes {
+            if i64::from(index.oid) == index_oid {
+                let columns: Vec<&str> = index
+                    .columns
+                    .iter()
+                    .map(|&column| table.columns[column].name.as_str())
+                    .collect();
+                return Some(format!(
+                    "CREATE {}INDEX {} ON public.{} USING btree ({})",
+                    if index.unique { "UNIQUE " } else { "" },
+                    index.name,
+                    table.name,
+                    columns.join(", ")
+                ));
+            }
+        }
+    }
+    None
+}
