@@ -7,6 +7,11 @@ mod serve;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: the server allocates many small rows and values per statement, where glibc's
+/// allocator showed up as a sixth of the CPU time in profiles.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "tierdb",

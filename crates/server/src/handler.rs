@@ -1,9 +1,9 @@
 //! One client connection: pgwire's handler traits (startup, simple and extended query, COPY,
 //! cancel) over a `tierdb_sql::Session`.
 //!
-//! Engine calls block (latches, fsync, object-store reads), so every statement runs on
-//! tokio's blocking pool (`spawn_blocking`) holding the session; an idle session costs a
-//! task and its state only. A cancel request sets the session's cancel flag, which the
+//! Engine calls block (latches, fsync, object-store reads); each connection runs on a
+//! thread of its own (server.rs), so statements execute inline on it, as a PostgreSQL
+//! backend process does. A cancel request sets the session's cancel flag, which the
 //! executor checks between pages of rows (57014).
 
 use std::collections::HashMap;
@@ -14,6 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::sink::Sink;
 use futures::stream;
+use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
 use pgwire::api::auth::sasl::scram::ScramAuth;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
@@ -23,14 +24,16 @@ use pgwire::api::auth::{
 };
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
-use pgwire::api::portal::{Format, Portal};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
     CopyResponse, DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo,
     QueryResponse, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::Entry;
 use pgwire::api::store::PortalStore;
+use pgwire::api::DEFAULT_NAME;
 use pgwire::api::{
     ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers,
     PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type, METADATA_DATABASE, METADATA_USER,
@@ -38,6 +41,8 @@ use pgwire::api::{
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Execute};
+use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tierdb_sql::{
@@ -156,14 +161,8 @@ impl Drop for Connection {
         if let Some(pid) = *self.pid.lock() {
             self.shared.cancels.lock().remove(&pid);
         }
-        let session = Arc::clone(&self.session);
-        // Roll back an open transaction; blocking work, so off the async threads.
-        let rollback = move || session.lock().terminate();
-        if tokio::runtime::Handle::try_current().is_ok() {
-            tokio::task::spawn_blocking(rollback);
-        } else {
-            rollback();
-        }
+        // Roll back an open transaction (on the connection's own thread).
+        self.session.lock().terminate();
     }
 }
 
@@ -191,16 +190,14 @@ impl Connection {
         })
     }
 
-    /// Runs `body` on the blocking pool with the session.
+    /// Runs `body` with the session. Each connection has a thread of its own (see
+    /// server.rs), so blocking engine work runs inline: no hand-off between threads per
+    /// statement, which cost more than a point select itself.
     async fn with_session<T: Send + 'static>(
         &self,
         body: impl FnOnce(&mut Session) -> T + Send + 'static,
     ) -> T {
-        let session = Arc::clone(&self.session);
-        match tokio::task::spawn_blocking(move || body(&mut session.lock())).await {
-            Ok(value) => value,
-            Err(error) => std::panic::resume_unwind(error.into_panic()),
-        }
+        body(&mut self.session.lock())
     }
 
     /// Registers the connection's cancel key and names the session after the client's
@@ -368,12 +365,7 @@ impl QueryParser for Parser {
                 ty.as_ref().and_then(|ty| SqlType::from_oid(ty.oid())).unwrap_or(SqlType::Unknown)
             })
             .collect();
-        let session = Arc::clone(&self.session);
-        let sql = sql.to_string();
-        let prepared = tokio::task::spawn_blocking(move || session.lock().prepare(&sql, &types))
-            .await
-            .map_err(|error| PgWireError::ApiError(Box::new(error)))?
-            .map_err(user_error)?;
+        let prepared = self.session.lock().prepare(sql, &types).map_err(user_error)?;
         Ok(Some(Arc::new(Mutex::new(prepared))))
     }
 
@@ -424,6 +416,116 @@ impl ExtendedQueryHandler for Connection {
 
     fn query_parser(&self) -> Arc<Parser> {
         Arc::new(Parser { session: Arc::clone(&self.session) })
+    }
+
+    /// As pgwire's default, but BindComplete is queued (`feed`), not flushed: the client
+    /// reads nothing before Sync, and a write per message costs a syscall and a wakeup.
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) => {
+                if !message.parameters.is_empty() {
+                    return Err(user_error(SqlError::new(
+                        "08P01",
+                        "bind message supplies parameters, but the prepared statement requires 0",
+                    )));
+                }
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+        }
+        client.feed(PgWireBackendMessage::BindComplete(BindComplete::new())).await?;
+        Ok(())
+    }
+
+    /// As pgwire's default for complete executions (max_rows = 0), with every message queued
+    /// until Sync flushes them together; partial fetches use the default path.
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_string();
+        let portal = match client.portal_store().get_portal(&portal_name) {
+            Some(Entry::Value(portal))
+                if message.max_rows == 0
+                    && matches!(*portal.state().lock().await, PortalExecutionState::Initial) =>
+            {
+                portal
+            }
+            _ => return self._on_execute(client, message).await,
+        };
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let mut status = client.transaction_status();
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let response = ExtendedQueryHandler::do_query(self, client, portal.as_ref(), 0).await?;
+        match response {
+            Response::Query(mut results) => {
+                let tag = results.command_tag().to_owned();
+                let mut rows = 0usize;
+                while let Some(row) = results.data_rows().next().await {
+                    client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                    rows += 1;
+                }
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(
+                        Tag::new(&tag).with_rows(rows).into(),
+                    ))
+                    .await?;
+            }
+            Response::EmptyQuery => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                    .await?
+            }
+            Response::Execution(tag) => {
+                client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?
+            }
+            Response::TransactionStart(tag) => {
+                client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?;
+                status = status.to_in_transaction_state();
+            }
+            Response::TransactionEnd(tag) => {
+                client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?;
+                status = status.to_idle_state();
+                client.portal_store().rm_portal(DEFAULT_NAME);
+            }
+            Response::Error(error) => {
+                client.feed(PgWireBackendMessage::ErrorResponse((*error).into())).await?;
+                status = status.to_error_state();
+            }
+            Response::CopyIn(copy) => {
+                client.set_state(PgWireConnectionState::CopyInProgress(true));
+                pgwire::api::copy::send_copy_in_response(client, copy).await?;
+            }
+            Response::CopyOut(copy) => {
+                pgwire::api::copy::send_copy_out_response(client, copy).await?
+            }
+            Response::CopyBoth(copy) => {
+                client.set_state(PgWireConnectionState::CopyInProgress(true));
+                pgwire::api::copy::send_copy_both_response(client, copy).await?;
+            }
+        }
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            client.set_transaction_status(status);
+        }
+        Ok(())
     }
 
     async fn do_describe_statement<C>(
@@ -478,8 +580,7 @@ impl ExtendedQueryHandler for Connection {
         let params = match decode_parameters(portal, &types) {
             Ok(params) => params,
             Err(error) => {
-                let session = Arc::clone(&self.session);
-                tokio::task::spawn_blocking(move || session.lock().note_error()).await.ok();
+                self.session.lock().note_error();
                 return Err(user_error(error));
             }
         };
@@ -522,7 +623,6 @@ impl CopyHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        use futures::SinkExt;
         let Some((statement, data)) = self.copy.lock().take() else {
             return Err(user_error(SqlError::new("08P01", "COPY data without COPY FROM STDIN")));
         };

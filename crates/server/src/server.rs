@@ -73,6 +73,35 @@ fn s3_store(_config: &ServerConfig, _rest: &str) -> Result<StoreConfig, String> 
     Err("this build has no S3 support (build with the s3 feature)".into())
 }
 
+/// Stack of a connection thread (deep plans recurse).
+const CONNECTION_STACK_BYTES: usize = 8 << 20;
+
+/// Serves one connection on a thread of its own with a single-threaded runtime: statements
+/// block that thread only (a PostgreSQL backend process, as a thread).
+fn spawn_connection_thread(
+    socket: tokio::net::TcpStream,
+    connection: Arc<Connection>,
+) -> std::io::Result<()> {
+    let socket = socket.into_std()?;
+    std::thread::Builder::new()
+        .name("tierdb-conn".into())
+        .stack_size(CONNECTION_STACK_BYTES)
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot start a connection runtime");
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let Ok(socket) = tokio::net::TcpStream::from_std(socket) else { return };
+                let _ = pgwire::tokio::process_socket(socket, None, Handlers(connection)).await;
+            });
+        })?;
+    Ok(())
+}
+
 /// Runs the server until SIGTERM/SIGINT. `ready` is called with the bound addresses.
 pub async fn serve(
     config: ServerConfig,
@@ -116,9 +145,9 @@ pub async fn serve(
                 let Ok((socket, _)) = accepted else { continue };
                 let _ = socket.set_nodelay(true);
                 let connection = Connection::new(Arc::clone(&shared));
-                tokio::spawn(async move {
-                    let _ = pgwire::tokio::process_socket(socket, None, Handlers(connection)).await;
-                });
+                if let Err(error) = spawn_connection_thread(socket, connection) {
+                    tracing::warn!(%error, "cannot start a connection thread");
+                }
             }
             _ = terminate.recv() => break,
             _ = tokio::signal::ctrl_c() => break,
