@@ -81,7 +81,9 @@ pub enum Statement {
 #[derive(Clone, Debug)]
 pub struct Prepared {
     pub sql: String,
-    pub statement: Option<Statement>,
+    pub statement: Option<Arc<Statement>>,
+    /// The normalized text for statement statistics (computed once).
+    normalized: Option<Arc<str>>,
     pub parameter_types: Vec<SqlType>,
     pub columns: Vec<OutputColumn>,
     bound: Option<Arc<(u64, Bound)>>,
@@ -257,7 +259,8 @@ impl Session {
             for statement in statements {
                 let mut prepared = Prepared {
                     sql: piece.clone(),
-                    statement: Some(statement),
+                    statement: Some(Arc::new(statement)),
+                    normalized: None,
                     parameter_types: Vec::new(),
                     columns: Vec::new(),
                     bound: None,
@@ -282,15 +285,16 @@ impl Session {
                 "cannot insert multiple commands into a prepared statement",
             ));
         }
-        let statement = statements.pop();
+        let statement = statements.pop().map(Arc::new);
         let mut prepared = Prepared {
             sql: sql.to_string(),
             statement,
+            normalized: None,
             parameter_types: parameter_types.to_vec(),
             columns: Vec::new(),
             bound: None,
         };
-        if let Some(Statement::Sql(sql_statement)) = &prepared.statement {
+        if let Some(Statement::Sql(sql_statement)) = prepared.statement.clone().as_deref() {
             if let Some((bound, parameters)) = self.bind(sql_statement, parameter_types)? {
                 prepared.columns = bound_columns(&bound);
                 prepared.parameter_types = parameters;
@@ -331,10 +335,11 @@ impl Session {
     ) -> Result<Output> {
         self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         let Some(statement) = prepared.statement.clone() else { return Ok(Output::Empty) };
+        let statement: &Statement = &statement;
         let started = Instant::now();
         let counters_before = tierdb_common::op_counters_snapshot();
-        let outcome = self.dispatch(&statement, prepared, params);
-        if let Statement::Sql(sql_statement) = &statement {
+        let outcome = self.dispatch(statement, prepared, params);
+        if let Statement::Sql(sql_statement) = statement {
             if matches!(
                 sql_statement.as_ref(),
                 ast::Statement::Query(_)
@@ -350,7 +355,8 @@ impl Session {
                     _ => 0,
                 };
                 let counters = tierdb_common::op_counters_snapshot().since(&counters_before);
-                self.statistics.record(sql_statement, started.elapsed(), rows, &counters);
+                let key = prepared.normalized.get_or_insert_with(|| crate::stats::normalize(&sql_statement.to_string()).into());
+                self.statistics.record(key, started.elapsed(), rows, &counters);
             }
         }
         outcome
@@ -1272,8 +1278,8 @@ impl Session {
                     CopySource::Query(query) => query.clone(),
                 };
                 let mut prepared = self.prepare(&sql, &[])?;
-                let bound = match prepared.statement.clone() {
-                    Some(Statement::Sql(statement)) => self.bound_for(&statement, &mut prepared)?,
+                let bound = match prepared.statement.clone().as_deref() {
+                    Some(Statement::Sql(statement)) => self.bound_for(statement, &mut prepared)?,
                     _ => return Err(SqlError::syntax("COPY query")),
                 };
                 let (output, _) =

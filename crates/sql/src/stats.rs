@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use sqlparser::ast;
 use tierdb_common::OpCounters;
 
 /// Distinct normalized statements tracked.
@@ -66,17 +65,14 @@ pub fn normalize(text: &str) -> String {
 }
 
 impl StatementStats {
-    pub fn record(
-        &self,
-        statement: &ast::Statement,
-        elapsed: Duration,
-        rows: u64,
-        counters: &OpCounters,
-    ) {
-        let key = normalize(&statement.to_string());
+    pub fn record(&self, key: &str, elapsed: Duration, rows: u64, counters: &OpCounters) {
         let mut entries = self.entries.lock();
-        let full = entries.len() >= STATEMENTS_MAX && !entries.contains_key(&key);
-        let entry = entries.entry(if full { "<other>".to_string() } else { key }).or_default();
+        if !entries.contains_key(key) {
+            let name = if entries.len() >= STATEMENTS_MAX { "<other>" } else { key };
+            entries.entry(name.to_string()).or_default();
+        }
+        let name = if entries.contains_key(key) { key } else { "<other>" };
+        let entry = entries.get_mut(name).expect("inserted above");
         entry.calls += 1;
         entry.total_time_ns += u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         entry.rows += rows;
