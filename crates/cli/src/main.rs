@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Runs the PostgreSQL-compatible server.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Benchmarks that print their figures.
     #[command(subcommand)]
     Bench(BenchCommand),

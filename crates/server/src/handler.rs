@@ -63,6 +63,9 @@ pub enum AuthMode {
     Trust,
 }
 
+/// A connection's cancel key (secret bytes) and its session's cancel flag.
+type CancelEntry = (Vec<u8>, Arc<AtomicBool>);
+
 /// What every connection shares.
 pub struct Shared {
     pub catalog: Arc<Catalog>,
@@ -72,7 +75,7 @@ pub struct Shared {
     pub max_connections: usize,
     pub connections: AtomicUsize,
     /// (pid, secret key bytes) -> the session's cancel flag.
-    cancels: Mutex<HashMap<i32, (Vec<u8>, Arc<AtomicBool>)>>,
+    cancels: Mutex<HashMap<i32, CancelEntry>>,
     pid_generator: RandomPidSecretKeyGenerator,
 }
 
@@ -706,8 +709,4 @@ impl PgWireServerHandlers for Handlers {
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         Arc::clone(&self.0)
     }
-}
-
-pub fn is_ready<C: ClientInfo>(client: &C) -> bool {
-    matches!(client.state(), PgWireConnectionState::ReadyForQuery)
 }

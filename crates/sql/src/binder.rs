@@ -57,18 +57,6 @@ impl Scope {
         Scope { columns }
     }
 
-    fn output_columns(&self) -> Vec<OutputColumn> {
-        self.columns
-            .iter()
-            .map(|column| OutputColumn {
-                name: column.name.clone(),
-                ty: column.ty.clone(),
-                table_oid: column.table_oid,
-                attribute: column.attribute,
-            })
-            .collect()
-    }
-
     fn find(&self, qualifier: Option<&str>, name: &str) -> Result<Option<usize>> {
         let mut found = None;
         for (index, column) in self.columns.iter().enumerate() {
@@ -140,10 +128,6 @@ impl<'a> Binder<'a> {
             grouping: None,
             next_id: 0,
         }
-    }
-
-    pub fn catalog(&self) -> &Catalog {
-        self.catalog
     }
 
     fn id(&mut self) -> usize {
@@ -377,7 +361,7 @@ impl<'a> Binder<'a> {
 
     fn select(&mut self, select: &ast::Select, order_by: &[ast::OrderByExpr]) -> Result<Plan> {
         let (mut plan, scope, mut conjuncts) =
-            self.from_and_where(&select.from, select.selection.as_ref())?;
+            self.bind_from_and_where(&select.from, select.selection.as_ref())?;
         if !conjuncts.is_empty() {
             let predicate = and_all(std::mem::take(&mut conjuncts));
             plan = self.filter(plan, predicate);
@@ -686,7 +670,7 @@ impl<'a> Binder<'a> {
 
     /// Binds FROM and WHERE: pushes single-relation conjuncts down to their relation, joins
     /// relations left to right on equality conjuncts, and returns what is left to filter.
-    fn from_and_where(
+    fn bind_from_and_where(
         &mut self,
         from: &[ast::TableWithJoins],
         selection: Option<&ast::Expr>,

@@ -681,7 +681,7 @@ fn series(
     let mut count = 0u64;
     while (step > 0 && current <= stop) || (step < 0 && current >= stop) {
         count += 1;
-        if count % 4096 == 0 {
+        if count.is_multiple_of(4096) {
             ctx.check_cancel()?;
         }
         if !sink(ctx, vec![Datum::Int(current)])? {
@@ -1281,12 +1281,10 @@ pub fn like(value: &str, pattern: &str) -> bool {
                     p += 1;
                     continue;
                 }
-                '\\' if p + 1 < pattern.len() => {
-                    if pattern[p + 1] == value[v] {
-                        v += 1;
-                        p += 2;
-                        continue;
-                    }
+                '\\' if p + 1 < pattern.len() && pattern[p + 1] == value[v] => {
+                    v += 1;
+                    p += 2;
+                    continue;
                 }
                 c if c == value[v] => {
                     v += 1;

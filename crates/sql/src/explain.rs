@@ -25,11 +25,8 @@ fn title(plan: &Plan) -> String {
                     format!("Index Scan using {} on {}", name, table.name)
                 }
             };
-            if filter.is_some() {
-                base
-            } else {
-                base
-            }
+            let _ = filter;
+            base
         }
         PlanKind::SystemView { name } => format!("Function Scan on {name}"),
         PlanKind::Series { .. } => "Function Scan on generate_series".into(),
@@ -96,15 +93,9 @@ fn children(plan: &Plan) -> Vec<&Plan> {
 
 /// Totals of a subtree (PostgreSQL reports buffers inclusive of children).
 fn inclusive(plan: &Plan, stats: &[NodeStats]) -> NodeStats {
-    let mut total = stats.get(plan.id).cloned().unwrap_or_default();
-    for child in children(plan) {
-        let sub = inclusive(child, stats);
-        total.time_ns += sub.time_ns;
-        total.counters.dram_hits += sub.counters.dram_hits;
-        total.counters.tier_hits += sub.counters.tier_hits;
-        total.counters.volume_reads += sub.counters.volume_reads;
-    }
-    total
+    // A node's measurement already covers its children (they run inside it) and excludes
+    // its consumer, so it is inclusive as recorded.
+    stats.get(plan.id).cloned().unwrap_or_default()
 }
 
 fn node(

@@ -41,16 +41,6 @@ pub enum CompareOp {
 }
 
 impl CompareOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            CompareOp::Eq => "=",
-            CompareOp::NotEq => "<>",
-            CompareOp::Lt => "<",
-            CompareOp::LtEq => "<=",
-            CompareOp::Gt => ">",
-            CompareOp::GtEq => ">=",
-        }
-    }
     pub fn flip(self) -> CompareOp {
         match self {
             CompareOp::Lt => CompareOp::Gt,
@@ -90,6 +80,8 @@ pub struct AggregateCall {
 pub struct FunctionCall {
     pub name: String,
     pub args: Vec<Expr>,
+    /// Argument types as bound (before coercion), for messages and EXPLAIN VERBOSE.
+    #[allow(dead_code)]
     pub arg_types: Vec<SqlType>,
     pub output: SqlType,
 }
@@ -121,10 +113,6 @@ pub enum Expr {
 }
 
 impl Expr {
-    pub fn literal(datum: Datum) -> Expr {
-        Expr::Literal(datum)
-    }
-
     /// Whether the expression reads no input column (constant for one execution).
     pub fn is_row_independent(&self) -> bool {
         match self {

@@ -355,7 +355,9 @@ impl Session {
                     _ => 0,
                 };
                 let counters = tierdb_common::op_counters_snapshot().since(&counters_before);
-                let key = prepared.normalized.get_or_insert_with(|| crate::stats::normalize(&sql_statement.to_string()).into());
+                let key = prepared.normalized.get_or_insert_with(|| {
+                    crate::stats::normalize(&sql_statement.to_string()).into()
+                });
                 self.statistics.record(key, started.elapsed(), rows, &counters);
             }
         }
@@ -1469,9 +1471,9 @@ pub fn parse_memory(text: &str) -> Option<usize> {
 /// Formats bytes as PostgreSQL shows memory settings (the largest exact unit).
 pub fn format_memory(bytes: usize) -> String {
     let kilobytes = bytes / 1024;
-    if kilobytes > 0 && kilobytes % (1024 * 1024) == 0 {
+    if kilobytes > 0 && kilobytes.is_multiple_of(1024 * 1024) {
         format!("{}GB", kilobytes / (1024 * 1024))
-    } else if kilobytes > 0 && kilobytes % 1024 == 0 {
+    } else if kilobytes > 0 && kilobytes.is_multiple_of(1024) {
         format!("{}MB", kilobytes / 1024)
     } else {
         format!("{kilobytes}kB")
@@ -1519,7 +1521,6 @@ fn coerce_parameters(types: &[SqlType], params: &[Datum]) -> Result<Vec<Datum>> 
         .enumerate()
         .map(|(index, datum)| match (datum, types.get(index)) {
             (Datum::Text(text), Some(ty)) if !ty.is_text() => types::parse_text(text, ty),
-            (datum, Some(ty)) if matches!(ty, SqlType::Char(_)) => Ok(datum.clone()),
             (datum, _) => Ok(datum.clone()),
         })
         .collect()
@@ -1668,7 +1669,6 @@ fn assignable(from: &SqlType, to: &SqlType) -> bool {
         || *from == SqlType::Unknown
         || (from.is_numeric_family() && to.is_numeric_family())
         || to.is_text()
-        || (from.is_text() && !to.is_text() && false)
         || (from.is_temporal() && to.is_temporal())
 }
 
