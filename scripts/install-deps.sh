@@ -2,12 +2,14 @@
 # Installs, idempotently, every tool tierdb's tests need that is not part of the Rust
 # toolchain, and prints `export` lines for the paths the tests look up.
 #
-# Today: MinIO (the real S3 server for the S3 volume tests), built from the Go module proxy.
+# MinIO (the real S3 server for the S3 volume tests), built from the Go module proxy;
+# PostgreSQL 15 (the reference the SQL suite is compared with, and pgbench), sysbench, psql;
+# psycopg 3 and pytest from PyPI for the Python client tests.
 # Debian packages are installed only when missing (apt-get update runs at most once).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-apt_packages=()
+apt_packages=(postgresql-15 postgresql-client-15 sysbench python3-pip)
 missing=()
 for package in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -17,6 +19,12 @@ if ((${#missing[@]} > 0)); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2
     apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+if ! python3 -c "import psycopg, pytest" 2>/dev/null; then
+    echo "install-deps: installing psycopg and pytest from PyPI" >&2
+    python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' pytest >&2 2>/dev/null \
+        || python3 -m pip install -q 'psycopg[binary]>=3.1' pytest >&2
 fi
 
 minio="$("$here/install-minio.sh")"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need, checks formatting
-# and lints, then runs every test (release build: the crash and property tests do real work).
+# and lints, runs every test (release build: the crash and property tests do real work), then
+# the real OLTP tools (sysbench and pgbench) against `tierdb serve` (scripts/oltp-check.sh).
 #
 #   scripts/test.sh             the normal suite (50 SIGKILL crash cycles)
 #   TIERDB_SOAK=1 scripts/test.sh   the long soak (500 crash cycles)
+#   OLTP_SECONDS=10 scripts/test.sh  shorter sysbench/pgbench runs (default 60 s each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,3 +17,5 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-features --all-targets --release -- -D warnings
 cargo test --workspace --all-features --release
+cargo build --release -p tierdb
+scripts/oltp-check.sh
