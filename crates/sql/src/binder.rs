@@ -1439,7 +1439,21 @@ impl<'a> Binder<'a> {
                     };
                     return self.expr(&list, scope, hint);
                 }
-                Err(SqlError::unsupported("ANY with a non-array operand is not supported"))
+                // `x = ANY (array_text)`: membership in an array value.
+                if *compare_op == ast::BinaryOperator::Eq {
+                    let (value, value_ty) = self.expr(left, scope, None)?;
+                    let (array, array_ty) = self.expr(right, scope, Some(&SqlType::Text))?;
+                    let value = coerce(value, &value_ty, &SqlType::Text, true)?;
+                    let array = coerce(array, &array_ty, &SqlType::Text, true)?;
+                    let call = FunctionCall {
+                        name: "array_contains".into(),
+                        args: vec![array, value],
+                        arg_types: vec![SqlType::Text, SqlType::Text],
+                        output: SqlType::Bool,
+                    };
+                    return Ok((Expr::Function(call), SqlType::Bool));
+                }
+                Err(SqlError::unsupported("ANY with this operator is not supported"))
             }
             other => Err(SqlError::unsupported(format!("unsupported expression: {other}"))),
         }
@@ -1648,6 +1662,28 @@ impl<'a> Binder<'a> {
                     SqlType::Bool,
                 ))
             }
+            B::PGCustomBinaryOperator(parts) => {
+                let symbol = parts.last().map(String::as_str).unwrap_or_default();
+                let op = match symbol {
+                    "~" => B::PGRegexMatch,
+                    "~*" => B::PGRegexIMatch,
+                    "!~" => B::PGRegexNotMatch,
+                    "!~*" => B::PGRegexNotIMatch,
+                    "=" => B::Eq,
+                    "<>" => B::NotEq,
+                    "<" => B::Lt,
+                    "<=" => B::LtEq,
+                    ">" => B::Gt,
+                    ">=" => B::GtEq,
+                    "~~" => B::PGLikeMatch,
+                    other => {
+                        return Err(SqlError::undefined_operator(format!(
+                            "operator does not exist: {other}"
+                        )))
+                    }
+                };
+                self.binary(left, &op, right, scope, hint)
+            }
             B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch => {
                 let value = self.text_arg(left, scope)?;
                 let pattern = self.text_arg(right, scope)?;
@@ -1703,6 +1739,12 @@ impl<'a> Binder<'a> {
         }
         let (args, distinct, star) = match &function.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
+            ast::FunctionArguments::Subquery(query) if name == "array" => {
+                // ARRAY(subquery): the rows as a PostgreSQL array literal ({a,b}), text.
+                let (plan, correlated) = self.subquery(query, scope)?;
+                let id = self.id();
+                return Ok((Expr::ArraySubquery { plan, correlated, id }, SqlType::Text));
+            }
             ast::FunctionArguments::Subquery(_) => {
                 return Err(SqlError::unsupported("function over a subquery"))
             }
@@ -2318,7 +2360,7 @@ pub fn expr_type(expr: &Expr, columns: &[OutputColumn], parameters: &[SqlType]) 
         | Expr::InSubquery { .. }
         | Expr::Exists { .. }
         | Expr::Like { .. } => SqlType::Bool,
-        Expr::Concat(..) => SqlType::Text,
+        Expr::Concat(..) | Expr::ArraySubquery { .. } => SqlType::Text,
         Expr::Cast { to, .. } => to.clone(),
         Expr::Case { branches, otherwise, .. } => branches
             .first()
@@ -2431,7 +2473,10 @@ fn usable_key_value(expr: &Expr, column_ty: &SqlType, probe_width: Option<usize>
             !expr.has_correlated_subquery()
                 && !matches!(
                     expr,
-                    Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery { .. }
+                    Expr::InSubquery { .. }
+                        | Expr::Exists { .. }
+                        | Expr::ScalarSubquery { .. }
+                        | Expr::ArraySubquery { .. }
                 )
         }
     };

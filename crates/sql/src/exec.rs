@@ -1182,6 +1182,15 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             let rows = subquery_rows(plan, *correlated, *id, row, ctx, Some(1))?;
             Datum::Bool(rows.is_empty() == *negated)
         }
+        Expr::ArraySubquery { plan, correlated, id } => {
+            let rows = subquery_rows(plan, *correlated, *id, row, ctx, None)?;
+            let ty = plan.columns.first().map_or(SqlType::Text, |column| column.ty.clone());
+            let items: Vec<String> = rows
+                .iter()
+                .map(|row| row[0].to_text(&ty).unwrap_or_else(|| "NULL".into()))
+                .collect();
+            Datum::Text(format!("{{{}}}", items.join(",")))
+        }
         Expr::ScalarSubquery { plan, correlated, id } => {
             let rows = subquery_rows(plan, *correlated, *id, row, ctx, Some(2))?;
             match rows.len() {

@@ -68,6 +68,18 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "oid" | "regclass" | "regtype" | "regproc" | "regnamespace" => SqlType::Oid,
                 "name" => SqlType::Name,
                 "numeric" | "decimal" => SqlType::numeric(),
+                "text" => SqlType::Text,
+                "varchar" => SqlType::Varchar(modifiers.first().and_then(|m| m.parse().ok())),
+                "bool" | "boolean" => SqlType::Bool,
+                "date" => SqlType::Date,
+                "timestamp" => SqlType::Timestamp,
+                "bytea" => SqlType::Bytea,
+                "char" => SqlType::Char(1),
+                "int" | "integer" => SqlType::Int4,
+                "bigint" => SqlType::Int8,
+                "smallint" => SqlType::Int2,
+                "real" => SqlType::Float4,
+                "float" => SqlType::Float8,
                 other => {
                     return Err(SqlError::new("42704", format!("type \"{other}\" does not exist")))
                 }
@@ -364,6 +376,13 @@ pub fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlTyp
         }
         (
             "pg_get_indexdef"
+            | "pg_get_statisticsobjdef_columns"
+            | "pg_get_partkeydef"
+            | "pg_get_partition_constraintdef"
+            | "pg_get_ruledef"
+            | "pg_get_serial_sequence"
+            | "pg_get_function_arguments"
+            | "pg_get_function_result"
             | "pg_get_constraintdef"
             | "pg_get_expr"
             | "obj_description"
@@ -786,13 +805,59 @@ pub fn evaluate(
             None => Datum::Null,
         },
         "pg_get_userbyid" => Datum::Text(context.user.to_string()),
+        "pg_get_expr" => args[0].clone(),
+        "pg_get_constraintdef"
+        | "pg_get_triggerdef"
+        | "pg_get_statisticsobjdef_columns"
+        | "pg_get_partkeydef"
+        | "pg_get_partition_constraintdef"
+        | "pg_get_ruledef"
+        | "pg_get_serial_sequence"
+        | "pg_get_function_arguments"
+        | "pg_get_function_result"
+        | "pg_get_viewdef"
+        | "obj_description"
+        | "col_description"
+        | "pg_tablespace_location" => Datum::Null,
+        "array_to_string" => {
+            let separator = args.get(1).and_then(Datum::as_text).unwrap_or(",");
+            Datum::Text(
+                text(&args[0])
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .replace(',', separator),
+            )
+        }
+        "array_contains" => Datum::Bool(
+            text(&args[0])
+                .trim_start_matches('{')
+                .trim_end_matches('}')
+                .split(',')
+                .any(|item| item == text(&args[1])),
+        ),
+        "pg_size_pretty" => Datum::Text(format!("{} bytes", int(&args[0]))),
         "pg_encoding_to_char" => Datum::Text("UTF8".into()),
         "has_table_privilege" | "has_schema_privilege" => Datum::Bool(true),
         "pg_relation_size" | "pg_total_relation_size" => Datum::Int(0),
         "quote_ident" => Datum::Text(text(&args[0]).to_string()),
-        _ => Datum::Null,
+        "regex_match" | "regex_imatch" | "regex_not_match" | "regex_not_imatch" => {
+            let insensitive = name.contains("imatch");
+            let pattern = regex::RegexBuilder::new(text(&args[1]))
+                .case_insensitive(insensitive)
+                .size_limit(REGEX_SIZE_MAX_BYTES)
+                .build()
+                .map_err(|error| {
+                    SqlError::new("2201B", format!("invalid regular expression: {error}"))
+                })?;
+            let matched = pattern.is_match(text(&args[0]));
+            Datum::Bool(if name.contains("not") { !matched } else { matched })
+        }
+        other => return Err(SqlError::internal(format!("function {other} has no implementation"))),
     })
 }
+
+/// Compiled size bound of a regular expression (a hostile pattern cannot take the memory).
+const REGEX_SIZE_MAX_BYTES: usize = 1 << 20;
 
 fn random_unit() -> f64 {
     use std::cell::Cell;

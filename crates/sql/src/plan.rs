@@ -89,26 +89,92 @@ pub struct FunctionCall {
 #[derive(Clone, Debug)]
 pub enum Expr {
     Column(usize),
-    Outer { depth: usize, index: usize },
+    Outer {
+        depth: usize,
+        index: usize,
+    },
     Literal(Datum),
     Parameter(usize),
-    Arithmetic { op: ArithmeticOp, left: Box<Expr>, right: Box<Expr>, ty: SqlType },
-    Negate { expr: Box<Expr>, ty: SqlType },
-    Compare { op: CompareOp, left: Box<Expr>, right: Box<Expr>, bpchar: bool },
+    Arithmetic {
+        op: ArithmeticOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+        ty: SqlType,
+    },
+    Negate {
+        expr: Box<Expr>,
+        ty: SqlType,
+    },
+    Compare {
+        op: CompareOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+        bpchar: bool,
+    },
     Concat(Box<Expr>, Box<Expr>),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Not(Box<Expr>),
-    IsNull { expr: Box<Expr>, negated: bool },
-    IsBool { expr: Box<Expr>, value: bool, negated: bool },
-    IsDistinct { left: Box<Expr>, right: Box<Expr>, negated: bool },
-    Cast { expr: Box<Expr>, from: SqlType, to: SqlType, explicit: bool },
-    Case { operand: Option<Box<Expr>>, branches: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    InSubquery { expr: Box<Expr>, plan: Arc<Plan>, negated: bool, correlated: bool, id: usize },
-    Exists { plan: Arc<Plan>, negated: bool, correlated: bool, id: usize },
-    ScalarSubquery { plan: Arc<Plan>, correlated: bool, id: usize },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    IsBool {
+        expr: Box<Expr>,
+        value: bool,
+        negated: bool,
+    },
+    IsDistinct {
+        left: Box<Expr>,
+        right: Box<Expr>,
+        negated: bool,
+    },
+    Cast {
+        expr: Box<Expr>,
+        from: SqlType,
+        to: SqlType,
+        explicit: bool,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    InSubquery {
+        expr: Box<Expr>,
+        plan: Arc<Plan>,
+        negated: bool,
+        correlated: bool,
+        id: usize,
+    },
+    Exists {
+        plan: Arc<Plan>,
+        negated: bool,
+        correlated: bool,
+        id: usize,
+    },
+    ScalarSubquery {
+        plan: Arc<Plan>,
+        correlated: bool,
+        id: usize,
+    },
+    /// ARRAY(subquery), as the text of a one-dimensional array.
+    ArraySubquery {
+        plan: Arc<Plan>,
+        correlated: bool,
+        id: usize,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
     Function(FunctionCall),
 }
 
@@ -178,7 +244,7 @@ impl Expr {
                     item.columns(out);
                 }
             }
-            Expr::Exists { .. } | Expr::ScalarSubquery { .. } => {}
+            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {}
             Expr::Function(call) => {
                 for arg in &call.args {
                     arg.columns(out);
@@ -193,9 +259,9 @@ impl Expr {
             Expr::InSubquery { correlated, expr, .. } => {
                 *correlated || expr.has_correlated_subquery()
             }
-            Expr::Exists { correlated, .. } | Expr::ScalarSubquery { correlated, .. } => {
-                *correlated
-            }
+            Expr::Exists { correlated, .. }
+            | Expr::ScalarSubquery { correlated, .. }
+            | Expr::ArraySubquery { correlated, .. } => *correlated,
             Expr::Arithmetic { left, right, .. }
             | Expr::Compare { left, right, .. }
             | Expr::Concat(left, right)
@@ -272,7 +338,7 @@ impl Expr {
                     item.map_columns(map);
                 }
             }
-            Expr::Exists { .. } | Expr::ScalarSubquery { .. } => {}
+            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {}
             Expr::Function(call) => {
                 for arg in &mut call.args {
                     arg.map_columns(map);

@@ -122,6 +122,55 @@ pub fn view_columns(name: &str) -> Option<Vec<OutputColumn>> {
         ],
         "pg_inherits" => &[("inhrelid", Oid), ("inhparent", Oid), ("inhseqno", Int4)],
         "pg_partitioned_table" => &[("partrelid", Oid), ("partstrat", Text)],
+        "pg_collation" => &[("oid", Oid), ("collname", Name), ("collnamespace", Oid)],
+        "pg_policy" => &[
+            ("oid", Oid),
+            ("polname", Name),
+            ("polrelid", Oid),
+            ("polcmd", Text),
+            ("polpermissive", Bool),
+            ("polroles", Text),
+            ("polqual", Text),
+            ("polwithcheck", Text),
+        ],
+        "pg_statistic_ext" => &[
+            ("oid", Oid),
+            ("stxrelid", Oid),
+            ("stxname", Name),
+            ("stxnamespace", Oid),
+            ("stxkeys", Text),
+            ("stxkind", Text),
+            ("stxstattarget", Int4),
+        ],
+        "pg_publication" => &[
+            ("oid", Oid),
+            ("pubname", Name),
+            ("puballtables", Bool),
+            ("pubinsert", Bool),
+            ("pubupdate", Bool),
+            ("pubdelete", Bool),
+            ("pubtruncate", Bool),
+            ("pubviaroot", Bool),
+        ],
+        "pg_publication_rel" => {
+            &[("oid", Oid), ("prpubid", Oid), ("prrelid", Oid), ("prqual", Text), ("prattrs", Text)]
+        }
+        "pg_publication_namespace" => &[("oid", Oid), ("pnpubid", Oid), ("pnnspid", Oid)],
+        "pg_trigger" => &[
+            ("oid", Oid),
+            ("tgrelid", Oid),
+            ("tgname", Name),
+            ("tgisinternal", Bool),
+            ("tgenabled", Text),
+            ("tgparentid", Oid),
+        ],
+        "pg_rewrite" => &[("oid", Oid), ("rulename", Name), ("ev_class", Oid)],
+        "pg_tablespace" => &[("oid", Oid), ("spcname", Name)],
+        "pg_foreign_table" => &[("ftrelid", Oid), ("ftserver", Oid)],
+        "pg_extension" => &[("oid", Oid), ("extname", Name), ("extversion", Text)],
+        "pg_proc" => &[("oid", Oid), ("proname", Name), ("pronamespace", Oid)],
+        "pg_event_trigger" => &[("oid", Oid), ("evtname", Name)],
+        "pg_sequence" => &[("seqrelid", Oid), ("seqtypid", Oid)],
         "pg_description" => {
             &[("objoid", Oid), ("classoid", Oid), ("objsubid", Int4), ("description", Text)]
         }
