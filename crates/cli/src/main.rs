@@ -19,6 +19,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Runs the PostgreSQL-compatible server.
     Serve(serve::ServeArgs),

@@ -67,6 +67,7 @@ pub struct Shared {
     pub max_connections: usize,
     pub connections: AtomicUsize,
     /// (pid, secret key bytes) -> the session's cancel flag.
+    #[allow(clippy::type_complexity)]
     cancels: Mutex<HashMap<i32, (Vec<u8>, Arc<AtomicBool>)>>,
     pid_generator: RandomPidSecretKeyGenerator,
 }
@@ -608,6 +609,7 @@ impl PgWireServerHandlers for Handlers {
     }
 }
 
+#[allow(dead_code)]
 pub fn is_ready<C: ClientInfo>(client: &C) -> bool {
     matches!(client.state(), PgWireConnectionState::ReadyForQuery)
 }
