@@ -284,7 +284,7 @@ fn finish_copy(source: CopySource, tokens: &[Token], mut position: usize) -> Res
             Some(Token::String(text)) => Some(text.clone()),
             _ => None,
         };
-        let mut consumed_value = parenthesized;
+        let consumed_value: bool;
         match option.as_str() {
             "format" => {
                 options.format = match value_text.as_deref() {

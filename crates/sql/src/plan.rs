@@ -41,16 +41,6 @@ pub enum CompareOp {
 }
 
 impl CompareOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            CompareOp::Eq => "=",
-            CompareOp::NotEq => "<>",
-            CompareOp::Lt => "<",
-            CompareOp::LtEq => "<=",
-            CompareOp::Gt => ">",
-            CompareOp::GtEq => ">=",
-        }
-    }
     pub fn flip(self) -> CompareOp {
         match self {
             CompareOp::Lt => CompareOp::Gt,
@@ -121,10 +111,6 @@ pub enum Expr {
 }
 
 impl Expr {
-    pub fn literal(datum: Datum) -> Expr {
-        Expr::Literal(datum)
-    }
-
     /// Whether the expression reads no input column (constant for one execution).
     pub fn is_row_independent(&self) -> bool {
         match self {

@@ -88,7 +88,7 @@ impl StatementStats {
     pub fn snapshot(&self) -> Vec<(String, StatementEntry)> {
         let mut entries: Vec<(String, StatementEntry)> =
             self.entries.lock().iter().map(|(key, entry)| (key.clone(), entry.clone())).collect();
-        entries.sort_by(|a, b| b.1.total_time_ns.cmp(&a.1.total_time_ns));
+        entries.sort_by_key(|entry| std::cmp::Reverse(entry.1.total_time_ns));
         entries
     }
 

@@ -395,15 +395,7 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
                         Datum::Int(i64::try_from(position + 1).unwrap_or(0)),
                         column.default.as_deref().map_or(Datum::Null, text),
                         text(if column.nullable { "YES" } else { "NO" }),
-                        text(
-                            &column
-                                .ty
-                                .display_name()
-                                .split('(')
-                                .next()
-                                .unwrap_or_default()
-                                .to_string(),
-                        ),
+                        text(column.ty.display_name().split('(').next().unwrap_or_default()),
                         optional(length),
                         optional(precision),
                         optional(scale),
