@@ -24,6 +24,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Runs the PostgreSQL-compatible server.
     Serve(Box<serve::ServeArgs>),

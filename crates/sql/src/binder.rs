@@ -27,6 +27,9 @@ pub struct ScopeColumn {
     pub ty: SqlType,
     pub table_oid: u32,
     pub attribute: i16,
+    /// The right-hand column of a `JOIN ... USING`: merged into the left one, so only a
+    /// qualified reference (or `alias.*`) reaches it.
+    pub merged: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -46,6 +49,7 @@ impl Scope {
                     ty: column.ty.clone(),
                     table_oid: column.table_oid,
                     attribute: column.attribute,
+                    merged: false,
                 })
                 .collect(),
         }
@@ -62,7 +66,7 @@ impl Scope {
         for (index, column) in self.columns.iter().enumerate() {
             let qualifier_matches = match qualifier {
                 Some(wanted) => column.qualifier.as_deref() == Some(wanted),
-                None => true,
+                None => !column.merged,
             };
             if qualifier_matches && column.name == name {
                 if found.is_some() {
@@ -75,6 +79,10 @@ impl Scope {
             }
         }
         Ok(found)
+    }
+
+    fn has_qualifier(&self, qualifier: &str) -> bool {
+        self.columns.iter().any(|column| column.qualifier.as_deref() == Some(qualifier))
     }
 }
 
@@ -115,6 +123,9 @@ pub struct Binder<'a> {
     ctes: Vec<HashMap<String, (ast::Query, Vec<String>)>>,
     grouping: Option<Grouping>,
     next_id: usize,
+    /// The clause being bound where aggregates are not allowed ("WHERE", "JOIN conditions"),
+    /// for PostgreSQL's error message.
+    clause: Option<&'static str>,
 }
 
 impl<'a> Binder<'a> {
@@ -127,6 +138,7 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             grouping: None,
             next_id: 0,
+            clause: None,
         }
     }
 
@@ -361,7 +373,7 @@ impl<'a> Binder<'a> {
 
     fn select(&mut self, select: &ast::Select, order_by: &[ast::OrderByExpr]) -> Result<Plan> {
         let (mut plan, scope, mut conjuncts) =
-            self.bind_from_and_where(&select.from, select.selection.as_ref())?;
+            self.bind_from_where(&select.from, select.selection.as_ref())?;
         if !conjuncts.is_empty() {
             let predicate = and_all(std::mem::take(&mut conjuncts));
             plan = self.filter(plan, predicate);
@@ -386,7 +398,10 @@ impl<'a> Binder<'a> {
             for expr in &group_exprs {
                 // GROUP BY may name an output column by position or alias.
                 let resolved = self.resolve_group_expr(expr, &select.projection)?;
-                let (bound, ty) = self.expr(&resolved, &scope, None)?;
+                self.clause = Some("GROUP BY");
+                let outcome = self.expr(&resolved, &scope, None);
+                self.clause = None;
+                let (bound, ty) = outcome?;
                 keys.push((resolved.to_string(), bound, ty));
             }
             self.grouping = Some(Grouping { input: scope.clone(), keys, aggregates: Vec::new() });
@@ -394,7 +409,7 @@ impl<'a> Binder<'a> {
         }
         let outcome = self.select_list(select, order_by, &grouping_scope);
         let grouping = self.grouping.take();
-        let (mut items, mut names, mut sort_keys, having) = outcome?;
+        let (mut items, mut names, item_types, mut sort_keys, having) = outcome?;
         if let Some(grouping) = grouping {
             let groups: Vec<Expr> = grouping.keys.iter().map(|(_, expr, _)| expr.clone()).collect();
             let mut columns: Vec<OutputColumn> = grouping
@@ -416,8 +431,8 @@ impl<'a> Binder<'a> {
         // Sort keys that are not output columns become hidden columns.
         let mut hidden = Vec::new();
         for key in &mut sort_keys {
-            if let SortTarget::Expr(expr) = &key.0 {
-                hidden.push(expr.clone());
+            if let SortTarget::Expr(expr, ty) = &key.0 {
+                hidden.push((expr.clone(), ty.clone()));
                 key.0 = SortTarget::Column(visible + hidden.len() - 1);
             }
         }
@@ -435,16 +450,16 @@ impl<'a> Binder<'a> {
             ));
         }
         let mut output: Vec<OutputColumn> = Vec::new();
-        for (item, (name, origin)) in items.iter().zip(&names) {
-            let ty = self.expr_type(item, &plan);
+        // Output types are the binder's (a folded literal keeps its type: NULL::integer).
+        for ((name, origin), ty) in names.iter().zip(&item_types) {
             let (table_oid, attribute) = origin.unwrap_or((0, 0));
+            let ty = if *ty == SqlType::Unknown { SqlType::Text } else { ty.clone() };
             output.push(OutputColumn { name: name.clone(), ty, table_oid, attribute });
         }
-        for expr in &hidden {
-            let ty = self.expr_type(expr, &plan);
-            output.push(computed_column("?sort?", ty));
+        for (_, ty) in &hidden {
+            output.push(computed_column("?sort?", ty.clone()));
         }
-        items.extend(hidden);
+        items.extend(hidden.into_iter().map(|(expr, _)| expr));
         let identity = items.len() == plan.arity()
             && items
                 .iter()
@@ -465,7 +480,7 @@ impl<'a> Binder<'a> {
                 .into_iter()
                 .map(|(target, options)| match target {
                     SortTarget::Column(column) => sort_key(column, &options),
-                    SortTarget::Expr(_) => unreachable!("hidden sort keys were replaced above"),
+                    SortTarget::Expr(..) => unreachable!("hidden sort keys were replaced above"),
                 })
                 .collect();
             plan = self.plan(PlanKind::Sort { input: Box::new(plan), keys }, output.clone());
@@ -477,10 +492,6 @@ impl<'a> Binder<'a> {
             plan = self.plan(PlanKind::Project { input: Box::new(plan), exprs }, output);
         }
         Ok(plan)
-    }
-
-    fn expr_type(&self, expr: &Expr, input: &Plan) -> SqlType {
-        expr_type(expr, &input.columns, &self.parameters)
     }
 
     fn resolve_group_expr(
@@ -522,6 +533,7 @@ impl<'a> Binder<'a> {
     ) -> Result<(
         Vec<Expr>,
         Vec<(String, Option<(u32, i16)>)>,
+        Vec<SqlType>,
         Vec<(SortTarget, ast::OrderByOptions)>,
         Option<Expr>,
     )> {
@@ -531,6 +543,7 @@ impl<'a> Binder<'a> {
         };
         let mut items = Vec::new();
         let mut names = Vec::new();
+        let mut types = Vec::new();
         let mut asts: Vec<Option<ast::Expr>> = Vec::new();
         for item in &select.projection {
             match item {
@@ -550,7 +563,7 @@ impl<'a> Binder<'a> {
                     };
                     let mut any = false;
                     for (index, column) in input_scope.columns.iter().enumerate() {
-                        if column.name.starts_with("?") {
+                        if column.name.starts_with("?") || column.merged && qualifier.is_none() {
                             continue;
                         }
                         if qualifier.is_none() || column.qualifier == qualifier {
@@ -559,6 +572,7 @@ impl<'a> Binder<'a> {
                                 column.name.clone(),
                                 Some((column.table_oid, column.attribute)),
                             ));
+                            types.push(column.ty.clone());
                             asts.push(None);
                             any = true;
                         }
@@ -574,28 +588,24 @@ impl<'a> Binder<'a> {
                     }
                 }
                 ast::SelectItem::UnnamedExpr(expr) => {
-                    let (bound, _) = self.expr(expr, scope, None)?;
+                    let (bound, ty) = self.expr(expr, scope, None)?;
                     let origin = column_origin(&bound, &input_scope, self.grouping.is_some());
                     names.push((default_name(expr), origin));
+                    types.push(ty);
                     items.push(bound);
                     asts.push(Some(expr.clone()));
                 }
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
-                    let (bound, _) = self.expr(expr, scope, None)?;
+                    let (bound, ty) = self.expr(expr, scope, None)?;
                     let origin = column_origin(&bound, &input_scope, self.grouping.is_some());
                     names.push((ident(alias), origin));
+                    types.push(ty);
                     items.push(bound);
                     asts.push(Some(expr.clone()));
                 }
                 other => {
                     return Err(SqlError::unsupported(format!("unsupported select item {other}")))
                 }
-            }
-        }
-        // Unknown-typed literals in the output are text.
-        for item in &mut items {
-            if let Expr::Literal(Datum::Text(_)) | Expr::Literal(Datum::Null) = item {
-                // stays; its type is decided in expr_type
             }
         }
         let having = match &select.having {
@@ -623,12 +633,15 @@ impl<'a> Binder<'a> {
                     .position(|candidate| candidate.as_ref().is_some_and(|c| c.to_string() == text))
                 {
                     Some(index) => SortTarget::Column(index),
-                    None => SortTarget::Expr(self.expr(&item.expr, scope, None)?.0),
+                    None => {
+                        let (expr, ty) = self.expr(&item.expr, scope, None)?;
+                        SortTarget::Expr(expr, ty)
+                    }
                 }
             };
             keys.push((target, item.options.clone()));
         }
-        Ok((items, names, keys, having))
+        Ok((items, names, types, keys, having))
     }
 
     /// An ORDER BY name that is an output column alias (and not an input column, which
@@ -670,7 +683,7 @@ impl<'a> Binder<'a> {
 
     /// Binds FROM and WHERE: pushes single-relation conjuncts down to their relation, joins
     /// relations left to right on equality conjuncts, and returns what is left to filter.
-    fn bind_from_and_where(
+    fn bind_from_where(
         &mut self,
         from: &[ast::TableWithJoins],
         selection: Option<&ast::Expr>,
@@ -678,7 +691,9 @@ impl<'a> Binder<'a> {
         if from.is_empty() {
             let plan = self.plan(PlanKind::OneRow, Vec::new());
             let conjuncts = match selection {
-                Some(expr) => vec![self.coerced(expr, &Scope::default(), &SqlType::Bool)?],
+                Some(expr) => {
+                    vec![self.clause_coerced("WHERE", expr, &Scope::default(), &SqlType::Bool)?]
+                }
                 None => Vec::new(),
             };
             return Ok((plan, Scope::default(), conjuncts));
@@ -696,7 +711,7 @@ impl<'a> Binder<'a> {
         }
         let mut conjuncts = Vec::new();
         if let Some(selection) = selection {
-            let predicate = self.coerced(selection, &scope, &SqlType::Bool)?;
+            let predicate = self.clause_coerced("WHERE", selection, &scope, &SqlType::Bool)?;
             split_conjuncts(predicate, &mut conjuncts);
         }
         // Push single-relation conjuncts down.
@@ -755,11 +770,12 @@ impl<'a> Binder<'a> {
                 }
             };
             let left_width = scope.columns.len();
-            let combined = scope.concat(&right_scope);
+            let mut combined = scope.concat(&right_scope);
             let mut conjuncts = Vec::new();
             match constraint {
                 Some(ast::JoinConstraint::On(on)) => {
-                    let predicate = self.coerced(on, &combined, &SqlType::Bool)?;
+                    let predicate =
+                        self.clause_coerced("JOIN conditions", on, &combined, &SqlType::Bool)?;
                     split_conjuncts(predicate, &mut conjuncts);
                 }
                 Some(ast::JoinConstraint::Using(columns)) => {
@@ -771,12 +787,21 @@ impl<'a> Binder<'a> {
                         let right = right_scope
                             .find(None, &name)?
                             .ok_or_else(|| SqlError::undefined_column(&name))?;
+                        let (left_ty, right_ty) =
+                            (&scope.columns[left].ty, &right_scope.columns[right].ty);
+                        let (left_expr, right_expr, bpchar) = compare_operands(
+                            Expr::Column(left),
+                            left_ty,
+                            Expr::Column(left_width + right),
+                            right_ty,
+                        )?;
                         conjuncts.push(Expr::Compare {
                             op: CompareOp::Eq,
-                            left: Box::new(Expr::Column(left)),
-                            right: Box::new(Expr::Column(left_width + right)),
-                            bpchar: false,
+                            left: Box::new(left_expr),
+                            right: Box::new(right_expr),
+                            bpchar,
                         });
+                        combined.columns[left_width + right].merged = true;
                     }
                 }
                 Some(ast::JoinConstraint::Natural) => {
@@ -1110,6 +1135,20 @@ impl<'a> Binder<'a> {
         coerce(bound, &from, ty, false)
     }
 
+    /// `coerced` for a clause where aggregates are not allowed.
+    fn clause_coerced(
+        &mut self,
+        clause: &'static str,
+        expr: &ast::Expr,
+        scope: &Scope,
+        ty: &SqlType,
+    ) -> Result<Expr> {
+        let saved = self.clause.replace(clause);
+        let outcome = self.coerced(expr, scope, ty);
+        self.clause = saved;
+        outcome
+    }
+
     fn resolve_column(
         &mut self,
         qualifier: Option<&str>,
@@ -1163,7 +1202,19 @@ impl<'a> Binder<'a> {
             }
         }
         Err(match qualifier {
-            Some(qualifier) => SqlError::undefined_column(&format!("{qualifier}.{name}")),
+            Some(qualifier) => {
+                let known = scope.has_qualifier(qualifier)
+                    || self.grouping.as_ref().is_some_and(|g| g.input.has_qualifier(qualifier))
+                    || self.outer.iter().any(|outer| outer.has_qualifier(qualifier));
+                if known {
+                    SqlError::undefined_column(&format!("{qualifier}.{name}"))
+                } else {
+                    SqlError::new(
+                        "42P01",
+                        format!("missing FROM-clause entry for table \"{qualifier}\""),
+                    )
+                }
+            }
             None => SqlError::undefined_column(name),
         })
     }
@@ -1172,6 +1223,7 @@ impl<'a> Binder<'a> {
     /// correlated.
     fn subquery(&mut self, query: &ast::Query, scope: &Scope) -> Result<(Arc<Plan>, bool)> {
         let saved_grouping = self.grouping.take();
+        let saved_clause = self.clause.take();
         let scope = match &saved_grouping {
             Some(grouping) => grouping.input.clone(),
             None => scope.clone(),
@@ -1182,6 +1234,7 @@ impl<'a> Binder<'a> {
         let correlated = self.correlated.pop().unwrap_or(false);
         self.outer.pop();
         self.grouping = saved_grouping;
+        self.clause = saved_clause;
         Ok((Arc::new(outcome?), correlated))
     }
 
@@ -1231,6 +1284,12 @@ impl<'a> Binder<'a> {
                     Ok((Expr::Not(Box::new(bound)), SqlType::Bool))
                 }
                 ast::UnaryOperator::Minus => {
+                    // PostgreSQL's unary minus binds tighter than `^`: -2 ^ 2 is (-2) ^ 2.
+                    if let ast::Expr::BinaryOp { op: ast::BinaryOperator::PGExp, .. } =
+                        inner.as_ref()
+                    {
+                        return self.expr(&negate_power_base(inner), scope, hint);
+                    }
                     if let ast::Expr::Value(value) = inner.as_ref() {
                         if let ast::Value::Number(text, _) = &value.value {
                             return self.number(&format!("-{text}"));
@@ -1494,29 +1553,22 @@ impl<'a> Binder<'a> {
                 None => (self.coerced(&when.condition, scope, &SqlType::Bool)?, SqlType::Bool),
             };
             let (result, ty) = self.expr(&when.result, scope, hint)?;
-            result_ty = SqlType::common(&result_ty, &ty).ok_or_else(|| {
+            branches.push((condition, (result, ty)));
+        }
+        let otherwise = match otherwise {
+            Some(expr) => Some(self.expr(expr, scope, hint)?),
+            None => None,
+        };
+        // PostgreSQL resolves the result type over ELSE first, then the THEN results.
+        for ty in otherwise.iter().map(|(_, ty)| ty).chain(branches.iter().map(|(_, (_, ty))| ty)) {
+            result_ty = SqlType::common(&result_ty, ty).ok_or_else(|| {
                 SqlError::datatype_mismatch(format!(
                     "CASE types {} and {} cannot be matched",
                     result_ty.display_name(),
                     ty.display_name()
                 ))
             })?;
-            branches.push((condition, (result, ty)));
         }
-        let otherwise = match otherwise {
-            Some(expr) => {
-                let (bound, ty) = self.expr(expr, scope, hint)?;
-                result_ty = SqlType::common(&result_ty, &ty).ok_or_else(|| {
-                    SqlError::datatype_mismatch(format!(
-                        "CASE types {} and {} cannot be matched",
-                        result_ty.display_name(),
-                        ty.display_name()
-                    ))
-                })?;
-                Some((bound, ty))
-            }
-            None => None,
-        };
         if result_ty == SqlType::Unknown {
             result_ty = SqlType::Text;
         }
@@ -1582,9 +1634,16 @@ impl<'a> Binder<'a> {
             }
             return Ok((Expr::Literal(Datum::Int(value)), SqlType::Int8));
         }
-        let decimal = types::parse_numeric(text)
-            .map_err(|_| SqlError::syntax(format!("invalid number {text}")))?;
-        Ok((Expr::Literal(Datum::Numeric(decimal)), SqlType::numeric()))
+        if let Ok(decimal) = types::parse_numeric(text) {
+            return Ok((Expr::Literal(Datum::Numeric(decimal)), SqlType::numeric()));
+        }
+        // Beyond the 28 digits numeric holds (1e300): the nearest double precision value.
+        match text.parse::<f64>() {
+            Ok(value) if value.is_finite() => {
+                Ok((Expr::Literal(Datum::Float(value)), SqlType::Float8))
+            }
+            _ => Err(SqlError::new("22003", format!("numeric literal {text} is out of range"))),
+        }
     }
 
     /// Binds two operands for comparison; returns them coerced and whether bpchar rules apply.
@@ -1788,7 +1847,12 @@ impl<'a> Binder<'a> {
     ) -> Result<(Expr, SqlType)> {
         let key = function.to_string();
         let Some(grouping) = &self.grouping else {
-            return Err(SqlError::new("42803", "aggregate functions are not allowed here"));
+            let place =
+                self.clause.map_or_else(|| "here".to_string(), |clause| format!("in {clause}"));
+            return Err(SqlError::new(
+                "42803",
+                format!("aggregate functions are not allowed {place}"),
+            ));
         };
         if let Some(index) = grouping.aggregates.iter().position(|(existing, _)| *existing == key) {
             let position = grouping.keys.len() + index;
@@ -1943,12 +2007,28 @@ fn expr_clone_placeholder() -> Expr {
 
 enum SortTarget {
     Column(usize),
-    Expr(Expr),
+    Expr(Expr, SqlType),
 }
 
 fn sort_key(column: usize, options: &ast::OrderByOptions) -> SortKey {
     let descending = matches!(options.sort, Some(ast::OrderBySort::Desc));
     SortKey { column, descending, nulls_first: options.nulls_first.unwrap_or(descending) }
+}
+
+/// `-(a ^ b)` as PostgreSQL parses `-a ^ b`: `(-a) ^ b` (`^` is left-associative).
+fn negate_power_base(expr: &ast::Expr) -> ast::Expr {
+    match expr {
+        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::PGExp, right } => {
+            ast::Expr::BinaryOp {
+                left: Box::new(negate_power_base(left)),
+                op: ast::BinaryOperator::PGExp,
+                right: right.clone(),
+            }
+        }
+        other => {
+            ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr: Box::new(other.clone()) }
+        }
+    }
 }
 
 fn literal_position(expr: &ast::Expr) -> Option<usize> {
@@ -2062,27 +2142,42 @@ fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunction> {
 }
 
 fn contains_aggregate(expr: &ast::Expr) -> bool {
-    let mut found = false;
-    let _ = sqlparser::ast::visit_expressions(expr, |inner| {
-        if let ast::Expr::Function(function) = inner {
-            let star = matches!(&function.args, ast::FunctionArguments::List(list)
-                if list.args.iter().any(|arg| matches!(arg, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
-            if let Ok(name) = object_name(&function.name) {
-                if aggregate_function(&name, star).is_some() {
-                    found = true;
-                    return std::ops::ControlFlow::Break(());
+    /// Finds an aggregate call of this query level (not inside a subquery, whose aggregates
+    /// belong to the subquery).
+    struct Finder {
+        depth: usize,
+        found: bool,
+    }
+    impl ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _query: &ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _query: &ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, inner: &ast::Expr) -> std::ops::ControlFlow<()> {
+            if self.depth > 0 {
+                return std::ops::ControlFlow::Continue(());
+            }
+            if let ast::Expr::Function(function) = inner {
+                let star = matches!(&function.args, ast::FunctionArguments::List(list)
+                    if list.args.iter().any(|arg| matches!(arg, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
+                if let Ok(name) = object_name(&function.name) {
+                    if function.over.is_none() && aggregate_function(&name, star).is_some() {
+                        self.found = true;
+                        return std::ops::ControlFlow::Break(());
+                    }
                 }
             }
+            std::ops::ControlFlow::Continue(())
         }
-        if let ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } =
-            inner
-        {
-            // Aggregates inside a subquery belong to it; visit_expressions still descends, so
-            // only the outer level is checked by the caller's structure. Conservative: keep going.
-        }
-        std::ops::ControlFlow::Continue(())
-    });
-    found
+    }
+    let mut finder = Finder { depth: 0, found: false };
+    let _ = ast::Visit::visit(expr, &mut finder);
+    finder.found
 }
 
 fn text_if_char(ty: &SqlType) -> SqlType {
@@ -2323,59 +2418,6 @@ fn arithmetic_expr(
     Ok((Expr::Arithmetic { op, left: Box::new(left), right: Box::new(right), ty: ty.clone() }, ty))
 }
 
-/// The type of a bound expression over input columns.
-pub fn expr_type(expr: &Expr, columns: &[OutputColumn], parameters: &[SqlType]) -> SqlType {
-    match expr {
-        Expr::Column(index) => {
-            columns.get(*index).map_or(SqlType::Text, |column| column.ty.clone())
-        }
-        Expr::Outer { .. } => SqlType::Text,
-        Expr::Literal(datum) => match datum {
-            Datum::Null | Datum::Text(_) => SqlType::Text,
-            Datum::Bool(_) => SqlType::Bool,
-            Datum::Int(value) => {
-                if i32::try_from(*value).is_ok() {
-                    SqlType::Int4
-                } else {
-                    SqlType::Int8
-                }
-            }
-            Datum::Float(_) => SqlType::Float8,
-            Datum::Numeric(_) => SqlType::numeric(),
-            Datum::Bytes(_) => SqlType::Bytea,
-            Datum::Date(_) => SqlType::Date,
-            Datum::Timestamp(_) => SqlType::Timestamp,
-            Datum::TimestampTz(_) => SqlType::TimestampTz,
-        },
-        Expr::Parameter(index) => parameters.get(*index).cloned().unwrap_or(SqlType::Text),
-        Expr::Arithmetic { ty, .. } | Expr::Negate { ty, .. } => ty.clone(),
-        Expr::Compare { .. }
-        | Expr::And(..)
-        | Expr::Or(..)
-        | Expr::Not(_)
-        | Expr::IsNull { .. }
-        | Expr::IsBool { .. }
-        | Expr::IsDistinct { .. }
-        | Expr::InList { .. }
-        | Expr::InSubquery { .. }
-        | Expr::Exists { .. }
-        | Expr::Like { .. } => SqlType::Bool,
-        Expr::Concat(..) | Expr::ArraySubquery { .. } => SqlType::Text,
-        Expr::Cast { to, .. } => to.clone(),
-        Expr::Case { branches, otherwise, .. } => branches
-            .first()
-            .map(|(_, result)| expr_type(result, columns, parameters))
-            .or_else(|| {
-                otherwise.as_ref().map(|otherwise| expr_type(otherwise, columns, parameters))
-            })
-            .unwrap_or(SqlType::Text),
-        Expr::ScalarSubquery { plan, .. } => {
-            plan.columns.first().map_or(SqlType::Text, |column| column.ty.clone())
-        }
-        Expr::Function(call) => call.output.clone(),
-    }
-}
-
 /// Chooses an access path for a scan of `table` from its conjuncts: the clustering key or
 /// the index whose leading columns the conjuncts pin with the longest equality prefix
 /// (then one range). With `probe_width`, key values may read the probe row (index joins):
@@ -2537,9 +2579,13 @@ fn find_all_bounds(
         if *bpchar && !matches!(column_ty, SqlType::Char(_)) {
             continue;
         }
+        // With a probe row (index joins) the conjuncts are `table column = probe value`, and
+        // a `Column` on the right names a probe column, not one of the table's.
         let (op, value) = match (left.as_ref(), right.as_ref()) {
             (Expr::Column(index), value) if *index == column => (*op, value),
-            (value, Expr::Column(index)) if *index == column => (op.flip(), value),
+            (value, Expr::Column(index)) if *index == column && probe_width.is_none() => {
+                (op.flip(), value)
+            }
             _ => continue,
         };
         if op == CompareOp::NotEq {

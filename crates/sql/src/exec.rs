@@ -1219,6 +1219,17 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
                 _ => Datum::Null,
             }
         }
+        Expr::Function(call) if call.name == "coalesce" => {
+            // Arguments after the first non-NULL one are not evaluated (their errors do not
+            // happen), as in PostgreSQL.
+            for arg in &call.args {
+                let value = eval(arg, row, ctx)?;
+                if !value.is_null() {
+                    return Ok(value);
+                }
+            }
+            Datum::Null
+        }
         Expr::Function(call) => {
             let args =
                 call.args.iter().map(|arg| eval(arg, row, ctx)).collect::<Result<Vec<Datum>>>()?;
@@ -1295,6 +1306,8 @@ pub fn like(value: &str, pattern: &str) -> bool {
                     p += 2;
                     continue;
                 }
+                // An escaped character that does not match.
+                '\\' if p + 1 < pattern.len() => {}
                 c if c == value[v] => {
                     v += 1;
                     p += 1;
@@ -1400,21 +1413,28 @@ pub fn arithmetic(op: ArithmeticOp, left: &Datum, right: &Datum, ty: &SqlType) -
             let (a, b) =
                 (left.as_decimal().unwrap_or_default(), right.as_decimal().unwrap_or_default());
             let overflow = || SqlError::out_of_range("numeric");
+            // PostgreSQL's result scales: the larger input scale for + - %, their sum for *
+            // (rust_decimal drops the scale of a zero result).
+            let (sum_scale, max_scale) =
+                ((a.scale() + b.scale()).min(28), a.scale().max(b.scale()));
+            let scaled = |mut value: Decimal, scale: u32| {
+                if value.scale() < scale {
+                    value.rescale(scale);
+                }
+                value
+            };
             Ok(Datum::Numeric(match op {
-                ArithmeticOp::Add => a.checked_add(b).ok_or_else(overflow)?,
-                ArithmeticOp::Subtract => a.checked_sub(b).ok_or_else(overflow)?,
-                ArithmeticOp::Multiply => a.checked_mul(b).ok_or_else(overflow)?,
+                ArithmeticOp::Add => scaled(a.checked_add(b).ok_or_else(overflow)?, max_scale),
+                ArithmeticOp::Subtract => scaled(a.checked_sub(b).ok_or_else(overflow)?, max_scale),
+                ArithmeticOp::Multiply => scaled(a.checked_mul(b).ok_or_else(overflow)?, sum_scale),
                 ArithmeticOp::Divide => types::numeric_divide(a, b)?,
                 ArithmeticOp::Modulo => {
                     if b.is_zero() {
                         return Err(SqlError::division_by_zero());
                     }
-                    a.checked_rem(b).ok_or_else(overflow)?
+                    scaled(a.checked_rem(b).ok_or_else(overflow)?, max_scale)
                 }
-                ArithmeticOp::Power => {
-                    let result = a.to_f64().unwrap_or(0.0).powf(b.to_f64().unwrap_or(0.0));
-                    rust_decimal::prelude::FromPrimitive::from_f64(result).ok_or_else(overflow)?
-                }
+                ArithmeticOp::Power => types::numeric_power(a, b)?,
             }))
         }
     }

@@ -15,19 +15,13 @@ fn title(plan: &Plan) -> String {
     match &plan.kind {
         PlanKind::OneRow => "Result".into(),
         PlanKind::Values { rows } => format!("Values Scan ({} rows)", rows.len()),
-        PlanKind::Scan { table, access, filter, .. } => {
-            let base = match access {
-                Access::Full => format!("Seq Scan on {}", table.name),
-                Access::Primary { .. } => {
-                    format!("Index Scan using {}_pkey on {}", table.name, table.name)
-                }
-                Access::Index { name, .. } => {
-                    format!("Index Scan using {} on {}", name, table.name)
-                }
-            };
-            let _ = filter;
-            base
-        }
+        PlanKind::Scan { table, access, .. } => match access {
+            Access::Full => format!("Seq Scan on {}", table.name),
+            Access::Primary { .. } => {
+                format!("Index Scan using {}_pkey on {}", table.name, table.name)
+            }
+            Access::Index { name, .. } => format!("Index Scan using {} on {}", name, table.name),
+        },
         PlanKind::SystemView { name } => format!("Function Scan on {name}"),
         PlanKind::Series { .. } => "Function Scan on generate_series".into(),
         PlanKind::Filter { .. } => "Filter".into(),

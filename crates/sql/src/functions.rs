@@ -1,7 +1,7 @@
 //! Scalar functions: name resolution and typing at bind time, evaluation at run time, and the
 //! mapping from SQL type names to types.
 
-use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::prelude::FromPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 use sqlparser::ast;
 
@@ -112,8 +112,21 @@ pub fn is_serial(data_type: &ast::DataType) -> bool {
         if matches!(crate::binder::object_name(name).as_deref(), Ok("serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2")))
 }
 
-fn text_args(args: Vec<(Expr, SqlType)>) -> Result<Vec<Expr>> {
+/// Arguments of a function whose parameters are all text: character types (and untyped
+/// literals) convert; other types have no implicit cast to text, so no such function exists.
+fn text_args(name: &str, args: Vec<(Expr, SqlType)>) -> Result<Vec<Expr>> {
+    if args.iter().any(|(_, ty)| !ty.is_text()) {
+        return Err(wrong_arguments(name, &args));
+    }
     args.into_iter().map(|(expr, ty)| coerce(expr, &ty, &SqlType::Text, true)).collect()
+}
+
+/// One text parameter of a function with other parameters: `Err` (42883) when it is not text.
+fn text_param(expr: Expr, ty: &SqlType, missing: &dyn Fn() -> SqlError) -> Result<Expr> {
+    if !ty.is_text() {
+        return Err(missing());
+    }
+    coerce(expr, ty, &SqlType::Text, true)
 }
 
 fn call(
@@ -141,27 +154,28 @@ fn wrong_arguments(name: &str, args: &[(Expr, SqlType)]) -> SqlError {
 /// Resolves a scalar function call and its result type.
 pub fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlType)> {
     let count = args.len();
+    let signature_error = wrong_arguments(name, &args);
+    let missing = move || signature_error.clone();
     match (name, count) {
         ("length" | "char_length" | "character_length" | "octet_length", 1) => {
             let ty = args[0].1.clone();
-            let name = if matches!(ty, SqlType::Char(_)) { "bpchar_length" } else { name };
-            let args = if matches!(ty, SqlType::Char(_)) {
-                vec![args[0].0.clone()]
-            } else {
-                text_args(args)?
-            };
-            call(name, args, vec![SqlType::Text], SqlType::Int4)
+            if matches!(ty, SqlType::Char(_)) {
+                // bpchar: length ignores the padding, octet_length counts it.
+                let name = if name == "octet_length" { name } else { "bpchar_length" };
+                return call(name, vec![args[0].0.clone()], vec![ty], SqlType::Int4);
+            }
+            call(name, text_args(name, args)?, vec![SqlType::Text], SqlType::Int4)
         }
         ("upper" | "lower" | "initcap" | "md5" | "reverse", 1) => {
-            call(name, text_args(args)?, vec![SqlType::Text], SqlType::Text)
+            call(name, text_args(name, args)?, vec![SqlType::Text], SqlType::Text)
         }
         ("btrim" | "ltrim" | "rtrim", 1 | 2) => {
-            call(name, text_args(args)?, vec![SqlType::Text], SqlType::Text)
+            call(name, text_args(name, args)?, vec![SqlType::Text], SqlType::Text)
         }
         ("substr" | "substring", 2 | 3) => {
             let mut iter = args.into_iter();
             let (text, text_ty) = iter.next().expect("arg");
-            let mut bound = vec![coerce(text, &text_ty, &SqlType::Text, true)?];
+            let mut bound = vec![text_param(text, &text_ty, &missing)?];
             for (expr, ty) in iter {
                 bound.push(coerce(expr, &ty, &SqlType::Int8, false)?);
             }
@@ -172,7 +186,7 @@ pub fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlTyp
             let (text, text_ty) = iter.next().expect("arg");
             let (count, count_ty) = iter.next().expect("arg");
             let bound = vec![
-                coerce(text, &text_ty, &SqlType::Text, true)?,
+                text_param(text, &text_ty, &missing)?,
                 coerce(count, &count_ty, &SqlType::Int8, false)?,
             ];
             call(name, bound, vec![SqlType::Text], SqlType::Text)
@@ -182,11 +196,11 @@ pub fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlTyp
             let (text, text_ty) = iter.next().expect("arg");
             let (count, count_ty) = iter.next().expect("arg");
             let mut bound = vec![
-                coerce(text, &text_ty, &SqlType::Text, true)?,
+                text_param(text, &text_ty, &missing)?,
                 coerce(count, &count_ty, &SqlType::Int8, false)?,
             ];
             if let Some((fill, fill_ty)) = iter.next() {
-                bound.push(coerce(fill, &fill_ty, &SqlType::Text, true)?);
+                bound.push(text_param(fill, &fill_ty, &missing)?);
             }
             call(name, bound, vec![SqlType::Text], SqlType::Text)
         }
@@ -206,17 +220,32 @@ pub fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlTyp
                 let (b, b_ty) = iter.next().expect("arg");
                 let (c, c_ty) = iter.next().expect("arg");
                 let bound = vec![
-                    coerce(a, &a_ty, &SqlType::Text, true)?,
-                    coerce(b, &b_ty, &SqlType::Text, true)?,
+                    text_param(a, &a_ty, &missing)?,
+                    text_param(b, &b_ty, &missing)?,
                     coerce(c, &c_ty, &SqlType::Int8, false)?,
                 ];
                 return call(name, bound, vec![SqlType::Text], output);
             }
-            call(name, text_args(args)?, vec![SqlType::Text], output)
+            call(name, text_args(name, args)?, vec![SqlType::Text], output)
         }
-        ("concat", _) => call(name, text_args(args)?, vec![SqlType::Text], SqlType::Text),
-        ("concat_ws", n) if n >= 1 => {
-            call(name, text_args(args)?, vec![SqlType::Text], SqlType::Text)
+        // concat and concat_ws take "any": each value is converted by its output function
+        // (bpchar keeps its padding, booleans print as t/f).
+        ("concat", _) | ("concat_ws", 1..) => {
+            let types: Vec<SqlType> = args
+                .iter()
+                .map(|(_, ty)| if *ty == SqlType::Unknown { SqlType::Text } else { ty.clone() })
+                .collect();
+            let bound = args
+                .into_iter()
+                .map(|(expr, ty)| {
+                    if ty == SqlType::Unknown {
+                        coerce(expr, &ty, &SqlType::Text, true)
+                    } else {
+                        Ok(expr)
+                    }
+                })
+                .collect::<Result<Vec<Expr>>>()?;
+            call(name, bound, types, SqlType::Text)
         }
         ("coalesce" | "greatest" | "least" | "nullif", _) if count >= 1 => {
             if name == "nullif" && count != 2 {
@@ -358,7 +387,7 @@ pub fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlTyp
         ) => call(name, Vec::new(), Vec::new(), SqlType::Text),
         ("pg_backend_pid", 0) => call(name, Vec::new(), Vec::new(), SqlType::Int4),
         ("nextval" | "currval", 1) => {
-            call(name, text_args(args)?, vec![SqlType::Text], SqlType::Int8)
+            call(name, text_args(name, args)?, vec![SqlType::Text], SqlType::Int8)
         }
         ("format_type", 2) => {
             let bound = args
@@ -606,13 +635,20 @@ pub fn evaluate(
                 index.and_then(|i| parts.get(i)).map_or(String::new(), |part| part.to_string()),
             )
         }
-        "concat" => Datum::Text(args.iter().filter_map(|arg| arg.as_text()).collect()),
-        "concat_ws" => {
-            let Some(separator) = args.first().and_then(Datum::as_text) else {
-                return Ok(Datum::Null);
-            };
-            let parts: Vec<&str> = args[1..].iter().filter_map(Datum::as_text).collect();
-            Datum::Text(parts.join(separator))
+        "concat" | "concat_ws" => {
+            // Output-function text of each non-NULL argument.
+            let texts: Vec<Option<String>> = args
+                .iter()
+                .zip(call.arg_types.iter().chain(std::iter::repeat(&SqlType::Text)))
+                .map(|(arg, ty)| arg.to_text(ty))
+                .collect();
+            if name == "concat" {
+                Datum::Text(texts.into_iter().flatten().collect())
+            } else {
+                let Some(Some(separator)) = texts.first() else { return Ok(Datum::Null) };
+                let parts: Vec<String> = texts[1..].iter().flatten().cloned().collect();
+                Datum::Text(parts.join(separator))
+            }
         }
         "coalesce" => args.into_iter().find(|arg| !arg.is_null()).unwrap_or(Datum::Null),
         "nullif" => {
@@ -699,12 +735,7 @@ pub fn evaluate(
         },
         "power" => match (&args[0], &args[1]) {
             (Datum::Numeric(base), Datum::Numeric(exponent)) => {
-                let result = base.to_f64().unwrap_or(0.0).powf(exponent.to_f64().unwrap_or(0.0));
-                Datum::Numeric(
-                    Decimal::from_f64(result)
-                        .ok_or_else(|| SqlError::out_of_range("numeric"))?
-                        .normalize(),
-                )
+                Datum::Numeric(types::numeric_power(*base, *exponent)?)
             }
             (base, exponent) => {
                 let base = base.as_f64().unwrap_or(0.0);

@@ -135,6 +135,10 @@ pub struct Session {
     state: BlockState,
     block_isolation: Option<IsolationLevel>,
     settings: HashMap<String, String>,
+    /// Settings as they were at BEGIN and at each savepoint (by name): SET is transactional,
+    /// so ROLLBACK (TO SAVEPOINT) restores them.
+    block_settings: Option<HashMap<String, String>>,
+    savepoint_settings: Vec<(String, HashMap<String, String>)>,
     pub database: String,
     pub user: String,
     pub backend_pid: i32,
@@ -162,12 +166,172 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     if let Some(front) = front::parse(sql)? {
         return Ok(vec![Statement::Front(front)]);
     }
-    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|error| {
-        let text = error.to_string();
-        let message = text.strip_prefix("sql parser error: ").unwrap_or(&text).to_string();
-        SqlError::syntax(format!("syntax error: {message}"))
-    })?;
+    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+        .map_err(|error| syntax_error(sql, &error.to_string()))?;
+    for statement in &statements {
+        check_reserved_names(sql, statement)?;
+    }
     Ok(statements.into_iter().map(|statement| Statement::Sql(Box::new(statement))).collect())
+}
+
+/// The 1-based character position of sqlparser's 1-based line and column in `sql`.
+fn char_position(sql: &str, line: usize, column: usize) -> usize {
+    let mut position = 0;
+    for (index, text) in sql.split('\n').enumerate() {
+        if index + 1 == line {
+            return position + column.min(text.chars().count() + 1);
+        }
+        position += text.chars().count() + 1;
+    }
+    position.max(1)
+}
+
+/// PostgreSQL's syntax error for a sqlparser error: `syntax error at or near "token"`,
+/// `syntax error at end of input`, `unterminated quoted string at or near "'abc"`, with the
+/// position of the offending token.
+fn syntax_error(sql: &str, error: &str) -> SqlError {
+    let message = error
+        .strip_prefix("sql parser error: ")
+        .or_else(|| error.strip_prefix("sql tokenizer error: "))
+        .unwrap_or(error);
+    let (body, location) = match message.rsplit_once(" at Line: ") {
+        Some((body, location)) => {
+            let mut parts = location.split(", Column: ");
+            let line = parts.next().and_then(|line| line.trim().parse::<usize>().ok());
+            let column = parts.next().and_then(|column| column.trim().parse::<usize>().ok());
+            match (line, column) {
+                (Some(line), Some(column)) => (body, Some(char_position(sql, line, column))),
+                _ => (message, None),
+            }
+        }
+        None => (message, None),
+    };
+    let mut error = if body.starts_with("Unterminated string literal") {
+        let rest: String = sql.chars().skip(location.map_or(0, |position| position - 1)).collect();
+        SqlError::syntax(format!("unterminated quoted string at or near \"{rest}\""))
+    } else if body.ends_with("found: EOF") {
+        SqlError::syntax("syntax error at end of input")
+    } else if let Some((_, token)) = body.rsplit_once("found: ") {
+        SqlError::syntax(format!("syntax error at or near \"{token}\""))
+    } else {
+        SqlError::syntax(format!("syntax error: {body}"))
+    };
+    error.position =
+        if body.ends_with("found: EOF") { Some(sql.chars().count() + 1) } else { location };
+    error
+}
+
+/// PostgreSQL's reserved key words, which cannot name a table unquoted (sqlparser accepts
+/// some of them there: `SELECT * FROM FROM t`).
+const RESERVED_WORDS: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "from",
+    "grant",
+    "group",
+    "having",
+    "in",
+    "initially",
+    "intersect",
+    "into",
+    "lateral",
+    "leading",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "select",
+    "session_user",
+    "some",
+    "symmetric",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "when",
+    "where",
+    "window",
+    "with",
+];
+
+fn check_reserved_names(sql: &str, statement: &ast::Statement) -> Result<()> {
+    let mut found = None;
+    let _ = ast::visit_relations(statement, |name| {
+        for part in &name.0 {
+            if let ast::ObjectNamePart::Identifier(ident) = part {
+                if ident.quote_style.is_none()
+                    && RESERVED_WORDS.contains(&ident.value.to_ascii_lowercase().as_str())
+                {
+                    found = Some(ident.clone());
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    match found {
+        Some(ident) => {
+            let mut error =
+                SqlError::syntax(format!("syntax error at or near \"{}\"", ident.value));
+            let start = ident.span.start;
+            if start.line > 0 {
+                let line = usize::try_from(start.line).unwrap_or(1);
+                let column = usize::try_from(start.column).unwrap_or(1);
+                error.position = Some(char_position(sql, line, column));
+            }
+            Err(error)
+        }
+        None => Ok(()),
+    }
 }
 
 /// Splits a multi-statement string where the front parser must see pieces (COPY, VACUUM)
@@ -212,6 +376,8 @@ impl Session {
             state: BlockState::Idle,
             block_isolation: None,
             settings: HashMap::new(),
+            block_settings: None,
+            savepoint_settings: Vec::new(),
             database: database.to_string(),
             user: user.to_string(),
             backend_pid,
@@ -450,13 +616,20 @@ impl Session {
                 }
                 self.state = BlockState::InBlock;
                 self.block_isolation = isolation_of(modes);
+                self.block_settings = Some(self.settings.clone());
+                self.savepoint_settings.clear();
                 Output::command("BEGIN")
             }
             ast::Statement::Commit { .. } => {
+                let saved_settings = self.block_settings.take();
+                self.savepoint_settings.clear();
                 let tag = match self.state {
                     BlockState::Failed => {
                         if let Some(transaction) = self.transaction.take() {
                             let _ = transaction.rollback();
+                        }
+                        if let Some(settings) = saved_settings {
+                            self.settings = settings;
                         }
                         "ROLLBACK"
                     }
@@ -486,9 +659,20 @@ impl Session {
                 })?;
                 transaction.rollback_to_savepoint(&ident(name))?;
                 self.state = BlockState::InBlock;
+                let name = ident(name);
+                if let Some(position) =
+                    self.savepoint_settings.iter().rposition(|(saved, _)| *saved == name)
+                {
+                    self.savepoint_settings.truncate(position + 1);
+                    self.settings = self.savepoint_settings[position].1.clone();
+                }
                 Output::command("ROLLBACK")
             }
             ast::Statement::Rollback { .. } => {
+                if let Some(settings) = self.block_settings.take() {
+                    self.settings = settings;
+                }
+                self.savepoint_settings.clear();
                 if let Some(transaction) = self.transaction.take() {
                     transaction.rollback()?;
                 }
@@ -508,6 +692,7 @@ impl Session {
                 }
                 self.begin_transaction()?;
                 self.transaction.as_mut().expect("begun").savepoint(&ident(name))?;
+                self.savepoint_settings.push((ident(name), self.settings.clone()));
                 Output::command("SAVEPOINT")
             }
             ast::Statement::ReleaseSavepoint { name } => {
@@ -522,6 +707,12 @@ impl Session {
                 }
                 self.begin_transaction()?;
                 self.transaction.as_mut().expect("begun").release_savepoint(&ident(name))?;
+                let name = ident(name);
+                if let Some(position) =
+                    self.savepoint_settings.iter().rposition(|(saved, _)| *saved == name)
+                {
+                    self.savepoint_settings.truncate(position);
+                }
                 Output::command("RELEASE")
             }
             _ => return Ok(None),
@@ -1879,11 +2070,22 @@ fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
             .collect::<Result<_>>()?;
         let mut failure: Option<SqlError> = None;
         let mut result_row: Option<Row> = None;
+        // A new row with another primary key: the engine updates rows in place under their
+        // key, so it becomes a delete and an insert (below).
+        let mut moved: Option<(Row, Vec<Value>)> = None;
+        let key_columns: &[usize] = table.clustered_key().map_or(&[], |key| &key.columns);
         let params = ctx.params;
         let session = ctx.session;
         let time = ctx.statement_time_micros;
         let mut change = |latest: &Vec<Value>| -> Option<Vec<Value>> {
+            let key_changes = |values: &[Value]| {
+                key_columns.iter().any(|&column| values[column] != latest[column])
+            };
             if *latest == expected {
+                if key_changes(&prepared) {
+                    moved = Some((new_row.clone(), std::mem::take(&mut prepared)));
+                    return None;
+                }
                 result_row = Some(new_row.clone());
                 return Some(std::mem::take(&mut prepared));
             }
@@ -1926,6 +2128,10 @@ fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
                     Ok((new_row, values))
                 });
             match recomputed {
+                Ok((new_row, values)) if key_changes(&values) => {
+                    moved = Some((new_row, values));
+                    None
+                }
                 Ok((new_row, values)) => {
                     result_row = Some(new_row);
                     Some(values)
@@ -1937,9 +2143,15 @@ fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
             }
         };
         let transaction = ctx.txn.as_deref_mut().expect("update runs in a transaction");
-        let changed = transaction.update_by_key(&table.name, &key, &mut change)?;
+        let mut changed = transaction.update_by_key(&table.name, &key, &mut change)?;
         if let Some(error) = failure {
             return Err(error);
+        }
+        if let Some((new_row, values)) = moved {
+            transaction.delete_by_key(&table.name, &key)?;
+            transaction.insert(&table.name, values)?;
+            result_row = Some(new_row);
+            changed = true;
         }
         if changed {
             count += 1;

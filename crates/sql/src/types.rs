@@ -262,7 +262,12 @@ impl SqlType {
         match (left, right) {
             (SqlType::Unknown, other) | (other, SqlType::Unknown) => Some(other.clone()),
             (a, b) if a.is_numeric_family() && b.is_numeric_family() => {
-                Some(if a.numeric_rank() >= b.numeric_rank() { a.clone() } else { b.clone() })
+                let wider = if a.numeric_rank() >= b.numeric_rank() { a } else { b };
+                // Differing inputs keep no type modifier: numeric(8,2) and integer give numeric.
+                Some(match wider {
+                    SqlType::Numeric { .. } => SqlType::numeric(),
+                    other => other.clone(),
+                })
             }
             (SqlType::Char(_), SqlType::Char(_)) => Some(SqlType::Char(1)),
             (a, b) if a.is_text() && b.is_text() => Some(SqlType::Text),
@@ -277,6 +282,11 @@ impl SqlType {
     /// Type of `left op right` for + - * / % on numbers.
     pub fn arithmetic(left: &SqlType, right: &SqlType) -> Option<SqlType> {
         let common = SqlType::common(left, right)?;
+        // real with anything but real resolves to the float48/float84 operators (float8 is
+        // the preferred type of the numeric category).
+        if common == SqlType::Float4 && left != right {
+            return Some(SqlType::Float8);
+        }
         match common {
             SqlType::Numeric { .. } => Some(SqlType::numeric()),
             SqlType::Oid => Some(SqlType::Int8),
@@ -634,19 +644,42 @@ pub fn format_timestamp(micros: i64) -> String {
     text
 }
 
+/// The error for date/time input that does not parse: 22008 when it has the shape
+/// year-month-day but a field is out of range (2023-02-29), else 22P02.
+fn date_input_error(type_name: &str, trimmed: &str, text: &str) -> SqlError {
+    let date_part = trimmed.split([' ', 'T']).next().unwrap_or("");
+    let fields: Vec<&str> = date_part.split('-').collect();
+    let numeric = fields.len() == 3
+        && fields
+            .iter()
+            .all(|field| !field.is_empty() && field.chars().all(|c| c.is_ascii_digit()));
+    if numeric {
+        let month: u32 = fields[1].parse().unwrap_or(0);
+        let day: u32 = fields[2].parse().unwrap_or(0);
+        let year: i32 = fields[0].parse().unwrap_or(0);
+        if NaiveDate::from_ymd_opt(year, month, day).is_none() {
+            return SqlError::new(
+                "22008",
+                format!("date/time field value out of range: \"{text}\""),
+            );
+        }
+    }
+    SqlError::invalid_text(type_name, text)
+}
+
 pub fn parse_date(text: &str) -> Result<i32> {
     let trimmed = text.trim();
     let date = NaiveDate::parse_from_str(trimmed, "%Y-%m-%d")
-        .map_err(|_| SqlError::invalid_text("date", text))?;
+        .map_err(|_| date_input_error("date", trimmed, text))?;
     i32::try_from((date - epoch_date()).num_days()).map_err(|_| SqlError::out_of_range("date"))
 }
 
 /// Parses a timestamp; with `with_zone`, a trailing offset (`+02`, `-05:30`, `Z`) is applied
 /// so the result is UTC.
 pub fn parse_timestamp(text: &str, with_zone: bool) -> Result<i64> {
-    let type_name =
-        if with_zone { "timestamp with time zone" } else { "timestamp without time zone" };
-    let bad = || SqlError::invalid_text(type_name, text);
+    // PostgreSQL's datetime input errors name timestamp without time zone "timestamp".
+    let type_name = if with_zone { "timestamp with time zone" } else { "timestamp" };
+    let bad = || date_input_error(type_name, text.trim(), text);
     let mut body = text.trim().replace('T', " ");
     let mut offset_seconds = 0i64;
     if let Some(stripped) = body.strip_suffix(" UTC").or_else(|| body.strip_suffix('Z')) {
@@ -869,16 +902,15 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         }
         _ => datum,
     };
+    // The boolean-to-text cast spells the value out (the output function prints t/f).
+    let as_text = |datum: &Datum| match datum {
+        Datum::Bool(flag) => if *flag { "true" } else { "false" }.to_string(),
+        other => other.to_text(from).unwrap_or_default(),
+    };
     Ok(match to {
-        SqlType::Text | SqlType::Name | SqlType::Unknown => {
-            Datum::Text(datum.to_text(from).unwrap_or_default())
-        }
-        SqlType::Varchar(length) => {
-            Datum::Text(to_varchar(&datum.to_text(from).unwrap_or_default(), *length, explicit)?)
-        }
-        SqlType::Char(length) => {
-            Datum::Text(to_bpchar(&datum.to_text(from).unwrap_or_default(), *length, explicit)?)
-        }
+        SqlType::Text | SqlType::Name | SqlType::Unknown => Datum::Text(as_text(&datum)),
+        SqlType::Varchar(length) => Datum::Text(to_varchar(&as_text(&datum), *length, explicit)?),
+        SqlType::Char(length) => Datum::Text(to_bpchar(&as_text(&datum), *length, explicit)?),
         SqlType::Bool => match &datum {
             Datum::Bool(_) => datum,
             Datum::Text(text) => Datum::Bool(parse_bool(text)?),
@@ -1020,5 +1052,51 @@ pub fn numeric_divide(left: Decimal, right: Decimal) -> Result<Decimal> {
     let mut rounded =
         quotient.round_dp_with_strategy(scale.min(28), RoundingStrategy::MidpointAwayFromZero);
     rounded.rescale(scale.min(28));
+    Ok(rounded)
+}
+
+/// numeric ^ numeric with PostgreSQL's errors and result scale: at least 16 significant
+/// digits (`NUMERIC_MIN_SIG_DIGITS` less the result's decimal weight for a fractional
+/// exponent, 16 decimals for an integer one) and no less than either input's scale.
+pub fn numeric_power(base: Decimal, exponent: Decimal) -> Result<Decimal> {
+    use rust_decimal::MathematicalOps;
+    let overflow = || SqlError::new("22003", "value overflows numeric format");
+    if base.is_zero() && exponent.is_sign_negative() && !exponent.is_zero() {
+        return Err(SqlError::new("2201F", "zero raised to a negative power is undefined"));
+    }
+    let integral = exponent.fract().is_zero();
+    if base.is_sign_negative() && !base.is_zero() && !integral {
+        return Err(SqlError::new(
+            "2201F",
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
+    }
+    let result = if exponent.is_zero() {
+        Decimal::ONE
+    } else if base.is_zero() {
+        Decimal::ZERO
+    } else if integral {
+        let power = exponent.trunc().to_i64().ok_or_else(overflow)?;
+        base.checked_powi(power).ok_or_else(overflow)?
+    } else {
+        base.checked_ln()
+            .and_then(|ln| ln.checked_mul(exponent))
+            .and_then(|product| product.checked_exp())
+            .ok_or_else(overflow)?
+    };
+    let weight = if integral || result.is_zero() {
+        0
+    } else {
+        // (int) of the decimal logarithm, truncated toward zero as C does.
+        let log10 = result.abs().to_f64().map_or(0.0, f64::log10);
+        #[allow(clippy::cast_possible_truncation)]
+        let weight = log10.trunc() as i64;
+        weight
+    };
+    let scale =
+        (16 - weight).max(i64::from(base.scale())).max(i64::from(exponent.scale())).clamp(0, 28);
+    let scale = u32::try_from(scale).unwrap_or(0);
+    let mut rounded = result.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+    rounded.rescale(scale);
     Ok(rounded)
 }
