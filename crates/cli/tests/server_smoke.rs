@@ -7,7 +7,10 @@ use server_support::TestServer;
 #[tokio::test(flavor = "multi_thread")]
 async fn simple_and_extended_queries_answer() {
     let server = TestServer::start(&[]);
-    let (client, connection) = tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls).await.expect("connect");
+    let (client, connection) =
+        tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
     tokio::spawn(connection);
     let rows = client.simple_query("SELECT 1 + 1 AS two").await.expect("simple query");
     let value = rows.iter().find_map(|message| match message {

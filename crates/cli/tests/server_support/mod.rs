@@ -30,7 +30,16 @@ impl TestServer {
             .arg("serve")
             .arg("--data-dir")
             .arg(data_dir.path())
-            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--buffer-pool", "64MB", "--tier-size", "64MB"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--buffer-pool",
+                "64MB",
+                "--tier-size",
+                "64MB",
+            ])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -50,7 +59,8 @@ impl TestServer {
         let line = receiver.recv_timeout(START_TIMEOUT).expect("server printed its address");
         let port = |after: &str| -> u16 {
             let rest = line.split(after).nth(1).expect("address in line");
-            let address: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':').collect();
+            let address: String =
+                rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':').collect();
             address.rsplit(':').next().and_then(|port| port.parse().ok()).expect("port")
         };
         let metrics_port = port("http://");
