@@ -73,6 +73,15 @@ def test_simple_protocol_statement_list(autoconn, table):
     assert cur.statusmessage == "UPDATE 2"
 
 
+def test_simple_query_string_is_one_implicit_transaction(autoconn, table):
+    # PostgreSQL runs the statements of one simple Query message in one implicit transaction:
+    # an error in a later statement rolls back the earlier ones.
+    autoconn.execute(f"CREATE TABLE {table} (id int4 PRIMARY KEY)")
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        autoconn.execute(f"INSERT INTO {table} VALUES (1); SELECT 1 / 0; INSERT INTO {table} VALUES (2)")
+    assert autoconn.execute(f"SELECT id FROM {table}").fetchall() == []
+
+
 def test_client_side_binding_cursor(autoconn, table):
     # ClientCursor merges parameters into the query text and uses the simple protocol.
     cur = psycopg.ClientCursor(autoconn)
