@@ -1,0 +1,161 @@
+//! The real `psql` client against `tierdb serve`: its describe commands (`\d`, `\dt`, `\di`,
+//! `\d table`) run psql's own catalog queries, so they exercise pg_catalog as psql uses it.
+//!
+//! Needs the `psql` binary (package postgresql-client); the test fails when it is missing.
+
+mod server_support;
+
+use std::process::{Command, Output};
+
+use server_support::TestServer;
+
+fn require_psql() {
+    match Command::new("psql").arg("--version").output() {
+        Ok(output) if output.status.success() => {}
+        Ok(output) => panic!("psql --version failed: {output:?}"),
+        Err(error) => panic!(
+            "psql not found ({error}); these tests need the PostgreSQL client \
+             (apt-get install postgresql-client)"
+        ),
+    }
+}
+
+fn run_psql(server: &TestServer, extra: &[&str], command: &str) -> Output {
+    Command::new("psql")
+        .args(["-X", "-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "tierdb"])
+        .args(["-d", "tierdb", "-v", "ON_ERROR_STOP=1"])
+        .args(extra)
+        .args(["-c", command])
+        .env("PGCONNECT_TIMEOUT", "30")
+        .env("PAGER", "")
+        .env("PSQL_PAGER", "")
+        .env("COLUMNS", "200")
+        .env_remove("PGSERVICE")
+        .env_remove("PGOPTIONS")
+        .output()
+        .expect("run psql")
+}
+
+/// Runs `command`; asserts success and returns stdout. On failure, shows the catalog queries
+/// psql sent (`-E`) with the server's answer.
+fn psql(server: &TestServer, command: &str) -> String {
+    let output = run_psql(server, &[], command);
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    if !output.status.success() || stderr.contains("ERROR") {
+        let echoed = run_psql(server, &["-E"], command);
+        panic!(
+            "psql -c '{command}' failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}\n\
+             --- with -E (the queries psql sent):\n{}\n{}",
+            output.status,
+            String::from_utf8_lossy(&echoed.stdout),
+            String::from_utf8_lossy(&echoed.stderr)
+        );
+    }
+    eprintln!("psql -c '{command}':\n{stdout}");
+    stdout
+}
+
+/// The first output line whose `|`-separated cells include every one of `cells`.
+fn line_with<'a>(output: &'a str, cells: &[&str]) -> Option<&'a str> {
+    output.lines().find(|line| {
+        let row: Vec<&str> = line.split('|').map(str::trim).collect();
+        cells.iter().all(|cell| row.contains(cell))
+    })
+}
+
+fn setup(server: &TestServer) {
+    psql(
+        server,
+        "CREATE TABLE items (id int4 PRIMARY KEY, name text NOT NULL, price numeric(10, 2), \
+         created timestamp, code varchar(8))",
+    );
+    psql(server, "CREATE INDEX items_name_idx ON items (name)");
+    psql(server, "CREATE UNIQUE INDEX items_code_key ON items (code)");
+    psql(server, "CREATE TABLE other (k int8)");
+}
+
+#[test]
+fn psql_connects_and_queries() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    let output = psql(&server, "SELECT 1 AS one, 'x'::text AS two");
+    assert!(line_with(&output, &["one", "two"]).is_some(), "{output}");
+    assert!(line_with(&output, &["1", "x"]).is_some(), "{output}");
+    assert!(output.contains("(1 row)"), "{output}");
+}
+
+#[test]
+fn psql_describe_relations() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    setup(&server);
+    let output = psql(&server, "\\d");
+    assert!(output.contains("List of relations"), "{output}");
+    assert!(line_with(&output, &["public", "items", "table", "tierdb"]).is_some(), "{output}");
+    assert!(line_with(&output, &["public", "other", "table", "tierdb"]).is_some(), "{output}");
+    assert!(output.contains("(2 rows)"), "{output}");
+}
+
+#[test]
+fn psql_describe_tables() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    setup(&server);
+    let output = psql(&server, "\\dt");
+    assert!(output.contains("List of relations") || output.contains("List of tables"), "{output}");
+    assert!(line_with(&output, &["public", "items", "table", "tierdb"]).is_some(), "{output}");
+    assert!(line_with(&output, &["public", "other", "table", "tierdb"]).is_some(), "{output}");
+    assert!(!output.contains("items_pkey"), "\\dt lists no indexes: {output}");
+}
+
+#[test]
+fn psql_describe_indexes() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    setup(&server);
+    let output = psql(&server, "\\di");
+    for index in ["items_pkey", "items_name_idx", "items_code_key"] {
+        assert!(
+            line_with(&output, &["public", index, "index", "tierdb", "items"]).is_some(),
+            "\\di lists {index} as an index of items:\n{output}"
+        );
+    }
+    assert!(output.contains("(3 rows)"), "{output}");
+}
+
+#[test]
+fn psql_describe_one_table() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    setup(&server);
+    let output = psql(&server, "\\d items");
+    assert!(output.contains("Table \"public.items\""), "{output}");
+    for (column, ty, nullable) in [
+        ("id", "integer", "not null"),
+        ("name", "text", "not null"),
+        ("price", "numeric(10,2)", ""),
+        ("created", "timestamp without time zone", ""),
+        ("code", "character varying(8)", ""),
+    ] {
+        let line = line_with(&output, &[column, ty])
+            .unwrap_or_else(|| panic!("\\d items shows column {column} of type {ty}:\n{output}"));
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert_eq!(cells.get(3).copied(), Some(nullable), "nullability of {column}: {line}");
+    }
+    assert!(output.contains("Indexes:"), "{output}");
+    for index in [
+        "\"items_pkey\" PRIMARY KEY, btree (id)",
+        "\"items_name_idx\" btree (name)",
+        "\"items_code_key\" UNIQUE, btree (code)",
+    ] {
+        assert!(output.contains(index), "\\d items lists {index}:\n{output}");
+    }
+    // A table that does not exist: psql's message, exit status 1.
+    let missing = run_psql(&server, &[], "\\d no_such_table");
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("Did not find any relation named \"no_such_table\""),
+        "{stderr} {missing:?}"
+    );
+}
