@@ -270,8 +270,14 @@ fn response(
                 }
                 data_rows.push(Ok(encoder.take_row()));
             }
-            let _ = tag;
-            Response::Query(QueryResponse::new(fields, stream::iter(data_rows)))
+            let mut response = QueryResponse::new(fields, stream::iter(data_rows));
+            // INSERT/UPDATE/DELETE ... RETURNING keep their own command tag; pgwire appends
+            // the row count.
+            let command = tag.split(' ').next().unwrap_or("SELECT");
+            if command != "SELECT" {
+                response.set_command_tag(if command == "INSERT" { "INSERT 0" } else { command });
+            }
+            Response::Query(response)
         }
         Output::Command { tag } => {
             let is_end = matches!(tag.as_str(), "COMMIT" | "ROLLBACK");
@@ -368,7 +374,15 @@ impl QueryParser for Parser {
                 ty.as_ref().and_then(|ty| SqlType::from_oid(ty.oid())).unwrap_or(SqlType::Unknown)
             })
             .collect();
-        let prepared = self.session.lock().prepare(sql, &types).map_err(user_error)?;
+        let mut session = self.session.lock();
+        let prepared = match session.prepare(sql, &types) {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                // A statement that fails to parse or bind fails the transaction block too.
+                session.note_error();
+                return Err(user_error(error));
+            }
+        };
         Ok(Some(Arc::new(Mutex::new(prepared))))
     }
 

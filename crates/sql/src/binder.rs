@@ -1275,6 +1275,13 @@ impl<'a> Binder<'a> {
             ast::Expr::Nested(inner) => self.expr(inner, scope, hint),
             ast::Expr::Cast { expr: inner, data_type, .. } => {
                 let to = functions::sql_type(data_type)?;
+                if let (SqlType::Float4 | SqlType::Float8, Some(text)) =
+                    (&to, number_literal(inner))
+                {
+                    // `1e300::float8`: the literal is read as the float it becomes.
+                    let value = types::parse_float(&text, &to)?;
+                    return Ok((Expr::Literal(Datum::Float(value)), to));
+                }
                 let (bound, from) = self.expr(inner, scope, Some(&to))?;
                 Ok((coerce(bound, &from, &to, true)?, to))
             }
@@ -1486,6 +1493,15 @@ impl<'a> Binder<'a> {
                 self.call("date_part", &[field, inner.as_ref().clone()], scope)
             }
             ast::Expr::Collate { expr: inner, .. } => self.expr(inner, scope, hint),
+            ast::Expr::CompoundFieldAccess { root, access_chain } => {
+                // array[index] on array text (catalog queries).
+                let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
+                    access_chain.as_slice()
+                else {
+                    return Err(SqlError::unsupported(format!("unsupported field access: {expr}")));
+                };
+                self.call("array_element", &[root.as_ref().clone(), index.clone()], scope)
+            }
             ast::Expr::AnyOp { left, compare_op, right, .. } => {
                 // `x = ANY (ARRAY[...])` from drivers: an IN list.
                 if let (ast::BinaryOperator::Eq, ast::Expr::Array(array)) =
@@ -1637,13 +1653,13 @@ impl<'a> Binder<'a> {
         if let Ok(decimal) = types::parse_numeric(text) {
             return Ok((Expr::Literal(Datum::Numeric(decimal)), SqlType::numeric()));
         }
-        // Beyond the 28 digits numeric holds (1e300): the nearest double precision value.
-        match text.parse::<f64>() {
-            Ok(value) if value.is_finite() => {
-                Ok((Expr::Literal(Datum::Float(value)), SqlType::Float8))
-            }
-            _ => Err(SqlError::new("22003", format!("numeric literal {text} is out of range"))),
-        }
+        // tierdb's numeric holds 28 significant digits (rust_decimal); PostgreSQL's holds far
+        // more. A literal beyond that is an error rather than a silently rounded value
+        // (a cast to a float type parses the literal as that type instead: see `Cast`).
+        Err(SqlError::new(
+            "22003",
+            format!("numeric literal {text} is out of range: tierdb's numeric holds at most 28 significant digits"),
+        ))
     }
 
     /// Binds two operands for comparison; returns them coerced and whether bpchar rules apply.
@@ -2037,6 +2053,21 @@ fn literal_position(expr: &ast::Expr) -> Option<usize> {
             ast::Value::Number(text, _) => text.parse().ok(),
             _ => None,
         },
+        _ => None,
+    }
+}
+
+/// The text of a (possibly negated) number literal.
+fn number_literal(expr: &ast::Expr) -> Option<String> {
+    match expr {
+        ast::Expr::Value(value) => match &value.value {
+            ast::Value::Number(text, _) => Some(text.clone()),
+            _ => None,
+        },
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => {
+            number_literal(expr).map(|text| format!("-{text}"))
+        }
+        ast::Expr::Nested(inner) => number_literal(inner),
         _ => None,
     }
 }

@@ -46,6 +46,8 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         }
         D::Char(len) | D::Character(len) => SqlType::Char(length(len).unwrap_or(1)),
         D::Bytea => SqlType::Bytea,
+        // Arrays appear only in catalog queries; their values are array text ({a,b}).
+        D::Array(_) => SqlType::Text,
         D::Date => SqlType::Date,
         D::Timestamp(_, ast::TimezoneInfo::WithTimeZone)
         | D::Timestamp(_, ast::TimezoneInfo::Tz) => SqlType::TimestampTz,
@@ -385,6 +387,28 @@ pub fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlTyp
             | "pg_postmaster_start_time",
             0,
         ) => call(name, Vec::new(), Vec::new(), SqlType::Text),
+        ("array_upper" | "array_length", 2) => {
+            let mut iter = args.into_iter();
+            let (array, array_ty) = iter.next().expect("arg");
+            let (dimension, dimension_ty) = iter.next().expect("arg");
+            let bound = vec![
+                coerce(array, &array_ty, &SqlType::Text, true)?,
+                coerce(dimension, &dimension_ty, &SqlType::Int4, false)?,
+            ];
+            call("array_upper", bound, vec![SqlType::Text, SqlType::Int4], SqlType::Int4)
+        }
+        ("array_element", 2) => {
+            let mut iter = args.into_iter();
+            let (array, array_ty) = iter.next().expect("arg");
+            let (index, index_ty) = iter.next().expect("arg");
+            let bound = vec![
+                coerce(array, &array_ty, &SqlType::Text, true)?,
+                coerce(index, &index_ty, &SqlType::Int4, false)?,
+            ];
+            // Array elements are untyped text: they take the type of what they meet.
+            call(name, bound, vec![SqlType::Text, SqlType::Int4], SqlType::Unknown)
+        }
+        ("pg_relation_is_publishable", 1) => call("false", Vec::new(), Vec::new(), SqlType::Bool),
         ("pg_backend_pid", 0) => call(name, Vec::new(), Vec::new(), SqlType::Int4),
         ("nextval" | "currval", 1) => {
             call(name, text_args(name, args)?, vec![SqlType::Text], SqlType::Int8)
@@ -831,14 +855,39 @@ pub fn evaluate(
             },
         },
         "true" => Datum::Bool(true),
+        "false" => Datum::Bool(false),
+        "array_upper" => {
+            let items = text(&args[0]).trim_start_matches('{').trim_end_matches('}');
+            if items.is_empty() {
+                Datum::Null
+            } else {
+                Datum::Int(i64::try_from(items.split(',').count()).unwrap_or(0))
+            }
+        }
+        "array_element" => {
+            let items: Vec<&str> =
+                text(&args[0]).trim_start_matches('{').trim_end_matches('}').split(',').collect();
+            let index = usize::try_from(int(&args[1])).ok().and_then(|i| i.checked_sub(1));
+            match index.and_then(|i| items.get(i)) {
+                Some(item) if !item.is_empty() => Datum::Text((*item).to_string()),
+                _ => Datum::Null,
+            }
+        }
         "pg_get_indexdef" => match (context.index_definition)(int(&args[0])) {
             Some(definition) => Datum::Text(definition),
             None => Datum::Null,
         },
         "pg_get_userbyid" => Datum::Text(context.user.to_string()),
         "pg_get_expr" => args[0].clone(),
-        "pg_get_constraintdef"
-        | "pg_get_triggerdef"
+        // Constraints are primary keys: their definition from the index's.
+        "pg_get_constraintdef" => match (context.index_definition)(int(&args[0])) {
+            Some(definition) => match definition.split_once("USING btree ") {
+                Some((_, columns)) => Datum::Text(format!("PRIMARY KEY {columns}")),
+                None => Datum::Null,
+            },
+            None => Datum::Null,
+        },
+        "pg_get_triggerdef"
         | "pg_get_statisticsobjdef_columns"
         | "pg_get_partkeydef"
         | "pg_get_partition_constraintdef"

@@ -413,29 +413,51 @@ impl Session {
     pub fn execute(&mut self, sql: &str) -> Vec<Result<Output>> {
         let mut outputs = Vec::new();
         let pieces = if sql.contains(';') { split_statements(sql) } else { vec![sql.to_string()] };
+        // The whole string is parsed first: a syntax error anywhere runs nothing.
+        let mut statements = Vec::new();
         for piece in pieces {
-            let statements = match parse_sql(&piece) {
-                Ok(statements) => statements,
+            match parse_sql(&piece) {
+                Ok(parsed) => statements
+                    .extend(parsed.into_iter().map(|statement| (piece.clone(), statement))),
                 Err(error) => {
                     self.fail_block();
                     outputs.push(Err(error));
                     return outputs;
                 }
+            }
+        }
+        // Several statements outside a block run in one implicit transaction, as in
+        // PostgreSQL, unless they control transactions themselves.
+        let implicit = statements.len() > 1
+            && self.state == BlockState::Idle
+            && statements.iter().all(|(_, statement)| !controls_transactions(statement));
+        if implicit {
+            self.state = BlockState::InBlock;
+        }
+        for (piece, statement) in statements {
+            let mut prepared = Prepared {
+                sql: piece,
+                statement: Some(Arc::new(statement)),
+                normalized: None,
+                parameter_types: Vec::new(),
+                columns: Vec::new(),
+                bound: None,
             };
-            for statement in statements {
-                let mut prepared = Prepared {
-                    sql: piece.clone(),
-                    statement: Some(Arc::new(statement)),
-                    normalized: None,
-                    parameter_types: Vec::new(),
-                    columns: Vec::new(),
-                    bound: None,
-                };
-                let outcome = self.execute_prepared(&mut prepared, &[]);
-                let failed = outcome.is_err();
-                outputs.push(outcome);
+            let outcome = self.execute_prepared(&mut prepared, &[]);
+            let failed = outcome.is_err();
+            outputs.push(outcome);
+            if failed {
+                break;
+            }
+        }
+        if implicit {
+            let failed = outputs.last().is_some_and(Result::is_err);
+            self.state = BlockState::Idle;
+            if let Some(transaction) = self.transaction.take() {
                 if failed {
-                    return outputs;
+                    let _ = transaction.rollback();
+                } else if let Err(error) = transaction.commit() {
+                    outputs.push(Err(error.into()));
                 }
             }
         }
@@ -1672,13 +1694,36 @@ pub fn format_memory(bytes: usize) -> String {
 }
 
 fn bound_columns(bound: &Bound) -> Vec<OutputColumn> {
-    match bound {
+    let mut columns = match bound {
         Bound::Query(plan) => plan.columns.clone(),
         Bound::Insert(InsertPlan { returning, .. })
         | Bound::Update(UpdatePlan { returning, .. })
         | Bound::Delete(DeletePlan { returning, .. }) => {
             returning.as_ref().map(|(_, columns)| columns.clone()).unwrap_or_default()
         }
+    };
+    // An output whose type was never decided (`SELECT $1`) is text, as in PostgreSQL.
+    for column in &mut columns {
+        if column.ty == SqlType::Unknown {
+            column.ty = SqlType::Text;
+        }
+    }
+    columns
+}
+
+/// Whether a statement starts, ends or marks a transaction (or cannot run inside one).
+fn controls_transactions(statement: &Statement) -> bool {
+    match statement {
+        Statement::Front(FrontStatement::Vacuum { .. }) => true,
+        Statement::Front(_) => false,
+        Statement::Sql(sql) => matches!(
+            sql.as_ref(),
+            ast::Statement::StartTransaction { .. }
+                | ast::Statement::Commit { .. }
+                | ast::Statement::Rollback { .. }
+                | ast::Statement::Savepoint { .. }
+                | ast::Statement::ReleaseSavepoint { .. }
+        ),
     }
 }
 
@@ -1711,7 +1756,13 @@ fn coerce_parameters(types: &[SqlType], params: &[Datum]) -> Result<Vec<Datum>> 
         .iter()
         .enumerate()
         .map(|(index, datum)| match (datum, types.get(index)) {
-            (Datum::Text(text), Some(ty)) if !ty.is_text() => types::parse_text(text, ty),
+            // Text values (text-format parameters, or binary ones of character types) go
+            // through the type's input function: char(n) pads, varchar(n) checks length.
+            (Datum::Text(text), Some(ty))
+                if !matches!(ty, SqlType::Text | SqlType::Unknown | SqlType::Name) =>
+            {
+                types::parse_text(text, ty)
+            }
             (datum, _) => Ok(datum.clone()),
         })
         .collect()

@@ -6,7 +6,7 @@
 //! indexes get OIDs from the catalog's counter (16384 and up); types use PostgreSQL's OIDs.
 
 use crate::binder::computed_column;
-use crate::catalog::{is_internal_table, Catalog, IndexKind};
+use crate::catalog::{is_internal_table, Catalog};
 use crate::error::Result;
 use crate::exec::{Ctx, Row};
 use crate::plan::{FunctionCall, OutputColumn};
@@ -50,6 +50,9 @@ pub fn view_columns(name: &str) -> Option<Vec<OutputColumn>> {
             ("reltoastrelid", Oid),
             ("relpages", Int4),
             ("relnatts", Int2),
+            ("relpartbound", Text),
+            ("reloptions", Text),
+            ("relacl", Text),
         ],
         "pg_attribute" => &[
             ("attrelid", Oid),
@@ -120,7 +123,9 @@ pub fn view_columns(name: &str) -> Option<Vec<OutputColumn>> {
             ("condeferred", Bool),
             ("conkey", Text),
         ],
-        "pg_inherits" => &[("inhrelid", Oid), ("inhparent", Oid), ("inhseqno", Int4)],
+        "pg_inherits" => {
+            &[("inhrelid", Oid), ("inhparent", Oid), ("inhseqno", Int4), ("inhdetachpending", Bool)]
+        }
         "pg_partitioned_table" => &[("partrelid", Oid), ("partstrat", Text)],
         "pg_collation" => &[("oid", Oid), ("collname", Name), ("collnamespace", Oid)],
         "pg_policy" => &[
@@ -325,7 +330,8 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
                         Datum::Int(i64::try_from(index.columns.len()).unwrap_or(0)),
                         Datum::Bool(index.unique),
                         Datum::Bool(index.primary),
-                        Datum::Bool(index.kind == IndexKind::Clustered),
+                        // indisclustered is CLUSTER's mark; tierdb's clustering key is not that.
+                        Datum::Bool(false),
                         Datum::Bool(true),
                         Datum::Bool(false),
                         text(&key.join(" ")),
@@ -358,7 +364,9 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
         }
         "pg_constraint" => {
             for table in &tables {
-                for index in table.indexes.iter().filter(|index| index.unique) {
+                // Constraints: primary keys (unique indexes made by CREATE UNIQUE INDEX are
+                // not constraints in PostgreSQL either).
+                for index in table.indexes.iter().filter(|index| index.primary) {
                     let key: Vec<String> =
                         index.columns.iter().map(|column| (column + 1).to_string()).collect();
                     rows.push(vec![
@@ -533,6 +541,9 @@ fn class_row(object: u32, name: &str, kind: &str, am: i64, has_index: bool, natt
         oid(0),
         Datum::Int(0),
         Datum::Int(natts),
+        Datum::Null,
+        Datum::Null,
+        Datum::Null,
     ]
 }
 

@@ -645,7 +645,7 @@ pub fn format_timestamp(micros: i64) -> String {
 }
 
 /// The error for date/time input that does not parse: 22008 when it has the shape
-/// year-month-day but a field is out of range (2023-02-29), else 22P02.
+/// year-month-day (and hour:minute) but a field is out of range (2023-02-29), else 22007.
 fn date_input_error(type_name: &str, trimmed: &str, text: &str) -> SqlError {
     let date_part = trimmed.split([' ', 'T']).next().unwrap_or("");
     let fields: Vec<&str> = date_part.split('-').collect();
@@ -663,8 +663,28 @@ fn date_input_error(type_name: &str, trimmed: &str, text: &str) -> SqlError {
                 format!("date/time field value out of range: \"{text}\""),
             );
         }
+        // A well-formed date with a time whose fields are numbers but out of range.
+        let time_part = trimmed.split([' ', 'T']).nth(1).unwrap_or("");
+        let time_fields: Vec<&str> = time_part.split(':').collect();
+        let time_numeric = time_fields.len() >= 2
+            && time_fields.iter().all(|field| {
+                !field.is_empty() && field.chars().all(|c| c.is_ascii_digit() || c == '.')
+            });
+        if time_numeric {
+            let hour: u32 = time_fields[0].parse().unwrap_or(99);
+            let minute: u32 = time_fields[1].parse().unwrap_or(99);
+            let second: f64 =
+                time_fields.get(2).and_then(|field| field.parse().ok()).unwrap_or(0.0);
+            if hour > 24 || minute > 59 || second >= 61.0 {
+                return SqlError::new(
+                    "22008",
+                    format!("date/time field value out of range: \"{text}\""),
+                );
+            }
+        }
     }
-    SqlError::invalid_text(type_name, text)
+    // invalid_datetime_format, PostgreSQL's code for unparsable date/time input.
+    SqlError::new("22007", format!("invalid input syntax for type {type_name}: \"{text}\""))
 }
 
 pub fn parse_date(text: &str) -> Result<i32> {
