@@ -86,9 +86,10 @@ impl Shared {
         password: Option<String>,
         max_connections: usize,
     ) -> Arc<Shared> {
+        let statistics = Arc::clone(catalog.statement_stats());
         Arc::new(Shared {
             catalog,
-            statistics: Arc::new(StatementStats::default()),
+            statistics,
             auth,
             password,
             max_connections,

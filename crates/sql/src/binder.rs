@@ -886,6 +886,16 @@ impl<'a> Binder<'a> {
         alias: Option<&ast::TableAlias>,
     ) -> Result<(Plan, Scope)> {
         if name != "generate_series" {
+            // Statistics functions (`tierdb_stat_tier_cache()`) are system views.
+            if let (Some(columns), true) = (system::view_columns(name), args.is_empty()) {
+                if name.starts_with("tierdb_stat") {
+                    let plan = self.plan(PlanKind::SystemView { name: name.to_string() }, columns);
+                    let qualifier =
+                        alias.map_or_else(|| name.to_string(), |alias| ident(&alias.name));
+                    let scope = Scope::from_plan(&plan, Some(&qualifier));
+                    return Ok((plan, scope));
+                }
+            }
             return Err(SqlError::undefined_function(name));
         }
         let empty = Scope::default();

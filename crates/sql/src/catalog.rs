@@ -222,6 +222,8 @@ pub struct Catalog {
     ddl: Mutex<()>,
     /// Bumped by every DDL statement: prepared plans bound against an older version re-bind.
     version: AtomicU64,
+    /// Per-statement statistics of every session (`tierdb_stat_statements`).
+    statement_stats: Arc<crate::stats::StatementStats>,
 }
 
 impl Catalog {
@@ -240,6 +242,7 @@ impl Catalog {
             sequences: Mutex::new(HashMap::new()),
             ddl: Mutex::new(()),
             version: AtomicU64::new(1),
+            statement_stats: Arc::new(crate::stats::StatementStats::default()),
         };
         catalog.load()?;
         Ok(Arc::new(catalog))
@@ -266,6 +269,10 @@ impl Catalog {
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    pub fn statement_stats(&self) -> &Arc<crate::stats::StatementStats> {
+        &self.statement_stats
     }
 
     pub fn version(&self) -> u64 {

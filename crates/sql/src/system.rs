@@ -214,6 +214,16 @@ pub fn view_columns(name: &str) -> Option<Vec<OutputColumn>> {
             ("invalidations", Int8),
             ("hit_ratio", Float8),
         ],
+        "tierdb_stat_statements" => &[
+            ("query", Text),
+            ("calls", Int8),
+            ("total_exec_time", Float8),
+            ("mean_exec_time", Float8),
+            ("rows", Int8),
+            ("shared_blks_hit", Int8),
+            ("tier_blks_hit", Int8),
+            ("storage_blks_read", Int8),
+        ],
         "tierdb_stat_buffer_pool" => {
             &[("hits", Int8), ("misses", Int8), ("evictions", Int8), ("hit_ratio", Float8)]
         }
@@ -495,6 +505,25 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
                 signed(invalidations),
                 Datum::Float(ratio),
             ]);
+        }
+        "tierdb_stat_statements" => {
+            let signed = |value: u64| Datum::Int(i64::try_from(value).unwrap_or(i64::MAX));
+            for (query, entry) in catalog.statement_stats().snapshot() {
+                #[allow(clippy::cast_precision_loss)]
+                let total_ms = entry.total_time_ns as f64 / 1e6;
+                #[allow(clippy::cast_precision_loss)]
+                let mean_ms = if entry.calls == 0 { 0.0 } else { total_ms / entry.calls as f64 };
+                rows.push(vec![
+                    Datum::Text(query),
+                    signed(entry.calls),
+                    Datum::Float(total_ms),
+                    Datum::Float(mean_ms),
+                    signed(entry.rows),
+                    signed(entry.shared_hits),
+                    signed(entry.tier_hits),
+                    signed(entry.storage_reads),
+                ]);
+            }
         }
         "tierdb_stat_buffer_pool" => {
             let store = catalog.engine().store();

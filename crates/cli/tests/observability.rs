@@ -1,0 +1,108 @@
+//! Observability through the SQL interface and the metrics endpoint: EXPLAIN (ANALYZE,
+//! BUFFERS) per-node buffer lines, `tierdb_stat_tier_cache()`, `tierdb_stat_statements`,
+//! and Prometheus `/metrics`.
+
+mod server_support;
+
+use std::io::{Read, Write};
+
+use server_support::TestServer;
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+async fn connect(server: &TestServer) -> Client {
+    let (client, connection) =
+        tokio_postgres::connect(&server.connection_string(), NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    client
+        .simple_query(sql)
+        .await
+        .expect(sql)
+        .into_iter()
+        .filter_map(|message| match message {
+            SimpleQueryMessage::Row(row) => {
+                Some((0..row.len()).map(|index| row.get(index).map(str::to_string)).collect())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn explain_analyze_buffers_and_statistics_views() {
+    let server = TestServer::start(&[]);
+    let client = connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE obs (id int PRIMARY KEY, v text);
+             INSERT INTO obs SELECT g, 'value ' || g FROM generate_series(1, 5000) AS g;",
+        )
+        .await
+        .expect("load");
+    let plan =
+        rows(&client, "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM obs WHERE id > 10").await;
+    let lines: Vec<String> = plan.into_iter().filter_map(|row| row[0].clone()).collect();
+    let text = lines.join("\n");
+    assert!(text.contains("Index Scan using obs_pkey on obs"), "{text}");
+    assert!(text.contains("actual time="), "{text}");
+    assert!(text.contains("rows=4990"), "{text}");
+    let buffer_lines: Vec<&String> =
+        lines.iter().filter(|line| line.contains("Buffers: shared hit=")).collect();
+    assert_eq!(buffer_lines.len(), 2, "one Buffers line per node: {text}");
+    assert!(
+        buffer_lines.iter().all(|line| line.contains(" read=") && line.contains(" tier_hit=")),
+        "{text}"
+    );
+    // The scan touched pages: its hit count is positive.
+    let scan_hits: u64 = buffer_lines[1]
+        .split("hit=")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|hits| hits.parse().ok())
+        .expect("hit count");
+    assert!(scan_hits > 0, "{text}");
+
+    let tier = rows(&client, "SELECT total_size, used_size, hits, misses, writes, invalidations, hit_ratio FROM tierdb_stat_tier_cache()").await;
+    assert_eq!(tier.len(), 1);
+    assert_eq!(tier[0][0].as_deref(), Some("67108864"), "64 MB tier as configured: {tier:?}");
+
+    for id in 1..=7 {
+        client.query_one("SELECT v FROM obs WHERE id = $1", &[&id]).await.expect("point select");
+    }
+    let statements = rows(
+        &client,
+        "SELECT query, calls, rows, shared_blks_hit FROM tierdb_stat_statements WHERE query LIKE '%FROM obs WHERE id = $1%'",
+    )
+    .await;
+    assert_eq!(statements.len(), 1, "{statements:?}");
+    assert_eq!(statements[0][1].as_deref(), Some("7"), "{statements:?}");
+    assert_eq!(statements[0][2].as_deref(), Some("7"), "{statements:?}");
+    let hits: u64 = statements[0][3].as_deref().and_then(|hits| hits.parse().ok()).expect("hits");
+    assert!(hits >= 7, "{statements:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prometheus_metrics_endpoint() {
+    let server = TestServer::start(&[]);
+    let client = connect(&server).await;
+    rows(&client, "SELECT 1").await;
+    let mut socket =
+        std::net::TcpStream::connect(("127.0.0.1", server.metrics_port)).expect("metrics");
+    socket.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("request");
+    let mut reply = String::new();
+    socket.read_to_string(&mut reply).expect("reply");
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+    for metric in [
+        "tierdb_buffer_pool_hits_total",
+        "tierdb_tier_hits_total",
+        "tierdb_tier_capacity_bytes 67108864",
+        "tierdb_volume_get_requests_total",
+        "tierdb_wal_syncs_total",
+        "tierdb_connections 1",
+    ] {
+        assert!(reply.contains(metric), "missing {metric}: {reply}");
+    }
+}
