@@ -106,3 +106,39 @@ async fn prometheus_metrics_endpoint() {
         assert!(reply.contains(metric), "missing {metric}: {reply}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn work_mem_bounds_sort_hash_aggregate_and_join() {
+    let server = TestServer::start(&[]);
+    let client = connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE wm (id int PRIMARY KEY, g int, v text);
+             INSERT INTO wm SELECT i, i % 1000, repeat('x', 100) || i FROM generate_series(1, 20000) AS i;",
+        )
+        .await
+        .expect("load");
+    // Within the default 4 MB: fine.
+    let sorted =
+        rows(&client, "SELECT count(*) FROM (SELECT v FROM wm ORDER BY v LIMIT 5) AS s").await;
+    assert_eq!(sorted[0][0].as_deref(), Some("5"));
+    client.batch_execute("SET work_mem = '64kB'").await.expect("set");
+    let shown = rows(&client, "SHOW work_mem").await;
+    assert_eq!(shown[0][0].as_deref(), Some("64kB"));
+    for sql in [
+        "SELECT v FROM wm ORDER BY v",
+        "SELECT v, count(*) FROM wm GROUP BY v",
+        "SELECT count(*) FROM wm a JOIN (SELECT g, v FROM wm) b ON a.v = b.v",
+    ] {
+        let error = client.simple_query(sql).await.expect_err(sql);
+        assert_eq!(
+            error.code(),
+            Some(&tokio_postgres::error::SqlState::OUT_OF_MEMORY),
+            "{sql}: {error}"
+        );
+    }
+    // The session is usable afterwards, and a larger budget lets the sort finish.
+    client.batch_execute("SET work_mem = '64MB'").await.expect("set");
+    let all = rows(&client, "SELECT count(*) FROM (SELECT v FROM wm ORDER BY v) AS s").await;
+    assert_eq!(all[0][0].as_deref(), Some("20000"));
+}
