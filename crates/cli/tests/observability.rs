@@ -137,6 +137,13 @@ async fn work_mem_bounds_sort_hash_aggregate_and_join() {
             "{sql}: {error}"
         );
     }
+    // ORDER BY ... LIMIT keeps only the top rows (a bounded sort): it fits the small budget.
+    let top = rows(&client, "SELECT substr(v, 101) FROM wm ORDER BY v DESC LIMIT 3 OFFSET 1").await;
+    let top: Vec<Option<String>> = top.into_iter().map(|row| row[0].clone()).collect();
+    assert_eq!(
+        top,
+        vec![Some("9998".to_string()), Some("9997".to_string()), Some("9996".to_string())]
+    );
     // The session is usable afterwards, and a larger budget lets the sort finish.
     client.batch_execute("SET work_mem = '64MB'").await.expect("set");
     let all = rows(&client, "SELECT count(*) FROM (SELECT v FROM wm ORDER BY v) AS s").await;

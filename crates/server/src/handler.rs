@@ -73,6 +73,8 @@ pub struct Shared {
     pub auth: AuthMode,
     pub password: Option<String>,
     pub max_connections: usize,
+    /// Sessions' default work_mem, in bytes.
+    pub work_mem_bytes: u64,
     pub connections: AtomicUsize,
     /// (pid, secret key bytes) -> the session's cancel flag.
     cancels: Mutex<HashMap<i32, CancelEntry>>,
@@ -85,6 +87,7 @@ impl Shared {
         auth: AuthMode,
         password: Option<String>,
         max_connections: usize,
+        work_mem_bytes: u64,
     ) -> Arc<Shared> {
         let statistics = Arc::clone(catalog.statement_stats());
         Arc::new(Shared {
@@ -93,6 +96,7 @@ impl Shared {
             auth,
             password,
             max_connections,
+            work_mem_bytes,
             connections: AtomicUsize::new(0),
             cancels: Mutex::new(HashMap::new()),
             pid_generator: RandomPidSecretKeyGenerator::default(),
@@ -173,13 +177,18 @@ impl Drop for Connection {
 impl Connection {
     pub fn new(shared: Arc<Shared>) -> Arc<Connection> {
         shared.connections.fetch_add(1, Ordering::AcqRel);
-        let session = Session::new(
+        let mut session = Session::new(
             Arc::clone(&shared.catalog),
             Arc::clone(&shared.statistics),
             "tierdb",
             "tierdb",
             0,
         );
+        if let Err(error) =
+            session.set_default("work_mem", &format!("{}kB", shared.work_mem_bytes / 1024))
+        {
+            tracing::warn!(%error, "configured work_mem refused; using the default");
+        }
         let scram = shared.password.as_ref().map(|password| {
             SASLAuthStartupHandler::new(Arc::new(Parameters))
                 .with_scram(ScramAuth::new(Arc::new(PasswordSource { password: password.clone() })))

@@ -122,7 +122,13 @@ pub async fn serve(
     })
     .await
     .map_err(|error| error.to_string())??;
-    let shared = Shared::new(catalog, auth, config.password.clone(), config.max_connections);
+    let shared = Shared::new(
+        catalog,
+        auth,
+        config.password.clone(),
+        config.max_connections,
+        config.work_mem_bytes,
+    );
     let listener = TcpListener::bind(&config.listen)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;

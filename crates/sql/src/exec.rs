@@ -342,6 +342,29 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
             if limit == Some(0) {
                 return Ok(true);
             }
+            // ORDER BY ... LIMIT n: a bounded (top-n) sort keeps n + offset rows, not all.
+            // (A projection that drops hidden sort columns may sit between them.)
+            let (sort, projection) = match &input.kind {
+                PlanKind::Project { input: inner, exprs } => (inner.as_ref(), Some(exprs)),
+                _ => (input.as_ref(), None),
+            };
+            if let (PlanKind::Sort { input: sorted, keys }, Some(limit)) = (&sort.kind, limit) {
+                let keep = usize::try_from(limit.saturating_add(offset)).unwrap_or(usize::MAX);
+                let rows = top_n(sorted, keys, keep, ctx, probe)?;
+                for row in rows.into_iter().skip(usize::try_from(offset).unwrap_or(usize::MAX)) {
+                    let row = match projection {
+                        Some(exprs) => exprs
+                            .iter()
+                            .map(|expr| eval(expr, &row, ctx))
+                            .collect::<Result<Row>>()?,
+                        None => row,
+                    };
+                    if !sink(ctx, row)? {
+                        return Ok(false);
+                    }
+                }
+                return Ok(true);
+            }
             let mut skipped = 0i64;
             let mut emitted = 0i64;
             run(input, ctx, probe, &mut |ctx, row| {
@@ -427,6 +450,40 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
     }
 }
 
+/// The first `keep` rows of `input` in `keys` order, holding at most 2 x `keep` rows (sorted
+/// and cut back whenever the buffer fills), accounted against work_mem.
+fn top_n(
+    input: &Plan,
+    keys: &[SortKey],
+    keep: usize,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+) -> Result<Vec<Row>> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut bytes = 0usize;
+    let capacity = keep.saturating_mul(2).max(16);
+    let outcome = run(input, ctx, probe, &mut |ctx, row| {
+        let size = row_size(&row);
+        ctx.budget.reserve(size, "sort")?;
+        bytes += size;
+        rows.push(row);
+        if rows.len() >= capacity {
+            rows.sort_by(|a, b| compare_rows(a, b, keys));
+            for dropped in rows.drain(keep.min(rows.len())..) {
+                let size = row_size(&dropped);
+                ctx.budget.release(size);
+                bytes -= size;
+            }
+        }
+        Ok(true)
+    });
+    ctx.budget.release(bytes);
+    outcome?;
+    rows.sort_by(|a, b| compare_rows(a, b, keys));
+    rows.truncate(keep);
+    Ok(rows)
+}
+
 fn group_key(row: &[Datum]) -> Vec<u8> {
     let mut key = Vec::new();
     for datum in row {
@@ -509,12 +566,13 @@ fn as_ref_bound(bound: &Bound<Vec<Value>>) -> Bound<&[Value]> {
     }
 }
 
-fn decode_row(table: &crate::catalog::TableMeta, values: &[Value]) -> Row {
+/// Turns an engine row into datums, moving its strings (no copy per value).
+fn decode_row(table: &crate::catalog::TableMeta, values: Vec<Value>) -> Row {
     table
         .columns
         .iter()
         .zip(values)
-        .map(|(column, value)| Datum::from_value(value, &column.ty))
+        .map(|(column, value)| Datum::from_owned_value(value, &column.ty))
         .collect()
 }
 
@@ -531,7 +589,7 @@ fn scan(
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
     let _ = plan;
-    let mut emit = |ctx: &mut Ctx<'_>, key: Vec<u8>, values: &[Value]| -> Result<bool> {
+    let mut emit = |ctx: &mut Ctx<'_>, key: Vec<u8>, values: Vec<Value>| -> Result<bool> {
         let mut row = decode_row(table, values);
         if let Some(filter) = filter {
             if !truthy(&eval(filter, &row, ctx)?) {
@@ -564,7 +622,7 @@ fn scan(
                 if low.len() == key.columns.len() && low == high {
                     let found = ctx.txn()?.get_keyed(&table.name, low)?;
                     return match found {
-                        Some((key, values)) => emit(ctx, key, &values),
+                        Some((key, values)) => emit(ctx, key, values),
                         None => Ok(true),
                     };
                 }
@@ -593,7 +651,7 @@ fn scan(
                 let complete = page.len() < SCAN_PAGE_ROWS;
                 for (key, values) in page {
                     resume = Some(key.clone());
-                    if !emit(ctx, key, &values)? {
+                    if !emit(ctx, key, values)? {
                         return Ok(false);
                     }
                 }
@@ -625,7 +683,7 @@ fn scan(
                 let complete = page.len() < SCAN_PAGE_ROWS;
                 for (entry, key, values) in page {
                     resume = Some(entry);
-                    if !emit(ctx, key, &values)? {
+                    if !emit(ctx, key, values)? {
                         return Ok(false);
                     }
                 }

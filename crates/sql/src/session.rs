@@ -386,6 +386,12 @@ impl Session {
         }
     }
 
+    /// Sets a setting's session default (server configuration such as work_mem); RESET
+    /// returns to PostgreSQL's built-in default.
+    pub fn set_default(&mut self, name: &str, value: &str) -> Result<()> {
+        self.apply_setting(name, value)
+    }
+
     pub fn state(&self) -> BlockState {
         self.state
     }

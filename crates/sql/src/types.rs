@@ -510,6 +510,15 @@ impl Datum {
         }
     }
 
+    /// As `from_value`, taking the value (strings and bytes move instead of being copied).
+    pub fn from_owned_value(value: Value, ty: &SqlType) -> Datum {
+        match value {
+            Value::Text(text) => Datum::Text(text),
+            Value::Bytes(bytes) => Datum::Bytes(bytes),
+            other => Datum::from_value(&other, ty),
+        }
+    }
+
     /// PostgreSQL's text output for a value of type `ty`; `None` for NULL.
     pub fn to_text(&self, ty: &SqlType) -> Option<String> {
         Some(match self {
