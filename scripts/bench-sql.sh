@@ -21,7 +21,7 @@ TABLE_SIZE="${TABLE_SIZE:-100000}"
 BIG_TABLE_SIZE="${BIG_TABLE_SIZE:-250000}"
 SMALL_POOL_MB="${SMALL_POOL_MB:-32}"
 THREADS_LIST="${THREADS_LIST:-1 8 32}"
-binary="${TIERDB_BIN:-target/release/tierdb}"
+binary="${TIERDB_BIN:-${CARGO_TARGET_DIR:-target}/release/tierdb}"
 pgbin=/usr/lib/postgresql/15/bin
 eval "$(scripts/install-deps.sh)"
 minio="${TIERDB_MINIO_BIN:?MinIO is needed for part B}"

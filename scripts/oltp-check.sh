@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${OLTP_SECONDS:-60}"
-binary="${TIERDB_BIN:-target/release/tierdb}"
+binary="${TIERDB_BIN:-${CARGO_TARGET_DIR:-target}/release/tierdb}"
 pgbench=/usr/lib/postgresql/15/bin/pgbench
 for tool in sysbench "$pgbench" psql "$binary"; do
     command -v "$tool" >/dev/null || { echo "oltp-check: missing $tool (run scripts/install-deps.sh; build with cargo build --release)" >&2; exit 1; }

@@ -245,7 +245,37 @@ impl Catalog {
             statement_stats: Arc::new(crate::stats::StatementStats::default()),
         };
         catalog.load()?;
+        catalog.drop_orphans()?;
         Ok(Arc::new(catalog))
+    }
+
+    /// CREATE TABLE makes the engine table, then stores its SQL definition: a crash between
+    /// the two leaves an engine table without one. Such a table never held committed rows
+    /// visible to SQL, so recovery drops it (and CREATE TABLE may then reuse the name).
+    /// Likewise an engine index that the SQL definition does not list (CREATE INDEX
+    /// interrupted after the backfill) is dropped.
+    fn drop_orphans(&self) -> Result<()> {
+        let tables = self.tables.read().clone();
+        for name in self.engine.table_names() {
+            if is_internal_table(&name) {
+                continue;
+            }
+            match tables.get(&name) {
+                None => {
+                    tracing::warn!(table = %name, "dropping an engine table without an SQL definition (interrupted CREATE TABLE)");
+                    self.engine.drop_table(&name)?;
+                }
+                Some(meta) => {
+                    for index in self.engine.table_def(&name)?.indexes {
+                        if !meta.indexes.iter().any(|known| known.name == index.name) {
+                            tracing::warn!(table = %name, index = %index.name, "dropping an index without an SQL definition (interrupted CREATE INDEX)");
+                            self.engine.drop_index(&name, &index.name)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn load(&self) -> Result<()> {

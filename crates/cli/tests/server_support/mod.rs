@@ -80,6 +80,14 @@ impl TestServer {
         std::mem::replace(&mut self.data_dir, data_dir)
     }
 
+    /// Kills the server with SIGKILL (a crash) and returns the data directory.
+    pub fn kill(mut self) -> tempfile::TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let data_dir = tempfile::tempdir().expect("tempdir");
+        std::mem::replace(&mut self.data_dir, data_dir)
+    }
+
     fn terminate(&mut self) {
         let pid = i32::try_from(self.child.id()).expect("pid fits");
         // SAFETY: sending a signal to our own child process.
