@@ -26,20 +26,18 @@ impl TestServer {
 
     /// Starts a server on an existing data directory (restart tests).
     pub fn start_in(data_dir: tempfile::TempDir, extra: &[&str]) -> TestServer {
+        let mut defaults = vec!["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"];
+        // Small defaults, unless the test sets them.
+        for (flag, value) in [("--buffer-pool", "64MB"), ("--tier-size", "64MB")] {
+            if !extra.contains(&flag) {
+                defaults.extend([flag, value]);
+            }
+        }
         let mut child = Command::new(env!("CARGO_BIN_EXE_tierdb"))
             .arg("serve")
             .arg("--data-dir")
             .arg(data_dir.path())
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--metrics-listen",
-                "127.0.0.1:0",
-                "--buffer-pool",
-                "64MB",
-                "--tier-size",
-                "64MB",
-            ])
+            .args(&defaults)
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

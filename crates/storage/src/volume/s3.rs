@@ -8,9 +8,9 @@
 //! private multi-threaded tokio runtime and blocks on it for every call. Consequences for
 //! callers:
 //! - Call it from ordinary threads, or from a tokio `spawn_blocking` closure: both are fine.
-//! - Calling it directly from async code (a task or `block_on` future of any tokio runtime) is
-//!   not supported: tokio panics when a thread that is driving a runtime blocks on another.
-//!   Wrap the call in `spawn_blocking` instead.
+//! - Calling it from a thread that is inside another runtime (a task, or a `block_on` future,
+//!   as the server's connection threads are) works too: the request is then driven from a
+//!   short-lived scoped thread, because tokio forbids blocking on a runtime from inside one.
 //!
 //! Object names are relative to the configured prefix: `S3Config { prefix: "db1", .. }` stores
 //! `segments/0001.seg` under the key `db1/segments/0001.seg`, and `list` strips the prefix
@@ -137,8 +137,26 @@ impl S3Volume {
         &self.prefix
     }
 
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.runtime.as_ref().expect("runtime lives until drop").block_on(future)
+    /// Runs a request on the private runtime and waits for it. A thread that is itself
+    /// inside a tokio runtime (the server's connection threads run statements inside one)
+    /// must not block on another runtime, so there the request is driven from a short-lived
+    /// scoped thread; its cost (tens of microseconds) is small next to an object-store
+    /// round trip.
+    fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        let runtime = self.runtime.as_ref().expect("runtime lives until drop");
+        if tokio::runtime::Handle::try_current().is_err() {
+            return runtime.block_on(future);
+        }
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| runtime.block_on(future))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
     }
 
     /// The full key of object `name`, after checking that `name` is a valid object name.
