@@ -7,6 +7,7 @@
 #   B. Larger than memory on a remote volume: tierdb on MinIO (S3 over loopback), data about
 #      8x the buffer pool (SMALL_POOL_MB), oltp_point_select at 8 threads with the local tier
 #      on and off, against the same data in memory (pool large enough to hold it).
+#   PARTS=A or PARTS=B runs one part only.
 #
 # Prints one line per run and a Markdown table of medians at the end (for docs/BENCHMARKS.md).
 # Needs: sysbench, PostgreSQL 15 server binaries, MinIO (scripts/install-deps.sh), and a
@@ -21,6 +22,7 @@ TABLE_SIZE="${TABLE_SIZE:-100000}"
 BIG_TABLE_SIZE="${BIG_TABLE_SIZE:-250000}"
 SMALL_POOL_MB="${SMALL_POOL_MB:-32}"
 THREADS_LIST="${THREADS_LIST:-1 8 32}"
+PARTS="${PARTS:-A B}"
 binary="${TIERDB_BIN:-${CARGO_TARGET_DIR:-target}/release/tierdb}"
 pgbin=/usr/lib/postgresql/15/bin
 eval "$(scripts/install-deps.sh)"
@@ -68,13 +70,15 @@ prepare() { # PORT USER DB SIZE
     sysbench --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$1" --pgsql-user="$2" --pgsql-db="$3" --tables="$TABLES" --table-size="$4" --threads="$TABLES" oltp_read_write prepare > "$work/prepare.log" 2>&1 || { cat "$work/prepare.log"; exit 1; }
 }
 
+tierdb_port=$((30000 + RANDOM % 10000))
+if [[ "$PARTS" == *A* ]]; then
 echo "== part A: in memory, budget ${BUDGET_MB} MB, ${TABLES} tables x ${TABLE_SIZE} rows"
-pg_port=$((30000 + RANDOM % 10000))
+pg_port=$((tierdb_port + 10))
+mkdir -p "$work/pg" "$work/pg-socket" && chown postgres "$work/pg" "$work/pg-socket"
 runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -U postgres --auth=trust --locale=C.UTF-8 > /dev/null
-runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -o "-p $pg_port -k $work -c listen_addresses=127.0.0.1 -c shared_buffers=${BUDGET_MB}MB -c max_connections=200" start > /dev/null
+runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg/server.log" -o "-p $pg_port -k $work/pg-socket -c listen_addresses=127.0.0.1 -c shared_buffers=${BUDGET_MB}MB -c max_connections=200" start > /dev/null
 psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres -c "CREATE DATABASE sb" postgres
 prepare "$pg_port" postgres sb "$TABLE_SIZE"
-tierdb_port=$((pg_port + 1))
 start_tierdb "$work/tierdb-a" "$tierdb_port" --buffer-pool "${BUDGET_MB}MB" --tier-size 1GB
 prepare "$tierdb_port" tierdb tierdb "$TABLE_SIZE"
 for script in oltp_point_select oltp_read_write; do
@@ -85,9 +89,11 @@ for script in oltp_point_select oltp_read_write; do
 done
 stop_last
 runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" stop -m fast > /dev/null
+fi
 
+if [[ "$PARTS" == *B* ]]; then
 echo "== part B: ${TABLES} tables x ${BIG_TABLE_SIZE} rows on MinIO, buffer pool ${SMALL_POOL_MB} MB"
-minio_port=$((tierdb_port + 1))
+minio_port=$((tierdb_port + 20))
 mkdir -p "$work/minio/tierdb"
 MINIO_ROOT_USER=benchadmin MINIO_ROOT_PASSWORD=benchadmin-secret "$minio" server "$work/minio" --address "127.0.0.1:$minio_port" > "$work/minio.log" 2>&1 &
 pids+=($!)
@@ -101,13 +107,18 @@ stop_last
 volume_bytes="$(du -sb "$work/minio/tierdb" | awk '{print $1}')"
 echo "volume holds $((volume_bytes / 1048576)) MB (buffer pool ${SMALL_POOL_MB} MB)"
 start_tierdb "$big" "$((minio_port + 2))" "${s3[@]}" --buffer-pool "${SMALL_POOL_MB}MB" --tier-size 2GB
-# Warm the tier: one pass over the data.
+# Warm the tier: a full scan of every table (pages evicted clean are written ahead to the
+# tier), then point selects for a while.
+for table in $(seq 1 "$TABLES"); do
+    psql -X -q -h 127.0.0.1 -p "$((minio_port + 2))" -U tierdb -d tierdb -c "SELECT count(*), sum(k) FROM sbtest$table" > /dev/null
+done
 sysbench --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$((minio_port + 2))" --pgsql-user=tierdb --pgsql-db=tierdb --tables="$TABLES" --table-size="$BIG_TABLE_SIZE" --threads=8 --time=$((SECONDS_PER_RUN * 2)) oltp_point_select run > /dev/null 2>&1
 run_sysbench "tierdb-8x-tier-on" "$((minio_port + 2))" tierdb tierdb oltp_point_select 8 "$BIG_TABLE_SIZE"
 stop_last
 start_tierdb "$big" "$((minio_port + 3))" "${s3[@]}" --buffer-pool "${SMALL_POOL_MB}MB" --tier-size 0
 run_sysbench "tierdb-8x-tier-off" "$((minio_port + 3))" tierdb tierdb oltp_point_select 8 "$BIG_TABLE_SIZE"
 stop_last
+fi
 
 echo
 echo "| system | workload | threads | TPS (median of $REPS) | p95 ms (median) |"

@@ -357,6 +357,10 @@ pub(crate) struct Shared {
     row_locks: Vec<Mutex<()>>,
     /// Set by every write; the purge thread runs a pass only when it was set.
     changed: AtomicBool,
+    /// Set when the engine is dropped: a purge pass in progress stops at the next row instead
+    /// of finishing (a pass over a large table on a slow volume takes minutes, and shutdown
+    /// waits for the purge thread). Unfinished work is redone by the full pass at startup.
+    stopping: AtomicBool,
     /// Work for the purge thread, from finished transactions.
     purge_queue: Mutex<PurgeQueue>,
 }
@@ -413,6 +417,7 @@ impl Shared {
             next_identity: AtomicU64::new(1),
             row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             changed: AtomicBool::new(true),
+            stopping: AtomicBool::new(false),
             // A pass at startup removes what transactions that died in a crash left behind.
             purge_queue: Mutex::new(PurgeQueue { full_pass: true, ..PurgeQueue::default() }),
         };
@@ -880,6 +885,9 @@ impl Shared {
             // A handle made stale by DDL during the pass only means purging trees nobody reads
             // any more, or missing a new index's entries until the next pass: both harmless.
             for entry in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+                if self.stopping.load(Ordering::Acquire) {
+                    return Ok(stats);
+                }
                 let (key, _) = entry?;
                 let _ddl = self.ddl.read();
                 self.purge_row(&table, &key, &mut stats)?;
@@ -888,6 +896,9 @@ impl Shared {
                 for entry in
                     index.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward)
                 {
+                    if self.stopping.load(Ordering::Acquire) {
+                        return Ok(stats);
+                    }
                     let (entry_key, row_key) = entry?;
                     let _ddl = self.ddl.read();
                     self.purge_index_entry(&table, index, &entry_key, &row_key, &mut stats)?;
@@ -916,6 +927,9 @@ impl Shared {
         let mut seen = std::collections::HashSet::new();
         let mut again = Vec::new();
         for (table, key) in rows {
+            if self.stopping.load(Ordering::Acquire) {
+                return Ok(stats);
+            }
             if !seen.insert((table.def.name.clone(), key.clone())) {
                 continue;
             }
@@ -928,6 +942,9 @@ impl Shared {
             }
         }
         for (table, index, entry_key, row_key) in entries {
+            if self.stopping.load(Ordering::Acquire) {
+                return Ok(stats);
+            }
             let _ddl = self.ddl.read();
             let Some(table) = self.current_with_tree(&table) else { continue };
             if !table.indexes.iter().any(|current| Arc::ptr_eq(current, &index)) {
@@ -1129,6 +1146,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::Release);
         let (flag, condvar) = &*self.stop;
         *flag.lock() = true;
         condvar.notify_all();
