@@ -230,27 +230,7 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
             let bytes: usize = right_rows.iter().map(|row| row_size(row)).sum();
             ctx.budget.reserve(bytes, "nested loop join")?;
             let outcome = run(left, ctx, probe, &mut |ctx, left_row| {
-                let mut matched = false;
-                for right_row in &right_rows {
-                    let mut joined = left_row.clone();
-                    joined.extend(right_row.iter().cloned());
-                    let keep = match on {
-                        Some(on) => truthy(&eval(on, &joined, ctx)?),
-                        None => true,
-                    };
-                    if keep {
-                        matched = true;
-                        if !sink(ctx, joined)? {
-                            return Ok(false);
-                        }
-                    }
-                }
-                if !matched && *kind == JoinKind::Left {
-                    let mut joined = left_row;
-                    joined.extend(std::iter::repeat_n(Datum::Null, width));
-                    return sink(ctx, joined);
-                }
-                Ok(true)
+                join_row(left_row, &right_rows, on.as_ref(), *kind, width, ctx, sink)
             });
             ctx.budget.release(bytes);
             outcome
@@ -274,27 +254,7 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
                     matches.push(right_row);
                     Ok(true)
                 })?;
-                let mut matched = false;
-                for right_row in matches {
-                    let mut joined = left_row.clone();
-                    joined.extend(right_row);
-                    let keep = match residual {
-                        Some(residual) => truthy(&eval(residual, &joined, ctx)?),
-                        None => true,
-                    };
-                    if keep {
-                        matched = true;
-                        if !sink(ctx, joined)? {
-                            return Ok(false);
-                        }
-                    }
-                }
-                if !matched && *kind == JoinKind::Left {
-                    let mut joined = left_row;
-                    joined.extend(std::iter::repeat_n(Datum::Null, width));
-                    return sink(ctx, joined);
-                }
-                Ok(true)
+                join_row(left_row, &matches, residual.as_ref(), *kind, width, ctx, sink)
             })
         }
         PlanKind::Aggregate { input, groups, aggregates } => {
@@ -753,6 +713,40 @@ fn series(
     Ok(true)
 }
 
+/// Emits `left_row` joined with each of `candidates` that satisfies `condition`; for a left
+/// join, a row without a match is emitted once padded with `width` NULLs. The one body of
+/// the nested-loop, index and hash joins. Returns false if the sink stopped.
+fn join_row(
+    left_row: Row,
+    candidates: &[Row],
+    condition: Option<&Expr>,
+    kind: JoinKind,
+    width: usize,
+    ctx: &mut Ctx<'_>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut matched = false;
+    for right_row in candidates {
+        let mut joined = left_row.clone();
+        joined.extend(right_row.iter().cloned());
+        if let Some(condition) = condition {
+            if !truthy(&eval(condition, &joined, ctx)?) {
+                continue;
+            }
+        }
+        matched = true;
+        if !sink(ctx, joined)? {
+            return Ok(false);
+        }
+    }
+    if !matched && kind == JoinKind::Left {
+        let mut joined = left_row;
+        joined.extend(std::iter::repeat_n(Datum::Null, width));
+        return sink(ctx, joined);
+    }
+    Ok(true)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn hash_join(
     left: &Plan,
@@ -782,30 +776,10 @@ fn hash_join(
     let outcome = run(left, ctx, probe, &mut |ctx, left_row| {
         let keys =
             left_keys.iter().map(|expr| eval(expr, &left_row, ctx)).collect::<Result<Row>>()?;
-        let mut matched = false;
-        if !keys.iter().any(Datum::is_null) {
-            if let Some(rows) = table.get(&group_key(&keys)) {
-                for right_row in rows {
-                    let mut joined = left_row.clone();
-                    joined.extend(right_row.iter().cloned());
-                    if let Some(residual) = residual {
-                        if !truthy(&eval(residual, &joined, ctx)?) {
-                            continue;
-                        }
-                    }
-                    matched = true;
-                    if !sink(ctx, joined)? {
-                        return Ok(false);
-                    }
-                }
-            }
-        }
-        if !matched && kind == JoinKind::Left {
-            let mut joined = left_row;
-            joined.extend(std::iter::repeat_n(Datum::Null, width));
-            return sink(ctx, joined);
-        }
-        Ok(true)
+        // NULL keys match nothing.
+        let matches =
+            if keys.iter().any(Datum::is_null) { None } else { table.get(&group_key(&keys)) };
+        join_row(left_row, matches.map_or(&[][..], Vec::as_slice), residual, kind, width, ctx, sink)
     });
     ctx.budget.release(bytes);
     outcome

@@ -205,92 +205,95 @@ impl Expr {
         }
     }
 
-    /// Column positions read by the expression (not inside subqueries).
-    pub fn columns(&self, out: &mut Vec<usize>) {
+    /// The direct sub-expressions (not those inside subquery plans, which read their own
+    /// rows). The one place that knows the shape of every variant for the walks below.
+    fn children(&self) -> Vec<&Expr> {
         match self {
-            Expr::Column(index) => out.push(*index),
-            Expr::Outer { .. } | Expr::Literal(_) | Expr::Parameter(_) => {}
+            Expr::Column(_) | Expr::Outer { .. } | Expr::Literal(_) | Expr::Parameter(_) => {
+                Vec::new()
+            }
+            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {
+                Vec::new()
+            }
             Expr::Arithmetic { left, right, .. }
             | Expr::Compare { left, right, .. }
             | Expr::Concat(left, right)
             | Expr::And(left, right)
             | Expr::Or(left, right)
             | Expr::IsDistinct { left, right, .. }
-            | Expr::Like { expr: left, pattern: right, .. } => {
-                left.columns(out);
-                right.columns(out);
-            }
+            | Expr::Like { expr: left, pattern: right, .. } => vec![left, right],
             Expr::Negate { expr, .. }
             | Expr::Not(expr)
             | Expr::IsNull { expr, .. }
             | Expr::IsBool { expr, .. }
             | Expr::Cast { expr, .. }
-            | Expr::InSubquery { expr, .. } => expr.columns(out),
-            Expr::Case { operand, branches, otherwise } => {
-                if let Some(operand) = operand {
-                    operand.columns(out);
-                }
-                for (condition, result) in branches {
-                    condition.columns(out);
-                    result.columns(out);
-                }
-                if let Some(otherwise) = otherwise {
-                    otherwise.columns(out);
-                }
-            }
-            Expr::InList { expr, list, .. } => {
-                expr.columns(out);
-                for item in list {
-                    item.columns(out);
-                }
-            }
-            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {}
-            Expr::Function(call) => {
-                for arg in &call.args {
-                    arg.columns(out);
-                }
-            }
+            | Expr::InSubquery { expr, .. } => vec![expr],
+            Expr::Case { operand, branches, otherwise } => operand
+                .iter()
+                .map(Box::as_ref)
+                .chain(branches.iter().flat_map(|(condition, result)| [condition, result]))
+                .chain(otherwise.iter().map(Box::as_ref))
+                .collect(),
+            Expr::InList { expr, list, .. } => std::iter::once(expr.as_ref()).chain(list).collect(),
+            Expr::Function(call) => call.args.iter().collect(),
         }
     }
 
-    /// Whether it contains a correlated subquery (which reads the current row).
-    pub fn has_correlated_subquery(&self) -> bool {
+    /// `children`, mutably.
+    fn children_mut(&mut self) -> Vec<&mut Expr> {
         match self {
-            Expr::InSubquery { correlated, expr, .. } => {
-                *correlated || expr.has_correlated_subquery()
+            Expr::Column(_) | Expr::Outer { .. } | Expr::Literal(_) | Expr::Parameter(_) => {
+                Vec::new()
             }
-            Expr::Exists { correlated, .. }
-            | Expr::ScalarSubquery { correlated, .. }
-            | Expr::ArraySubquery { correlated, .. } => *correlated,
+            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {
+                Vec::new()
+            }
             Expr::Arithmetic { left, right, .. }
             | Expr::Compare { left, right, .. }
             | Expr::Concat(left, right)
             | Expr::And(left, right)
             | Expr::Or(left, right)
             | Expr::IsDistinct { left, right, .. }
-            | Expr::Like { expr: left, pattern: right, .. } => {
-                left.has_correlated_subquery() || right.has_correlated_subquery()
-            }
+            | Expr::Like { expr: left, pattern: right, .. } => vec![left, right],
             Expr::Negate { expr, .. }
             | Expr::Not(expr)
             | Expr::IsNull { expr, .. }
             | Expr::IsBool { expr, .. }
-            | Expr::Cast { expr, .. } => expr.has_correlated_subquery(),
-            Expr::Case { operand, branches, otherwise } => {
-                operand.as_ref().is_some_and(|operand| operand.has_correlated_subquery())
-                    || branches.iter().any(|(condition, result)| {
-                        condition.has_correlated_subquery() || result.has_correlated_subquery()
-                    })
-                    || otherwise
-                        .as_ref()
-                        .is_some_and(|otherwise| otherwise.has_correlated_subquery())
-            }
+            | Expr::Cast { expr, .. }
+            | Expr::InSubquery { expr, .. } => vec![expr],
+            Expr::Case { operand, branches, otherwise } => operand
+                .iter_mut()
+                .map(Box::as_mut)
+                .chain(branches.iter_mut().flat_map(|(condition, result)| [condition, result]))
+                .chain(otherwise.iter_mut().map(Box::as_mut))
+                .collect(),
             Expr::InList { expr, list, .. } => {
-                expr.has_correlated_subquery() || list.iter().any(Expr::has_correlated_subquery)
+                std::iter::once(expr.as_mut()).chain(list.iter_mut()).collect()
             }
-            Expr::Function(call) => call.args.iter().any(Expr::has_correlated_subquery),
-            _ => false,
+            Expr::Function(call) => call.args.iter_mut().collect(),
         }
+    }
+
+    /// Column positions read by the expression (not inside subqueries).
+    pub fn columns(&self, out: &mut Vec<usize>) {
+        if let Expr::Column(index) = self {
+            out.push(*index);
+        }
+        for child in self.children() {
+            child.columns(out);
+        }
+    }
+
+    /// Whether it contains a correlated subquery (which reads the current row).
+    pub fn has_correlated_subquery(&self) -> bool {
+        let here = match self {
+            Expr::InSubquery { correlated, .. }
+            | Expr::Exists { correlated, .. }
+            | Expr::ScalarSubquery { correlated, .. }
+            | Expr::ArraySubquery { correlated, .. } => *correlated,
+            _ => false,
+        };
+        here || self.children().into_iter().any(Expr::has_correlated_subquery)
     }
 
     /// Shifts column references by `offset` (a predicate moved above a join's left side).
@@ -301,49 +304,11 @@ impl Expr {
     }
 
     pub fn map_columns(&mut self, map: &mut dyn FnMut(usize) -> usize) {
-        match self {
-            Expr::Column(index) => *index = map(*index),
-            Expr::Outer { .. } | Expr::Literal(_) | Expr::Parameter(_) => {}
-            Expr::Arithmetic { left, right, .. }
-            | Expr::Compare { left, right, .. }
-            | Expr::Concat(left, right)
-            | Expr::And(left, right)
-            | Expr::Or(left, right)
-            | Expr::IsDistinct { left, right, .. }
-            | Expr::Like { expr: left, pattern: right, .. } => {
-                left.map_columns(map);
-                right.map_columns(map);
-            }
-            Expr::Negate { expr, .. }
-            | Expr::Not(expr)
-            | Expr::IsNull { expr, .. }
-            | Expr::IsBool { expr, .. }
-            | Expr::Cast { expr, .. }
-            | Expr::InSubquery { expr, .. } => expr.map_columns(map),
-            Expr::Case { operand, branches, otherwise } => {
-                if let Some(operand) = operand {
-                    operand.map_columns(map);
-                }
-                for (condition, result) in branches {
-                    condition.map_columns(map);
-                    result.map_columns(map);
-                }
-                if let Some(otherwise) = otherwise {
-                    otherwise.map_columns(map);
-                }
-            }
-            Expr::InList { expr, list, .. } => {
-                expr.map_columns(map);
-                for item in list {
-                    item.map_columns(map);
-                }
-            }
-            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {}
-            Expr::Function(call) => {
-                for arg in &mut call.args {
-                    arg.map_columns(map);
-                }
-            }
+        if let Expr::Column(index) = self {
+            *index = map(*index);
+        }
+        for child in self.children_mut() {
+            child.map_columns(map);
         }
     }
 }

@@ -571,10 +571,7 @@ impl Session {
             }
         }
         if self.state == BlockState::Failed {
-            return Err(SqlError::new(
-                "25P02",
-                "current transaction is aborted, commands ignored until end of transaction block",
-            ));
+            return Err(aborted_error());
         }
         let outcome = self.run_statement(statement, prepared, params);
         if outcome.is_err() {
@@ -632,6 +629,19 @@ impl Session {
                 }
             }
             outcome
+        }
+    }
+
+    /// SAVEPOINT and RELEASE need an open, healthy block: 25P02 in a failed block, 25P01
+    /// outside one.
+    fn require_open_block(&self, command: &str) -> Result<()> {
+        match self.state {
+            BlockState::Failed => Err(aborted_error()),
+            BlockState::Idle => Err(SqlError::new(
+                "25P01",
+                format!("{command} can only be used in transaction blocks"),
+            )),
+            BlockState::InBlock => Ok(()),
         }
     }
 
@@ -709,30 +719,14 @@ impl Session {
                 Output::command("ROLLBACK")
             }
             ast::Statement::Savepoint { name } => {
-                if self.state == BlockState::Failed {
-                    return Err(SqlError::new("25P02", "current transaction is aborted, commands ignored until end of transaction block"));
-                }
-                if self.state == BlockState::Idle {
-                    return Err(SqlError::new(
-                        "25P01",
-                        "SAVEPOINT can only be used in transaction blocks",
-                    ));
-                }
+                self.require_open_block("SAVEPOINT")?;
                 self.begin_transaction()?;
                 self.transaction.as_mut().expect("begun").savepoint(&ident(name))?;
                 self.savepoint_settings.push((ident(name), self.settings.clone()));
                 Output::command("SAVEPOINT")
             }
             ast::Statement::ReleaseSavepoint { name } => {
-                if self.state == BlockState::Failed {
-                    return Err(SqlError::new("25P02", "current transaction is aborted, commands ignored until end of transaction block"));
-                }
-                if self.state == BlockState::Idle {
-                    return Err(SqlError::new(
-                        "25P01",
-                        "RELEASE SAVEPOINT can only be used in transaction blocks",
-                    ));
-                }
+                self.require_open_block("RELEASE SAVEPOINT")?;
                 self.begin_transaction()?;
                 self.transaction.as_mut().expect("begun").release_savepoint(&ident(name))?;
                 let name = ident(name);
@@ -1638,6 +1632,11 @@ impl Session {
         }
         self.state = BlockState::Idle;
     }
+}
+
+/// 25P02, worded by the engine, which reports the same state for its own failed transactions.
+fn aborted_error() -> SqlError {
+    tierdb_engine::EngineError::TransactionAborted.into()
 }
 
 fn unique_index_error(error: SqlError, name: &str) -> SqlError {
