@@ -126,7 +126,6 @@ impl<'a> Node<'a> {
                 "slot array end={slots_end} overlaps cell area start={cell_start}"
             ));
         }
-        let mut spans = Vec::with_capacity(count + 1);
         for index in 0..count {
             let offset = self.slot(index);
             if offset < cell_start || offset + self.cell_header_bytes() > PAGE_PAYLOAD_SIZE {
@@ -136,24 +135,38 @@ impl<'a> Node<'a> {
             if offset + length > PAGE_PAYLOAD_SIZE {
                 return fail(format!("slot={index} cell overruns the page"));
             }
-            spans.push((offset, offset + length));
         }
         let fragmented = usize::from(get_u16(self.bytes, 6));
         if fragmented > PAGE_PAYLOAD_SIZE - cell_start {
             return fail(format!("fragmented bytes={fragmented} exceed the cell area"));
         }
         let (high_offset, high_length) = self.high_key_span();
+        if high_offset != 0
+            && (high_offset < cell_start || high_offset + high_length > PAGE_PAYLOAD_SIZE)
+        {
+            return fail("high key outside the cell area".to_string());
+        }
+        Ok(())
+    }
+
+    /// Cells may not overlap: compaction copies them, and two slots sharing bytes would make
+    /// a change to one silently change the other. Checked before a node is changed
+    /// (`NodeMut::open`), not on every read: it costs an allocation and a sort, and a read of
+    /// overlapping cells stays within the page (`validate` bounds every cell).
+    fn validate_disjoint_cells(&self) -> Result<(), NodeCorruption> {
+        let count = self.count();
+        let mut spans = Vec::with_capacity(count + 1);
+        for index in 0..count {
+            let offset = self.slot(index);
+            spans.push((offset, offset + self.cell_length(offset)));
+        }
+        let (high_offset, high_length) = self.high_key_span();
         if high_offset != 0 {
-            if high_offset < cell_start || high_offset + high_length > PAGE_PAYLOAD_SIZE {
-                return fail("high key outside the cell area".to_string());
-            }
             spans.push((high_offset, high_offset + high_length));
         }
-        // Cells may not overlap: compaction copies them, and two slots sharing bytes would
-        // make a change to one silently change the other.
         spans.sort_unstable();
         if spans.windows(2).any(|pair| pair[0].1 > pair[1].0) {
-            return fail("overlapping cells".to_string());
+            return Err(NodeCorruption("overlapping cells".to_string()));
         }
         Ok(())
     }
@@ -295,7 +308,7 @@ impl<'a> NodeMut<'a> {
 
     /// A mutable view of a valid node.
     pub fn open(bytes: &'a mut [u8]) -> Result<NodeMut<'a>, NodeCorruption> {
-        Node::open(bytes)?;
+        Node::open(bytes)?.validate_disjoint_cells()?;
         Ok(NodeMut { bytes })
     }
 

@@ -15,6 +15,7 @@
 //!   wait-for graph is checked on every wait, so a deadlock is reported at once (40P01).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +33,8 @@ const FIRST_TXN: TxnId = 2;
 /// Ids reserved durably at a time.
 const TXN_RESERVE: u64 = 4096;
 const TXNS_PER_CLOG_PAGE: u64 = (PAGE_PAYLOAD_SIZE as u64) * 4;
+/// Slots of the finished-transaction outcome cache (direct-mapped by id).
+const OUTCOME_CACHE_SLOTS: usize = 1 << 14;
 /// How often a waiting writer re-checks its holder (besides being woken).
 const WAIT_RECHECK: Duration = Duration::from_millis(50);
 
@@ -92,10 +95,54 @@ struct ClogPages {
 /// directory page.
 pub(crate) const ROOT_MAGIC: &[u8; 4] = b"TDE1";
 
+/// Outcomes of finished transactions, so that a visibility check (one per row version read)
+/// usually needs neither the transaction table's lock nor a commit-log page. Direct-mapped:
+/// a slot holds `id << 2 | outcome` (1 committed, 2 aborted; 0 empty) and a newer id simply
+/// replaces an older one. Only final outcomes enter it (a transaction out of the active set
+/// never changes its commit-log bits again), so a hit is always right; a miss reads the page.
+struct OutcomeCache {
+    slots: Box<[AtomicU64]>,
+}
+
+impl OutcomeCache {
+    fn new() -> OutcomeCache {
+        OutcomeCache { slots: (0..OUTCOME_CACHE_SLOTS).map(|_| AtomicU64::new(0)).collect() }
+    }
+
+    fn slot(&self, txn: TxnId) -> &AtomicU64 {
+        let index =
+            usize::try_from(txn % OUTCOME_CACHE_SLOTS as u64).expect("below the slot count");
+        &self.slots[index]
+    }
+
+    fn get(&self, txn: TxnId) -> Option<TxnStatus> {
+        let entry = self.slot(txn).load(Ordering::Relaxed);
+        if entry >> 2 != txn {
+            return None;
+        }
+        match entry & 0b11 {
+            1 => Some(TxnStatus::Committed),
+            2 => Some(TxnStatus::Aborted),
+            _ => None,
+        }
+    }
+
+    fn remember(&self, txn: TxnId, status: TxnStatus) {
+        let outcome = match status {
+            TxnStatus::Committed => 1,
+            TxnStatus::Aborted => 2,
+            TxnStatus::InProgress => unreachable!("only final outcomes are cached"),
+        };
+        assert!(txn < 1 << 62, "transaction ids fit the cache entry");
+        self.slot(txn).store(txn << 2 | outcome, Ordering::Relaxed);
+    }
+}
+
 pub(crate) struct TxnManager {
     store: Arc<PageStore>,
     root: PageId,
     clog: parking_lot::RwLock<ClogPages>,
+    outcomes: OutcomeCache,
     table: Mutex<TxnTable>,
     finished: Condvar,
 }
@@ -129,6 +176,7 @@ impl TxnManager {
             store,
             root,
             clog: parking_lot::RwLock::new(clog),
+            outcomes: OutcomeCache::new(),
             table: Mutex::new(TxnTable {
                 next: reserved,
                 reserved_until: reserved,
@@ -213,16 +261,30 @@ impl TxnManager {
         if txn == FROZEN_TXN {
             return Ok(TxnStatus::Committed);
         }
+        if let Some(status) = self.outcomes.get(txn) {
+            return Ok(status);
+        }
         if self.table.lock().active.contains(&txn) {
             return Ok(TxnStatus::InProgress);
         }
+        self.finished_status(txn)
+    }
+
+    /// The outcome of `txn`, known to have finished (it is not in the active set, or a
+    /// snapshot taken after it finished says so): the cache, else its commit-log bits.
+    fn finished_status(&self, txn: TxnId) -> Result<TxnStatus> {
+        if let Some(status) = self.outcomes.get(txn) {
+            return Ok(status);
+        }
         let (page_id, byte, shift) = self.clog_location(txn)?;
         let page = self.store.read(page_id)?;
-        Ok(match (page.payload()[byte] >> shift) & 0b11 {
+        let status = match (page.payload()[byte] >> shift) & 0b11 {
             1 => TxnStatus::Committed,
             // In progress in the log but not running: it died in a crash.
             _ => TxnStatus::Aborted,
-        })
+        };
+        self.outcomes.remember(txn, status);
+        Ok(status)
     }
 
     /// Whether a version made by `creator` is visible to `snapshot`.
@@ -233,7 +295,8 @@ impl TxnManager {
         if snapshot.saw_in_progress(creator) {
             return Ok(false);
         }
-        Ok(self.status(creator)? == TxnStatus::Committed)
+        // Finished before the snapshot was taken, so its commit-log bits are final.
+        Ok(self.finished_status(creator)? == TxnStatus::Committed)
     }
 
     /// A snapshot for the transaction with virtual id `virtual_id` (and real id `me`, 0 if it

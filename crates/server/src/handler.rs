@@ -41,7 +41,8 @@ use pgwire::api::{
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Execute};
+use pgwire::messages::data::{FieldDescription, NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Describe, Execute};
 use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -473,6 +474,56 @@ impl ExtendedQueryHandler for Connection {
             None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
         }
         client.feed(PgWireBackendMessage::BindComplete(BindComplete::new())).await?;
+        Ok(())
+    }
+
+    /// As pgwire's default, but the reply (ParameterDescription, RowDescription or NoData) is
+    /// queued until Sync like BindComplete: libpq sends Bind, Describe, Execute and Sync in
+    /// one packet, and flushing here made every statement cost two writes and two wakeups.
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let (parameters, fields) = match message.target_type {
+            b'S' => match client.portal_store().get_statement(name) {
+                Some(Entry::Value(statement)) => {
+                    let prepared = statement.statement.lock();
+                    let types = prepared.parameter_types.iter().map(wire::pg_type).collect();
+                    (Some(types), Some(wire::fields(&prepared.columns, &|_| false)))
+                }
+                Some(Entry::Empty) => (Some(Vec::new()), None),
+                None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+            },
+            b'P' => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => {
+                    let prepared = portal.statement.statement.lock();
+                    let format = &portal.result_column_format;
+                    (None, Some(wire::fields(&prepared.columns, &|index| format.is_binary(index))))
+                }
+                Some(Entry::Empty) => (None, None),
+                None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+            },
+            other => return Err(PgWireError::InvalidTargetType(other)),
+        };
+        if let Some(types) = parameters {
+            let oids = types.iter().map(Type::oid).collect();
+            client
+                .feed(PgWireBackendMessage::ParameterDescription(ParameterDescription::new(oids)))
+                .await?;
+        }
+        match fields {
+            Some(fields) if !fields.is_empty() => {
+                let fields = fields.iter().map(FieldDescription::from).collect();
+                client
+                    .feed(PgWireBackendMessage::RowDescription(RowDescription::new(fields)))
+                    .await?
+            }
+            _ => client.feed(PgWireBackendMessage::NoData(NoData::new())).await?,
+        }
         Ok(())
     }
 
