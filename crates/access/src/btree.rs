@@ -24,8 +24,8 @@ use tierdb_common::{ErrorKind, Lsn, Page, PageId, PageType, PAGE_PAYLOAD_SIZE};
 use tierdb_storage::{Mtr, MtrSlot, PageStore, StorageError};
 
 use crate::node::{
-    diff_ranges, internal_cell_bytes, leaf_cell_bytes, CellValue, Node, NodeMut, HEADER_BYTES,
-    INLINE_VALUE_BYTES_MAX, KEY_BYTES_MAX,
+    diff_ranges, internal_cell_bytes, leaf_cell_bytes, leaf_cell_size, CellValue, Node, NodeMut,
+    HEADER_BYTES, INLINE_VALUE_BYTES_MAX, KEY_BYTES_MAX,
 };
 
 const META_MAGIC: &[u8; 4] = b"TBT1";
@@ -144,6 +144,16 @@ fn write_payload(mtr: &mut Mtr<'_>, slot: MtrSlot, after: &[u8]) {
     let before = mtr.page(slot).payload().to_vec();
     for range in diff_ranges(&before, after) {
         mtr.write(slot, range.start, &after[range]);
+    }
+}
+
+/// The first overflow page of a leaf cell's value, if it is stored out of line.
+fn overflow_of(node: Node<'_>, index: usize) -> Option<PageId> {
+    match node.value(index) {
+        CellValue::Leaf(stored) if stored.first() == Some(&TAG_OVERFLOW) => {
+            Some(PageId(get_u64(stored, 5)))
+        }
+        _ => None,
     }
 }
 
@@ -434,7 +444,7 @@ impl BTree {
             },
             Err(_) => 0,
         };
-        if node.free_bytes() + freed < leaf_cell_bytes(key, &vec![0; stored_bytes]) {
+        if node.free_bytes() + freed < leaf_cell_size(key.len(), stored_bytes) {
             return Ok(None);
         }
         let old = self.replace_in_leaf(&mut mtr, slot, page_id, key, value)?;
@@ -451,13 +461,28 @@ impl BTree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        let old = self.remove_from_leaf(mtr, slot, page_id, key)?;
+        // One copy of the page takes both the removal and the insertion, so the change is
+        // logged as one diff (the slot array is not logged shifted down and then back up).
+        let node = open_node(page_id, mtr.page(slot))?;
+        let (old, index, overflow) = match node.search(key) {
+            Ok(index) => {
+                let old = self.load_value(page_id, node, index)?;
+                (Some(old), Some(index), overflow_of(node, index))
+            }
+            Err(_) => (None, None, None),
+        };
         let stored = self.store_value(mtr, value)?;
         let mut after = mtr.page(slot).payload().to_vec();
         let mut node = NodeMut::open(&mut after).map_err(|error| corrupt(page_id, error.0))?;
+        if let Some(index) = index {
+            node.remove(index);
+        }
         let index = node.view().search(key).expect_err("removed above");
         assert!(node.insert_leaf(index, key, &stored), "caller checked the room");
         write_payload(mtr, slot, &after);
+        if let Some(first) = overflow {
+            self.free_overflow(mtr, first)?;
+        }
         Ok(old)
     }
 
@@ -472,12 +497,7 @@ impl BTree {
         let node = open_node(page_id, mtr.page(slot))?;
         let Ok(index) = node.search(key) else { return Ok(None) };
         let old = self.load_value(page_id, node, index)?;
-        let overflow = match node.value(index) {
-            CellValue::Leaf(stored) if stored.first() == Some(&TAG_OVERFLOW) => {
-                Some(PageId(get_u64(stored, 5)))
-            }
-            _ => None,
-        };
+        let overflow = overflow_of(node, index);
         let mut after = mtr.page(slot).payload().to_vec();
         let mut editable = NodeMut::open(&mut after).map_err(|error| corrupt(page_id, error.0))?;
         editable.remove(index);
@@ -655,7 +675,7 @@ impl BTree {
     fn insert_pessimistic(&self, key: &[u8], value: &[u8]) -> Result<(Option<Vec<u8>>, Lsn)> {
         let mut mtr = self.store.mtr();
         let stored_bytes = if value.len() < INLINE_VALUE_BYTES_MAX { value.len() + 1 } else { 13 };
-        let cell_bytes = leaf_cell_bytes(key, &vec![0; stored_bytes]);
+        let cell_bytes = leaf_cell_size(key.len(), stored_bytes);
         let separator_bytes = internal_cell_bytes(&[0; KEY_BYTES_MAX]);
         let safe = |node: Node<'_>, _is_root: bool| {
             if node.is_leaf() {

@@ -288,7 +288,12 @@ impl<'a> Node<'a> {
 
 /// Space a cell needs, slot included.
 pub fn leaf_cell_bytes(key: &[u8], value: &[u8]) -> usize {
-    LEAF_CELL_HEADER_BYTES + key.len() + value.len() + SLOT_BYTES
+    leaf_cell_size(key.len(), value.len())
+}
+
+/// `leaf_cell_bytes` from lengths, for a value not built yet.
+pub fn leaf_cell_size(key_bytes: usize, value_bytes: usize) -> usize {
+    LEAF_CELL_HEADER_BYTES + key_bytes + value_bytes + SLOT_BYTES
 }
 
 pub fn internal_cell_bytes(key: &[u8]) -> usize {
@@ -372,30 +377,37 @@ impl<'a> NodeMut<'a> {
         Some(offset)
     }
 
-    /// Rewrites the cells contiguously at the end of the page, dropping fragmented space.
+    /// Slides the cells (and the high key) together at the end of the page, dropping
+    /// fragmented space. Cells keep their physical order, so the ones already packed against
+    /// the end do not move: a change is logged as the bytes that differ, and a compaction
+    /// that rewrote every cell cost a page-sized WAL record. The freed gap is not cleared
+    /// (free space is never read), which would log it too.
     pub fn compact(&mut self) {
+        const HIGH_KEY: usize = usize::MAX;
         let view = self.view();
         let count = view.count();
-        let mut cells: Vec<(usize, Vec<u8>)> = (0..count)
+        // (offset, length, slot index or HIGH_KEY), highest offset first.
+        let mut cells: Vec<(usize, usize, usize)> = (0..count)
             .map(|index| {
                 let offset = view.slot(index);
-                (index, self.bytes[offset..offset + view.cell_length(offset)].to_vec())
+                (offset, view.cell_length(offset), index)
             })
             .collect();
-        let high_key = view.high_key().map(<[u8]>::to_vec);
+        let (high_offset, high_length) = view.high_key_span();
+        if high_offset != 0 {
+            cells.push((high_offset, high_length, HIGH_KEY));
+        }
+        cells.sort_unstable_by_key(|cell| std::cmp::Reverse(cell.0));
         let mut end = PAGE_PAYLOAD_SIZE;
-        for (index, cell) in cells.drain(..) {
-            end -= cell.len();
-            self.bytes[end..end + cell.len()].copy_from_slice(&cell);
-            put_u16(self.bytes, HEADER_BYTES + index * SLOT_BYTES, to_u16(end));
+        for (offset, length, index) in cells {
+            end -= length;
+            assert!(end >= offset, "cells only move toward the page end");
+            if end != offset {
+                self.bytes.copy_within(offset..offset + length, end);
+            }
+            let pointer = if index == HIGH_KEY { 32 } else { HEADER_BYTES + index * SLOT_BYTES };
+            put_u16(self.bytes, pointer, to_u16(end));
         }
-        if let Some(high_key) = high_key {
-            end -= high_key.len();
-            self.bytes[end..end + high_key.len()].copy_from_slice(&high_key);
-            put_u16(self.bytes, 32, to_u16(end));
-        }
-        let slots_end = HEADER_BYTES + count * SLOT_BYTES;
-        self.bytes[slots_end..end].fill(0);
         put_u16(self.bytes, 4, to_u16(end));
         put_u16(self.bytes, 6, 0);
     }

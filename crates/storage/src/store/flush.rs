@@ -34,6 +34,8 @@ use crate::wal::WalRecord;
 
 /// How often the background writer wakes when nothing asks it to.
 const WRITER_TICK: Duration = Duration::from_millis(20);
+/// How often the background writer looks for pages dirty since before the WAL budget.
+const HORIZON_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 /// Segments compacted together at most in one step.
 const COMPACTION_SEGMENTS_MAX: usize = 8;
 
@@ -402,6 +404,7 @@ impl StoreInner {
 /// The background writer: keeps dirty pages below their limit, checkpoints on time or WAL
 /// volume, compacts, and releases frames above the pool's target.
 pub(crate) fn background_loop(inner: &StoreInner) {
+    let mut horizon_checked_at: Option<std::time::Instant> = None;
     while !inner.shutdown.load(Ordering::Acquire) {
         {
             let (flag, condvar) = &inner.wake;
@@ -414,7 +417,7 @@ pub(crate) fn background_loop(inner: &StoreInner) {
         if inner.shutdown.load(Ordering::Acquire) {
             return;
         }
-        if let Err(error) = background_step(inner) {
+        if let Err(error) = background_step(inner, &mut horizon_checked_at) {
             if matches!(error, StorageError::Poisoned { .. }) {
                 return;
             }
@@ -424,7 +427,10 @@ pub(crate) fn background_loop(inner: &StoreInner) {
     }
 }
 
-fn background_step(inner: &StoreInner) -> Result<()> {
+fn background_step(
+    inner: &StoreInner,
+    horizon_checked_at: &mut Option<std::time::Instant>,
+) -> Result<()> {
     let target = inner.pool.target_frames();
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let dirty_max = ((target as f64) * inner.config.dirty_fraction_max) as usize;
@@ -437,13 +443,19 @@ fn background_step(inner: &StoreInner) -> Result<()> {
     }
     // Pages dirty for long hold the redo point, and so the WAL, back: write the ones older
     // than the checkpoint WAL budget so that WAL and recovery time stay bounded.
-    let appended = inner.wal.appended_lsn();
-    let horizon = Lsn(appended.0.saturating_sub(inner.config.checkpoint_wal_bytes));
-    while inner.pool.min_recovery_lsn().is_some_and(|oldest| oldest < horizon)
-        && !inner.shutdown.load(Ordering::Acquire)
-    {
-        if inner.flush_dirty(SEGMENT_SLOTS_MAX, Some(horizon))? == 0 {
-            break;
+    // Finding the oldest dirty page visits every frame, so it runs at most once per
+    // HORIZON_CHECK_INTERVAL rather than every tick: the budget is a WAL volume, far more
+    // than one interval of writing.
+    if horizon_checked_at.is_none_or(|at| at.elapsed() >= HORIZON_CHECK_INTERVAL) {
+        *horizon_checked_at = Some(std::time::Instant::now());
+        let appended = inner.wal.appended_lsn();
+        let horizon = Lsn(appended.0.saturating_sub(inner.config.checkpoint_wal_bytes));
+        while inner.pool.min_recovery_lsn().is_some_and(|oldest| oldest < horizon)
+            && !inner.shutdown.load(Ordering::Acquire)
+        {
+            if inner.flush_dirty(SEGMENT_SLOTS_MAX, Some(horizon))? == 0 {
+                break;
+            }
         }
     }
     if inner.pool.allocated_frames() > target {
