@@ -28,4 +28,4 @@ pub use volume::{
 };
 #[cfg(feature = "s3")]
 pub use volume::{S3Config, S3Volume};
-pub use wal::{DeviceOpener, PageOp, WalRecord, WalStats};
+pub use wal::{DeviceOpener, PageOp, WalRecord, WalStats, WAL_FILE_BYTES_MAX};

@@ -289,3 +289,105 @@ fn missing_first_wal_file_fails_open() {
     assert_eq!(error.kind(), tierdb_common::ErrorKind::Corruption, "{error}");
     assert!(error.to_string().contains("gap in log"), "{error}");
 }
+
+/// Writes `rounds` whole-page changes over `pages` (WAL grows about a page per round), each
+/// page stamped with the round; syncs every 64 rounds and at the end.
+fn rewrite_pages(store: &PageStore, pages: &[PageId], first_round: u64, rounds: u64) {
+    let payload_bytes = tierdb_common::PAGE_PAYLOAD_SIZE;
+    let mut lsn = tierdb_common::Lsn::ZERO;
+    for round in first_round..first_round + rounds {
+        let page_id = pages[usize::try_from(round).unwrap() % pages.len()];
+        let mut mtr = store.mtr();
+        let slot = mtr.latch(page_id).unwrap();
+        let mut bytes = vec![u8::try_from(round % 251).unwrap(); payload_bytes];
+        bytes[..8].copy_from_slice(&round.to_le_bytes());
+        mtr.write(slot, 0, &bytes);
+        lsn = mtr.commit().unwrap();
+        if round % 64 == 0 {
+            store.wait_durable(lsn).unwrap();
+        }
+    }
+    store.wait_durable(lsn).unwrap();
+}
+
+fn wal_files(directory: &Path) -> Vec<(String, u64)> {
+    let mut files: Vec<(String, u64)> = std::fs::read_dir(directory.join("wal"))
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (entry.file_name().to_string_lossy().to_string(), entry.metadata().unwrap().len())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn wal_rolls_into_a_preallocated_file_and_recovers_its_zeroed_tail() {
+    const SPARE: &str = "next.prealloc";
+    let file_bytes = tierdb_storage::WAL_FILE_BYTES_MAX;
+    let directory = tempfile::tempdir().unwrap();
+    let mut cfg = config(directory.path(), 256, 0);
+    cfg.tier = None;
+    // Keep every WAL file: no checkpoint truncates the log during the test.
+    cfg.checkpoint_wal_bytes = u64::MAX;
+    cfg.checkpoint_interval = Duration::from_secs(3600);
+    let page_rounds = file_bytes / 8192;
+    let store = PageStore::open(cfg.clone()).unwrap();
+    let pages = create_pages(&store, 64);
+    // Past half of the first file the background writer prepares the next one, zero-filled.
+    rewrite_pages(&store, &pages, 1, page_rounds * 6 / 10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !wal_files(directory.path()).iter().any(|(name, len)| name == SPARE && *len == file_bytes)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no spare: {:?}",
+            wal_files(directory.path())
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Past the end of the first file the log continues in the spare, renamed.
+    let written = page_rounds * 6 / 10;
+    rewrite_pages(&store, &pages, 1 + written, page_rounds / 2);
+    let last_round = written + page_rounds / 2;
+    let files = wal_files(directory.path());
+    let logs: Vec<&(String, u64)> =
+        files.iter().filter(|(name, _)| name.ends_with(".wal")).collect();
+    let newest = logs.last().unwrap();
+    assert_ne!(newest.0, "0000000000000000.wal", "the log rolled: {files:?}");
+    assert_eq!(newest.1, file_bytes, "the newest file is the preallocated one: {files:?}");
+    // A crash (no close): recovery finds the log end inside the zeroed tail, keeps the file
+    // preallocated, and every acknowledged change is there.
+    store.abandon();
+    std::fs::write(directory.path().join("wal").join(SPARE), b"left by a crash").unwrap();
+    let mut quiet = cfg.clone();
+    quiet.background = false;
+    let store = PageStore::open(quiet.clone()).unwrap();
+    for (index, &page_id) in pages.iter().enumerate() {
+        let index = u64::try_from(index).unwrap();
+        // The last round that wrote this page.
+        let expected = (0..=last_round).rev().find(|round| *round >= 1 && round % 64 == index);
+        if let Some(round) = expected {
+            assert_eq!(read_u64(&store, page_id, 0), round, "page {page_id}");
+        }
+    }
+    let files = wal_files(directory.path());
+    assert!(!files.iter().any(|(name, _)| name == SPARE), "a leftover spare is removed: {files:?}");
+    let logs: Vec<&(String, u64)> =
+        files.iter().filter(|(name, _)| name.ends_with(".wal")).collect();
+    assert_eq!(
+        logs.last().unwrap().1,
+        file_bytes,
+        "recovery keeps the preallocated length: {files:?}"
+    );
+    // Appending after recovery continues at the log end, and a second crash recovers it.
+    rewrite_pages(&store, &pages, last_round + 1, 64);
+    store.abandon();
+    let store = PageStore::open(quiet).unwrap();
+    for (index, &page_id) in pages.iter().enumerate() {
+        let round =
+            last_round + 1 + (64 + u64::try_from(index).unwrap() - (last_round + 1) % 64) % 64;
+        assert_eq!(read_u64(&store, page_id, 0), round, "page {page_id} after the second crash");
+    }
+}

@@ -481,5 +481,9 @@ fn background_step(
         inner.checkpoint()?;
     }
     inner.compact_step()?;
+    if let Err(error) = inner.wal.prepare_spare() {
+        // Only an optimisation: the next file is then created when needed and appended to.
+        tracing::warn!(%error, "preparing the next wal file failed");
+    }
     Ok(())
 }
