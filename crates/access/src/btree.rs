@@ -141,8 +141,7 @@ fn split_point(sizes: &[usize]) -> usize {
 
 /// Replaces the payload of a latched page, logging only the bytes that changed.
 fn write_payload(mtr: &mut Mtr<'_>, slot: MtrSlot, after: &[u8]) {
-    let before = mtr.page(slot).payload().to_vec();
-    for range in diff_ranges(&before, after) {
+    for range in diff_ranges(mtr.page(slot).payload(), after) {
         mtr.write(slot, range.start, &after[range]);
     }
 }

@@ -23,7 +23,9 @@ use tierdb_common::{PageId, PageType};
 use tierdb_storage::PageStore;
 
 use crate::error::{EngineError, Result};
-use crate::row::{decode_row, decode_versions, encode_row, encode_versions, Row, Value, Version};
+use crate::row::{
+    decode_row, decode_versions, encode_row, encode_versions, walk_versions, Row, Value, Version,
+};
 use crate::txn::{IsolationLevel, Snapshot, TxnId, TxnManager, TxnStatus, FROZEN_TXN, ROOT_MAGIC};
 
 const ROW_LOCK_STRIPES: usize = 1024;
@@ -1299,15 +1301,32 @@ impl Transaction {
 
     fn visible_row(&self, versions: &[Version]) -> Result<Option<Row>> {
         for version in versions {
-            if !self.engine.txns.visible(&self.snapshot, version.xmin)? {
-                continue;
+            if let Some(outcome) = self.version_outcome(version.xmin, version.xmax, &version.row)? {
+                return Ok(outcome);
             }
-            let deleted = version.xmax != 0
-                && (version.xmax == self.id
-                    || self.engine.txns.visible(&self.snapshot, version.xmax)?);
-            return if deleted { Ok(None) } else { Ok(Some(decode_row(&version.row)?)) };
         }
         Ok(None)
+    }
+
+    /// `visible_row` over a stored value, decoding only the visible version's row.
+    fn visible_row_stored(&self, stored: &[u8]) -> Result<Option<Row>> {
+        let mut found = None;
+        walk_versions(stored, |xmin, xmax, row| {
+            found = self.version_outcome(xmin, xmax, row)?;
+            Ok(found.is_none())
+        })?;
+        Ok(found.flatten())
+    }
+
+    /// For one version, newest first: `None` if this snapshot does not see its creator (look
+    /// at older versions); else the row as this snapshot sees it (`Some(None)`: deleted).
+    fn version_outcome(&self, xmin: TxnId, xmax: TxnId, row: &[u8]) -> Result<Option<Option<Row>>> {
+        if !self.engine.txns.visible(&self.snapshot, xmin)? {
+            return Ok(None);
+        }
+        let deleted =
+            xmax != 0 && (xmax == self.id || self.engine.txns.visible(&self.snapshot, xmax)?);
+        Ok(Some(if deleted { None } else { Some(decode_row(row)?) }))
     }
 
     /// The row with primary key `key` as this transaction sees it.
@@ -1316,7 +1335,7 @@ impl Transaction {
             let table = txn.engine.table(table)?;
             let encoded = table.encode_primary_key(key)?;
             match table.tree.get(&encoded)? {
-                Some(bytes) => txn.visible_row(&decode_versions(&bytes)?),
+                Some(bytes) => txn.visible_row_stored(&bytes),
                 None => Ok(None),
             }
         })
@@ -1328,9 +1347,7 @@ impl Transaction {
             let table = txn.engine.table(table)?;
             let encoded = table.encode_primary_key(key)?;
             match table.tree.get(&encoded)? {
-                Some(bytes) => {
-                    Ok(txn.visible_row(&decode_versions(&bytes)?)?.map(|row| (encoded, row)))
-                }
+                Some(bytes) => Ok(txn.visible_row_stored(&bytes)?.map(|row| (encoded, row))),
                 None => Ok(None),
             }
         })
@@ -1413,7 +1430,7 @@ impl Transaction {
             direction,
         ) {
             let (key, bytes) = entry?;
-            if let Some(row) = self.visible_row(&decode_versions(&bytes)?)? {
+            if let Some(row) = self.visible_row_stored(&bytes)? {
                 rows.push((key, row));
                 if rows.len() == limit {
                     break;
@@ -1748,7 +1765,7 @@ impl Transaction {
         for entry in entries {
             let (entry_key, row_key) = entry?;
             let Some(bytes) = table.tree.get(&row_key)? else { continue };
-            let Some(row) = self.visible_row(&decode_versions(&bytes)?)? else { continue };
+            let Some(row) = self.visible_row_stored(&bytes)? else { continue };
             // Stale entry: the visible version has other index values.
             let mut expected = index.prefix(&row)?;
             expected.extend_from_slice(&row_key);

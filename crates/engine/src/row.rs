@@ -135,9 +135,25 @@ pub fn encode_versions(versions: &[Version]) -> Vec<u8> {
 }
 
 pub fn decode_versions(bytes: &[u8]) -> Result<Vec<Version>> {
+    let mut versions = Vec::new();
+    let complete = walk_versions(bytes, |xmin, xmax, row| {
+        versions.push(Version { xmin, xmax, row: row.to_vec() });
+        Ok(true)
+    })?;
+    assert!(complete, "the visitor never stops early");
+    Ok(versions)
+}
+
+/// Visits the encoded versions newest first as (xmin, xmax, row bytes), borrowing the rows:
+/// readers look for one visible version and decode only that. `visit` returns whether to
+/// go on; the result says whether every version was visited (and the encoding then checked
+/// to its end).
+pub fn walk_versions(
+    bytes: &[u8],
+    mut visit: impl FnMut(TxnId, TxnId, &[u8]) -> Result<bool>,
+) -> Result<bool> {
     let mut position = 0;
     let count = u32::from_le_bytes(take(bytes, &mut position, 4)?.try_into().expect("4"));
-    let mut versions = Vec::with_capacity(usize::try_from(count).expect("fits").min(1024));
     for _ in 0..count {
         let xmin = u64::from_le_bytes(take(bytes, &mut position, 8)?.try_into().expect("8"));
         let xmax = u64::from_le_bytes(take(bytes, &mut position, 8)?.try_into().expect("8"));
@@ -145,12 +161,14 @@ pub fn decode_versions(bytes: &[u8]) -> Result<Vec<Version>> {
             take(bytes, &mut position, 4)?.try_into().expect("4"),
         ))
         .expect("fits");
-        versions.push(Version { xmin, xmax, row: take(bytes, &mut position, length)?.to_vec() });
+        if !visit(xmin, xmax, take(bytes, &mut position, length)?)? {
+            return Ok(false);
+        }
     }
     if position != bytes.len() {
         return Err(corrupt("trailing bytes after versions"));
     }
-    Ok(versions)
+    Ok(true)
 }
 
 #[cfg(test)]

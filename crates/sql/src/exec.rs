@@ -220,8 +220,7 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
             }
         }),
         PlanKind::Project { input, exprs } => run(input, ctx, probe, &mut |ctx, row| {
-            let projected =
-                exprs.iter().map(|expr| eval(expr, &row, ctx)).collect::<Result<Row>>()?;
+            let projected = project(exprs, row, ctx)?;
             sink(ctx, projected)
         }),
         PlanKind::NestedLoopJoin { left, right, kind, on } => {
@@ -313,10 +312,7 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
                 let rows = top_n(sorted, keys, keep, ctx, probe)?;
                 for row in rows.into_iter().skip(usize::try_from(offset).unwrap_or(usize::MAX)) {
                     let row = match projection {
-                        Some(exprs) => exprs
-                            .iter()
-                            .map(|expr| eval(expr, &row, ctx))
-                            .collect::<Result<Row>>()?,
+                        Some(exprs) => project(exprs, row, ctx)?,
                         None => row,
                     };
                     if !sink(ctx, row)? {
@@ -1049,6 +1045,28 @@ fn subquery_rows(
 }
 
 /// Evaluates an expression over `row`.
+/// Evaluates a projection over a row the caller gives up. A column that no later expression
+/// reads is moved out instead of cloned (a text value is then not copied again per row).
+fn project(exprs: &[Expr], mut row: Row, ctx: &mut Ctx<'_>) -> Result<Row> {
+    let mut projected = Vec::with_capacity(exprs.len());
+    for (position, expr) in exprs.iter().enumerate() {
+        let movable = match expr {
+            Expr::Column(index) => {
+                *index < row.len()
+                    && exprs[position + 1..]
+                        .iter()
+                        .all(|later| matches!(later, Expr::Column(other) if other != index))
+            }
+            _ => false,
+        };
+        projected.push(match expr {
+            Expr::Column(index) if movable => std::mem::replace(&mut row[*index], Datum::Null),
+            _ => eval(expr, &row, ctx)?,
+        });
+    }
+    Ok(projected)
+}
+
 pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
     Ok(match expr {
         Expr::Column(index) => row
