@@ -78,9 +78,13 @@ pub struct StoreConfig {
     /// Run the background writer (flushing, checkpoints, compaction).
     pub background: bool,
     pub checkpoint_interval: Duration,
-    /// Checkpoint once this much WAL was written since the last one.
+    /// Checkpoint once this much WAL was written since the last one; pages dirty since
+    /// further back are written. Larger: fewer writes of pages changed again and again (each
+    /// write takes a new segment slot, compacted later), longer recovery. The default,
+    /// 256 MiB, replays in seconds (PostgreSQL's `max_wal_size` default is 1 GB).
     pub checkpoint_wal_bytes: u64,
-    /// Background flushing starts above this fraction of dirty frames.
+    /// Background flushing starts above this fraction of dirty frames (default 0.5: half the
+    /// pool stays clean, so a miss finds a frame without writing one first).
     pub dirty_fraction_max: f64,
     /// Compaction runs while total segment slots exceed this multiple of live pages.
     pub space_amplification_max: f64,
@@ -112,8 +116,8 @@ impl StoreConfig {
             tier_device_opener: None,
             background: true,
             checkpoint_interval: Duration::from_secs(30),
-            checkpoint_wal_bytes: 64 << 20,
-            dirty_fraction_max: 0.25,
+            checkpoint_wal_bytes: 256 << 20,
+            dirty_fraction_max: 0.5,
             space_amplification_max: 1.3,
         }
     }
