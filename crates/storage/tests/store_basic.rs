@@ -391,3 +391,27 @@ fn wal_rolls_into_a_preallocated_file_and_recovers_its_zeroed_tail() {
         assert_eq!(read_u64(&store, page_id, 0), round, "page {page_id} after the second crash");
     }
 }
+
+#[test]
+fn dropped_mtr_restores_overlapping_writes_and_reinitialisation() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = PageStore::open(config(directory.path(), 64, 64)).unwrap();
+    let ids = create_pages(&store, 2);
+    let original: Vec<Vec<u8>> =
+        ids.iter().map(|&page_id| store.read(page_id).unwrap().payload().to_vec()).collect();
+    {
+        let mut mtr = store.mtr();
+        let first = mtr.latch(ids[0]).unwrap();
+        mtr.write(first, 4, &[1; 16]);
+        mtr.write(first, 0, &[2; 8]); // overlaps the first write
+        mtr.write(first, 10, &[3; 100]);
+        let second = mtr.latch(ids[1]).unwrap();
+        mtr.write(second, 0, &[4; 32]);
+        mtr.reinit(second, PageType::Raw); // the whole image, after a write
+        mtr.write(second, 64, &[5; 64]);
+        // Dropped without commit.
+    }
+    for (index, &page_id) in ids.iter().enumerate() {
+        assert_eq!(store.read(page_id).unwrap().payload(), &original[index][..], "page {page_id}");
+    }
+}
