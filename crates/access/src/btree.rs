@@ -451,7 +451,7 @@ impl BTree {
         Ok(Some((old, lsn)))
     }
 
-    /// Puts `key` -> `value` into a latched leaf that has room for it.
+    /// Puts `key` -> `value` into a latched leaf that has room for it; returns the old value.
     fn replace_in_leaf(
         &self,
         mtr: &mut Mtr<'_>,
@@ -460,29 +460,8 @@ impl BTree {
         key: &[u8],
         value: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        // One copy of the page takes both the removal and the insertion, so the change is
-        // logged as one diff (the slot array is not logged shifted down and then back up).
-        let node = open_node(page_id, mtr.page(slot))?;
-        let (old, index, overflow) = match node.search(key) {
-            Ok(index) => {
-                let old = self.load_value(page_id, node, index)?;
-                (Some(old), Some(index), overflow_of(node, index))
-            }
-            Err(_) => (None, None, None),
-        };
         let stored = self.store_value(mtr, value)?;
-        let mut after = mtr.page(slot).payload().to_vec();
-        let mut node = NodeMut::open(&mut after).map_err(|error| corrupt(page_id, error.0))?;
-        if let Some(index) = index {
-            node.remove(index);
-        }
-        let index = node.view().search(key).expect_err("removed above");
-        assert!(node.insert_leaf(index, key, &stored), "caller checked the room");
-        write_payload(mtr, slot, &after);
-        if let Some(first) = overflow {
-            self.free_overflow(mtr, first)?;
-        }
-        Ok(old)
+        self.edit_leaf(mtr, slot, page_id, key, Some(&stored))
     }
 
     /// Removes `key` from a latched leaf, freeing its overflow pages; returns its value.
@@ -493,18 +472,42 @@ impl BTree {
         page_id: PageId,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
+        self.edit_leaf(mtr, slot, page_id, key, None)
+    }
+
+    /// Removes `key`'s cell from a latched leaf if it is there and, with `stored`, inserts
+    /// the cell `key` -> `stored`; frees the old value's overflow pages and returns the old
+    /// value. One copy of the page takes both changes, so a replacement is logged as one
+    /// diff (the slot array is not logged shifted down and then back up).
+    fn edit_leaf(
+        &self,
+        mtr: &mut Mtr<'_>,
+        slot: MtrSlot,
+        page_id: PageId,
+        key: &[u8],
+        stored: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
         let node = open_node(page_id, mtr.page(slot))?;
-        let Ok(index) = node.search(key) else { return Ok(None) };
-        let old = self.load_value(page_id, node, index)?;
-        let overflow = overflow_of(node, index);
+        let found = node.search(key).ok();
+        if found.is_none() && stored.is_none() {
+            return Ok(None);
+        }
+        let old = found.map(|index| self.load_value(page_id, node, index)).transpose()?;
+        let overflow = found.and_then(|index| overflow_of(node, index));
         let mut after = mtr.page(slot).payload().to_vec();
         let mut editable = NodeMut::open(&mut after).map_err(|error| corrupt(page_id, error.0))?;
-        editable.remove(index);
+        if let Some(index) = found {
+            editable.remove(index);
+        }
+        if let Some(stored) = stored {
+            let index = editable.view().search(key).expect_err("removed above");
+            assert!(editable.insert_leaf(index, key, stored), "caller checked the room");
+        }
         write_payload(mtr, slot, &after);
         if let Some(first) = overflow {
             self.free_overflow(mtr, first)?;
         }
-        Ok(Some(old))
+        Ok(old)
     }
 
     /// The bytes stored in a leaf cell for `value`: inline, or a reference to overflow pages

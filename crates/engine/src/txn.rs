@@ -267,15 +267,20 @@ impl TxnManager {
         if self.table.lock().active.contains(&txn) {
             return Ok(TxnStatus::InProgress);
         }
-        self.finished_status(txn)
+        self.read_outcome(txn)
     }
 
     /// The outcome of `txn`, known to have finished (it is not in the active set, or a
     /// snapshot taken after it finished says so): the cache, else its commit-log bits.
     fn finished_status(&self, txn: TxnId) -> Result<TxnStatus> {
-        if let Some(status) = self.outcomes.get(txn) {
-            return Ok(status);
+        match self.outcomes.get(txn) {
+            Some(status) => Ok(status),
+            None => self.read_outcome(txn),
         }
+    }
+
+    /// The commit-log bits of finished `txn`, remembered in the outcome cache.
+    fn read_outcome(&self, txn: TxnId) -> Result<TxnStatus> {
         let (page_id, byte, shift) = self.clog_location(txn)?;
         let page = self.store.read(page_id)?;
         let status = match (page.payload()[byte] >> shift) & 0b11 {

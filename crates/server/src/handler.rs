@@ -27,8 +27,8 @@ use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
-    CopyResponse, DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo,
-    QueryResponse, Response, Tag,
+    CopyResponse, DataRowEncoder, DescribePortalResponse, DescribeResponse,
+    DescribeStatementResponse, FieldInfo, QueryResponse, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::Entry;
@@ -42,7 +42,9 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone};
 use pgwire::messages::data::{FieldDescription, NoData, ParameterDescription, RowDescription};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Describe, Execute};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Describe, Execute, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+};
 use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -488,43 +490,27 @@ impl ExtendedQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        let (parameters, fields) = match message.target_type {
-            b'S' => match client.portal_store().get_statement(name) {
-                Some(Entry::Value(statement)) => {
-                    let prepared = statement.statement.lock();
-                    let types = prepared.parameter_types.iter().map(wire::pg_type).collect();
-                    (Some(types), Some(wire::fields(&prepared.columns, &|_| false)))
-                }
-                Some(Entry::Empty) => (Some(Vec::new()), None),
-                None => return Err(PgWireError::StatementNotFound(name.to_owned())),
-            },
-            b'P' => match client.portal_store().get_portal(name) {
-                Some(Entry::Value(portal)) => {
-                    let prepared = portal.statement.statement.lock();
-                    let format = &portal.result_column_format;
-                    (None, Some(wire::fields(&prepared.columns, &|index| format.is_binary(index))))
-                }
-                Some(Entry::Empty) => (None, None),
-                None => return Err(PgWireError::PortalNotFound(name.to_owned())),
-            },
-            other => return Err(PgWireError::InvalidTargetType(other)),
-        };
-        if let Some(types) = parameters {
-            let oids = types.iter().map(Type::oid).collect();
-            client
-                .feed(PgWireBackendMessage::ParameterDescription(ParameterDescription::new(oids)))
-                .await?;
-        }
-        match fields {
-            Some(fields) if !fields.is_empty() => {
-                let fields = fields.iter().map(FieldDescription::from).collect();
-                client
-                    .feed(PgWireBackendMessage::RowDescription(RowDescription::new(fields)))
-                    .await?
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                let response = match client.portal_store().get_statement(name) {
+                    Some(Entry::Value(statement)) => {
+                        self.do_describe_statement(client, &statement).await?
+                    }
+                    Some(Entry::Empty) => DescribeStatementResponse::no_data(),
+                    None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+                };
+                feed_describe(client, &response).await
             }
-            _ => client.feed(PgWireBackendMessage::NoData(NoData::new())).await?,
+            TARGET_TYPE_BYTE_PORTAL => {
+                let response = match client.portal_store().get_portal(name) {
+                    Some(Entry::Value(portal)) => self.do_describe_portal(client, &portal).await?,
+                    Some(Entry::Empty) => DescribePortalResponse::no_data(),
+                    None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                };
+                feed_describe(client, &response).await
+            }
+            other => Err(PgWireError::InvalidTargetType(other)),
         }
-        Ok(())
     }
 
     /// As pgwire's default for complete executions (max_rows = 0), with every message queued
@@ -784,4 +770,29 @@ impl PgWireServerHandlers for Handlers {
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         Arc::clone(&self.0)
     }
+}
+
+/// Queues a Describe reply: ParameterDescription for a statement, then RowDescription, or
+/// NoData when there are no result columns (as PostgreSQL answers for INSERT and the like).
+async fn feed_describe<C, R>(client: &mut C, response: &R) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    R: DescribeResponse,
+{
+    if let Some(types) = response.parameters() {
+        let oids = types.iter().map(Type::oid).collect();
+        client
+            .feed(PgWireBackendMessage::ParameterDescription(ParameterDescription::new(oids)))
+            .await?;
+    }
+    let fields = response.fields();
+    if fields.is_empty() {
+        client.feed(PgWireBackendMessage::NoData(NoData::new())).await?;
+    } else {
+        let fields = fields.iter().map(FieldDescription::from).collect();
+        client.feed(PgWireBackendMessage::RowDescription(RowDescription::new(fields))).await?;
+    }
+    Ok(())
 }

@@ -1044,7 +1044,6 @@ fn subquery_rows(
     Ok(rows)
 }
 
-/// Evaluates an expression over `row`.
 /// Evaluates a projection over a row the caller gives up. A column that no later expression
 /// reads is moved out instead of cloned (a text value is then not copied again per row).
 fn project(exprs: &[Expr], mut row: Row, ctx: &mut Ctx<'_>) -> Result<Row> {
@@ -1067,6 +1066,7 @@ fn project(exprs: &[Expr], mut row: Row, ctx: &mut Ctx<'_>) -> Result<Row> {
     Ok(projected)
 }
 
+/// Evaluates an expression over `row`.
 pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
     Ok(match expr {
         Expr::Column(index) => row

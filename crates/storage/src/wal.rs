@@ -289,8 +289,9 @@ pub(crate) trait WalSink: Send {
     fn write(&mut self, start: Lsn, bytes: &[u8]) -> Result<()>;
     /// Deletes log files or objects that end at or before `lsn`.
     fn truncate_before(&mut self, lsn: Lsn) -> Result<()>;
-    /// Where a preallocated next file should be prepared, if this sink wants one now.
-    fn spare_wanted(&self) -> Option<(PathBuf, DeviceOpener)> {
+    /// Where a preallocated next file should be prepared, if this sink wants one now that
+    /// the durable log ends at `log_end`.
+    fn spare_wanted(&self, _log_end: Lsn) -> Option<(PathBuf, DeviceOpener)> {
         None
     }
     /// Takes a file prepared at the path `spare_wanted` gave: zero-filled to
@@ -313,8 +314,6 @@ pub(crate) struct LocalWalSink {
     opener: DeviceOpener,
     /// (start lsn, device) of every file, oldest first; the last one is written to.
     files: Vec<(Lsn, Box<dyn Device>)>,
-    /// The end of the last write (the log end).
-    written_end: Lsn,
     /// A zero-filled file at `SPARE_FILE_NAME`, renamed to the next file's name at the roll.
     spare: Option<Box<dyn Device>>,
 }
@@ -359,15 +358,13 @@ impl WalSink for LocalWalSink {
         }
         let (file_start, device) = self.files.last().expect("a current file");
         device.write_at(start.0 - file_start.0, bytes)?;
-        device.sync()?;
-        self.written_end = Lsn(start.0 + usize_to_u64(bytes.len()));
-        Ok(())
+        device.sync()
     }
 
     /// Once the current file is half full, so that a short-lived store never writes one.
-    fn spare_wanted(&self) -> Option<(PathBuf, DeviceOpener)> {
+    fn spare_wanted(&self, log_end: Lsn) -> Option<(PathBuf, DeviceOpener)> {
         let (file_start, _) = self.files.last()?;
-        let half_full = self.written_end.0.saturating_sub(file_start.0) >= WAL_FILE_BYTES_MAX / 2;
+        let half_full = log_end.0.saturating_sub(file_start.0) >= WAL_FILE_BYTES_MAX / 2;
         (self.spare.is_none() && half_full)
             .then(|| (self.directory.join(SPARE_FILE_NAME), Arc::clone(&self.opener)))
     }
@@ -487,7 +484,6 @@ fn recover_local(
         directory: directory.to_path_buf(),
         opener: Arc::clone(opener),
         files: Vec::new(),
-        written_end: from,
         spare: None,
     };
     let mut end = from;
@@ -520,14 +516,17 @@ fn recover_local(
             last_end = record_end;
             visit(record_start, record_end, record)
         })?;
-        if let ParseStop::Invalid { at, reason, valid_after } = stop {
-            let rest = &bytes[u64_to_usize(at.0 - start.0)..];
-            if is_last && !valid_after && rest.iter().all(|&byte| byte == 0) {
-                // The unwritten part of a preallocated file: the log ends here.
-                end = last_end;
-                sink.files.push((start, device));
-                continue;
+        let stop = match stop {
+            // The unwritten part of a preallocated file: the log ends here, nothing to cut.
+            ParseStop::Invalid { at, valid_after: false, .. }
+                if is_last
+                    && bytes[u64_to_usize(at.0 - start.0)..].iter().all(|&byte| byte == 0) =>
+            {
+                ParseStop::End
             }
+            other => other,
+        };
+        if let ParseStop::Invalid { at, reason, valid_after } = stop {
             if valid_after || !is_last {
                 return Err(StorageError::corrupt_file(
                     path.display().to_string(),
@@ -542,7 +541,6 @@ fn recover_local(
         end = last_end;
         sink.files.push((start, device));
     }
-    sink.written_end = end;
     Ok((Box::new(sink), end))
 }
 
@@ -760,7 +758,8 @@ impl Wal {
     /// and synced outside the sink's lock, so committers never wait for it. Called by the
     /// background writer.
     pub(crate) fn prepare_spare(&self) -> Result<()> {
-        let Some((path, opener)) = self.sink.lock().spare_wanted() else { return Ok(()) };
+        let wanted = self.sink.lock().spare_wanted(self.durable_lsn());
+        let Some((path, opener)) = wanted else { return Ok(()) };
         let device = opener(&path)?;
         device.set_len(0)?;
         let zeros = vec![0u8; SPARE_FILL_CHUNK_BYTES];
