@@ -80,6 +80,18 @@ fn open_node(page_id: PageId, page: &Page) -> Result<Node<'_>> {
     Node::open(page.payload()).map_err(|error| corrupt(page_id, error.0))
 }
 
+/// Opens a node on a shared-latched page, checking its format only when the page changed
+/// (or was loaded) since the last check: internal nodes hold hundreds of slots, and a
+/// descent would otherwise walk them all on every visit.
+fn open_shared_node(page_id: PageId, page: &tierdb_storage::PageRef) -> Result<Node<'_>> {
+    if page.format_checked() {
+        return Ok(Node::open_prechecked(page.payload()));
+    }
+    let node = open_node(page_id, page)?;
+    page.mark_format_checked();
+    Ok(node)
+}
+
 fn get_u64(bytes: &[u8], offset: usize) -> u64 {
     u64::from_le_bytes(bytes[offset..offset + 8].try_into().expect("8 bytes"))
 }
@@ -288,8 +300,8 @@ impl BTree {
     /// The value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Self::check_sizes(key, None)?;
-        let leaf = self.descend_shared(|node| child_position(node, key))?;
-        let node = open_node(leaf.page_id, &leaf.page)?;
+        let leaf = self.descend_shared(Fences::Skip, |node| child_position(node, key))?;
+        let node = open_shared_node(leaf.page_id, &leaf.page)?;
         match node.search(key) {
             Ok(index) => Ok(Some(self.load_value(leaf.page_id, node, index)?)),
             Err(_) => Ok(None),
@@ -297,8 +309,13 @@ impl BTree {
     }
 
     /// Descends with shared latch coupling, choosing each child with `choose`; returns the
-    /// leaf with the fence keys bounding it: keys in it are in [low, high).
-    fn descend_shared(&self, choose: impl Fn(Node<'_>) -> usize) -> Result<Descent> {
+    /// leaf with (when `fences` asks) the fence keys bounding it: keys in it are in
+    /// [low, high).
+    fn descend_shared(
+        &self,
+        fences: Fences,
+        choose: impl Fn(Node<'_>) -> usize,
+    ) -> Result<Descent> {
         let meta_page = self.store.read(self.meta)?;
         let meta = read_meta(self.meta, &meta_page)?;
         let mut page = self.store.read(meta.root)?;
@@ -306,7 +323,7 @@ impl BTree {
         let (mut page_id, mut level) = (meta.root, meta.height - 1);
         let (mut low, mut high): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
         loop {
-            let node = open_node(page_id, &page)?;
+            let node = open_shared_node(page_id, &page)?;
             if node.level() != level {
                 return Err(corrupt(page_id, format!("level={} expected={level}", node.level())));
             }
@@ -314,10 +331,10 @@ impl BTree {
                 return Ok(Descent { page, page_id, low, high });
             }
             let position = choose(node).min(node.count());
-            if position > 0 {
+            if fences == Fences::Keep && position > 0 {
                 low = Some(node.key(position - 1).to_vec());
             }
-            if position < node.count() {
+            if fences == Fences::Keep && position < node.count() {
                 high = Some(node.key(position).to_vec());
             }
             let child = PageId(child_at(node, position));
@@ -329,14 +346,33 @@ impl BTree {
     }
 
     fn load_value(&self, page_id: PageId, node: Node<'_>, index: usize) -> Result<Vec<u8>> {
+        let mut value = Vec::new();
+        self.append_value(page_id, node, index, &mut value)?;
+        Ok(value)
+    }
+
+    /// Appends the value at `index` of leaf `node` to `out` (reading its overflow chain if
+    /// it has one); returns the value's length.
+    fn append_value(
+        &self,
+        page_id: PageId,
+        node: Node<'_>,
+        index: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<usize> {
         let CellValue::Leaf(stored) = node.value(index) else { unreachable!("leaf") };
         match stored.first() {
-            Some(&TAG_INLINE) => Ok(stored[1..].to_vec()),
+            Some(&TAG_INLINE) => {
+                out.extend_from_slice(&stored[1..]);
+                Ok(stored.len() - 1)
+            }
             Some(&TAG_OVERFLOW) if stored.len() == 13 => {
                 let total =
                     usize::try_from(u32::from_le_bytes(stored[1..5].try_into().expect("4")))
                         .expect("fits");
-                self.read_overflow(PageId(get_u64(stored, 5)), total)
+                let value = self.read_overflow(PageId(get_u64(stored, 5)), total)?;
+                out.extend_from_slice(&value);
+                Ok(value.len())
             }
             _ => Err(corrupt(page_id, format!("bad stored value at index={index}"))),
         }
@@ -393,7 +429,7 @@ impl BTree {
         drop(meta_page);
         let (mut page_id, mut level) = (meta.root, meta.height - 1);
         loop {
-            let node = open_node(page_id, &page)?;
+            let node = open_shared_node(page_id, &page)?;
             if node.level() != level || level == 0 {
                 return Err(corrupt(page_id, format!("level={} expected={level}", node.level())));
             }
@@ -1007,7 +1043,11 @@ pub struct RangeIter {
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
     direction: Direction,
-    buffer: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The in-range entries of the last leaf read, keys and values back to back in `data`;
+    /// `entries` holds (start, key length, value length) in walk order. One buffer per leaf
+    /// instead of two allocations per entry.
+    data: Vec<u8>,
+    entries: VecDeque<(usize, usize, usize)>,
     finished: bool,
 }
 
@@ -1029,11 +1069,11 @@ fn below_upper(key: &[u8], upper: &Bound<Vec<u8>>) -> bool {
 
 impl RangeIter {
     fn fill(&mut self) -> Result<()> {
-        while self.buffer.is_empty() && !self.finished {
+        while self.entries.is_empty() && !self.finished {
             let descent = match self.direction {
                 Direction::Forward => {
                     let lower = self.lower.clone();
-                    self.tree.descend_shared(move |node| match &lower {
+                    self.tree.descend_shared(Fences::Keep, move |node| match &lower {
                         Bound::Unbounded => 0,
                         Bound::Included(key) | Bound::Excluded(key) => child_position(node, key),
                     })?
@@ -1042,7 +1082,7 @@ impl RangeIter {
                     let upper = self.upper.clone();
                     // The child holding the greatest key below the bound: the last one whose
                     // separator is below it (at or below, for an inclusive bound).
-                    self.tree.descend_shared(move |node| match &upper {
+                    self.tree.descend_shared(Fences::Keep, move |node| match &upper {
                         Bound::Unbounded => node.count(),
                         Bound::Included(key) => child_position(node, key),
                         Bound::Excluded(key) => match node.search(key) {
@@ -1051,25 +1091,25 @@ impl RangeIter {
                     })?
                 }
             };
-            let node = open_node(descent.page_id, &descent.page)?;
-            let mut entries = Vec::new();
+            let node = open_shared_node(descent.page_id, &descent.page)?;
+            self.data.clear();
             for index in 0..node.count() {
                 let key = node.key(index);
                 if above_lower(key, &self.lower) && below_upper(key, &self.upper) {
-                    entries
-                        .push((key.to_vec(), self.tree.load_value(descent.page_id, node, index)?));
+                    let start = self.data.len();
+                    self.data.extend_from_slice(key);
+                    let value_length =
+                        self.tree.append_value(descent.page_id, node, index, &mut self.data)?;
+                    self.entries.push_back((start, key.len(), value_length));
                 }
             }
             match self.direction {
-                Direction::Forward => {
-                    match descent.high {
-                        Some(high) if below_upper(&high, &self.upper) => {
-                            self.lower = Bound::Included(high)
-                        }
-                        _ => self.finished = true,
+                Direction::Forward => match descent.high {
+                    Some(high) if below_upper(&high, &self.upper) => {
+                        self.lower = Bound::Included(high)
                     }
-                    self.buffer.extend(entries);
-                }
+                    _ => self.finished = true,
+                },
                 Direction::Backward => {
                     match descent.low {
                         Some(low)
@@ -1084,7 +1124,7 @@ impl RangeIter {
                         }
                         _ => self.finished = true,
                     }
-                    self.buffer.extend(entries.into_iter().rev());
+                    self.entries.make_contiguous().reverse();
                 }
             }
         }
@@ -1092,16 +1132,26 @@ impl RangeIter {
     }
 }
 
+impl RangeIter {
+    /// The next entry as borrowed (key, value), valid until the next call: a caller that
+    /// keeps few of the entries copies only those.
+    pub fn next_entry(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        if let Err(error) = self.fill() {
+            self.finished = true;
+            self.entries.clear();
+            return Some(Err(error));
+        }
+        let (start, key_length, value_length) = self.entries.pop_front()?;
+        let key_end = start + key_length;
+        Some(Ok((&self.data[start..key_end], &self.data[key_end..key_end + value_length])))
+    }
+}
+
 impl Iterator for RangeIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Err(error) = self.fill() {
-            self.finished = true;
-            self.buffer.clear();
-            return Some(Err(error));
-        }
-        self.buffer.pop_front().map(Ok)
+        self.next_entry().map(|entry| entry.map(|(key, value)| (key.to_vec(), value.to_vec())))
     }
 }
 
@@ -1118,7 +1168,8 @@ impl BTree {
             lower: lower.map(<[u8]>::to_vec),
             upper: upper.map(<[u8]>::to_vec),
             direction,
-            buffer: VecDeque::new(),
+            data: Vec::new(),
+            entries: VecDeque::new(),
             finished: false,
         }
     }
@@ -1279,6 +1330,14 @@ impl BTree {
 }
 
 /// A leaf reached by a shared descent, with its fence keys.
+/// Whether a shared descent collects the leaf's fence keys (a range walk needs them to move
+/// to the next leaf; a point lookup does not, and skips two copies per level).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fences {
+    Keep,
+    Skip,
+}
+
 struct Descent {
     page: tierdb_storage::PageRef,
     page_id: PageId,

@@ -1424,14 +1424,15 @@ impl Transaction {
         if limit == 0 {
             return Ok(rows);
         }
-        for entry in table.tree.range(
+        let mut entries = table.tree.range(
             lower.as_ref().map(Vec::as_slice),
             upper.as_ref().map(Vec::as_slice),
             direction,
-        ) {
+        );
+        while let Some(entry) = entries.next_entry() {
             let (key, bytes) = entry?;
-            if let Some(row) = self.visible_row_stored(&bytes)? {
-                rows.push((key, row));
+            if let Some(row) = self.visible_row_stored(bytes)? {
+                rows.push((key.to_vec(), row));
                 if rows.len() == limit {
                     break;
                 }

@@ -605,8 +605,12 @@ fn scan(
                     )?
                 };
                 let complete = page.len() < SCAN_PAGE_ROWS;
+                // Only the last key is needed to resume: copying each one costs an
+                // allocation per row.
+                if !complete {
+                    resume = page.last().map(|(key, _)| key.clone());
+                }
                 for (key, values) in page {
-                    resume = Some(key.clone());
                     if !emit(ctx, key, values)? {
                         return Ok(false);
                     }
@@ -637,8 +641,10 @@ fn scan(
                     SCAN_PAGE_ROWS,
                 )?;
                 let complete = page.len() < SCAN_PAGE_ROWS;
-                for (entry, key, values) in page {
-                    resume = Some(entry);
+                if !complete {
+                    resume = page.last().map(|(entry, _, _)| entry.clone());
+                }
+                for (_, key, values) in page {
                     if !emit(ctx, key, values)? {
                         return Ok(false);
                     }

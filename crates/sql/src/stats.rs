@@ -21,6 +21,17 @@ pub struct StatementEntry {
     pub storage_reads: u64,
 }
 
+impl StatementEntry {
+    fn add(&mut self, elapsed: Duration, rows: u64, counters: &OpCounters) {
+        self.calls += 1;
+        self.total_time_ns += u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.rows += rows;
+        self.shared_hits += counters.dram_hits;
+        self.tier_hits += counters.tier_hits;
+        self.storage_reads += counters.volume_reads;
+    }
+}
+
 #[derive(Default)]
 pub struct StatementStats {
     entries: Mutex<HashMap<String, StatementEntry>>,
@@ -67,18 +78,13 @@ pub fn normalize(text: &str) -> String {
 impl StatementStats {
     pub fn record(&self, key: &str, elapsed: Duration, rows: u64, counters: &OpCounters) {
         let mut entries = self.entries.lock();
-        if !entries.contains_key(key) {
-            let name = if entries.len() >= STATEMENTS_MAX { "<other>" } else { key };
-            entries.entry(name.to_string()).or_default();
+        // A known statement (nearly every call) costs one lookup.
+        if let Some(entry) = entries.get_mut(key) {
+            entry.add(elapsed, rows, counters);
+            return;
         }
-        let name = if entries.contains_key(key) { key } else { "<other>" };
-        let entry = entries.get_mut(name).expect("inserted above");
-        entry.calls += 1;
-        entry.total_time_ns += u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        entry.rows += rows;
-        entry.shared_hits += counters.dram_hits;
-        entry.tier_hits += counters.tier_hits;
-        entry.storage_reads += counters.volume_reads;
+        let name = if entries.len() >= STATEMENTS_MAX { "<other>" } else { key };
+        entries.entry(name.to_string()).or_default().add(elapsed, rows, counters);
     }
 
     pub fn snapshot(&self) -> Vec<(String, StatementEntry)> {

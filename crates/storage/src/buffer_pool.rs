@@ -99,6 +99,11 @@ pub(crate) struct Frame {
     /// `meta.load == Ready`, readable without the meta lock: a hit on a loaded frame (the
     /// common case) then skips waiting on the latch and locking the meta. Set with `meta.load`.
     ready: AtomicBool,
+    /// Set by the layer above once it has checked the page's format under a shared latch;
+    /// cleared whenever the frame is latched for writing (loads, changes, redo). Set means the
+    /// bytes are the ones that were checked. SQLite's `MemPage.isInit` plays the same role:
+    /// a node's slot array is walked once per change, not on every visit.
+    format_checked: AtomicBool,
     pub meta: Mutex<FrameMeta>,
 }
 
@@ -109,6 +114,7 @@ impl Frame {
             pins: AtomicU32::new(0),
             usage: AtomicU8::new(0),
             ready: AtomicBool::new(true),
+            format_checked: AtomicBool::new(false),
             meta: Mutex::new(FrameMeta {
                 page_id: PageId::INVALID,
                 load: LoadState::Ready,
@@ -148,7 +154,10 @@ impl Pinned {
     }
 
     pub(crate) fn write(&self) -> ArcRwLockWriteGuard<RawRwLock, Box<Page>> {
-        self.frame.latch.write_arc()
+        let guard = self.frame.latch.write_arc();
+        // Under the exclusive latch: no reader can observe the flag until the writer is done.
+        self.frame.format_checked.store(false, Ordering::Release);
+        guard
     }
 }
 
@@ -175,12 +184,24 @@ impl std::ops::Deref for PageReadGuard {
 pub struct PageRef {
     // Field order matters: the latch is released before the pin.
     guard: PageReadGuard,
-    _pin: Pinned,
+    pin: Pinned,
 }
 
 impl PageRef {
     pub(crate) fn new(pin: Pinned) -> PageRef {
-        PageRef { guard: pin.read(), _pin: pin }
+        PageRef { guard: pin.read(), pin }
+    }
+
+    /// Whether `mark_format_checked` was called on these exact bytes: the page has not been
+    /// loaded, changed or replayed since. Cleared by every exclusive latch of the frame.
+    pub fn format_checked(&self) -> bool {
+        self.pin.frame.format_checked.load(Ordering::Acquire)
+    }
+
+    /// Records that the caller checked the page's format. Valid until the next exclusive
+    /// latch: the shared latch held by this reference keeps writers out meanwhile.
+    pub fn mark_format_checked(&self) {
+        self.pin.frame.format_checked.store(true, Ordering::Release);
     }
 }
 
@@ -294,6 +315,7 @@ impl BufferPool {
         load: &mut dyn FnMut(&mut Page) -> Result<SegmentId>,
     ) -> Result<Option<(Pinned, FetchOutcome)>> {
         let mut latch = frame.latch.write_arc();
+        frame.format_checked.store(false, Ordering::Release);
         {
             let mut shard = self.shard(page_id).lock();
             if let Some(existing) = shard.get(&page_id) {

@@ -415,3 +415,43 @@ fn dropped_mtr_restores_overlapping_writes_and_reinitialisation() {
         assert_eq!(store.read(page_id).unwrap().payload(), &original[index][..], "page {page_id}");
     }
 }
+
+/// The format-checked flag survives shared reads and is cleared by every exclusive latch (a
+/// change, even one rolled back) and by a reload after eviction: a set flag always means the
+/// bytes are the ones the layer above checked.
+#[test]
+fn format_checked_flag_is_cleared_by_writes_and_reloads() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = PageStore::open(config(directory.path(), 16, 64)).unwrap();
+    let ids = create_pages(&store, 1);
+    let page_id = ids[0];
+    let marked = |store: &PageStore| {
+        let page = store.read(page_id).unwrap();
+        let was = page.format_checked();
+        page.mark_format_checked();
+        was
+    };
+    marked(&store);
+    assert!(marked(&store), "a shared read keeps the flag");
+    {
+        let mut mtr = store.mtr();
+        let slot = mtr.latch(page_id).unwrap();
+        mtr.write(slot, 0, &[9; 8]);
+        mtr.commit().unwrap();
+    }
+    assert!(!marked(&store), "a committed change clears the flag");
+    {
+        let mut mtr = store.mtr();
+        mtr.latch(page_id).unwrap();
+        // Dropped without a change.
+    }
+    assert!(!marked(&store), "an exclusive latch clears the flag even without a change");
+    assert!(marked(&store));
+    // Push the page out of the 16-frame pool, then read it back.
+    let others = create_pages(&store, 64);
+    store.flush_all().unwrap();
+    for &other in &others {
+        drop(store.read(other).unwrap());
+    }
+    assert!(!marked(&store), "a page loaded again is checked again");
+}
