@@ -318,6 +318,54 @@ fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
     Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees))
 }
 
+/// Lower and upper bounds on encoded keys.
+type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// Encodes bounds given as values of the leading `columns` of a key (all of them, or a
+/// prefix) as bounds on the encoded keys. A prefix is a byte prefix of every key starting
+/// with those values, and the prefix followed by 0xFF is above all of them (the next
+/// column's bytes start with a null marker, 0x00..=0x02), so `> prefix` becomes
+/// `>= prefix+0xFF` and `<= prefix` becomes `< prefix+0xFF`; for a whole key the two forms
+/// select the same keys.
+fn key_range(
+    columns: &[KeyColumn],
+    name: &str,
+    lower: Bound<&[Value]>,
+    upper: Bound<&[Value]>,
+) -> Result<KeyRange> {
+    let encode = |values: &[Value]| -> Result<Vec<u8>> {
+        if values.len() > columns.len() {
+            return Err(EngineError::InvalidRow {
+                detail: format!(
+                    "key of {name} has columns={} but the bound has values={}",
+                    columns.len(),
+                    values.len()
+                ),
+            });
+        }
+        let mut prefix = Vec::new();
+        encode_key(&columns[..values.len()], values, &mut prefix)
+            .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+        Ok(prefix)
+    };
+    let after = |values: &[Value]| -> Result<Vec<u8>> {
+        let mut prefix = encode(values)?;
+        prefix.push(0xFF);
+        Ok(prefix)
+    };
+    let lower = match lower {
+        Bound::Included(values) => Bound::Included(encode(values)?),
+        Bound::Excluded(values) => Bound::Included(after(values)?),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let upper = match upper {
+        Bound::Included(values) => Bound::Excluded(after(values)?),
+        Bound::Excluded(values) => Bound::Excluded(encode(values)?),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    Ok((lower, upper))
+}
+
 /// `bound` (the start of a walk in `direction`) narrowed to begin strictly after
 /// `resume_after`, the last key of the previous page, unless it already starts after it.
 fn resume_bound(
@@ -1408,14 +1456,7 @@ impl Transaction {
         direction: Direction,
     ) -> Result<Vec<(RowKey, Row)>> {
         let table = self.engine.table(table)?;
-        let encode = |bound: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
-            Ok(match bound {
-                Bound::Included(values) => Bound::Included(table.encode_primary_key(values)?),
-                Bound::Excluded(values) => Bound::Excluded(table.encode_primary_key(values)?),
-                Bound::Unbounded => Bound::Unbounded,
-            })
-        };
-        let (mut lower, mut upper) = (encode(lower)?, encode(upper)?);
+        let (mut lower, mut upper) = key_range(&table.key_columns, &table.def.name, lower, upper)?;
         match direction {
             Direction::Forward => lower = resume_bound(lower, resume_after, direction),
             Direction::Backward => upper = resume_bound(upper, resume_after, direction),
@@ -1720,39 +1761,7 @@ impl Transaction {
         let Some(index) = table.indexes.iter().find(|candidate| candidate.def.name == index) else {
             return Err(EngineError::UndefinedTable { name: index.to_string() });
         };
-        let encode = |values: &[Value]| -> Result<Vec<u8>> {
-            if values.len() > index.columns.len() {
-                return Err(EngineError::InvalidRow {
-                    detail: format!(
-                        "index={} has columns={} but the bound has values={}",
-                        index.def.name,
-                        index.columns.len(),
-                        values.len()
-                    ),
-                });
-            }
-            let mut prefix = Vec::new();
-            encode_key(&index.columns[..values.len()], values, &mut prefix)
-                .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
-            Ok(prefix)
-        };
-        // A prefix followed by 0xFF is above every entry starting with the prefix: the
-        // primary key bytes after it start with a null marker (0x00..=0x02).
-        let after = |values: &[Value]| -> Result<Vec<u8>> {
-            let mut prefix = encode(values)?;
-            prefix.push(0xFF);
-            Ok(prefix)
-        };
-        let lower = match lower {
-            Bound::Included(values) => Bound::Included(encode(values)?),
-            Bound::Excluded(values) => Bound::Included(after(values)?),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let upper = match upper {
-            Bound::Included(values) => Bound::Excluded(after(values)?),
-            Bound::Excluded(values) => Bound::Excluded(encode(values)?),
-            Bound::Unbounded => Bound::Unbounded,
-        };
+        let (lower, upper) = key_range(&index.columns, &index.def.name, lower, upper)?;
         let lower = resume_bound(lower, resume_after, Direction::Forward);
         let mut rows = Vec::new();
         if limit == 0 {

@@ -971,14 +971,10 @@ impl<'a> Binder<'a> {
                 }
                 split_conjuncts(predicate, &mut conjuncts);
                 let access = choose_access(&table, &conjuncts, None);
+                conjuncts.retain(|conjunct| !self.implied_by_access(&table, &access, conjunct));
+                let filter = if conjuncts.is_empty() { None } else { Some(and_all(conjuncts)) };
                 Plan {
-                    kind: PlanKind::Scan {
-                        table,
-                        access,
-                        filter: Some(and_all(conjuncts)),
-                        emit_key,
-                        backward,
-                    },
+                    kind: PlanKind::Scan { table, access, filter, emit_key, backward },
                     columns: plan.columns,
                     id: plan.id,
                 }
@@ -989,6 +985,46 @@ impl<'a> Binder<'a> {
                 self.plan(PlanKind::Filter { input: Box::new(input), predicate }, columns)
             }
         }
+    }
+
+    /// Whether `conjunct` holds for every row `access` returns, so that the scan need not
+    /// test it again (a range query otherwise evaluates its bounds once per row): a
+    /// comparison of a one-column integer primary key with an integer literal or parameter
+    /// that is itself the access bound. Integer keys encode in the order of their values, so
+    /// the bound is exactly the predicate; other types (collations, char padding, casts,
+    /// floats) and other accesses (a bound on a key prefix also admits longer keys) keep it.
+    fn implied_by_access(&self, table: &TableMeta, access: &Access, conjunct: &Expr) -> bool {
+        let Access::Primary { lower, upper } = access else { return false };
+        let Some(key) = table.clustered_key() else { return false };
+        let [column] = key.columns[..] else { return false };
+        if !table.columns[column].ty.is_integer() {
+            return false;
+        }
+        let Expr::Compare { op, left, right, bpchar: false } = conjunct else { return false };
+        let (op, value) = match (left.as_ref(), right.as_ref()) {
+            (Expr::Column(index), value) if *index == column => (*op, value),
+            (value, Expr::Column(index)) if *index == column => (op.flip(), value),
+            _ => return false,
+        };
+        let integer = match value {
+            Expr::Literal(Datum::Int(_)) => true,
+            Expr::Parameter(index) => self.parameters.get(*index).is_some_and(SqlType::is_integer),
+            _ => false,
+        };
+        let is_bound = |bound: &Bound<Vec<Expr>>, inclusive: bool| match bound {
+            Bound::Included(values) if inclusive => same_integer_value(values, value),
+            Bound::Excluded(values) if !inclusive => same_integer_value(values, value),
+            _ => false,
+        };
+        integer
+            && match op {
+                CompareOp::Eq => is_bound(lower, true) && is_bound(upper, true),
+                CompareOp::GtEq => is_bound(lower, true),
+                CompareOp::Gt => is_bound(lower, false),
+                CompareOp::LtEq => is_bound(upper, true),
+                CompareOp::Lt => is_bound(upper, false),
+                _ => false,
+            }
     }
 
     /// Joins `left` (columns 0..left_width) with `right` on `conjuncts` (over the combined row).
@@ -2457,6 +2493,15 @@ fn arithmetic_expr(
         false,
     )?;
     Ok((Expr::Arithmetic { op, left: Box::new(left), right: Box::new(right), ty: ty.clone() }, ty))
+}
+
+/// Whether a one-value bound is the integer literal or parameter `value`.
+fn same_integer_value(bound: &[Expr], value: &Expr) -> bool {
+    match (bound, value) {
+        ([Expr::Parameter(a)], Expr::Parameter(b)) => a == b,
+        ([Expr::Literal(Datum::Int(a))], Expr::Literal(Datum::Int(b))) => a == b,
+        _ => false,
+    }
 }
 
 /// Chooses an access path for a scan of `table` from its conjuncts: the clustering key or
