@@ -163,19 +163,20 @@ impl<'a> Node<'a> {
     /// (`NodeMut::open`), not on every read: it costs an allocation and a sort, and a read of
     /// overlapping cells stays within the page (`validate` bounds every cell).
     fn validate_disjoint_cells(&self) -> Result<(), NodeCorruption> {
-        let count = self.count();
-        let mut spans = Vec::with_capacity(count + 1);
-        for index in 0..count {
-            let offset = self.slot(index);
-            spans.push((offset, offset + self.cell_length(offset)));
-        }
+        // One bit per payload byte (on the stack): marking each cell's span and finding a bit
+        // already set is an overlap. Cheaper than sorting the spans, which showed in every
+        // leaf change's profile.
+        let mut used = [0u64; PAGE_PAYLOAD_SIZE.div_ceil(64)];
         let (high_offset, high_length) = self.high_key_span();
-        if high_offset != 0 {
-            spans.push((high_offset, high_offset + high_length));
-        }
-        spans.sort_unstable();
-        if spans.windows(2).any(|pair| pair[0].1 > pair[1].0) {
-            return Err(NodeCorruption("overlapping cells".to_string()));
+        let high = (high_offset != 0).then_some((high_offset, high_length));
+        let cells = (0..self.count()).map(|index| {
+            let offset = self.slot(index);
+            (offset, self.cell_length(offset))
+        });
+        for (offset, length) in cells.chain(high) {
+            if !mark_span(&mut used, offset, offset + length) {
+                return Err(NodeCorruption("overlapping cells".to_string()));
+            }
         }
         Ok(())
     }
@@ -493,6 +494,41 @@ impl<'a> NodeMut<'a> {
     }
 }
 
+/// Sets the bits of `[start, end)` in `used`; false if any was already set. `validate`
+/// has checked that the span lies inside the payload.
+fn mark_span(used: &mut [u64], start: usize, end: usize) -> bool {
+    let mut position = start;
+    while position < end {
+        let word = position / 64;
+        let bit = position % 64;
+        let bits = (end - position).min(64 - bit);
+        let mask = if bits == 64 { u64::MAX } else { ((1u64 << bits) - 1) << bit };
+        if used[word] & mask != 0 {
+            return false;
+        }
+        used[word] |= mask;
+        position += bits;
+    }
+    true
+}
+
+/// The first index at or after `from` where `before` and `after` differ, comparing eight
+/// bytes at a time (most of a page is unchanged by an edit).
+fn next_difference(before: &[u8], after: &[u8], from: usize) -> Option<usize> {
+    let mut index = from;
+    while index + 8 <= before.len() {
+        let left = u64::from_le_bytes(before[index..index + 8].try_into().expect("8 bytes"));
+        let right = u64::from_le_bytes(after[index..index + 8].try_into().expect("8 bytes"));
+        let differing = left ^ right;
+        if differing != 0 {
+            let byte = usize::try_from(differing.trailing_zeros() / 8).expect("below 8");
+            return Some(index + byte);
+        }
+        index += 8;
+    }
+    (index..before.len()).find(|&position| before[position] != after[position])
+}
+
 /// The byte ranges where `after` differs from `before`, with ranges closer than `GAP_BYTES`
 /// merged (one log entry costs about as much as that many bytes).
 pub fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<std::ops::Range<usize>> {
@@ -500,12 +536,8 @@ pub fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<std::ops::Range<usize>> {
     assert_eq!(before.len(), after.len(), "diff of equal-length buffers");
     let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
     let mut index = 0;
-    while index < before.len() {
-        if before[index] == after[index] {
-            index += 1;
-            continue;
-        }
-        let start = index;
+    while let Some(start) = next_difference(before, after, index) {
+        index = start;
         while index < before.len() && before[index] != after[index] {
             index += 1;
         }

@@ -87,6 +87,49 @@ proptest! {
     }
 
     #[test]
+    fn diff_ranges_match_a_byte_by_byte_diff(
+        length in 0usize..300,
+        seed in any::<u64>(),
+        changes in prop::collection::vec((any::<usize>(), 1usize..40, any::<u8>()), 0..12),
+    ) {
+        let mut state = seed;
+        let before: Vec<u8> = (0..length)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (state >> 60) as u8 // few distinct values: changed bytes often equal the old ones
+            })
+            .collect();
+        let mut after = before.clone();
+        for (at, span, value) in changes {
+            if length == 0 {
+                break;
+            }
+            let start = at % length;
+            for byte in &mut after[start..(start + span).min(length)] {
+                *byte = byte.wrapping_add(value);
+            }
+        }
+        // The reference: maximal differing runs, merged across gaps under 16 bytes.
+        let mut expected: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut index = 0;
+        while index < length {
+            if before[index] == after[index] {
+                index += 1;
+                continue;
+            }
+            let start = index;
+            while index < length && before[index] != after[index] {
+                index += 1;
+            }
+            match expected.last_mut() {
+                Some(last) if start - last.end < 16 => last.end = index,
+                _ => expected.push(start..index),
+            }
+        }
+        prop_assert_eq!(diff_ranges(&before, &after), expected);
+    }
+
+    #[test]
     fn split_keeps_every_cell_in_order(keys in prop::collection::btree_set(prop::collection::vec(any::<u8>(), 1..30), 2..120), split_at_seed in any::<usize>()) {
         let mut left_bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
         let mut right_bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
