@@ -3,7 +3,8 @@
 #
 #   A. Data in memory, same memory budget (tierdb buffer pool = PostgreSQL shared_buffers =
 #      BUDGET_MB), both durable (fsync on): oltp_point_select and oltp_read_write at 1, 8 and
-#      32 threads; REPS runs of SECONDS each; median TPS and median p95 latency per cell.
+#      32 threads; REPS runs of SECONDS each, alternating between the two systems run by run
+#      (so that the machine's drift falls on both); median TPS and median p95 latency per cell.
 #   B. Larger than memory on a remote volume: tierdb on MinIO (S3 over loopback), data about
 #      8x the buffer pool (SMALL_POOL_MB), oltp_point_select at 8 threads with the local tier
 #      on and off, against the same data in memory (pool large enough to hold it).
@@ -15,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_RUN="${SECONDS_PER_RUN:-10}"
-REPS="${REPS:-3}"
+REPS="${REPS:-5}"
 BUDGET_MB="${BUDGET_MB:-256}"
 TABLES="${TABLES:-4}"
 TABLE_SIZE="${TABLE_SIZE:-100000}"
@@ -44,18 +45,21 @@ trap cleanup EXIT
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
-# run_sysbench LABEL PORT USER DB SCRIPT THREADS TABLE_SIZE
-run_sysbench() {
-    local label=$1 port=$2 user=$3 db=$4 script=$5 threads=$6 size=$7
+# run_once LABEL PORT USER DB SCRIPT THREADS TABLE_SIZE REP
+run_once() {
+    local label=$1 port=$2 user=$3 db=$4 script=$5 threads=$6 size=$7 rep=$8
     local sb=(sysbench --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$port" --pgsql-user="$user" --pgsql-db="$db" --tables="$TABLES" --table-size="$size")
-    for rep in $(seq 1 "$REPS"); do
-        "${sb[@]}" --threads="$threads" --time="$SECONDS_PER_RUN" --report-interval=0 "$script" run > "$work/run.log" 2>&1 || { cat "$work/run.log"; exit 1; }
-        local tps p95
-        tps="$(awk '/transactions:/ {gsub(/\(/,"",$3); print $3}' "$work/run.log")"
-        p95="$(awk '/95th percentile:/ {print $3}' "$work/run.log")"
-        echo "$label $script threads=$threads rep=$rep tps=$tps p95_ms=$p95"
-        echo "$label|$script|$threads|$tps|$p95" >> "$results"
-    done
+    "${sb[@]}" --threads="$threads" --time="$SECONDS_PER_RUN" --report-interval=0 "$script" run > "$work/run.log" 2>&1 || { cat "$work/run.log"; exit 1; }
+    local tps p95
+    tps="$(awk '/transactions:/ {gsub(/\(/,"",$3); print $3}' "$work/run.log")"
+    p95="$(awk '/95th percentile:/ {print $3}' "$work/run.log")"
+    echo "$label $script threads=$threads rep=$rep tps=$tps p95_ms=$p95"
+    echo "$label|$script|$threads|$tps|$p95" >> "$results"
+}
+
+# run_sysbench LABEL PORT USER DB SCRIPT THREADS TABLE_SIZE: REPS runs of one system.
+run_sysbench() {
+    for rep in $(seq 1 "$REPS"); do run_once "$@" "$rep"; done
 }
 
 start_tierdb() { # DATA_DIR PORT [extra flags...]
@@ -87,8 +91,10 @@ start_tierdb "$work/tierdb-a" "$tierdb_port" --buffer-pool "${BUDGET_MB}MB" --ti
 prepare "$tierdb_port" tierdb tierdb "$TABLE_SIZE"
 for script in oltp_point_select oltp_read_write; do
     for threads in $THREADS_LIST; do
-        run_sysbench postgres "$pg_port" postgres sb "$script" "$threads" "$TABLE_SIZE"
-        run_sysbench tierdb "$tierdb_port" tierdb tierdb "$script" "$threads" "$TABLE_SIZE"
+        for rep in $(seq 1 "$REPS"); do
+            run_once postgres "$pg_port" postgres sb "$script" "$threads" "$TABLE_SIZE" "$rep"
+            run_once tierdb "$tierdb_port" tierdb tierdb "$script" "$threads" "$TABLE_SIZE" "$rep"
+        done
     done
 done
 stop_last
