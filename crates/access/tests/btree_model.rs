@@ -270,3 +270,44 @@ fn concurrent_writers_and_scanners_keep_the_tree_consistent() {
         .collect();
     assert_eq!(found, expected.into_iter().collect::<Vec<_>>());
 }
+
+/// Keys inserted in ascending order (a load by INSERT or COPY) leave leaves about 90% full,
+/// not half full: the rightmost leaf splits at the bulk fill instead of in the middle. Keys in
+/// random order still split in the middle and end up between.
+#[test]
+fn ascending_inserts_fill_leaves() {
+    let pages_for = |keys: &[u64]| {
+        let directory = tempfile::tempdir().unwrap();
+        let store = open_store(directory.path(), 256);
+        let before = store.max_page_id().0;
+        let tree = BTree::create(Arc::clone(&store)).unwrap();
+        for &key in keys {
+            tree.insert(&key.to_be_bytes(), &[7; 100]).unwrap();
+        }
+        assert_eq!(tree.check_invariants().unwrap(), u64::try_from(keys.len()).unwrap());
+        for &key in keys.iter().step_by(101) {
+            assert_eq!(tree.get(&key.to_be_bytes()).unwrap(), Some(vec![7; 100]));
+        }
+        store.max_page_id().0 - before
+    };
+    let ascending: Vec<u64> = (0..20_000).collect();
+    let mut shuffled = ascending.clone();
+    let mut random = SplitMix64::new(11);
+    for index in (1..shuffled.len()).rev() {
+        let other = usize::try_from(random.below(u64::try_from(index + 1).unwrap())).unwrap();
+        shuffled.swap(index, other);
+    }
+    // A cell is the 8-byte key, the 101 stored bytes and a few bytes of header and slot.
+    let cell_bytes = tierdb_access::leaf_cell_bytes(&[0; 8], &[0; 101]) as f64;
+    let full_pages = 20_000.0 * cell_bytes / 8_000.0;
+    let ascending_pages = pages_for(&ascending) as f64;
+    let shuffled_pages = pages_for(&shuffled) as f64;
+    assert!(
+        ascending_pages < full_pages / 0.85,
+        "ascending load used pages={ascending_pages}, full leaves would be {full_pages:.0}"
+    );
+    assert!(
+        shuffled_pages > ascending_pages * 1.2,
+        "random order used pages={shuffled_pages}, ascending {ascending_pages}"
+    );
+}

@@ -413,7 +413,21 @@ pub(crate) struct Shared {
     stopping: AtomicBool,
     /// Work for the purge thread, from finished transactions.
     purge_queue: Mutex<PurgeQueue>,
+    /// Set by `Engine::close_purged`: no transaction may begin any more.
+    closed: AtomicBool,
+    /// Full purge passes started (at startup, by VACUUM, after the queue overflowed).
+    full_purge_passes: AtomicU64,
 }
+
+/// Queued purge items `close_purged` works through at most: beyond, shutdown would take too
+/// long, and the next start runs a full pass instead.
+const PURGE_AT_SHUTDOWN_MAX: usize = 50_000;
+
+/// Engine root page: bit flags at payload offset 4 (zero in a root written before them).
+const ROOT_FLAGS_OFFSET: usize = 4;
+/// The last clean shutdown left no version to purge (`Engine::close_purged`): the next start
+/// skips its full purge pass, and clears the flag durably before any transaction runs.
+const ROOT_FLAG_PURGED: u32 = 1;
 
 /// Rows written and index entries made stale by finished transactions. Bounded: past
 /// `PURGE_QUEUE_MAX` items the queue is dropped and the next pass is a full one.
@@ -422,6 +436,13 @@ struct PurgeQueue {
     rows: Vec<(Arc<Table>, Vec<u8>)>,
     entries: Vec<IndexEntryRef>,
     full_pass: bool,
+}
+
+/// The engine root's flag word.
+fn root_flags(store: &PageStore, root: PageId) -> Result<u32> {
+    let page = store.read(root)?;
+    let bytes = &page.payload()[ROOT_FLAGS_OFFSET..ROOT_FLAGS_OFFSET + 4];
+    Ok(u32::from_le_bytes(bytes.try_into().expect("4 bytes")))
 }
 
 /// An index entry to check: (table, index, entry key, row key).
@@ -445,7 +466,8 @@ impl Shared {
     /// Opens the engine core, creating its root, commit log and catalog on an empty store.
     fn open(store: Arc<PageStore>) -> Result<Shared> {
         let root = PageId(1);
-        if store.max_page_id() == PageId::INVALID {
+        let fresh = store.max_page_id() == PageId::INVALID;
+        if fresh {
             Self::bootstrap(&store)?;
         }
         let mut catalog_meta = {
@@ -458,6 +480,8 @@ impl Shared {
         }
         let txns = TxnManager::open(Arc::clone(&store), root)?;
         let catalog = BTree::open(Arc::clone(&store), catalog_meta)?;
+        // A new database has nothing to purge either.
+        let purged_at_shutdown = fresh || root_flags(&store, root)? & ROOT_FLAG_PURGED != 0;
         let engine = Shared {
             store,
             txns,
@@ -468,11 +492,34 @@ impl Shared {
             row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             changed: AtomicBool::new(true),
             stopping: AtomicBool::new(false),
-            // A pass at startup removes what transactions that died in a crash left behind.
-            purge_queue: Mutex::new(PurgeQueue { full_pass: true, ..PurgeQueue::default() }),
+            // A pass at startup removes what transactions that died in a crash left behind,
+            // unless the last shutdown recorded that nothing was left.
+            purge_queue: Mutex::new(PurgeQueue {
+                full_pass: !purged_at_shutdown,
+                ..PurgeQueue::default()
+            }),
+            closed: AtomicBool::new(false),
+            full_purge_passes: AtomicU64::new(0),
         };
+        // Cleared (durably) before any transaction can leave a version behind: a crash from
+        // here on must lead to a full pass again.
+        engine.set_root_flags(0)?;
         engine.load_catalog()?;
         Ok(engine)
+    }
+
+    /// Writes the engine root's flags and waits until the write is durable.
+    fn set_root_flags(&self, flags: u32) -> Result<()> {
+        let root = PageId(1);
+        if root_flags(&self.store, root)? == flags {
+            return Ok(());
+        }
+        let mut mtr = self.store.mtr();
+        let slot = mtr.latch(root)?;
+        mtr.write(slot, ROOT_FLAGS_OFFSET, &flags.to_le_bytes());
+        let lsn = mtr.commit()?;
+        self.store.wait_durable(lsn)?;
+        Ok(())
     }
 
     fn bootstrap(store: &Arc<PageStore>) -> Result<()> {
@@ -809,6 +856,9 @@ impl Shared {
 
     /// Starts a transaction.
     fn begin(self: &Arc<Shared>, isolation: IsolationLevel) -> Result<Transaction> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(EngineError::ShuttingDown);
+        }
         let virtual_id = self.txns.begin();
         let snapshot = self.txns.snapshot(virtual_id, 0);
         Ok(Transaction {
@@ -929,6 +979,7 @@ impl Shared {
     /// Each row is handled under its row lock, like a writer, so a pass never races one.
     fn purge(&self) -> Result<PurgeStats> {
         self.purge_queue.lock().full_pass = false;
+        self.full_purge_passes.fetch_add(1, Ordering::AcqRel);
         let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         let mut stats = PurgeStats::default();
         for table in tables {
@@ -1194,15 +1245,63 @@ impl Engine {
     }
 }
 
-impl Drop for Engine {
-    fn drop(&mut self) {
-        self.shared.stopping.store(true, Ordering::Release);
+impl Engine {
+    /// Stops the purge thread (a pass in progress ends at its next row when `interrupt`).
+    fn stop_purger(&self, interrupt: bool) {
+        if interrupt {
+            self.shared.stopping.store(true, Ordering::Release);
+        }
         let (flag, condvar) = &*self.stop;
         *flag.lock() = true;
         condvar.notify_all();
         if let Some(purger) = self.purger.lock().take() {
             let _ = purger.join();
         }
+    }
+
+    /// For a clean shutdown, once every session has ended: refuses new transactions
+    /// (`ShuttingDown`), stops the purge thread, purges what finished transactions queued
+    /// and, if that leaves nothing and no transaction is running, records in the engine root
+    /// that no row holds a version to purge. The next start then skips the full pass over
+    /// every table that it otherwise runs (minutes on a large database read through a small
+    /// buffer pool, competing with the first queries). Returns whether the record was
+    /// written. A crash after it is harmless: the next start clears the record durably before
+    /// any transaction runs. Without it (a transaction still running, a full pass pending),
+    /// the next start purges everything as after a crash.
+    pub fn close_purged(&self) -> Result<bool> {
+        self.shared.closed.store(true, Ordering::Release);
+        self.stop_purger(false);
+        let shared = &self.shared;
+        let too_much = {
+            let queue = shared.purge_queue.lock();
+            queue.full_pass || queue.rows.len() + queue.entries.len() > PURGE_AT_SHUTDOWN_MAX
+        };
+        if too_much || !shared.txns.idle() {
+            return Ok(false);
+        }
+        shared.purge_queued()?;
+        let queue = shared.purge_queue.lock();
+        let clean = !queue.full_pass && queue.rows.is_empty() && queue.entries.is_empty();
+        drop(queue);
+        if clean && shared.txns.idle() {
+            shared.set_root_flags(ROOT_FLAG_PURGED)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+impl Engine {
+    /// Full purge passes started since the engine opened (one at startup unless the last
+    /// shutdown recorded a clean purge; one per VACUUM).
+    pub fn full_purge_passes(&self) -> u64 {
+        self.shared.full_purge_passes.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop_purger(true);
     }
 }
 

@@ -32,6 +32,8 @@ pub enum EngineError {
     LimitExceeded { detail: String },
     #[error("corrupt {what}: {detail}")]
     Corrupt { what: &'static str, detail: String },
+    #[error("the engine is shutting down")]
+    ShuttingDown,
 }
 
 impl EngineError {
@@ -51,6 +53,7 @@ impl EngineError {
             EngineError::InvalidRow { .. } => "22023",
             EngineError::LimitExceeded { .. } => "54000",
             EngineError::Corrupt { .. } => ErrorKind::Corruption.sqlstate(),
+            EngineError::ShuttingDown => "57P01",
         }
     }
 

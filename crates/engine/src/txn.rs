@@ -317,6 +317,12 @@ impl TxnManager {
         Snapshot { me, xmax: table.next, active: Arc::new(active) }
     }
 
+    /// Whether no transaction is running and no snapshot is held.
+    pub fn idle(&self) -> bool {
+        let table = self.table.lock();
+        table.active.is_empty() && table.snapshot_floors.is_empty()
+    }
+
     /// Every version deleted by a transaction that committed below this id is invisible to
     /// every snapshot now and later.
     pub fn horizon(&self) -> TxnId {

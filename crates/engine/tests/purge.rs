@@ -115,3 +115,65 @@ fn background_purge_keeps_space_bounded() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+fn open_at(directory: &std::path::Path) -> (Arc<PageStore>, Arc<Engine>) {
+    let store = Arc::new(PageStore::open(StoreConfig::local(directory).unwrap()).unwrap());
+    let engine = Engine::open(Arc::clone(&store)).unwrap();
+    (store, engine)
+}
+
+/// Waits until the purge thread has had time for its first passes (it wakes every 500 ms).
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+}
+
+/// A clean shutdown purges what is queued and records it, and the next start skips the full
+/// pass over every table; after a crash, or a shutdown with a transaction still open, the
+/// next start runs the full pass and removes what was left.
+#[test]
+fn clean_shutdown_records_purge_and_skips_the_startup_pass() {
+    let directory = tempfile::tempdir().unwrap();
+    let engine = setup(directory.path());
+    for round in 0..3 {
+        for id in 0..40 {
+            write(&engine, id, round);
+        }
+    }
+    assert!(engine.close_purged().unwrap(), "an idle engine records its purge");
+    let refused = engine.begin(IsolationLevel::ReadCommitted).map(|_| ()).unwrap_err();
+    assert_eq!(refused.sqlstate(), "57P01", "no transaction after close_purged: {refused}");
+    let store = Arc::clone(engine.store());
+    drop(engine);
+    Arc::try_unwrap(store).ok().expect("sole owner").close().unwrap();
+
+    // Clean start: no full pass, and the shutdown already left one version per row.
+    let (store, engine) = open_at(directory.path());
+    settle();
+    assert_eq!(engine.full_purge_passes(), 0, "a clean shutdown's record skips the pass");
+    assert_eq!(engine.storage_counts("items").unwrap(), (40, vec![40]));
+
+    // Versions left by updates, then a crash: the record was cleared at startup, so the next
+    // start purges everything.
+    engine.purge().unwrap(); // VACUUM-style pass: counted, removes nothing new
+    assert_eq!(engine.full_purge_passes(), 1);
+    let mut open_transaction = engine.begin(IsolationLevel::RepeatableRead).unwrap();
+    assert_eq!(
+        open_transaction.scan("items", Bound::Unbounded, Bound::Unbounded).unwrap().len(),
+        40
+    );
+    for id in 0..40 {
+        write(&engine, id, 7);
+    }
+    assert!(!engine.close_purged().unwrap(), "an open transaction prevents the record");
+    drop(open_transaction);
+    drop(engine);
+    Arc::try_unwrap(store).ok().expect("sole owner").abandon();
+
+    let (_store, engine) = open_at(directory.path());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.storage_counts("items").unwrap() != (40, vec![40]) {
+        assert!(std::time::Instant::now() < deadline, "the startup pass did not purge");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(engine.full_purge_passes(), 1, "after a crash the start runs the full pass");
+}

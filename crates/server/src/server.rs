@@ -165,11 +165,20 @@ pub async fn serve(
     while shared.connections.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let drained = shared.connections.load(Ordering::Acquire) == 0;
     let catalog = Arc::clone(&shared.catalog);
     drop(shared);
     tokio::task::spawn_blocking(move || {
         let store = Arc::clone(catalog.engine().store());
         drop(catalog);
+        // With every session gone, finish the queued purge and record it, so that the next
+        // start need not scan every table for versions to remove.
+        if drained {
+            match engine.close_purged() {
+                Ok(recorded) => tracing::info!(recorded, "shutdown purge"),
+                Err(error) => tracing::warn!(%error, "shutdown purge failed"),
+            }
+        }
         drop(engine);
         if let Err(error) = store.flush_all().and_then(|()| store.checkpoint()) {
             tracing::error!(%error, "shutdown flush failed");

@@ -35,7 +35,13 @@ use crate::error::Result;
 
 const SHARD_COUNT: usize = 64;
 /// CLOCK sweeps at most this many times around the pool before giving up on a victim.
-const CLOCK_SWEEPS_MAX: usize = 3;
+/// The most passes of the CLOCK hand a frame can survive without a pin in between: pins
+/// raise its usage count up to this, each pass lowers it by one (PostgreSQL's clock sweep
+/// counts to 5). A frequently used page then outlives a run of pages used once, which a
+/// single reference bit cannot tell apart.
+const USAGE_MAX: u8 = 3;
+/// Full sweeps before giving up: every usage count reaches zero within `USAGE_MAX` of them.
+const CLOCK_SWEEPS_MAX: usize = USAGE_MAX as usize + 2;
 /// The pool never shrinks below this many frames: B+tree operations pin a handful at once.
 pub const POOL_FRAMES_MIN: usize = 16;
 
@@ -135,7 +141,12 @@ impl Frame {
 
     fn pin(&self) {
         self.pins.fetch_add(1, Ordering::AcqRel);
-        self.usage.store(1, Ordering::Relaxed);
+        // A racy increment (load, then store) is enough: the count is a hint, and a lost
+        // update costs one extra pass of the hand at most.
+        let usage = self.usage.load(Ordering::Relaxed);
+        if usage < USAGE_MAX {
+            self.usage.store(usage + 1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -396,7 +407,9 @@ impl BufferPool {
         if let Some(frame) = self.free.lock().pop() {
             return Acquire::Frame(frame);
         }
-        {
+        // Growing is rare: check under the shared lock first, so that misses in a full pool
+        // do not serialize on the exclusive one.
+        if self.frames.read().len() < self.target_frames() {
             let mut frames = self.frames.write();
             if frames.len() < self.target_frames() {
                 let frame = Frame::new();
@@ -413,7 +426,9 @@ impl BufferPool {
             if frame.pins.load(Ordering::Acquire) > 0 {
                 continue;
             }
-            if frame.usage.swap(0, Ordering::Relaxed) > 0 {
+            let usage = frame.usage.load(Ordering::Relaxed);
+            if usage > 0 {
+                frame.usage.store(usage - 1, Ordering::Relaxed);
                 continue;
             }
             if self.try_evict(frame, evicted) {
