@@ -980,33 +980,48 @@ impl Shared {
     fn purge(&self) -> Result<PurgeStats> {
         self.purge_queue.lock().full_pass = false;
         self.full_purge_passes.fetch_add(1, Ordering::AcqRel);
-        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         let mut stats = PurgeStats::default();
+        let finished = self.purge_every_row(&mut stats);
+        self.note_unfinished(&finished);
+        finished.map(|_| stats)
+    }
+
+    /// A pass that stopped early (shutdown) or failed leaves work it cannot name: a full pass
+    /// is owed, so that `Engine::close_purged` never records a clean state that is not.
+    fn note_unfinished(&self, finished: &Result<bool>) {
+        if !matches!(finished, Ok(true)) {
+            self.purge_queue.lock().full_pass = true;
+        }
+    }
+
+    /// The body of a full pass; Ok(false) if it stopped for shutdown.
+    fn purge_every_row(&self, stats: &mut PurgeStats) -> Result<bool> {
+        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
         for table in tables {
             // A handle made stale by DDL during the pass only means purging trees nobody reads
             // any more, or missing a new index's entries until the next pass: both harmless.
             for entry in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
                 if self.stopping.load(Ordering::Acquire) {
-                    return Ok(stats);
+                    return Ok(false);
                 }
                 let (key, _) = entry?;
                 let _ddl = self.ddl.read();
-                self.purge_row(&table, &key, &mut stats)?;
+                self.purge_row(&table, &key, stats)?;
             }
             for index in &table.indexes {
                 for entry in
                     index.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward)
                 {
                     if self.stopping.load(Ordering::Acquire) {
-                        return Ok(stats);
+                        return Ok(false);
                     }
                     let (entry_key, row_key) = entry?;
                     let _ddl = self.ddl.read();
-                    self.purge_index_entry(&table, index, &entry_key, &row_key, &mut stats)?;
+                    self.purge_index_entry(&table, index, &entry_key, &row_key, stats)?;
                 }
             }
         }
-        Ok(stats)
+        Ok(true)
     }
 
     /// One pass over the queued work: prunes each queued row (removing the index entries of
@@ -1025,11 +1040,24 @@ impl Shared {
             return self.purge();
         }
         let mut stats = PurgeStats::default();
+        let finished = self.purge_items(rows, entries, &mut stats);
+        self.note_unfinished(&finished);
+        finished.map(|_| stats)
+    }
+
+    /// The body of a queued pass; Ok(false) if it stopped for shutdown (the items it took
+    /// are then owed to a full pass).
+    fn purge_items(
+        &self,
+        rows: Vec<(Arc<Table>, Vec<u8>)>,
+        entries: Vec<IndexEntryRef>,
+        stats: &mut PurgeStats,
+    ) -> Result<bool> {
         let mut seen = std::collections::HashSet::new();
         let mut again = Vec::new();
         for (table, key) in rows {
             if self.stopping.load(Ordering::Acquire) {
-                return Ok(stats);
+                return Ok(false);
             }
             if !seen.insert((table.def.name.clone(), key.clone())) {
                 continue;
@@ -1038,13 +1066,13 @@ impl Shared {
             // dropped or truncated table's rows are gone.
             let _ddl = self.ddl.read();
             let Some(table) = self.current_with_tree(&table) else { continue };
-            if self.purge_row_and_entries(&table, &key, &mut stats)? {
+            if self.purge_row_and_entries(&table, &key, stats)? {
                 again.push((table, key));
             }
         }
         for (table, index, entry_key, row_key) in entries {
             if self.stopping.load(Ordering::Acquire) {
-                return Ok(stats);
+                return Ok(false);
             }
             let _ddl = self.ddl.read();
             let Some(table) = self.current_with_tree(&table) else { continue };
@@ -1052,7 +1080,7 @@ impl Shared {
                 // Dropped (or rebuilt by a truncation): nobody reads that tree.
                 continue;
             }
-            self.purge_index_entry(&table, &index, &entry_key, &row_key, &mut stats)?;
+            self.purge_index_entry(&table, &index, &entry_key, &row_key, stats)?;
         }
         if !again.is_empty() {
             let mut queue = self.purge_queue.lock();
@@ -1062,7 +1090,7 @@ impl Shared {
             }
             self.changed.store(true, Ordering::Release);
         }
-        Ok(stats)
+        Ok(true)
     }
 
     /// Prunes one row and deletes the index entries of index values that only its removed
@@ -1246,11 +1274,9 @@ impl Engine {
 }
 
 impl Engine {
-    /// Stops the purge thread (a pass in progress ends at its next row when `interrupt`).
-    fn stop_purger(&self, interrupt: bool) {
-        if interrupt {
-            self.shared.stopping.store(true, Ordering::Release);
-        }
+    /// Stops the purge thread; a pass in progress ends at its next row.
+    fn stop_purger(&self) {
+        self.shared.stopping.store(true, Ordering::Release);
         let (flag, condvar) = &*self.stop;
         *flag.lock() = true;
         condvar.notify_all();
@@ -1270,7 +1296,10 @@ impl Engine {
     /// the next start purges everything as after a crash.
     pub fn close_purged(&self) -> Result<bool> {
         self.shared.closed.store(true, Ordering::Release);
-        self.stop_purger(false);
+        // Interrupt a pass in progress (a full one can take minutes): what it leaves undone
+        // is recorded as owed (`note_unfinished`), and then no record is written.
+        self.stop_purger();
+        self.shared.stopping.store(false, Ordering::Release);
         let shared = &self.shared;
         let too_much = {
             let queue = shared.purge_queue.lock();
@@ -1301,7 +1330,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.stop_purger(true);
+        self.stop_purger();
     }
 }
 

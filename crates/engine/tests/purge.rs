@@ -177,3 +177,29 @@ fn clean_shutdown_records_purge_and_skips_the_startup_pass() {
     }
     assert_eq!(engine.full_purge_passes(), 1, "after a crash the start runs the full pass");
 }
+
+/// After a crash the start owes a full pass; a shutdown before it has run (or while it runs:
+/// it is interrupted) writes no record, and the next start owes it still.
+#[test]
+fn shutdown_with_a_full_pass_owed_writes_no_record() {
+    let directory = tempfile::tempdir().unwrap();
+    let engine = setup(directory.path());
+    for id in 0..40 {
+        write(&engine, id, 1);
+    }
+    let store = Arc::clone(engine.store());
+    drop(engine);
+    Arc::try_unwrap(store).ok().expect("sole owner").abandon();
+
+    let (store, engine) = open_at(directory.path());
+    assert!(!engine.close_purged().unwrap(), "the full pass after the crash is still owed");
+    drop(engine);
+    Arc::try_unwrap(store).ok().expect("sole owner").close().unwrap();
+
+    let (_store, engine) = open_at(directory.path());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.full_purge_passes() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the owed full pass did not run");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
