@@ -387,18 +387,19 @@ impl BTree {
                 let total =
                     usize::try_from(u32::from_le_bytes(stored[1..5].try_into().expect("4")))
                         .expect("fits");
-                let value = self.read_overflow(PageId(get_u64(stored, 5)), total)?;
-                out.extend_from_slice(&value);
-                Ok(value.len())
+                self.read_overflow(PageId(get_u64(stored, 5)), total, out)?;
+                Ok(total)
             }
             _ => Err(corrupt(page_id, format!("bad stored value at index={index}"))),
         }
     }
 
-    fn read_overflow(&self, first: PageId, total: usize) -> Result<Vec<u8>> {
-        let mut value = Vec::with_capacity(total);
+    /// Appends the `total` bytes of the overflow chain starting at `first` to `out`.
+    fn read_overflow(&self, first: PageId, total: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.reserve(total);
+        let mut read = 0;
         let mut next = first;
-        while value.len() < total {
+        while read < total {
             if next == PageId::INVALID {
                 return Err(corrupt(first, "overflow chain ends early"));
             }
@@ -409,14 +410,14 @@ impl BTree {
             let payload = page.payload();
             let length = usize::try_from(u32::from_le_bytes(payload[8..12].try_into().expect("4")))
                 .expect("fits");
-            if length == 0 || length > OVERFLOW_DATA_BYTES || value.len() + length > total {
+            if length == 0 || length > OVERFLOW_DATA_BYTES || read + length > total {
                 return Err(corrupt(next, format!("bad overflow length={length}")));
             }
-            value
-                .extend_from_slice(&payload[OVERFLOW_HEADER_BYTES..OVERFLOW_HEADER_BYTES + length]);
+            out.extend_from_slice(&payload[OVERFLOW_HEADER_BYTES..OVERFLOW_HEADER_BYTES + length]);
+            read += length;
             next = PageId(get_u64(payload, 0));
         }
-        Ok(value)
+        Ok(())
     }
 
     /// Inserts or replaces; returns the previous value. Returns the end LSN of the change in
@@ -1359,7 +1360,6 @@ impl BTree {
     }
 }
 
-/// A leaf reached by a shared descent, with its fence keys.
 /// Whether a shared descent collects the leaf's fence keys (a range walk needs them to move
 /// to the next leaf; a point lookup does not, and skips two copies per level).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1368,6 +1368,7 @@ enum Fences {
     Skip,
 }
 
+/// A leaf reached by a shared descent, with its fence keys.
 struct Descent {
     page: tierdb_storage::PageRef,
     page_id: PageId,

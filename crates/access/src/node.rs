@@ -160,8 +160,8 @@ impl<'a> Node<'a> {
 
     /// Cells may not overlap: compaction copies them, and two slots sharing bytes would make
     /// a change to one silently change the other. Checked before a node is changed
-    /// (`NodeMut::open`), not on every read: it costs an allocation and a sort, and a read of
-    /// overlapping cells stays within the page (`validate` bounds every cell).
+    /// (`NodeMut::open`), not on every read: it walks every cell, and a read of overlapping
+    /// cells stays within the page (`validate` bounds every cell).
     fn validate_disjoint_cells(&self) -> Result<(), NodeCorruption> {
         // One bit per payload byte (on the stack): marking each cell's span and finding a bit
         // already set is an overlap. Cheaper than sorting the spans, which showed in every

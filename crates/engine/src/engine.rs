@@ -1318,9 +1318,7 @@ impl Engine {
         }
         Ok(false)
     }
-}
 
-impl Engine {
     /// Full purge passes started since the engine opened (one at startup unless the last
     /// shutdown recorded a clean purge; one per VACUUM).
     pub fn full_purge_passes(&self) -> u64 {

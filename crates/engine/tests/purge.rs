@@ -8,8 +8,7 @@ use tierdb_engine::{ColumnDef, Engine, IndexDef, IsolationLevel, KeyKind, TableD
 use tierdb_storage::{PageStore, StoreConfig};
 
 fn setup(directory: &std::path::Path) -> Arc<Engine> {
-    let store = Arc::new(PageStore::open(StoreConfig::local(directory).unwrap()).unwrap());
-    let engine = Engine::open(store).unwrap();
+    let (_, engine) = open_at(directory);
     engine
         .create_table(TableDef {
             name: "items".into(),

@@ -34,7 +34,6 @@ use tierdb_common::{Counter, Lsn, Page, PageId, SegmentId};
 use crate::error::Result;
 
 const SHARD_COUNT: usize = 64;
-/// CLOCK sweeps at most this many times around the pool before giving up on a victim.
 /// The most passes of the CLOCK hand a frame can survive without a pin in between: pins
 /// raise its usage count up to this, each pass lowers it by one (PostgreSQL's clock sweep
 /// counts to 5). A frequently used page then outlives a run of pages used once, which a
@@ -139,6 +138,15 @@ impl Frame {
         self.ready.store(load == LoadState::Ready, Ordering::Release);
     }
 
+    /// Takes the latch exclusively. Every exclusive latch (a load, an mtr's change, redo) goes
+    /// through here, so that a set format-checked flag always names the bytes that were
+    /// checked; cleared under the latch, where no reader can see it until the writer is done.
+    fn latch_for_write(&self) -> ArcRwLockWriteGuard<RawRwLock, Box<Page>> {
+        let guard = self.latch.write_arc();
+        self.format_checked.store(false, Ordering::Release);
+        guard
+    }
+
     fn pin(&self) {
         self.pins.fetch_add(1, Ordering::AcqRel);
         // A racy increment (load, then store) is enough: the count is a hint, and a lost
@@ -165,10 +173,7 @@ impl Pinned {
     }
 
     pub(crate) fn write(&self) -> ArcRwLockWriteGuard<RawRwLock, Box<Page>> {
-        let guard = self.frame.latch.write_arc();
-        // Under the exclusive latch: no reader can observe the flag until the writer is done.
-        self.frame.format_checked.store(false, Ordering::Release);
-        guard
+        self.frame.latch_for_write()
     }
 }
 
@@ -325,8 +330,7 @@ impl BufferPool {
         page_id: PageId,
         load: &mut dyn FnMut(&mut Page) -> Result<SegmentId>,
     ) -> Result<Option<(Pinned, FetchOutcome)>> {
-        let mut latch = frame.latch.write_arc();
-        frame.format_checked.store(false, Ordering::Release);
+        let mut latch = frame.latch_for_write();
         {
             let mut shard = self.shard(page_id).lock();
             if let Some(existing) = shard.get(&page_id) {
