@@ -4,6 +4,7 @@
 
 mod binder;
 mod catalog;
+mod durations;
 mod error;
 mod exec;
 mod explain;
@@ -16,6 +17,7 @@ mod system;
 mod types;
 
 pub use catalog::Catalog;
+pub use durations::{format_duration_ms, parse_duration_ms, TIMEOUT_MAX_MS, TIMEOUT_SETTINGS};
 pub use error::{Result, SqlError};
 pub use front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;

@@ -27,6 +27,7 @@ use tierdb_engine::{IsolationLevel, Transaction, Value};
 
 use crate::binder::{self, computed_column, ident, object_name, Binder};
 use crate::catalog::{sequence_of_default, Catalog, ColumnMeta, IndexKind, IndexMeta, TableMeta};
+use crate::durations::{format_duration_ms, parse_duration_ms, TIMEOUT_SETTINGS};
 use crate::error::{Result, SqlError};
 use crate::exec::{self, Ctx, MemoryBudget, NodeStats, Row, SessionInfo};
 use crate::explain;
@@ -405,6 +406,16 @@ impl Session {
             .get("work_mem")
             .and_then(|text| parse_memory(text))
             .unwrap_or(WORK_MEM_DEFAULT_BYTES)
+    }
+
+    /// A timeout setting (one of `TIMEOUT_SETTINGS`) in milliseconds; 0 when disabled.
+    /// Values are checked when they are SET, so a stored one always parses.
+    pub fn timeout_ms(&self, name: &str) -> u64 {
+        debug_assert!(TIMEOUT_SETTINGS.contains(&name), "{name} is not a timeout setting");
+        self.settings
+            .get(name)
+            .map(|text| parse_duration_ms(name, text).expect("checked when it was SET"))
+            .unwrap_or(0)
     }
 
     fn default_isolation(&self) -> IsolationLevel {
@@ -1329,6 +1340,10 @@ impl Session {
                 })?;
                 self.block_isolation = Some(level);
             }
+            name if TIMEOUT_SETTINGS.contains(&name) => {
+                let milliseconds = parse_duration_ms(name, &value)?;
+                self.settings.insert(name.into(), format_duration_ms(milliseconds));
+            }
             "default_transaction_isolation" => {
                 let level = parse_isolation(&value).ok_or_else(|| SqlError::new("22023", format!("invalid value for parameter \"default_transaction_isolation\": \"{value}\"")))?;
                 self.settings.insert(name.into(), isolation_name(level).into());
@@ -1364,9 +1379,7 @@ impl Session {
             "is_superuser" => "on".into(),
             "application_name" => String::new(),
             "extra_float_digits" => "1".into(),
-            "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
-                "0".into()
-            }
+            name if TIMEOUT_SETTINGS.contains(&name) => "0".into(),
             _ => return None,
         })
     }
