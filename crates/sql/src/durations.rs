@@ -48,7 +48,8 @@ pub fn parse_duration_ms(name: &str, text: &str) -> Result<u64> {
             ),
         ));
     }
-    // In range and rounded: the conversion is exact.
+    // Checked above: a whole number in 0..=TIMEOUT_MAX_MS, so the conversion is exact.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let milliseconds = milliseconds as u64;
     debug_assert!(milliseconds <= TIMEOUT_MAX_MS);
     Ok(milliseconds)
