@@ -46,12 +46,28 @@ pub struct ServeArgs {
     work_mem: Option<String>,
     #[arg(long, env = "TIERDB_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
+    /// Connections still authenticating, at most (they don't count against max_connections).
+    #[arg(long, env = "TIERDB_MAX_STARTUP_CONNECTIONS")]
+    max_startup_connections: Option<usize>,
+    /// Time a client has from connecting to finishing authentication, in milliseconds.
+    #[arg(long, env = "TIERDB_AUTHENTICATION_TIMEOUT_MS")]
+    authentication_timeout_ms: Option<u64>,
+    /// The largest message a client may send (suffixes accepted).
+    #[arg(long, env = "TIERDB_MAX_MESSAGE_SIZE")]
+    max_message_size: Option<String>,
+    /// PEM certificate chain: with --tls-key-file, clients may use TLS (sslmode=require).
+    #[arg(long, env = "TIERDB_TLS_CERT_FILE")]
+    tls_cert_file: Option<String>,
+    /// PEM private key for TLS.
+    #[arg(long, env = "TIERDB_TLS_KEY_FILE")]
+    tls_key_file: Option<String>,
     /// trust-loopback (default), scram or trust.
     #[arg(long, env = "TIERDB_AUTH")]
     auth: Option<String>,
-    /// SCRAM-SHA-256 password.
-    #[arg(long, env = "TIERDB_PASSWORD")]
-    password: Option<String>,
+    /// File whose first line is the SCRAM-SHA-256 password (or set TIERDB_PASSWORD). There
+    /// is no flag for the password itself: a command line is visible to every user in `ps`.
+    #[arg(long, env = "TIERDB_PASSWORD_FILE")]
+    password_file: Option<std::path::PathBuf>,
 }
 
 fn bytes(text: &str) -> Result<u64, String> {
@@ -118,11 +134,35 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     if let Some(value) = args.max_connections {
         config.max_connections = value;
     }
+    if let Some(value) = args.max_startup_connections {
+        config.max_startup_connections = value;
+    }
+    if let Some(value) = args.authentication_timeout_ms {
+        config.authentication_timeout_ms = value;
+    }
+    if let Some(value) = &args.max_message_size {
+        config.max_message_bytes = usize::try_from(bytes(value)?)
+            .map_err(|_| format!("max_message_size {value} is too large"))?;
+    }
+    if let Some(value) = &args.tls_cert_file {
+        config.tls_cert_file = value.clone();
+    }
+    if let Some(value) = &args.tls_key_file {
+        config.tls_key_file = value.clone();
+    }
     if let Some(value) = &args.auth {
         config.auth = value.clone();
     }
-    if let Some(value) = &args.password {
-        config.password = Some(value.clone());
+    if let Some(path) = &args.password_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("cannot read password_file={}: {error}", path.display()))?;
+        let password = text.lines().next().unwrap_or("").to_string();
+        if password.is_empty() {
+            return Err(format!("password_file={} is empty", path.display()));
+        }
+        config.password = Some(password);
+    } else if let Ok(password) = std::env::var("TIERDB_PASSWORD") {
+        config.password = Some(password);
     }
     Ok(config)
 }

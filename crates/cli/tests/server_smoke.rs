@@ -42,7 +42,10 @@ fn ssl_request_is_answered_no() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn scram_sha_256_authentication() {
-    let server = TestServer::start(&["--auth", "scram", "--password", "s3cret-pass"]);
+    let password_file = tempfile::NamedTempFile::new().expect("password file");
+    std::fs::write(password_file.path(), "s3cret-pass\n").expect("write password file");
+    let path = password_file.path().to_str().expect("utf-8 path");
+    let server = TestServer::start(&["--auth", "scram", "--password-file", path]);
     let base = server.connection_string();
     let wrong =
         tokio_postgres::connect(&format!("{base} password=wrong"), tokio_postgres::NoTls).await;

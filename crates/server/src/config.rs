@@ -32,6 +32,18 @@ pub struct ServerConfig {
     /// Per-operator memory budget of sorts, hash joins and aggregations.
     pub work_mem_bytes: u64,
     pub max_connections: usize,
+    /// Connections accepted but not yet authenticated, at most; more are refused (53300).
+    /// They do not count against max_connections.
+    pub max_startup_connections: usize,
+    /// Time from accept to the end of authentication (PostgreSQL's authentication_timeout).
+    pub authentication_timeout_ms: u64,
+    /// The largest message a client may send (a query, a Bind with its values, a COPY
+    /// chunk); larger ones end the connection with 08P01.
+    pub max_message_bytes: usize,
+    /// PEM certificate chain for TLS; TLS is offered when this and tls_key_file are set.
+    pub tls_cert_file: String,
+    /// PEM private key for TLS.
+    pub tls_key_file: String,
     /// `trust-loopback` (default), `scram`, or `trust`.
     pub auth: String,
     /// Password for SCRAM-SHA-256 (any user name).
@@ -55,6 +67,11 @@ impl Default for ServerConfig {
             wal_on_volume: false,
             work_mem_bytes: 4 << 20,
             max_connections: 500,
+            max_startup_connections: 64,
+            authentication_timeout_ms: 10_000,
+            max_message_bytes: 256 << 20,
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
             auth: "trust-loopback".into(),
             password: None,
         }

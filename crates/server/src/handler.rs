@@ -35,12 +35,12 @@ use pgwire::api::store::Entry;
 use pgwire::api::store::PortalStore;
 use pgwire::api::DEFAULT_NAME;
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers,
-    PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type, METADATA_DATABASE, METADATA_USER,
+    ClientInfo, ClientPortalStore, PgWireConnectionState, PidSecretKeyGenerator,
+    RandomPidSecretKeyGenerator, Type, METADATA_DATABASE, METADATA_USER,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
-use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{FieldDescription, NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
     Bind, BindComplete, Describe, Execute, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
@@ -49,8 +49,7 @@ use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tierdb_sql::{
-    BlockState, Catalog, CopyStatement, Datum, Output, Prepared, Session, SqlError, SqlType,
-    StatementStats,
+    BlockState, Catalog, Datum, Output, Prepared, Session, SqlError, SqlType, StatementStats,
 };
 
 use crate::wire;
@@ -74,11 +73,22 @@ pub struct Shared {
     pub catalog: Arc<Catalog>,
     pub statistics: Arc<StatementStats>,
     pub auth: AuthMode,
-    pub password: Option<String>,
+    /// The SCRAM verifier of the configured password, if there is one.
+    pub password: Option<Arc<PasswordVerifier>>,
     pub max_connections: usize,
+    /// Connections accepted but not yet authenticated may number this many at most; they
+    /// do not count against max_connections (a silent socket must not lock clients out).
+    pub max_startup_connections: usize,
     /// Sessions' default work_mem, in bytes.
     pub work_mem_bytes: u64,
+    /// Sessions: connections that sent a startup packet, until they close. At most
+    /// max_connections.
     pub connections: AtomicUsize,
+    /// Connections accepted and not yet authenticated. At most max_startup_connections.
+    pub startup_connections: AtomicUsize,
+    /// Signalled when a connection leaves startup (authenticated or gone), for the accept
+    /// loop waiting for a startup slot.
+    startup_slot_freed: tokio::sync::Notify,
     /// (pid, secret key bytes) -> the session's cancel flag.
     cancels: Mutex<HashMap<i32, CancelEntry>>,
     pid_generator: RandomPidSecretKeyGenerator,
@@ -88,8 +98,9 @@ impl Shared {
     pub fn new(
         catalog: Arc<Catalog>,
         auth: AuthMode,
-        password: Option<String>,
+        password: Option<Arc<PasswordVerifier>>,
         max_connections: usize,
+        max_startup_connections: usize,
         work_mem_bytes: u64,
     ) -> Arc<Shared> {
         let statistics = Arc::clone(catalog.statement_stats());
@@ -99,11 +110,45 @@ impl Shared {
             auth,
             password,
             max_connections,
+            max_startup_connections,
             work_mem_bytes,
             connections: AtomicUsize::new(0),
+            startup_connections: AtomicUsize::new(0),
+            startup_slot_freed: tokio::sync::Notify::new(),
             cancels: Mutex::new(HashMap::new()),
             pid_generator: RandomPidSecretKeyGenerator::default(),
         })
+    }
+}
+
+impl Shared {
+    /// Waits until fewer than max_startup_connections connections are authenticating and
+    /// takes a startup slot. The accept loop calls this before accepting: connections past
+    /// the bound wait in the kernel's listen backlog, so a burst of clients is served in
+    /// turn and silent sockets hold at most max_startup_connections threads, each for at
+    /// most authentication_timeout.
+    pub async fn take_startup_slot(&self) {
+        let limit = self.max_startup_connections;
+        loop {
+            let taken = self
+                .startup_connections
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| {
+                    (count < limit).then_some(count + 1)
+                })
+                .is_ok();
+            if taken {
+                return;
+            }
+            // notify_one keeps a permit when nobody waits, so a slot freed between the
+            // check and this wait is not missed.
+            self.startup_slot_freed.notified().await;
+        }
+    }
+
+    fn release_startup_slot(&self) {
+        let before = self.startup_connections.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(before > 0, "a startup slot released twice");
+        self.startup_slot_freed.notify_one();
     }
 }
 
@@ -141,18 +186,34 @@ impl ServerParameterProvider for Parameters {
     }
 }
 
-/// The configured password, as a SCRAM verifier source.
+/// SCRAM's iteration count (PostgreSQL's scram_iterations default).
+const SCRAM_ITERATIONS: usize = 4096;
+/// Bytes of a SCRAM salt (PostgreSQL's SCRAM_DEFAULT_SALT_LEN).
+const SCRAM_SALT_BYTES: usize = 16;
+
+/// The configured password as a SCRAM verifier: salted once, at startup, with a salt read
+/// from the kernel's random source, so that the salt differs between servers and restarts
+/// and no login repeats the 4,096 iterations of PBKDF2 for the server's side.
 #[derive(Debug)]
-struct PasswordSource {
-    password: String,
+pub struct PasswordVerifier {
+    salt: Vec<u8>,
+    salted_password: Vec<u8>,
+}
+
+impl PasswordVerifier {
+    pub fn new(password: &str) -> std::io::Result<PasswordVerifier> {
+        let mut salt = vec![0u8; SCRAM_SALT_BYTES];
+        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
+        let salted_password =
+            pgwire::api::auth::sasl::scram::gen_salted_password(password, &salt, SCRAM_ITERATIONS);
+        Ok(PasswordVerifier { salt, salted_password })
+    }
 }
 
 #[async_trait]
-impl AuthSource for PasswordSource {
+impl AuthSource for PasswordVerifier {
     async fn get_password(&self, _login: &LoginInfo) -> PgWireResult<Password> {
-        let salt = b"tierdb-scram-salt".to_vec();
-        let hash = pgwire::api::auth::sasl::scram::gen_salted_password(&self.password, &salt, 4096);
-        Ok(Password::new(Some(salt), hash))
+        Ok(Password::new(Some(self.salt.clone()), self.salted_password.clone()))
     }
 }
 
@@ -160,15 +221,23 @@ impl AuthSource for PasswordSource {
 pub struct Connection {
     shared: Arc<Shared>,
     session: Arc<Mutex<Session>>,
-    copy: Mutex<Option<(CopyStatement, Vec<u8>)>>,
     scram: Option<SASLAuthStartupHandler<Parameters>>,
     registered: AtomicBool,
     pid: Mutex<Option<i32>>,
+    /// Holds one of max_connections' slots (from the startup packet on).
+    holds_session_slot: AtomicBool,
+    /// Still counted in startup_connections (until authenticated or closed).
+    in_startup: AtomicBool,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.shared.connections.fetch_sub(1, Ordering::AcqRel);
+        if self.holds_session_slot.load(Ordering::Acquire) {
+            self.shared.connections.fetch_sub(1, Ordering::AcqRel);
+        }
+        if self.in_startup.load(Ordering::Acquire) {
+            self.shared.release_startup_slot();
+        }
         if let Some(pid) = *self.pid.lock() {
             self.shared.cancels.lock().remove(&pid);
         }
@@ -178,8 +247,9 @@ impl Drop for Connection {
 }
 
 impl Connection {
+    /// A connection just accepted, holding the startup slot the accept loop took for it
+    /// (`Shared::take_startup_slot`).
     pub fn new(shared: Arc<Shared>) -> Arc<Connection> {
-        shared.connections.fetch_add(1, Ordering::AcqRel);
         let mut session = Session::new(
             Arc::clone(&shared.catalog),
             Arc::clone(&shared.statistics),
@@ -192,17 +262,65 @@ impl Connection {
         {
             tracing::warn!(%error, "configured work_mem refused; using the default");
         }
-        let scram = shared.password.as_ref().map(|password| {
+        let scram = shared.password.as_ref().map(|verifier| {
             SASLAuthStartupHandler::new(Arc::new(Parameters))
-                .with_scram(ScramAuth::new(Arc::new(PasswordSource { password: password.clone() })))
+                .with_scram(ScramAuth::new(Arc::clone(verifier) as Arc<dyn AuthSource>))
         });
         Arc::new(Connection {
             shared,
             session: Arc::new(Mutex::new(session)),
-            copy: Mutex::new(None),
             scram,
             registered: AtomicBool::new(false),
             pid: Mutex::new(None),
+            holds_session_slot: AtomicBool::new(false),
+            in_startup: AtomicBool::new(true),
+        })
+    }
+
+    /// Takes one of max_connections' slots for this connection's session (at its startup
+    /// packet); false when all are taken (53300).
+    pub fn reserve_session(&self) -> bool {
+        if self.holds_session_slot.load(Ordering::Acquire) {
+            return true;
+        }
+        let limit = self.shared.max_connections;
+        let reserved = self
+            .shared
+            .connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| {
+                (count < limit).then_some(count + 1)
+            })
+            .is_ok();
+        self.holds_session_slot.store(reserved, Ordering::Release);
+        reserved
+    }
+
+    /// Authentication finished: the connection no longer counts as starting up.
+    pub fn authenticated(&self) {
+        debug_assert!(self.holds_session_slot.load(Ordering::Acquire));
+        if self.in_startup.swap(false, Ordering::AcqRel) {
+            self.shared.release_startup_slot();
+        }
+    }
+
+    /// The idle timeout in force for the session's state, with the FATAL error that ends the
+    /// connection when it expires: idle_in_transaction_session_timeout inside a transaction
+    /// block (25P03), idle_session_timeout outside one (57P05). None when it is 0.
+    pub fn idle_timeout(&self) -> Option<(std::time::Duration, crate::frontend::Violation)> {
+        let session = self.session.lock();
+        let (name, sqlstate, message) = if session.state() == BlockState::Idle {
+            ("idle_session_timeout", "57P05", "terminating connection due to idle-session timeout")
+        } else {
+            (
+                "idle_in_transaction_session_timeout",
+                "25P03",
+                "terminating connection due to idle-in-transaction timeout",
+            )
+        };
+        let milliseconds = session.timeout_ms(name);
+        (milliseconds > 0).then(|| {
+            let violation = crate::frontend::Violation { sqlstate, message: message.into() };
+            (std::time::Duration::from_millis(milliseconds), violation)
         })
     }
 
@@ -246,6 +364,12 @@ pub fn user_error(error: SqlError) -> PgWireError {
     if let Some(position) = error.position {
         info.position = Some(position.to_string());
     }
+    PgWireError::UserError(Box::new(info))
+}
+
+/// An error that ends the connection (every error before authentication completes).
+pub fn fatal_error(error: SqlError) -> PgWireError {
+    let info = ErrorInfo::new("FATAL".to_string(), error.sqlstate.to_string(), error.message);
     PgWireError::UserError(Box::new(info))
 }
 
@@ -338,7 +462,6 @@ impl SimpleQueryHandler for Connection {
         for output in outputs {
             match output {
                 Ok(Output::CopyIn { statement, columns }) => {
-                    *self.copy.lock() = Some((statement.clone(), Vec::new()));
                     responses.push(response(
                         Output::CopyIn { statement, columns },
                         state,
@@ -414,6 +537,28 @@ impl QueryParser for Parser {
     }
 }
 
+/// What PostgreSQL checks of a Bind against its statement (frontend.rs checked the layout):
+/// one value per parameter, and no result format count other than 0, 1 or one per column.
+fn check_bind(message: &Bind, name: &str, prepared: &Prepared) -> PgWireResult<()> {
+    let (supplied, required) = (message.parameters.len(), prepared.parameter_types.len());
+    if supplied != required {
+        return Err(user_error(SqlError::new(
+            "08P01",
+            format!(
+                "bind message supplies {supplied} parameters, but prepared statement \"{name}\" requires {required}"
+            ),
+        )));
+    }
+    let (formats, columns) = (message.result_column_format_codes.len(), prepared.columns.len());
+    if formats > 1 && formats != columns {
+        return Err(user_error(SqlError::new(
+            "08P01",
+            format!("bind message has {formats} result formats but query has {columns} columns"),
+        )));
+    }
+    Ok(())
+}
+
 /// Decodes a portal's parameters (text or binary) into values of the statement's types.
 fn decode_parameters(
     portal: &Portal<Statement>,
@@ -461,6 +606,7 @@ impl ExtendedQueryHandler for Connection {
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(statement)) => {
+                check_bind(&message, statement_name, &statement.statement.lock())?;
                 let portal = Portal::try_new(&message, statement)?;
                 client.portal_store().put_portal(Arc::new(portal));
             }
@@ -658,7 +804,6 @@ impl ExtendedQueryHandler for Connection {
             .await;
         match outcome {
             Ok(Output::CopyIn { statement, columns }) => {
-                *self.copy.lock() = Some((statement.clone(), Vec::new()));
                 response(Output::CopyIn { statement, columns }, state, &|_| false)
             }
             Ok(output) => response(output, state, &|index| format.is_binary(index)),
@@ -675,10 +820,19 @@ impl CopyHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let Some((_, buffer)) = self.copy.lock().as_mut() {
-            buffer.extend_from_slice(&copy_data.data);
-        }
-        Ok(())
+        // Parsed and inserted as it arrives: the session holds one chunk at most.
+        self.session.lock().copy_in_data(&copy_data.data).map_err(user_error)
+    }
+
+    /// The client gave up the COPY (PostgreSQL: 57014, and the transaction block fails).
+    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.session.lock().copy_in_abort();
+        user_error(SqlError::new("57014", format!("COPY from stdin failed: {}", fail.message)))
     }
 
     async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
@@ -687,10 +841,7 @@ impl CopyHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let Some((statement, data)) = self.copy.lock().take() else {
-            return Err(user_error(SqlError::new("08P01", "COPY data without COPY FROM STDIN")));
-        };
-        let outcome = self.with_session(move |session| session.copy_in(&statement, &data)).await;
+        let outcome = self.with_session(move |session| session.copy_in_end()).await;
         let rows = outcome.map_err(user_error)?;
         let tag = Tag::new("COPY").with_rows(usize::try_from(rows).unwrap_or(0));
         client.send(PgWireBackendMessage::CommandComplete(tag.into())).await?;
@@ -729,9 +880,6 @@ impl StartupHandler for Connection {
             AuthMode::Scram => false,
         };
         if let PgWireFrontendMessage::Startup(ref startup) = message {
-            if self.shared.connections.load(Ordering::Acquire) > self.shared.max_connections {
-                return Err(user_error(SqlError::new("53300", "sorry, too many clients already")));
-            }
             if trusted {
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
@@ -743,32 +891,11 @@ impl StartupHandler for Connection {
         }
         match &self.scram {
             Some(scram) => scram.on_startup(client, message).await,
-            None => Err(user_error(SqlError::new(
+            None => Err(fatal_error(SqlError::new(
                 "28000",
-                "password authentication is required for non-loopback clients, but no password is configured (set TIERDB_PASSWORD or auth = \"trust\")",
+                "password authentication is required for non-loopback clients, but no password is configured",
             ))),
         }
-    }
-}
-
-/// The per-connection handler set pgwire asks for.
-pub struct Handlers(pub Arc<Connection>);
-
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        Arc::clone(&self.0)
-    }
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        Arc::clone(&self.0)
-    }
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        Arc::clone(&self.0)
-    }
-    fn copy_handler(&self) -> Arc<impl CopyHandler> {
-        Arc::clone(&self.0)
-    }
-    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
-        Arc::clone(&self.0)
     }
 }
 

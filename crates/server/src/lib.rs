@@ -3,9 +3,12 @@
 //! Prometheus metrics and clean shutdown. docs/design/009-sql-server.md describes it.
 
 mod config;
+mod connection;
+mod frontend;
 mod handler;
 mod metrics;
 mod server;
+mod tls;
 mod wire;
 
 pub use config::ServerConfig;

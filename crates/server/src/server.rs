@@ -12,7 +12,8 @@ use tierdb_storage::{PageStore, StoreConfig, TierConfig};
 use tokio::net::TcpListener;
 
 use crate::config::ServerConfig;
-use crate::handler::{Connection, Handlers, Shared};
+use crate::connection::ConnectionLimits;
+use crate::handler::{Connection, PasswordVerifier, Shared};
 
 /// How long shutdown waits for connections to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -81,6 +82,8 @@ const CONNECTION_STACK_BYTES: usize = 8 << 20;
 fn spawn_connection_thread(
     socket: tokio::net::TcpStream,
     connection: Arc<Connection>,
+    limits: ConnectionLimits,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
 ) -> std::io::Result<()> {
     let socket = socket.into_std()?;
     std::thread::Builder::new()
@@ -96,7 +99,7 @@ fn spawn_connection_thread(
             };
             runtime.block_on(async move {
                 let Ok(socket) = tokio::net::TcpStream::from_std(socket) else { return };
-                let _ = pgwire::tokio::process_socket(socket, None, Handlers(connection)).await;
+                crate::connection::serve(socket, tls, connection, limits).await;
             });
         })?;
     Ok(())
@@ -108,6 +111,13 @@ pub async fn serve(
     ready: impl FnOnce(std::net::SocketAddr, Option<std::net::SocketAddr>),
 ) -> Result<(), String> {
     let auth = config.auth_mode()?;
+    let tls = match (config.tls_cert_file.is_empty(), config.tls_key_file.is_empty()) {
+        (true, true) => None,
+        (false, false) => {
+            Some(crate::tls::acceptor(config.tls_cert_file.as_ref(), config.tls_key_file.as_ref())?)
+        }
+        _ => return Err("TLS needs both tls_cert_file and tls_key_file".into()),
+    };
     let store_config = store_config(&config)?;
     let (engine, catalog) = tokio::task::spawn_blocking(move || -> Result<_, String> {
         let store = Arc::new(
@@ -122,13 +132,25 @@ pub async fn serve(
     })
     .await
     .map_err(|error| error.to_string())??;
+    let password = match &config.password {
+        Some(password) => Some(Arc::new(
+            PasswordVerifier::new(password)
+                .map_err(|error| format!("cannot salt the password: {error}"))?,
+        )),
+        None => None,
+    };
     let shared = Shared::new(
         catalog,
         auth,
-        config.password.clone(),
+        password,
         config.max_connections,
+        config.max_startup_connections,
         config.work_mem_bytes,
     );
+    let limits = ConnectionLimits {
+        authentication_timeout: Duration::from_millis(config.authentication_timeout_ms),
+        message_bytes_max: config.max_message_bytes,
+    };
     let listener = TcpListener::bind(&config.listen)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
@@ -147,11 +169,17 @@ pub async fn serve(
         .map_err(|error| error.to_string())?;
     loop {
         tokio::select! {
+            () = shared.take_startup_slot() => {}
+            _ = terminate.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+        }
+        // The slot taken above belongs to the next connection accepted.
+        let connection = Connection::new(Arc::clone(&shared));
+        tokio::select! {
             accepted = listener.accept() => {
                 let Ok((socket, _)) = accepted else { continue };
                 let _ = socket.set_nodelay(true);
-                let connection = Connection::new(Arc::clone(&shared));
-                if let Err(error) = spawn_connection_thread(socket, connection) {
+                if let Err(error) = spawn_connection_thread(socket, connection, limits.clone(), tls.clone()) {
                     tracing::warn!(%error, "cannot start a connection thread");
                 }
             }

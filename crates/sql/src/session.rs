@@ -25,6 +25,8 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use tierdb_engine::{IsolationLevel, Transaction, Value};
 
+mod copy_in;
+
 use crate::binder::{self, computed_column, ident, object_name, Binder};
 use crate::catalog::{sequence_of_default, Catalog, ColumnMeta, IndexKind, IndexMeta, TableMeta};
 use crate::durations::{format_duration_ms, parse_duration_ms, TIMEOUT_SETTINGS};
@@ -145,6 +147,8 @@ pub struct Session {
     pub backend_pid: i32,
     pub cancel: Arc<AtomicBool>,
     statistics: Arc<StatementStats>,
+    /// A COPY FROM STDIN receiving data (session/copy_in.rs).
+    copy_in: Option<copy_in::CopyIn>,
 }
 
 fn parse_isolation(text: &str) -> Option<IsolationLevel> {
@@ -384,6 +388,7 @@ impl Session {
             backend_pid,
             cancel: Arc::new(AtomicBool::new(false)),
             statistics,
+            copy_in: None,
         }
     }
 
@@ -428,6 +433,8 @@ impl Session {
     /// Runs a simple-protocol query string: every statement in order, stopping at the
     /// first error (as PostgreSQL does).
     pub fn execute(&mut self, sql: &str) -> Vec<Result<Output>> {
+        // A statement while a COPY still expected data (the client broke off): the COPY fails.
+        self.copy_in_abort();
         let mut outputs = Vec::new();
         let pieces = if sql.contains(';') { split_statements(sql) } else { vec![sql.to_string()] };
         // The whole string is parsed first: a syntax error anywhere runs nothing.
@@ -538,6 +545,7 @@ impl Session {
         prepared: &mut Prepared,
         params: &[Datum],
     ) -> Result<Output> {
+        self.copy_in_abort();
         self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         let Some(statement) = prepared.statement.clone() else { return Ok(Output::Empty) };
         let statement: &Statement = &statement;
@@ -1494,6 +1502,7 @@ impl Session {
                     }
                 }
                 let width = if columns.is_empty() { table.columns.len() } else { columns.len() };
+                self.copy_in_begin(copy)?;
                 Ok(Output::CopyIn { statement: copy.clone(), columns: width })
             }
             (source, false) => {
@@ -1553,86 +1562,6 @@ impl Session {
         }
     }
 
-    /// Loads COPY FROM STDIN data (the whole stream) into the table; returns rows loaded.
-    pub fn copy_in(&mut self, copy: &CopyStatement, data: &[u8]) -> Result<u64> {
-        let outcome = self.copy_in_inner(copy, data);
-        if outcome.is_err() {
-            self.fail_block();
-        }
-        outcome
-    }
-
-    fn copy_in_inner(&mut self, copy: &CopyStatement, data: &[u8]) -> Result<u64> {
-        let CopySource::Table { name, columns } = &copy.source else {
-            return Err(SqlError::syntax("COPY FROM needs a table"));
-        };
-        let table = self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
-        let text = std::str::from_utf8(data)
-            .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
-        let rows = match copy.options.format {
-            CopyFormat::Text => front::parse_text_rows(text, &copy.options)?,
-            CopyFormat::Csv => front::parse_csv_rows(text, &copy.options)?,
-        };
-        let targets: Vec<usize> = if columns.is_empty() {
-            (0..table.columns.len()).collect()
-        } else {
-            columns
-                .iter()
-                .map(|column| table.column_index(column).expect("checked at COPY"))
-                .collect()
-        };
-        // Defaults for columns not loaded.
-        let mut binder = Binder::new(&self.catalog, Vec::new());
-        let defaults = bind_defaults(&mut binder, &table)?;
-        let count = u64::try_from(rows.len()).unwrap_or(0);
-        self.in_transaction(|session| {
-            let info = SessionInfo {
-                database: &session.database,
-                user: &session.user,
-                backend_pid: session.backend_pid,
-                catalog: &session.catalog,
-            };
-            let transaction = session.transaction.as_mut().expect("in transaction");
-            let mut ctx = Ctx {
-                txn: Some(transaction),
-                params: &[],
-                outer: Vec::new(),
-                subquery_cache: HashMap::new(),
-                stats: Vec::new(),
-                analyze: false,
-                budget: MemoryBudget::new(usize::MAX),
-                session: &info,
-                statement_time_micros: types::now_micros(),
-                cancel: None,
-            };
-            for (line, fields) in rows.into_iter().enumerate() {
-                if fields.len() != targets.len() {
-                    return Err(SqlError::new(
-                        "22P04",
-                        format!(
-                            "{} data for column (line {}): expected {} columns, got {}",
-                            if fields.len() < targets.len() { "missing" } else { "extra" },
-                            line + 1,
-                            targets.len(),
-                            fields.len()
-                        ),
-                    ));
-                }
-                let mut row: Vec<Option<Datum>> = vec![None; table.columns.len()];
-                for (field, &target) in fields.into_iter().zip(&targets) {
-                    let ty = &table.columns[target].ty;
-                    row[target] = Some(match field {
-                        None => Datum::Null,
-                        Some(text) => types::parse_text(&text, ty)?,
-                    });
-                }
-                insert_row(&table, row, &defaults, &mut ctx)?;
-            }
-            Ok(())
-        })?;
-        Ok(count)
-    }
-
     /// Records an error raised outside the session (a bad parameter): it fails the block.
     pub fn note_error(&mut self) {
         self.fail_block();
@@ -1640,6 +1569,7 @@ impl Session {
 
     /// Rolls back any open transaction (connection close).
     pub fn terminate(&mut self) {
+        self.copy_in = None;
         if let Some(transaction) = self.transaction.take() {
             let _ = transaction.rollback();
         }

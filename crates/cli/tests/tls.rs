@@ -1,0 +1,153 @@
+//! TLS with real clients: psql and psycopg connect with sslmode=require and verify-full to a
+//! server given a certificate signed by a test CA; verify-full refuses a server whose
+//! certificate another CA signed; sslmode=require fails against a server without TLS.
+//! Needs openssl, psql and python3 with psycopg (scripts/install-deps.sh installs them): a
+//! missing tool fails the test, it never passes silently.
+
+mod server_support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use server_support::TestServer;
+
+fn run(program: &str, arguments: &[&str]) -> Output {
+    Command::new(program)
+        .args(arguments)
+        .output()
+        .unwrap_or_else(|error| panic!("{program} is required for the TLS tests: {error}"))
+}
+
+fn run_ok(program: &str, arguments: &[&str]) -> String {
+    let output = run(program, arguments);
+    assert!(
+        output.status.success(),
+        "{program} {arguments:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A CA, and a certificate for localhost / 127.0.0.1 that it signed, in `directory`.
+fn make_certificates(directory: &Path, ca_name: &str) {
+    let path = |name: &str| directory.join(name).to_str().expect("utf-8 path").to_string();
+    let subject = format!("/CN={ca_name}");
+    run_ok(
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            &subject,
+            "-keyout",
+            &path("ca.key"),
+            "-out",
+            &path("ca.crt"),
+        ],
+    );
+    run_ok(
+        "openssl",
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &path("server.key"),
+            "-out",
+            &path("server.csr"),
+        ],
+    );
+    std::fs::write(directory.join("san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        .expect("write extensions");
+    run_ok(
+        "openssl",
+        &[
+            "x509",
+            "-req",
+            "-days",
+            "2",
+            "-in",
+            &path("server.csr"),
+            "-CA",
+            &path("ca.crt"),
+            "-CAkey",
+            &path("ca.key"),
+            "-CAcreateserial",
+            "-extfile",
+            &path("san.ext"),
+            "-out",
+            &path("server.crt"),
+        ],
+    );
+}
+
+fn connection_string(port: u16, mode: &str, root: &Path) -> String {
+    format!(
+        "host=localhost hostaddr=127.0.0.1 port={port} user=tierdb dbname=tierdb sslmode={mode} sslrootcert={}",
+        root.display()
+    )
+}
+
+fn psql(connection: &str, command: &str) -> Output {
+    run("psql", &[connection, "-X", "-A", "-t", "-c", command])
+}
+
+#[test]
+fn psql_and_psycopg_connect_over_tls() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    make_certificates(directory.path(), "tierdb-test-ca");
+    let other = tempfile::tempdir().expect("tempdir");
+    make_certificates(other.path(), "another-ca");
+    let certificate = directory.path().join("server.crt");
+    let key = directory.path().join("server.key");
+    let server = TestServer::start(&[
+        "--tls-cert-file",
+        certificate.to_str().expect("utf-8"),
+        "--tls-key-file",
+        key.to_str().expect("utf-8"),
+    ]);
+    let root = directory.path().join("ca.crt");
+
+    for mode in ["require", "verify-full"] {
+        let output = psql(&connection_string(server.port, mode, &root), "\\conninfo");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "psql sslmode={mode}: {output:?}");
+        assert!(stdout.contains("SSL connection"), "psql sslmode={mode} not over TLS: {stdout}");
+        let output = psql(&connection_string(server.port, mode, &root), "SELECT 40 + 2");
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "42");
+    }
+
+    let wrong_root = other.path().join("ca.crt");
+    let output = psql(&connection_string(server.port, "verify-full", &wrong_root), "SELECT 1");
+    assert!(!output.status.success(), "verify-full accepted a certificate from another CA");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("certificate verify failed"), "{stderr}");
+
+    let script = format!(
+        "import psycopg\n\
+         with psycopg.connect({:?}) as connection:\n\
+         \x20   assert connection.pgconn.ssl_in_use\n\
+         \x20   print(connection.execute('SELECT 6 * 7').fetchone()[0])\n",
+        connection_string(server.port, "verify-full", &root)
+    );
+    let stdout = run_ok("python3", &["-c", &script]);
+    assert_eq!(stdout.trim(), "42");
+}
+
+#[test]
+fn sslmode_require_fails_without_tls() {
+    let server = TestServer::start(&[]);
+    let root = Path::new("/nonexistent");
+    let output = psql(&connection_string(server.port, "require", root), "SELECT 1");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("server does not support SSL"), "{stderr}");
+}

@@ -1,0 +1,300 @@
+//! One client connection's message loop, in place of pgwire's `process_socket`.
+//!
+//! pgwire's loop executes whatever arrives once a startup error has been answered (its
+//! errors during startup are not FATAL, and an error sets the state to ReadyForQuery), lets a
+//! silent socket hold a thread for 60 s, and decodes messages with functions that panic on
+//! short input. This loop keeps pgwire's handlers but owns the reading:
+//!
+//! ```text
+//!   accept ──► negotiate TLS (bounded by the authentication deadline)
+//!      │
+//!      ▼
+//!   Startup ──startup packet──► reserve a session slot (53300 FATAL when full)
+//!      │                           │
+//!      │                           ▼
+//!      │                     Authentication ──'p' messages──► (pgwire SASL)
+//!      │                           │                              │ AuthenticationOk
+//!      ▼                           ▼                              ▼
+//!   any failure or the deadline: FATAL, close           Ready ──► queries, extended, COPY
+//!                                                                 │ idle timeouts: FATAL
+//! ```
+//!
+//! Every message is cut out and its layout checked by frontend.rs before pgwire decodes
+//! it; in Startup and Authentication nothing but the startup packet, a cancel request and
+//! password messages is accepted, and every error there is FATAL and closes the connection
+//! (PostgreSQL's behaviour). A panic while handling a message ends this connection only,
+//! with FATAL XX000; the session's transaction is rolled back when the connection drops.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, SinkExt};
+use pgwire::api::{ClientInfo, PgWireConnectionState};
+use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::{DecodeContext, PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::tokio::server::{
+    negotiate_tls, process_error, process_message, MaybeTls, PgWireMessageServerCodec,
+};
+use pgwire::tokio::TlsAcceptor;
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+use tokio_util::codec::Framed;
+
+use crate::frontend::{self, Frame, Phase, Violation};
+use crate::handler::{Connection, Statement};
+
+type Socket = Framed<MaybeTls, PgWireMessageServerCodec<Statement>>;
+
+/// Bytes read from the socket at a time.
+const READ_CHUNK_BYTES: usize = 16 << 10;
+
+/// What bounds one connection.
+#[derive(Clone, Debug)]
+pub struct ConnectionLimits {
+    /// From accept to the end of authentication (PostgreSQL's authentication_timeout).
+    pub authentication_timeout: Duration,
+    /// The largest Query, Parse, Bind or CopyData message.
+    pub message_bytes_max: usize,
+}
+
+/// How waiting for the next message ended.
+enum Wait {
+    Data,
+    Closed,
+    TimedOut,
+}
+
+/// Serves one accepted socket until the client leaves or the connection fails.
+pub async fn serve(
+    tcp: tokio::net::TcpStream,
+    tls: Option<TlsAcceptor>,
+    connection: Arc<Connection>,
+    limits: ConnectionLimits,
+) {
+    let deadline = Instant::now() + limits.authentication_timeout;
+    let negotiated = tokio::time::timeout_at(deadline, negotiate_tls::<Statement>(tcp, tls)).await;
+    let Ok(Ok(Some(mut socket))) = negotiated else { return };
+    // Bytes read while looking for an SSLRequest (the startup packet) stay in pgwire's
+    // buffer: take them, and read everything else ourselves.
+    let mut inbox = socket.read_buffer_mut().split();
+    let mut phase = Phase::Startup;
+    loop {
+        let frame = match frontend::next_frame(&mut inbox, phase, limits.message_bytes_max) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => {
+                match wait_for_data(&mut socket, &mut inbox, phase, deadline, &connection).await {
+                    Wait::Data => continue,
+                    Wait::Closed => return,
+                    Wait::TimedOut => {
+                        let violation = timeout_violation(phase, &connection);
+                        return fatal(&mut socket, violation).await;
+                    }
+                }
+            }
+            Err(violation) => return fatal(&mut socket, violation).await,
+        };
+        let bytes = match frame {
+            Frame::Valid(bytes) => bytes,
+            Frame::Invalid { type_byte, violation } => {
+                let error = user_error("ERROR", &violation);
+                let extended = frontend::is_extended(type_byte);
+                if process_error(&mut socket, error, extended).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        match handle(&mut socket, bytes, phase, &connection).await {
+            Handled::Continue => {}
+            Handled::Close => return,
+        }
+        phase = next_phase(&socket, phase, &connection);
+    }
+}
+
+enum Handled {
+    Continue,
+    Close,
+}
+
+/// Decodes one checked message with pgwire and runs it through pgwire's dispatch and our
+/// handlers, turning errors into ErrorResponses (FATAL before authentication).
+async fn handle(
+    socket: &mut Socket,
+    mut bytes: bytes::BytesMut,
+    phase: Phase,
+    connection: &Arc<Connection>,
+) -> Handled {
+    let message = match decode(socket, &mut bytes, phase) {
+        Ok(message) => message,
+        Err(violation) => {
+            fatal(socket, violation).await;
+            return Handled::Close;
+        }
+    };
+    match &message {
+        PgWireFrontendMessage::Terminate(_) => return Handled::Close,
+        PgWireFrontendMessage::Startup(_) if !connection.reserve_session() => {
+            let violation =
+                Violation { sqlstate: "53300", message: "sorry, too many clients already".into() };
+            fatal(socket, violation).await;
+            return Handled::Close;
+        }
+        _ => {}
+    }
+    let is_cancel = matches!(message, PgWireFrontendMessage::CancelRequest(_));
+    let extended = match socket.state() {
+        PgWireConnectionState::CopyInProgress(extended) => extended,
+        _ => message.is_extended_query(),
+    };
+    // Connection implements every handler trait (Handlers only wraps it for pgwire).
+    let outcome = std::panic::AssertUnwindSafe(process_message(
+        message,
+        socket,
+        Arc::clone(connection),
+        Arc::clone(connection),
+        Arc::clone(connection),
+        Arc::clone(connection),
+        Arc::clone(connection),
+    ))
+    .catch_unwind()
+    .await;
+    match outcome {
+        Ok(Ok(())) if is_cancel => Handled::Close,
+        Ok(Ok(())) => Handled::Continue,
+        Ok(Err(error)) if phase != Phase::Ready || is_fatal(&error) => {
+            let info: ErrorInfo = error.into();
+            let violation = Violation { sqlstate: sqlstate_of(&info.code), message: info.message };
+            fatal(socket, violation).await;
+            Handled::Close
+        }
+        Ok(Err(error)) => match process_error(socket, error, extended).await {
+            Ok(()) => Handled::Continue,
+            Err(_) => Handled::Close,
+        },
+        Err(_panic) => {
+            tracing::error!("a connection's handler panicked; the connection is closed");
+            let violation = Violation {
+                sqlstate: "XX000",
+                message: "internal error: the connection was terminated".into(),
+            };
+            fatal(socket, violation).await;
+            Handled::Close
+        }
+    }
+}
+
+fn is_fatal(error: &PgWireError) -> bool {
+    match error {
+        PgWireError::UserError(info) => info.is_fatal(),
+        _ => false,
+    }
+}
+
+/// SQLSTATEs are static in our errors; pgwire's come as Strings. Keep the common ones and
+/// map anything else to a protocol violation, which is what pgwire's own errors are.
+fn sqlstate_of(code: &str) -> &'static str {
+    const KNOWN: [&str; 8] =
+        ["28000", "28P01", "53300", "08P01", "0A000", "57P01", "XX000", "3D000"];
+    KNOWN.iter().find(|known| **known == code).copied().unwrap_or("08P01")
+}
+
+/// Decodes a checked message with pgwire's decoder, on exactly its bytes.
+fn decode(
+    socket: &Socket,
+    bytes: &mut bytes::BytesMut,
+    phase: Phase,
+) -> Result<PgWireFrontendMessage, Violation> {
+    let mut context = DecodeContext::new(socket.protocol_version());
+    context.awaiting_frontend_ssl = false;
+    context.awaiting_frontend_startup = phase == Phase::Startup;
+    match PgWireFrontendMessage::decode(bytes, &context) {
+        Ok(Some(message)) => Ok(message),
+        Ok(None) => Err(Violation {
+            sqlstate: "08P01",
+            message: "incomplete message after its layout was checked".into(),
+        }),
+        Err(error) => {
+            let info: ErrorInfo = error.into();
+            Err(Violation { sqlstate: "08P01", message: info.message })
+        }
+    }
+}
+
+/// Reads more bytes, bounded in time by the phase: the authentication deadline before
+/// authentication, the session's idle timeouts after it.
+async fn wait_for_data(
+    socket: &mut Socket,
+    inbox: &mut bytes::BytesMut,
+    phase: Phase,
+    authentication_deadline: Instant,
+    connection: &Connection,
+) -> Wait {
+    let deadline = match phase {
+        Phase::Startup | Phase::Authentication { .. } => Some(authentication_deadline),
+        Phase::Ready => connection.idle_timeout().map(|(timeout, _)| Instant::now() + timeout),
+    };
+    inbox.reserve(READ_CHUNK_BYTES);
+    let read = socket.get_mut().read_buf(inbox);
+    let outcome = match deadline {
+        Some(deadline) => match tokio::time::timeout_at(deadline, read).await {
+            Ok(outcome) => outcome,
+            Err(_) => return Wait::TimedOut,
+        },
+        None => read.await,
+    };
+    match outcome {
+        Ok(0) | Err(_) => Wait::Closed,
+        Ok(_) => Wait::Data,
+    }
+}
+
+fn timeout_violation(phase: Phase, connection: &Connection) -> Violation {
+    match phase {
+        Phase::Startup | Phase::Authentication { .. } => Violation {
+            sqlstate: "08006",
+            message: "canceling authentication due to timeout".into(),
+        },
+        Phase::Ready => {
+            let (_, violation) = connection.idle_timeout().unwrap_or_else(|| {
+                (Duration::ZERO, Violation { sqlstate: "57P05", message: String::new() })
+            });
+            violation
+        }
+    }
+}
+
+/// The phase after a message, from pgwire's connection state.
+fn next_phase(socket: &Socket, phase: Phase, connection: &Connection) -> Phase {
+    match socket.state() {
+        PgWireConnectionState::AwaitingSslRequest | PgWireConnectionState::AwaitingStartup => {
+            Phase::Startup
+        }
+        PgWireConnectionState::AuthenticationInProgress => {
+            Phase::Authentication { first_response: phase == Phase::Startup }
+        }
+        _ => {
+            if phase != Phase::Ready {
+                connection.authenticated();
+            }
+            Phase::Ready
+        }
+    }
+}
+
+fn user_error(severity: &str, violation: &Violation) -> PgWireError {
+    let info = ErrorInfo::new(
+        severity.to_string(),
+        violation.sqlstate.to_string(),
+        violation.message.clone(),
+    );
+    PgWireError::UserError(Box::new(info))
+}
+
+/// Sends a FATAL ErrorResponse and closes the connection.
+async fn fatal(socket: &mut Socket, violation: Violation) {
+    tracing::debug!(sqlstate = violation.sqlstate, message = %violation.message, "connection ended");
+    let info = ErrorInfo::new("FATAL".into(), violation.sqlstate.into(), violation.message);
+    let _ = socket.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+    let _ = socket.close().await;
+}

@@ -1,0 +1,251 @@
+//! COPY FROM STDIN as a stream: rows are parsed and inserted as the client's data arrives,
+//! so a session holds at most `COPY_CHUNK_BYTES` of unparsed data and one partial record,
+//! whatever the size of the load.
+//!
+//! ```text
+//!   Session::execute(COPY ... FROM STDIN) ──copy_in_begin──► Copying (transaction open)
+//!   Copying ──copy_in_data──► Copying         (complete records parsed and inserted)
+//!   Copying ──copy_in_end───► done, row count (the rest parsed; autocommit commits)
+//!   Copying ──copy_in_abort or any error──► done (autocommit rolls back; a block fails)
+//! ```
+//!
+//! The load is one statement: in autocommit it is its own transaction, in a block it is a
+//! statement of the block, and an error anywhere fails it whole.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{bind_defaults, insert_row, Session};
+use crate::binder::Binder;
+use crate::catalog::TableMeta;
+use crate::error::{Result, SqlError};
+use crate::exec::{Ctx, MemoryBudget, SessionInfo};
+use crate::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
+use crate::plan::Expr;
+use crate::types::{self, Datum};
+
+/// Unparsed data a session buffers before it parses and inserts the complete records in it.
+pub const COPY_CHUNK_BYTES: usize = 256 << 10;
+/// The longest record (line) COPY accepts, so that data without a newline cannot grow a
+/// session's buffer without bound (PostgreSQL's limit is 1 GB; this one fails with 54000).
+pub const COPY_RECORD_BYTES_MAX: usize = 64 << 20;
+
+/// A COPY FROM STDIN in progress.
+pub struct CopyIn {
+    table: Arc<TableMeta>,
+    /// The table column each field goes to, in field order.
+    targets: Vec<usize>,
+    /// Default expressions of the table's columns (for columns not loaded).
+    defaults: Vec<Option<Expr>>,
+    /// Options with `header` cleared: the header is skipped here, once.
+    options: CopyOptions,
+    /// The header record is still to be skipped.
+    header_pending: bool,
+    /// Data not yet parsed: at most one chunk plus one partial record.
+    pending: Vec<u8>,
+    /// Records read so far (for error messages' line numbers).
+    lines: u64,
+    rows: u64,
+    /// The COPY is its own transaction (no block was open).
+    autocommit: bool,
+}
+
+impl Session {
+    /// Starts a COPY FROM STDIN: resolves the table and columns and opens the statement.
+    pub(super) fn copy_in_begin(&mut self, copy: &CopyStatement) -> Result<()> {
+        let CopySource::Table { name, columns } = &copy.source else {
+            return Err(SqlError::syntax("COPY FROM needs a table"));
+        };
+        let table = self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
+        let targets: Vec<usize> = if columns.is_empty() {
+            (0..table.columns.len()).collect()
+        } else {
+            columns
+                .iter()
+                .map(|column| table.column_index(column).expect("checked at COPY"))
+                .collect()
+        };
+        let mut binder = Binder::new(&self.catalog, Vec::new());
+        let defaults = bind_defaults(&mut binder, &table)?;
+        let autocommit = self.state == super::BlockState::Idle;
+        self.begin_transaction()?;
+        if let Err(error) = self.transaction.as_mut().expect("begun").begin_statement() {
+            self.fail_block();
+            return Err(error.into());
+        }
+        let options = CopyOptions { header: false, ..copy.options.clone() };
+        self.copy_in = Some(CopyIn {
+            table,
+            targets,
+            defaults,
+            options,
+            header_pending: copy.options.header,
+            pending: Vec::new(),
+            lines: 0,
+            rows: 0,
+            autocommit,
+        });
+        Ok(())
+    }
+
+    /// Takes the next piece of the client's data; parses and inserts the complete records
+    /// once a chunk has gathered. An error ends the COPY (the statement fails).
+    pub fn copy_in_data(&mut self, data: &[u8]) -> Result<()> {
+        let Some(copy) = self.copy_in.as_mut() else {
+            return Err(SqlError::new(
+                "08P01",
+                "unexpected COPY data: no COPY FROM STDIN is running",
+            ));
+        };
+        copy.pending.extend_from_slice(data);
+        if copy.pending.len() < COPY_CHUNK_BYTES {
+            return Ok(());
+        }
+        let end = record_end(&copy.pending, &copy.options);
+        if copy.pending.len() - end > COPY_RECORD_BYTES_MAX {
+            self.copy_in_abort();
+            return Err(SqlError::new(
+                "54000",
+                format!("COPY record is longer than {} MiB", COPY_RECORD_BYTES_MAX >> 20),
+            ));
+        }
+        let outcome = self.load_records(end);
+        outcome.inspect_err(|_| self.copy_in_abort())
+    }
+
+    /// The client's CopyDone: loads the rest and ends the statement; returns the rows loaded.
+    pub fn copy_in_end(&mut self) -> Result<u64> {
+        let Some(copy) = self.copy_in.as_ref() else {
+            return Err(SqlError::new(
+                "08P01",
+                "unexpected CopyDone: no COPY FROM STDIN is running",
+            ));
+        };
+        let end = copy.pending.len();
+        if let Err(error) = self.load_records(end) {
+            self.copy_in_abort();
+            return Err(error);
+        }
+        let copy = self.copy_in.take().expect("checked above");
+        if copy.autocommit {
+            let transaction = self.transaction.take().expect("autocommit transaction");
+            transaction.commit()?;
+        }
+        Ok(copy.rows)
+    }
+
+    /// The client's CopyFail, a connection lost, or an error: the statement fails.
+    pub fn copy_in_abort(&mut self) {
+        if self.copy_in.take().is_some() {
+            self.fail_block();
+        }
+    }
+
+    /// Loads a whole COPY's data at once (tests and callers with the data in hand).
+    pub fn copy_in(&mut self, copy: &CopyStatement, data: &[u8]) -> Result<u64> {
+        self.copy_in_begin(copy)?;
+        self.copy_in_data(data)?;
+        self.copy_in_end()
+    }
+
+    /// Parses and inserts the records in the first `end` bytes of the pending data.
+    fn load_records(&mut self, end: usize) -> Result<()> {
+        let copy = self.copy_in.as_mut().expect("a COPY is running");
+        let chunk: Vec<u8> = copy.pending.drain(..end).collect();
+        let text = std::str::from_utf8(&chunk)
+            .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+        let mut records = match copy.options.format {
+            CopyFormat::Text => front::parse_text_rows(text, &copy.options)?,
+            CopyFormat::Csv => front::parse_csv_rows(text, &copy.options)?,
+        };
+        if copy.header_pending && !records.is_empty() {
+            records.remove(0);
+            copy.header_pending = false;
+            copy.lines += 1;
+        }
+        let copy = self.copy_in.take().expect("a COPY is running");
+        let outcome = self.insert_records(&copy, records);
+        let copy = self.copy_in.insert(copy);
+        let rows = outcome?;
+        copy.lines += rows;
+        copy.rows += rows;
+        Ok(())
+    }
+
+    /// Inserts parsed records; returns how many.
+    fn insert_records(&mut self, copy: &CopyIn, records: Vec<Vec<Option<String>>>) -> Result<u64> {
+        let info = SessionInfo {
+            database: &self.database,
+            user: &self.user,
+            backend_pid: self.backend_pid,
+            catalog: &self.catalog,
+        };
+        let transaction = self.transaction.as_mut().expect("COPY runs in a transaction");
+        let mut ctx = Ctx {
+            txn: Some(transaction),
+            params: &[],
+            outer: Vec::new(),
+            subquery_cache: HashMap::new(),
+            stats: Vec::new(),
+            analyze: false,
+            budget: MemoryBudget::new(usize::MAX),
+            session: &info,
+            statement_time_micros: types::now_micros(),
+            cancel: None,
+        };
+        let mut inserted = 0u64;
+        for fields in records {
+            let line = copy.lines + inserted + 1;
+            if fields.len() != copy.targets.len() {
+                let kind = if fields.len() < copy.targets.len() { "missing" } else { "extra" };
+                return Err(SqlError::new(
+                    "22P04",
+                    format!(
+                        "{kind} data for column (line {line}): expected {} columns, got {}",
+                        copy.targets.len(),
+                        fields.len()
+                    ),
+                ));
+            }
+            let mut row: Vec<Option<Datum>> = vec![None; copy.table.columns.len()];
+            for (field, &target) in fields.into_iter().zip(&copy.targets) {
+                let ty = &copy.table.columns[target].ty;
+                row[target] = Some(match field {
+                    None => Datum::Null,
+                    Some(text) => types::parse_text(&text, ty)?,
+                });
+            }
+            insert_row(&copy.table, row, &copy.defaults, &mut ctx)?;
+            inserted += 1;
+        }
+        Ok(inserted)
+    }
+}
+
+/// The end of the last complete record in `data`: just past its newline. In CSV a newline
+/// inside quotes belongs to the field, so quotes are tracked (an escape character other
+/// than the quote escapes the byte after it, inside quotes).
+fn record_end(data: &[u8], options: &CopyOptions) -> usize {
+    let mut end = 0;
+    let csv = options.format == CopyFormat::Csv;
+    // Quote and escape are ASCII in practice; a multi-byte one never matches a byte here
+    // and then only newlines decide, as in text format.
+    let quote = u8::try_from(options.quote).unwrap_or(0);
+    let escape = u8::try_from(options.escape).unwrap_or(0);
+    let mut in_quotes = false;
+    let mut index = 0;
+    while index < data.len() {
+        let byte = data[index];
+        if csv && in_quotes && byte == escape && escape != quote && index + 1 < data.len() {
+            index += 2;
+            continue;
+        }
+        if csv && byte == quote {
+            in_quotes = !in_quotes;
+        } else if byte == b'\n' && !in_quotes {
+            end = index + 1;
+        }
+        index += 1;
+    }
+    end
+}
