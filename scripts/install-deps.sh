@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-apt_packages=(postgresql-15 postgresql-client-15 sysbench python3-pip)
+apt_packages=(postgresql-15 postgresql-client-15 sysbench python3-pip openssl)
 missing=()
 for package in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
