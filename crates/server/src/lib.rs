@@ -5,6 +5,8 @@
 mod config;
 mod connection;
 mod frontend;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod handler;
 mod metrics;
 mod server;

@@ -65,8 +65,18 @@ impl std::fmt::Display for SqlError {
 impl std::error::Error for SqlError {}
 
 impl From<EngineError> for SqlError {
+    /// Storage failures (I/O, corruption, a poisoned store) name server files and objects:
+    /// the server's log gets the whole message, the client the SQLSTATE and a sentence
+    /// without paths. Every other engine error goes to the client as it is.
     fn from(error: EngineError) -> SqlError {
-        SqlError::new(error.sqlstate(), error.to_string())
+        let sqlstate = error.sqlstate();
+        let message = match sqlstate {
+            "58030" => "could not read or write the database's storage (details in the server log)",
+            "XX001" => "stored data failed verification (details in the server log)",
+            _ => return SqlError::new(sqlstate, error.to_string()),
+        };
+        tracing::error!(sqlstate, %error, "storage failure reported to a client");
+        SqlError::new(sqlstate, message)
     }
 }
 

@@ -7,6 +7,8 @@ mod buffer_pool;
 mod codec;
 mod device;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod manifest;
 mod page_map;
 mod segment;

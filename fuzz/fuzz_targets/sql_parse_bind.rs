@@ -1,0 +1,39 @@
+//! Arbitrary SQL text parsed and bound (`Session::prepare`) against a small schema, without
+//! running it: any input gets a result or a SQLSTATE, never a panic or a stack overflow.
+#![no_main]
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tierdb_engine::Engine;
+use tierdb_sql::{Catalog, Session};
+use tierdb_storage::{PageStore, StoreConfig};
+
+fn session() -> &'static Mutex<Session> {
+    static SESSION: OnceLock<Mutex<Session>> = OnceLock::new();
+    SESSION.get_or_init(|| {
+        // The data directory lives as long as the fuzzing process.
+        let directory = Box::leak(Box::new(tempfile::tempdir().expect("tempdir")));
+        let store =
+            PageStore::open(StoreConfig::local(directory.path()).expect("config")).expect("store");
+        let engine = Engine::open(Arc::new(store)).expect("engine");
+        let catalog = Catalog::open(engine).expect("catalog");
+        let statistics = Arc::clone(catalog.statement_stats());
+        let mut session = Session::new(catalog, statistics, "fuzz", "fuzz", 1);
+        for statement in [
+            "CREATE TABLE t (a int PRIMARY KEY, b text, c float8, d numeric(10,2), e timestamp)",
+            "CREATE INDEX t_b ON t (b)",
+            "CREATE TABLE u (x bigint, y text, PRIMARY KEY (x, y))",
+        ] {
+            for outcome in session.execute(statement) {
+                outcome.expect("schema");
+            }
+        }
+        Mutex::new(session)
+    })
+}
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let Ok(sql) = std::str::from_utf8(data) else { return };
+    let mut session = session().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _ = session.prepare(sql, &[]);
+});
