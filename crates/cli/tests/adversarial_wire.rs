@@ -55,6 +55,20 @@ fn messages_before_authentication_are_refused() {
     let mut client = RawClient::connect(server.port);
     client.send(&startup_then("CREATE TABLE bypass (a int)"));
     assert_fatal(&client.until_closed(), "08P01");
+    // A badly laid-out message during authentication (a Terminate with a body, a short
+    // SASLInitialResponse) is FATAL too: an ERROR there would leave pgwire ready for queries.
+    for bad in [typed(b'X', b"x"), typed(b'p', b"SCRAM-SHA-256\0\0")] {
+        let mut client = RawClient::connect(server.port);
+        let mut bytes = startup_packet();
+        bytes.extend(bad);
+        bytes.extend(typed(b'p', b"x"));
+        bytes.extend(query(b"CREATE TABLE bypass (a int)"));
+        client.send(&bytes);
+        let messages = client.until_closed();
+        assert_nothing_executed(&messages);
+        let error = first_error(&messages).expect("an error");
+        assert_eq!(error.severity, "FATAL", "{error:?}");
+    }
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
@@ -187,11 +201,23 @@ fn malformed_bodies_are_08p01_errors_and_the_session_goes_on() {
     ];
     for (message, expected) in cases {
         let mut bytes = message;
-        bytes.extend(sync());
+        if bytes[0] != b'S' {
+            // A Sync's own error is answered with ReadyForQuery at once, as in PostgreSQL.
+            bytes.extend(sync());
+        }
         client.send(&bytes);
         let error = first_error(&client.until_ready()).expect("an error");
         assert_eq!((error.code.as_str(), error.message.as_str()), ("08P01", expected));
     }
+    // After an extended-protocol error, messages up to Sync are discarded, bad ones too:
+    // one ErrorResponse, then ReadyForQuery.
+    let mut bytes = parse("", b"SELECT '\xff'", &[]);
+    bytes.extend(typed(b'B', &cstring(b"")));
+    bytes.extend(typed(b'E', &cstring(b"")));
+    bytes.extend(sync());
+    client.send(&bytes);
+    let messages = client.until_ready();
+    assert_eq!(messages.iter().filter(|message| message.kind == b'E').count(), 1, "{messages:?}");
     assert!(first_error(&client.simple("SELECT 1")).is_none());
     assert_alive(&mut server);
 }
@@ -357,6 +383,17 @@ fn copy_data_is_streamed_not_buffered() {
     assert_eq!(error.code, "54000", "{error:?}");
     let growth = peak_rss_bytes(pid).saturating_sub(before);
     assert!(growth < 200 * MIB as u64, "peak RSS grew by {} MiB", growth >> 20);
+    let messages = client.simple("SELECT count(*) FROM s");
+    let row = messages.iter().find(|message| message.kind == b'D').expect("a row");
+    assert!(row.body.ends_with(b"20000"), "{row:?}");
+
+    // A stray query in the middle of a COPY fails the COPY at once: nothing it read stays,
+    // and no transaction is left open behind an idle session.
+    client.send(&query(b"COPY s FROM STDIN"));
+    assert_eq!(client.read().expect("CopyInResponse").kind, b'G');
+    client.send(&typed(b'd', b"900001\tlost\n"));
+    client.send(&query(b"SELECT 1"));
+    assert_eq!(first_error(&client.until_ready()).expect("an error").code, "08P01");
     let messages = client.simple("SELECT count(*) FROM s");
     let row = messages.iter().find(|message| message.kind == b'D').expect("a row");
     assert!(row.body.ends_with(b"20000"), "{row:?}");

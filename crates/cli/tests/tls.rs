@@ -89,6 +89,18 @@ fn make_certificates(directory: &Path, ca_name: &str) {
     );
 }
 
+/// A server using the certificate and key make_certificates wrote in `directory`.
+fn start_with_tls(directory: &Path) -> TestServer {
+    let certificate = directory.join("server.crt");
+    let key = directory.join("server.key");
+    TestServer::start(&[
+        "--tls-cert-file",
+        certificate.to_str().expect("utf-8"),
+        "--tls-key-file",
+        key.to_str().expect("utf-8"),
+    ])
+}
+
 fn connection_string(port: u16, mode: &str, root: &Path) -> String {
     format!(
         "host=localhost hostaddr=127.0.0.1 port={port} user=tierdb dbname=tierdb sslmode={mode} sslrootcert={}",
@@ -106,14 +118,7 @@ fn psql_and_psycopg_connect_over_tls() {
     make_certificates(directory.path(), "tierdb-test-ca");
     let other = tempfile::tempdir().expect("tempdir");
     make_certificates(other.path(), "another-ca");
-    let certificate = directory.path().join("server.crt");
-    let key = directory.path().join("server.key");
-    let server = TestServer::start(&[
-        "--tls-cert-file",
-        certificate.to_str().expect("utf-8"),
-        "--tls-key-file",
-        key.to_str().expect("utf-8"),
-    ]);
+    let server = start_with_tls(directory.path());
     let root = directory.path().join("ca.crt");
 
     for mode in ["require", "verify-full"] {
@@ -140,6 +145,43 @@ fn psql_and_psycopg_connect_over_tls() {
     );
     let stdout = run_ok("python3", &["-c", &script]);
     assert_eq!(stdout.trim(), "42");
+}
+
+#[test]
+fn plaintext_after_ssl_request_is_refused() {
+    // An attacker on the path appends a startup packet and a query to the client's
+    // SSLRequest; they must not run as if they came over TLS (PostgreSQL's CVE-2021-23214).
+    let directory = tempfile::tempdir().expect("tempdir");
+    make_certificates(directory.path(), "tierdb-test-ca");
+    let server = start_with_tls(directory.path());
+    let script = format!(
+        "import socket, ssl, struct\n\
+         def packet(body): return struct.pack('!i', len(body) + 4) + body\n\
+         ssl_request = packet(struct.pack('!i', 80877103))\n\
+         startup = packet(struct.pack('!i', 196608) + b'user\\0tierdb\\0\\0')\n\
+         body = b'CREATE TABLE injected (a int)\\0'\n\
+         query = b'Q' + struct.pack('!i', 4 + len(body)) + body\n\
+         raw = socket.create_connection(('127.0.0.1', {port}))\n\
+         raw.sendall(ssl_request + startup + query)\n\
+         assert raw.recv(1) == b'S'\n\
+         context = ssl.create_default_context(cafile={root:?})\n\
+         tls = context.wrap_socket(raw, server_hostname='localhost')\n\
+         data = b''\n\
+         while True:\n\
+         \x20   chunk = tls.recv(4096)\n\
+         \x20   if not chunk: break\n\
+         \x20   data += chunk\n\
+         print(data[:1].decode(), 'unencrypted' in data.decode('latin-1'))\n",
+        port = server.port,
+        root = directory.path().join("ca.crt").to_str().expect("utf-8"),
+    );
+    let stdout = run_ok("python3", &["-c", &script]);
+    assert_eq!(stdout.trim(), "E True", "the server answered: {stdout}");
+    let output = psql(
+        &connection_string(server.port, "verify-full", &directory.path().join("ca.crt")),
+        "SELECT * FROM injected",
+    );
+    assert!(!output.status.success(), "the injected statement ran");
 }
 
 #[test]

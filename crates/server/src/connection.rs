@@ -77,30 +77,44 @@ pub async fn serve(
     // Bytes read while looking for an SSLRequest (the startup packet) stay in pgwire's
     // buffer: take them, and read everything else ourselves.
     let mut inbox = socket.read_buffer_mut().split();
+    if socket.is_secure() && !inbox.is_empty() {
+        // Sent in plain text after the SSLRequest, before the handshake: anyone on the path
+        // could have appended them (PostgreSQL's CVE-2021-23214).
+        let violation = Violation {
+            sqlstate: "08P01",
+            message: "received unencrypted data after SSL request".into(),
+        };
+        return fatal(&mut socket, violation).await;
+    }
     let mut phase = Phase::Startup;
+    // ReadyForQuery was the last thing sent: the client owes the next command, and the idle
+    // timeouts run (PostgreSQL arms them there only: not mid-COPY, not before a Sync).
+    let mut at_ready = false;
     loop {
         let frame = match frontend::next_frame(&mut inbox, phase, limits.message_bytes_max) {
             Ok(Some(frame)) => frame,
             Ok(None) => {
-                match wait_for_data(&mut socket, &mut inbox, phase, deadline, &connection).await {
+                let idle = phase == Phase::Ready && at_ready;
+                match wait_for_data(&mut socket, &mut inbox, idle, phase, deadline, &connection)
+                    .await
+                {
                     Wait::Data => continue,
                     Wait::Closed => return,
-                    Wait::TimedOut => {
-                        let violation = timeout_violation(phase, &connection);
-                        return fatal(&mut socket, violation).await;
-                    }
+                    Wait::TimedOut => return timed_out(&mut socket, phase, &connection).await,
                 }
             }
             Err(violation) => return fatal(&mut socket, violation).await,
         };
-        let bytes = match frame {
-            Frame::Valid(bytes) => bytes,
+        let (type_byte, bytes) = match frame {
+            Frame::Valid(bytes) => (bytes[0], bytes),
+            Frame::Invalid { violation, .. } if phase != Phase::Ready => {
+                return fatal(&mut socket, violation).await;
+            }
             Frame::Invalid { type_byte, violation } => {
-                let error = user_error("ERROR", &violation);
-                let extended = frontend::is_extended(type_byte);
-                if process_error(&mut socket, error, extended).await.is_err() {
+                if !reject(&mut socket, type_byte, &violation, &connection).await {
                     return;
                 }
+                at_ready = answered_with_ready(&socket, type_byte);
                 continue;
             }
         };
@@ -108,8 +122,46 @@ pub async fn serve(
             Handled::Continue => {}
             Handled::Close => return,
         }
-        phase = next_phase(&socket, phase, &connection);
+        let Some(next) = next_phase(&socket, phase, &connection) else {
+            let violation = Violation {
+                sqlstate: "XX000",
+                message: "internal error: ready for queries without authentication".into(),
+            };
+            return fatal(&mut socket, violation).await;
+        };
+        // Authentication just completed, or the message was answered with ReadyForQuery.
+        at_ready = next == Phase::Ready
+            && (phase != Phase::Ready || answered_with_ready(&socket, type_byte));
+        phase = next;
     }
+}
+
+/// Whether handling a message of this type left the connection at ReadyForQuery: a Query,
+/// a Sync, or the end of a simple-protocol COPY.
+fn answered_with_ready(socket: &Socket, type_byte: u8) -> bool {
+    matches!(socket.state(), PgWireConnectionState::ReadyForQuery)
+        && matches!(type_byte, b'Q' | b'S' | b'c' | b'f')
+}
+
+/// Answers a well-framed message with a bad body (after authentication) as PostgreSQL
+/// does; false when the connection is gone.
+async fn reject(
+    socket: &mut Socket,
+    type_byte: u8,
+    violation: &Violation,
+    connection: &Connection,
+) -> bool {
+    let error = user_error("ERROR", violation);
+    let extended = match socket.state() {
+        // After an error in the extended protocol everything up to Sync is discarded.
+        PgWireConnectionState::AwaitingSync if type_byte != b'S' => return true,
+        PgWireConnectionState::CopyInProgress(extended) => {
+            connection.abort_copy();
+            extended
+        }
+        _ => frontend::is_extended(type_byte),
+    };
+    process_error(socket, error, extended).await.is_ok()
 }
 
 enum Handled {
@@ -143,9 +195,9 @@ async fn handle(
         _ => {}
     }
     let is_cancel = matches!(message, PgWireFrontendMessage::CancelRequest(_));
-    let extended = match socket.state() {
-        PgWireConnectionState::CopyInProgress(extended) => extended,
-        _ => message.is_extended_query(),
+    let (copying, extended) = match socket.state() {
+        PgWireConnectionState::CopyInProgress(extended) => (true, extended),
+        _ => (false, message.is_extended_query()),
     };
     // Connection implements every handler trait (Handlers only wraps it for pgwire).
     let outcome = std::panic::AssertUnwindSafe(process_message(
@@ -168,10 +220,17 @@ async fn handle(
             fatal(socket, violation).await;
             Handled::Close
         }
-        Ok(Err(error)) => match process_error(socket, error, extended).await {
-            Ok(()) => Handled::Continue,
-            Err(_) => Handled::Close,
-        },
+        Ok(Err(error)) => {
+            if copying {
+                // A message that does not belong in a COPY (or a failed CopyData): the COPY
+                // statement fails now, not when the next statement starts.
+                connection.abort_copy();
+            }
+            match process_error(socket, error, extended).await {
+                Ok(()) => Handled::Continue,
+                Err(_) => Handled::Close,
+            }
+        }
         Err(_panic) => {
             tracing::error!("a connection's handler panicked; the connection is closed");
             let violation = Violation {
@@ -222,17 +281,21 @@ fn decode(
 }
 
 /// Reads more bytes, bounded in time by the phase: the authentication deadline before
-/// authentication, the session's idle timeouts after it.
+/// authentication, the session's idle timeouts after it (when `idle`: at ReadyForQuery).
 async fn wait_for_data(
     socket: &mut Socket,
     inbox: &mut bytes::BytesMut,
+    idle: bool,
     phase: Phase,
     authentication_deadline: Instant,
     connection: &Connection,
 ) -> Wait {
     let deadline = match phase {
         Phase::Startup | Phase::Authentication { .. } => Some(authentication_deadline),
-        Phase::Ready => connection.idle_timeout().map(|(timeout, _)| Instant::now() + timeout),
+        Phase::Ready if idle => {
+            connection.idle_timeout().map(|(timeout, _)| Instant::now() + timeout)
+        }
+        Phase::Ready => None,
     };
     inbox.reserve(READ_CHUNK_BYTES);
     let read = socket.get_mut().read_buf(inbox);
@@ -249,37 +312,42 @@ async fn wait_for_data(
     }
 }
 
-fn timeout_violation(phase: Phase, connection: &Connection) -> Violation {
-    match phase {
-        Phase::Startup | Phase::Authentication { .. } => Violation {
-            sqlstate: "08006",
+/// The deadline passed: before the startup packet the connection just closes (PostgreSQL
+/// sends nothing either); during authentication FATAL 57014; at an idle ReadyForQuery the
+/// session's idle timeout's FATAL.
+async fn timed_out(socket: &mut Socket, phase: Phase, connection: &Connection) {
+    let violation = match phase {
+        Phase::Startup => return,
+        Phase::Authentication { .. } => Violation {
+            sqlstate: "57014",
             message: "canceling authentication due to timeout".into(),
         },
-        Phase::Ready => {
-            let (_, violation) = connection.idle_timeout().unwrap_or_else(|| {
-                (Duration::ZERO, Violation { sqlstate: "57P05", message: String::new() })
-            });
-            violation
-        }
-    }
+        Phase::Ready => match connection.idle_timeout() {
+            Some((_, violation)) => violation,
+            None => return,
+        },
+    };
+    fatal(socket, violation).await
 }
 
-/// The phase after a message, from pgwire's connection state.
-fn next_phase(socket: &Socket, phase: Phase, connection: &Connection) -> Phase {
-    match socket.state() {
+/// The phase after a message, from pgwire's connection state; Ready only once our startup
+/// handler saw authentication complete (None if pgwire's state says otherwise).
+fn next_phase(socket: &Socket, phase: Phase, connection: &Connection) -> Option<Phase> {
+    Some(match socket.state() {
         PgWireConnectionState::AwaitingSslRequest | PgWireConnectionState::AwaitingStartup => {
             Phase::Startup
         }
         PgWireConnectionState::AuthenticationInProgress => {
             Phase::Authentication { first_response: phase == Phase::Startup }
         }
+        _ if !connection.is_authenticated() => return None,
         _ => {
             if phase != Phase::Ready {
-                connection.authenticated();
+                connection.leave_startup();
             }
             Phase::Ready
         }
-    }
+    })
 }
 
 fn user_error(severity: &str, violation: &Violation) -> PgWireError {

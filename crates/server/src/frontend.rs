@@ -135,7 +135,7 @@ fn check_startup_packet(packet: &[u8]) -> Result<(), Violation> {
         return Err(Violation {
             sqlstate: "0A000",
             message: format!(
-                "unsupported frontend protocol {major}.{minor}: server supports 3.0 to 3.0"
+                "unsupported frontend protocol {major}.{minor}: server supports 3.0 to 3.2"
             ),
         });
     }
@@ -158,6 +158,10 @@ fn check_startup_packet(packet: &[u8]) -> Result<(), Violation> {
     let mut fields = strings.split(|&byte| byte == 0).filter(|_| !strings.is_empty());
     while let Some(name) = fields.next() {
         let value = fields.next().ok_or_else(layout_error)?;
+        if name.is_empty() {
+            // pgwire's decoder would take the empty name for the end of the list.
+            return Err(layout_error());
+        }
         if std::str::from_utf8(name).is_err() || std::str::from_utf8(value).is_err() {
             return Err(Violation::protocol("invalid byte sequence in startup packet"));
         }
@@ -176,8 +180,10 @@ fn check_startup_packet(packet: &[u8]) -> Result<(), Violation> {
 /// may be large (query text, parameters, COPY data) or must be small.
 fn typed_message_is_large(type_byte: u8) -> Option<bool> {
     match type_byte {
-        b'Q' | b'P' | b'B' | b'd' | b'p' | b'F' => Some(true),
-        b'E' | b'D' | b'C' | b'S' | b'H' | b'X' | b'c' | b'f' => Some(false),
+        b'Q' | b'P' | b'B' | b'd' | b'F' => Some(true),
+        // Password messages are small (pgwire refuses more than 10,000 bytes): before
+        // authentication nobody may make the server wait for, or hold, a large one.
+        b'p' | b'E' | b'D' | b'C' | b'S' | b'H' | b'X' | b'c' | b'f' => Some(false),
         _ => None,
     }
 }
@@ -213,8 +219,7 @@ fn next_typed_frame(
         }
     };
     if buffer.len() < length + 1 {
-        // Make room for the rest at once rather than growing by doubling.
-        buffer.reserve(length + 1 - buffer.len());
+        // The buffer grows as the bytes arrive, not by the length the header claims.
         return Ok(None);
     }
     let message = buffer.split_to(length + 1);
@@ -372,7 +377,8 @@ fn check_bind(body: &mut Body) -> Result<(), Violation> {
 }
 
 /// Whether a message type belongs to the extended protocol: after its error the server
-/// skips messages until Sync, as PostgreSQL does.
+/// skips messages until Sync, as PostgreSQL does. Sync itself is not: an error in it is
+/// answered with ReadyForQuery at once.
 pub fn is_extended(type_byte: u8) -> bool {
-    matches!(type_byte, b'P' | b'B' | b'E' | b'D' | b'C' | b'S' | b'H')
+    matches!(type_byte, b'P' | b'B' | b'E' | b'D' | b'C' | b'H')
 }

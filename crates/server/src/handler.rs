@@ -228,6 +228,9 @@ pub struct Connection {
     holds_session_slot: AtomicBool,
     /// Still counted in startup_connections (until authenticated or closed).
     in_startup: AtomicBool,
+    /// Set by the startup handler once authentication completed; the connection loop
+    /// accepts queries only after it (not on pgwire's state alone).
+    authenticated: AtomicBool,
 }
 
 impl Drop for Connection {
@@ -274,6 +277,7 @@ impl Connection {
             pid: Mutex::new(None),
             holds_session_slot: AtomicBool::new(false),
             in_startup: AtomicBool::new(true),
+            authenticated: AtomicBool::new(false),
         })
     }
 
@@ -295,8 +299,19 @@ impl Connection {
         reserved
     }
 
+    /// Whether the startup handler completed authentication.
+    pub fn is_authenticated(&self) -> bool {
+        self.authenticated.load(Ordering::Acquire)
+    }
+
+    /// A COPY FROM STDIN broken off (an error or a stray message): its statement fails.
+    pub fn abort_copy(&self) {
+        self.session.lock().copy_in_abort();
+    }
+
     /// Authentication finished: the connection no longer counts as starting up.
-    pub fn authenticated(&self) {
+    pub fn leave_startup(&self) {
+        debug_assert!(self.is_authenticated());
         debug_assert!(self.holds_session_slot.load(Ordering::Acquire));
         if self.in_startup.swap(false, Ordering::AcqRel) {
             self.shared.release_startup_slot();
@@ -886,11 +901,20 @@ impl StartupHandler for Connection {
                 let (pid, secret) = self.shared.pid_generator.generate(client);
                 client.set_pid_and_secret_key(pid, secret);
                 finish_authentication(client, &Parameters).await?;
+                self.authenticated.store(true, Ordering::Release);
                 return Ok(());
             }
         }
         match &self.scram {
-            Some(scram) => scram.on_startup(client, message).await,
+            Some(scram) => {
+                scram.on_startup(client, message).await?;
+                // The SASL handler finishes authentication itself (AuthenticationOk, then
+                // ReadyForQuery) after a verified client-final message.
+                if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+                    self.authenticated.store(true, Ordering::Release);
+                }
+                Ok(())
+            }
             None => Err(fatal_error(SqlError::new(
                 "28000",
                 "password authentication is required for non-loopback clients, but no password is configured",

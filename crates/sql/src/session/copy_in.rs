@@ -43,6 +43,8 @@ pub struct CopyIn {
     header_pending: bool,
     /// Data not yet parsed: at most one chunk plus one partial record.
     pending: Vec<u8>,
+    /// How far `pending` has been scanned for record ends.
+    scan: RecordScan,
     /// Records read so far (for error messages' line numbers).
     lines: u64,
     rows: u64,
@@ -81,6 +83,7 @@ impl Session {
             options,
             header_pending: copy.options.header,
             pending: Vec::new(),
+            scan: RecordScan::default(),
             lines: 0,
             rows: 0,
             autocommit,
@@ -98,31 +101,26 @@ impl Session {
             ));
         };
         copy.pending.extend_from_slice(data);
-        if copy.pending.len() < COPY_CHUNK_BYTES {
+        let scanned = copy.scan.advance(&copy.pending, &copy.options);
+        if scanned.is_ok() && (copy.pending.len() < COPY_CHUNK_BYTES || copy.scan.last_end == 0) {
             return Ok(());
         }
-        let end = record_end(&copy.pending, &copy.options);
-        if copy.pending.len() - end > COPY_RECORD_BYTES_MAX {
-            self.copy_in_abort();
-            return Err(SqlError::new(
-                "54000",
-                format!("COPY record is longer than {} MiB", COPY_RECORD_BYTES_MAX >> 20),
-            ));
-        }
-        let outcome = self.load_records(end);
+        let end = copy.scan.last_end;
+        let outcome = scanned.and_then(|()| self.load_records(end));
         outcome.inspect_err(|_| self.copy_in_abort())
     }
 
     /// The client's CopyDone: loads the rest and ends the statement; returns the rows loaded.
     pub fn copy_in_end(&mut self) -> Result<u64> {
-        let Some(copy) = self.copy_in.as_ref() else {
+        let Some(copy) = self.copy_in.as_mut() else {
             return Err(SqlError::new(
                 "08P01",
                 "unexpected CopyDone: no COPY FROM STDIN is running",
             ));
         };
         let end = copy.pending.len();
-        if let Err(error) = self.load_records(end) {
+        let scanned = copy.scan.advance(&copy.pending, &copy.options);
+        if let Err(error) = scanned.and_then(|()| self.load_records(end)) {
             self.copy_in_abort();
             return Err(error);
         }
@@ -152,6 +150,7 @@ impl Session {
     fn load_records(&mut self, end: usize) -> Result<()> {
         let copy = self.copy_in.as_mut().expect("a COPY is running");
         let chunk: Vec<u8> = copy.pending.drain(..end).collect();
+        copy.scan.consumed(end);
         let text = std::str::from_utf8(&chunk)
             .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
         let mut records = match copy.options.format {
@@ -222,30 +221,58 @@ impl Session {
     }
 }
 
-/// The end of the last complete record in `data`: just past its newline. In CSV a newline
-/// inside quotes belongs to the field, so quotes are tracked (an escape character other
-/// than the quote escapes the byte after it, inside quotes).
-fn record_end(data: &[u8], options: &CopyOptions) -> usize {
-    let mut end = 0;
-    let csv = options.format == CopyFormat::Csv;
-    // Quote and escape are ASCII in practice; a multi-byte one never matches a byte here
-    // and then only newlines decide, as in text format.
-    let quote = u8::try_from(options.quote).unwrap_or(0);
-    let escape = u8::try_from(options.escape).unwrap_or(0);
-    let mut in_quotes = false;
-    let mut index = 0;
-    while index < data.len() {
-        let byte = data[index];
-        if csv && in_quotes && byte == escape && escape != quote && index + 1 < data.len() {
-            index += 2;
-            continue;
+/// The scan of pending data for record ends: a record ends at a newline, except inside CSV
+/// quotes (an escape character other than the quote escapes the byte after it there). The
+/// state carries across pieces of data, so each byte is scanned once.
+#[derive(Default)]
+struct RecordScan {
+    /// Bytes of the pending data scanned so far.
+    scanned: usize,
+    /// Where the record being scanned starts.
+    record_start: usize,
+    /// Just past the last complete record's newline (0: none yet).
+    last_end: usize,
+    in_quotes: bool,
+    /// The previous byte was an escape inside quotes.
+    escaped: bool,
+}
+
+impl RecordScan {
+    /// Scans the new bytes of `data`; fails with 54000 when a record grows longer than
+    /// COPY_RECORD_BYTES_MAX.
+    fn advance(&mut self, data: &[u8], options: &CopyOptions) -> Result<()> {
+        let csv = options.format == CopyFormat::Csv;
+        // Quote and escape are ASCII in practice; a multi-byte one never matches a byte
+        // here, and then only newlines decide, as in text format.
+        let quote = u8::try_from(options.quote).unwrap_or(0);
+        let escape = u8::try_from(options.escape).unwrap_or(0);
+        for (index, &byte) in data.iter().enumerate().skip(self.scanned) {
+            if self.escaped {
+                self.escaped = false;
+            } else if csv && self.in_quotes && byte == escape && escape != quote {
+                self.escaped = true;
+            } else if csv && byte == quote {
+                self.in_quotes = !self.in_quotes;
+            } else if byte == b'\n' && !self.in_quotes {
+                self.last_end = index + 1;
+                self.record_start = index + 1;
+            }
+            if index.saturating_sub(self.record_start) >= COPY_RECORD_BYTES_MAX {
+                return Err(SqlError::new(
+                    "54000",
+                    format!("COPY record is longer than {} MiB", COPY_RECORD_BYTES_MAX >> 20),
+                ));
+            }
         }
-        if csv && byte == quote {
-            in_quotes = !in_quotes;
-        } else if byte == b'\n' && !in_quotes {
-            end = index + 1;
-        }
-        index += 1;
+        self.scanned = data.len();
+        Ok(())
     }
-    end
+
+    /// The first `bytes` of the data were loaded and removed.
+    fn consumed(&mut self, bytes: usize) {
+        debug_assert!(bytes <= self.scanned);
+        self.scanned -= bytes;
+        self.record_start = self.record_start.saturating_sub(bytes);
+        self.last_end = self.last_end.saturating_sub(bytes);
+    }
 }
