@@ -385,13 +385,19 @@ impl<'a> Binder<'a> {
         }
         let (mut plan, scope, mut conjuncts) =
             self.bind_from_where(&select.from, select.selection.as_ref())?;
-        let mut recheck = None;
         if !conjuncts.is_empty() {
             let predicate = and_all(std::mem::take(&mut conjuncts));
-            recheck = Some(predicate.clone());
             plan = self.filter(plan, predicate);
         }
         if let Some(locking) = locking.filter(|_| !select.from.is_empty()) {
+            // The whole WHERE clause, for the re-check of a changed row (the scan's filter
+            // lacks the conjuncts its access path implies, and the pushed-down ones).
+            let recheck = match &select.selection {
+                Some(selection) => {
+                    Some(self.clause_coerced("WHERE", selection, &scope, &SqlType::Bool)?)
+                }
+                None => None,
+            };
             plan = self.lock_rows(plan, locking, recheck)?;
         }
         let group_exprs: Vec<&ast::Expr> = match &select.group_by {

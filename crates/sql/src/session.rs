@@ -786,6 +786,9 @@ impl Session {
         params: &[Datum],
     ) -> Result<Output> {
         let sql = match statement {
+            Statement::Front(FrontStatement::Copy(copy)) if copy.from && self.read_only() => {
+                return Err(txn_modes::read_only_error("COPY FROM"));
+            }
             Statement::Front(front) => return self.front(front),
             Statement::Sql(sql) => sql,
         };
