@@ -8,29 +8,13 @@ mod server_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use server_support::TestServer;
+use server_support::{connect, sqlstate, TestServer};
 use tokio_postgres::{Client, NoTls};
 
 /// How long one step may take before the test fails instead of hanging.
 const STEP: Duration = Duration::from_secs(60);
 const CLIENTS: i64 = 8;
 const INCREMENTS_PER_CLIENT: i64 = 1_000;
-
-async fn connect(server: &TestServer) -> Client {
-    let (client, connection) =
-        tokio_postgres::connect(&server.connection_string(), NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
-fn sqlstate(error: &tokio_postgres::Error) -> String {
-    match error.code() {
-        Some(code) => code.code().to_string(),
-        None => format!("<no SQLSTATE: {error:?}>"),
-    }
-}
 
 /// Runs `sql` (simple protocol) and expects SQLSTATE `expected`; returns the message.
 async fn expect_error(client: &Client, sql: &str, expected: &str) -> String {

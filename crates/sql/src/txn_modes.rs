@@ -106,6 +106,8 @@ pub fn write_command(statement: &ast::Statement) -> Option<String> {
         ast::Statement::AlterTable(_) => "ALTER TABLE".into(),
         ast::Statement::Truncate(_) => "TRUNCATE TABLE".into(),
         ast::Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
+        // EXPLAIN ANALYZE runs the statement.
+        ast::Statement::Explain { statement, analyze: true, .. } => write_command(statement)?,
         _ => return None,
     })
 }
