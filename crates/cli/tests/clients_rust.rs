@@ -12,29 +12,12 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use futures_util::{SinkExt, TryStreamExt};
-use server_support::TestServer;
+use server_support::{connect, sqlstate, TestServer};
 use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 /// How long one step may take before the test fails instead of hanging.
 const STEP: Duration = Duration::from_secs(60);
-
-async fn connect(server: &TestServer) -> Client {
-    let (client, connection) =
-        tokio_postgres::connect(&server.connection_string(), NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
-/// The SQLSTATE of an error, or a description of why there is none.
-fn sqlstate(error: &tokio_postgres::Error) -> String {
-    match error.code() {
-        Some(code) => code.code().to_string(),
-        None => format!("<no SQLSTATE: {error:?}>"),
-    }
-}
 
 /// The rows of a simple query as text (None = NULL).
 async fn simple_rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {

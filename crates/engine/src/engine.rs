@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,10 +23,14 @@ use tierdb_common::{PageId, PageType};
 use tierdb_storage::PageStore;
 
 use crate::error::{EngineError, Result};
+use crate::locks::{HeldLock, LockMode, StripeLocks, WaitLimits};
 use crate::row::{
     decode_row, decode_versions, encode_row, encode_versions, walk_versions, Row, Value, Version,
 };
 use crate::txn::{IsolationLevel, Snapshot, TxnId, TxnManager, TxnStatus, FROZEN_TXN, ROOT_MAGIC};
+use locking::update_mode;
+
+mod locking;
 
 const ROW_LOCK_STRIPES: usize = 1024;
 
@@ -404,7 +408,11 @@ pub(crate) struct Shared {
     ddl: RwLock<()>,
     /// The next `Table::identity`.
     next_identity: AtomicU64,
-    row_locks: Vec<Mutex<()>>,
+    /// The row stripes: a stripe's mutex makes one row's read-check-write atomic, and it holds
+    /// the row locks of locking reads on its rows (locks.rs).
+    row_locks: Vec<Mutex<StripeLocks>>,
+    /// Row-lock entries held, bounded by `ROW_LOCKS_MAX`.
+    row_lock_count: AtomicUsize,
     /// Set by every write; the purge thread runs a pass only when it was set.
     changed: AtomicBool,
     /// Set when the engine is dropped: a purge pass in progress stops at the next row instead
@@ -489,7 +497,8 @@ impl Shared {
             tables: RwLock::new(HashMap::new()),
             ddl: RwLock::new(()),
             next_identity: AtomicU64::new(1),
-            row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(StripeLocks::default())).collect(),
+            row_lock_count: AtomicUsize::new(0),
             changed: AtomicBool::new(true),
             stopping: AtomicBool::new(false),
             // A pass at startup removes what transactions that died in a crash left behind,
@@ -876,10 +885,12 @@ impl Shared {
             wrote: false,
             index_entries: Vec::new(),
             written: Vec::new(),
+            wait_limits: WaitLimits::default(),
+            held_locks: Vec::new(),
         })
     }
 
-    fn row_lock(&self, key: &[u8], table: &str) -> MutexGuard<'_, ()> {
+    fn row_lock(&self, key: &[u8], table: &str) -> MutexGuard<'_, StripeLocks> {
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for &byte in table.as_bytes().iter().chain(key) {
             hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
@@ -1356,7 +1367,8 @@ fn purge_loop(shared: &Shared, stop: &(Mutex<bool>, parking_lot::Condvar)) {
 enum Action<'a> {
     Insert(Vec<u8>),
     Update(&'a mut dyn FnMut(&Row) -> Option<Row>),
-    Delete,
+    /// Delete, if the check (on the latest version) passes.
+    Delete(Option<&'a mut dyn FnMut(&Row) -> bool>),
 }
 
 enum IndexOutcome<'t> {
@@ -1380,7 +1392,8 @@ pub struct Transaction {
     isolation: IsolationLevel,
     snapshot: Snapshot,
     undo: Vec<UndoEntry>,
-    savepoints: Vec<(String, usize)>,
+    /// Name, undo length and held-lock count at each savepoint.
+    savepoints: Vec<(String, usize, usize)>,
     failed: bool,
     done: bool,
     /// Set by the first `begin_statement`: from then on operations take no snapshot of their
@@ -1395,6 +1408,10 @@ pub struct Transaction {
     index_entries: Vec<IndexEntryRef>,
     /// Rows this transaction wrote, for the purge thread.
     written: Vec<(Arc<Table>, Vec<u8>)>,
+    /// Limits on waits for other transactions (`set_wait_limits`).
+    wait_limits: WaitLimits,
+    /// Row locks taken by locking reads, released at the end.
+    held_locks: Vec<HeldLock>,
 }
 
 impl Transaction {
@@ -1639,7 +1656,7 @@ impl Transaction {
         self.run(|txn| {
             let table = txn.engine.table(table)?;
             let encoded = table.encode_primary_key(key)?;
-            txn.modify(&table, &encoded, Action::Delete)
+            txn.modify(&table, &encoded, Action::Delete(None))
         })
     }
 
@@ -1663,8 +1680,29 @@ impl Transaction {
         self.run(|txn| {
             let table = txn.engine.table(table)?;
             table.check_row_key(key)?;
-            txn.modify(&table, key, Action::Delete)
+            txn.modify(&table, key, Action::Delete(None))
         })
+    }
+
+    /// `delete_by_key` that deletes only if `check` passes on the row's latest version (READ
+    /// COMMITTED re-check of a DELETE's WHERE after waiting for a concurrent writer).
+    pub fn delete_by_key_if(
+        &mut self,
+        table: &str,
+        key: &[u8],
+        check: &mut dyn FnMut(&Row) -> bool,
+    ) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            table.check_row_key(key)?;
+            txn.modify(&table, key, Action::Delete(Some(check)))
+        })
+    }
+
+    /// Sets the limits on waits for other transactions (cancel flag, statement deadline,
+    /// lock timeout), for the statements that follow.
+    pub fn set_wait_limits(&mut self, limits: WaitLimits) {
+        self.wait_limits = limits;
     }
 
     /// The transaction holding the row: the writer of its newest version if still running.
@@ -1712,12 +1750,19 @@ impl Transaction {
             if let Some(holder) = versions.first().and_then(|newest| self.holder(newest)) {
                 drop(guard);
                 drop(ddl);
-                engine.txns.wait_for(self.id, holder)?;
+                engine.txns.wait_for(self.id, holder, &self.wait_limits)?;
                 continue;
             }
-            let changed = self.apply(table, &mut versions, &mut action)?;
-            if !changed {
+            let Some(mode) = self.apply(table, &mut versions, &mut action)? else {
                 return Ok(false);
+            };
+            // A locking read's lock on the row (locks.rs) blocks a conflicting write.
+            let locker = guard.conflicting(table.identity, key, self.id, mode, &engine.txns);
+            if let Some(locker) = locker {
+                drop(guard);
+                drop(ddl);
+                engine.txns.wait_for(self.id, locker, &self.wait_limits)?;
+                continue;
             }
             self.prune(&mut versions)?;
             let _index_guards = match self.maintain_indexes(table, key, &versions)? {
@@ -1732,7 +1777,7 @@ impl Transaction {
                 IndexOutcome::Wait(holder) => {
                     drop(guard);
                     drop(ddl);
-                    engine.txns.wait_for(self.id, holder)?;
+                    engine.txns.wait_for(self.id, holder, &self.wait_limits)?;
                     continue;
                 }
             };
@@ -1915,17 +1960,11 @@ impl Transaction {
         Ok(rows)
     }
 
-    /// Applies `action` to a row whose newest version no other running transaction holds.
-    fn apply(
-        &self,
-        table: &Table,
-        versions: &mut Vec<Version>,
-        action: &mut Action<'_>,
-    ) -> Result<bool> {
+    /// Whether the row's latest state is a row: its newest version committed (or ours) and
+    /// not deleted.
+    fn is_live(&self, newest: Option<&Version>) -> Result<bool> {
         let txns = &self.engine.txns;
-        // The latest state: the newest version, if it is committed (or ours) and not deleted.
-        let newest = versions.first().cloned();
-        let live = match &newest {
+        Ok(match newest {
             Some(version) => {
                 let created =
                     version.xmin == self.id || txns.status(version.xmin)? == TxnStatus::Committed;
@@ -1935,7 +1974,20 @@ impl Transaction {
                 created && !deleted
             }
             None => false,
-        };
+        })
+    }
+
+    /// Applies `action` to a row whose newest version no other running transaction holds.
+    /// Returns the row-lock mode the change needs (None: nothing changed).
+    fn apply(
+        &self,
+        table: &Table,
+        versions: &mut Vec<Version>,
+        action: &mut Action<'_>,
+    ) -> Result<Option<LockMode>> {
+        let txns = &self.engine.txns;
+        let newest = versions.first().cloned();
+        let live = self.is_live(newest.as_ref())?;
         if let Action::Insert(row) = action {
             if live {
                 return Err(EngineError::UniqueViolation {
@@ -1943,7 +1995,8 @@ impl Transaction {
                 });
             }
             versions.insert(0, Version { xmin: self.id, xmax: 0, row: row.clone() });
-            return Ok(true);
+            // A new row conflicts with no lock but a FOR UPDATE on a deleted one.
+            return Ok(Some(LockMode::KeyShare));
         }
         let Some(newest) = newest.filter(|_| live) else {
             // Deleted or never there. Under REPEATABLE READ a row that this snapshot sees
@@ -1953,7 +2006,7 @@ impl Transaction {
             {
                 return Err(EngineError::SerializationFailure);
             }
-            return Ok(false);
+            return Ok(None);
         };
         if self.isolation == IsolationLevel::RepeatableRead
             && !txns.visible(&self.snapshot, newest.xmin)?
@@ -1962,16 +2015,20 @@ impl Transaction {
             return Err(EngineError::SerializationFailure);
         }
         let current = decode_row(&newest.row)?;
-        match action {
+        let mode = match action {
             Action::Insert(_) => unreachable!("handled above"),
-            Action::Delete => {
+            Action::Delete(check) => {
+                if check.as_mut().is_some_and(|check| !check(&current)) {
+                    return Ok(None);
+                }
                 // Even a version this transaction created is only marked: removing it would
                 // drop the row lock, and another transaction could take the key before our
                 // rollback restores the row over its work.
                 versions[0].xmax = self.id;
+                LockMode::Update
             }
             Action::Update(change) => {
-                let Some(new_row) = change(&current) else { return Ok(false) };
+                let Some(new_row) = change(&current) else { return Ok(None) };
                 table.check_row(&new_row)?;
                 if table.def.primary_key.as_ref().is_some_and(|columns| {
                     columns.iter().any(|&column| new_row[column] != current[column])
@@ -1988,9 +2045,10 @@ impl Transaction {
                     versions[0].xmax = self.id;
                     versions.insert(0, Version { xmin: self.id, xmax: 0, row: encoded });
                 }
+                update_mode(table, &current, &new_row)?
             }
-        }
-        Ok(true)
+        };
+        Ok(Some(mode))
     }
 
     fn prune(&self, versions: &mut Vec<Version>) -> Result<()> {
@@ -2001,18 +2059,20 @@ impl Transaction {
         if self.failed {
             return Err(EngineError::TransactionAborted);
         }
-        self.savepoints.push((name.to_string(), self.undo.len()));
+        self.savepoints.push((name.to_string(), self.undo.len(), self.held_locks.len()));
         Ok(())
     }
 
     /// Undoes everything since the savepoint, which stays defined; clears the failed state.
     pub fn rollback_to_savepoint(&mut self, name: &str) -> Result<()> {
-        let Some(position) = self.savepoints.iter().rposition(|(saved, _)| saved == name) else {
+        let Some(position) = self.savepoints.iter().rposition(|(saved, ..)| saved == name) else {
             return Err(EngineError::UndefinedSavepoint { name: name.to_string() });
         };
-        let mark = self.savepoints[position].1;
+        let (_, mark, lock_mark) = self.savepoints[position];
         self.savepoints.truncate(position + 1);
         self.undo_to(mark)?;
+        // Locks taken since the savepoint go, as PostgreSQL's subtransaction abort drops them.
+        self.release_locks(lock_mark);
         // A statement that began before the savepoint now only reaches back to it.
         self.statement_mark = self.statement_mark.min(mark);
         self.failed = false;
@@ -2020,7 +2080,7 @@ impl Transaction {
     }
 
     pub fn release_savepoint(&mut self, name: &str) -> Result<()> {
-        let Some(position) = self.savepoints.iter().rposition(|(saved, _)| saved == name) else {
+        let Some(position) = self.savepoints.iter().rposition(|(saved, ..)| saved == name) else {
             return Err(EngineError::UndefinedSavepoint { name: name.to_string() });
         };
         self.savepoints.truncate(position);
@@ -2088,12 +2148,16 @@ impl Transaction {
         self.done = true;
         if self.failed {
             let undone = self.undo_to(0);
-            self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote)?;
+            let finished = self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote);
+            self.release_locks(0);
+            finished?;
             self.queue_for_purge();
             undone?;
             return Err(EngineError::TransactionAborted);
         }
-        self.engine.txns.finish(self.virtual_id, self.id, true, self.wrote)?;
+        let finished = self.engine.txns.finish(self.virtual_id, self.id, true, self.wrote);
+        self.release_locks(0);
+        finished?;
         self.queue_for_purge();
         Ok(())
     }
@@ -2101,7 +2165,9 @@ impl Transaction {
     pub fn rollback(mut self) -> Result<()> {
         self.done = true;
         let undone = self.undo_to(0);
-        self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote)?;
+        let finished = self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote);
+        self.release_locks(0);
+        finished?;
         self.queue_for_purge();
         undone
     }
@@ -2138,6 +2204,7 @@ impl Drop for Transaction {
         if !self.done {
             let _ = self.undo_to(0);
             let _ = self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote);
+            self.release_locks(0);
             self.queue_for_purge();
         }
     }

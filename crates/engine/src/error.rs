@@ -34,6 +34,14 @@ pub enum EngineError {
     Corrupt { what: &'static str, detail: String },
     #[error("the engine is shutting down")]
     ShuttingDown,
+    #[error("canceling statement due to {reason}")]
+    Canceled { reason: &'static str },
+    #[error("canceling statement due to lock timeout")]
+    LockTimeout,
+    #[error("could not obtain lock on row in relation \"{relation}\"")]
+    LockNotAvailable { relation: String },
+    #[error("out of shared memory: more than {max} row locks held", max = crate::locks::ROW_LOCKS_MAX)]
+    OutOfLockMemory,
 }
 
 impl EngineError {
@@ -54,6 +62,9 @@ impl EngineError {
             EngineError::LimitExceeded { .. } => "54000",
             EngineError::Corrupt { .. } => ErrorKind::Corruption.sqlstate(),
             EngineError::ShuttingDown => "57P01",
+            EngineError::Canceled { .. } => "57014",
+            EngineError::LockTimeout | EngineError::LockNotAvailable { .. } => "55P03",
+            EngineError::OutOfLockMemory => "53200",
         }
     }
 

@@ -4,11 +4,13 @@
 
 mod engine;
 mod error;
+mod locks;
 mod row;
 mod txn;
 
 pub use engine::{ColumnDef, Engine, IndexDef, PurgeStats, RowKey, TableDef, Transaction};
 pub use error::{EngineError, Result};
+pub use locks::{LockMode, LockOutcome, WaitLimits, WaitPolicy, ROW_LOCKS_MAX};
 pub use row::{Row, Value};
 pub use tierdb_access::{Decimal, KeyKind};
 pub use txn::{IsolationLevel, TxnId};

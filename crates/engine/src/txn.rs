@@ -24,6 +24,7 @@ use tierdb_common::{PageId, PageType, PAGE_PAYLOAD_SIZE};
 use tierdb_storage::PageStore;
 
 use crate::error::{EngineError, Result};
+use crate::locks::WaitLimits;
 
 pub type TxnId = u64;
 /// Versions with this creator are visible to every snapshot (frozen by pruning).
@@ -389,7 +390,9 @@ impl TxnManager {
 
     /// Blocks `waiter` until `holder` finishes; fails at once with 40P01 if `holder` waits,
     /// directly or through others, for `waiter`.
-    pub fn wait_for(&self, waiter: TxnId, holder: TxnId) -> Result<()> {
+    /// The wait ends early with an error when `limits` say so (cancel, statement timeout,
+    /// lock timeout), checked at least every `WAIT_RECHECK`.
+    pub fn wait_for(&self, waiter: TxnId, holder: TxnId, limits: &WaitLimits) -> Result<()> {
         let mut table = self.table.lock();
         let mut current = holder;
         let mut steps = 0usize;
@@ -403,12 +406,21 @@ impl TxnManager {
                 break;
             }
         }
+        let lock_deadline = limits.lock_deadline();
         table.waits_for.insert(waiter, holder);
-        while table.active.contains(&holder) {
-            self.finished.wait_for(&mut table, WAIT_RECHECK);
-        }
+        let outcome = loop {
+            if !table.active.contains(&holder) {
+                break Ok(());
+            }
+            match limits.check_wait(lock_deadline, WAIT_RECHECK) {
+                Ok(sleep) => {
+                    self.finished.wait_for(&mut table, sleep);
+                }
+                Err(error) => break Err(error),
+            }
+        };
         table.waits_for.remove(&waiter);
-        Ok(())
+        outcome
     }
 
     pub fn is_active(&self, txn: TxnId) -> bool {

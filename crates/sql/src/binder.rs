@@ -126,6 +126,8 @@ pub struct Binder<'a> {
     /// The clause being bound where aggregates are not allowed ("WHERE", "JOIN conditions"),
     /// for PostgreSQL's error message.
     clause: Option<&'static str>,
+    /// The locking clause of the query whose SELECT is bound next (taken by `select`).
+    locking: Option<crate::locking::LockSpec>,
 }
 
 impl<'a> Binder<'a> {
@@ -138,6 +140,7 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             grouping: None,
             next_id: 0,
+            locking: None,
             clause: None,
         }
     }
@@ -201,8 +204,12 @@ impl<'a> Binder<'a> {
             }
             None => (None, None),
         };
+        let locking = crate::locking::LockSpec::of_query(query)?;
         let mut plan = match query.body.as_ref() {
-            ast::SetExpr::Select(select) => self.select(select, order_by)?,
+            ast::SetExpr::Select(select) => {
+                self.locking = locking;
+                self.select(select, order_by)?
+            }
             other => {
                 let plan = self.set_expr(other)?;
                 if order_by.is_empty() {
@@ -372,11 +379,26 @@ impl<'a> Binder<'a> {
     }
 
     fn select(&mut self, select: &ast::Select, order_by: &[ast::OrderByExpr]) -> Result<Plan> {
+        let locking = self.locking.take();
+        if let Some(locking) = &locking {
+            locking.check_from(&select.from)?;
+        }
         let (mut plan, scope, mut conjuncts) =
             self.bind_from_where(&select.from, select.selection.as_ref())?;
         if !conjuncts.is_empty() {
             let predicate = and_all(std::mem::take(&mut conjuncts));
             plan = self.filter(plan, predicate);
+        }
+        if let Some(locking) = locking.filter(|_| !select.from.is_empty()) {
+            // The whole WHERE clause, for the re-check of a changed row (the scan's filter
+            // lacks the conjuncts its access path implies, and the pushed-down ones).
+            let recheck = match &select.selection {
+                Some(selection) => {
+                    Some(self.clause_coerced("WHERE", selection, &scope, &SqlType::Bool)?)
+                }
+                None => None,
+            };
+            plan = self.lock_rows(plan, locking, recheck)?;
         }
         let group_exprs: Vec<&ast::Expr> = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
@@ -492,6 +514,34 @@ impl<'a> Binder<'a> {
             plan = self.plan(PlanKind::Project { input: Box::new(plan), exprs }, output);
         }
         Ok(plan)
+    }
+
+    /// Puts LockRows over the table scan of a SELECT with a locking clause.
+    fn lock_rows(
+        &mut self,
+        mut plan: Plan,
+        locking: crate::locking::LockSpec,
+        recheck: Option<Expr>,
+    ) -> Result<Plan> {
+        fn table_scan(plan: &mut Plan) -> Option<(&Arc<TableMeta>, &mut bool)> {
+            match &mut plan.kind {
+                PlanKind::Filter { input, .. } => table_scan(input),
+                PlanKind::Scan { table, emit_key, .. } => Some((table, emit_key)),
+                _ => None,
+            }
+        }
+        let Some((table, emit_key)) = table_scan(&mut plan) else {
+            return Err(SqlError::unsupported(format!(
+                "{} is only supported on tables",
+                locking.mode.clause()
+            )));
+        };
+        *emit_key = true;
+        let table = Arc::clone(table);
+        let columns = plan.columns.clone();
+        let (mode, policy) = (locking.mode, locking.policy);
+        let kind = PlanKind::LockRows { input: Box::new(plan), table, mode, policy, recheck };
+        Ok(self.plan(kind, columns))
     }
 
     fn resolve_group_expr(
@@ -2218,7 +2268,7 @@ fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunction> {
     })
 }
 
-fn contains_aggregate(expr: &ast::Expr) -> bool {
+pub(crate) fn contains_aggregate(expr: &ast::Expr) -> bool {
     /// Finds an aggregate call of this query level (not inside a subquery, whose aggregates
     /// belong to the subquery).
     struct Finder {

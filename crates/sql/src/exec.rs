@@ -93,7 +93,8 @@ pub struct Ctx<'a> {
     pub budget: MemoryBudget,
     pub session: &'a SessionInfo<'a>,
     pub statement_time_micros: i64,
-    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
+    /// The statement's cancel flag and statement_timeout deadline (checked per batch).
+    pub interrupt: Option<&'a tierdb_engine::WaitLimits>,
 }
 
 impl<'a> Ctx<'a> {
@@ -105,10 +106,8 @@ impl<'a> Ctx<'a> {
     }
 
     fn check_cancel(&self) -> Result<()> {
-        if let Some(flag) = self.cancel {
-            if flag.load(std::sync::atomic::Ordering::Relaxed) {
-                return Err(SqlError::new("57014", "canceling statement due to user request"));
-            }
+        if let Some(limits) = self.interrupt {
+            limits.check()?;
         }
         Ok(())
     }
@@ -219,6 +218,10 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
                 Ok(true)
             }
         }),
+        PlanKind::LockRows { input, table, mode, policy, recheck } => {
+            let lock = crate::locking::RowLocker { table, mode: *mode, policy: *policy, recheck };
+            run(input, ctx, probe, &mut |ctx, row| lock.pass(ctx, row, sink))
+        }
         PlanKind::Project { input, exprs } => run(input, ctx, probe, &mut |ctx, row| {
             let projected = project(exprs, row, ctx)?;
             sink(ctx, projected)
@@ -463,7 +466,7 @@ pub fn compare_rows(a: &[Datum], b: &[Datum], keys: &[SortKey]) -> Ordering {
     Ordering::Equal
 }
 
-fn truthy(datum: &Datum) -> bool {
+pub(crate) fn truthy(datum: &Datum) -> bool {
     matches!(datum, Datum::Bool(true))
 }
 

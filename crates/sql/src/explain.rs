@@ -25,6 +25,7 @@ fn title(plan: &Plan) -> String {
         PlanKind::SystemView { name } => format!("Function Scan on {name}"),
         PlanKind::Series { .. } => "Function Scan on generate_series".into(),
         PlanKind::Filter { .. } => "Filter".into(),
+        PlanKind::LockRows { .. } => "LockRows".into(),
         PlanKind::Project { .. } => "Result".into(),
         PlanKind::NestedLoopJoin { kind, .. } => format!("Nested Loop{}", join_suffix(*kind)),
         PlanKind::HashJoin { kind, .. } => {
@@ -71,6 +72,7 @@ fn join_suffix(kind: JoinKind) -> &'static str {
 fn children(plan: &Plan) -> Vec<&Plan> {
     match &plan.kind {
         PlanKind::Filter { input, .. }
+        | PlanKind::LockRows { input, .. }
         | PlanKind::Project { input, .. }
         | PlanKind::Aggregate { input, .. }
         | PlanKind::Sort { input, .. }

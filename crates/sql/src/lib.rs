@@ -10,10 +10,12 @@ mod exec;
 mod explain;
 mod front;
 mod functions;
+mod locking;
 mod plan;
 mod session;
 mod stats;
 mod system;
+mod txn_modes;
 mod types;
 
 pub use catalog::Catalog;

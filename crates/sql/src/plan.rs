@@ -372,6 +372,17 @@ pub enum PlanKind {
         input: Box<Plan>,
         predicate: Expr,
     },
+    /// SELECT ... FOR UPDATE and the other locking clauses: locks each row of `input` (a
+    /// table scan that emits the row key) and passes it on, or its latest version when a
+    /// concurrent update committed (READ COMMITTED) and it still passes `recheck` (the
+    /// WHERE clause). Below sorting and LIMIT, as PostgreSQL's LockRows.
+    LockRows {
+        input: Box<Plan>,
+        table: Arc<TableMeta>,
+        mode: tierdb_engine::LockMode,
+        policy: tierdb_engine::WaitPolicy,
+        recheck: Option<Expr>,
+    },
     Project {
         input: Box<Plan>,
         exprs: Vec<Expr>,

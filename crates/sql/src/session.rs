@@ -23,7 +23,9 @@ use std::time::Instant;
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
-use tierdb_engine::{IsolationLevel, Transaction, Value};
+use tierdb_engine::{IsolationLevel, Transaction, Value, WaitLimits};
+
+use crate::txn_modes;
 
 mod copy_in;
 
@@ -122,6 +124,8 @@ pub(crate) struct UpdatePlan {
 pub(crate) struct DeletePlan {
     table: Arc<TableMeta>,
     scan: Plan,
+    /// The WHERE clause, re-checked on a row a concurrent update changed (READ COMMITTED).
+    filter: Option<Expr>,
     returning: Option<(Vec<Expr>, Vec<OutputColumn>)>,
 }
 
@@ -137,6 +141,8 @@ pub struct Session {
     transaction: Option<Transaction>,
     state: BlockState,
     block_isolation: Option<IsolationLevel>,
+    /// READ ONLY (or READ WRITE) named by BEGIN, SET TRANSACTION or transaction_read_only.
+    block_read_only: Option<bool>,
     settings: HashMap<String, String>,
     /// Settings as they were at BEGIN and at each savepoint (by name): SET is transactional,
     /// so ROLLBACK (TO SAVEPOINT) restores them.
@@ -152,11 +158,7 @@ pub struct Session {
 }
 
 fn parse_isolation(text: &str) -> Option<IsolationLevel> {
-    match text.trim().to_lowercase().replace('_', " ").as_str() {
-        "read committed" | "read uncommitted" => Some(IsolationLevel::ReadCommitted),
-        "repeatable read" | "serializable" => Some(IsolationLevel::RepeatableRead),
-        _ => None,
-    }
+    txn_modes::parse_isolation(text).ok().flatten()
 }
 
 fn isolation_name(level: IsolationLevel) -> &'static str {
@@ -380,6 +382,7 @@ impl Session {
             transaction: None,
             state: BlockState::Idle,
             block_isolation: None,
+            block_read_only: None,
             settings: HashMap::new(),
             block_settings: None,
             savepoint_settings: Vec::new(),
@@ -421,6 +424,25 @@ impl Session {
             .get(name)
             .map(|text| parse_duration_ms(name, text).expect("checked when it was SET"))
             .unwrap_or(0)
+    }
+
+    /// Whether the current (or next autocommit) transaction is READ ONLY.
+    fn read_only(&self) -> bool {
+        self.block_read_only.unwrap_or_else(|| {
+            self.settings.get("default_transaction_read_only").is_some_and(|value| value == "on")
+        })
+    }
+
+    /// The limits on the statement about to run: the cancel flag, statement_timeout's
+    /// deadline from now, and lock_timeout for every lock wait.
+    fn wait_limits(&self) -> WaitLimits {
+        let statement_timeout_ms = self.timeout_ms("statement_timeout");
+        WaitLimits {
+            cancel: Some(Arc::clone(&self.cancel)),
+            statement_deadline: (statement_timeout_ms > 0)
+                .then(|| Instant::now() + std::time::Duration::from_millis(statement_timeout_ms)),
+            lock_timeout_ms: self.timeout_ms("lock_timeout"),
+        }
     }
 
     fn default_isolation(&self) -> IsolationLevel {
@@ -671,8 +693,10 @@ impl Session {
                     // PostgreSQL warns and stays in the block.
                     return Ok(Some(Output::command("BEGIN")));
                 }
+                let isolation = txn_modes::isolation_of(modes)?;
                 self.state = BlockState::InBlock;
-                self.block_isolation = isolation_of(modes);
+                self.block_isolation = isolation;
+                self.block_read_only = txn_modes::read_only_of(modes);
                 self.block_settings = Some(self.settings.clone());
                 self.savepoint_settings.clear();
                 Output::command("BEGIN")
@@ -695,6 +719,7 @@ impl Session {
                             let outcome = transaction.commit();
                             self.state = BlockState::Idle;
                             self.block_isolation = None;
+                            self.block_read_only = None;
                             outcome?;
                         }
                         "COMMIT"
@@ -702,6 +727,7 @@ impl Session {
                 };
                 self.state = BlockState::Idle;
                 self.block_isolation = None;
+                self.block_read_only = None;
                 Output::command(tag)
             }
             ast::Statement::Rollback { savepoint: Some(name), .. } => {
@@ -735,6 +761,7 @@ impl Session {
                 }
                 self.state = BlockState::Idle;
                 self.block_isolation = None;
+                self.block_read_only = None;
                 Output::command("ROLLBACK")
             }
             ast::Statement::Savepoint { name } => {
@@ -767,9 +794,17 @@ impl Session {
         params: &[Datum],
     ) -> Result<Output> {
         let sql = match statement {
+            Statement::Front(FrontStatement::Copy(copy)) if copy.from && self.read_only() => {
+                return Err(txn_modes::read_only_error("COPY FROM"));
+            }
             Statement::Front(front) => return self.front(front),
             Statement::Sql(sql) => sql,
         };
+        if self.read_only() {
+            if let Some(command) = txn_modes::write_command(sql) {
+                return Err(txn_modes::read_only_error(&command));
+            }
+        }
         match sql.as_ref() {
             ast::Statement::Query(_)
             | ast::Statement::Insert(_)
@@ -848,8 +883,9 @@ impl Session {
             catalog: &self.catalog,
         };
         let budget = MemoryBudget::new(self.work_mem_bytes());
-        let cancel = Arc::clone(&self.cancel);
+        let limits = self.wait_limits();
         let transaction = self.transaction.as_mut().expect("statement runs in a transaction");
+        transaction.set_wait_limits(limits.clone());
         let mut ctx = Ctx {
             txn: Some(transaction),
             params,
@@ -860,7 +896,7 @@ impl Session {
             budget,
             session: &info,
             statement_time_micros: types::now_micros(),
-            cancel: Some(&cancel),
+            interrupt: Some(&limits),
         };
         let output = match bound {
             Bound::Query(plan) => {
@@ -1288,7 +1324,17 @@ impl Session {
             }
             ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => Ok(Output::command("SET")),
             ast::Set::SetTransaction { modes, session, .. } => {
-                if let Some(level) = isolation_of(modes) {
+                if let Some(read_only) = txn_modes::read_only_of(modes) {
+                    if *session {
+                        self.settings.insert(
+                            "default_transaction_read_only".into(),
+                            on_off(read_only).into(),
+                        );
+                    } else if self.state != BlockState::Idle {
+                        self.block_read_only = Some(read_only);
+                    }
+                }
+                if let Some(level) = txn_modes::isolation_of(modes)? {
                     if *session {
                         self.settings.insert(
                             "default_transaction_isolation".into(),
@@ -1338,7 +1384,7 @@ impl Session {
                 self.settings.insert("timezone".into(), "UTC".into());
             }
             "transaction_isolation" | "transaction isolation level" => {
-                let level = parse_isolation(&value).ok_or_else(|| {
+                let level = txn_modes::parse_isolation(&value)?.ok_or_else(|| {
                     SqlError::new(
                         "22023",
                         format!(
@@ -1348,12 +1394,22 @@ impl Session {
                 })?;
                 self.block_isolation = Some(level);
             }
+            "default_transaction_read_only" => {
+                let read_only = txn_modes::parse_bool_setting(name, &value)?;
+                self.settings.insert(name.into(), on_off(read_only).into());
+            }
+            "transaction_read_only" => {
+                let read_only = txn_modes::parse_bool_setting(name, &value)?;
+                if self.state != BlockState::Idle {
+                    self.block_read_only = Some(read_only);
+                }
+            }
             name if TIMEOUT_SETTINGS.contains(&name) => {
                 let milliseconds = parse_duration_ms(name, &value)?;
                 self.settings.insert(name.into(), format_duration_ms(milliseconds));
             }
             "default_transaction_isolation" => {
-                let level = parse_isolation(&value).ok_or_else(|| SqlError::new("22023", format!("invalid value for parameter \"default_transaction_isolation\": \"{value}\"")))?;
+                let level = txn_modes::parse_isolation(&value)?.ok_or_else(|| SqlError::new("22023", format!("invalid value for parameter \"default_transaction_isolation\": \"{value}\"")))?;
                 self.settings.insert(name.into(), isolation_name(level).into());
             }
             _ => {
@@ -1383,6 +1439,8 @@ impl Session {
                     .into()
             }
             "default_transaction_isolation" => isolation_name(self.default_isolation()).into(),
+            "transaction_read_only" => on_off(self.read_only()).into(),
+            "default_transaction_read_only" => "off".into(),
             "lc_collate" | "lc_ctype" => "C".into(),
             "is_superuser" => "on".into(),
             "application_name" => String::new(),
@@ -1601,15 +1659,12 @@ fn setting_text(expr: &ast::Expr) -> String {
     }
 }
 
-fn isolation_of(modes: &[ast::TransactionMode]) -> Option<IsolationLevel> {
-    modes.iter().find_map(|mode| match mode {
-        ast::TransactionMode::IsolationLevel(level) => Some(match level {
-            ast::TransactionIsolationLevel::ReadCommitted
-            | ast::TransactionIsolationLevel::ReadUncommitted => IsolationLevel::ReadCommitted,
-            _ => IsolationLevel::RepeatableRead,
-        }),
-        _ => None,
-    })
+fn on_off(value: bool) -> &'static str {
+    if value {
+        "on"
+    } else {
+        "off"
+    }
 }
 
 /// Parses a memory setting as PostgreSQL does (plain numbers are kB).
@@ -1939,11 +1994,12 @@ fn bind_delete(binder: &mut Binder<'_>, delete: &ast::Delete) -> Result<DeletePl
         _ => return Err(SqlError::unsupported("DELETE from a non-table")),
     };
     let (scan, scope) = binder.table_scope(&table, alias.as_deref());
-    let mut scan = match &delete.selection {
-        Some(selection) => {
-            let filter = binder.coerced(selection, &scope, &SqlType::Bool)?;
-            binder.filter(scan, filter)
-        }
+    let filter = match &delete.selection {
+        Some(selection) => Some(binder.coerced(selection, &scope, &SqlType::Bool)?),
+        None => None,
+    };
+    let mut scan = match &filter {
+        Some(filter) => binder.filter(scan, filter.clone()),
         None => scan,
     };
     set_emit_key(&mut scan);
@@ -1951,7 +2007,7 @@ fn bind_delete(binder: &mut Binder<'_>, delete: &ast::Delete) -> Result<DeletePl
         Some(items) => Some(binder.returning(items, &table)?),
         None => None,
     };
-    Ok(DeletePlan { table, scan, returning })
+    Ok(DeletePlan { table, scan, filter, returning })
 }
 
 fn set_emit_key(plan: &mut Plan) {
@@ -2090,27 +2146,12 @@ fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
             }
             // A concurrent update committed first (READ COMMITTED): re-check the predicate
             // on the latest version and recompute the new row from it.
-            let mut detached = Ctx {
-                txn: None,
-                params,
-                outer: Vec::new(),
-                subquery_cache: HashMap::new(),
-                stats: Vec::new(),
-                analyze: false,
-                budget: MemoryBudget::new(usize::MAX),
-                session,
-                statement_time_micros: time,
-                cancel: None,
-            };
-            let current: Row = latest
-                .iter()
-                .zip(&table.columns)
-                .map(|(value, column)| Datum::from_value(value, &column.ty))
-                .collect();
+            let mut detached = detached_ctx(params, session, time);
+            let current = table_row(table, latest);
             if let Some(filter) = &update.filter {
-                match exec::eval(filter, &current, &mut detached) {
-                    Ok(Datum::Bool(true)) => {}
-                    Ok(_) => return None,
+                match recheck_filter(filter, table, latest, &mut detached) {
+                    Ok(true) => {}
+                    Ok(false) => return None,
                     Err(error) => {
                         failure = Some(error);
                         return None;
@@ -2164,6 +2205,42 @@ fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
     returning_rows(&update.returning, updated_rows, ctx, format!("UPDATE {count}"))
 }
 
+/// A context for expressions evaluated inside an engine callback (no transaction access).
+fn detached_ctx<'a>(params: &'a [Datum], session: &'a SessionInfo<'a>, time: i64) -> Ctx<'a> {
+    Ctx {
+        txn: None,
+        params,
+        outer: Vec::new(),
+        subquery_cache: HashMap::new(),
+        stats: Vec::new(),
+        analyze: false,
+        budget: MemoryBudget::new(usize::MAX),
+        session,
+        statement_time_micros: time,
+        interrupt: None,
+    }
+}
+
+/// A row of `table` from engine values.
+fn table_row(table: &TableMeta, values: &[Value]) -> Row {
+    values
+        .iter()
+        .zip(&table.columns)
+        .map(|(value, column)| Datum::from_value(value, &column.ty))
+        .collect()
+}
+
+/// Whether the latest version of a row still passes the statement's WHERE clause (READ
+/// COMMITTED, after a concurrent update committed: PostgreSQL's EvalPlanQual).
+fn recheck_filter(
+    filter: &Expr,
+    table: &TableMeta,
+    latest: &[Value],
+    ctx: &mut Ctx<'_>,
+) -> Result<bool> {
+    Ok(matches!(exec::eval(filter, &table_row(table, latest), ctx)?, Datum::Bool(true)))
+}
+
 fn apply_assignments(
     table: &TableMeta,
     assignments: &[(usize, Expr)],
@@ -2196,8 +2273,34 @@ fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
         let Some(Datum::Bytes(key)) = row.pop() else {
             return Err(SqlError::internal("delete scan lost the row key"));
         };
+        // READ COMMITTED: a concurrent update that committed first may have moved the row
+        // out of the WHERE clause; the DELETE re-checks it on the latest version.
+        let mut failure: Option<SqlError> = None;
+        let (params, session, time) = (ctx.params, ctx.session, ctx.statement_time_micros);
+        let expected: Vec<Value> = row
+            .iter()
+            .zip(&delete.table.columns)
+            .map(|(datum, column)| datum.to_value(&column.ty))
+            .collect::<Result<_>>()?;
+        let mut recheck = |latest: &Vec<Value>| match &delete.filter {
+            Some(filter) if *latest != expected => {
+                let mut detached = detached_ctx(params, session, time);
+                match recheck_filter(filter, &delete.table, latest, &mut detached) {
+                    Ok(matches) => matches,
+                    Err(error) => {
+                        failure = Some(error);
+                        false
+                    }
+                }
+            }
+            _ => true,
+        };
         let transaction = ctx.txn.as_deref_mut().expect("delete runs in a transaction");
-        if transaction.delete_by_key(&delete.table.name, &key)? {
+        let removed = transaction.delete_by_key_if(&delete.table.name, &key, &mut recheck)?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if removed {
             count += 1;
             if delete.returning.is_some() {
                 deleted.push(row);

@@ -103,3 +103,23 @@ impl Drop for TestServer {
         }
     }
 }
+
+/// A tokio-postgres client of `server` (its connection task spawned on the runtime).
+pub async fn connect(server: &TestServer) -> tokio_postgres::Client {
+    let (client, connection) =
+        tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// The SQLSTATE of an error, or a description of why there is none.
+pub fn sqlstate(error: &tokio_postgres::Error) -> String {
+    match error.code() {
+        Some(code) => code.code().to_string(),
+        None => format!("<no SQLSTATE: {error:?}>"),
+    }
+}

@@ -190,7 +190,7 @@ impl Session {
             budget: MemoryBudget::new(usize::MAX),
             session: &info,
             statement_time_micros: types::now_micros(),
-            cancel: None,
+            interrupt: None,
         };
         let mut inserted = 0u64;
         for fields in records {
