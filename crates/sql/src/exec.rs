@@ -20,6 +20,7 @@ use rust_decimal::Decimal;
 use tierdb_common::{op_counters_snapshot, OpCounters};
 use tierdb_engine::{Transaction, Value};
 
+use crate::depth;
 use crate::error::{Result, SqlError};
 use crate::functions::{self, FunctionContext};
 use crate::plan::*;
@@ -185,6 +186,7 @@ pub fn collect(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum]) -> Result<Vec<Ro
 }
 
 fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>) -> Result<bool> {
+    depth::check_stack_depth()?;
     match &plan.kind {
         PlanKind::OneRow => sink(ctx, Vec::new()),
         PlanKind::Values { rows } => {
@@ -1074,6 +1076,7 @@ fn project(exprs: &[Expr], mut row: Row, ctx: &mut Ctx<'_>) -> Result<Row> {
 
 /// Evaluates an expression over `row`.
 pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    depth::check_stack_depth()?;
     Ok(match expr {
         Expr::Column(index) => row
             .get(*index)
