@@ -17,13 +17,22 @@ use crate::error::{Result, SqlError};
 /// use without recursing).
 pub const STACK_RED_ZONE_BYTES: usize = 1 << 20;
 
-/// Stack one level of a sqlparser syntax tree takes in its deepest traversal (`Clone` of an
-/// expression chain, measured: 4,000 levels take between 4 and 6 MiB).
-pub const SYNTAX_STACK_BYTES_PER_LEVEL: usize = 1_600;
+/// Stack for one level of an operator chain (`a OR b OR ...`, `1 + 1 + ...`, `... UNION ALL
+/// ...`), which sqlparser builds without recursing into a tree as deep as the chain is long:
+/// its deepest traversal, `Clone`, takes between 1 and 1.5 KiB a level (measured).
+pub const CHAIN_STACK_BYTES: usize = 1_600;
+
+/// Stack for one level of nesting that sqlparser's parser recurses for (a parenthesis, a
+/// prefix operator such as NOT or `-`, CASE): about 6 KiB measured (1,000 levels in 6 MiB).
+pub const NESTING_STACK_BYTES: usize = 8 << 10;
+
+/// Stack for one level of nested subquery `(SELECT (SELECT ...))`, beside its parenthesis:
+/// 1,000 levels take between 24 and 32 MiB to parse (measured).
+pub const SUBQUERY_STACK_BYTES: usize = 32 << 10;
 
 /// sqlparser's recursion limit (its default, 50, refuses what PostgreSQL accepts: 1,000
-/// nested parentheses or subqueries); the depth bound also counts this nesting.
-pub const PARSER_RECURSION_LIMIT: usize = 10_000;
+/// nested parentheses or subqueries). The stack bound, not this, is the effective limit.
+pub const PARSER_RECURSION_LIMIT: usize = 100_000;
 
 thread_local! {
     /// The red zone for the statement running on this thread (see `check_statement_depth`).
@@ -44,13 +53,12 @@ pub fn check_stack_depth() -> Result<()> {
     }
 }
 
-/// Called before parsing or running `sql`: refuses it (54001) when a traversal of a syntax
-/// tree as deep as its text allows would not fit in the stack left, and otherwise sets the
-/// red zone for its execution to that traversal's size plus `STACK_RED_ZONE_BYTES`.
+/// Called before parsing or running `sql`: refuses it (54001) when parsing it or traversing
+/// its syntax tree may need more stack than is left, and otherwise sets the red zone for its
+/// execution to that much plus `STACK_RED_ZONE_BYTES`, so that a sqlparser traversal
+/// started from deep inside tierdb's recursion still fits.
 pub fn check_statement_depth(sql: &str) -> Result<()> {
-    let red_zone_bytes = syntax_depth_bound(sql)
-        .saturating_mul(SYNTAX_STACK_BYTES_PER_LEVEL)
-        .saturating_add(STACK_RED_ZONE_BYTES);
+    let red_zone_bytes = syntax_stack_bound_bytes(sql).saturating_add(STACK_RED_ZONE_BYTES);
     if stacker::remaining_stack().is_some_and(|remaining| remaining < red_zone_bytes) {
         return Err(stack_depth_error());
     }
@@ -58,11 +66,10 @@ pub fn check_statement_depth(sql: &str) -> Result<()> {
     Ok(())
 }
 
-/// Key words that continue an operator chain (each one can add a level to the tree).
+/// Key words that continue an operator chain (each can add a level to the syntax tree).
 const CHAIN_WORDS: &[&str] = &[
     "and",
     "or",
-    "not",
     "is",
     "in",
     "like",
@@ -76,25 +83,66 @@ const CHAIN_WORDS: &[&str] = &[
     "intersect",
 ];
 
-/// An upper bound on the depth of the syntax tree sqlparser builds for `sql`, from the text
-/// alone: at any point, the parenthesis depth plus the operators and chain key words in each
-/// enclosing parenthesis group (sqlparser builds `a OR b OR ...` into a tree as deep as the
-/// chain is long; a comma list such as VALUES rows or an IN list adds no depth and is not
-/// counted).
-fn syntax_depth_bound(sql: &str) -> usize {
+/// Key words after which an operator is a prefix operator (the parser recurses for it).
+const PREFIX_WORDS: &[&str] = &["not", "case", "when", "then", "else", "exists", "array"];
+
+/// The stack needed at a point of a statement: the groups (parentheses) around it.
+struct Groups {
+    /// Per open group, the chain and nesting cost inside it so far, and what entering it
+    /// added to `enclosing_bytes`.
+    open: Vec<(usize, usize)>,
+    /// The cost of the enclosing groups' contents up to where each was opened.
+    enclosing_bytes: usize,
+}
+
+impl Groups {
+    fn add(&mut self, bytes: usize) {
+        let current = self.open.last_mut().expect("the outermost group stays open");
+        current.0 = current.0.saturating_add(bytes);
+    }
+
+    fn enter(&mut self) {
+        let current = self.open.last().expect("the outermost group stays open").0;
+        let added = current.saturating_add(NESTING_STACK_BYTES);
+        self.enclosing_bytes = self.enclosing_bytes.saturating_add(added);
+        self.open.push((0, added));
+    }
+
+    fn leave(&mut self) {
+        if self.open.len() > 1 {
+            let (_, added) = self.open.pop().expect("checked above");
+            self.enclosing_bytes -= added;
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        let current = self.open.last().expect("the outermost group stays open").0;
+        self.enclosing_bytes.saturating_add(current)
+    }
+}
+
+/// An upper bound on the stack that parsing `sql` and traversing its syntax tree take, from
+/// the text alone: at any point, what its enclosing parentheses, subqueries, prefix
+/// operators and operator chains cost (a comma list such as VALUES rows or an IN list adds
+/// no depth and costs nothing).
+fn syntax_stack_bound_bytes(sql: &str) -> usize {
     let bytes = sql.as_bytes();
+    let mut groups = Groups { open: vec![(0, 0)], enclosing_bytes: 0 };
     let mut bound = 0;
-    let mut depth = 0;
-    // Operators counted in the enclosing groups (outermost first) and in the current one.
-    let mut enclosing_operators = 0;
-    let mut group_operators: Vec<usize> = vec![0];
+    // Whether the last token ends an operand (an operator after it is infix).
+    let mut after_operand = false;
+    // Whether the last words are UNION, EXCEPT or INTERSECT (and ALL or DISTINCT).
+    let mut after_set_operator = false;
     let mut index = 0;
     while index < bytes.len() {
         let byte = bytes[index];
         let start = index;
         index += 1;
         match byte {
-            b'\'' | b'"' => index = skip_quoted(bytes, index, byte),
+            b'\'' | b'"' => {
+                index = skip_quoted(bytes, index, byte);
+                after_operand = true;
+            }
             b'-' if bytes.get(index) == Some(&b'-') => {
                 index = bytes[index..]
                     .iter()
@@ -102,38 +150,50 @@ fn syntax_depth_bound(sql: &str) -> usize {
                     .map_or(bytes.len(), |end| index + end);
             }
             b'(' => {
-                let current = *group_operators.last().expect("the outermost group stays");
-                enclosing_operators += current;
-                group_operators.push(0);
-                depth += 1;
+                groups.enter();
+                after_operand = false;
             }
-            b')' if group_operators.len() > 1 => {
-                group_operators.pop();
-                let current = *group_operators.last().expect("the outermost group stays");
-                enclosing_operators -= current;
-                depth -= 1;
+            b')' => {
+                groups.leave();
+                after_operand = true;
             }
+            b',' => after_operand = false,
             _ if is_operator_byte(byte) => {
                 while index < bytes.len() && is_operator_byte(bytes[index]) {
                     index += 1;
                 }
-                *group_operators.last_mut().expect("the outermost group stays") += 1;
+                groups.add(if after_operand { CHAIN_STACK_BYTES } else { NESTING_STACK_BYTES });
+                after_operand = false;
             }
-            _ if byte.is_ascii_alphabetic() || byte == b'_' => {
+            _ if byte.is_ascii_alphanumeric() || byte == b'_' => {
                 while index < bytes.len()
                     && (bytes[index].is_ascii_alphanumeric() || bytes[index] == b'_')
                 {
                     index += 1;
                 }
                 let word = sql[start..index].to_ascii_lowercase();
-                if CHAIN_WORDS.contains(&word.as_str()) {
-                    *group_operators.last_mut().expect("the outermost group stays") += 1;
+                after_operand = false;
+                let set_operand = after_set_operator;
+                after_set_operator = matches!(word.as_str(), "union" | "except" | "intersect")
+                    || (set_operand && matches!(word.as_str(), "all" | "distinct"));
+                if word == "select" {
+                    // A UNION branch is a chain link, not a nested subquery.
+                    groups.add(if set_operand {
+                        NESTING_STACK_BYTES
+                    } else {
+                        SUBQUERY_STACK_BYTES
+                    });
+                } else if PREFIX_WORDS.contains(&word.as_str()) {
+                    groups.add(NESTING_STACK_BYTES);
+                } else if CHAIN_WORDS.contains(&word.as_str()) {
+                    groups.add(CHAIN_STACK_BYTES);
+                } else {
+                    after_operand = true;
                 }
             }
             _ => {}
         }
-        let current = *group_operators.last().expect("the outermost group stays");
-        bound = bound.max(depth + enclosing_operators + current);
+        bound = bound.max(groups.bytes());
     }
     bound
 }
@@ -182,14 +242,31 @@ fn skip_quoted(bytes: &[u8], mut index: usize, quote: u8) -> usize {
 mod tests {
     use super::*;
 
+    const CHAIN: usize = CHAIN_STACK_BYTES;
+    const NESTING: usize = NESTING_STACK_BYTES;
+    const SELECT: usize = SUBQUERY_STACK_BYTES;
+
     #[test]
-    fn chains_count_and_comma_lists_do_not() {
-        assert_eq!(syntax_depth_bound("SELECT 1"), 0);
-        assert_eq!(syntax_depth_bound("SELECT 1+1+1"), 2);
-        assert_eq!(syntax_depth_bound("SELECT ((1))"), 2);
-        assert_eq!(syntax_depth_bound("SELECT a OR (b OR c)"), 3);
-        assert_eq!(syntax_depth_bound("INSERT INTO t VALUES (1, 2), (3, 4), (5, 6)"), 1);
-        assert_eq!(syntax_depth_bound("SELECT 'a+b+c' || \"x+y\" -- + + +"), 1);
-        assert_eq!(syntax_depth_bound("SELECT 1 IN (1, 2, 3)"), 2);
+    fn chains_nesting_and_subqueries_cost_and_comma_lists_do_not() {
+        assert_eq!(syntax_stack_bound_bytes("SELECT 1"), SELECT);
+        assert_eq!(syntax_stack_bound_bytes("SELECT 1+1+1"), SELECT + 2 * CHAIN);
+        assert_eq!(syntax_stack_bound_bytes("SELECT ((1))"), SELECT + 2 * NESTING);
+        assert_eq!(syntax_stack_bound_bytes("SELECT - - 1"), SELECT + 2 * NESTING);
+        assert_eq!(syntax_stack_bound_bytes("SELECT NOT NOT true"), SELECT + 2 * NESTING);
+        assert_eq!(syntax_stack_bound_bytes("SELECT a OR (b OR c)"), SELECT + 2 * CHAIN + NESTING);
+        assert_eq!(
+            syntax_stack_bound_bytes("SELECT (SELECT (SELECT 1))"),
+            3 * SELECT + 2 * NESTING
+        );
+        assert_eq!(
+            syntax_stack_bound_bytes("INSERT INTO t VALUES (1, -2), (3, 4), (5, 6)"),
+            2 * NESTING
+        );
+        assert_eq!(syntax_stack_bound_bytes("SELECT 'a+b+c' || \"x+y\" -- + + +"), SELECT + CHAIN);
+        assert_eq!(syntax_stack_bound_bytes("SELECT 1 IN (1, 2, 3)"), SELECT + CHAIN + NESTING);
+        assert_eq!(
+            syntax_stack_bound_bytes("SELECT 1 UNION ALL SELECT 2 UNION SELECT 3"),
+            SELECT + 2 * CHAIN + 2 * NESTING
+        );
     }
 }

@@ -190,6 +190,9 @@ fn not_and_minus_chains() {
         assert_eq!(value(session, &nested("- ", "1", "", 1_000)).unwrap(), Datum::Int(1));
         assert_too_deep(session, &nested("NOT ", "true", "", 100_000));
         assert_too_deep(session, &nested("- ", "1", "", 100_000));
+        let case = nested("CASE WHEN true THEN ", "1", " END", 1_000);
+        assert_eq!(value(session, &case).unwrap(), Datum::Int(1));
+        assert_too_deep(session, &nested("CASE WHEN true THEN ", "1", " END", 100_000));
     });
 }
 
@@ -199,6 +202,16 @@ fn nested_subqueries() {
         // PostgreSQL 15 evaluates 1,000 levels and refuses 3,000.
         assert_eq!(value(session, &nested("(SELECT ", "1", ")", 1_000)).unwrap(), Datum::Int(1));
         assert_too_deep(session, &nested("(SELECT ", "1", ")", 100_000));
+        // Between the two, whichever happens (evaluation or 54001), the session survives.
+        for depth in [2_000, 2_500, 3_000, 10_000] {
+            let outcome = value(session, &nested("(SELECT ", "1", ")", depth));
+            assert!(
+                matches!(&outcome, Ok(Datum::Int(1)))
+                    || matches!(&outcome, Err(error) if error.sqlstate == "54001"),
+                "{depth}: {outcome:?}"
+            );
+            assert_usable(session);
+        }
     });
 }
 
