@@ -887,9 +887,11 @@ fn accumulate(state: &mut Accumulator, call: &AggregateCall, args: &[Datum]) -> 
             match current {
                 None => *current = Some(text),
                 Some(existing) => {
-                    if let Some(separator) = args.get(1).and_then(Datum::as_text) {
-                        existing.push_str(separator);
-                    }
+                    let separator = args.get(1).and_then(Datum::as_text).unwrap_or("");
+                    functions::check_text_bytes(
+                        existing.len().saturating_add(separator.len()).saturating_add(text.len()),
+                    )?;
+                    existing.push_str(separator);
                     existing.push_str(&text);
                 }
             }
@@ -1118,6 +1120,7 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             let right = eval(right, row, ctx)?;
             match (left, right) {
                 (Datum::Text(mut left), Datum::Text(right)) => {
+                    functions::check_text_bytes(left.len().saturating_add(right.len()))?;
                     left.push_str(&right);
                     Datum::Text(left)
                 }
