@@ -20,12 +20,7 @@ use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 const STEP: Duration = Duration::from_secs(60);
 
 async fn connect(server: &TestServer) -> Client {
-    let (client, connection) =
-        tokio_postgres::connect(&server.connection_string(), NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
+    server.connect().await
 }
 
 /// The SQLSTATE of an error, or a description of why there is none.

@@ -66,6 +66,18 @@ impl TestServer {
         TestServer { child, port, metrics_port, data_dir }
     }
 
+    /// A tokio-postgres client on a new connection (its connection task spawned).
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) =
+            tokio_postgres::connect(&self.connection_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
     /// A libpq-style connection string.
     pub fn connection_string(&self) -> String {
         format!("host=127.0.0.1 port={} user=tierdb dbname=tierdb", self.port)
