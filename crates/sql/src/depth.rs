@@ -139,9 +139,17 @@ fn syntax_stack_bound_bytes(sql: &str) -> usize {
         let start = index;
         index += 1;
         match byte {
+            // Text that is not tokens is skipped as the tokenizer skips it, so that an
+            // operator chain cannot hide behind a quote the scanner misreads.
             b'\'' | b'"' => {
-                index = skip_quoted(bytes, index, byte);
+                index = skip_quoted(bytes, index, byte, is_escape_string(bytes, start));
                 after_operand = true;
+            }
+            b'$' => {
+                if let Some(end) = skip_dollar_quoted(bytes, start) {
+                    index = end;
+                    after_operand = true;
+                }
             }
             b'-' if bytes.get(index) == Some(&b'-') => {
                 index = bytes[index..]
@@ -149,6 +157,7 @@ fn syntax_stack_bound_bytes(sql: &str) -> usize {
                     .position(|&b| b == b'\n')
                     .map_or(bytes.len(), |end| index + end);
             }
+            b'/' if bytes.get(index) == Some(&b'*') => index = skip_block_comment(bytes, index + 1),
             b'(' => {
                 groups.enter();
                 after_operand = false;
@@ -222,10 +231,61 @@ fn is_operator_byte(byte: u8) -> bool {
     )
 }
 
+/// Whether the quote at `quote` opens an escape string (`E'...'`, where `\'` is a quote).
+fn is_escape_string(bytes: &[u8], quote: usize) -> bool {
+    let is_word = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_';
+    quote >= 1
+        && matches!(bytes[quote - 1], b'e' | b'E')
+        && (quote == 1 || !is_word(bytes[quote - 2]))
+}
+
+/// The index after a dollar-quoted string (`$$...$$`, `$tag$...$tag$`) starting at `start`,
+/// or None when the `$` starts none (a parameter such as `$1`).
+fn skip_dollar_quoted(bytes: &[u8], start: usize) -> Option<usize> {
+    let tag_length = bytes[start + 1..]
+        .iter()
+        .position(|&byte| !(byte.is_ascii_alphanumeric() || byte == b'_'))?;
+    let tag_end = start + 1 + tag_length;
+    if bytes[tag_end] != b'$' || bytes.get(start + 1).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    let tag = &bytes[start..=tag_end];
+    let body = tag_end + 1;
+    Some(
+        bytes[body..]
+            .windows(tag.len())
+            .position(|window| window == tag)
+            .map_or(bytes.len(), |end| body + end + tag.len()),
+    )
+}
+
+/// The index after the block comment whose body starts at `index` (block comments nest).
+fn skip_block_comment(bytes: &[u8], mut index: usize) -> usize {
+    let mut depth = 1;
+    while index < bytes.len() && depth > 0 {
+        match (bytes[index], bytes.get(index + 1)) {
+            (b'/', Some(b'*')) => {
+                depth += 1;
+                index += 2;
+            }
+            (b'*', Some(b'/')) => {
+                depth -= 1;
+                index += 2;
+            }
+            _ => index += 1,
+        }
+    }
+    index
+}
+
 /// The index after the quote closing the one before `index` (a doubled quote is part of
-/// the text).
-fn skip_quoted(bytes: &[u8], mut index: usize, quote: u8) -> usize {
+/// the text, and so is a backslash-escaped one in an escape string).
+fn skip_quoted(bytes: &[u8], mut index: usize, quote: u8, backslash_escapes: bool) -> usize {
     while index < bytes.len() {
+        if backslash_escapes && bytes[index] == b'\\' {
+            index += 2;
+            continue;
+        }
         if bytes[index] == quote {
             if bytes.get(index + 1) == Some(&quote) {
                 index += 2;
@@ -235,7 +295,7 @@ fn skip_quoted(bytes: &[u8], mut index: usize, quote: u8) -> usize {
         }
         index += 1;
     }
-    index
+    index.min(bytes.len())
 }
 
 #[cfg(test)]
@@ -264,6 +324,15 @@ mod tests {
         );
         assert_eq!(syntax_stack_bound_bytes("SELECT 'a+b+c' || \"x+y\" -- + + +"), SELECT + CHAIN);
         assert_eq!(syntax_stack_bound_bytes("SELECT 1 IN (1, 2, 3)"), SELECT + CHAIN + NESTING);
+        // Quotes inside skipped text do not hide what follows.
+        for hiding in ["E'\\''", "$$'$$", "$x$'$x$", "/* ' /* ' */ */", "'it''s'"] {
+            assert_eq!(
+                syntax_stack_bound_bytes(&format!("SELECT {hiding}, 1+1+1")),
+                SELECT + 2 * CHAIN,
+                "{hiding}"
+            );
+        }
+        assert_eq!(syntax_stack_bound_bytes("SELECT $1 + $2"), SELECT + CHAIN);
         assert_eq!(
             syntax_stack_bound_bytes("SELECT 1 UNION ALL SELECT 2 UNION SELECT 3"),
             SELECT + 2 * CHAIN + 2 * NESTING
