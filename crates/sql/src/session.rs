@@ -1817,7 +1817,9 @@ fn bind_defaults(binder: &mut Binder<'_>, table: &TableMeta) -> Result<Vec<Optio
                         explicit: false,
                     }));
                 }
+                // Parsed with the limit its CREATE TABLE was parsed with.
                 let expr = Parser::new(&PostgreSqlDialect {})
+                    .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
                     .try_with_sql(text)
                     .and_then(|mut parser| parser.parse_expr())
                     .map_err(|error| {

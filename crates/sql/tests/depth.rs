@@ -240,3 +240,20 @@ fn deep_statements_in_extended_protocol() {
         assert_usable(session);
     });
 }
+
+#[test]
+fn deep_column_default_is_used() {
+    with_session(|session| {
+        // Deeper than sqlparser's default recursion limit (50), which the stored default
+        // was once parsed with.
+        let default = format!("{}7{}", "(".repeat(200), ")".repeat(200));
+        let create = format!("CREATE TABLE d (a int PRIMARY KEY, b int DEFAULT {default})");
+        for result in session.execute(&create) {
+            result.unwrap();
+        }
+        for result in session.execute("INSERT INTO d (a) VALUES (1)") {
+            result.unwrap();
+        }
+        assert_eq!(value(session, "SELECT b FROM d").unwrap(), Datum::Int(7));
+    });
+}
