@@ -67,57 +67,71 @@ pub fn check_statement_depth(sql: &str) -> Result<()> {
 }
 
 /// Key words that continue an operator chain (each can add a level to the syntax tree).
-const CHAIN_WORDS: &[&str] = &[
-    "and",
-    "or",
-    "is",
-    "in",
-    "like",
-    "ilike",
-    "similar",
-    "between",
-    "collate",
-    "at",
-    "union",
-    "except",
-    "intersect",
-];
+const CHAIN_WORDS: &[&str] =
+    &["and", "or", "is", "in", "like", "ilike", "similar", "between", "collate", "at"];
 
 /// Key words after which an operator is a prefix operator (the parser recurses for it).
 const PREFIX_WORDS: &[&str] = &["not", "case", "when", "then", "else", "exists", "array"];
 
 /// The stack needed at a point of a statement: the groups (parentheses) around it.
 struct Groups {
-    /// Per open group, the chain and nesting cost inside it so far, and what entering it
-    /// added to `enclosing_bytes`.
-    open: Vec<(usize, usize)>,
+    /// The open groups, innermost last.
+    open: Vec<Group>,
     /// The cost of the enclosing groups' contents up to where each was opened.
     enclosing_bytes: usize,
 }
 
+#[derive(Default)]
+struct Group {
+    /// SELECTs and set operations so far: a query spans the commas of its lists.
+    query_bytes: usize,
+    /// Operators and prefix words of the current list item (an expression ends at a comma).
+    item_bytes: usize,
+    /// What entering the group added to `enclosing_bytes`.
+    added_bytes: usize,
+}
+
+impl Group {
+    fn bytes(&self) -> usize {
+        self.query_bytes.saturating_add(self.item_bytes)
+    }
+}
+
 impl Groups {
-    fn add(&mut self, bytes: usize) {
-        let current = self.open.last_mut().expect("the outermost group stays open");
-        current.0 = current.0.saturating_add(bytes);
+    fn current(&mut self) -> &mut Group {
+        self.open.last_mut().expect("the outermost group stays open")
+    }
+
+    fn add_to_item(&mut self, bytes: usize) {
+        let current = self.current();
+        current.item_bytes = current.item_bytes.saturating_add(bytes);
+    }
+
+    fn add_to_query(&mut self, bytes: usize) {
+        let current = self.current();
+        current.query_bytes = current.query_bytes.saturating_add(bytes);
+    }
+
+    fn next_item(&mut self) {
+        self.current().item_bytes = 0;
     }
 
     fn enter(&mut self) {
-        let current = self.open.last().expect("the outermost group stays open").0;
-        let added = current.saturating_add(NESTING_STACK_BYTES);
-        self.enclosing_bytes = self.enclosing_bytes.saturating_add(added);
-        self.open.push((0, added));
+        let added_bytes = self.current().bytes().saturating_add(NESTING_STACK_BYTES);
+        self.enclosing_bytes = self.enclosing_bytes.saturating_add(added_bytes);
+        self.open.push(Group { added_bytes, ..Group::default() });
     }
 
     fn leave(&mut self) {
         if self.open.len() > 1 {
-            let (_, added) = self.open.pop().expect("checked above");
-            self.enclosing_bytes -= added;
+            let group = self.open.pop().expect("checked above");
+            self.enclosing_bytes -= group.added_bytes;
         }
     }
 
     fn bytes(&self) -> usize {
-        let current = self.open.last().expect("the outermost group stays open").0;
-        self.enclosing_bytes.saturating_add(current)
+        let current = self.open.last().expect("the outermost group stays open");
+        self.enclosing_bytes.saturating_add(current.bytes())
     }
 }
 
@@ -127,7 +141,7 @@ impl Groups {
 /// no depth and costs nothing).
 fn syntax_stack_bound_bytes(sql: &str) -> usize {
     let bytes = sql.as_bytes();
-    let mut groups = Groups { open: vec![(0, 0)], enclosing_bytes: 0 };
+    let mut groups = Groups { open: vec![Group::default()], enclosing_bytes: 0 };
     let mut bound = 0;
     // Whether the last token ends an operand (an operator after it is infix).
     let mut after_operand = false;
@@ -166,12 +180,19 @@ fn syntax_stack_bound_bytes(sql: &str) -> usize {
                 groups.leave();
                 after_operand = true;
             }
-            b',' => after_operand = false,
+            b',' => {
+                groups.next_item();
+                after_operand = false;
+            }
             _ if is_operator_byte(byte) => {
                 while index < bytes.len() && is_operator_byte(bytes[index]) {
                     index += 1;
                 }
-                groups.add(if after_operand { CHAIN_STACK_BYTES } else { NESTING_STACK_BYTES });
+                groups.add_to_item(if after_operand {
+                    CHAIN_STACK_BYTES
+                } else {
+                    NESTING_STACK_BYTES
+                });
                 after_operand = false;
             }
             _ if byte.is_ascii_alphanumeric() || byte == b'_' => {
@@ -187,15 +208,17 @@ fn syntax_stack_bound_bytes(sql: &str) -> usize {
                     || (set_operand && matches!(word.as_str(), "all" | "distinct"));
                 if word == "select" {
                     // A UNION branch is a chain link, not a nested subquery.
-                    groups.add(if set_operand {
+                    groups.add_to_query(if set_operand {
                         NESTING_STACK_BYTES
                     } else {
                         SUBQUERY_STACK_BYTES
                     });
+                } else if matches!(word.as_str(), "union" | "except" | "intersect") {
+                    groups.add_to_query(CHAIN_STACK_BYTES);
                 } else if PREFIX_WORDS.contains(&word.as_str()) {
-                    groups.add(NESTING_STACK_BYTES);
+                    groups.add_to_item(NESTING_STACK_BYTES);
                 } else if CHAIN_WORDS.contains(&word.as_str()) {
-                    groups.add(CHAIN_STACK_BYTES);
+                    groups.add_to_item(CHAIN_STACK_BYTES);
                 } else {
                     after_operand = true;
                 }
@@ -333,6 +356,15 @@ mod tests {
             );
         }
         assert_eq!(syntax_stack_bound_bytes("SELECT $1 + $2"), SELECT + CHAIN);
+        // List items are siblings; a query's set operations span its lists' commas.
+        assert_eq!(
+            syntax_stack_bound_bytes("SELECT 1 IN (-1, -2, -3)"),
+            SELECT + CHAIN + 2 * NESTING
+        );
+        assert_eq!(
+            syntax_stack_bound_bytes("SELECT 1, 2 UNION SELECT 3, 4 UNION SELECT 5, 6"),
+            SELECT + 2 * CHAIN + 2 * NESTING
+        );
         assert_eq!(
             syntax_stack_bound_bytes("SELECT 1 UNION ALL SELECT 2 UNION SELECT 3"),
             SELECT + 2 * CHAIN + 2 * NESTING

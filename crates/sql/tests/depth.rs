@@ -149,6 +149,10 @@ fn in_list() {
         let list: Vec<String> = (1..=10_000).map(|index| index.to_string()).collect();
         let sql = format!("SELECT 9999 IN ({})", list.join(", "));
         assert_eq!(value(session, &sql).unwrap(), Datum::Bool(true));
+        // Negative elements are prefix operators: siblings, not nested.
+        let negative: Vec<String> = (1..=10_000).map(|index| format!("-{index}")).collect();
+        let sql = format!("SELECT -9999 IN ({})", negative.join(", "));
+        assert_eq!(value(session, &sql).unwrap(), Datum::Bool(true));
         assert_usable(session);
     });
 }
