@@ -30,6 +30,14 @@ pub fn check_text_bytes(bytes: usize) -> Result<()> {
     Ok(())
 }
 
+/// Fails with 54000 when replacing every `from` in `text` with `to` would build a text
+/// over `TEXT_BYTES_MAX` (each match may grow it: checked before building it).
+fn check_replaced_bytes(text: &str, from: &str, to: &str) -> Result<()> {
+    let matches = text.matches(from).count();
+    let growth = to.len().saturating_sub(from.len());
+    check_text_bytes(text.len().saturating_add(matches.saturating_mul(growth)))
+}
+
 /// A declared character length (`varchar(n)`, `char(n)`) checked as PostgreSQL checks it
 /// when it resolves the type: 1 to `CHARACTER_LENGTH_MAX`.
 fn character_length(type_name: &str, length: u64) -> Result<u32> {
@@ -667,10 +675,7 @@ pub fn evaluate(
         "replace" => Datum::Text(if text(&args[1]).is_empty() {
             text(&args[0]).to_string()
         } else {
-            // Each match may grow the value: its final size is checked before building it.
-            let matches = text(&args[0]).matches(text(&args[1])).count();
-            let growth = text(&args[2]).len().saturating_sub(text(&args[1]).len());
-            check_text_bytes(text(&args[0]).len().saturating_add(matches.saturating_mul(growth)))?;
+            check_replaced_bytes(text(&args[0]), text(&args[1]), text(&args[2]))?;
             text(&args[0]).replace(text(&args[1]), text(&args[2]))
         }),
         "translate" => {
@@ -965,12 +970,9 @@ pub fn evaluate(
         | "pg_tablespace_location" => Datum::Null,
         "array_to_string" => {
             let separator = args.get(1).and_then(Datum::as_text).unwrap_or(",");
-            Datum::Text(
-                text(&args[0])
-                    .trim_start_matches('{')
-                    .trim_end_matches('}')
-                    .replace(',', separator),
-            )
+            let items = text(&args[0]).trim_start_matches('{').trim_end_matches('}');
+            check_replaced_bytes(items, ",", separator)?;
+            Datum::Text(items.replace(',', separator))
         }
         "array_contains" => Datum::Bool(
             text(&args[0])

@@ -261,3 +261,25 @@ fn deep_column_default_is_used() {
         assert_eq!(value(session, "SELECT b FROM d").unwrap(), Datum::Int(7));
     });
 }
+
+#[test]
+fn huge_values_are_refused() {
+    with_session(|session| {
+        // Each would build a text over 1 GB from a small input: refused before building it.
+        for sql in [
+            "SELECT repeat('x', 2000000000)",
+            "SELECT lpad('x', 2000000000)",
+            "SELECT rpad('x', 300000000, 'ab')",
+            "SELECT replace(repeat('x', 1000000), 'x', repeat('y', 2000))",
+            "SELECT array_to_string('{' || repeat('a,', 1000000) || '}', repeat('-', 2000))",
+        ] {
+            let error = value(session, sql).expect_err("refused");
+            assert_eq!(error.sqlstate, "54000", "{sql}: {error}");
+            assert_usable(session);
+        }
+        let error = value(session, "SELECT cast('1' AS char(2147483647))").expect_err("refused");
+        assert_eq!(error.sqlstate, "22023");
+        assert_eq!(error.message, "length for type char cannot exceed 10485760");
+        assert_eq!(value(session, "SELECT length(repeat('ab', 1000))").unwrap(), Datum::Int(2000));
+    });
+}
