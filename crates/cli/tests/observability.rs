@@ -6,15 +6,8 @@ mod server_support;
 
 use std::io::{Read, Write};
 
-use server_support::TestServer;
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
-
-async fn connect(server: &TestServer) -> Client {
-    let (client, connection) =
-        tokio_postgres::connect(&server.connection_string(), NoTls).await.expect("connect");
-    tokio::spawn(connection);
-    client
-}
+use server_support::{connect, TestServer};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     client

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use sqlparser::ast;
 
 use crate::catalog::{Catalog, IndexKind, TableMeta};
+use crate::depth;
 use crate::error::{Result, SqlError};
 use crate::functions;
 use crate::plan::*;
@@ -173,6 +174,7 @@ impl<'a> Binder<'a> {
     // ----- queries -----
 
     pub fn query(&mut self, query: &ast::Query) -> Result<Plan> {
+        depth::check_stack_depth()?;
         let mut frame = HashMap::new();
         if let Some(with) = &query.with {
             if with.recursive {
@@ -262,6 +264,7 @@ impl<'a> Binder<'a> {
     }
 
     fn set_expr(&mut self, body: &ast::SetExpr) -> Result<Plan> {
+        depth::check_stack_depth()?;
         match body {
             ast::SetExpr::Select(select) => self.select(select, &[]),
             ast::SetExpr::Query(query) => self.query(query),
@@ -1340,6 +1343,7 @@ impl<'a> Binder<'a> {
         scope: &Scope,
         hint: Option<&SqlType>,
     ) -> Result<(Expr, SqlType)> {
+        depth::check_stack_depth()?;
         // Above an aggregation, a whole expression may be a GROUP BY key.
         if let Some(grouping) = &self.grouping {
             let text = expr.to_string();
@@ -1804,14 +1808,15 @@ impl<'a> Binder<'a> {
         }
         match op {
             B::And | B::Or => {
-                let left = self.coerced(left, scope, &SqlType::Bool)?;
-                let right = self.coerced(right, scope, &SqlType::Bool)?;
-                let expr = if *op == B::And {
-                    Expr::And(Box::new(left), Box::new(right))
-                } else {
-                    Expr::Or(Box::new(left), Box::new(right))
-                };
-                Ok((expr, SqlType::Bool))
+                // A 10,000-term OR list (ORM filters) is a 10,000-deep syntax tree: its
+                // operands are bound in a loop and combined into a balanced tree, so that
+                // neither binding nor evaluation recurses once per term.
+                let mut operands = Vec::new();
+                for operand in chain_operands(left, op, right) {
+                    operands.push(self.coerced(operand, scope, &SqlType::Bool)?);
+                }
+                let combine = if *op == B::And { Expr::And } else { Expr::Or };
+                Ok((balanced_tree(operands, combine), SqlType::Bool))
             }
             B::StringConcat => {
                 let (left, left_ty) = self.expr(left, scope, Some(&SqlType::Text))?;
@@ -2141,6 +2146,45 @@ fn negate_power_base(expr: &ast::Expr) -> ast::Expr {
             ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr: Box::new(other.clone()) }
         }
     }
+}
+
+/// The operands of a left-deep chain `a op b op c ...` of one operator, in order, found
+/// without recursion.
+fn chain_operands<'a>(
+    left: &'a ast::Expr,
+    op: &ast::BinaryOperator,
+    right: &'a ast::Expr,
+) -> Vec<&'a ast::Expr> {
+    let mut operands = vec![right];
+    let mut current = left;
+    while let ast::Expr::BinaryOp { left: inner_left, op: inner_op, right: inner_right } = current {
+        if inner_op != op {
+            break;
+        }
+        operands.push(inner_right);
+        current = inner_left;
+    }
+    operands.push(current);
+    operands.reverse();
+    operands
+}
+
+/// Combines the operands of an associative operator pairwise, in order, into a tree of
+/// logarithmic depth.
+fn balanced_tree(mut operands: Vec<Expr>, combine: fn(Box<Expr>, Box<Expr>) -> Expr) -> Expr {
+    assert!(!operands.is_empty(), "a chain has operands");
+    while operands.len() > 1 {
+        let mut combined = Vec::with_capacity(operands.len().div_ceil(2));
+        let mut pending = operands.into_iter();
+        while let Some(first) = pending.next() {
+            match pending.next() {
+                Some(second) => combined.push(combine(Box::new(first), Box::new(second))),
+                None => combined.push(first),
+            }
+        }
+        operands = combined;
+    }
+    operands.pop().expect("one operand is left")
 }
 
 fn literal_position(expr: &ast::Expr) -> Option<usize> {

@@ -20,6 +20,7 @@ use rust_decimal::Decimal;
 use tierdb_common::{op_counters_snapshot, OpCounters};
 use tierdb_engine::{Transaction, Value};
 
+use crate::depth;
 use crate::error::{Result, SqlError};
 use crate::functions::{self, FunctionContext};
 use crate::plan::*;
@@ -184,6 +185,7 @@ pub fn collect(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum]) -> Result<Vec<Ro
 }
 
 fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>) -> Result<bool> {
+    depth::check_stack_depth()?;
     match &plan.kind {
         PlanKind::OneRow => sink(ctx, Vec::new()),
         PlanKind::Values { rows } => {
@@ -888,9 +890,11 @@ fn accumulate(state: &mut Accumulator, call: &AggregateCall, args: &[Datum]) -> 
             match current {
                 None => *current = Some(text),
                 Some(existing) => {
-                    if let Some(separator) = args.get(1).and_then(Datum::as_text) {
-                        existing.push_str(separator);
-                    }
+                    let separator = args.get(1).and_then(Datum::as_text).unwrap_or("");
+                    functions::check_text_bytes(
+                        existing.len().saturating_add(separator.len()).saturating_add(text.len()),
+                    )?;
+                    existing.push_str(separator);
                     existing.push_str(&text);
                 }
             }
@@ -1077,6 +1081,7 @@ fn project(exprs: &[Expr], mut row: Row, ctx: &mut Ctx<'_>) -> Result<Row> {
 
 /// Evaluates an expression over `row`.
 pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    depth::check_stack_depth()?;
     Ok(match expr {
         Expr::Column(index) => row
             .get(*index)
@@ -1118,6 +1123,7 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             let right = eval(right, row, ctx)?;
             match (left, right) {
                 (Datum::Text(mut left), Datum::Text(right)) => {
+                    functions::check_text_bytes(left.len().saturating_add(right.len()))?;
                     left.push_str(&right);
                     Datum::Text(left)
                 }

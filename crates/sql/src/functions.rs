@@ -10,13 +10,74 @@ use crate::error::{Result, SqlError};
 use crate::plan::{Expr, FunctionCall};
 use crate::types::{self, Datum, SqlType};
 
+/// PostgreSQL's largest declared length of a character type (MaxAttrSize).
+pub const CHARACTER_LENGTH_MAX: u64 = 10 * 1024 * 1024;
+
+/// PostgreSQL's largest text value: an allocation is at most 1 GB less one byte
+/// (MaxAllocSize), of which 4 bytes are the value's header.
+pub const TEXT_BYTES_MAX: usize = (1 << 30) - 1 - 4;
+
+/// PostgreSQL's error for a text value that would exceed `TEXT_BYTES_MAX`.
+pub fn text_too_large() -> SqlError {
+    SqlError::new("54000", "requested length too large")
+}
+
+/// Fails with 54000 when a text value of `bytes` would exceed `TEXT_BYTES_MAX`.
+pub fn check_text_bytes(bytes: usize) -> Result<()> {
+    if bytes > TEXT_BYTES_MAX {
+        return Err(text_too_large());
+    }
+    Ok(())
+}
+
+/// Fails with 54000 when replacing every `from` in `text` with `to` would build a text
+/// over `TEXT_BYTES_MAX` (each match may grow it: checked before building it).
+fn check_replaced_bytes(text: &str, from: &str, to: &str) -> Result<()> {
+    let matches = text.matches(from).count();
+    let growth = to.len().saturating_sub(from.len());
+    check_text_bytes(text.len().saturating_add(matches.saturating_mul(growth)))
+}
+
+/// A declared character length (`varchar(n)`, `char(n)`) checked as PostgreSQL checks it
+/// when it resolves the type: 1 to `CHARACTER_LENGTH_MAX`.
+fn character_length(type_name: &str, length: u64) -> Result<u32> {
+    if length < 1 {
+        return Err(SqlError::new(
+            "22023",
+            format!("length for type {type_name} must be at least 1"),
+        ));
+    }
+    if length > CHARACTER_LENGTH_MAX {
+        return Err(SqlError::new(
+            "22023",
+            format!("length for type {type_name} cannot exceed {CHARACTER_LENGTH_MAX}"),
+        ));
+    }
+    u32::try_from(length).map_err(|_| SqlError::internal("a checked length fits u32"))
+}
+
+/// The declared length of a type name's modifier (`varchar(n)` as a custom type name).
+fn modifier_length(type_name: &str, modifiers: &[String]) -> Result<Option<u32>> {
+    match modifiers.first() {
+        None => Ok(None),
+        Some(text) => {
+            let length = text.trim().parse::<u64>().map_err(|_| {
+                SqlError::new("22023", format!("invalid length for type {type_name}: {text}"))
+            })?;
+            character_length(type_name, length).map(Some)
+        }
+    }
+}
+
 /// The SQL type a type name denotes.
 pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
-    let length = |length: &Option<ast::CharacterLength>| -> Option<u32> {
+    let length = |type_name: &str, length: &Option<ast::CharacterLength>| -> Result<Option<u32>> {
         match length {
-            Some(ast::CharacterLength::IntegerLength { length, .. }) => u32::try_from(*length).ok(),
-            _ => None,
+            Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+                character_length(type_name, *length).map(Some)
+            }
+            _ => Ok(None),
         }
     };
     Ok(match data_type {
@@ -42,9 +103,9 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         D::Bool | D::Boolean => SqlType::Bool,
         D::Text | D::String(None) => SqlType::Text,
         D::Varchar(len) | D::CharacterVarying(len) | D::CharVarying(len) => {
-            SqlType::Varchar(length(len))
+            SqlType::Varchar(length("varchar", len)?)
         }
-        D::Char(len) | D::Character(len) => SqlType::Char(length(len).unwrap_or(1)),
+        D::Char(len) | D::Character(len) => SqlType::Char(length("char", len)?.unwrap_or(1)),
         D::Bytea => SqlType::Bytea,
         // Arrays appear only in catalog queries; their values are array text ({a,b}).
         D::Array(_) => SqlType::Text,
@@ -63,15 +124,13 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "int8" => SqlType::Int8,
                 "float4" => SqlType::Float4,
                 "float8" => SqlType::Float8,
-                "bpchar" => {
-                    SqlType::Char(modifiers.first().and_then(|m| m.parse().ok()).unwrap_or(1))
-                }
+                "bpchar" => SqlType::Char(modifier_length("char", modifiers)?.unwrap_or(1)),
                 "timestamptz" => SqlType::TimestampTz,
                 "oid" | "regclass" | "regtype" | "regproc" | "regnamespace" => SqlType::Oid,
                 "name" => SqlType::Name,
                 "numeric" | "decimal" => SqlType::numeric(),
                 "text" => SqlType::Text,
-                "varchar" => SqlType::Varchar(modifiers.first().and_then(|m| m.parse().ok())),
+                "varchar" => SqlType::Varchar(modifier_length("varchar", modifiers)?),
                 "bool" | "boolean" => SqlType::Bool,
                 "date" => SqlType::Date,
                 "timestamp" => SqlType::Timestamp,
@@ -593,18 +652,17 @@ pub fn evaluate(
             })
         }
         "repeat" => {
-            let count = usize::try_from(int(&args[1]).max(0)).unwrap_or(0);
-            if text(&args[0]).len().saturating_mul(count) > 256 << 20 {
-                return Err(SqlError::new("54000", "requested length too large"));
-            }
+            let count = usize::try_from(int(&args[1]).max(0))
+                .map_err(|_| SqlError::internal("a non-negative count fits usize"))?;
+            check_text_bytes(text(&args[0]).len().saturating_mul(count))?;
             Datum::Text(text(&args[0]).repeat(count))
         }
         "lpad" | "rpad" => {
             let value: Vec<char> = text(&args[0]).chars().collect();
-            let length = usize::try_from(int(&args[1]).max(0)).unwrap_or(0);
-            if length > 256 << 20 {
-                return Err(SqlError::new("54000", "requested length too large"));
-            }
+            let length = usize::try_from(int(&args[1]).max(0))
+                .map_err(|_| SqlError::internal("a non-negative length fits usize"))?;
+            // As PostgreSQL: room for `length` characters of up to 4 bytes (UTF-8).
+            check_text_bytes(length.saturating_mul(4))?;
             let fill: Vec<char> =
                 args.get(2).map_or(vec![' '], |fill| text(fill).chars().collect());
             if value.len() >= length || fill.is_empty() {
@@ -617,6 +675,7 @@ pub fn evaluate(
         "replace" => Datum::Text(if text(&args[1]).is_empty() {
             text(&args[0]).to_string()
         } else {
+            check_replaced_bytes(text(&args[0]), text(&args[1]), text(&args[2]))?;
             text(&args[0]).replace(text(&args[1]), text(&args[2]))
         }),
         "translate" => {
@@ -666,6 +725,16 @@ pub fn evaluate(
                 .zip(call.arg_types.iter().chain(std::iter::repeat(&SqlType::Text)))
                 .map(|(arg, ty)| arg.to_text(ty))
                 .collect();
+            let separators = texts.first().cloned().flatten().map_or(0, |separator| {
+                if name == "concat" {
+                    0
+                } else {
+                    separator.len().saturating_mul(texts.len())
+                }
+            });
+            check_text_bytes(
+                texts.iter().flatten().map(String::len).fold(separators, usize::saturating_add),
+            )?;
             if name == "concat" {
                 Datum::Text(texts.into_iter().flatten().collect())
             } else {
@@ -901,12 +970,9 @@ pub fn evaluate(
         | "pg_tablespace_location" => Datum::Null,
         "array_to_string" => {
             let separator = args.get(1).and_then(Datum::as_text).unwrap_or(",");
-            Datum::Text(
-                text(&args[0])
-                    .trim_start_matches('{')
-                    .trim_end_matches('}')
-                    .replace(',', separator),
-            )
+            let items = text(&args[0]).trim_start_matches('{').trim_end_matches('}');
+            check_replaced_bytes(items, ",", separator)?;
+            Datum::Text(items.replace(',', separator))
         }
         "array_contains" => Datum::Bool(
             text(&args[0])

@@ -4,6 +4,7 @@
 
 mod binder;
 mod catalog;
+mod depth;
 mod durations;
 mod error;
 mod exec;

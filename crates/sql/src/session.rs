@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
+use sqlparser::parser::{Parser, ParserError};
 use tierdb_engine::{IsolationLevel, Transaction, Value, WaitLimits};
 
 use crate::txn_modes;
@@ -31,6 +31,7 @@ mod copy_in;
 
 use crate::binder::{self, computed_column, ident, object_name, Binder};
 use crate::catalog::{sequence_of_default, Catalog, ColumnMeta, IndexKind, IndexMeta, TableMeta};
+use crate::depth;
 use crate::durations::{format_duration_ms, parse_duration_ms, TIMEOUT_SETTINGS};
 use crate::error::{Result, SqlError};
 use crate::exec::{self, Ctx, MemoryBudget, NodeStats, Row, SessionInfo};
@@ -173,8 +174,15 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     if let Some(front) = front::parse(sql)? {
         return Ok(vec![Statement::Front(front)]);
     }
-    let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-        .map_err(|error| syntax_error(sql, &error.to_string()))?;
+    depth::check_statement_depth(sql)?;
+    let statements = Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
+        .try_with_sql(sql)
+        .and_then(|mut parser| parser.parse_statements())
+        .map_err(|error| match error {
+            ParserError::RecursionLimitExceeded => depth::stack_depth_error(),
+            error => syntax_error(sql, &error.to_string()),
+        })?;
     for statement in &statements {
         check_reserved_names(sql, statement)?;
     }
@@ -614,7 +622,9 @@ impl Session {
         if self.state == BlockState::Failed {
             return Err(aborted_error());
         }
-        let outcome = self.run_statement(statement, prepared, params);
+        // The red zone for this statement (a prepared one may run after others).
+        let outcome = depth::check_statement_depth(&prepared.sql)
+            .and_then(|()| self.run_statement(statement, prepared, params));
         if outcome.is_err() {
             self.fail_block();
         }
@@ -1792,7 +1802,9 @@ fn bind_defaults(binder: &mut Binder<'_>, table: &TableMeta) -> Result<Vec<Optio
                         explicit: false,
                     }));
                 }
+                // Parsed with the limit its CREATE TABLE was parsed with.
                 let expr = Parser::new(&PostgreSqlDialect {})
+                    .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
                     .try_with_sql(text)
                     .and_then(|mut parser| parser.parse_expr())
                     .map_err(|error| {

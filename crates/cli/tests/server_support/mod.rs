@@ -66,6 +66,18 @@ impl TestServer {
         TestServer { child, port, metrics_port, data_dir }
     }
 
+    /// A tokio-postgres client on a new connection (its connection task spawned).
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) =
+            tokio_postgres::connect(&self.connection_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
     /// A libpq-style connection string.
     pub fn connection_string(&self) -> String {
         format!("host=127.0.0.1 port={} user=tierdb dbname=tierdb", self.port)
@@ -106,14 +118,7 @@ impl Drop for TestServer {
 
 /// A tokio-postgres client of `server` (its connection task spawned on the runtime).
 pub async fn connect(server: &TestServer) -> tokio_postgres::Client {
-    let (client, connection) =
-        tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
+    server.connect().await
 }
 
 /// The SQLSTATE of an error, or a description of why there is none.
