@@ -368,21 +368,22 @@ fn copy_data_is_streamed_not_buffered() {
     let complete = messages.iter().find(|message| message.kind == b'C').expect("CommandComplete");
     assert_eq!(complete.body, b"COPY 20000\0");
 
-    // 320 MiB without a newline: refused once a record passes 64 MiB (the buffer's doubling
-    // may hold twice that), without buffering the rest; the data after the error is
-    // discarded and the session goes on.
+    // 512 MiB without a newline: refused once a record passes 64 MiB, without buffering
+    // the rest (the server's peak memory grows by well under the half of what was sent
+    // that a buffered stream would take); the data after the error is discarded and the
+    // session goes on.
     let before = peak_rss_bytes(pid);
     client.send(&query(b"COPY s FROM STDIN"));
     assert_eq!(client.read().expect("CopyInResponse").kind, b'G');
     let piece = typed(b'd', &vec![b'x'; MIB]);
-    for _ in 0..320 {
+    for _ in 0..512 {
         client.send(&piece);
     }
     client.send(&typed(b'c', &[]));
     let error = first_error(&client.until_ready()).expect("an error");
     assert_eq!(error.code, "54000", "{error:?}");
     let growth = peak_rss_bytes(pid).saturating_sub(before);
-    assert!(growth < 200 * MIB as u64, "peak RSS grew by {} MiB", growth >> 20);
+    assert!(growth < 256 * MIB as u64, "peak RSS grew by {} MiB", growth >> 20);
     let messages = client.simple("SELECT count(*) FROM s");
     let row = messages.iter().find(|message| message.kind == b'D').expect("a row");
     assert!(row.body.ends_with(b"20000"), "{row:?}");

@@ -100,6 +100,12 @@ impl Session {
                 "unexpected COPY data: no COPY FROM STDIN is running",
             ));
         };
+        if copy.pending.capacity() - copy.pending.len() < data.len() {
+            // Grow by an eighth, not by doubling: a record nearing COPY_RECORD_BYTES_MAX
+            // must not make the buffer twice that.
+            let grow = (copy.pending.len() / 8).max(COPY_CHUNK_BYTES).max(data.len());
+            copy.pending.reserve_exact(grow);
+        }
         copy.pending.extend_from_slice(data);
         let scanned = copy.scan.advance(&copy.pending, &copy.options);
         if scanned.is_ok() && (copy.pending.len() < COPY_CHUNK_BYTES || copy.scan.last_end == 0) {
