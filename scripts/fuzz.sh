@@ -24,7 +24,7 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 bins=()
 for target in "${targets[@]}"; do bins+=(--bin "$target"); done
-cargo build --release --locked --target "$triple" "${bins[@]}"
+cargo build --release --target "$triple" "${bins[@]}"
 
 for target in "${targets[@]}"; do
     mkdir -p "corpus/$target" "artifacts/$target"
