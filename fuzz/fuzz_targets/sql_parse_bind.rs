@@ -32,8 +32,25 @@ fn session() -> &'static Mutex<Session> {
     })
 }
 
+/// The server's connection-thread stack (crates/server/src/server.rs): statements are bound
+/// on a thread of that size, as in the server, and a stack overflow there is reported by
+/// Rust's guard-page handler (an abort libFuzzer records with its input) instead of killing
+/// the fuzzer's main thread silently.
+const CONNECTION_STACK_BYTES: usize = 64 << 20;
+
+fn prepare_on_connection_thread(sql: String) {
+    std::thread::Builder::new()
+        .stack_size(CONNECTION_STACK_BYTES)
+        .spawn(move || {
+            let mut session = session().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let _ = session.prepare(&sql, &[]);
+        })
+        .expect("spawn")
+        .join()
+        .expect("prepare returns or fails, never panics");
+}
+
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let Ok(sql) = std::str::from_utf8(data) else { return };
-    let mut session = session().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let _ = session.prepare(sql, &[]);
+    prepare_on_connection_thread(sql.to_string());
 });

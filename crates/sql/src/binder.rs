@@ -15,6 +15,10 @@ use sqlparser::ast;
 use crate::catalog::{Catalog, IndexKind, TableMeta};
 use crate::depth;
 use crate::error::{Result, SqlError};
+
+/// The most parameters a statement can have: the protocol counts them in 16 bits (Bind's
+/// and ParameterDescription's counts), so PostgreSQL allows at most 65,535.
+pub const PARAMETERS_MAX: usize = 65_535;
 use crate::functions;
 use crate::plan::*;
 use crate::system;
@@ -1726,6 +1730,11 @@ impl<'a> Binder<'a> {
                     .and_then(|digits| digits.parse().ok())
                     .filter(|&number| number >= 1)
                     .ok_or_else(|| SqlError::syntax(format!("invalid parameter {text}")))?;
+                if number > PARAMETERS_MAX {
+                    // The parameter types grow to the highest number used: an unbounded
+                    // $N would be an allocation of N entries (found by fuzzing: $2333...).
+                    return Err(SqlError::new("42P02", format!("there is no parameter {text}")));
+                }
                 let index = number - 1;
                 if index >= self.parameters.len() {
                     self.parameters.resize(index + 1, SqlType::Unknown);
