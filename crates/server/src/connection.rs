@@ -61,7 +61,9 @@ pub struct ConnectionLimits {
 enum Wait {
     Data,
     Closed,
-    TimedOut,
+    /// The deadline passed; the FATAL error to send, if any (none before the startup
+    /// packet: PostgreSQL closes such a connection without a word).
+    TimedOut(Option<Violation>),
 }
 
 /// Serves one accepted socket until the client leaves or the connection fails.
@@ -100,7 +102,8 @@ pub async fn serve(
                 {
                     Wait::Data => continue,
                     Wait::Closed => return,
-                    Wait::TimedOut => return timed_out(&mut socket, phase, &connection).await,
+                    Wait::TimedOut(Some(violation)) => return fatal(&mut socket, violation).await,
+                    Wait::TimedOut(None) => return,
                 }
             }
             Err(violation) => return fatal(&mut socket, violation).await,
@@ -290,19 +293,28 @@ async fn wait_for_data(
     authentication_deadline: Instant,
     connection: &Connection,
 ) -> Wait {
-    let deadline = match phase {
-        Phase::Startup | Phase::Authentication { .. } => Some(authentication_deadline),
-        Phase::Ready if idle => {
-            connection.idle_timeout().map(|(timeout, _)| Instant::now() + timeout)
+    // The deadline and the error its expiry sends, decided once for this wait.
+    let (deadline, expired) = match phase {
+        Phase::Startup => (Some(authentication_deadline), None),
+        Phase::Authentication { .. } => {
+            let violation = Violation {
+                sqlstate: "57014",
+                message: "canceling authentication due to timeout".into(),
+            };
+            (Some(authentication_deadline), Some(violation))
         }
-        Phase::Ready => None,
+        Phase::Ready if idle => match connection.idle_timeout() {
+            Some((timeout, violation)) => (Some(Instant::now() + timeout), Some(violation)),
+            None => (None, None),
+        },
+        Phase::Ready => (None, None),
     };
     inbox.reserve(READ_CHUNK_BYTES);
     let read = socket.get_mut().read_buf(inbox);
     let outcome = match deadline {
         Some(deadline) => match tokio::time::timeout_at(deadline, read).await {
             Ok(outcome) => outcome,
-            Err(_) => return Wait::TimedOut,
+            Err(_) => return Wait::TimedOut(expired),
         },
         None => read.await,
     };
@@ -310,24 +322,6 @@ async fn wait_for_data(
         Ok(0) | Err(_) => Wait::Closed,
         Ok(_) => Wait::Data,
     }
-}
-
-/// The deadline passed: before the startup packet the connection just closes (PostgreSQL
-/// sends nothing either); during authentication FATAL 57014; at an idle ReadyForQuery the
-/// session's idle timeout's FATAL.
-async fn timed_out(socket: &mut Socket, phase: Phase, connection: &Connection) {
-    let violation = match phase {
-        Phase::Startup => return,
-        Phase::Authentication { .. } => Violation {
-            sqlstate: "57014",
-            message: "canceling authentication due to timeout".into(),
-        },
-        Phase::Ready => match connection.idle_timeout() {
-            Some((_, violation)) => violation,
-            None => return,
-        },
-    };
-    fatal(socket, violation).await
 }
 
 /// The phase after a message, from pgwire's connection state; Ready only once our startup
