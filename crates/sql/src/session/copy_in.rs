@@ -101,10 +101,17 @@ impl Session {
             ));
         };
         if copy.pending.capacity() - copy.pending.len() < data.len() {
-            // Grow by an eighth, not by doubling: a record nearing COPY_RECORD_BYTES_MAX
-            // must not make the buffer twice that.
-            let grow = (copy.pending.len() / 8).max(COPY_CHUNK_BYTES).max(data.len());
-            copy.pending.reserve_exact(grow);
+            // Up to a chunk the buffer holds complete records; past one, the partial record
+            // may grow to the limit, so its room is reserved once (pages are touched only
+            // as written) and the buffer is never copied into a larger one on the way:
+            // each copy left a freed block resident for a while, and peak memory varied.
+            let room = if copy.pending.len() + data.len() > COPY_CHUNK_BYTES {
+                COPY_RECORD_BYTES_MAX + COPY_CHUNK_BYTES
+            } else {
+                COPY_CHUNK_BYTES
+            };
+            copy.pending
+                .reserve_exact(room.max(copy.pending.len() + data.len()) - copy.pending.len());
         }
         copy.pending.extend_from_slice(data);
         let scanned = copy.scan.advance(&copy.pending, &copy.options);
