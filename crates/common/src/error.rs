@@ -20,6 +20,10 @@ pub enum ErrorKind {
     /// A bounded resource is exhausted (every buffer frame pinned). Retry with less
     /// concurrency or a larger budget. SQLSTATE 53000 (insufficient_resources).
     ResourceExhausted,
+    /// The file system has no space left (ENOSPC, EDQUOT). Nothing was written and nothing
+    /// is poisoned: the operation succeeds again once space is freed. SQLSTATE 53100
+    /// (disk_full).
+    DiskFull,
 }
 
 impl ErrorKind {
@@ -30,6 +34,7 @@ impl ErrorKind {
             ErrorKind::Io | ErrorKind::Poisoned => "58030",
             ErrorKind::InvalidArgument => "22023",
             ErrorKind::ResourceExhausted => "53000",
+            ErrorKind::DiskFull => "53100",
         }
     }
 }

@@ -65,7 +65,7 @@ impl std::fmt::Display for SqlError {
 impl std::error::Error for SqlError {}
 
 impl From<EngineError> for SqlError {
-    /// Storage failures (I/O, corruption, a poisoned store) name server files and objects:
+    /// Storage failures (I/O, corruption, a poisoned store, a full disk) name server files and objects:
     /// the server's log gets the whole message, the client the SQLSTATE and a sentence
     /// without paths. Every other engine error goes to the client as it is.
     fn from(error: EngineError) -> SqlError {
@@ -73,6 +73,7 @@ impl From<EngineError> for SqlError {
         let message = match sqlstate {
             "58030" => "could not read or write the database's storage (details in the server log)",
             "XX001" => "stored data failed verification (details in the server log)",
+            "53100" => "could not write to the database's storage: No space left on device (free disk space; details in the server log)",
             _ => return SqlError::new(sqlstate, error.to_string()),
         };
         tracing::error!(sqlstate, %error, "storage failure reported to a client");

@@ -7,6 +7,7 @@
 //! callers treat a failed sync as fatal for the data it covered.
 
 use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,10 @@ pub trait Device: Send + Sync + 'static {
     fn sync(&self) -> Result<()>;
     fn len(&self) -> Result<u64>;
     fn set_len(&self, length: u64) -> Result<()>;
+    /// Reserves disk blocks for bytes `0..length` (`posix_fallocate`): the file grows to at
+    /// least `length`, new bytes read as zeros, and later writes inside the range cannot
+    /// fail for want of space. Fails with `DiskFull` when the blocks are not there.
+    fn allocate(&self, length: u64) -> Result<()>;
     /// Whether reads and writes bypass the page cache (`O_DIRECT`).
     fn is_direct(&self) -> bool;
     fn path(&self) -> &Path;
@@ -101,6 +106,25 @@ impl Device for FileDevice {
             .map_err(|error| StorageError::local_io("truncate", &self.path, error))
     }
 
+    fn allocate(&self, length: u64) -> Result<()> {
+        let too_large =
+            || std::io::Error::new(std::io::ErrorKind::InvalidInput, "length beyond off_t");
+        let length = libc::off_t::try_from(length)
+            .map_err(|_| StorageError::local_io("fallocate", &self.path, too_large()))?;
+        // SAFETY: the descriptor is owned by `self.file` and open for the whole call;
+        // posix_fallocate reads no memory of ours. It returns the error number rather than
+        // setting errno (and glibc writes zeros itself where the file system lacks fallocate).
+        let result = unsafe { libc::posix_fallocate(self.file.as_raw_fd(), 0, length) };
+        if result == 0 {
+            return Ok(());
+        }
+        Err(StorageError::local_io(
+            "fallocate",
+            &self.path,
+            std::io::Error::from_raw_os_error(result),
+        ))
+    }
+
     fn is_direct(&self) -> bool {
         self.direct
     }
@@ -118,6 +142,8 @@ pub struct DeviceFaultConfig {
     pub sync_error_probability: f64,
     pub read_bit_flip_probability: f64,
     pub latency: std::time::Duration,
+    /// Writes and allocations fail with ENOSPC (a full disk) while set.
+    pub no_space: bool,
 }
 
 const SECTOR_BYTES: usize = 512;
@@ -215,6 +241,19 @@ impl<D: Device> FaultyDevice<D> {
         Ok(detail)
     }
 
+    /// With `no_space`, a write or allocation that needs blocks beyond the file's current
+    /// length fails with ENOSPC (overwriting allocated bytes still works, as on a full disk).
+    fn check_space(&self, op: &'static str, end: u64) -> Result<()> {
+        if self.state.lock().config.no_space && end > self.inner.len()? {
+            return Err(StorageError::local_io(
+                op,
+                self.inner.path(),
+                std::io::Error::from_raw_os_error(libc::ENOSPC),
+            ));
+        }
+        Ok(())
+    }
+
     fn injected(&self, op: &'static str, what: &str) -> StorageError {
         StorageError::local_io(
             op,
@@ -240,6 +279,7 @@ impl<D: Device> Device for FaultyDevice<D> {
 
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.draw("pwrite", |config| config.write_error_probability)?;
+        self.check_space("pwrite", offset + u64::try_from(data.len()).expect("fits"))?;
         let mut old = vec![0u8; data.len()];
         let length = self.inner.len()?;
         if offset < length {
@@ -267,6 +307,12 @@ impl<D: Device> Device for FaultyDevice<D> {
     fn set_len(&self, length: u64) -> Result<()> {
         self.draw("truncate", |_| 0.0)?;
         self.inner.set_len(length)
+    }
+
+    fn allocate(&self, length: u64) -> Result<()> {
+        self.draw("fallocate", |config| config.write_error_probability)?;
+        self.check_space("fallocate", length)?;
+        self.inner.allocate(length)
     }
 
     fn is_direct(&self) -> bool {

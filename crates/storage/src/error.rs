@@ -26,6 +26,12 @@ pub enum StorageError {
         source: std::io::Error,
     },
 
+    /// The file system had no room: the write did not happen (a partial file is removed, a
+    /// partial WAL write is rewritten from its start by the next attempt), so nothing is
+    /// poisoned and the same write succeeds once space is freed.
+    #[error("no space left on device op={op} path={path}")]
+    DiskFull { op: &'static str, path: String },
+
     #[error("store is poisoned after a failed durable write; restart to recover: {cause}")]
     Poisoned { cause: String },
 
@@ -54,6 +60,7 @@ impl StorageError {
             | StorageError::CorruptPage { .. }
             | StorageError::CorruptFile { .. } => ErrorKind::Corruption,
             StorageError::Poisoned { .. } => ErrorKind::Poisoned,
+            StorageError::DiskFull { .. } => ErrorKind::DiskFull,
             StorageError::UnknownPage { .. }
             | StorageError::InvalidConfig { .. }
             | StorageError::Locked { .. } => ErrorKind::InvalidArgument,
@@ -63,17 +70,41 @@ impl StorageError {
         }
     }
 
+    /// A failed local file operation. No space left (ENOSPC, or EDQUOT for a quota) is
+    /// `DiskFull`, except from a sync: after a failed fsync the kernel may have dropped the
+    /// dirty pages, so what the file holds is unknown and the caller must treat it as a
+    /// failed durable write (PostgreSQL's fsync lesson), not as a write to retry.
     pub(crate) fn local_io(
         op: &'static str,
         path: &std::path::Path,
         source: std::io::Error,
     ) -> StorageError {
-        StorageError::LocalIo { op, path: path.display().to_string(), source }
+        let path = path.display().to_string();
+        if is_out_of_space(&source) && !SYNC_OPS.contains(&op) {
+            return StorageError::DiskFull { op, path };
+        }
+        StorageError::LocalIo { op, path, source }
+    }
+
+    /// Whether the error only says that space ran out (nothing written, nothing poisoned).
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StorageError::DiskFull { .. })
     }
 
     pub(crate) fn corrupt_file(file: impl Into<String>, detail: impl Into<String>) -> StorageError {
         StorageError::CorruptFile { file: file.into(), detail: detail.into() }
     }
+}
+
+/// Operations whose failure leaves a file's durable contents unknown.
+const SYNC_OPS: [&str; 2] = ["fdatasync", "fsync-dir"];
+/// ENOSPC and EDQUOT on Linux (std has `ErrorKind::StorageFull` for ENOSPC; a quota is the
+/// same condition to the caller).
+const OUT_OF_SPACE_ERRNOS: [i32; 2] = [28, 122];
+
+fn is_out_of_space(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::StorageFull
+        || error.raw_os_error().is_some_and(|errno| OUT_OF_SPACE_ERRNOS.contains(&errno))
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -23,10 +23,25 @@
 //! everything appended so far; committers that arrive meanwhile share the next sync. After a
 //! failed write or sync the log is poisoned (sticky): every later call fails, because the
 //! kernel may have dropped the unsynced data and no later sync can prove otherwise.
+//!
+//! Except when the write failed for want of space (`StorageError::DiskFull`: ENOSPC from
+//! the write, never from the sync): then nothing of it is durable and the bytes go back to
+//! the front of the buffer, to be written again from the same position by the next flush.
+//! While the last flush failed that way, a bounded append (`append_with`, every record but
+//! a map update) first flushes and fails with `DiskFull` before it adds anything, so a
+//! statement fails cleanly (its mini-transaction restores its pages) and the buffer cannot
+//! grow without bound. A record appended before the space ran out stays in the buffer and
+//! becomes durable with the first flush that finds room:
+//!
+//! ```text
+//!   writable --flush_to: sink says DiskFull--> out_of_space --flush_to: sink ok--> writable
+//!   out_of_space: append_with -> flush_to first; still DiskFull -> Err(DiskFull), nothing added
+//! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use tierdb_common::{Counter, Lsn, PageId, PageType, SegmentId};
@@ -43,8 +58,19 @@ const RECORD_ALIGN_BYTES: usize = 8;
 pub const RECORD_BODY_BYTES_MAX: usize = 16 << 20;
 /// Appenders flush themselves when this much is buffered, bounding the buffer.
 pub const WAL_BUFFER_BYTES_MAX: usize = 8 << 20;
-/// Local WAL files are rolled once they reach this size.
+/// Local WAL files are allocated to this size and rolled when a write does not fit.
 pub const WAL_FILE_BYTES_MAX: u64 = 64 << 20;
+/// Reserved log space that bounded appends leave free for unbounded ones (map updates,
+/// a few KiB each), so that those never find the log out of space.
+const UNBOUNDED_RESERVE_BYTES: u64 = 1 << 20;
+// Whatever the buffer holds unwritten (its bound, one more record, the reserve) fits a new
+// file: a write that does not fit the current file always fits the next one.
+const _: () = assert!(
+    (WAL_BUFFER_BYTES_MAX + RECORD_BODY_BYTES_MAX + RECORD_HEADER_BYTES + RECORD_ALIGN_BYTES)
+        as u64
+        + UNBOUNDED_RESERVE_BYTES
+        < WAL_FILE_BYTES_MAX
+);
 pub(crate) const WAL_PREFIX: &str = "wal/";
 
 const TAG_PAGE_OPS: u8 = 1;
@@ -297,24 +323,63 @@ pub(crate) trait WalSink: Send {
     /// Takes a file prepared at the path `spare_wanted` gave: zero-filled to
     /// `WAL_FILE_BYTES_MAX` and synced.
     fn give_spare(&mut self, _device: Box<dyn Device>) {}
+    /// Where the space this sink has reserved ends: every write ending at or before it
+    /// lands in allocated blocks and cannot fail for want of space.
+    fn space(&self) -> WalSpace {
+        WalSpace::UNLIMITED
+    }
+    /// Reserves the next file now (a spare made with `posix_fallocate`, cheap), for an
+    /// append that found no room; fails with `DiskFull` when the disk cannot hold it.
+    fn reserve(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The reserved space of a sink (see `WalSink::space`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WalSpace {
+    /// End of the allocated part of the file being written.
+    pub allocated_end: Lsn,
+    /// A next file is allocated: any write that does not fit the current file fits there
+    /// (a file holds `WAL_FILE_BYTES_MAX`, more than the buffer can hold unwritten).
+    pub spare_ready: bool,
+}
+
+impl WalSpace {
+    /// A sink that reserves nothing (the log on the volume): never refuses an append.
+    const UNLIMITED: WalSpace = WalSpace { allocated_end: Lsn(u64::MAX), spare_ready: true };
 }
 
 /// The name of the preallocated next file in the local WAL directory.
 const SPARE_FILE_NAME: &str = "next.prealloc";
 /// The spare is zero-filled (and synced) this much at a time.
 const SPARE_FILL_CHUNK_BYTES: usize = 1 << 20;
+/// After a failed spare (a full disk, most likely) the next try waits this long: each try
+/// writes up to `WAL_FILE_BYTES_MAX` of zeros.
+const SPARE_RETRY_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Log files `wal/{start:016x}.wal` in the data directory: write, then `fdatasync`.
 ///
 /// A new file is the spare the background writer zero-filled in advance when there is one:
 /// overwriting allocated blocks, `fdatasync` has no file size to persist, which makes each
 /// commit's sync about a third cheaper than appending (measured on this machine's ext4).
+///
+/// Space (docs/design/003-wal.md, "Out of space"): a write never goes past the allocated end
+/// of the file it is written to. A write that does not fit starts a new file at its start
+/// position (the old file keeps a zero tail), taken from the spare or created and allocated
+/// on the spot; every file is allocated to at least `WAL_FILE_BYTES_MAX` before its first
+/// byte. So a full disk shows up when a file is allocated, before any byte of the write,
+/// never half-way through a record.
 pub(crate) struct LocalWalSink {
     directory: PathBuf,
     opener: DeviceOpener,
     /// (start lsn, device) of every file, oldest first; the last one is written to.
     files: Vec<(Lsn, Box<dyn Device>)>,
-    /// A zero-filled file at `SPARE_FILE_NAME`, renamed to the next file's name at the roll.
+    /// Where the allocated part of the last file ends.
+    allocated_end: Lsn,
+    /// A file allocated to `WAL_FILE_BYTES_MAX` at `SPARE_FILE_NAME` (zero-filled by the
+    /// background writer, or allocated by `reserve`), renamed to the next file's name at the
+    /// roll.
     spare: Option<Box<dyn Device>>,
 }
 
@@ -328,37 +393,68 @@ fn parse_local_file_name(name: &str) -> Option<Lsn> {
 }
 
 impl LocalWalSink {
-    fn open_file(&mut self, start: Lsn) -> Result<()> {
+    /// Starts the file that the write of `length` bytes at `start` goes to: the spare, or a
+    /// new file allocated here. A failed allocation removes the file and leaves the sink as
+    /// it was, so the same write can be tried again.
+    fn open_file(&mut self, start: Lsn, length: u64) -> Result<()> {
         let path = self.directory.join(local_file_name(start));
-        let device = match self.spare.take() {
-            Some(spare) => {
+        let wanted = length.max(WAL_FILE_BYTES_MAX);
+        let (device, allocated) = match self.spare.take() {
+            Some(spare) if length <= WAL_FILE_BYTES_MAX => {
                 let spare_path = self.directory.join(SPARE_FILE_NAME);
                 std::fs::rename(&spare_path, &path)
                     .map_err(|error| StorageError::local_io("rename", &spare_path, error))?;
-                spare
+                (spare, WAL_FILE_BYTES_MAX)
             }
-            None => (self.opener)(&path)?,
+            spare => {
+                self.spare = spare;
+                let device = (self.opener)(&path)?;
+                if let Err(error) = device.allocate(wanted) {
+                    drop(device);
+                    let _ = std::fs::remove_file(&path);
+                    return Err(error);
+                }
+                (device, wanted)
+            }
         };
         std::fs::File::open(&self.directory)
             .and_then(|directory| directory.sync_all())
             .map_err(|error| StorageError::local_io("fsync-dir", &self.directory, error))?;
         self.files.push((start, device));
+        self.allocated_end = Lsn(start.0 + allocated);
         Ok(())
     }
 }
 
 impl WalSink for LocalWalSink {
     fn write(&mut self, start: Lsn, bytes: &[u8]) -> Result<()> {
-        let needs_new_file = match self.files.last() {
-            None => true,
-            Some((file_start, _)) => start.0 - file_start.0 >= WAL_FILE_BYTES_MAX,
-        };
-        if needs_new_file {
-            self.open_file(start)?;
+        let end = Lsn(start.0 + usize_to_u64(bytes.len()));
+        if self.files.is_empty() || end > self.allocated_end {
+            self.open_file(start, usize_to_u64(bytes.len()))?;
         }
         let (file_start, device) = self.files.last().expect("a current file");
+        assert!(end <= self.allocated_end, "a wal write past the allocated end of its file");
         device.write_at(start.0 - file_start.0, bytes)?;
         device.sync()
+    }
+
+    fn space(&self) -> WalSpace {
+        WalSpace { allocated_end: self.allocated_end, spare_ready: self.spare.is_some() }
+    }
+
+    fn reserve(&mut self) -> Result<()> {
+        if self.spare.is_some() {
+            return Ok(());
+        }
+        let path = self.directory.join(SPARE_FILE_NAME);
+        let device = (self.opener)(&path)?;
+        if let Err(error) = device.allocate(WAL_FILE_BYTES_MAX) {
+            drop(device);
+            let _ = std::fs::remove_file(&path);
+            return Err(error);
+        }
+        self.spare = Some(device);
+        Ok(())
     }
 
     /// Once the current file is half full, so that a short-lived store never writes one.
@@ -370,7 +466,10 @@ impl WalSink for LocalWalSink {
     }
 
     fn give_spare(&mut self, device: Box<dyn Device>) {
-        assert!(self.spare.is_none(), "one spare at a time");
+        assert!(
+            self.spare.is_none(),
+            "one spare at a time (prepare_spare and reserve share spare_lock)"
+        );
         self.spare = Some(device);
     }
 
@@ -484,6 +583,7 @@ fn recover_local(
         directory: directory.to_path_buf(),
         opener: Arc::clone(opener),
         files: Vec::new(),
+        allocated_end: from,
         spare: None,
     };
     let mut end = from;
@@ -517,10 +617,11 @@ fn recover_local(
             visit(record_start, record_end, record)
         })?;
         let stop = match stop {
-            // The unwritten part of a preallocated file: the log ends here, nothing to cut.
+            // The unwritten part of a preallocated file: the log ends here, nothing to cut
+            // (the last file), or goes on in the next file, which must start right here
+            // (a write that did not fit started a new file; the gap check above sees to it).
             ParseStop::Invalid { at, valid_after: false, .. }
-                if is_last
-                    && bytes[u64_to_usize(at.0 - start.0)..].iter().all(|&byte| byte == 0) =>
+                if bytes[u64_to_usize(at.0 - start.0)..].iter().all(|&byte| byte == 0) =>
             {
                 ParseStop::End
             }
@@ -539,6 +640,7 @@ fn recover_local(
             tracing::warn!(file = %path.display(), lsn = %at, %reason, "discarded torn wal tail");
         }
         end = last_end;
+        sink.allocated_end = Lsn(start.0 + device.len()?);
         sink.files.push((start, device));
     }
     Ok((Box::new(sink), end))
@@ -644,17 +746,36 @@ pub struct Wal {
     sink: Mutex<Box<dyn WalSink>>,
     durable: AtomicU64,
     poisoned: Mutex<Option<String>>,
+    /// The last sink write failed for want of space (see the module header).
+    out_of_space: AtomicBool,
+    /// When preparing the spare last failed: the next try waits `SPARE_RETRY_INTERVAL`.
+    spare_failed_at: Mutex<Option<Instant>>,
+    /// Held while a spare is made (zero-filled by the background writer or allocated by
+    /// `reserve_space`), so that only one is made at a time.
+    spare_lock: Mutex<()>,
+    /// The sink's `WalSpace`, copied after every sink call (see `publish_space`).
+    allocated_end: AtomicU64,
+    spare_ready: AtomicBool,
+    /// An append was refused for space (see `take_space_wanted`).
+    space_wanted: AtomicBool,
     pub stats: WalStats,
 }
 
 impl Wal {
     pub(crate) fn new(sink: Box<dyn WalSink>, end: Lsn) -> Wal {
+        let space = sink.space();
         Wal {
             state: Mutex::new(WalState { buffer: Vec::new(), appended: end, flushing: false }),
             flushed: Condvar::new(),
             sink: Mutex::new(sink),
             durable: AtomicU64::new(end.0),
             poisoned: Mutex::new(None),
+            out_of_space: AtomicBool::new(false),
+            spare_failed_at: Mutex::new(None),
+            spare_lock: Mutex::new(()),
+            allocated_end: AtomicU64::new(space.allocated_end.0),
+            spare_ready: AtomicBool::new(space.spare_ready),
+            space_wanted: AtomicBool::new(false),
             stats: WalStats::default(),
         }
     }
@@ -669,31 +790,112 @@ impl Wal {
     /// Appends `record` and runs `on_appended(start, end)` while the log is still locked, so
     /// that whatever it publishes (dirty pages with their recovery LSN) is ordered with the
     /// record. Returns the record's end LSN. Not durable until `flush_to`.
+    ///
+    /// Fails with `DiskFull`, adding nothing, when the record would not fit the space the
+    /// sink has reserved and no more can be reserved, or while the last flush failed for
+    /// want of space (the module header's state machine). So a record that is appended can
+    /// always be written: a commit never waits for space after its record is in the log.
     pub fn append_with(
         &self,
         record: &WalRecord,
         on_appended: impl FnOnce(Lsn, Lsn),
     ) -> Result<Lsn> {
         self.check_poisoned()?;
+        if self.out_of_space.load(Ordering::Acquire) {
+            self.flush_to(self.appended_lsn())?;
+        }
         let body = encode_record_body(record)?;
+        let mut on_appended = Some(on_appended);
+        if let Some(end) =
+            self.append_body(&body, Some(UNBOUNDED_RESERVE_BYTES), &mut on_appended)?
+        {
+            return Ok(end);
+        }
+        self.reserve_space()?;
+        match self.append_body(&body, Some(UNBOUNDED_RESERVE_BYTES), &mut on_appended)? {
+            Some(end) => Ok(end),
+            // Reserved, yet others took the room meanwhile: as full as before.
+            None => Err(StorageError::DiskFull { op: "wal-reserve", path: "wal".to_string() }),
+        }
+    }
+
+    /// `append_with` without the check for room: for a record that must follow a write
+    /// already done (a map update naming a segment just written), never refused for space.
+    /// Such records are small and rare; `UNBOUNDED_RESERVE_BYTES` of the reserved space is
+    /// kept for them.
+    pub(crate) fn append_unbounded(
+        &self,
+        record: &WalRecord,
+        on_appended: impl FnOnce(Lsn, Lsn),
+    ) -> Result<Lsn> {
+        self.check_poisoned()?;
+        let body = encode_record_body(record)?;
+        let appended = self.append_body(&body, None, &mut Some(on_appended))?;
+        Ok(appended.expect("an append without a room check always appends"))
+    }
+
+    /// Frames `body` at the log end, unless `keep_free` is given and the record plus that
+    /// much would not fit the reserved space: then `None`, nothing appended.
+    fn append_body(
+        &self,
+        body: &[u8],
+        keep_free: Option<u64>,
+        on_appended: &mut Option<impl FnOnce(Lsn, Lsn)>,
+    ) -> Result<Option<Lsn>> {
         let (end, buffered) = {
             let mut state = self.state.lock();
             let start = state.appended;
-            let length = frame_body(start, &body, &mut state.buffer);
+            if let Some(keep_free) = keep_free {
+                let framed = usize_to_u64(RECORD_HEADER_BYTES + body.len() + RECORD_ALIGN_BYTES);
+                let fits = self.spare_ready.load(Ordering::Acquire)
+                    || start.0.saturating_add(framed).saturating_add(keep_free)
+                        <= self.allocated_end.load(Ordering::Acquire);
+                if !fits {
+                    return Ok(None);
+                }
+            }
+            let length = frame_body(start, body, &mut state.buffer);
             let end = Lsn(start.0 + usize_to_u64(length));
             state.appended = end;
-            on_appended(start, end);
+            (on_appended.take().expect("appended once"))(start, end);
             self.stats.records.increment();
             self.stats.bytes.add(usize_to_u64(length));
             (end, state.buffer.len())
         };
         if buffered >= WAL_BUFFER_BYTES_MAX {
             // The record is in the log whatever happens now: a failed flush poisons the log
-            // (every later call fails), but this append succeeded and must say so, or the
-            // caller would undo a change that redo may still apply.
+            // (every later call fails) or leaves the bytes for the next one (no space), but
+            // this append succeeded and must say so, or the caller would undo a change that
+            // redo may still apply.
             let _ = self.flush_to(end);
         }
-        Ok(end)
+        Ok(Some(end))
+    }
+
+    /// Asks the sink to reserve its next file now (an append found no room). When it
+    /// cannot, the background writer is asked to give log space back (`take_space_wanted`).
+    fn reserve_space(&self) -> Result<()> {
+        let _spare = self.spare_lock.lock();
+        let mut sink = self.sink.lock();
+        let outcome = sink.reserve();
+        self.publish_space(sink.space());
+        if outcome.as_ref().is_err_and(StorageError::is_disk_full) {
+            self.space_wanted.store(true, Ordering::Release);
+        }
+        outcome
+    }
+
+    /// Whether an append was refused for space since the last call: the background writer
+    /// then writes every dirty page and checkpoints, so that the log before the new redo
+    /// point is deleted and its space can hold the next file.
+    pub(crate) fn take_space_wanted(&self) -> bool {
+        self.space_wanted.swap(false, Ordering::AcqRel)
+    }
+
+    /// Copies the sink's reserved space to where appenders read it without the sink lock.
+    fn publish_space(&self, space: WalSpace) {
+        self.allocated_end.store(space.allocated_end.0, Ordering::Release);
+        self.spare_ready.store(space.spare_ready, Ordering::Release);
     }
 
     pub fn append(&self, record: &WalRecord) -> Result<Lsn> {
@@ -735,8 +937,14 @@ impl Wal {
             let end = state.appended;
             let start = Lsn(end.0 - usize_to_u64(bytes.len()));
             drop(state);
-            let outcome =
-                if bytes.is_empty() { Ok(()) } else { self.sink.lock().write(start, &bytes) };
+            let outcome = if bytes.is_empty() {
+                Ok(())
+            } else {
+                let mut sink = self.sink.lock();
+                let written = sink.write(start, &bytes);
+                self.publish_space(sink.space());
+                written
+            };
             let mut state = self.state.lock();
             state.flushing = false;
             match &outcome {
@@ -745,6 +953,24 @@ impl Wal {
                         self.stats.syncs.increment();
                     }
                     self.durable.store(end.0, Ordering::Release);
+                    if self.out_of_space.swap(false, Ordering::AcqRel) {
+                        tracing::info!("wal writable again: space was freed");
+                    }
+                }
+                Err(error) if error.is_disk_full() => {
+                    // Not durable, not poisoned: the bytes go back in front of whatever was
+                    // appended meanwhile, to be written from `start` again.
+                    let mut restored = bytes;
+                    restored.extend_from_slice(&state.buffer);
+                    state.buffer = restored;
+                    debug_assert_eq!(
+                        Lsn(state.appended.0 - usize_to_u64(state.buffer.len())),
+                        start,
+                        "the buffer starts at the durable end again"
+                    );
+                    if !self.out_of_space.swap(true, Ordering::AcqRel) {
+                        tracing::warn!(%error, "wal out of space: writes fail with 53100 until space is freed");
+                    }
                 }
                 Err(error) => *self.poisoned.lock() = Some(error.to_string()),
             }
@@ -757,20 +983,47 @@ impl Wal {
     /// Prepares the local sink's next file ahead of its roll, if it wants one: zero-filled
     /// and synced outside the sink's lock, so committers never wait for it. Called by the
     /// background writer.
+    ///
+    /// A failed attempt removes its partial file (on a full disk the zeros would take the
+    /// last free space from the statements that need it) and the next attempt waits
+    /// `SPARE_RETRY_INTERVAL`.
     pub(crate) fn prepare_spare(&self) -> Result<()> {
+        if self.spare_failed_at.lock().is_some_and(|at| at.elapsed() < SPARE_RETRY_INTERVAL) {
+            return Ok(());
+        }
+        let _spare = self.spare_lock.lock();
         let wanted = self.sink.lock().spare_wanted(self.durable_lsn());
         let Some((path, opener)) = wanted else { return Ok(()) };
-        let device = opener(&path)?;
-        device.set_len(0)?;
-        let zeros = vec![0u8; SPARE_FILL_CHUNK_BYTES];
-        let mut offset = 0u64;
-        while offset < WAL_FILE_BYTES_MAX {
-            device.write_at(offset, &zeros)?;
-            device.sync()?;
-            offset += usize_to_u64(SPARE_FILL_CHUNK_BYTES);
+        let filled = (|| -> Result<Box<dyn Device>> {
+            let device = opener(&path)?;
+            device.set_len(0)?;
+            let zeros = vec![0u8; SPARE_FILL_CHUNK_BYTES];
+            let mut offset = 0u64;
+            while offset < WAL_FILE_BYTES_MAX {
+                device.write_at(offset, &zeros)?;
+                device.sync()?;
+                offset += usize_to_u64(SPARE_FILL_CHUNK_BYTES);
+            }
+            Ok(device)
+        })();
+        match filled {
+            Ok(device) => {
+                *self.spare_failed_at.lock() = None;
+                let mut sink = self.sink.lock();
+                sink.give_spare(device);
+                self.publish_space(sink.space());
+                Ok(())
+            }
+            Err(error) => {
+                *self.spare_failed_at.lock() = Some(Instant::now());
+                if let Err(removal) = std::fs::remove_file(&path) {
+                    if removal.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(error = %removal, path = %path.display(), "removing a partial wal spare failed");
+                    }
+                }
+                Err(error)
+            }
         }
-        self.sink.lock().give_spare(device);
-        Ok(())
     }
 
     /// Deletes log files wholly before `lsn` (after a checkpoint made them unneeded).

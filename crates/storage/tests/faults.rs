@@ -1,8 +1,9 @@
 //! Fault injection: torn, lost and corrupted writes and failing reads and syncs on the volume,
 //! the tier device and the WAL device, and corrupted files at open. The rules under test:
 //! an acknowledged write is never lost, a read never returns wrong data (an error instead),
-//! a durable write with an unknown outcome poisons the store (sticky), and every corruption
-//! error names the file or object involved.
+//! a durable write with an unknown outcome poisons the store (sticky), a full disk fails
+//! writes with `DiskFull` without poisoning anything, and every corruption error names the
+//! file or object involved.
 
 mod common;
 
@@ -1062,4 +1063,69 @@ fn power_loss_under_concurrent_load_keeps_every_acknowledged_write() {
     }
     assert!(acknowledged_writes > 0);
     eprintln!("power loss: flushes={flushes} checkpoints={checkpoints} pages_acknowledged={acknowledged_writes}");
+}
+
+/// A full disk (every WAL allocation and volume PUT fails with ENOSPC): changes fail with
+/// `DiskFull` before anything is logged, nothing is poisoned, reads go on, every change
+/// acknowledged before stays; once space is back the same store takes changes again without
+/// a restart, and a crash after that loses nothing acknowledged.
+#[test]
+fn disk_full_fails_changes_without_poison_and_resumes_when_space_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let farm = DeviceFarm::new(91);
+    let volume = faulty_volume(dir, 92);
+    let mut config = store_config(dir, volume.clone(), 256, None);
+    config.wal_device_opener = farm.opener();
+    let store = open(config.clone());
+    let ids = create_pages(&store, 20, FILL_BYTES);
+    let mut generations = vec![0u64; ids.len()];
+
+    let full = DeviceFaultConfig { no_space: true, ..DeviceFaultConfig::default() };
+    farm.set_config(full);
+    volume.set_config(FaultConfig { no_space: true, ..FaultConfig::default() });
+    // Each change is acknowledged (durable) until the log's allocated file is used up.
+    let mut refused = None;
+    for attempt in 0..200_000u64 {
+        let key = to_usize(attempt % 20);
+        let mut mtr = store.mtr();
+        let slot = mtr.latch(ids[key]).unwrap();
+        stamp(&mut mtr, slot, key as u64, generations[key] + 1, FILL_BYTES);
+        match mtr.commit() {
+            Ok(lsn) => {
+                store.wait_durable(lsn).unwrap_or_else(|error| {
+                    panic!("an appended change must become durable: {error}")
+                });
+                generations[key] += 1;
+            }
+            Err(error) => {
+                refused = Some(error);
+                break;
+            }
+        }
+    }
+    let error = refused.expect("the log never ran out of space");
+    assert_eq!(error.kind(), ErrorKind::DiskFull, "{error}");
+    assert_eq!(error.kind().sqlstate(), "53100");
+    // Refused again, still not poisoned; the page kept its last acknowledged image.
+    assert_eq!(commit_error(&store, ids[0]).kind(), ErrorKind::DiskFull);
+    verify_all(&store, &ids, &generations, FILL_BYTES);
+    let flushed = store.flush_all().unwrap_err();
+    assert_eq!(flushed.kind(), ErrorKind::DiskFull, "{flushed}");
+    verify_all(&store, &ids, &generations, FILL_BYTES);
+
+    farm.set_config(DeviceFaultConfig::default());
+    volume.set_config(FaultConfig::default());
+    for key in 0..ids.len() {
+        generations[key] += 1;
+        set_generation(&store, ids[key], key as u64, generations[key], FILL_BYTES);
+    }
+    store.flush_all().unwrap();
+    store.checkpoint().unwrap();
+    generations[3] += 1;
+    set_generation(&store, ids[3], 3, generations[3], FILL_BYTES);
+    store.abandon();
+    farm.simulate_crash();
+    let store = open(config);
+    verify_all(&store, &ids, &generations, FILL_BYTES);
 }

@@ -34,6 +34,8 @@ use crate::wal::WalRecord;
 
 /// How often the background writer wakes when nothing asks it to.
 const WRITER_TICK: Duration = Duration::from_millis(20);
+/// How often the background writer tries again while the disk is full.
+const OUT_OF_SPACE_RETRY: Duration = Duration::from_secs(1);
 /// How often the background writer looks for pages dirty since before the WAL budget.
 const HORIZON_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 /// Segments compacted together at most in one step.
@@ -88,6 +90,12 @@ impl StoreInner {
         }
         let segment = match self.write_segment(&mut images) {
             Ok(segment) => segment,
+            Err(error) if error.is_disk_full() => {
+                // Nothing was written (a partial segment file is removed by the volume): the
+                // pages are dirty again, to be written once space is freed.
+                self.restore_dirty(&frames);
+                return Err(error);
+            }
             Err(error) => {
                 self.poison(&error);
                 return Err(error);
@@ -112,6 +120,19 @@ impl StoreInner {
         self.stats.pages_flushed.add(usize_to_u64(written));
         with_op_counters(|counters| counters.pages_written += usize_to_u64(written));
         Ok(written)
+    }
+
+    /// Undoes step 1 of the flush protocol for frames whose segment was not written.
+    fn restore_dirty(&self, frames: &[crate::buffer_pool::Pinned]) {
+        for pin in frames {
+            let mut meta = pin.frame().meta.lock();
+            debug_assert!(meta.write_pending, "only frames this flush took");
+            meta.write_pending = false;
+            if !meta.dirty {
+                meta.dirty = true;
+                self.dirty_frames.fetch_add(1, Ordering::AcqRel);
+            }
+        }
     }
 
     /// WAL first, then the segment. Stamps each image with the segment id as its version.
@@ -153,9 +174,31 @@ impl StoreInner {
             applied.push((page_id, slot));
         }
         let record = WalRecord::MapUpdate { segment, slots, entries: applied };
-        let end = self.wal.append(&record).inspect_err(|error| self.poison(error))?;
+        // Unbounded: the segment is written and the map changed; refusing the record for
+        // space would leave the map ahead of the log.
+        let end = self
+            .wal
+            .append_unbounded(&record, |_, _| {})
+            .inspect_err(|error| self.poison(error))?;
         map.applied_lsn = end;
         Ok(())
+    }
+
+    /// The log ran out of space: write every dirty page and checkpoint, which moves the redo
+    /// point to the log end and deletes the files before it. Segments are not reserved like
+    /// the log, so on a disk too full for the next log file they usually still fit; when
+    /// they do not, this fails with `DiskFull` and is asked again by the next refused append.
+    pub(crate) fn give_log_space_back(&self) -> Result<()> {
+        tracing::info!("log out of space: writing dirty pages and checkpointing to free it");
+        // Bounded by the pages dirty now: writers keep going meanwhile (their appends may
+        // fit again as soon as a checkpoint frees a file).
+        let rounds = self.dirty_frames.load(Ordering::Acquire) / SEGMENT_SLOTS_MAX + 1;
+        for _ in 0..rounds {
+            if self.flush_some(SEGMENT_SLOTS_MAX)? == 0 {
+                break;
+            }
+        }
+        self.checkpoint()
     }
 
     /// Persists the page map and a new manifest; then deletes what they made unnecessary.
@@ -187,12 +230,12 @@ impl StoreInner {
                 map.segments().iter().map(|(&segment, usage)| (segment, usage.slots)).collect();
             (chunks, dirty, segments, dead, map.applied_lsn)
         };
-        // The manifest will say the map reflects updates up to `map_lsn`; recovery skips map
-        // updates before it, so they must be durable first.
-        self.wal.flush_to(map_lsn).inspect_err(|error| self.poison(error))?;
         let mut chunk_sequences = state.chunk_sequences.clone();
         let mut written_bytes = 0u64;
         let written = (|| -> Result<()> {
+            // The manifest will say the map reflects updates up to `map_lsn`; recovery skips
+            // map updates before it, so they must be durable first.
+            self.wal.flush_to(map_lsn).inspect_err(|error| self.poison(error))?;
             for (chunk, bytes) in &chunks {
                 self.volume.put(&chunk_name(*chunk, sequence), bytes)?;
                 written_bytes += usize_to_u64(bytes.len());
@@ -405,6 +448,7 @@ impl StoreInner {
 /// volume, compacts, and releases frames above the pool's target.
 pub(crate) fn background_loop(inner: &StoreInner) {
     let mut horizon_checked_at: Option<std::time::Instant> = None;
+    let mut out_of_space = false;
     while !inner.shutdown.load(Ordering::Acquire) {
         {
             let (flag, condvar) = &inner.wake;
@@ -417,12 +461,26 @@ pub(crate) fn background_loop(inner: &StoreInner) {
         if inner.shutdown.load(Ordering::Acquire) {
             return;
         }
-        if let Err(error) = background_step(inner, &mut horizon_checked_at) {
-            if matches!(error, StorageError::Poisoned { .. }) {
-                return;
+        match background_step(inner, &mut horizon_checked_at) {
+            Ok(()) => {
+                if std::mem::take(&mut out_of_space) {
+                    tracing::info!("background writer: writing again, space was freed");
+                }
             }
-            tracing::warn!(%error, "background writer step failed");
-            std::thread::sleep(WRITER_TICK);
+            Err(StorageError::Poisoned { .. }) => return,
+            Err(error) if error.is_disk_full() => {
+                // Said once, then retried every OUT_OF_SPACE_RETRY until space is freed.
+                if !std::mem::replace(&mut out_of_space, true) {
+                    tracing::warn!(%error, "background writer: out of space, retrying until space is freed");
+                } else {
+                    tracing::debug!(%error, "background writer: still out of space");
+                }
+                std::thread::sleep(OUT_OF_SPACE_RETRY);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "background writer step failed");
+                std::thread::sleep(WRITER_TICK);
+            }
         }
     }
 }
@@ -431,6 +489,9 @@ fn background_step(
     inner: &StoreInner,
     horizon_checked_at: &mut Option<std::time::Instant>,
 ) -> Result<()> {
+    if inner.wal.take_space_wanted() {
+        inner.give_log_space_back()?;
+    }
     let target = inner.pool.target_frames();
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let dirty_max = ((target as f64) * inner.config.dirty_fraction_max) as usize;

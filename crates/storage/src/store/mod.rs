@@ -49,6 +49,8 @@ const FRAME_WAIT_MAX: Duration = Duration::from_secs(10);
 /// Pages a fetch writes itself when it finds nothing clean to evict: few, so that the read
 /// that pays for it waits for a small write; the background writer writes full segments.
 const FOREGROUND_FLUSH_PAGES: usize = 32;
+/// How often `wait_durable` tries the log again while it is out of space.
+const DURABLE_RETRY_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The local tier's configuration.
 #[derive(Clone)]
@@ -246,8 +248,25 @@ impl PageStore {
     }
 
     /// Blocks until the WAL is durable up to `lsn` (group commit).
+    ///
+    /// A record already appended is in the log and its change is already in the pages: the
+    /// only honest outcomes are durable or poisoned. So when the log is out of space this
+    /// waits, trying again every `DURABLE_RETRY_INTERVAL`, until space is freed (PostgreSQL
+    /// would PANIC). Only records appended just before the space ran out wait here: later
+    /// appends fail at once with `DiskFull` (see `Wal::append_with`).
     pub fn wait_durable(&self, lsn: Lsn) -> Result<()> {
-        self.inner.wal.flush_to(lsn).inspect_err(|error| self.inner.poison(error))
+        let mut warned = false;
+        loop {
+            match self.inner.wal.flush_to(lsn) {
+                Err(error) if error.is_disk_full() => {
+                    if !std::mem::replace(&mut warned, true) {
+                        tracing::warn!(%error, %lsn, "a logged change waits for space to become durable");
+                    }
+                    std::thread::sleep(DURABLE_RETRY_INTERVAL);
+                }
+                outcome => return outcome.inspect_err(|error| self.inner.poison(error)),
+            }
+        }
     }
 
     /// Appends a record for a layer above (e.g. a transaction commit); returns its end LSN.
@@ -388,8 +407,12 @@ impl StoreInner {
         }
     }
 
-    /// Enters the sticky error state after a durable write whose outcome is unknown.
+    /// Enters the sticky error state after a durable write whose outcome is unknown. A
+    /// write refused for want of space has a known outcome (nothing written) and does not.
     pub(crate) fn poison(&self, error: &StorageError) {
+        if error.is_disk_full() {
+            return;
+        }
         let mut poisoned = self.poisoned.lock();
         if poisoned.is_none() {
             tracing::error!(%error, "page store poisoned");

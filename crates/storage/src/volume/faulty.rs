@@ -27,6 +27,8 @@ pub struct FaultConfig {
     pub read_bit_flip_probability: f64,
     /// Added to every request.
     pub latency: Duration,
+    /// Every `put` fails with `DiskFull` (nothing stored) while set.
+    pub no_space: bool,
 }
 
 struct FaultState {
@@ -106,6 +108,9 @@ fn flip_one_bit(data: &mut [u8], random: u64) {
 
 impl<V: Volume> Volume for FaultyVolume<V> {
     fn put(&self, name: &str, data: &[u8]) -> Result<()> {
+        if self.state.lock().config.no_space {
+            return Err(StorageError::DiskFull { op: "put", path: name.to_string() });
+        }
         if self.draw(|config| config.write_error_probability)?.0 {
             return Err(injected("put", name, "write error"));
         }

@@ -45,6 +45,9 @@ impl Device for SharedDevice {
     fn set_len(&self, length: u64) -> tierdb_storage::Result<()> {
         self.0.set_len(length)
     }
+    fn allocate(&self, length: u64) -> tierdb_storage::Result<()> {
+        self.0.allocate(length)
+    }
     fn is_direct(&self) -> bool {
         self.0.is_direct()
     }
