@@ -14,7 +14,7 @@ use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, encode_row, Value, Version};
 use crate::txn::TxnStatus;
 
-use super::table::*;
+use super::table::{index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef};
 use super::Shared;
 
 fn encode_def(def: &TableDef, tree: PageId, index_trees: &[PageId]) -> Vec<u8> {
@@ -304,12 +304,7 @@ impl Shared {
     }
 
     /// Writes a table's catalog entry and waits until it is durable.
-    fn write_catalog(
-        &self,
-        def: &TableDef,
-        tree: PageId,
-        indexes: &[Arc<Index>],
-    ) -> Result<()> {
+    fn write_catalog(&self, def: &TableDef, tree: PageId, indexes: &[Arc<Index>]) -> Result<()> {
         let index_trees: Vec<PageId> = indexes.iter().map(|index| index.tree.meta_page()).collect();
         let entry = encode_def(def, tree, &index_trees);
         let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;

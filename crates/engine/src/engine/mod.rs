@@ -28,11 +28,15 @@ use tierdb_storage::PageStore;
 
 use crate::error::{EngineError, Result};
 use crate::locks::StripeLocks;
+use crate::root::{
+    new_root_header, RootFields, ROOT_CATALOG_OFFSET, ROOT_FLAGS_OFFSET, ROOT_FLAG_PURGED,
+    ROOT_PAGE,
+};
 use crate::row::decode_versions;
-use crate::txn::{IsolationLevel, TxnManager, ROOT_MAGIC};
+use crate::txn::{IsolationLevel, TxnManager};
 
-use purge::*;
-use table::*;
+use purge::{purge_loop, PurgeQueue};
+use table::Table;
 
 mod catalog;
 mod purge;
@@ -84,40 +88,22 @@ pub(crate) struct Shared {
 /// long, and the next start runs a full pass instead.
 const PURGE_AT_SHUTDOWN_MAX: usize = 50_000;
 
-/// Engine root page: bit flags at payload offset 4 (zero in a root written before them).
-const ROOT_FLAGS_OFFSET: usize = 4;
-
-/// The last clean shutdown left no version to purge (`Engine::close_purged`): the next start
-/// skips its full purge pass, and clears the flag durably before any transaction runs.
-const ROOT_FLAG_PURGED: u32 = 1;
-
-/// The engine root's flag word.
-fn root_flags(store: &PageStore, root: PageId) -> Result<u32> {
-    let page = store.read(root)?;
-    let bytes = &page.payload()[ROOT_FLAGS_OFFSET..ROOT_FLAGS_OFFSET + 4];
-    Ok(u32::from_le_bytes(bytes.try_into().expect("4 bytes")))
-}
-
 impl Shared {
     /// Opens the engine core, creating its root, commit log and catalog on an empty store.
     fn open(store: Arc<PageStore>) -> Result<Shared> {
-        let root = PageId(1);
         let fresh = store.max_page_id() == PageId::INVALID;
         if fresh {
             Self::bootstrap(&store)?;
         }
-        let mut catalog_meta = {
-            let page = store.read(root)?;
-            PageId(u64::from_le_bytes(page.payload()[16..24].try_into().expect("8")))
-        };
-        if catalog_meta == PageId::INVALID {
+        let mut root = RootFields::read(&store)?;
+        if root.catalog == PageId::INVALID {
             // A crash between bootstrap's steps: finish it.
-            catalog_meta = Self::create_catalog(&store)?;
+            root.catalog = Self::create_catalog(&store)?;
         }
-        let txns = TxnManager::open(Arc::clone(&store), root)?;
-        let catalog = BTree::open(Arc::clone(&store), catalog_meta)?;
+        let txns = TxnManager::open(Arc::clone(&store), &root)?;
+        let catalog = BTree::open(Arc::clone(&store), root.catalog)?;
         // A new database has nothing to purge either.
-        let purged_at_shutdown = fresh || root_flags(&store, root)? & ROOT_FLAG_PURGED != 0;
+        let purged_at_shutdown = fresh || root.flags & ROOT_FLAG_PURGED != 0;
         let engine = Shared {
             store,
             txns,
@@ -147,27 +133,27 @@ impl Shared {
 
     /// Writes the engine root's flags and waits until the write is durable.
     fn set_root_flags(&self, flags: u32) -> Result<()> {
-        let root = PageId(1);
-        if root_flags(&self.store, root)? == flags {
+        if RootFields::read(&self.store)?.flags == flags {
             return Ok(());
         }
         let mut mtr = self.store.mtr();
-        let slot = mtr.latch(root)?;
+        let slot = mtr.latch(ROOT_PAGE)?;
         mtr.write(slot, ROOT_FLAGS_OFFSET, &flags.to_le_bytes());
         let lsn = mtr.commit()?;
         self.store.wait_durable(lsn)?;
         Ok(())
     }
 
+    /// Makes an empty store an engine's: the root page and the first commit-log directory in
+    /// one mtr, then the catalog (`create_catalog`, which `open` redoes if a crash came
+    /// between the two).
     fn bootstrap(store: &Arc<PageStore>) -> Result<()> {
         let mut mtr = store.mtr();
         let (root_slot, root) = mtr.allocate(PageType::Meta)?;
-        assert_eq!(root, PageId(1), "the engine root is the store's first page");
+        assert_eq!(root, ROOT_PAGE, "the engine root is the store's first page");
         let (_, clog_directory) = mtr.allocate(PageType::Meta)?;
-        let mut header = [0u8; 32];
-        header[..4].copy_from_slice(ROOT_MAGIC);
-        header[24..32].copy_from_slice(&clog_directory.0.to_le_bytes());
-        mtr.write(root_slot, 0, &header);
+        // The header is the start of the payload.
+        mtr.write(root_slot, 0, &new_root_header(clog_directory));
         mtr.commit()?;
         Self::create_catalog(store)?;
         Ok(())
@@ -177,8 +163,8 @@ impl Shared {
     fn create_catalog(store: &Arc<PageStore>) -> Result<PageId> {
         let catalog = BTree::create(Arc::clone(store))?;
         let mut mtr = store.mtr();
-        let slot = mtr.latch(PageId(1))?;
-        mtr.write(slot, 16, &catalog.meta_page().0.to_le_bytes());
+        let slot = mtr.latch(ROOT_PAGE)?;
+        mtr.write(slot, ROOT_CATALOG_OFFSET, &catalog.meta_page().0.to_le_bytes());
         store.wait_durable(mtr.commit()?)?;
         Ok(catalog.meta_page())
     }

@@ -14,7 +14,7 @@ use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, encode_versions, Version};
 use crate::txn::{TxnId, TxnManager, TxnStatus, FROZEN_TXN};
 
-use super::table::*;
+use super::table::{drop_stale_entries, Index, Table};
 use super::Shared;
 
 /// Rows written and index entries made stale by finished transactions. Bounded: past
@@ -239,12 +239,7 @@ impl Shared {
         Ok(versions.len() > 1 || versions[0].xmax != 0)
     }
 
-    fn purge_row(
-        &self,
-        table: &Table,
-        key: &[u8],
-        stats: &mut PurgeStats,
-    ) -> Result<()> {
+    fn purge_row(&self, table: &Table, key: &[u8], stats: &mut PurgeStats) -> Result<()> {
         let _guard = self.row_lock(key, &table.def.name);
         let Some(bytes) = table.tree.get(key)? else { return Ok(()) };
         let mut versions = decode_versions(&bytes)?;

@@ -5,12 +5,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::{EngineError, Result};
-use crate::locks::{HeldLock, WaitLimits};
+use crate::locks::HeldLock;
 use crate::row::{decode_row, decode_versions};
 use crate::txn::{IsolationLevel, Snapshot, TxnId};
+use crate::wait::WaitLimits;
 
-use super::purge::*;
-use super::table::*;
+use super::purge::IndexEntryRef;
+use super::table::{drop_stale_entries, Table};
 use super::Shared;
 
 mod locking;

@@ -8,8 +8,8 @@ use crate::error::{EngineError, Result};
 use crate::row::{decode_row, walk_versions, Row, Value, Version};
 use crate::txn::TxnId;
 
-use super::super::table::*;
 use super::Transaction;
+use crate::engine::table::{key_range, resume_bound, RowKey};
 
 impl Transaction {
     pub(super) fn visible_row(&self, versions: &[Version]) -> Result<Option<Row>> {
@@ -33,12 +33,7 @@ impl Transaction {
 
     /// For one version, newest first: `None` if this snapshot does not see its creator (look
     /// at older versions); else the row as this snapshot sees it (`Some(None)`: deleted).
-    fn version_outcome(
-        &self,
-        xmin: TxnId,
-        xmax: TxnId,
-        row: &[u8],
-    ) -> Result<Option<Option<Row>>> {
+    fn version_outcome(&self, xmin: TxnId, xmax: TxnId, row: &[u8]) -> Result<Option<Option<Row>>> {
         if !self.engine.txns.visible(&self.snapshot, xmin)? {
             return Ok(None);
         }

@@ -11,10 +11,10 @@ use crate::locks::LockMode;
 use crate::row::{decode_row, decode_versions, encode_row, encode_versions, Row, Value, Version};
 use crate::txn::{IsolationLevel, TxnId, TxnStatus};
 
-use super::super::purge::*;
-use super::super::table::*;
 use super::locking::update_mode;
 use super::{Transaction, UndoEntry};
+use crate::engine::purge::prune_versions;
+use crate::engine::table::{drop_stale_entries, Index, Table};
 
 /// What a write does to a row's newest state.
 enum Action<'a> {
@@ -130,12 +130,7 @@ impl Transaction {
     /// Writes one row of the table `handle` belongs to, through its current handle (resolved
     /// under the shared DDL lock, so indexes created since `handle` was taken are maintained;
     /// 42P01 if the table was dropped).
-    fn modify(
-        &mut self,
-        handle: &Arc<Table>,
-        key: &[u8],
-        mut action: Action<'_>,
-    ) -> Result<bool> {
+    fn modify(&mut self, handle: &Arc<Table>, key: &[u8], mut action: Action<'_>) -> Result<bool> {
         self.ensure_id()?;
         let engine = Arc::clone(&self.engine);
         loop {
