@@ -14,6 +14,6 @@ pub use engine::{ColumnDef, Engine, IndexDef, PurgeStats, RowKey, TableDef, Tran
 pub use error::{EngineError, Result};
 pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};
 pub use row::{Row, Value};
-pub use tierdb_access::{Decimal, KeyKind};
+pub use tierdb_access::{Decimal, Direction, KeyKind};
 pub use txn::{IsolationLevel, TxnId};
 pub use wait::WaitLimits;

@@ -42,18 +42,6 @@ impl Transaction {
         Ok(Some(if deleted { None } else { Some(decode_row(row)?) }))
     }
 
-    /// The row with primary key `key` as this transaction sees it.
-    pub fn get(&mut self, table: &str, key: &[Value]) -> Result<Option<Row>> {
-        self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            let encoded = table.encode_primary_key(key)?;
-            match table.tree.get(&encoded)? {
-                Some(bytes) => txn.visible_row_stored(&bytes),
-                None => Ok(None),
-            }
-        })
-    }
-
     /// The row with primary key `key` and its row key, as this transaction sees it.
     pub fn get_keyed(&mut self, table: &str, key: &[Value]) -> Result<Option<(RowKey, Row)>> {
         self.run(|txn| {
@@ -64,6 +52,11 @@ impl Transaction {
                 None => Ok(None),
             }
         })
+    }
+
+    /// The row with primary key `key` as this transaction sees it.
+    pub fn get(&mut self, table: &str, key: &[Value]) -> Result<Option<Row>> {
+        Ok(self.get_keyed(table, key)?.map(|(_, row)| row))
     }
 
     /// Rows with primary keys in the given range, in key order.
@@ -93,7 +86,7 @@ impl Transaction {
         resume_after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(RowKey, Row)>> {
-        self.run(|txn| txn.keyed_rows(table, lower, upper, resume_after, limit, Direction::Forward))
+        self.scan_page_ordered(table, Direction::Forward, (lower, upper), resume_after, limit)
     }
 
     /// `scan_page` in descending key order: `resume_after` is the smallest row key of the
@@ -106,9 +99,21 @@ impl Transaction {
         resume_after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(RowKey, Row)>> {
-        self.run(|txn| {
-            txn.keyed_rows(table, lower, upper, resume_after, limit, Direction::Backward)
-        })
+        self.scan_page_ordered(table, Direction::Backward, (lower, upper), resume_after, limit)
+    }
+
+    /// `scan_page` (`Direction::Forward`) or `scan_page_backward` (`Direction::Backward`),
+    /// for a caller that decides the order at run time. `bounds` are (lower, upper) in either
+    /// order; `resume_after` is the last row key of the previous page in `direction`.
+    pub fn scan_page_ordered(
+        &mut self,
+        table: &str,
+        direction: Direction,
+        (lower, upper): (Bound<&[Value]>, Bound<&[Value]>),
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(RowKey, Row)>> {
+        self.run(|txn| txn.keyed_rows(table, lower, upper, resume_after, limit, direction))
     }
 
     fn keyed_rows(
