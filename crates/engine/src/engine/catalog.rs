@@ -175,24 +175,7 @@ impl Shared {
         };
         // Hidden row ids continue above the largest one stored.
         let next_row_id = if def.primary_key.is_none() {
-            match tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Backward).next() {
-                Some(entry) => {
-                    let (key, _) = entry?;
-                    match tierdb_access::decode_key(&key_columns, &key) {
-                        Ok(values) => match values.first() {
-                            Some(Value::Int(id)) => u64::try_from(*id).unwrap_or(0) + 1,
-                            _ => 1,
-                        },
-                        Err(error) => {
-                            return Err(EngineError::Corrupt {
-                                what: "row id",
-                                detail: error.to_string(),
-                            })
-                        }
-                    }
-                }
-                None => 1,
-            }
+            next_hidden_row_id(&tree, &key_columns, &def.name)?
         } else {
             0
         };
@@ -446,5 +429,25 @@ impl Shared {
         let handle = Self::derived_handle(&old, new_def, old.tree.clone(), indexes);
         self.tables.write().insert(table_name.to_string(), handle);
         Ok(())
+    }
+}
+
+/// The hidden row id after the largest one in `tree` (the rows of a table without a primary
+/// key, keyed by `key_columns`: one integer): 1 for an empty table. Ids are handed out from 1
+/// and never above `i64::MAX` (`Table::key_of`), so anything else stored is corrupt.
+fn next_hidden_row_id(tree: &BTree, key_columns: &[KeyColumn], table: &str) -> Result<u64> {
+    let Some(entry) = tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Backward).next()
+    else {
+        return Ok(1);
+    };
+    let (key, _) = entry?;
+    let corrupt = |detail: String| EngineError::Corrupt { what: "row id", detail };
+    let values =
+        tierdb_access::decode_key(key_columns, &key).map_err(|error| corrupt(error.to_string()))?;
+    match values.first() {
+        Some(&Value::Int(id)) if id >= 1 => {
+            Ok(u64::try_from(id).expect("a positive i64 fits u64") + 1)
+        }
+        other => Err(corrupt(format!("table={table} holds hidden row id={other:?}"))),
     }
 }
