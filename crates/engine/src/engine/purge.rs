@@ -125,6 +125,7 @@ impl Shared {
                 }
                 let (key, _) = entry?;
                 let _ddl = self.ddl.read();
+                // Whether old versions remain does not matter: the next full pass looks again.
                 self.purge_row(&table, &key, stats)?;
             }
             for index in &table.indexes {
@@ -185,7 +186,7 @@ impl Shared {
             // dropped or truncated table's rows are gone.
             let _ddl = self.ddl.read();
             let Some(table) = self.current_with_tree(&table) else { continue };
-            if self.purge_row_and_entries(&table, &key, stats)? {
+            if self.purge_row(&table, &key, stats)? {
                 again.push((table, key));
             }
         }
@@ -213,13 +214,9 @@ impl Shared {
     }
 
     /// Prunes one row and deletes the index entries of index values that only its removed
-    /// versions had. Returns whether the row still holds old versions (to retry later).
-    fn purge_row_and_entries(
-        &self,
-        table: &Table,
-        key: &[u8],
-        stats: &mut PurgeStats,
-    ) -> Result<bool> {
+    /// versions had (a full pass would find them in its index scan too; deleting them here
+    /// saves that lookup). Returns whether the row still holds old versions (to retry later).
+    fn purge_row(&self, table: &Table, key: &[u8], stats: &mut PurgeStats) -> Result<bool> {
         let _guard = self.row_lock(key, &table.def.name);
         let Some(bytes) = table.tree.get(key)? else { return Ok(false) };
         let before = decode_versions(&bytes)?;
@@ -237,24 +234,6 @@ impl Shared {
             stats.rows_rewritten += 1;
         }
         Ok(versions.len() > 1 || versions[0].xmax != 0)
-    }
-
-    fn purge_row(&self, table: &Table, key: &[u8], stats: &mut PurgeStats) -> Result<()> {
-        let _guard = self.row_lock(key, &table.def.name);
-        let Some(bytes) = table.tree.get(key)? else { return Ok(()) };
-        let mut versions = decode_versions(&bytes)?;
-        prune_versions(&self.txns, 0, &mut versions, true)?;
-        if versions.is_empty() {
-            table.tree.delete(key)?;
-            stats.rows_removed += 1;
-        } else {
-            let pruned = encode_versions(&versions);
-            if pruned != bytes {
-                table.tree.insert(key, &pruned)?;
-                stats.rows_rewritten += 1;
-            }
-        }
-        Ok(())
     }
 
     fn purge_index_entry(

@@ -105,14 +105,15 @@ impl Transaction {
         })
     }
 
-    /// The transaction holding the row: the writer of its newest version if still running.
-    pub(super) fn holder(&self, newest: &Version) -> Option<TxnId> {
+    /// The transaction holding a row through `version` (its newest, or one holding a unique
+    /// value): the version's deleter or creator if it is another transaction still running.
+    pub(super) fn holder(&self, version: &Version) -> Option<TxnId> {
         let txns = &self.engine.txns;
-        if newest.xmax != 0 && newest.xmax != self.id && txns.is_active(newest.xmax) {
-            return Some(newest.xmax);
+        if version.xmax != 0 && version.xmax != self.id && txns.is_active(version.xmax) {
+            return Some(version.xmax);
         }
-        if newest.xmin != self.id && txns.is_active(newest.xmin) {
-            return Some(newest.xmin);
+        if version.xmin != self.id && txns.is_active(version.xmin) {
+            return Some(version.xmin);
         }
         None
     }
@@ -252,7 +253,6 @@ impl Transaction {
         prefix: &[u8],
         own_key: &[u8],
     ) -> Result<Option<TxnId>> {
-        let txns = &self.engine.txns;
         let mut upper = prefix.to_vec();
         upper.push(0xFF);
         for entry in
@@ -267,18 +267,10 @@ impl Transaction {
                 if index.prefix(&decode_row(&version.row)?)? != prefix {
                     continue;
                 }
-                if version.xmin != self.id && txns.is_active(version.xmin) {
-                    return Ok(Some(version.xmin));
+                if let Some(holder) = self.holder(&version) {
+                    return Ok(Some(holder));
                 }
-                if version.xmax != 0 && version.xmax != self.id && txns.is_active(version.xmax) {
-                    return Ok(Some(version.xmax));
-                }
-                let created =
-                    version.xmin == self.id || txns.status(version.xmin)? == TxnStatus::Committed;
-                let deleted = version.xmax != 0
-                    && (version.xmax == self.id
-                        || txns.status(version.xmax)? == TxnStatus::Committed);
-                if created && !deleted {
+                if self.is_live(Some(&version))? {
                     return Err(EngineError::UniqueViolation {
                         constraint: index.def.name.clone(),
                     });
@@ -288,21 +280,16 @@ impl Transaction {
         Ok(None)
     }
 
-    /// Whether the row's latest state is a row: its newest version committed (or ours) and
-    /// not deleted.
-    pub(super) fn is_live(&self, newest: Option<&Version>) -> Result<bool> {
+    /// Whether `version` (the newest of its row, or a version holding a unique value) is a
+    /// live row for a writer: created by a committed transaction (or this one) and not
+    /// deleted by one. Outcomes are the latest, whatever the snapshot says.
+    pub(super) fn is_live(&self, version: Option<&Version>) -> Result<bool> {
+        let Some(version) = version else { return Ok(false) };
         let txns = &self.engine.txns;
-        Ok(match newest {
-            Some(version) => {
-                let created =
-                    version.xmin == self.id || txns.status(version.xmin)? == TxnStatus::Committed;
-                let deleted = version.xmax != 0
-                    && (version.xmax == self.id
-                        || txns.status(version.xmax)? == TxnStatus::Committed);
-                created && !deleted
-            }
-            None => false,
-        })
+        let created = version.xmin == self.id || txns.status(version.xmin)? == TxnStatus::Committed;
+        let deleted = version.xmax != 0
+            && (version.xmax == self.id || txns.status(version.xmax)? == TxnStatus::Committed);
+        Ok(created && !deleted)
     }
 
     /// Applies `action` to a row whose newest version no other running transaction holds.
