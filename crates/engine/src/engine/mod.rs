@@ -47,6 +47,8 @@ pub use purge::PurgeStats;
 pub use table::{ColumnDef, IndexDef, RowKey, TableDef};
 pub use transaction::Transaction;
 
+/// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
+/// writers of different rows rarely share a mutex, and the memory stays bounded.
 const ROW_LOCK_STRIPES: usize = 1024;
 
 /// What the engine's handle, its transactions and its purge thread share.
