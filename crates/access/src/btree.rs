@@ -41,8 +41,21 @@ const TAG_INLINE: u8 = 0;
 const TAG_OVERFLOW: u8 = 1;
 const OVERFLOW_HEADER_BYTES: usize = 12;
 const OVERFLOW_DATA_BYTES: usize = PAGE_PAYLOAD_SIZE - OVERFLOW_HEADER_BYTES;
+/// A leaf's reference to a value in overflow pages: `TAG_OVERFLOW`, the value's length u32,
+/// the first overflow page id u64.
+const OVERFLOW_REFERENCE_BYTES: usize = 1 + 4 + 8;
 /// Deepest tree accepted: a corrupt page cannot send a descent around in circles.
 const HEIGHT_MAX: u8 = 32;
+
+// An overflow reference fits where the value it replaces would not (values from
+// `INLINE_VALUE_BYTES_MAX` bytes go to overflow pages).
+const _: () = assert!(OVERFLOW_REFERENCE_BYTES < INLINE_VALUE_BYTES_MAX);
+// A value's length is stored as u32 in its overflow reference, and a chunk's in its page.
+const _: () = assert!(VALUE_BYTES_MAX <= u32::MAX as usize);
+// Whole values are written in one WAL record, with room for the record's other fields.
+const _: () = assert!(VALUE_BYTES_MAX < tierdb_storage::RECORD_BODY_BYTES_MAX);
+// Bulk loading fills above the merge threshold, so loaded nodes are not merged at once.
+const _: () = assert!(MIN_FILL_BYTES < BULK_FILL_BYTES && BULK_FILL_BYTES < NODE_CAPACITY);
 
 #[derive(Debug, thiserror::Error)]
 pub enum BTreeError {
@@ -383,7 +396,7 @@ impl BTree {
                 out.extend_from_slice(&stored[1..]);
                 Ok(stored.len() - 1)
             }
-            Some(&TAG_OVERFLOW) if stored.len() == 13 => {
+            Some(&TAG_OVERFLOW) if stored.len() == OVERFLOW_REFERENCE_BYTES => {
                 let total =
                     usize::try_from(u32::from_le_bytes(stored[1..5].try_into().expect("4")))
                         .expect("fits");
@@ -424,7 +437,11 @@ impl BTree {
     /// `lsn` so that a caller can wait for its durability.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<(Option<Vec<u8>>, Lsn)> {
         Self::check_sizes(key, Some(value))?;
-        let stored_bytes = if value.len() < INLINE_VALUE_BYTES_MAX { value.len() + 1 } else { 13 };
+        let stored_bytes = if value.len() < INLINE_VALUE_BYTES_MAX {
+            value.len() + 1
+        } else {
+            OVERFLOW_REFERENCE_BYTES
+        };
         if let Some(done) = self.insert_optimistic(key, value, stored_bytes)? {
             return Ok(done);
         }
@@ -730,7 +747,11 @@ impl BTree {
 
     fn insert_pessimistic(&self, key: &[u8], value: &[u8]) -> Result<(Option<Vec<u8>>, Lsn)> {
         let mut mtr = self.store.mtr();
-        let stored_bytes = if value.len() < INLINE_VALUE_BYTES_MAX { value.len() + 1 } else { 13 };
+        let stored_bytes = if value.len() < INLINE_VALUE_BYTES_MAX {
+            value.len() + 1
+        } else {
+            OVERFLOW_REFERENCE_BYTES
+        };
         let cell_bytes = leaf_cell_size(key.len(), stored_bytes);
         let separator_bytes = internal_cell_bytes(&[0; KEY_BYTES_MAX]);
         let safe = |node: Node<'_>, _is_root: bool| {

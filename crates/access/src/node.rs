@@ -33,6 +33,18 @@ use std::cmp::Ordering;
 
 use tierdb_common::PAGE_PAYLOAD_SIZE;
 
+const KIND_OFFSET: usize = 0;
+const LEVEL_OFFSET: usize = 1;
+const COUNT_OFFSET: usize = 2;
+const CELL_START_OFFSET: usize = 4;
+const FRAGMENTED_OFFSET: usize = 6;
+const RIGHT_SIBLING_OFFSET: usize = 8;
+const LEFT_SIBLING_OFFSET: usize = 16;
+const LEFTMOST_CHILD_OFFSET: usize = 24;
+/// Where the high key's offset is stored (the offset of the key itself is the value).
+const HIGH_KEY_AT_OFFSET: usize = 32;
+const HIGH_KEY_LENGTH_OFFSET: usize = 34;
+const RESERVED_OFFSET: usize = 36;
 pub(crate) const HEADER_BYTES: usize = 40;
 const SLOT_BYTES: usize = 2;
 const LEAF_CELL_HEADER_BYTES: usize = 6;
@@ -48,6 +60,35 @@ pub const KEY_BYTES_MAX: usize = 1024;
 /// Largest stored value inline in a leaf (the tree's tag byte included): values of 959 bytes
 /// and more go to overflow pages.
 pub const INLINE_VALUE_BYTES_MAX: usize = 960;
+
+// The header fields follow each other as in the table above.
+const _: () = assert!(KIND_OFFSET + 1 == LEVEL_OFFSET && LEVEL_OFFSET + 1 == COUNT_OFFSET);
+const _: () = assert!(COUNT_OFFSET + 2 == CELL_START_OFFSET);
+const _: () = assert!(CELL_START_OFFSET + 2 == FRAGMENTED_OFFSET);
+const _: () = assert!(FRAGMENTED_OFFSET + 2 == RIGHT_SIBLING_OFFSET);
+const _: () = assert!(RIGHT_SIBLING_OFFSET + 8 == LEFT_SIBLING_OFFSET);
+const _: () = assert!(LEFT_SIBLING_OFFSET + 8 == LEFTMOST_CHILD_OFFSET);
+const _: () = assert!(LEFTMOST_CHILD_OFFSET + 8 == HIGH_KEY_AT_OFFSET);
+const _: () = assert!(HIGH_KEY_AT_OFFSET + 2 == HIGH_KEY_LENGTH_OFFSET);
+const _: () = assert!(HIGH_KEY_LENGTH_OFFSET + 2 == RESERVED_OFFSET);
+const _: () = assert!(RESERVED_OFFSET + 4 == HEADER_BYTES);
+// Offsets within the payload (cell area start, slots, high key) are stored as u16.
+const _: () = assert!(PAGE_PAYLOAD_SIZE <= u16::MAX as usize);
+// Key lengths are stored as u16 in cells and in the header.
+const _: () = assert!(KEY_BYTES_MAX <= u16::MAX as usize);
+/// The largest leaf cell with its slot: 6 + 1,024 + 960 + 2 = 1,992 bytes.
+const LEAF_CELL_WITH_SLOT_BYTES_MAX: usize =
+    LEAF_CELL_HEADER_BYTES + KEY_BYTES_MAX + INLINE_VALUE_BYTES_MAX + SLOT_BYTES;
+/// The largest internal cell with its slot: 10 + 1,024 + 2 = 1,036 bytes.
+const INTERNAL_CELL_WITH_SLOT_BYTES_MAX: usize =
+    INTERNAL_CELL_HEADER_BYTES + KEY_BYTES_MAX + SLOT_BYTES;
+// `KEY_BYTES_MAX`'s promise: a node holds three maximal cells beside a maximal high key, so
+// a split of a full node leaves at least one cell, and room for the new one, on each side.
+const _: () =
+    assert!(3 * LEAF_CELL_WITH_SLOT_BYTES_MAX + KEY_BYTES_MAX <= PAGE_PAYLOAD_SIZE - HEADER_BYTES);
+const _: () = assert!(
+    3 * INTERNAL_CELL_WITH_SLOT_BYTES_MAX + KEY_BYTES_MAX <= PAGE_PAYLOAD_SIZE - HEADER_BYTES
+);
 
 fn get_u16(bytes: &[u8], offset: usize) -> u16 {
     u16::from_le_bytes(bytes[offset..offset + 2].try_into().expect("2 bytes"))
@@ -120,7 +161,7 @@ impl<'a> Node<'a> {
 
     fn validate(&self) -> Result<(), NodeCorruption> {
         let fail = |detail: String| Err(NodeCorruption(detail));
-        let kind = self.bytes[0];
+        let kind = self.bytes[KIND_OFFSET];
         if kind != KIND_LEAF && kind != KIND_INTERNAL {
             return fail(format!("bad node kind={kind}"));
         }
@@ -129,7 +170,7 @@ impl<'a> Node<'a> {
         }
         let count = self.count();
         let slots_end = HEADER_BYTES + count * SLOT_BYTES;
-        let cell_start = usize::from(get_u16(self.bytes, 4));
+        let cell_start = usize::from(get_u16(self.bytes, CELL_START_OFFSET));
         if slots_end > cell_start || cell_start > PAGE_PAYLOAD_SIZE {
             return fail(format!(
                 "slot array end={slots_end} overlaps cell area start={cell_start}"
@@ -145,7 +186,7 @@ impl<'a> Node<'a> {
                 return fail(format!("slot={index} cell overruns the page"));
             }
         }
-        let fragmented = usize::from(get_u16(self.bytes, 6));
+        let fragmented = usize::from(get_u16(self.bytes, FRAGMENTED_OFFSET));
         if fragmented > PAGE_PAYLOAD_SIZE - cell_start {
             return fail(format!("fragmented bytes={fragmented} exceed the cell area"));
         }
@@ -182,26 +223,29 @@ impl<'a> Node<'a> {
     }
 
     pub fn is_leaf(&self) -> bool {
-        self.bytes[0] == KIND_LEAF
+        self.bytes[KIND_OFFSET] == KIND_LEAF
     }
     pub fn level(&self) -> u8 {
-        self.bytes[1]
+        self.bytes[LEVEL_OFFSET]
     }
     pub fn count(&self) -> usize {
-        usize::from(get_u16(self.bytes, 2))
+        usize::from(get_u16(self.bytes, COUNT_OFFSET))
     }
     pub fn right_sibling(&self) -> u64 {
-        get_u64(self.bytes, 8)
+        get_u64(self.bytes, RIGHT_SIBLING_OFFSET)
     }
     pub fn left_sibling(&self) -> u64 {
-        get_u64(self.bytes, 16)
+        get_u64(self.bytes, LEFT_SIBLING_OFFSET)
     }
     pub fn leftmost_child(&self) -> u64 {
-        get_u64(self.bytes, 24)
+        get_u64(self.bytes, LEFTMOST_CHILD_OFFSET)
     }
 
     fn high_key_span(&self) -> (usize, usize) {
-        (usize::from(get_u16(self.bytes, 32)), usize::from(get_u16(self.bytes, 34)))
+        (
+            usize::from(get_u16(self.bytes, HIGH_KEY_AT_OFFSET)),
+            usize::from(get_u16(self.bytes, HIGH_KEY_LENGTH_OFFSET)),
+        )
     }
 
     /// The exclusive upper bound of keys in this node; `None` for +infinity.
@@ -286,8 +330,8 @@ impl<'a> Node<'a> {
     /// Bytes free for new cells and slots, counting fragmented space (reclaimed by compaction).
     pub fn free_bytes(&self) -> usize {
         let slots_end = HEADER_BYTES + self.count() * SLOT_BYTES;
-        let cell_start = usize::from(get_u16(self.bytes, 4));
-        cell_start - slots_end + usize::from(get_u16(self.bytes, 6))
+        let cell_start = usize::from(get_u16(self.bytes, CELL_START_OFFSET));
+        cell_start - slots_end + usize::from(get_u16(self.bytes, FRAGMENTED_OFFSET))
     }
 
     /// Bytes of live cells, slots and high key.
@@ -315,9 +359,9 @@ impl<'a> NodeMut<'a> {
     pub fn init(bytes: &'a mut [u8], level: u8) -> NodeMut<'a> {
         assert_eq!(bytes.len(), PAGE_PAYLOAD_SIZE, "a node is one page payload");
         bytes.fill(0);
-        bytes[0] = if level == 0 { KIND_LEAF } else { KIND_INTERNAL };
-        bytes[1] = level;
-        put_u16(bytes, 4, to_u16(PAGE_PAYLOAD_SIZE));
+        bytes[KIND_OFFSET] = if level == 0 { KIND_LEAF } else { KIND_INTERNAL };
+        bytes[LEVEL_OFFSET] = level;
+        put_u16(bytes, CELL_START_OFFSET, to_u16(PAGE_PAYLOAD_SIZE));
         NodeMut { bytes }
     }
 
@@ -332,13 +376,13 @@ impl<'a> NodeMut<'a> {
     }
 
     pub fn set_right_sibling(&mut self, page: u64) {
-        put_u64(self.bytes, 8, page);
+        put_u64(self.bytes, RIGHT_SIBLING_OFFSET, page);
     }
     pub fn set_left_sibling(&mut self, page: u64) {
-        put_u64(self.bytes, 16, page);
+        put_u64(self.bytes, LEFT_SIBLING_OFFSET, page);
     }
     pub fn set_leftmost_child(&mut self, page: u64) {
-        put_u64(self.bytes, 24, page);
+        put_u64(self.bytes, LEFTMOST_CHILD_OFFSET, page);
     }
 
     /// Sets (or with `None` clears) the high key. Returns false if it does not fit.
@@ -351,20 +395,20 @@ impl<'a> NodeMut<'a> {
         }
         if old_offset != 0 {
             self.add_fragmented(old_length);
-            put_u16(self.bytes, 32, 0);
-            put_u16(self.bytes, 34, 0);
+            put_u16(self.bytes, HIGH_KEY_AT_OFFSET, 0);
+            put_u16(self.bytes, HIGH_KEY_LENGTH_OFFSET, 0);
         }
         let Some(key) = key else { return true };
         let Some(offset) = self.allocate(key.len(), 0) else { return false };
         self.bytes[offset..offset + key.len()].copy_from_slice(key);
-        put_u16(self.bytes, 32, to_u16(offset));
-        put_u16(self.bytes, 34, to_u16(key.len()));
+        put_u16(self.bytes, HIGH_KEY_AT_OFFSET, to_u16(offset));
+        put_u16(self.bytes, HIGH_KEY_LENGTH_OFFSET, to_u16(key.len()));
         true
     }
 
     fn add_fragmented(&mut self, bytes: usize) {
-        let fragmented = usize::from(get_u16(self.bytes, 6)) + bytes;
-        put_u16(self.bytes, 6, to_u16(fragmented));
+        let fragmented = usize::from(get_u16(self.bytes, FRAGMENTED_OFFSET)) + bytes;
+        put_u16(self.bytes, FRAGMENTED_OFFSET, to_u16(fragmented));
     }
 
     /// Reserves `length` bytes in the cell area (compacting if needed) plus `slot_bytes` for the
@@ -374,16 +418,16 @@ impl<'a> NodeMut<'a> {
             return None;
         }
         let slots_end = HEADER_BYTES + self.view().count() * SLOT_BYTES;
-        let mut cell_start = usize::from(get_u16(self.bytes, 4));
+        let mut cell_start = usize::from(get_u16(self.bytes, CELL_START_OFFSET));
         if cell_start - slots_end < length + slot_bytes {
             self.compact();
-            cell_start = usize::from(get_u16(self.bytes, 4));
+            cell_start = usize::from(get_u16(self.bytes, CELL_START_OFFSET));
             if cell_start - slots_end < length + slot_bytes {
                 return None;
             }
         }
         let offset = cell_start - length;
-        put_u16(self.bytes, 4, to_u16(offset));
+        put_u16(self.bytes, CELL_START_OFFSET, to_u16(offset));
         Some(offset)
     }
 
@@ -418,8 +462,8 @@ impl<'a> NodeMut<'a> {
             let pointer = if index == HIGH_KEY { 32 } else { HEADER_BYTES + index * SLOT_BYTES };
             put_u16(self.bytes, pointer, to_u16(end));
         }
-        put_u16(self.bytes, 4, to_u16(end));
-        put_u16(self.bytes, 6, 0);
+        put_u16(self.bytes, CELL_START_OFFSET, to_u16(end));
+        put_u16(self.bytes, FRAGMENTED_OFFSET, 0);
     }
 
     /// Inserts a leaf cell at `index` (from `search`). Returns false if it does not fit.
@@ -455,7 +499,7 @@ impl<'a> NodeMut<'a> {
         let end = HEADER_BYTES + count * SLOT_BYTES;
         self.bytes.copy_within(at..end, at + SLOT_BYTES);
         put_u16(self.bytes, at, to_u16(offset));
-        put_u16(self.bytes, 2, to_u16(count + 1));
+        put_u16(self.bytes, COUNT_OFFSET, to_u16(count + 1));
     }
 
     /// Removes the cell at `index`.
@@ -470,7 +514,7 @@ impl<'a> NodeMut<'a> {
         let end = HEADER_BYTES + count * SLOT_BYTES;
         self.bytes.copy_within(at + SLOT_BYTES..end, at);
         put_u16(self.bytes, end - SLOT_BYTES, 0);
-        put_u16(self.bytes, 2, to_u16(count - 1));
+        put_u16(self.bytes, COUNT_OFFSET, to_u16(count - 1));
     }
 
     /// Moves the cells from `from` on into `right` (an empty node of the same level), which

@@ -17,5 +17,6 @@ pub use page::{
 };
 pub use rng::SplitMix64;
 pub use stats::{
-    op_counters_snapshot, with_op_counters, Counter, Histogram, HistogramSnapshot, OpCounters,
+    elapsed_ns, op_counters_snapshot, with_op_counters, Counter, Histogram, HistogramSnapshot,
+    OpCounters,
 };

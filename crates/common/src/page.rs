@@ -33,6 +33,16 @@ const PAGE_ID_OFFSET: usize = 8;
 const LSN_OFFSET: usize = 16;
 const IMAGE_VERSION_OFFSET: usize = 24;
 
+// The header fields follow each other as in the table above and end where the payload
+// starts; the checksum covers everything after itself.
+const _: () = assert!(CHECKSUM_OFFSET == 0 && CHECKSUM_OFFSET + 4 == FORMAT_VERSION_OFFSET);
+const _: () = assert!(FORMAT_VERSION_OFFSET + 2 == PAGE_TYPE_OFFSET);
+const _: () = assert!(PAGE_TYPE_OFFSET + 1 == FLAGS_OFFSET && FLAGS_OFFSET + 1 == PAGE_ID_OFFSET);
+const _: () = assert!(PAGE_ID_OFFSET + 8 == LSN_OFFSET && LSN_OFFSET + 8 == IMAGE_VERSION_OFFSET);
+const _: () = assert!(IMAGE_VERSION_OFFSET + 8 == PAGE_HEADER_SIZE);
+// Pages are written at 4 KiB-aligned offsets of segments and tier files (direct I/O).
+const _: () = assert!(PAGE_SIZE.is_multiple_of(4096));
+
 /// What a page holds. The page store only needs `Free` and `Raw`; access methods add theirs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum PageType {

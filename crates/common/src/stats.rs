@@ -7,6 +7,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 /// A monotonic event counter.
 #[derive(Default, Debug)]
@@ -88,6 +89,11 @@ impl Histogram {
         self.buckets[bucket_index(value)].fetch_add(1, Ordering::Relaxed);
         self.total.fetch_add(1, Ordering::Relaxed);
         self.sum.fetch_add(value, Ordering::Relaxed);
+    }
+
+    /// Records the time since `started`, in nanoseconds (`elapsed_ns`).
+    pub fn record_elapsed(&self, started: Instant) {
+        self.record(elapsed_ns(started));
     }
 
     pub fn snapshot(&self) -> HistogramSnapshot {
@@ -195,6 +201,12 @@ pub fn with_op_counters(update: impl FnOnce(&mut OpCounters)) {
 /// This thread's operation counters so far.
 pub fn op_counters_snapshot() -> OpCounters {
     OP_COUNTERS.with(Cell::get)
+}
+
+/// Nanoseconds since `started`. u64 nanoseconds span 584 years, more than any `Instant` of
+/// a running process can be old, so the conversion cannot fail.
+pub fn elapsed_ns(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).expect("an elapsed time under 584 years")
 }
 
 #[cfg(test)]

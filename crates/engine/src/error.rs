@@ -40,8 +40,9 @@ pub enum EngineError {
     LockTimeout,
     #[error("could not obtain lock on row in relation \"{relation}\"")]
     LockNotAvailable { relation: String },
-    #[error("out of shared memory: more than {max} row locks held", max = crate::locks::ROW_LOCKS_MAX)]
-    OutOfLockMemory,
+    /// More row-lock entries than `max` (`ROW_LOCKS_MAX`) would be held at once.
+    #[error("out of shared memory: more than {max} row locks held")]
+    OutOfLockMemory { max: usize },
 }
 
 impl EngineError {
@@ -64,7 +65,7 @@ impl EngineError {
             EngineError::ShuttingDown => "57P01",
             EngineError::Canceled { .. } => "57014",
             EngineError::LockTimeout | EngineError::LockNotAvailable { .. } => "55P03",
-            EngineError::OutOfLockMemory => "53200",
+            EngineError::OutOfLockMemory { .. } => "53200",
         }
     }
 

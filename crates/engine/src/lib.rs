@@ -5,12 +5,15 @@
 mod engine;
 mod error;
 mod locks;
+mod root;
 mod row;
 mod txn;
+mod wait;
 
 pub use engine::{ColumnDef, Engine, IndexDef, PurgeStats, RowKey, TableDef, Transaction};
 pub use error::{EngineError, Result};
-pub use locks::{LockMode, LockOutcome, WaitLimits, WaitPolicy, ROW_LOCKS_MAX};
+pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};
 pub use row::{Row, Value};
-pub use tierdb_access::{Decimal, KeyKind};
+pub use tierdb_access::{Decimal, Direction, KeyKind};
 pub use txn::{IsolationLevel, TxnId};
+pub use wait::WaitLimits;

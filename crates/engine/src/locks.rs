@@ -1,5 +1,4 @@
-//! Row locks taken by `SELECT ... FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE`, and the
-//! limits on every wait for another transaction (cancel, statement and lock timeouts).
+//! Row locks taken by `SELECT ... FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE`.
 //!
 //! A writer's row lock is its version at the head of the row (008, "Writing a row"). A
 //! locking read writes no version: its lock is an entry in memory, in the row's stripe of
@@ -10,9 +9,7 @@
 //! ignored (ids are never reused), so release is cleanup, never needed for correctness.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{EngineError, Result};
 use crate::row::Row;
@@ -78,58 +75,6 @@ pub enum LockOutcome {
     Gone,
 }
 
-/// Limits on waiting for another transaction: set by the caller per statement.
-#[derive(Clone, Debug, Default)]
-pub struct WaitLimits {
-    /// A cancel request (the session's flag): 57014.
-    pub cancel: Option<Arc<AtomicBool>>,
-    /// statement_timeout's deadline: 57014.
-    pub statement_deadline: Option<Instant>,
-    /// lock_timeout for each wait (0: none): 55P03.
-    pub lock_timeout_ms: u64,
-}
-
-impl WaitLimits {
-    /// Fails if the statement was canceled or ran past its deadline.
-    pub fn check(&self) -> Result<()> {
-        if self.cancel.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed)) {
-            return Err(EngineError::Canceled { reason: "user request" });
-        }
-        if self.statement_deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-            return Err(EngineError::Canceled { reason: "statement timeout" });
-        }
-        Ok(())
-    }
-
-    /// The deadline of a wait starting now.
-    pub(crate) fn lock_deadline(&self) -> Option<Instant> {
-        (self.lock_timeout_ms > 0)
-            .then(|| Instant::now() + Duration::from_millis(self.lock_timeout_ms))
-    }
-
-    /// Fails if the wait must end (cancel, statement timeout, lock timeout); else how long to
-    /// sleep at most before checking again (`recheck`, or less near a deadline).
-    pub(crate) fn check_wait(
-        &self,
-        lock_deadline: Option<Instant>,
-        recheck: Duration,
-    ) -> Result<Duration> {
-        self.check()?;
-        let now = Instant::now();
-        let mut sleep = recheck;
-        if let Some(deadline) = lock_deadline {
-            if now >= deadline {
-                return Err(EngineError::LockTimeout);
-            }
-            sleep = sleep.min(deadline - now);
-        }
-        if let Some(deadline) = self.statement_deadline {
-            sleep = sleep.min(deadline.saturating_duration_since(now));
-        }
-        Ok(sleep)
-    }
-}
-
 /// A locked row: (table identity, row key).
 type LockedRow = (u64, Vec<u8>);
 
@@ -183,7 +128,7 @@ impl StripeLocks {
             if holders.is_empty() {
                 self.rows.remove(&(table, key.to_vec()));
             }
-            return Err(EngineError::OutOfLockMemory);
+            return Err(EngineError::OutOfLockMemory { max: ROW_LOCKS_MAX });
         }
         holders.push((me, mode));
         Ok(None)

@@ -24,7 +24,8 @@ use tierdb_common::{PageId, PageType, PAGE_PAYLOAD_SIZE};
 use tierdb_storage::PageStore;
 
 use crate::error::{EngineError, Result};
-use crate::locks::WaitLimits;
+use crate::root::{RootFields, ROOT_PAGE, ROOT_RESERVED_TXN_OFFSET};
+use crate::wait::WaitLimits;
 
 pub type TxnId = u64;
 /// Versions with this creator are visible to every snapshot (frozen by pruning).
@@ -92,10 +93,6 @@ struct ClogPages {
     pages: Vec<PageId>,
 }
 
-/// The engine root page: magic, reserved txn high-water mark, catalog meta page, CLOG
-/// directory page.
-pub(crate) const ROOT_MAGIC: &[u8; 4] = b"TDE1";
-
 /// Outcomes of finished transactions, so that a visibility check (one per row version read)
 /// usually needs neither the transaction table's lock nor a commit-log page. Direct-mapped:
 /// a slot holds `id << 2 | outcome` (1 committed, 2 aborted; 0 empty) and a newer id simply
@@ -141,7 +138,6 @@ impl OutcomeCache {
 
 pub(crate) struct TxnManager {
     store: Arc<PageStore>,
-    root: PageId,
     clog: parking_lot::RwLock<ClogPages>,
     outcomes: OutcomeCache,
     table: Mutex<TxnTable>,
@@ -158,24 +154,14 @@ fn get_u64(bytes: &[u8], offset: usize) -> u64 {
 }
 
 impl TxnManager {
-    /// Opens the manager over the engine root page; ids continue above the durable high-water
-    /// mark, so ids used before a crash are never reused.
-    pub fn open(store: Arc<PageStore>, root: PageId) -> Result<TxnManager> {
-        let (reserved, clog_directory) = {
-            let page = store.read(root)?;
-            let payload = page.payload();
-            if &payload[..4] != ROOT_MAGIC {
-                return Err(EngineError::Corrupt {
-                    what: "engine root page",
-                    detail: "bad magic".into(),
-                });
-            }
-            (get_u64(payload, 8).max(FIRST_TXN), PageId(get_u64(payload, 24)))
-        };
+    /// Opens the manager over the engine root page (`root`, as read); ids continue above the
+    /// durable high-water mark, so ids used before a crash are never reused.
+    pub fn open(store: Arc<PageStore>, root: &RootFields) -> Result<TxnManager> {
+        let reserved = root.reserved_txn.max(FIRST_TXN);
+        let clog_directory = root.clog_directory;
         let clog = load_clog_pages(&store, clog_directory)?;
         Ok(TxnManager {
             store,
-            root,
             clog: parking_lot::RwLock::new(clog),
             outcomes: OutcomeCache::new(),
             table: Mutex::new(TxnTable {
@@ -235,8 +221,8 @@ impl TxnManager {
             mtr.write(directory, 0, &u32::try_from(within + 1).expect("fits").to_le_bytes());
             pages.push(page_id);
         }
-        let root = mtr.latch(self.root)?;
-        mtr.write(root, 8, &until.to_le_bytes());
+        let root = mtr.latch(ROOT_PAGE)?;
+        mtr.write(root, ROOT_RESERVED_TXN_OFFSET, &until.to_le_bytes());
         let lsn = mtr.commit()?;
         self.store.wait_durable(lsn)?;
         *clog = ClogPages { directories, pages };
@@ -476,7 +462,8 @@ mod tests {
         let store =
             Arc::new(PageStore::open(StoreConfig::local(directory.path()).unwrap()).unwrap());
         drop(crate::Engine::open(Arc::clone(&store)).unwrap());
-        let manager = TxnManager::open(Arc::clone(&store), PageId(1)).unwrap();
+        let manager =
+            TxnManager::open(Arc::clone(&store), &RootFields::read(&store).unwrap()).unwrap();
         let pages = DIRECTORY_ENTRIES_PER_PAGE + 3;
         let until = u64::try_from(pages).unwrap() * TXNS_PER_CLOG_PAGE;
         manager.reserve(until).unwrap();
@@ -486,7 +473,8 @@ mod tests {
         manager.write_status(late, 1).unwrap();
         manager.write_status(early, 2).unwrap();
         drop(manager);
-        let reopened = TxnManager::open(Arc::clone(&store), PageId(1)).unwrap();
+        let reopened =
+            TxnManager::open(Arc::clone(&store), &RootFields::read(&store).unwrap()).unwrap();
         assert_eq!(reopened.clog.read().pages.len(), pages);
         assert_eq!(reopened.status(late).unwrap(), TxnStatus::Committed);
         assert_eq!(reopened.status(early).unwrap(), TxnStatus::Aborted);

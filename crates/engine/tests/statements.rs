@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tierdb_engine::{
-    ColumnDef, Engine, IndexDef, IsolationLevel, KeyKind, RowKey, TableDef, Value,
+    ColumnDef, Direction, Engine, IndexDef, IsolationLevel, KeyKind, RowKey, TableDef, Value,
 };
 use tierdb_storage::{PageStore, StoreConfig};
 
@@ -124,6 +124,20 @@ fn pages_return_every_committed_row_exactly_once_despite_concurrent_inserts() {
         descending.extend(page.iter().map(|(_, row)| int(&row[0])));
     }
     assert_eq!(descending, (100..=200).rev().collect::<Vec<i64>>());
+    // The order chosen at run time gives the same pages as the two fixed-order calls.
+    let bounds: (Bound<&[Value]>, Bound<&[Value]>) =
+        (Bound::Included(&[Value::Int(100)]), Bound::Excluded(&[Value::Int(130)]));
+    for (direction, fixed) in [
+        (Direction::Forward, reader.scan_page("items", bounds.0, bounds.1, None, 9).unwrap()),
+        (
+            Direction::Backward,
+            reader.scan_page_backward("items", bounds.0, bounds.1, None, 9).unwrap(),
+        ),
+    ] {
+        let ordered = reader.scan_page_ordered("items", direction, bounds, None, 9).unwrap();
+        assert_eq!(ordered, fixed, "direction={direction:?}");
+        assert_eq!(ordered.len(), 9);
+    }
 
     // get_keyed returns the same row key the scan did.
     let (key, row) = reader.get_keyed("items", &[Value::Int(42)]).unwrap().unwrap();
@@ -133,6 +147,9 @@ fn pages_return_every_committed_row_exactly_once_despite_concurrent_inserts() {
         .unwrap();
     assert_eq!(page[0].0, key);
     assert!(reader.get_keyed("items", &[Value::Int(-1)]).unwrap().is_none());
+    // get is get_keyed without the key.
+    assert_eq!(reader.get("items", &[Value::Int(42)]).unwrap(), Some(row));
+    assert!(reader.get("items", &[Value::Int(-1)]).unwrap().is_none());
     // A zero limit reads nothing.
     assert!(reader
         .scan_page("items", Bound::Unbounded, Bound::Unbounded, None, 0)

@@ -418,7 +418,8 @@ fn response(
             let mut data_rows = Vec::with_capacity(rows.len());
             for row in &rows {
                 for (index, datum) in row.iter().enumerate() {
-                    encoder.encode_field(&wire::encode(datum, &types[index], formats[index]))?;
+                    let encoded = wire::encode(datum, &types[index], formats[index]);
+                    encoder.encode_field(&encoded.map_err(user_error)?)?;
                 }
                 data_rows.push(Ok(encoder.take_row()));
             }
@@ -858,7 +859,8 @@ impl CopyHandler for Connection {
     {
         let outcome = self.with_session(move |session| session.copy_in_end()).await;
         let rows = outcome.map_err(user_error)?;
-        let tag = Tag::new("COPY").with_rows(usize::try_from(rows).unwrap_or(0));
+        let rows = usize::try_from(rows).expect("a row count fits usize on 64-bit targets");
+        let tag = Tag::new("COPY").with_rows(rows);
         client.send(PgWireBackendMessage::CommandComplete(tag.into())).await?;
         Ok(())
     }

@@ -49,7 +49,7 @@ pub fn render(shared: &Shared) -> String {
         "tierdb_buffer_pool_frames",
         "gauge",
         "Frames in the buffer pool.",
-        u64::try_from(frames).unwrap_or(0),
+        u64::try_from(frames).expect("usize fits u64 on 64-bit targets"),
     );
     if let Some(tier) = store.tier() {
         let stats = tier.stats();
@@ -184,7 +184,8 @@ pub fn render(shared: &Shared) -> String {
         "tierdb_connections",
         "gauge",
         "Open client connections.",
-        u64::try_from(shared.connections.load(Ordering::Acquire)).unwrap_or(0),
+        u64::try_from(shared.connections.load(Ordering::Acquire))
+            .expect("usize fits u64 on 64-bit targets"),
     );
     out
 }

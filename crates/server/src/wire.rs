@@ -84,25 +84,33 @@ pub fn fields(columns: &[OutputColumn], binary: &dyn Fn(usize) -> bool) -> Vec<F
         .collect()
 }
 
-/// Encodes a value of type `ty` in text or binary.
-pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Encoded {
+/// Encodes a value of type `ty` in text or binary. An integer outside its column type's range
+/// is 22003 in both formats (PostgreSQL's "integer out of range"), never sent truncated or
+/// as another number.
+pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Result<Encoded, SqlError> {
     if datum.is_null() {
-        return Encoded(None);
+        return Ok(Encoded(None));
     }
-    if !binary {
-        return Encoded(datum.to_text(ty).map(String::into_bytes));
-    }
-    Encoded(Some(match (datum, ty) {
-        (Datum::Bool(flag), _) => vec![u8::from(*flag)],
+    let narrow_integer = match (datum, ty) {
         (Datum::Int(value), SqlType::Int2) => {
-            i16::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+            Some(narrow::<i16>(*value, "smallint")?.to_be_bytes().to_vec())
         }
         (Datum::Int(value), SqlType::Int4) => {
-            i32::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+            Some(narrow::<i32>(*value, "integer")?.to_be_bytes().to_vec())
         }
         (Datum::Int(value), SqlType::Oid) => {
-            u32::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+            Some(narrow::<u32>(*value, "OID")?.to_be_bytes().to_vec())
         }
+        _ => None,
+    };
+    if !binary {
+        return Ok(Encoded(datum.to_text(ty).map(String::into_bytes)));
+    }
+    if let Some(bytes) = narrow_integer {
+        return Ok(Encoded(Some(bytes)));
+    }
+    Ok(Encoded(Some(match (datum, ty) {
+        (Datum::Bool(flag), _) => vec![u8::from(*flag)],
         (Datum::Int(value), _) => value.to_be_bytes().to_vec(),
         (Datum::Float(value), SqlType::Float4) => {
             #[allow(clippy::cast_possible_truncation)]
@@ -115,8 +123,13 @@ pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Encoded {
         (Datum::Bytes(bytes), _) => bytes.clone(),
         (Datum::Date(days), _) => days.to_be_bytes().to_vec(),
         (Datum::Timestamp(micros) | Datum::TimestampTz(micros), _) => micros.to_be_bytes().to_vec(),
-        (Datum::Null, _) => return Encoded(None),
-    }))
+        (Datum::Null, _) => return Ok(Encoded(None)),
+    })))
+}
+
+/// `value` as the narrower integer type of a column, or 22003 "`type_name` out of range".
+fn narrow<T: TryFrom<i64>>(value: i64, type_name: &str) -> Result<T, SqlError> {
+    T::try_from(value).map_err(|_| SqlError::out_of_range(type_name))
 }
 
 /// PostgreSQL's binary numeric: base-10000 digits around the decimal point.
@@ -130,7 +143,8 @@ pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
     let mut end = integer.len();
     while end > 0 {
         let start = end.saturating_sub(4);
-        integer_groups.push(integer[start..end].parse::<i16>().unwrap_or(0));
+        // At most four decimal digits: 0..=9999.
+        integer_groups.push(integer[start..end].parse::<i16>().expect("four digits fit i16"));
         end = start;
     }
     integer_groups.reverse();
@@ -141,11 +155,18 @@ pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
     let fraction_groups: Vec<i16> = fraction_text
         .as_bytes()
         .chunks(4)
-        .map(|chunk| std::str::from_utf8(chunk).ok().and_then(|s| s.parse().ok()).unwrap_or(0))
+        .map(|chunk| {
+            // Four ASCII digits of a decimal's text: 0..=9999.
+            let digits = std::str::from_utf8(chunk).expect("a decimal's text is ASCII");
+            digits.parse().expect("four digits fit i16")
+        })
         .collect();
     let mut digits: Vec<i16> = integer_groups.clone();
     digits.extend(&fraction_groups);
-    let mut weight = i16::try_from(integer_groups.len()).unwrap_or(0) - 1;
+    // A Decimal has at most 29 digits (96-bit mantissa) and a scale of at most 28, so it
+    // has at most 8 integer and 7 fraction groups: counts and scale fit i16 and u16.
+    debug_assert!(integer_groups.len() <= 8 && fraction_groups.len() <= 7, "value={value}");
+    let mut weight = i16::try_from(integer_groups.len()).expect("at most 8 groups") - 1;
     // Strip leading zero groups (adjusting the weight) and trailing zero groups.
     while digits.first() == Some(&0) {
         digits.remove(0);
@@ -158,11 +179,13 @@ pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
         weight = 0;
     }
     let mut out = Vec::with_capacity(8 + digits.len() * 2);
-    out.extend_from_slice(&i16::try_from(digits.len()).unwrap_or(0).to_be_bytes());
+    out.extend_from_slice(&i16::try_from(digits.len()).expect("at most 15 groups").to_be_bytes());
     out.extend_from_slice(&weight.to_be_bytes());
     let sign: u16 = if value.is_sign_negative() && !value.is_zero() { 0x4000 } else { 0 };
     out.extend_from_slice(&sign.to_be_bytes());
-    out.extend_from_slice(&u16::try_from(scale).unwrap_or(0).to_be_bytes());
+    out.extend_from_slice(
+        &u16::try_from(scale).expect("a Decimal's scale is at most 28").to_be_bytes(),
+    );
     for digit in digits {
         out.extend_from_slice(&digit.to_be_bytes());
     }
@@ -262,4 +285,55 @@ pub fn decode_numeric(bytes: &[u8]) -> Option<Decimal> {
     decimal = decimal.round_dp(scale);
     decimal.rescale(scale);
     Some(decimal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An integer outside its column type's range is 22003 in text and in binary, never
+    /// encoded as 0 or truncated; values at the bounds encode.
+    #[test]
+    fn out_of_range_integers_are_22003_in_both_formats() {
+        let cases = [
+            (SqlType::Int2, i64::from(i16::MAX) + 1, "smallint out of range"),
+            (SqlType::Int2, i64::from(i16::MIN) - 1, "smallint out of range"),
+            (SqlType::Int4, i64::from(i32::MAX) + 1, "integer out of range"),
+            (SqlType::Int4, 3_000_000_000, "integer out of range"),
+            (SqlType::Oid, -1, "OID out of range"),
+            (SqlType::Oid, i64::from(u32::MAX) + 1, "OID out of range"),
+        ];
+        for (ty, value, message) in cases {
+            for binary in [false, true] {
+                let error = encode(&Datum::Int(value), &ty, binary).unwrap_err();
+                assert_eq!((error.sqlstate, error.message.as_str()), ("22003", message));
+            }
+        }
+        let at_bound = encode(&Datum::Int(i64::from(i32::MIN)), &SqlType::Int4, true).unwrap();
+        assert_eq!(at_bound.0, Some(i32::MIN.to_be_bytes().to_vec()));
+        let text = encode(&Datum::Int(i64::from(i16::MAX)), &SqlType::Int2, false).unwrap();
+        assert_eq!(text.0, Some(b"32767".to_vec()));
+        let oid = encode(&Datum::Int(i64::from(u32::MAX)), &SqlType::Oid, true).unwrap();
+        assert_eq!(oid.0, Some(u32::MAX.to_be_bytes().to_vec()));
+    }
+
+    /// The widest decimals (29 digits, scale 28) encode within the group counts the encoder
+    /// relies on, and decode back to themselves.
+    #[test]
+    fn extreme_numerics_round_trip_in_binary() {
+        let values = [
+            Decimal::MAX,
+            Decimal::MIN,
+            Decimal::from_i128_with_scale(1, 28),
+            Decimal::from_i128_with_scale(-79_228_162_514_264_337_593_543_950_335, 28),
+            Decimal::from_i128_with_scale(12_345_000, 3),
+            Decimal::ZERO,
+        ];
+        for value in values {
+            let bytes = encode_numeric(&value);
+            let decoded = decode_numeric(&bytes).unwrap();
+            assert_eq!(decoded, value);
+            assert_eq!(decoded.scale(), value.scale(), "value={value}");
+        }
+    }
 }

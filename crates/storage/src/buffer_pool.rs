@@ -10,16 +10,21 @@
 //!   reach the frame: that is when eviction may take it.
 //! - A frame is evictable only when clean (`!dirty && !write_pending`) and loaded.
 //! - Lock order: table shard, then frame meta. The page latch is never taken while holding
-//!   either, except by `fetch` on a frame that is not yet published.
+//!   either, except by `install` on a frame that is not yet published.
 //!
-//! Frame lifecycle (function performing each transition):
+//! Frame lifecycle: each transition and the function that performs it (the `Frame` methods
+//! are called by the store, from the module in brackets):
 //!
 //! ```text
-//!   Free --fetch: install--> Loading --fetch: load ok--> Resident(clean)
-//!     ^                        | load failed                 |   ^
-//!     +------------------------+        mark_dirty (store) --+   +-- finish_write (store)
-//!     +---- acquire_frame: evict (clean, unpinned) --- Resident(dirty -> write_pending)
-//!     +---- shrink: frame dropped (memory freed)
+//!   Free          --install-->                   Loading
+//!   Loading       --install: load ok-->          Clean
+//!   Loading       --install: load failed-->      Free, once its waiters unpin
+//!   Clean         --mark_dirty [mtr]-->          Dirty
+//!   Dirty         --begin_write [flush]-->       WritePending (copied, being written)
+//!   WritePending  --mark_dirty [mtr]-->          WritePending and Dirty
+//!   WritePending  --finish_write [flush]-->      Clean, or Dirty if changed meanwhile
+//!   Clean         --acquire_frame: evict-->      Free (unpinned only)
+//!   Clean, Free   --release_excess-->            dropped, memory freed (set_target shrinks)
 //! ```
 
 use std::collections::HashMap;
@@ -81,20 +86,20 @@ pub(crate) enum LoadState {
 }
 
 #[derive(Debug)]
-pub(crate) struct FrameMeta {
-    pub page_id: PageId,
-    pub load: LoadState,
+struct FrameMeta {
+    page_id: PageId,
+    load: LoadState,
     /// Modified since the image in `version` was written.
-    pub dirty: bool,
+    dirty: bool,
     /// A flush has copied the image and is writing it; not evictable until it finishes.
-    pub write_pending: bool,
+    write_pending: bool,
     /// Redo must start at or before this LSN to rebuild the frame's changes (valid when
     /// `dirty || write_pending`).
-    pub recovery_lsn: Lsn,
+    recovery_lsn: Lsn,
     /// Recovery LSN of changes made while a write was pending, adopted when it finishes.
-    pub next_recovery_lsn: Lsn,
+    next_recovery_lsn: Lsn,
     /// The durable image the frame equals when clean (`NONE`: never written).
-    pub version: SegmentId,
+    version: SegmentId,
 }
 
 pub(crate) struct Frame {
@@ -109,7 +114,7 @@ pub(crate) struct Frame {
     /// bytes are the ones that were checked. SQLite's `MemPage.isInit` plays the same role:
     /// a node's slot array is walked once per change, not on every visit.
     format_checked: AtomicBool,
-    pub meta: Mutex<FrameMeta>,
+    meta: Mutex<FrameMeta>,
 }
 
 impl Frame {
@@ -145,6 +150,51 @@ impl Frame {
         let guard = self.latch.write_arc();
         self.format_checked.store(false, Ordering::Release);
         guard
+    }
+
+    /// Records a logged change starting at `start` to this page, latched exclusively by the
+    /// caller. Returns whether the frame was clean before (false: it already had changes
+    /// since its last write, and keeps the recovery LSN of the first). A change made while a
+    /// write is pending belongs to the next write: its LSN waits in `next_recovery_lsn`.
+    pub(crate) fn mark_dirty(&self, start: Lsn) -> bool {
+        let mut meta = self.meta.lock();
+        debug_assert_eq!(meta.load, LoadState::Ready, "only a loaded frame is changed");
+        if meta.dirty {
+            return false;
+        }
+        meta.dirty = true;
+        if meta.write_pending {
+            meta.next_recovery_lsn = start;
+        } else {
+            meta.recovery_lsn = start;
+        }
+        true
+    }
+
+    /// Starts writing the frame's image (a flush copies it next, under the shared latch):
+    /// the frame becomes clean and write-pending, so it is not evicted until `finish_write`.
+    /// Returns false, changing nothing, unless the frame still holds `page_id`, dirty and with
+    /// no write pending (it may have been written or evicted since it was chosen).
+    pub(crate) fn begin_write(&self, page_id: PageId) -> bool {
+        let mut meta = self.meta.lock();
+        if !meta.dirty || meta.write_pending || meta.page_id != page_id {
+            return false;
+        }
+        meta.dirty = false;
+        meta.write_pending = true;
+        true
+    }
+
+    /// Ends a write begun by `begin_write`: the image is durable as `version`. Changes made
+    /// meanwhile (dirty again) now need redo from the LSN they recorded.
+    pub(crate) fn finish_write(&self, version: SegmentId) {
+        let mut meta = self.meta.lock();
+        assert!(meta.write_pending, "finish_write without begin_write");
+        meta.write_pending = false;
+        meta.version = version;
+        if meta.dirty {
+            meta.recovery_lsn = meta.next_recovery_lsn;
+        }
     }
 
     fn pin(&self) {

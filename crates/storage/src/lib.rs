@@ -30,4 +30,6 @@ pub use volume::{
 };
 #[cfg(feature = "s3")]
 pub use volume::{S3Config, S3Volume};
-pub use wal::{DeviceOpener, PageOp, WalRecord, WalStats, WAL_FILE_BYTES_MAX};
+pub use wal::{
+    DeviceOpener, PageOp, WalRecord, WalStats, RECORD_BODY_BYTES_MAX, WAL_FILE_BYTES_MAX,
+};

@@ -29,6 +29,14 @@ pub(crate) const SEGMENT_HEADER_SIZE: usize = 4096;
 pub const SEGMENT_SLOTS_MAX: usize = 256;
 pub(crate) const SEGMENT_PREFIX: &str = "segments/";
 
+/// The header's fields: magic, segment id u64, slot count u32, CRC32C u32.
+const SEGMENT_HEADER_FIELDS_BYTES: usize = SEGMENT_MAGIC.len() + 8 + 4 + 4;
+// The fields fit the header, and page images start 4 KiB aligned after it.
+const _: () = assert!(SEGMENT_HEADER_FIELDS_BYTES <= SEGMENT_HEADER_SIZE);
+const _: () = assert!(SEGMENT_HEADER_SIZE.is_multiple_of(4096));
+// The slot count is stored as u32.
+const _: () = assert!(SEGMENT_SLOTS_MAX <= u32::MAX as usize);
+
 pub(crate) fn segment_name(segment: SegmentId) -> String {
     format!("{SEGMENT_PREFIX}{segment}.seg")
 }

@@ -189,8 +189,21 @@ fn slot_offset(slot: u32) -> u64 {
     u64::from(slot) * usize_to_u64(PAGE_SIZE)
 }
 
-fn slots_for(capacity_bytes: u64) -> u32 {
-    u32::try_from(capacity_bytes / usize_to_u64(PAGE_SIZE)).unwrap_or(u32::MAX)
+/// Slots of a tier of `capacity_bytes`: at least one, and at most `u32::MAX` (slot numbers
+/// are u32: 32 TiB of pages), else the capacity is refused rather than silently capped.
+fn slots_for(capacity_bytes: u64) -> Result<u32> {
+    match u32::try_from(capacity_bytes / usize_to_u64(PAGE_SIZE)) {
+        Ok(0) => Err(StorageError::InvalidConfig {
+            detail: format!("tier capacity below one page capacity_bytes={capacity_bytes}"),
+        }),
+        Ok(slots) => Ok(slots),
+        Err(_) => Err(StorageError::InvalidConfig {
+            detail: format!(
+                "tier capacity above {} pages capacity_bytes={capacity_bytes}",
+                u32::MAX
+            ),
+        }),
+    }
 }
 
 impl TierCache {
@@ -201,12 +214,7 @@ impl TierCache {
         index_path: &Path,
         capacity_bytes: u64,
     ) -> Result<TierCache> {
-        let slot_count = slots_for(capacity_bytes);
-        if slot_count == 0 {
-            return Err(StorageError::InvalidConfig {
-                detail: format!("tier capacity below one page capacity_bytes={capacity_bytes}"),
-            });
-        }
+        let slot_count = slots_for(capacity_bytes)?;
         device.set_len(slot_offset(slot_count))?;
         let stats = TierStats::default();
         let mut state = TierState {
@@ -317,10 +325,7 @@ impl TierCache {
         drop(state);
         shared.stats.hits.increment();
         shared.stats.bytes_read.add(usize_to_u64(PAGE_SIZE));
-        shared
-            .stats
-            .read_latency_ns
-            .record(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+        shared.stats.read_latency_ns.record_elapsed(started);
         TierLookup::Hit
     }
 
@@ -354,12 +359,7 @@ impl TierCache {
     /// Changes the tier's size online. Shrinking drops the entries beyond the new end.
     /// Lookups wait only for the duration of the truncate or extend.
     pub fn resize(&self, capacity_bytes: u64) -> Result<()> {
-        let new_count = slots_for(capacity_bytes);
-        if new_count == 0 {
-            return Err(StorageError::InvalidConfig {
-                detail: "tier capacity below one page".to_string(),
-            });
-        }
+        let new_count = slots_for(capacity_bytes)?;
         let _gate = self.shared.resize_gate.write();
         let mut state = self.shared.state.lock();
         let old_count = usize_to_u32(state.slots.len());
@@ -567,5 +567,23 @@ fn load_index(path: &Path, state: &mut TierState, stats: &TierStats) {
             stats.corrupt_discards.increment();
             tracing::warn!(file = %path.display(), %reason, "discarded invalid tier index");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A capacity is whole pages, refused below one page and above `u32::MAX` pages instead
+    /// of being capped.
+    #[test]
+    fn tier_capacity_is_refused_outside_the_slot_range() {
+        let page = usize_to_u64(PAGE_SIZE);
+        assert!(matches!(slots_for(page - 1), Err(StorageError::InvalidConfig { .. })));
+        assert_eq!(slots_for(page).unwrap(), 1);
+        assert_eq!(slots_for(3 * page + 1).unwrap(), 3);
+        assert_eq!(slots_for(u64::from(u32::MAX) * page).unwrap(), u32::MAX);
+        let too_large = (u64::from(u32::MAX) + 1) * page;
+        assert!(matches!(slots_for(too_large), Err(StorageError::InvalidConfig { .. })));
     }
 }

@@ -73,13 +73,9 @@ impl StoreInner {
             let Some(latch) = pin.frame().latch.try_read() else {
                 continue;
             };
-            let mut meta = pin.frame().meta.lock();
-            if !meta.dirty || meta.write_pending || meta.page_id != page_id {
+            if !pin.frame().begin_write(page_id) {
                 continue;
             }
-            meta.dirty = false;
-            meta.write_pending = true;
-            drop(meta);
             self.dirty_frames.fetch_sub(1, Ordering::AcqRel);
             images.push(Box::new((**latch).clone()));
             drop(latch);
@@ -108,12 +104,7 @@ impl StoreInner {
             .collect();
         self.publish_segment(segment, usize_to_u32(images.len()), &entries, None)?;
         for pin in &frames {
-            let mut meta = pin.frame().meta.lock();
-            meta.write_pending = false;
-            meta.version = segment;
-            if meta.dirty {
-                meta.recovery_lsn = meta.next_recovery_lsn;
-            }
+            pin.frame().finish_write(segment);
         }
         let written = images.len();
         self.stats.flushes.increment();

@@ -223,15 +223,8 @@ impl StoreInner {
     /// Marks a latched page dirty after a logged change starting at `start`. Returns whether
     /// the page was clean before (so its tier copy must go). Called with the WAL locked.
     pub(crate) fn mark_dirty(&self, pin: &Pinned, start: Lsn) -> bool {
-        let mut meta = pin.frame().meta.lock();
-        if meta.dirty {
+        if !pin.frame().mark_dirty(start) {
             return false;
-        }
-        meta.dirty = true;
-        if meta.write_pending {
-            meta.next_recovery_lsn = start;
-        } else {
-            meta.recovery_lsn = start;
         }
         self.dirty_frames.fetch_add(1, Ordering::AcqRel);
         true

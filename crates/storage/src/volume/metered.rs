@@ -117,8 +117,7 @@ impl<V: Volume> Volume for MeteredVolume<V> {
         self.stats.get_requests.increment();
         let started = Instant::now();
         let result = self.inner.read_range(name, offset, buffer);
-        let elapsed_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.stats.read_latency_ns.record(elapsed_ns);
+        self.stats.read_latency_ns.record_elapsed(started);
         if result.is_ok() {
             self.stats.bytes_read.add(length_of(buffer.len()));
         }

@@ -1,0 +1,453 @@
+//! The catalog: one entry per table in the catalog B+tree (keyed by name: the table's tree,
+//! columns, primary key and indexes with their trees), loaded into the table map at open, and
+//! the DDL that changes it (create, drop and truncate a table, create and drop an index), each
+//! durable when it returns.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tierdb_access::{BTree, Direction, KeyColumn, KeyKind};
+use tierdb_common::PageId;
+
+use crate::error::{EngineError, Result};
+use crate::row::{decode_row, decode_versions, encode_row, Value, Version};
+use crate::txn::TxnStatus;
+
+use super::table::{index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef};
+use super::Shared;
+
+fn encode_def(def: &TableDef, tree: PageId, index_trees: &[PageId]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&tree.0.to_le_bytes());
+    let mut row = vec![Value::Text(def.name.clone())];
+    row.push(Value::Int(i64::try_from(def.columns.len()).expect("fits")));
+    for column in &def.columns {
+        row.push(Value::Text(column.name.clone()));
+        row.push(Value::Int(kind_code(column.kind)));
+        row.push(Value::Bool(column.nullable));
+    }
+    match &def.primary_key {
+        Some(columns) => {
+            row.push(Value::Int(i64::try_from(columns.len()).expect("fits")));
+            row.extend(
+                columns.iter().map(|&column| Value::Int(i64::try_from(column).expect("fits"))),
+            );
+        }
+        None => row.push(Value::Int(-1)),
+    }
+    row.push(Value::Int(i64::try_from(def.indexes.len()).expect("fits")));
+    for (index, tree) in def.indexes.iter().zip(index_trees) {
+        row.push(Value::Text(index.name.clone()));
+        row.push(Value::Bool(index.unique));
+        row.push(Value::Int(i64::try_from(tree.0).expect("page ids fit")));
+        row.push(Value::Int(i64::try_from(index.columns.len()).expect("fits")));
+        row.extend(
+            index.columns.iter().map(|&column| Value::Int(i64::try_from(column).expect("fits"))),
+        );
+    }
+    encode_row(&row, &mut out);
+    out
+}
+
+fn kind_code(kind: KeyKind) -> i64 {
+    match kind {
+        KeyKind::Bool => 0,
+        KeyKind::Int => 1,
+        KeyKind::Float => 2,
+        KeyKind::Text => 3,
+        KeyKind::Bytes => 4,
+        KeyKind::Numeric => 5,
+    }
+}
+
+fn kind_of(code: i64) -> Result<KeyKind> {
+    Ok(match code {
+        0 => KeyKind::Bool,
+        1 => KeyKind::Int,
+        2 => KeyKind::Float,
+        3 => KeyKind::Text,
+        4 => KeyKind::Bytes,
+        5 => KeyKind::Numeric,
+        other => {
+            return Err(EngineError::Corrupt {
+                what: "catalog",
+                detail: format!("bad column kind={other}"),
+            })
+        }
+    })
+}
+
+fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
+    let bad = |detail: &str| EngineError::Corrupt { what: "catalog", detail: detail.to_string() };
+    let tree = PageId(u64::from_le_bytes(
+        bytes.get(..8).ok_or_else(|| bad("short entry"))?.try_into().expect("8"),
+    ));
+    let values = decode_row(&bytes[8..])?;
+    let mut values = values.into_iter();
+    let mut next = || values.next().ok_or_else(|| bad("short definition"));
+    let text = |value: Value| match value {
+        Value::Text(text) => Ok(text),
+        _ => Err(bad("expected text")),
+    };
+    let int = |value: Value| match value {
+        Value::Int(number) => Ok(number),
+        _ => Err(bad("expected integer")),
+    };
+    let name = text(next()?)?;
+    let count = usize::try_from(int(next()?)?).map_err(|_| bad("bad column count"))?;
+    let mut columns = Vec::with_capacity(count);
+    for _ in 0..count {
+        let column_name = text(next()?)?;
+        let kind = kind_of(int(next()?)?)?;
+        let nullable = matches!(next()?, Value::Bool(true));
+        columns.push(ColumnDef { name: column_name, kind, nullable });
+    }
+    let key_count = int(next()?)?;
+    let primary_key = if key_count < 0 {
+        None
+    } else {
+        let mut key = Vec::new();
+        for _ in 0..key_count {
+            key.push(usize::try_from(int(next()?)?).map_err(|_| bad("bad key column"))?);
+        }
+        Some(key)
+    };
+    let index_count = usize::try_from(int(next()?)?).map_err(|_| bad("bad index count"))?;
+    let mut indexes = Vec::with_capacity(index_count);
+    let mut index_trees = Vec::with_capacity(index_count);
+    for _ in 0..index_count {
+        let index_name = text(next()?)?;
+        let unique = matches!(next()?, Value::Bool(true));
+        index_trees.push(PageId(u64::try_from(int(next()?)?).map_err(|_| bad("bad index tree"))?));
+        let column_count = int(next()?)?;
+        let mut index_columns = Vec::new();
+        for _ in 0..column_count {
+            index_columns
+                .push(usize::try_from(int(next()?)?).map_err(|_| bad("bad index column"))?);
+        }
+        indexes.push(IndexDef { name: index_name, columns: index_columns, unique });
+    }
+    let in_range = |column: &usize| *column < columns.len();
+    let columns_valid = primary_key.as_ref().is_none_or(|key| key.iter().all(in_range))
+        && indexes
+            .iter()
+            .all(|index| !index.columns.is_empty() && index.columns.iter().all(in_range));
+    if !columns_valid {
+        return Err(bad("column position out of range"));
+    }
+    Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees))
+}
+
+impl Shared {
+    pub(super) fn load_catalog(&self) -> Result<()> {
+        let mut tables = self.tables.write();
+        for entry in self.catalog.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            let (_, value) = entry?;
+            let (def, tree, index_trees) = decode_def(&value)?;
+            let table = self.table_handle(def, tree, &index_trees)?;
+            tables.insert(table.def.name.clone(), table);
+        }
+        Ok(())
+    }
+
+    fn table_handle(
+        &self,
+        def: TableDef,
+        tree_meta: PageId,
+        index_trees: &[PageId],
+    ) -> Result<Arc<Table>> {
+        let mut indexes = Vec::with_capacity(def.indexes.len());
+        for (index, &tree) in def.indexes.iter().zip(index_trees) {
+            indexes.push(Arc::new(index_handle(
+                &def,
+                index.clone(),
+                BTree::open(Arc::clone(&self.store), tree)?,
+            )));
+        }
+        let tree = BTree::open(Arc::clone(&self.store), tree_meta)?;
+        let key_columns = match &def.primary_key {
+            Some(columns) => columns
+                .iter()
+                .map(|&column| KeyColumn::ascending(def.columns[column].kind))
+                .collect(),
+            None => vec![KeyColumn::ascending(KeyKind::Int)],
+        };
+        // Hidden row ids continue above the largest one stored.
+        let next_row_id = if def.primary_key.is_none() {
+            next_hidden_row_id(&tree, &key_columns, &def.name)?
+        } else {
+            0
+        };
+        Ok(Arc::new(Table {
+            def,
+            tree,
+            key_columns,
+            next_row_id: Arc::new(AtomicU64::new(next_row_id)),
+            indexes,
+            identity: self.next_identity.fetch_add(1, Ordering::Relaxed),
+        }))
+    }
+
+    /// Creates a table (durably, outside any transaction).
+    pub(super) fn create_table(&self, def: TableDef) -> Result<()> {
+        let mut tables = self.tables.write();
+        if tables.contains_key(&def.name) {
+            return Err(EngineError::DuplicateTable { name: def.name });
+        }
+        if let Some(columns) = &def.primary_key {
+            if columns.iter().any(|&column| column >= def.columns.len()) {
+                return Err(EngineError::InvalidRow {
+                    detail: "primary key column out of range".to_string(),
+                });
+            }
+        }
+        let valid_index = |index: &IndexDef| {
+            !index.columns.is_empty()
+                && index.columns.iter().all(|&column| column < def.columns.len())
+        };
+        if !def.indexes.iter().all(valid_index) {
+            return Err(EngineError::InvalidRow {
+                detail: "index column out of range".to_string(),
+            });
+        }
+        let tree = BTree::create(Arc::clone(&self.store))?;
+        let mut index_trees = Vec::with_capacity(def.indexes.len());
+        for _ in &def.indexes {
+            index_trees.push(BTree::create(Arc::clone(&self.store))?.meta_page());
+        }
+        let entry = encode_def(&def, tree.meta_page(), &index_trees);
+        let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
+        self.store.wait_durable(lsn)?;
+        let table = self.table_handle(def, tree.meta_page(), &index_trees)?;
+        tables.insert(table.def.name.clone(), table);
+        Ok(())
+    }
+
+    pub(super) fn table_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tables.read().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    pub(super) fn table(&self, name: &str) -> Result<Arc<Table>> {
+        self.tables
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| EngineError::UndefinedTable { name: name.to_string() })
+    }
+
+    /// The current handle of the table `handle` belongs to (it may have more or fewer indexes,
+    /// or fresh trees after a truncation), or 42P01 once that table was dropped, even if
+    /// another table has taken its name since.
+    pub(super) fn current(&self, handle: &Table) -> Result<Arc<Table>> {
+        self.tables
+            .read()
+            .get(&handle.def.name)
+            .filter(|current| current.identity == handle.identity)
+            .cloned()
+            .ok_or_else(|| EngineError::UndefinedTable { name: handle.def.name.clone() })
+    }
+
+    /// The current handle if it still stores rows in `handle`'s tree: `None` once the table
+    /// was dropped or truncated, when the rows written through `handle` are gone (tree meta
+    /// pages are never reused, so the page id names the tree).
+    pub(super) fn current_with_tree(&self, handle: &Table) -> Option<Arc<Table>> {
+        self.tables
+            .read()
+            .get(&handle.def.name)
+            .filter(|current| {
+                current.identity == handle.identity
+                    && current.tree.meta_page() == handle.tree.meta_page()
+            })
+            .cloned()
+    }
+
+    /// A new handle of the table `old` is a handle of, for DDL to swap in.
+    fn derived_handle(
+        old: &Table,
+        def: TableDef,
+        tree: BTree,
+        indexes: Vec<Arc<Index>>,
+    ) -> Arc<Table> {
+        assert_eq!(def.indexes.len(), indexes.len(), "one index handle per index definition");
+        assert!(
+            def.indexes.iter().zip(&indexes).all(|(def, index)| def.name == index.def.name),
+            "index handles in definition order"
+        );
+        Arc::new(Table {
+            def,
+            tree,
+            key_columns: old.key_columns.clone(),
+            next_row_id: Arc::clone(&old.next_row_id),
+            indexes,
+            identity: old.identity,
+        })
+    }
+
+    /// Writes a table's catalog entry and waits until it is durable.
+    fn write_catalog(&self, def: &TableDef, tree: PageId, indexes: &[Arc<Index>]) -> Result<()> {
+        let index_trees: Vec<PageId> = indexes.iter().map(|index| index.tree.meta_page()).collect();
+        let entry = encode_def(def, tree, &index_trees);
+        let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
+        self.store.wait_durable(lsn)?;
+        Ok(())
+    }
+
+    /// Removes a table from the catalog, durably. Its pages are not reclaimed: the page store
+    /// cannot free pages (a known issue). Transactions that still use it get 42P01 at their
+    /// next operation on it; their undo of rows in it does nothing.
+    pub(super) fn drop_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let mut tables = self.tables.write();
+        if !tables.contains_key(name) {
+            return Err(EngineError::UndefinedTable { name: name.to_string() });
+        }
+        let Some((_, lsn)) = self.catalog.delete(name.as_bytes())? else {
+            return Err(EngineError::Corrupt {
+                what: "catalog",
+                detail: format!("table={name} is loaded but has no catalog entry"),
+            });
+        };
+        self.store.wait_durable(lsn)?;
+        tables.remove(name);
+        Ok(())
+    }
+
+    /// Empties a table and its indexes at once by giving it fresh trees (durably); not
+    /// transactional. The old trees' pages are not reclaimed (see `drop_table`).
+    pub(super) fn truncate_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let old = self.table(name)?;
+        let tree = BTree::create(Arc::clone(&self.store))?;
+        let mut indexes = Vec::with_capacity(old.indexes.len());
+        for index in &old.indexes {
+            let fresh = BTree::create(Arc::clone(&self.store))?;
+            indexes.push(Arc::new(index_handle(&old.def, index.def.clone(), fresh)));
+        }
+        self.write_catalog(&old.def, tree.meta_page(), &indexes)?;
+        let handle = Self::derived_handle(&old, old.def.clone(), tree, indexes);
+        self.tables.write().insert(name.to_string(), handle);
+        Ok(())
+    }
+
+    /// Adds an index to a populated table. Under the exclusive DDL lock no row changes, so one
+    /// pass sees every version of every row: each gets its entry (versions of transactions in
+    /// progress too, so their rows are found once they commit), and for a unique index the
+    /// live value of each row is checked first. The index is built in a new tree (bulk load)
+    /// and appears, durably, in the catalog only once complete: a failure leaves no index.
+    pub(super) fn create_index(&self, table_name: &str, def: IndexDef) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let old = self.table(table_name)?;
+        {
+            let tables = self.tables.read();
+            let taken = tables.contains_key(&def.name)
+                || tables
+                    .values()
+                    .any(|table| table.def.indexes.iter().any(|index| index.name == def.name));
+            if taken {
+                return Err(EngineError::DuplicateTable { name: def.name });
+            }
+        }
+        if def.columns.is_empty()
+            || def.columns.iter().any(|&column| column >= old.def.columns.len())
+        {
+            return Err(EngineError::InvalidRow {
+                detail: "index column out of range".to_string(),
+            });
+        }
+        let columns: Vec<KeyColumn> = def
+            .columns
+            .iter()
+            .map(|&column| KeyColumn::ascending(old.def.columns[column].kind))
+            .collect();
+        let mut entries = std::collections::BTreeMap::new();
+        let mut live_values = std::collections::HashSet::new();
+        for stored in old.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            let (key, bytes) = stored?;
+            let mut live_checked = false;
+            for version in decode_versions(&bytes)? {
+                let row = decode_row(&version.row)?;
+                let mut entry = index_prefix(&def, &columns, &row)?;
+                if def.unique && !live_checked {
+                    live_checked =
+                        self.check_unique_backfill(&def, &version, &row, &entry, &mut live_values)?;
+                }
+                entry.extend_from_slice(&key);
+                entries.insert(entry, key.clone());
+            }
+        }
+        let tree = BTree::bulk_load(Arc::clone(&self.store), entries)?;
+        let mut new_def = old.def.clone();
+        new_def.indexes.push(def.clone());
+        let mut indexes = old.indexes.clone();
+        indexes.push(Arc::new(index_handle(&new_def, def, tree)));
+        self.write_catalog(&new_def, old.tree.meta_page(), &indexes)?;
+        let handle = Self::derived_handle(&old, new_def, old.tree.clone(), indexes);
+        self.tables.write().insert(table_name.to_string(), handle);
+        Ok(())
+    }
+
+    /// The unique check of `create_index` for one version, newest first: returns whether this
+    /// version decided the row (its creator did not abort). The row's value counts as live
+    /// unless a committed transaction deleted it; creators and deleters still in progress count
+    /// as if they will commit and roll back respectively, so the check is conservative: it may
+    /// refuse an index that their outcome would have allowed, never accept a duplicate.
+    fn check_unique_backfill(
+        &self,
+        def: &IndexDef,
+        version: &Version,
+        row: &[Value],
+        prefix: &[u8],
+        live_values: &mut std::collections::HashSet<Vec<u8>>,
+    ) -> Result<bool> {
+        if self.txns.status(version.xmin)? == TxnStatus::Aborted {
+            return Ok(false);
+        }
+        let deleted = version.xmax != 0 && self.txns.status(version.xmax)? == TxnStatus::Committed;
+        let has_null = def.columns.iter().any(|&column| matches!(row[column], Value::Null));
+        if !deleted && !has_null && !live_values.insert(prefix.to_vec()) {
+            return Err(EngineError::UniqueViolation { constraint: def.name.clone() });
+        }
+        Ok(true)
+    }
+
+    /// Removes an index from a table, durably (its pages are not reclaimed).
+    pub(super) fn drop_index(&self, table_name: &str, index_name: &str) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let old = self.table(table_name)?;
+        let Some(position) = old.def.indexes.iter().position(|index| index.name == index_name)
+        else {
+            return Err(EngineError::UndefinedTable { name: index_name.to_string() });
+        };
+        let mut new_def = old.def.clone();
+        new_def.indexes.remove(position);
+        let mut indexes = old.indexes.clone();
+        indexes.remove(position);
+        self.write_catalog(&new_def, old.tree.meta_page(), &indexes)?;
+        let handle = Self::derived_handle(&old, new_def, old.tree.clone(), indexes);
+        self.tables.write().insert(table_name.to_string(), handle);
+        Ok(())
+    }
+}
+
+/// The hidden row id after the largest one in `tree` (the rows of a table without a primary
+/// key, keyed by `key_columns`: one integer): 1 for an empty table. Ids are handed out from 1
+/// and never above `i64::MAX` (`Table::key_of`), so anything else stored is corrupt.
+fn next_hidden_row_id(tree: &BTree, key_columns: &[KeyColumn], table: &str) -> Result<u64> {
+    let Some(entry) = tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Backward).next()
+    else {
+        return Ok(1);
+    };
+    let (key, _) = entry?;
+    let corrupt = |detail: String| EngineError::Corrupt { what: "row id", detail };
+    let values =
+        tierdb_access::decode_key(key_columns, &key).map_err(|error| corrupt(error.to_string()))?;
+    match values.first() {
+        Some(&Value::Int(id)) if id >= 1 => {
+            Ok(u64::try_from(id).expect("a positive i64 fits u64") + 1)
+        }
+        other => Err(corrupt(format!("table={table} holds hidden row id={other:?}"))),
+    }
+}

@@ -1,0 +1,344 @@
+//! The engine: a catalog of tables on one page store, and transactions over them.
+//!
+//! Tables are clustered on their primary key (or on a hidden 64-bit row id): one B+tree per
+//! table maps the encoded key to every version of the row (see `row.rs`). Writers serialize
+//! per row through the row's newest version: a version whose `xmax` (or, for a new row,
+//! `xmin`) names a transaction in progress is that transaction's row lock. A short striped
+//! mutex makes each read-check-write of one key atomic; waits happen outside it.
+//!
+//! Rollback and savepoints restore before-images kept in memory per transaction (the
+//! transaction holds every row it changed, so nobody else changed them meanwhile). After a
+//! crash there is no in-memory undo: the dead transaction counts as aborted (see txn.rs),
+//! which makes its versions invisible, and pruning removes them.
+//!
+//! Modules: `catalog` (table definitions in the catalog tree, DDL), `table` (table and index
+//! handles, key encoding), `transaction` (a transaction's reads, writes, locking reads, undo),
+//! `purge` (removing versions no snapshot needs). This file holds what they share (`Shared`)
+//! and the public `Engine`.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard, RwLock};
+use tierdb_access::{BTree, Direction};
+use tierdb_common::{PageId, PageType};
+use tierdb_storage::PageStore;
+
+use crate::error::{EngineError, Result};
+use crate::locks::StripeLocks;
+use crate::root::{
+    new_root_header, RootFields, ROOT_CATALOG_OFFSET, ROOT_FLAGS_OFFSET, ROOT_FLAG_PURGED,
+    ROOT_PAGE,
+};
+use crate::row::decode_versions;
+use crate::txn::{IsolationLevel, TxnManager};
+
+use purge::{purge_loop, PurgeQueue};
+use table::Table;
+
+mod catalog;
+mod purge;
+mod table;
+mod transaction;
+
+pub use purge::PurgeStats;
+pub use table::{ColumnDef, IndexDef, RowKey, TableDef};
+pub use transaction::Transaction;
+
+/// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
+/// writers of different rows rarely share a mutex, and the memory stays bounded.
+const ROW_LOCK_STRIPES: usize = 1024;
+
+/// What the engine's handle, its transactions and its purge thread share.
+pub(crate) struct Shared {
+    store: Arc<PageStore>,
+    txns: TxnManager,
+    catalog: BTree,
+    tables: RwLock<HashMap<String, Arc<Table>>>,
+    /// The DDL lock. Everything that changes a row or index entries (writers, undo, purge)
+    /// holds it shared for that change, never while waiting for a transaction (a DDL waiting
+    /// for it exclusively would block the holder's own next acquisition: parking_lot's lock is
+    /// fair). `create_index`, `drop_index`, `drop_table` and `truncate_table` hold it
+    /// exclusively, so a backfill sees every row with all its versions and no writer can add
+    /// a version it would miss. Taken before any row stripe mutex. Readers do not take it:
+    /// they read through the handle they resolved, whose trees are never freed.
+    ddl: RwLock<()>,
+    /// The next `Table::identity`.
+    next_identity: AtomicU64,
+    /// The row stripes: a stripe's mutex makes one row's read-check-write atomic, and it holds
+    /// the row locks of locking reads on its rows (locks.rs).
+    row_locks: Vec<Mutex<StripeLocks>>,
+    /// Row-lock entries held, bounded by `ROW_LOCKS_MAX`.
+    row_lock_count: AtomicUsize,
+    /// Set by every write; the purge thread runs a pass only when it was set.
+    changed: AtomicBool,
+    /// Set when the engine is dropped: a purge pass in progress stops at the next row instead
+    /// of finishing (a pass over a large table on a slow volume takes minutes, and shutdown
+    /// waits for the purge thread). Unfinished work is redone by the full pass at startup.
+    stopping: AtomicBool,
+    /// Work for the purge thread, from finished transactions.
+    purge_queue: Mutex<PurgeQueue>,
+    /// Set by `Engine::close_purged`: no transaction may begin any more.
+    closed: AtomicBool,
+    /// Full purge passes started (at startup, by VACUUM, after the queue overflowed).
+    full_purge_passes: AtomicU64,
+}
+
+/// Queued purge items `close_purged` works through at most: beyond, shutdown would take too
+/// long, and the next start runs a full pass instead.
+const PURGE_AT_SHUTDOWN_MAX: usize = 50_000;
+
+impl Shared {
+    /// Opens the engine core, creating its root, commit log and catalog on an empty store.
+    fn open(store: Arc<PageStore>) -> Result<Shared> {
+        let fresh = store.max_page_id() == PageId::INVALID;
+        if fresh {
+            Self::bootstrap(&store)?;
+        }
+        let mut root = RootFields::read(&store)?;
+        if root.catalog == PageId::INVALID {
+            // A crash between bootstrap's steps: finish it.
+            root.catalog = Self::create_catalog(&store)?;
+        }
+        let txns = TxnManager::open(Arc::clone(&store), &root)?;
+        let catalog = BTree::open(Arc::clone(&store), root.catalog)?;
+        // A new database has nothing to purge either.
+        let purged_at_shutdown = fresh || root.flags & ROOT_FLAG_PURGED != 0;
+        let engine = Shared {
+            store,
+            txns,
+            catalog,
+            tables: RwLock::new(HashMap::new()),
+            ddl: RwLock::new(()),
+            next_identity: AtomicU64::new(1),
+            row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(StripeLocks::default())).collect(),
+            row_lock_count: AtomicUsize::new(0),
+            changed: AtomicBool::new(true),
+            stopping: AtomicBool::new(false),
+            // A pass at startup removes what transactions that died in a crash left behind,
+            // unless the last shutdown recorded that nothing was left.
+            purge_queue: Mutex::new(PurgeQueue {
+                full_pass: !purged_at_shutdown,
+                ..PurgeQueue::default()
+            }),
+            closed: AtomicBool::new(false),
+            full_purge_passes: AtomicU64::new(0),
+        };
+        // Cleared (durably) before any transaction can leave a version behind: a crash from
+        // here on must lead to a full pass again.
+        engine.set_root_flags(0)?;
+        engine.load_catalog()?;
+        Ok(engine)
+    }
+
+    /// Writes the engine root's flags and waits until the write is durable.
+    fn set_root_flags(&self, flags: u32) -> Result<()> {
+        if RootFields::read(&self.store)?.flags == flags {
+            return Ok(());
+        }
+        let mut mtr = self.store.mtr();
+        let slot = mtr.latch(ROOT_PAGE)?;
+        mtr.write(slot, ROOT_FLAGS_OFFSET, &flags.to_le_bytes());
+        let lsn = mtr.commit()?;
+        self.store.wait_durable(lsn)?;
+        Ok(())
+    }
+
+    /// Makes an empty store an engine's: the root page and the first commit-log directory in
+    /// one mtr, then the catalog (`create_catalog`, which `open` redoes if a crash came
+    /// between the two).
+    fn bootstrap(store: &Arc<PageStore>) -> Result<()> {
+        let mut mtr = store.mtr();
+        let (root_slot, root) = mtr.allocate(PageType::Meta)?;
+        assert_eq!(root, ROOT_PAGE, "the engine root is the store's first page");
+        let (_, clog_directory) = mtr.allocate(PageType::Meta)?;
+        // The header is the start of the payload.
+        mtr.write(root_slot, 0, &new_root_header(clog_directory));
+        mtr.commit()?;
+        Self::create_catalog(store)?;
+        Ok(())
+    }
+
+    /// Creates the catalog tree and points the root page at it (durably).
+    fn create_catalog(store: &Arc<PageStore>) -> Result<PageId> {
+        let catalog = BTree::create(Arc::clone(store))?;
+        let mut mtr = store.mtr();
+        let slot = mtr.latch(ROOT_PAGE)?;
+        mtr.write(slot, ROOT_CATALOG_OFFSET, &catalog.meta_page().0.to_le_bytes());
+        store.wait_durable(mtr.commit()?)?;
+        Ok(catalog.meta_page())
+    }
+
+    /// Starts a transaction.
+    fn begin(self: &Arc<Shared>, isolation: IsolationLevel) -> Result<Transaction> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(EngineError::ShuttingDown);
+        }
+        Ok(Transaction::new(Arc::clone(self), isolation))
+    }
+
+    fn row_lock(&self, key: &[u8], table: &str) -> MutexGuard<'_, StripeLocks> {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for &byte in table.as_bytes().iter().chain(key) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.row_locks[usize::try_from(hash % ROW_LOCK_STRIPES as u64).expect("fits")].lock()
+    }
+}
+
+/// The transactional engine over one page store. Dropping it stops its purge thread.
+pub struct Engine {
+    shared: Arc<Shared>,
+    stop: Arc<(Mutex<bool>, parking_lot::Condvar)>,
+    purger: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Opens the engine, creating its root, commit log and catalog on an empty store, and
+    /// starts the purge thread, which removes versions once no snapshot needs them.
+    pub fn open(store: Arc<PageStore>) -> Result<Arc<Engine>> {
+        let shared = Arc::new(Shared::open(store)?);
+        let stop = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+        let thread_shared = Arc::clone(&shared);
+        let thread_stop = Arc::clone(&stop);
+        let purger = std::thread::Builder::new()
+            .name("engine-purge".to_string())
+            .spawn(move || purge_loop(&thread_shared, &thread_stop))
+            .map_err(|error| EngineError::Corrupt {
+                what: "purge thread",
+                detail: error.to_string(),
+            })?;
+        Ok(Arc::new(Engine { shared, stop, purger: Mutex::new(Some(purger)) }))
+    }
+
+    pub fn create_table(&self, def: TableDef) -> Result<()> {
+        self.shared.create_table(def)
+    }
+
+    pub fn table_names(&self) -> Vec<String> {
+        self.shared.table_names()
+    }
+
+    /// The definition of a table (42P01 if there is none), with its current indexes.
+    pub fn table_def(&self, name: &str) -> Result<TableDef> {
+        Ok(self.shared.table(name)?.def.clone())
+    }
+
+    /// Drops a table, durably and at once (not transactional). Transactions using it get
+    /// 42P01 at their next operation on it. Its pages are leaked (the page store cannot free
+    /// pages).
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.shared.drop_table(name)
+    }
+
+    /// Empties a table and its indexes, durably and at once. Not transactional (PostgreSQL's
+    /// TRUNCATE is): rows that running transactions wrote are gone too, and their rollback
+    /// does not bring back anything. The old trees' pages are leaked.
+    pub fn truncate_table(&self, name: &str) -> Result<()> {
+        self.shared.truncate_table(name)
+    }
+
+    /// Creates an index on a table that may hold rows (backfilled; blocks writers of every
+    /// table meanwhile). 42P07 if an index or table has the name, 23505 if a unique index
+    /// would be violated (no index is left behind), 22023 for bad columns.
+    pub fn create_index(&self, table: &str, index: IndexDef) -> Result<()> {
+        self.shared.create_index(table, index)
+    }
+
+    /// Drops an index (42P01 if the table or index does not exist). Its pages are leaked.
+    pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
+        self.shared.drop_index(table, index)
+    }
+
+    pub fn store(&self) -> &Arc<PageStore> {
+        &self.shared.store
+    }
+
+    /// Starts a transaction.
+    pub fn begin(&self, isolation: IsolationLevel) -> Result<Transaction> {
+        self.shared.begin(isolation)
+    }
+
+    /// Runs one purge pass now (the purge thread also runs them).
+    pub fn purge(&self) -> Result<PurgeStats> {
+        self.shared.purge()
+    }
+
+    /// Versions stored in a table and entries in each of its indexes (for tests of purge).
+    #[doc(hidden)]
+    pub fn storage_counts(&self, table: &str) -> Result<(u64, Vec<u64>)> {
+        let table = self.shared.table(table)?;
+        let mut versions = 0u64;
+        for entry in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            versions += u64::try_from(decode_versions(&entry?.1)?.len()).expect("fits");
+        }
+        let mut entries = Vec::new();
+        for index in &table.indexes {
+            let count =
+                index.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward).count();
+            entries.push(u64::try_from(count).expect("fits"));
+        }
+        Ok((versions, entries))
+    }
+}
+
+impl Engine {
+    /// Stops the purge thread; a pass in progress ends at its next row.
+    fn stop_purger(&self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        let (flag, condvar) = &*self.stop;
+        *flag.lock() = true;
+        condvar.notify_all();
+        if let Some(purger) = self.purger.lock().take() {
+            let _ = purger.join();
+        }
+    }
+
+    /// For a clean shutdown, once every session has ended: refuses new transactions
+    /// (`ShuttingDown`), stops the purge thread, purges what finished transactions queued
+    /// and, if that leaves nothing and no transaction is running, records in the engine root
+    /// that no row holds a version to purge. The next start then skips the full pass over
+    /// every table that it otherwise runs (minutes on a large database read through a small
+    /// buffer pool, competing with the first queries). Returns whether the record was
+    /// written. A crash after it is harmless: the next start clears the record durably before
+    /// any transaction runs. Without it (a transaction still running, a full pass pending),
+    /// the next start purges everything as after a crash.
+    pub fn close_purged(&self) -> Result<bool> {
+        self.shared.closed.store(true, Ordering::Release);
+        // Interrupt a pass in progress (a full one can take minutes): what it leaves undone
+        // is recorded as owed (`note_unfinished`), and then no record is written.
+        self.stop_purger();
+        self.shared.stopping.store(false, Ordering::Release);
+        let shared = &self.shared;
+        let too_much = {
+            let queue = shared.purge_queue.lock();
+            queue.full_pass || queue.rows.len() + queue.entries.len() > PURGE_AT_SHUTDOWN_MAX
+        };
+        if too_much || !shared.txns.idle() {
+            return Ok(false);
+        }
+        shared.purge_queued()?;
+        let queue = shared.purge_queue.lock();
+        let clean = !queue.full_pass && queue.rows.is_empty() && queue.entries.is_empty();
+        drop(queue);
+        if clean && shared.txns.idle() {
+            shared.set_root_flags(ROOT_FLAG_PURGED)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Full purge passes started since the engine opened (one at startup unless the last
+    /// shutdown recorded a clean purge; one per VACUUM).
+    pub fn full_purge_passes(&self) -> u64 {
+        self.shared.full_purge_passes.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop_purger();
+    }
+}

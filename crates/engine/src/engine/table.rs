@@ -1,0 +1,289 @@
+//! Table and index handles: the definitions, the B+trees, the encoding of primary keys
+//! and index entries, and key ranges for scans.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
+
+use crate::error::{EngineError, Result};
+use crate::row::{decode_row, Value, Version};
+
+/// A column of a table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnDef {
+    pub name: String,
+    pub kind: KeyKind,
+    pub nullable: bool,
+}
+
+/// A table definition. Without a primary key, rows are keyed by a hidden row id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableDef {
+    pub name: String,
+    pub columns: Vec<ColumnDef>,
+    pub primary_key: Option<Vec<usize>>,
+    pub indexes: Vec<IndexDef>,
+}
+
+/// A secondary index: its columns, and whether two live rows may share their values
+/// (NULLs never conflict, as in PostgreSQL).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub unique: bool,
+}
+
+/// A secondary index's B+tree: key = encoded index columns followed by the row's primary key
+/// bytes, value = the primary key bytes. Entries carry no visibility: readers check them
+/// against the row's visible version, so stale entries (left by rollbacks and by updates
+/// that changed the indexed columns) are harmless.
+pub(super) struct Index {
+    pub(super) def: IndexDef,
+    pub(super) tree: BTree,
+    pub(super) columns: Vec<KeyColumn>,
+    /// Serializes uniqueness check and entry insertion for one unique index.
+    pub(super) unique_lock: Mutex<()>,
+}
+
+impl Index {
+    pub(super) fn prefix(&self, row: &[Value]) -> Result<Vec<u8>> {
+        index_prefix(&self.def, &self.columns, row)
+    }
+
+    pub(super) fn has_null(&self, row: &[Value]) -> bool {
+        self.def.columns.iter().any(|&column| matches!(row[column], Value::Null))
+    }
+}
+
+/// The encoded index values of `row` for the index `def` (key columns `columns`): the start
+/// of its entry key, which the row key follows.
+pub(super) fn index_prefix(
+    def: &IndexDef,
+    columns: &[KeyColumn],
+    row: &[Value],
+) -> Result<Vec<u8>> {
+    if def.columns.iter().any(|&column| column >= row.len()) {
+        return Err(EngineError::Corrupt {
+            what: "row",
+            detail: format!("row of columns={} too short for index={}", row.len(), def.name),
+        });
+    }
+    let values: Vec<Value> = def.columns.iter().map(|&column| row[column].clone()).collect();
+    let mut prefix = Vec::new();
+    encode_key(columns, &values, &mut prefix)
+        .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+    Ok(prefix)
+}
+
+/// The encoded primary key (or hidden row id) of a row: opaque to callers, who get it from
+/// the keyed reads and pass it back to address the row (`update_by_key`, `delete_by_key`,
+/// `resume_after`).
+pub type RowKey = Vec<u8>;
+
+/// The handle of index `def` (on `table`) over `tree`.
+pub(super) fn index_handle(table: &TableDef, def: IndexDef, tree: BTree) -> Index {
+    Index {
+        columns: def
+            .columns
+            .iter()
+            .map(|&column| KeyColumn::ascending(table.columns[column].kind))
+            .collect(),
+        tree,
+        def,
+        unique_lock: Mutex::new(()),
+    }
+}
+
+/// One version of a table's handle. DDL never changes a handle: `create_index`, `drop_index`
+/// and `truncate_table` swap a new one into the table map (under the exclusive DDL lock), so
+/// a handle held by a transaction stays internally consistent.
+pub(super) struct Table {
+    pub(super) def: TableDef,
+    pub(super) tree: BTree,
+    pub(super) key_columns: Vec<KeyColumn>,
+    /// Shared by every handle of one table, so a handle swapped in by DDL never hands out a
+    /// row id the previous handle already gave.
+    pub(super) next_row_id: Arc<AtomicU64>,
+    /// Shared with later handles (`create_index` keeps the existing ones), so the
+    /// unique-index mutex is one per index whatever handle a writer holds.
+    pub(super) indexes: Vec<Arc<Index>>,
+    /// Names the catalog object: a table dropped and created again under the same name gets a
+    /// new identity, while the handles swapped in by index DDL and truncation keep it.
+    pub(super) identity: u64,
+}
+
+impl Table {
+    pub(super) fn key_of(&self, row: &[Value]) -> Result<Vec<u8>> {
+        let mut key = Vec::new();
+        match &self.def.primary_key {
+            Some(columns) => {
+                let values: Vec<Value> =
+                    columns.iter().map(|&column| row[column].clone()).collect();
+                encode_key(&self.key_columns, &values, &mut key)
+                    .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+            }
+            None => {
+                let row_id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
+                let row_id = i64::try_from(row_id).map_err(|_| EngineError::LimitExceeded {
+                    detail: format!("hidden row ids exhausted in table={}", self.def.name),
+                })?;
+                encode_key(&self.key_columns, &[Value::Int(row_id)], &mut key)
+                    .expect("an integer key encodes");
+            }
+        }
+        Ok(key)
+    }
+
+    pub(super) fn encode_primary_key(&self, values: &[Value]) -> Result<Vec<u8>> {
+        let mut key = Vec::new();
+        encode_key(&self.key_columns, values, &mut key)
+            .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+        Ok(key)
+    }
+
+    /// Checks that `key` is a row key of this table (it decodes with the key columns and
+    /// encodes back to itself), so a caller's bytes cannot address something else.
+    pub(super) fn check_row_key(&self, key: &[u8]) -> Result<()> {
+        let invalid = || EngineError::InvalidRow {
+            detail: format!("not a row key of table={}", self.def.name),
+        };
+        let values = tierdb_access::decode_key(&self.key_columns, key).map_err(|_| invalid())?;
+        if self.encode_primary_key(&values).map_err(|_| invalid())? != key {
+            return Err(invalid());
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_row(&self, row: &[Value]) -> Result<()> {
+        if row.len() != self.def.columns.len() {
+            return Err(EngineError::InvalidRow {
+                detail: format!(
+                    "table={} expects columns={} got={}",
+                    self.def.name,
+                    self.def.columns.len(),
+                    row.len()
+                ),
+            });
+        }
+        for (column, value) in self.def.columns.iter().zip(row) {
+            let nullable = column.nullable
+                && !self.def.primary_key.as_ref().is_some_and(|key| {
+                    key.iter().any(|&index| self.def.columns[index].name == column.name)
+                });
+            if matches!(value, Value::Null) && !nullable {
+                return Err(EngineError::NotNullViolation { column: column.name.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Lower and upper bounds on encoded keys.
+type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// Encodes bounds given as values of the leading `columns` of a key (all of them, or a
+/// prefix) as bounds on the encoded keys. A prefix is a byte prefix of every key starting
+/// with those values, and the prefix followed by 0xFF is above all of them (the next
+/// column's bytes start with a null marker, 0x00..=0x02), so `> prefix` becomes
+/// `>= prefix+0xFF` and `<= prefix` becomes `< prefix+0xFF`; for a whole key the two forms
+/// select the same keys.
+pub(super) fn key_range(
+    columns: &[KeyColumn],
+    name: &str,
+    lower: Bound<&[Value]>,
+    upper: Bound<&[Value]>,
+) -> Result<KeyRange> {
+    let encode = |values: &[Value]| -> Result<Vec<u8>> {
+        if values.len() > columns.len() {
+            return Err(EngineError::InvalidRow {
+                detail: format!(
+                    "key of {name} has columns={} but the bound has values={}",
+                    columns.len(),
+                    values.len()
+                ),
+            });
+        }
+        let mut prefix = Vec::new();
+        encode_key(&columns[..values.len()], values, &mut prefix)
+            .map_err(|error| EngineError::InvalidRow { detail: error.to_string() })?;
+        Ok(prefix)
+    };
+    let after = |values: &[Value]| -> Result<Vec<u8>> {
+        let mut prefix = encode(values)?;
+        prefix.push(0xFF);
+        Ok(prefix)
+    };
+    let lower = match lower {
+        Bound::Included(values) => Bound::Included(encode(values)?),
+        Bound::Excluded(values) => Bound::Included(after(values)?),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let upper = match upper {
+        Bound::Included(values) => Bound::Excluded(after(values)?),
+        Bound::Excluded(values) => Bound::Excluded(encode(values)?),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    Ok((lower, upper))
+}
+
+/// `bound` (the start of a walk in `direction`) narrowed to begin strictly after
+/// `resume_after`, the last key of the previous page, unless it already starts after it.
+pub(super) fn resume_bound(
+    bound: Bound<Vec<u8>>,
+    resume_after: Option<&[u8]>,
+    direction: Direction,
+) -> Bound<Vec<u8>> {
+    let Some(resume) = resume_after else { return bound };
+    let already_past = match &bound {
+        Bound::Unbounded => false,
+        Bound::Included(key) | Bound::Excluded(key) => match direction {
+            Direction::Forward => key.as_slice() > resume,
+            Direction::Backward => key.as_slice() < resume,
+        },
+    };
+    if already_past {
+        bound
+    } else {
+        Bound::Excluded(resume.to_vec())
+    }
+}
+
+/// Deletes the index entries of row `key` for index values that versions in `before` carried
+/// and none in `after` does. The caller holds the row lock. Returns entries deleted.
+pub(super) fn drop_stale_entries(
+    table: &Table,
+    key: &[u8],
+    before: &[Version],
+    after: &[Version],
+) -> Result<u64> {
+    // Only a version whose row is no longer in the record can leave a value uncarried; an
+    // update that just marks the old version (the common case) removes none and costs nothing.
+    let removed: Vec<&Version> =
+        before.iter().filter(|old| !after.iter().any(|new| new.row == old.row)).collect();
+    if table.indexes.is_empty() || removed.is_empty() {
+        return Ok(0);
+    }
+    let mut deleted = 0;
+    for index in &table.indexes {
+        let kept = after
+            .iter()
+            .map(|version| index.prefix(&decode_row(&version.row)?))
+            .collect::<Result<std::collections::BTreeSet<Vec<u8>>>>()?;
+        let gone = removed
+            .iter()
+            .map(|version| index.prefix(&decode_row(&version.row)?))
+            .collect::<Result<std::collections::BTreeSet<Vec<u8>>>>()?;
+        for prefix in gone.difference(&kept) {
+            let mut entry = prefix.clone();
+            entry.extend_from_slice(key);
+            if index.tree.delete(&entry)?.is_some() {
+                deleted += 1;
+            }
+        }
+    }
+    Ok(deleted)
+}

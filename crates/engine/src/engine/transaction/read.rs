@@ -1,0 +1,226 @@
+//! A transaction's reads: point reads, range scans and index scans.
+
+use std::ops::Bound;
+
+use tierdb_access::Direction;
+
+use crate::error::{EngineError, Result};
+use crate::row::{decode_row, walk_versions, Row, Value, Version};
+use crate::txn::TxnId;
+
+use super::Transaction;
+use crate::engine::table::{key_range, resume_bound, RowKey};
+
+impl Transaction {
+    pub(super) fn visible_row(&self, versions: &[Version]) -> Result<Option<Row>> {
+        for version in versions {
+            if let Some(outcome) = self.version_outcome(version.xmin, version.xmax, &version.row)? {
+                return Ok(outcome);
+            }
+        }
+        Ok(None)
+    }
+
+    /// `visible_row` over a stored value, decoding only the visible version's row.
+    fn visible_row_stored(&self, stored: &[u8]) -> Result<Option<Row>> {
+        let mut found = None;
+        walk_versions(stored, |xmin, xmax, row| {
+            found = self.version_outcome(xmin, xmax, row)?;
+            Ok(found.is_none())
+        })?;
+        Ok(found.flatten())
+    }
+
+    /// For one version, newest first: `None` if this snapshot does not see its creator (look
+    /// at older versions); else the row as this snapshot sees it (`Some(None)`: deleted).
+    fn version_outcome(&self, xmin: TxnId, xmax: TxnId, row: &[u8]) -> Result<Option<Option<Row>>> {
+        if !self.engine.txns.visible(&self.snapshot, xmin)? {
+            return Ok(None);
+        }
+        let deleted =
+            xmax != 0 && (xmax == self.id || self.engine.txns.visible(&self.snapshot, xmax)?);
+        Ok(Some(if deleted { None } else { Some(decode_row(row)?) }))
+    }
+
+    /// The row with primary key `key` and its row key, as this transaction sees it.
+    pub fn get_keyed(&mut self, table: &str, key: &[Value]) -> Result<Option<(RowKey, Row)>> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let encoded = table.encode_primary_key(key)?;
+            match table.tree.get(&encoded)? {
+                Some(bytes) => Ok(txn.visible_row_stored(&bytes)?.map(|row| (encoded, row))),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// The row with primary key `key` as this transaction sees it.
+    pub fn get(&mut self, table: &str, key: &[Value]) -> Result<Option<Row>> {
+        Ok(self.get_keyed(table, key)?.map(|(_, row)| row))
+    }
+
+    /// Rows with primary keys in the given range, in key order.
+    pub fn scan(
+        &mut self,
+        table: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+    ) -> Result<Vec<Row>> {
+        self.run(|txn| {
+            let rows = txn.keyed_rows(table, lower, upper, None, usize::MAX, Direction::Forward)?;
+            Ok(rows.into_iter().map(|(_, row)| row).collect())
+        })
+    }
+
+    /// Up to `limit` visible rows with primary keys in the given range, in ascending key
+    /// order, with their row keys; after `resume_after` (the last row key of the previous
+    /// page) when given. Each page is an operation: outside statement mode, READ COMMITTED
+    /// pages see different snapshots, but a row committed before the first page and not
+    /// changed since is returned exactly once. For a table without a primary key the bounds
+    /// are on the hidden row id (use `Unbounded`).
+    pub fn scan_page(
+        &mut self,
+        table: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(RowKey, Row)>> {
+        self.scan_page_ordered(table, Direction::Forward, (lower, upper), resume_after, limit)
+    }
+
+    /// `scan_page` in descending key order: `resume_after` is the smallest row key of the
+    /// previous page.
+    pub fn scan_page_backward(
+        &mut self,
+        table: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(RowKey, Row)>> {
+        self.scan_page_ordered(table, Direction::Backward, (lower, upper), resume_after, limit)
+    }
+
+    /// `scan_page` (`Direction::Forward`) or `scan_page_backward` (`Direction::Backward`),
+    /// for a caller that decides the order at run time. `bounds` are (lower, upper) in either
+    /// order; `resume_after` is the last row key of the previous page in `direction`.
+    pub fn scan_page_ordered(
+        &mut self,
+        table: &str,
+        direction: Direction,
+        (lower, upper): (Bound<&[Value]>, Bound<&[Value]>),
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(RowKey, Row)>> {
+        self.run(|txn| txn.keyed_rows(table, lower, upper, resume_after, limit, direction))
+    }
+
+    fn keyed_rows(
+        &self,
+        table: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+        direction: Direction,
+    ) -> Result<Vec<(RowKey, Row)>> {
+        let table = self.engine.table(table)?;
+        let (mut lower, mut upper) = key_range(&table.key_columns, &table.def.name, lower, upper)?;
+        match direction {
+            Direction::Forward => lower = resume_bound(lower, resume_after, direction),
+            Direction::Backward => upper = resume_bound(upper, resume_after, direction),
+        }
+        let mut rows = Vec::new();
+        if limit == 0 {
+            return Ok(rows);
+        }
+        let mut entries = table.tree.range(
+            lower.as_ref().map(Vec::as_slice),
+            upper.as_ref().map(Vec::as_slice),
+            direction,
+        );
+        while let Some(entry) = entries.next_entry() {
+            let (key, bytes) = entry?;
+            if let Some(row) = self.visible_row_stored(bytes)? {
+                rows.push((key.to_vec(), row));
+                if rows.len() == limit {
+                    break;
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Rows found through a secondary index with index values in the given range, in index
+    /// order. Each entry is checked against the row's visible version.
+    pub fn index_scan(
+        &mut self,
+        table: &str,
+        index: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+    ) -> Result<Vec<Row>> {
+        self.run(|txn| {
+            let entries = txn.index_rows(table, index, lower, upper, None, usize::MAX)?;
+            Ok(entries.into_iter().map(|(_, _, row)| row).collect())
+        })
+    }
+
+    /// Up to `limit` rows found through a secondary index with index values in the given
+    /// range, in index order, as (index entry key, row key, row); after the entry key
+    /// `resume_after` (the last of the previous page) when given. Entries are checked against
+    /// the row's visible version as in `index_scan`.
+    pub fn index_scan_page(
+        &mut self,
+        table: &str,
+        index: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, RowKey, Row)>> {
+        self.run(|txn| txn.index_rows(table, index, lower, upper, resume_after, limit))
+    }
+
+    fn index_rows(
+        &self,
+        table: &str,
+        index: &str,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        resume_after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, RowKey, Row)>> {
+        let table = self.engine.table(table)?;
+        let Some(index) = table.indexes.iter().find(|candidate| candidate.def.name == index) else {
+            return Err(EngineError::UndefinedTable { name: index.to_string() });
+        };
+        let (lower, upper) = key_range(&index.columns, &index.def.name, lower, upper)?;
+        let lower = resume_bound(lower, resume_after, Direction::Forward);
+        let mut rows = Vec::new();
+        if limit == 0 {
+            return Ok(rows);
+        }
+        let entries = index.tree.range(
+            lower.as_ref().map(Vec::as_slice),
+            upper.as_ref().map(Vec::as_slice),
+            Direction::Forward,
+        );
+        for entry in entries {
+            let (entry_key, row_key) = entry?;
+            let Some(bytes) = table.tree.get(&row_key)? else { continue };
+            let Some(row) = self.visible_row_stored(&bytes)? else { continue };
+            // Stale entry: the visible version has other index values.
+            let mut expected = index.prefix(&row)?;
+            expected.extend_from_slice(&row_key);
+            if expected == entry_key {
+                rows.push((entry_key, row_key, row));
+                if rows.len() == limit {
+                    break;
+                }
+            }
+        }
+        Ok(rows)
+    }
+}

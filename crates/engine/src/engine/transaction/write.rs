@@ -1,0 +1,372 @@
+//! A transaction's writes: insert, update and delete of one row, with index maintenance.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use parking_lot::MutexGuard;
+use tierdb_access::Direction;
+
+use crate::error::{EngineError, Result};
+use crate::locks::LockMode;
+use crate::row::{decode_row, decode_versions, encode_row, encode_versions, Row, Value, Version};
+use crate::txn::{IsolationLevel, TxnId, TxnStatus};
+
+use super::locking::update_mode;
+use super::{Transaction, UndoEntry};
+use crate::engine::purge::prune_versions;
+use crate::engine::table::{drop_stale_entries, Index, Table};
+
+/// What a write does to a row's newest state.
+enum Action<'a> {
+    Insert(Vec<u8>),
+    Update(&'a mut dyn FnMut(&Row) -> Option<Row>),
+    /// Delete, if the check (on the latest version) passes.
+    Delete(Option<&'a mut dyn FnMut(&Row) -> bool>),
+}
+
+enum IndexOutcome<'t> {
+    /// The unique-index guards, and the (index, entry key) of every entry added.
+    Written(Vec<MutexGuard<'t, ()>>, Vec<(usize, Vec<u8>)>),
+    Wait(TxnId),
+}
+
+impl Transaction {
+    pub fn insert(&mut self, table: &str, row: Row) -> Result<()> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            table.check_row(&row)?;
+            let key = table.key_of(&row)?;
+            let mut encoded = Vec::new();
+            encode_row(&row, &mut encoded);
+            txn.modify(&table, &key, Action::Insert(encoded)).map(|_| ())
+        })
+    }
+
+    /// Updates the row with primary key `key`: `change` gets the latest committed version (in
+    /// READ COMMITTED, after waiting for a concurrent writer) and returns the new row, or
+    /// `None` to leave it. Returns whether a row was updated.
+    pub fn update(
+        &mut self,
+        table: &str,
+        key: &[Value],
+        change: &mut dyn FnMut(&Row) -> Option<Row>,
+    ) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let encoded = table.encode_primary_key(key)?;
+            txn.modify(&table, &encoded, Action::Update(change))
+        })
+    }
+
+    pub fn delete(&mut self, table: &str, key: &[Value]) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            let encoded = table.encode_primary_key(key)?;
+            txn.modify(&table, &encoded, Action::Delete(None))
+        })
+    }
+
+    /// `update` of the row with row key `key` (from a keyed read): also addresses rows of a
+    /// table without a primary key. 22023 if `key` is not a key of this table.
+    pub fn update_by_key(
+        &mut self,
+        table: &str,
+        key: &[u8],
+        change: &mut dyn FnMut(&Row) -> Option<Row>,
+    ) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            table.check_row_key(key)?;
+            txn.modify(&table, key, Action::Update(change))
+        })
+    }
+
+    /// `delete` of the row with row key `key` (from a keyed read).
+    pub fn delete_by_key(&mut self, table: &str, key: &[u8]) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            table.check_row_key(key)?;
+            txn.modify(&table, key, Action::Delete(None))
+        })
+    }
+
+    /// `delete_by_key` that deletes only if `check` passes on the row's latest version (READ
+    /// COMMITTED re-check of a DELETE's WHERE after waiting for a concurrent writer).
+    pub fn delete_by_key_if(
+        &mut self,
+        table: &str,
+        key: &[u8],
+        check: &mut dyn FnMut(&Row) -> bool,
+    ) -> Result<bool> {
+        self.run(|txn| {
+            let table = txn.engine.table(table)?;
+            table.check_row_key(key)?;
+            txn.modify(&table, key, Action::Delete(Some(check)))
+        })
+    }
+
+    /// The transaction holding a row through `version` (its newest, or one holding a unique
+    /// value): the version's deleter or creator if it is another transaction still running.
+    pub(super) fn holder(&self, version: &Version) -> Option<TxnId> {
+        let txns = &self.engine.txns;
+        if version.xmax != 0 && version.xmax != self.id && txns.is_active(version.xmax) {
+            return Some(version.xmax);
+        }
+        if version.xmin != self.id && txns.is_active(version.xmin) {
+            return Some(version.xmin);
+        }
+        None
+    }
+
+    /// Gives this transaction its real id at its first write; the snapshot then recognizes
+    /// the transaction's own versions.
+    pub(super) fn ensure_id(&mut self) -> Result<TxnId> {
+        if self.id == 0 {
+            self.id = self.engine.txns.assign()?;
+            self.snapshot.me = self.id;
+        }
+        Ok(self.id)
+    }
+
+    /// Writes one row of the table `handle` belongs to, through its current handle (resolved
+    /// under the shared DDL lock, so indexes created since `handle` was taken are maintained;
+    /// 42P01 if the table was dropped).
+    fn modify(&mut self, handle: &Arc<Table>, key: &[u8], mut action: Action<'_>) -> Result<bool> {
+        self.ensure_id()?;
+        let engine = Arc::clone(&self.engine);
+        loop {
+            let ddl = engine.ddl.read();
+            let table = engine.current(handle)?;
+            let table = &table;
+            let guard = engine.row_lock(key, &table.def.name);
+            let before = table.tree.get(key)?;
+            let original = match &before {
+                Some(bytes) => decode_versions(bytes)?,
+                None => Vec::new(),
+            };
+            let mut versions = original.clone();
+            // Versions of transactions that died in a crash stay until pruned: remove them
+            // first, so that the newest remaining version is the row's real latest state.
+            self.prune(&mut versions)?;
+            if let Some(holder) = versions.first().and_then(|newest| self.holder(newest)) {
+                drop(guard);
+                drop(ddl);
+                engine.txns.wait_for(self.id, holder, &self.wait_limits)?;
+                continue;
+            }
+            let Some(mode) = self.apply(table, &mut versions, &mut action)? else {
+                return Ok(false);
+            };
+            // A locking read's lock on the row (locks.rs) blocks a conflicting write.
+            let locker = guard.conflicting(table.identity, key, self.id, mode, &engine.txns);
+            if let Some(locker) = locker {
+                drop(guard);
+                drop(ddl);
+                engine.txns.wait_for(self.id, locker, &self.wait_limits)?;
+                continue;
+            }
+            self.prune(&mut versions)?;
+            let _index_guards = match self.maintain_indexes(table, key, &versions)? {
+                IndexOutcome::Written(guards, added) => {
+                    let table_entries = added.into_iter().map(|(position, entry)| {
+                        let index = Arc::clone(&table.indexes[position]);
+                        (Arc::clone(table), index, entry, key.to_vec())
+                    });
+                    self.index_entries.extend(table_entries);
+                    guards
+                }
+                IndexOutcome::Wait(holder) => {
+                    drop(guard);
+                    drop(ddl);
+                    engine.txns.wait_for(self.id, holder, &self.wait_limits)?;
+                    continue;
+                }
+            };
+            // Durable with the commit: the commit record follows these changes in the WAL.
+            if versions.is_empty() {
+                table.tree.delete(key)?;
+            } else {
+                table.tree.insert(key, &encode_versions(&versions))?;
+            }
+            self.undo.push(UndoEntry { table: Arc::clone(table), key: key.to_vec(), before });
+            self.wrote = true;
+            self.written.push((Arc::clone(table), key.to_vec()));
+            // Index values that only the replaced or pruned versions carried: their entries go
+            // now, under the row lock, once the row itself is written (undo restores both).
+            drop_stale_entries(table, key, &original, &versions)?;
+            drop(guard);
+            drop(ddl);
+            return Ok(true);
+        }
+    }
+
+    /// Adds index entries for the row's new newest version (if this transaction made one),
+    /// after checking unique indexes. Returns the unique-index guards, held until the row is
+    /// written, or the transaction to wait for.
+    fn maintain_indexes<'t>(
+        &self,
+        table: &'t Table,
+        key: &[u8],
+        versions: &[Version],
+    ) -> Result<IndexOutcome<'t>> {
+        let mut guards = Vec::new();
+        let mut added = Vec::new();
+        let Some(newest) =
+            versions.first().filter(|version| version.xmin == self.id && version.xmax == 0)
+        else {
+            return Ok(IndexOutcome::Written(guards, added));
+        };
+        let row = decode_row(&newest.row)?;
+        let previous = match versions.get(1) {
+            Some(version) => Some(decode_row(&version.row)?),
+            None => None,
+        };
+        for (position, index) in table.indexes.iter().enumerate() {
+            let prefix = index.prefix(&row)?;
+            if index.def.unique && !index.has_null(&row) {
+                guards.push(index.unique_lock.lock());
+                if let Some(holder) = self.unique_conflict(table, index, &prefix, key)? {
+                    return Ok(IndexOutcome::Wait(holder));
+                }
+            }
+            let unchanged = match &previous {
+                Some(previous) => index.prefix(previous)? == prefix,
+                None => false,
+            };
+            if !unchanged {
+                let mut entry = prefix;
+                entry.extend_from_slice(key);
+                index.tree.insert(&entry, key)?;
+                added.push((position, entry));
+            }
+        }
+        Ok(IndexOutcome::Written(guards, added))
+    }
+
+    /// Checks that no other row holds `prefix` in a unique index: a live committed version is
+    /// a violation (23505); one being written or deleted by a running transaction must be
+    /// waited for (its outcome decides).
+    fn unique_conflict(
+        &self,
+        table: &Table,
+        index: &Index,
+        prefix: &[u8],
+        own_key: &[u8],
+    ) -> Result<Option<TxnId>> {
+        let mut upper = prefix.to_vec();
+        upper.push(0xFF);
+        for entry in
+            index.tree.range(Bound::Included(prefix), Bound::Excluded(&upper), Direction::Forward)
+        {
+            let (_, other_key) = entry?;
+            if other_key == own_key {
+                continue;
+            }
+            let Some(bytes) = table.tree.get(&other_key)? else { continue };
+            for version in decode_versions(&bytes)? {
+                if index.prefix(&decode_row(&version.row)?)? != prefix {
+                    continue;
+                }
+                if let Some(holder) = self.holder(&version) {
+                    return Ok(Some(holder));
+                }
+                if self.is_live(Some(&version))? {
+                    return Err(EngineError::UniqueViolation {
+                        constraint: index.def.name.clone(),
+                    });
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `version` (the newest of its row, or a version holding a unique value) is a
+    /// live row for a writer: created by a committed transaction (or this one) and not
+    /// deleted by one. Outcomes are the latest, whatever the snapshot says.
+    pub(super) fn is_live(&self, version: Option<&Version>) -> Result<bool> {
+        let Some(version) = version else { return Ok(false) };
+        let txns = &self.engine.txns;
+        let created = version.xmin == self.id || txns.status(version.xmin)? == TxnStatus::Committed;
+        let deleted = version.xmax != 0
+            && (version.xmax == self.id || txns.status(version.xmax)? == TxnStatus::Committed);
+        Ok(created && !deleted)
+    }
+
+    /// Applies `action` to a row whose newest version no other running transaction holds.
+    /// Returns the row-lock mode the change needs (None: nothing changed).
+    fn apply(
+        &self,
+        table: &Table,
+        versions: &mut Vec<Version>,
+        action: &mut Action<'_>,
+    ) -> Result<Option<LockMode>> {
+        let txns = &self.engine.txns;
+        let newest = versions.first().cloned();
+        let live = self.is_live(newest.as_ref())?;
+        if let Action::Insert(row) = action {
+            if live {
+                return Err(EngineError::UniqueViolation {
+                    constraint: format!("{}_pkey", table.def.name),
+                });
+            }
+            versions.insert(0, Version { xmin: self.id, xmax: 0, row: row.clone() });
+            // A new row conflicts with no lock but a FOR UPDATE on a deleted one.
+            return Ok(Some(LockMode::KeyShare));
+        }
+        let Some(newest) = newest.filter(|_| live) else {
+            // Deleted or never there. Under REPEATABLE READ a row that this snapshot sees
+            // but a later transaction deleted is a conflict.
+            if self.isolation == IsolationLevel::RepeatableRead
+                && self.visible_row(versions)?.is_some()
+            {
+                return Err(EngineError::SerializationFailure);
+            }
+            return Ok(None);
+        };
+        if self.isolation == IsolationLevel::RepeatableRead
+            && !txns.visible(&self.snapshot, newest.xmin)?
+        {
+            // First updater wins: the row changed after this snapshot.
+            return Err(EngineError::SerializationFailure);
+        }
+        let current = decode_row(&newest.row)?;
+        let mode = match action {
+            Action::Insert(_) => unreachable!("handled above"),
+            Action::Delete(check) => {
+                if check.as_mut().is_some_and(|check| !check(&current)) {
+                    return Ok(None);
+                }
+                // Even a version this transaction created is only marked: removing it would
+                // drop the row lock, and another transaction could take the key before our
+                // rollback restores the row over its work.
+                versions[0].xmax = self.id;
+                LockMode::Update
+            }
+            Action::Update(change) => {
+                let Some(new_row) = change(&current) else { return Ok(None) };
+                table.check_row(&new_row)?;
+                if table.def.primary_key.as_ref().is_some_and(|columns| {
+                    columns.iter().any(|&column| new_row[column] != current[column])
+                }) {
+                    return Err(EngineError::InvalidRow {
+                        detail: "updating a primary key column is not supported".to_string(),
+                    });
+                }
+                let mut encoded = Vec::new();
+                encode_row(&new_row, &mut encoded);
+                if newest.xmin == self.id {
+                    versions[0].row = encoded;
+                } else {
+                    versions[0].xmax = self.id;
+                    versions.insert(0, Version { xmin: self.id, xmax: 0, row: encoded });
+                }
+                update_mode(table, &current, &new_row)?
+            }
+        };
+        Ok(Some(mode))
+    }
+
+    pub(super) fn prune(&self, versions: &mut Vec<Version>) -> Result<()> {
+        prune_versions(&self.engine.txns, self.id, versions, false)
+    }
+}
