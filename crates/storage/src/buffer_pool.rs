@@ -23,6 +23,7 @@
 //!   Dirty         --begin_write [flush]-->       WritePending (copied, being written)
 //!   WritePending  --mark_dirty [mtr]-->          WritePending and Dirty
 //!   WritePending  --finish_write [flush]-->      Clean, or Dirty if changed meanwhile
+//!   WritePending  --abort_write [flush]-->       Dirty (the segment did not fit on disk)
 //!   Clean         --acquire_frame: evict-->      Free (unpinned only)
 //!   Clean, Free   --release_excess-->            dropped, memory freed (set_target shrinks)
 //! ```
@@ -195,6 +196,17 @@ impl Frame {
         if meta.dirty {
             meta.recovery_lsn = meta.next_recovery_lsn;
         }
+    }
+
+    /// Ends a write begun by `begin_write` whose image was not written (no space): the frame
+    /// is dirty again and keeps its recovery LSN, the oldest change still not in a segment
+    /// (also when it was changed meanwhile: `next_recovery_lsn` is newer). Returns whether it
+    /// was clean, i.e. whether it counts as dirty again.
+    pub(crate) fn abort_write(&self) -> bool {
+        let mut meta = self.meta.lock();
+        assert!(meta.write_pending, "abort_write without begin_write");
+        meta.write_pending = false;
+        !std::mem::replace(&mut meta.dirty, true)
     }
 
     fn pin(&self) {

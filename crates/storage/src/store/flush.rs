@@ -116,11 +116,7 @@ impl StoreInner {
     /// Undoes step 1 of the flush protocol for frames whose segment was not written.
     fn restore_dirty(&self, frames: &[crate::buffer_pool::Pinned]) {
         for pin in frames {
-            let mut meta = pin.frame().meta.lock();
-            debug_assert!(meta.write_pending, "only frames this flush took");
-            meta.write_pending = false;
-            if !meta.dirty {
-                meta.dirty = true;
+            if pin.frame().abort_write() {
                 self.dirty_frames.fetch_add(1, Ordering::AcqRel);
             }
         }
