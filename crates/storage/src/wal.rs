@@ -404,7 +404,9 @@ impl LocalWalSink {
                 let spare_path = self.directory.join(SPARE_FILE_NAME);
                 std::fs::rename(&spare_path, &path)
                     .map_err(|error| StorageError::local_io("rename", &spare_path, error))?;
-                (spare, WAL_FILE_BYTES_MAX)
+                // Opened again under its new name, so that errors name the log file.
+                drop(spare);
+                ((self.opener)(&path)?, WAL_FILE_BYTES_MAX)
             }
             spare => {
                 self.spare = spare;

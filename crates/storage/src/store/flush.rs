@@ -88,8 +88,12 @@ impl StoreInner {
             Ok(segment) => segment,
             Err(error) if error.is_disk_full() => {
                 // Nothing was written (a partial segment file is removed by the volume): the
-                // pages are dirty again, to be written once space is freed.
+                // pages are dirty again, to be written once space is freed; until then
+                // changes are refused (`check_space`).
                 self.restore_dirty(&frames);
+                if !self.segments_full.swap(true, Ordering::AcqRel) {
+                    tracing::warn!(%error, "segments do not fit on disk: changes fail with 53100 until space is freed");
+                }
                 return Err(error);
             }
             Err(error) => {
@@ -134,6 +138,9 @@ impl StoreInner {
         let references: Vec<&Page> = images.iter().map(|image| &**image).collect();
         let bytes = encode_segment(segment, &references);
         self.volume.put(&segment_name(segment), &bytes)?;
+        if self.segments_full.swap(false, Ordering::AcqRel) {
+            tracing::info!("segments fit on disk again: changes accepted");
+        }
         self.stats.segments_written.increment();
         self.stats.segment_bytes_written.add(usize_to_u64(bytes.len()));
         Ok(segment)
@@ -180,12 +187,18 @@ impl StoreInner {
         // Bounded by the pages dirty now: writers keep going meanwhile (their appends may
         // fit again as soon as a checkpoint frees a file).
         let rounds = self.dirty_frames.load(Ordering::Acquire) / SEGMENT_SLOTS_MAX + 1;
-        for _ in 0..rounds {
-            if self.flush_some(SEGMENT_SLOTS_MAX)? == 0 {
-                break;
+        let flushed = (|| {
+            for _ in 0..rounds {
+                if self.flush_some(SEGMENT_SLOTS_MAX)? == 0 {
+                    break;
+                }
             }
-        }
-        self.checkpoint()
+            Ok(())
+        })();
+        // Even when a segment did not fit: the checkpoint deletes the segments that the
+        // flushes so far emptied and the log before the oldest page still dirty.
+        let checkpointed = self.checkpoint();
+        flushed.and(checkpointed)
     }
 
     /// Persists the page map and a new manifest; then deletes what they made unnecessary.
@@ -456,6 +469,12 @@ pub(crate) fn background_loop(inner: &StoreInner) {
             }
             Err(StorageError::Poisoned { .. }) => return,
             Err(error) if error.is_disk_full() => {
+                // The step stopped at a segment that did not fit; a checkpoint needs only a
+                // manifest and map chunks, and deletes the segments that earlier flushes
+                // emptied and the log files before the redo point: space for the next try.
+                if let Err(error) = inner.checkpoint() {
+                    tracing::debug!(%error, "checkpoint while out of space failed");
+                }
                 // Said once, then retried every OUT_OF_SPACE_RETRY until space is freed.
                 if !std::mem::replace(&mut out_of_space, true) {
                     tracing::warn!(%error, "background writer: out of space, retrying until space is freed");
@@ -478,6 +497,14 @@ fn background_step(
 ) -> Result<()> {
     if inner.wal.take_space_wanted() {
         inner.give_log_space_back()?;
+    }
+    if inner.segments_full.load(Ordering::Acquire) {
+        // Changes wait for this: try a segment now rather than when the dirty limit asks.
+        if inner.dirty_frames.load(Ordering::Acquire) == 0 {
+            inner.segments_full.store(false, Ordering::Release);
+        } else {
+            inner.flush_some(SEGMENT_SLOTS_MAX)?;
+        }
     }
     let target = inner.pool.target_frames();
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]

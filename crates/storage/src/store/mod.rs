@@ -189,6 +189,10 @@ pub(crate) struct StoreInner {
     pub flush_lock: Mutex<()>,
     pub checkpoint_state: Mutex<flush::CheckpointState>,
     pub poisoned: Mutex<Option<String>>,
+    /// The last segment write did not fit on disk: changes are refused (`check_space`) so
+    /// that the pool does not fill with pages that cannot be written, which would leave
+    /// reads no frame to evict. Cleared by the next segment that fits.
+    pub segments_full: AtomicBool,
     /// Segments compaction failed to read; never chosen again in this process.
     pub compaction_quarantine: Mutex<std::collections::BTreeSet<SegmentId>>,
     pub shutdown: AtomicBool,
@@ -405,6 +409,14 @@ impl StoreInner {
             Some(cause) => Err(StorageError::Poisoned { cause: cause.clone() }),
             None => Ok(()),
         }
+    }
+
+    /// Fails with `DiskFull` while segments do not fit on disk (see `segments_full`).
+    pub(crate) fn check_space(&self) -> Result<()> {
+        if self.segments_full.load(Ordering::Acquire) {
+            return Err(StorageError::DiskFull { op: "write", path: "segments".to_string() });
+        }
+        Ok(())
     }
 
     /// Enters the sticky error state after a durable write whose outcome is unknown. A

@@ -168,6 +168,7 @@ impl<'store> Mtr<'store> {
             return Ok(self.store.wal.appended_lsn());
         }
         self.store.check_poisoned()?;
+        self.store.check_space()?;
         let logical: usize = self
             .ops
             .iter()

@@ -123,6 +123,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
         flush_lock: Mutex::new(()),
         checkpoint_state: Mutex::new(checkpoint_state),
         poisoned: Mutex::new(None),
+        segments_full: AtomicBool::new(false),
         compaction_quarantine: Mutex::new(BTreeSet::new()),
         shutdown: AtomicBool::new(false),
         wake: (Mutex::new(false), Condvar::new()),
