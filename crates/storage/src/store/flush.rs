@@ -47,6 +47,9 @@ pub(crate) struct CheckpointState {
     /// Which checkpoint wrote the current object of each page-map chunk.
     pub chunk_sequences: BTreeMap<usize, u64>,
     pub wal_bytes_at_last: u64,
+    /// The log end when the last checkpoint began: a timed checkpoint first writes the pages
+    /// dirty since before it, so that the log it kept can go at this one.
+    pub appended_at_last: Lsn,
     pub last_at: Option<Instant>,
     /// Objects to delete after the next successful checkpoint: chunk objects of failed
     /// checkpoints, and objects whose DELETE failed.
@@ -178,6 +181,20 @@ impl StoreInner {
         Ok(())
     }
 
+    /// Writes every page whose oldest unwritten change is before `lsn`.
+    pub(crate) fn flush_older_than(&self, lsn: Lsn) -> Result<()> {
+        let rounds = self.dirty_frames.load(Ordering::Acquire) / SEGMENT_SLOTS_MAX + 1;
+        for _ in 0..rounds {
+            if self.shutdown.load(Ordering::Acquire)
+                || self.pool.min_recovery_lsn().is_none_or(|oldest| oldest >= lsn)
+                || self.flush_dirty(SEGMENT_SLOTS_MAX, Some(lsn))? == 0
+            {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// The log ran out of space: write every dirty page and checkpoint, which moves the redo
     /// point to the log end and deletes the files before it. Segments are not reserved like
     /// the log, so on a disk too full for the next log file they usually still fit; when
@@ -280,6 +297,7 @@ impl StoreInner {
         superseded.append(&mut state.orphans);
         state.chunk_sequences = chunk_sequences;
         state.wal_bytes_at_last = self.wal.stats.bytes.get();
+        state.appended_at_last = appended;
         state.last_at = Some(Instant::now());
         drop(state);
         self.stats.checkpoints.increment();
@@ -525,13 +543,7 @@ fn background_step(
         *horizon_checked_at = Some(std::time::Instant::now());
         let appended = inner.wal.appended_lsn();
         let horizon = Lsn(appended.0.saturating_sub(inner.config.checkpoint_wal_bytes));
-        while inner.pool.min_recovery_lsn().is_some_and(|oldest| oldest < horizon)
-            && !inner.shutdown.load(Ordering::Acquire)
-        {
-            if inner.flush_dirty(SEGMENT_SLOTS_MAX, Some(horizon))? == 0 {
-                break;
-            }
-        }
+        inner.flush_older_than(horizon)?;
     }
     if inner.pool.allocated_frames() > target {
         inner.flush_some(SEGMENT_SLOTS_MAX)?;
@@ -545,13 +557,19 @@ fn background_step(
         let total = map.total_slots() as f64 / map.live_pages().max(1) as f64;
         total > inner.config.space_amplification_max.max(map.referenced_amplification()) + 0.1
     };
-    let due = {
+    let (due, timed, previous_start) = {
         let state = inner.checkpoint_state.lock();
         let wal_bytes = inner.wal.stats.bytes.get() - state.wal_bytes_at_last;
-        dead_segments_pending
-            || wal_bytes >= inner.config.checkpoint_wal_bytes
-            || state.last_at.is_none_or(|at| at.elapsed() >= inner.config.checkpoint_interval)
+        let timed = state.last_at.is_none_or(|at| at.elapsed() >= inner.config.checkpoint_interval);
+        let due = dead_segments_pending || wal_bytes >= inner.config.checkpoint_wal_bytes || timed;
+        (due, timed, state.appended_at_last)
     };
+    if timed {
+        // As PostgreSQL's checkpoint writes the buffers dirty at its start: pages dirty since
+        // before the previous checkpoint are written, so that an idle store's log shrinks to
+        // the current file instead of the whole WAL budget (checkpoint_wal_bytes).
+        inner.flush_older_than(previous_start)?;
+    }
     if due {
         inner.checkpoint()?;
     }
