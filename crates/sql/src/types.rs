@@ -297,6 +297,9 @@ impl SqlType {
 }
 
 /// A SQL value.
+/// One row of values, in the columns\' order.
+pub type Row = Vec<Datum>;
+
 #[derive(Clone, Debug)]
 pub enum Datum {
     Null,

@@ -15,13 +15,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{bind_defaults, insert_row, Session};
-use crate::binder::Binder;
+use super::Session;
+use crate::bind::bind_defaults;
+use crate::bind::Binder;
 use crate::catalog::TableMeta;
 use crate::error::{Result, SqlError};
-use crate::exec::{Ctx, MemoryBudget, SessionInfo};
-use crate::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
+use crate::exec::{insert_row, Ctx, MemoryBudget};
+use crate::parse::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
 use crate::plan::Expr;
+use crate::system::SessionInfo;
 use crate::types::{self, Datum};
 
 /// Unparsed data a session buffers before it parses and inserts the complete records in it.

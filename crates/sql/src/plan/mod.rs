@@ -4,6 +4,12 @@
 //! correlated subqueries by depth (`Outer`), and to statement parameters by number.
 //! Plans are trees of operators; every node has an id for EXPLAIN ANALYZE statistics.
 
+mod access;
+mod dml;
+
+pub(crate) use access::*;
+pub(crate) use dml::*;
+
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -449,4 +455,8 @@ impl Plan {
     pub fn arity(&self) -> usize {
         self.columns.len()
     }
+}
+
+pub fn computed_column(name: &str, ty: SqlType) -> OutputColumn {
+    OutputColumn { name: name.to_string(), ty, table_oid: 0, attribute: 0 }
 }

@@ -5,12 +5,23 @@
 //! OIDs: namespaces pg_catalog = 11, public = 2200, information_schema = 13000; tables and
 //! indexes get OIDs from the catalog's counter (16384 and up); types use PostgreSQL's OIDs.
 
-use crate::binder::computed_column;
+mod describe;
+
 use crate::catalog::{is_internal_table, Catalog};
 use crate::error::Result;
-use crate::exec::{Ctx, Row};
-use crate::plan::{FunctionCall, OutputColumn};
+use crate::plan::computed_column;
+use crate::plan::OutputColumn;
+use crate::types::Row;
 use crate::types::{Datum, SqlType};
+pub(crate) use describe::*;
+
+/// Session facts for functions.
+pub struct SessionInfo<'a> {
+    pub database: &'a str,
+    pub user: &'a str,
+    pub backend_pid: i32,
+    pub catalog: &'a crate::catalog::Catalog,
+}
 
 const NAMESPACE_CATALOG: i64 = 11;
 const NAMESPACE_PUBLIC: i64 = 2200;
@@ -260,7 +271,7 @@ const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
 ];
 
 /// The rows of a system view.
-pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row>> {
+pub fn view_rows(name: &str, catalog: &Catalog, session: &SessionInfo<'_>) -> Result<Vec<Row>> {
     let tables: Vec<_> =
         catalog.tables().into_iter().filter(|table| !is_internal_table(&table.name)).collect();
     let mut rows = Vec::new();
@@ -356,7 +367,7 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
         "pg_database" => {
             rows.push(vec![
                 oid(16_384),
-                text(ctx.session.database),
+                text(session.database),
                 oid(10),
                 Datum::Int(6),
                 text("C"),
@@ -365,12 +376,7 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
             ]);
         }
         "pg_roles" | "pg_user" => {
-            rows.push(vec![
-                oid(10),
-                text(ctx.session.user),
-                Datum::Bool(true),
-                text(ctx.session.user),
-            ]);
+            rows.push(vec![oid(10), text(session.user), Datum::Bool(true), text(session.user)]);
         }
         "pg_constraint" => {
             for table in &tables {
@@ -412,7 +418,7 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
                 rows.push(vec![
                     text("public"),
                     text(&table.name),
-                    text(ctx.session.user),
+                    text(session.user),
                     Datum::Bool(!table.indexes.is_empty()),
                 ]);
             }
@@ -432,7 +438,7 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
         "tables" => {
             for table in &tables {
                 rows.push(vec![
-                    text(ctx.session.database),
+                    text(session.database),
                     text("public"),
                     text(&table.name),
                     text("BASE TABLE"),
@@ -455,7 +461,7 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
                     };
                     let optional = |value: Option<i64>| value.map_or(Datum::Null, Datum::Int);
                     rows.push(vec![
-                        text(ctx.session.database),
+                        text(session.database),
                         text("public"),
                         text(&table.name),
                         text(&column.name),
@@ -472,7 +478,7 @@ pub fn view_rows(name: &str, catalog: &Catalog, ctx: &Ctx<'_>) -> Result<Vec<Row
         }
         "schemata" => {
             for schema in ["pg_catalog", "public", "information_schema"] {
-                rows.push(vec![text(ctx.session.database), text(schema), text(ctx.session.user)]);
+                rows.push(vec![text(session.database), text(schema), text(session.user)]);
             }
         }
         "tierdb_stat_tier_cache" => {
@@ -574,59 +580,4 @@ fn class_row(object: u32, name: &str, kind: &str, am: i64, has_index: bool, natt
         Datum::Null,
         Datum::Null,
     ]
-}
-
-/// Functions that need the catalog or the store; None if `call` is not one of them.
-pub fn evaluate_function(
-    call: &FunctionCall,
-    _args: &[Datum],
-    _ctx: &mut Ctx<'_>,
-) -> Result<Option<Datum>> {
-    let _ = call;
-    Ok(None)
-}
-
-/// `format_type(type_oid, typmod)`.
-pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
-    let ty = SqlType::from_oid(u32::try_from(type_oid).ok()?)?;
-    let header = 4;
-    let ty = match ty {
-        SqlType::Varchar(_) if typmod >= header => {
-            SqlType::Varchar(u32::try_from(typmod - header).ok())
-        }
-        SqlType::Char(_) if typmod >= header => SqlType::Char(u32::try_from(typmod - header).ok()?),
-        SqlType::Char(_) => return Some("bpchar".into()),
-        SqlType::Numeric { .. } if typmod >= header => {
-            let packed = typmod - header;
-            SqlType::Numeric {
-                precision: u32::try_from(packed >> 16).ok(),
-                scale: u32::try_from(packed & 0xFFFF).ok(),
-            }
-        }
-        other => other,
-    };
-    Some(ty.display_name())
-}
-
-/// `pg_get_indexdef(index_oid)`.
-pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {
-    for table in catalog.tables() {
-        for index in &table.indexes {
-            if i64::from(index.oid) == index_oid {
-                let columns: Vec<&str> = index
-                    .columns
-                    .iter()
-                    .map(|&column| table.columns[column].name.as_str())
-                    .collect();
-                return Some(format!(
-                    "CREATE {}INDEX {} ON public.{} USING btree ({})",
-                    if index.unique { "UNIQUE " } else { "" },
-                    index.name,
-                    table.name,
-                    columns.join(", ")
-                ));
-            }
-        }
-    }
-    None
 }
