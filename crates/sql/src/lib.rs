@@ -20,6 +20,7 @@ mod types;
 pub use catalog::Catalog;
 pub use durations::{format_duration_ms, parse_duration_ms, TIMEOUT_MAX_MS, TIMEOUT_SETTINGS};
 pub use error::{Result, SqlError};
+pub use functions::{Function, FUNCTIONS};
 pub use output::Output;
 pub use parse::front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;
@@ -27,4 +28,5 @@ pub use session::{
     format_memory, parse_memory, BlockState, Prepared, Session, WORK_MEM_DEFAULT_BYTES,
 };
 pub use stats::{StatementEntry, StatementStats};
+pub use system::{SystemView, VIEWS};
 pub use types::{format_float4, format_float8, parse_text, Datum, SqlType};

@@ -18,14 +18,10 @@ pub(crate) fn bind_defaults(
         .map(|column| match &column.default {
             Some(text) => {
                 if let Some(sequence) = sequence_of_default(text) {
-                    let call = crate::plan::FunctionCall {
-                        name: "nextval".into(),
-                        args: vec![Expr::Literal(Datum::Text(sequence.to_string()))],
-                        arg_types: vec![SqlType::Text],
-                        output: SqlType::Int8,
-                    };
+                    let name = Expr::Literal(Datum::Text(sequence.to_string()));
+                    let (call, _) = bind_call("nextval", vec![(name, SqlType::Text)])?;
                     return Ok(Some(Expr::Cast {
-                        expr: Box::new(Expr::Function(call)),
+                        expr: Box::new(call),
                         from: SqlType::Int8,
                         to: column.ty.clone(),
                         explicit: false,

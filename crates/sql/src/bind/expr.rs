@@ -335,13 +335,8 @@ impl<'a> Binder<'a> {
                     let (array, array_ty) = self.expr(right, scope, Some(&SqlType::Text))?;
                     let value = coerce(value, &value_ty, &SqlType::Text, true)?;
                     let array = coerce(array, &array_ty, &SqlType::Text, true)?;
-                    let call = FunctionCall {
-                        name: "array_contains".into(),
-                        args: vec![array, value],
-                        arg_types: vec![SqlType::Text, SqlType::Text],
-                        output: SqlType::Bool,
-                    };
-                    return Ok((Expr::Function(call), SqlType::Bool));
+                    let args = vec![(array, SqlType::Text), (value, SqlType::Text)];
+                    return bind_call("array_contains", args);
                 }
                 Err(SqlError::unsupported("ANY with this operator is not supported"))
             }

@@ -91,15 +91,7 @@ impl<'a> Binder<'a> {
                     B::PGRegexNotMatch => "regex_not_match",
                     _ => "regex_not_imatch",
                 };
-                Ok((
-                    Expr::Function(FunctionCall {
-                        name: name.into(),
-                        args: vec![value, pattern],
-                        arg_types: vec![SqlType::Text, SqlType::Text],
-                        output: SqlType::Bool,
-                    }),
-                    SqlType::Bool,
-                ))
+                bind_call(name, vec![(value, SqlType::Text), (pattern, SqlType::Text)])
             }
             B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::PGExp => {
                 let arithmetic = match op {

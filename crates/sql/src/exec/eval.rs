@@ -260,7 +260,7 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
                 _ => Datum::Null,
             }
         }
-        Expr::Function(call) if call.name == "coalesce" => {
+        Expr::Function(call) if call.function.name() == "coalesce" => {
             // Arguments after the first non-NULL one are not evaluated (their errors do not
             // happen), as in PostgreSQL.
             for arg in &call.args {
@@ -271,25 +271,27 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             }
             Datum::Null
         }
-        Expr::Function(call) => {
-            let args =
-                call.args.iter().map(|arg| eval(arg, row, ctx)).collect::<Result<Vec<Datum>>>()?;
-            let catalog = ctx.session.catalog;
-            let nextval = |name: &str| catalog.nextval(name);
-            let format_type = |oid: i64, typmod: i64| crate::system::format_type(oid, typmod);
-            let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
-            let context = FunctionContext {
-                database: ctx.session.database,
-                user: ctx.session.user,
-                backend_pid: ctx.session.backend_pid,
-                statement_time_micros: ctx.statement_time_micros,
-                nextval: &nextval,
-                format_type: &format_type,
-                index_definition: &index_definition,
-            };
-            functions::evaluate(call, args, &context)?
-        }
+        Expr::Function(call) => call_function(call, row, ctx)?,
     })
+}
+
+/// Evaluates a scalar function call through its registry entry.
+fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    let args = call.args.iter().map(|arg| eval(arg, row, ctx)).collect::<Result<Vec<Datum>>>()?;
+    let catalog = ctx.session.catalog;
+    let nextval = |name: &str| catalog.nextval(name);
+    let format_type = |oid: i64, typmod: i64| crate::system::format_type(oid, typmod);
+    let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
+    let context = FunctionContext {
+        database: ctx.session.database,
+        user: ctx.session.user,
+        backend_pid: ctx.session.backend_pid,
+        statement_time_micros: ctx.statement_time_micros,
+        nextval: &nextval,
+        format_type: &format_type,
+        index_definition: &index_definition,
+    };
+    call.function.call(args, &call.arg_types, &call.output, &context)
 }
 
 pub(crate) fn compare(op: CompareOp, left: &Datum, right: &Datum, bpchar: bool) -> Datum {

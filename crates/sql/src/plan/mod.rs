@@ -14,6 +14,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::catalog::TableMeta;
+use crate::functions::Function;
 use crate::types::{Datum, SqlType};
 
 /// An output column of a plan.
@@ -81,13 +82,13 @@ pub struct AggregateCall {
     pub output: SqlType,
 }
 
-/// A scalar function (by name, resolved at bind time to a known one).
+/// A scalar function call: the registry entry resolved at bind time, the arguments coerced
+/// as its signature says.
 #[derive(Clone, Debug)]
 pub struct FunctionCall {
-    pub name: String,
+    pub function: &'static Function,
     pub args: Vec<Expr>,
-    /// Argument types as bound (before coercion), for messages and EXPLAIN VERBOSE.
-    #[allow(dead_code)]
+    /// Argument types after coercion (bpchar's padding and concat's output functions).
     pub arg_types: Vec<SqlType>,
     pub output: SqlType,
 }
@@ -204,8 +205,7 @@ impl Expr {
             | Expr::IsBool { expr, .. }
             | Expr::Cast { expr, .. } => expr.is_row_independent(),
             Expr::Function(call) => {
-                call.args.iter().all(Expr::is_row_independent)
-                    && !matches!(call.name.as_str(), "nextval" | "random")
+                call.args.iter().all(Expr::is_row_independent) && !call.function.volatile
             }
             _ => false,
         }
