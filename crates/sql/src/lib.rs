@@ -21,7 +21,7 @@ pub use catalog::Catalog;
 pub use durations::{format_duration_ms, parse_duration_ms, TIMEOUT_MAX_MS, TIMEOUT_SETTINGS};
 pub use error::{Result, SqlError};
 pub use functions::{Function, FUNCTIONS};
-pub use output::Output;
+pub use output::{CommandTag, Output};
 pub use parse::front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;
 pub use session::{

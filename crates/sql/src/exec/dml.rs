@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::catalog::TableMeta;
-use crate::output::Output;
+use crate::output::{CommandTag, Output};
 use crate::plan::{DeletePlan, InsertPlan, UpdatePlan};
 use crate::system::SessionInfo;
 use tierdb_engine::Value;
@@ -50,7 +50,8 @@ pub(crate) fn returning_rows(
     returning: &Option<(Vec<Expr>, Vec<OutputColumn>)>,
     rows: Vec<Row>,
     ctx: &mut Ctx<'_>,
-    tag: String,
+    tag: CommandTag,
+    count: u64,
 ) -> Result<Output> {
     match returning {
         Some((exprs, columns)) => {
@@ -65,7 +66,7 @@ pub(crate) fn returning_rows(
             }
             Ok(Output::Rows { columns: columns.clone(), rows: out, tag })
         }
-        None => Ok(Output::Command { tag }),
+        None => Ok(Output::Command { tag, rows: count }),
     }
 }
 
@@ -90,7 +91,7 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             inserted.push(stored);
         }
     }
-    returning_rows(&insert.returning, inserted, ctx, format!("INSERT 0 {count}"))
+    returning_rows(&insert.returning, inserted, ctx, CommandTag::Insert, count)
 }
 
 pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
@@ -194,7 +195,7 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             }
         }
     }
-    returning_rows(&update.returning, updated_rows, ctx, format!("UPDATE {count}"))
+    returning_rows(&update.returning, updated_rows, ctx, CommandTag::Update, count)
 }
 
 /// A context for expressions evaluated inside an engine callback (no transaction access).
@@ -303,5 +304,5 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             }
         }
     }
-    returning_rows(&delete.returning, deleted, ctx, format!("DELETE {count}"))
+    returning_rows(&delete.returning, deleted, ctx, CommandTag::Delete, count)
 }

@@ -1,6 +1,7 @@
 //! DDL: CREATE/DROP/ALTER TABLE, CREATE/DROP INDEX.
 
 use super::*;
+use crate::output::CommandTag;
 
 impl Session {
     pub(crate) fn create_table(&mut self, create: &ast::CreateTable) -> Result<Output> {
@@ -8,7 +9,7 @@ impl Session {
         let _guard = self.catalog.lock_ddl();
         if self.catalog.table(&name).is_some() {
             if create.if_not_exists {
-                return Ok(Output::command("CREATE TABLE"));
+                return Ok(Output::command(CommandTag::CreateTable));
             }
             return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
         }
@@ -151,7 +152,7 @@ impl Session {
             self.catalog.create_sequence(sequence)?;
         }
         self.catalog.create_table(TableMeta { name, oid: 0, columns, indexes })?;
-        Ok(Output::command("CREATE TABLE"))
+        Ok(Output::command(CommandTag::CreateTable))
     }
 
     pub(crate) fn create_index(&mut self, create: &ast::CreateIndex) -> Result<Output> {
@@ -185,7 +186,7 @@ impl Session {
                 .iter()
                 .any(|t| t.indexes.iter().any(|index| index.name == name))
         {
-            return Ok(Output::command("CREATE INDEX"));
+            return Ok(Output::command(CommandTag::CreateIndex));
         }
         let index = IndexMeta {
             name: name.clone(),
@@ -198,7 +199,7 @@ impl Session {
         self.catalog
             .create_index(&table_name, index)
             .map_err(|error| unique_index_error(error, &name))?;
-        Ok(Output::command("CREATE INDEX"))
+        Ok(Output::command(CommandTag::CreateIndex))
     }
 
     pub(crate) fn drop(
@@ -223,7 +224,7 @@ impl Session {
                     }
                     self.catalog.drop_table(&name)?;
                 }
-                Ok(Output::command("DROP TABLE"))
+                Ok(Output::command(CommandTag::DropTable))
             }
             ast::ObjectType::Index => {
                 for name in names {
@@ -233,7 +234,7 @@ impl Session {
                         other => other?,
                     }
                 }
-                Ok(Output::command("DROP INDEX"))
+                Ok(Output::command(CommandTag::DropIndex))
             }
             other => Err(SqlError::unsupported(format!("DROP {other} is not supported"))),
         }
@@ -310,7 +311,7 @@ impl Session {
                 .create_index(&table_name, index)
                 .map_err(|error| unique_index_error(error, &name))?;
         }
-        Ok(Output::command("ALTER TABLE"))
+        Ok(Output::command(CommandTag::AlterTable))
     }
 
     pub(crate) fn check_no_nulls(

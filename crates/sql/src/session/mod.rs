@@ -39,7 +39,7 @@ use crate::durations::{format_duration_ms, parse_duration_ms, TIMEOUT_SETTINGS};
 use crate::error::{Result, SqlError};
 use crate::exec::explain;
 use crate::exec::{self, run_delete, run_insert, run_update, Ctx, MemoryBudget, NodeStats};
-use crate::output::Output;
+use crate::output::{CommandTag, Output};
 use crate::parse::front::{self, CopyFormat, CopySource, CopyStatement, FrontStatement};
 use crate::parse::{parse_sql, split_statements, Statement};
 use crate::plan::{computed_column, DeletePlan, InsertPlan, OutputColumn, Plan, UpdatePlan};
@@ -324,9 +324,7 @@ impl Session {
             ) {
                 let rows = match &outcome {
                     Ok(Output::Rows { rows, .. }) => u64::try_from(rows.len()).unwrap_or(0),
-                    Ok(Output::Command { tag }) => {
-                        tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)
-                    }
+                    Ok(Output::Command { rows, .. }) => *rows,
                     _ => 0,
                 };
                 let counters = tierdb_common::op_counters_snapshot().since(&counters_before);
@@ -433,7 +431,7 @@ impl Session {
             ast::Statement::StartTransaction { modes, .. } => {
                 if self.state != BlockState::Idle {
                     // PostgreSQL warns and stays in the block.
-                    return Ok(Some(Output::command("BEGIN")));
+                    return Ok(Some(Output::command(CommandTag::Begin)));
                 }
                 let isolation = txn_modes::isolation_of(modes)?;
                 self.state = BlockState::InBlock;
@@ -441,7 +439,7 @@ impl Session {
                 self.block_read_only = txn_modes::read_only_of(modes);
                 self.block_settings = Some(self.settings.clone());
                 self.savepoint_settings.clear();
-                Output::command("BEGIN")
+                Output::command(CommandTag::Begin)
             }
             ast::Statement::Commit { .. } => {
                 let saved_settings = self.block_settings.take();
@@ -454,7 +452,7 @@ impl Session {
                         if let Some(settings) = saved_settings {
                             self.settings = settings;
                         }
-                        "ROLLBACK"
+                        CommandTag::Rollback
                     }
                     _ => {
                         if let Some(transaction) = self.transaction.take() {
@@ -464,7 +462,7 @@ impl Session {
                             self.block_read_only = None;
                             outcome?;
                         }
-                        "COMMIT"
+                        CommandTag::Commit
                     }
                 };
                 self.state = BlockState::Idle;
@@ -491,7 +489,7 @@ impl Session {
                     self.savepoint_settings.truncate(position + 1);
                     self.settings = self.savepoint_settings[position].1.clone();
                 }
-                Output::command("ROLLBACK")
+                Output::command(CommandTag::Rollback)
             }
             ast::Statement::Rollback { .. } => {
                 if let Some(settings) = self.block_settings.take() {
@@ -504,14 +502,14 @@ impl Session {
                 self.state = BlockState::Idle;
                 self.block_isolation = None;
                 self.block_read_only = None;
-                Output::command("ROLLBACK")
+                Output::command(CommandTag::Rollback)
             }
             ast::Statement::Savepoint { name } => {
                 self.require_open_block("SAVEPOINT")?;
                 self.begin_transaction()?;
                 self.transaction.as_mut().expect("begun").savepoint(&ident(name))?;
                 self.savepoint_settings.push((ident(name), self.settings.clone()));
-                Output::command("SAVEPOINT")
+                Output::command(CommandTag::Savepoint)
             }
             ast::Statement::ReleaseSavepoint { name } => {
                 self.require_open_block("RELEASE SAVEPOINT")?;
@@ -523,7 +521,7 @@ impl Session {
                 {
                     self.savepoint_settings.truncate(position);
                 }
-                Output::command("RELEASE")
+                Output::command(CommandTag::Release)
             }
             _ => return Ok(None),
         }))

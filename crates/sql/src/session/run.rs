@@ -1,6 +1,7 @@
 //! Running one statement: binding (cached per catalog version), execution, EXPLAIN.
 
 use super::*;
+use crate::output::CommandTag;
 
 impl Session {
     pub(crate) fn run_statement(
@@ -48,13 +49,13 @@ impl Session {
                     let name = object_name(&target.name)?;
                     self.catalog.truncate_table(&name)?;
                 }
-                Ok(Output::command("TRUNCATE TABLE"))
+                Ok(Output::command(CommandTag::TruncateTable))
             }
             ast::Statement::Set(set) => self.set(set),
             ast::Statement::ShowVariable { variable } => self.show(variable),
-            ast::Statement::Discard { .. } => Ok(Output::command("DISCARD ALL")),
-            ast::Statement::Deallocate { .. } => Ok(Output::command("DEALLOCATE")),
-            ast::Statement::CreateSchema { .. } => Ok(Output::command("CREATE SCHEMA")),
+            ast::Statement::Discard { .. } => Ok(Output::command(CommandTag::DiscardAll)),
+            ast::Statement::Deallocate { .. } => Ok(Output::command(CommandTag::Deallocate)),
+            ast::Statement::CreateSchema { .. } => Ok(Output::command(CommandTag::CreateSchema)),
             ast::Statement::CreateExtension(_) => {
                 Err(SqlError::unsupported("extensions are not supported"))
             }
@@ -117,8 +118,7 @@ impl Session {
         let output = match bound {
             Bound::Query(plan) => {
                 let rows = exec::collect(plan, &mut ctx, &[])?;
-                let tag = format!("SELECT {}", rows.len());
-                Output::Rows { columns: plan.columns.clone(), rows, tag }
+                Output::Rows { columns: plan.columns.clone(), rows, tag: CommandTag::Select }
             }
             Bound::Insert(insert) => run_insert(insert, &mut ctx)?,
             Bound::Update(update) => run_update(update, &mut ctx)?,
@@ -169,8 +169,8 @@ impl Session {
             explain::render(root, None, false)
         };
         let rows = lines.into_iter().map(|line| vec![Datum::Text(line)]).collect::<Vec<_>>();
-        let tag = format!("EXPLAIN {}", rows.len());
-        Ok(Output::Rows { columns: vec![computed_column("QUERY PLAN", SqlType::Text)], rows, tag })
+        let columns = vec![computed_column("QUERY PLAN", SqlType::Text)];
+        Ok(Output::Rows { columns, rows, tag: CommandTag::Explain })
     }
 
     // ----- DDL -----

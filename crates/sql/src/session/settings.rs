@@ -1,6 +1,7 @@
 //! SET, SHOW and the session's settings.
 
 use super::*;
+use crate::output::CommandTag;
 
 impl Session {
     pub(crate) fn set(&mut self, set: &ast::Set) -> Result<Output> {
@@ -14,13 +15,15 @@ impl Session {
                     .join(".");
                 let value = values.iter().map(setting_text).collect::<Vec<_>>().join(", ");
                 self.apply_setting(&name, &value)?;
-                Ok(Output::command("SET"))
+                Ok(Output::command(CommandTag::Set))
             }
             ast::Set::SetTimeZone { value, .. } => {
                 self.apply_setting("timezone", &setting_text(value))?;
-                Ok(Output::command("SET"))
+                Ok(Output::command(CommandTag::Set))
             }
-            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => Ok(Output::command("SET")),
+            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => {
+                Ok(Output::command(CommandTag::Set))
+            }
             ast::Set::SetTransaction { modes, session, .. } => {
                 if let Some(read_only) = txn_modes::read_only_of(modes) {
                     if *session {
@@ -48,9 +51,9 @@ impl Session {
                         self.block_isolation = Some(level);
                     }
                 }
-                Ok(Output::command("SET"))
+                Ok(Output::command(CommandTag::Set))
             }
-            _ => Ok(Output::command("SET")),
+            _ => Ok(Output::command(CommandTag::Set)),
         }
     }
 
@@ -181,14 +184,13 @@ impl Session {
                     vec![Datum::Text(n.clone()), Datum::Text(self.setting(n).unwrap_or_default())]
                 })
                 .collect::<Vec<_>>();
-            let tag = format!("SHOW {}", rows.len());
             return Ok(Output::Rows {
                 columns: vec![
                     computed_column("name", SqlType::Text),
                     computed_column("setting", SqlType::Text),
                 ],
                 rows,
-                tag,
+                tag: CommandTag::Show,
             });
         }
         let value = self.setting(&key).ok_or_else(|| {
@@ -197,7 +199,7 @@ impl Session {
         Ok(Output::Rows {
             columns: vec![computed_column(&name, SqlType::Text)],
             rows: vec![vec![Datum::Text(value)]],
-            tag: "SHOW".into(),
+            tag: CommandTag::Show,
         })
     }
 

@@ -1,6 +1,7 @@
 //! Utility statements parsed by tierdb's front parser, and COPY.
 
 use super::*;
+use crate::output::CommandTag;
 
 impl Session {
     pub(crate) fn front(&mut self, statement: &FrontStatement) -> Result<Output> {
@@ -18,7 +19,7 @@ impl Session {
                     }
                 }
                 self.catalog.engine().purge()?;
-                Ok(Output::command("VACUUM"))
+                Ok(Output::command(CommandTag::Vacuum))
             }
             FrontStatement::Analyze { tables } => {
                 for table in tables {
@@ -26,7 +27,7 @@ impl Session {
                         return Err(SqlError::undefined_table(table));
                     }
                 }
-                Ok(Output::command("ANALYZE"))
+                Ok(Output::command(CommandTag::Analyze))
             }
             FrontStatement::Reset { name } => {
                 if name == "all" {
@@ -34,11 +35,11 @@ impl Session {
                 } else {
                     self.settings.remove(&name.to_lowercase());
                 }
-                Ok(Output::command("RESET"))
+                Ok(Output::command(CommandTag::Reset))
             }
             FrontStatement::Discard => {
                 self.settings.clear();
-                Ok(Output::command("DISCARD ALL"))
+                Ok(Output::command(CommandTag::DiscardAll))
             }
             FrontStatement::Copy(copy) => self.copy(copy),
         }
