@@ -107,10 +107,13 @@ fn next_startup_frame(buffer: &mut BytesMut) -> Result<Option<Frame>, Violation>
     if buffer.len() < 4 {
         return Ok(None);
     }
-    let length = usize::try_from(read_length(buffer)).unwrap_or(0);
-    if !(STARTUP_PACKET_BYTES_MIN..=STARTUP_PACKET_BYTES_MAX).contains(&length) {
+    let length = usize::try_from(read_length(buffer));
+    let Some(length) = length
+        .ok()
+        .filter(|length| (STARTUP_PACKET_BYTES_MIN..=STARTUP_PACKET_BYTES_MAX).contains(length))
+    else {
         return Err(Violation::protocol("invalid length of startup packet"));
-    }
+    };
     if buffer.len() < length {
         return Ok(None);
     }

@@ -423,7 +423,9 @@ fn response(
             let mut data_rows = Vec::with_capacity(rows.len());
             for row in &rows {
                 for (index, datum) in row.iter().enumerate() {
-                    encoder.encode_field(&wire::encode(datum, &types[index], formats[index]))?;
+                    let encoded =
+                        wire::encode(datum, &types[index], formats[index]).map_err(user_error)?;
+                    encoder.encode_field(&encoded)?;
                 }
                 data_rows.push(Ok(encoder.take_row()));
             }

@@ -84,24 +84,27 @@ pub fn fields(columns: &[OutputColumn], binary: &dyn Fn(usize) -> bool) -> Vec<F
         .collect()
 }
 
-/// Encodes a value of type `ty` in text or binary.
-pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Encoded {
+/// Encodes a value of type `ty` in text or binary. An integer outside its column type's
+/// range (the SQL layer checks ranges, so none should reach here) is 22003, never a wrong
+/// value on the wire.
+pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Result<Encoded, SqlError> {
     if datum.is_null() {
-        return Encoded(None);
+        return Ok(Encoded(None));
     }
     if !binary {
-        return Encoded(datum.to_text(ty).map(String::into_bytes));
+        return Ok(Encoded(datum.to_text(ty).map(String::into_bytes)));
     }
-    Encoded(Some(match (datum, ty) {
+    let out_of_range = || SqlError::out_of_range(ty.message_name());
+    Ok(Encoded(Some(match (datum, ty) {
         (Datum::Bool(flag), _) => vec![u8::from(*flag)],
         (Datum::Int(value), SqlType::Int2) => {
-            i16::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+            i16::try_from(*value).map_err(|_| out_of_range())?.to_be_bytes().to_vec()
         }
         (Datum::Int(value), SqlType::Int4) => {
-            i32::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+            i32::try_from(*value).map_err(|_| out_of_range())?.to_be_bytes().to_vec()
         }
         (Datum::Int(value), SqlType::Oid) => {
-            u32::try_from(*value).unwrap_or(0).to_be_bytes().to_vec()
+            u32::try_from(*value).map_err(|_| out_of_range())?.to_be_bytes().to_vec()
         }
         (Datum::Int(value), _) => value.to_be_bytes().to_vec(),
         (Datum::Float(value), SqlType::Float4) => {
@@ -115,8 +118,16 @@ pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Encoded {
         (Datum::Bytes(bytes), _) => bytes.clone(),
         (Datum::Date(days), _) => days.to_be_bytes().to_vec(),
         (Datum::Timestamp(micros) | Datum::TimestampTz(micros), _) => micros.to_be_bytes().to_vec(),
-        (Datum::Null, _) => return Encoded(None),
-    }))
+        (Datum::Null, _) => return Ok(Encoded(None)),
+    })))
+}
+
+/// A count in a numeric's binary layout: a rust_decimal has at most 29 significant digits
+/// (8 base-10000 groups before the point, 7 after) and a scale of at most 28, so every
+/// count fits 16 bits.
+fn numeric_count<T: TryFrom<usize> + Copy>(count: usize, largest: T) -> T {
+    debug_assert!(count <= 32, "a rust_decimal has at most 29 digits: {count}");
+    T::try_from(count).unwrap_or(largest)
 }
 
 /// PostgreSQL's binary numeric: base-10000 digits around the decimal point.
@@ -145,7 +156,7 @@ pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
         .collect();
     let mut digits: Vec<i16> = integer_groups.clone();
     digits.extend(&fraction_groups);
-    let mut weight = i16::try_from(integer_groups.len()).unwrap_or(0) - 1;
+    let mut weight = numeric_count(integer_groups.len(), i16::MAX) - 1;
     // Strip leading zero groups (adjusting the weight) and trailing zero groups.
     while digits.first() == Some(&0) {
         digits.remove(0);
@@ -158,11 +169,12 @@ pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
         weight = 0;
     }
     let mut out = Vec::with_capacity(8 + digits.len() * 2);
-    out.extend_from_slice(&i16::try_from(digits.len()).unwrap_or(0).to_be_bytes());
+    out.extend_from_slice(&numeric_count(digits.len(), i16::MAX).to_be_bytes());
     out.extend_from_slice(&weight.to_be_bytes());
     let sign: u16 = if value.is_sign_negative() && !value.is_zero() { 0x4000 } else { 0 };
     out.extend_from_slice(&sign.to_be_bytes());
-    out.extend_from_slice(&u16::try_from(scale).unwrap_or(0).to_be_bytes());
+    let scale = usize::try_from(scale).unwrap_or(usize::MAX);
+    out.extend_from_slice(&numeric_count(scale, u16::MAX).to_be_bytes());
     for digit in digits {
         out.extend_from_slice(&digit.to_be_bytes());
     }

@@ -13,6 +13,7 @@ mod output;
 mod parse;
 mod plan;
 mod session;
+mod sizes;
 mod stats;
 mod system;
 mod types;
@@ -24,9 +25,8 @@ pub use functions::{Function, FUNCTIONS};
 pub use output::{CommandTag, Output};
 pub use parse::front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;
-pub use session::{
-    format_memory, parse_memory, BlockState, Prepared, Session, WORK_MEM_DEFAULT_BYTES,
-};
+pub use session::{BlockState, Prepared, Session, WORK_MEM_DEFAULT_BYTES};
+pub use sizes::{format_memory, parse_size_bytes, SizeSyntax};
 pub use stats::{StatementEntry, StatementStats};
 pub use system::{SystemView, VIEWS};
 pub use types::{format_float4, format_float8, parse_text, Datum, SqlType};

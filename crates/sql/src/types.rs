@@ -501,7 +501,12 @@ impl Datum {
             Value::Null => Datum::Null,
             Value::Bool(flag) => Datum::Bool(*flag),
             Value::Int(number) => match ty {
-                SqlType::Date => Datum::Date(i32::try_from(*number).unwrap_or(0)),
+                SqlType::Date => {
+                    // A stored date was written from a Datum::Date (`to_value`), an i32.
+                    let days = i32::try_from(*number);
+                    debug_assert!(days.is_ok(), "a stored date fits i32: {number}");
+                    Datum::Date(days.unwrap_or(if *number < 0 { i32::MIN } else { i32::MAX }))
+                }
                 SqlType::Timestamp => Datum::Timestamp(*number),
                 SqlType::TimestampTz => Datum::TimestampTz(*number),
                 _ => Datum::Int(*number),

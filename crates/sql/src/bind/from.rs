@@ -268,7 +268,7 @@ impl<'a> Binder<'a> {
                 name: column.name.clone(),
                 ty: column.ty.clone(),
                 table_oid: table.oid,
-                attribute: i16::try_from(index + 1).unwrap_or(0),
+                attribute: crate::catalog::attribute_number(index),
             })
             .collect();
         self.plan(

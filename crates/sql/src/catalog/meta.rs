@@ -1,6 +1,17 @@
 //! Table, column and index descriptions, and their stored text encoding.
 
 use super::*;
+use crate::types::Datum;
+
+/// PostgreSQL's most columns in a table (MaxHeapAttributeNumber); CREATE TABLE refuses
+/// more (54011), so attribute numbers fit i16.
+pub const COLUMNS_MAX: usize = 1600;
+
+/// The 1-based attribute number of the column at `position` (pg_attribute.attnum).
+pub fn attribute_number(position: usize) -> i16 {
+    debug_assert!(position < COLUMNS_MAX, "tables have at most {COLUMNS_MAX} columns");
+    i16::try_from(position + 1).unwrap_or(i16::MAX)
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColumnMeta {
@@ -38,6 +49,34 @@ pub struct TableMeta {
 }
 
 impl TableMeta {
+    /// The one NOT NULL check: 23502 when a value of a NOT NULL column is NULL. `stored`
+    /// says whether the row is already in the table (ALTER TABLE ... SET NOT NULL finding
+    /// one, PostgreSQL's "contains null values") or is being written (INSERT, UPDATE, COPY).
+    pub fn check_not_null(&self, position: usize, is_null: bool, stored: bool) -> Result<()> {
+        let column = &self.columns[position];
+        if !is_null || (column.nullable && !stored) {
+            return Ok(());
+        }
+        let message = if stored {
+            format!("column \"{}\" of relation \"{}\" contains null values", column.name, self.name)
+        } else {
+            format!(
+                "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                column.name, self.name
+            )
+        };
+        Err(SqlError::new("23502", message))
+    }
+
+    /// Checks a row being written against every NOT NULL column.
+    pub fn check_row_not_null(&self, row: &[Datum]) -> Result<()> {
+        debug_assert_eq!(row.len(), self.columns.len(), "a whole row of {}", self.name);
+        for (position, datum) in row.iter().enumerate() {
+            self.check_not_null(position, datum.is_null(), false)?;
+        }
+        Ok(())
+    }
+
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|column| column.name == name)
     }

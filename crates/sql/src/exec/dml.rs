@@ -25,15 +25,7 @@ pub(crate) fn insert_row(
                 None => Datum::Null,
             },
         };
-        if datum.is_null() && !column.nullable {
-            return Err(SqlError::new(
-                "23502",
-                format!(
-                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                    column.name, table.name
-                ),
-            ));
-        }
+        table.check_not_null(index, datum.is_null(), false)?;
         values.push(datum.to_value(&column.ty)?);
         datums.push(datum);
     }
@@ -248,17 +240,7 @@ pub(crate) fn apply_assignments(
     for (position, expr) in assignments {
         new_row[*position] = super::eval(expr, row, ctx)?;
     }
-    for (datum, column) in new_row.iter().zip(&table.columns) {
-        if datum.is_null() && !column.nullable {
-            return Err(SqlError::new(
-                "23502",
-                format!(
-                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                    column.name, table.name
-                ),
-            ));
-        }
-    }
+    table.check_row_not_null(&new_row)?;
     Ok(new_row)
 }
 

@@ -1,6 +1,7 @@
 //! DDL: CREATE/DROP/ALTER TABLE, CREATE/DROP INDEX.
 
 use super::*;
+use crate::catalog::COLUMNS_MAX;
 use crate::output::CommandTag;
 
 impl Session {
@@ -15,6 +16,12 @@ impl Session {
         }
         if create.query.is_some() {
             return Err(SqlError::unsupported("CREATE TABLE AS is not supported"));
+        }
+        if create.columns.len() > COLUMNS_MAX {
+            return Err(SqlError::new(
+                "54011",
+                format!("tables can have at most {COLUMNS_MAX} columns"),
+            ));
         }
         let mut columns = Vec::new();
         let mut primary: Option<Vec<usize>> = None;
@@ -332,15 +339,8 @@ impl Session {
             let complete = page.len() < exec::SCAN_PAGE_ROWS;
             for (key, row) in page {
                 for &position in positions {
-                    if matches!(row.get(position), Some(Value::Null) | None) {
-                        return Err(SqlError::new(
-                            "23502",
-                            format!(
-                                "column \"{}\" of relation \"{}\" contains null values",
-                                table.columns[position].name, table.name
-                            ),
-                        ));
-                    }
+                    let is_null = matches!(row.get(position), Some(Value::Null) | None);
+                    table.check_not_null(position, is_null, true)?;
                 }
                 resume = Some(key);
             }

@@ -22,8 +22,6 @@ mod settings;
 mod txn_modes;
 mod utility;
 
-pub use settings::{format_memory, parse_memory};
-
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -43,12 +41,17 @@ use crate::output::{CommandTag, Output};
 use crate::parse::front::{self, CopyFormat, CopySource, CopyStatement, FrontStatement};
 use crate::parse::{parse_sql, split_statements, Statement};
 use crate::plan::{computed_column, DeletePlan, InsertPlan, OutputColumn, Plan, UpdatePlan};
+use crate::sizes::{parse_size_bytes, SizeSyntax};
 use crate::stats::StatementStats;
 use crate::system::SessionInfo;
 use crate::types::{self, Datum, SqlType};
 
 /// Default work_mem (PostgreSQL's default).
-pub const WORK_MEM_DEFAULT_BYTES: usize = 4 << 20;
+pub const WORK_MEM_DEFAULT_BYTES: u64 = 4 << 20;
+
+// Memory sizes are u64 (settings allow up to 2 TiB); tierdb builds for 64-bit targets, where
+// every such size is also a usize.
+const _: () = assert!(usize::BITS >= 64);
 
 /// A prepared statement: parsed once, bound against the catalog version it saw.
 #[derive(Clone, Debug)]
@@ -149,11 +152,13 @@ impl Session {
         &self.catalog
     }
 
+    /// work_mem in bytes: values are checked when they are SET, so a stored one always
+    /// parses, and is at most 2 TiB, a usize on the 64-bit targets (asserted above).
     fn work_mem_bytes(&self) -> usize {
-        self.settings
-            .get("work_mem")
-            .and_then(|text| parse_memory(text))
-            .unwrap_or(WORK_MEM_DEFAULT_BYTES)
+        let stored = self.settings.get("work_mem");
+        let parsed = stored.and_then(|text| parse_size_bytes(text, SizeSyntax::SETTING));
+        debug_assert!(parsed.is_some() || stored.is_none(), "work_mem is checked when SET");
+        usize::try_from(parsed.unwrap_or(WORK_MEM_DEFAULT_BYTES)).unwrap_or(usize::MAX)
     }
 
     /// A timeout setting (one of `TIMEOUT_SETTINGS`) in milliseconds; 0 when disabled.
@@ -323,7 +328,7 @@ impl Session {
                     | ast::Statement::Delete(_)
             ) {
                 let rows = match &outcome {
-                    Ok(Output::Rows { rows, .. }) => u64::try_from(rows.len()).unwrap_or(0),
+                    Ok(Output::Rows { rows, .. }) => crate::output::row_count(rows.len()),
                     Ok(Output::Command { rows, .. }) => *rows,
                     _ => 0,
                 };

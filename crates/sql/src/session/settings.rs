@@ -2,6 +2,11 @@
 
 use super::*;
 use crate::output::CommandTag;
+use crate::sizes::format_memory;
+
+/// PostgreSQL's bounds of work_mem: 64 kB to 2147483647 kB.
+const WORK_MEM_MIN_BYTES: u64 = 64 << 10;
+const WORK_MEM_MAX_BYTES: u64 = 2_147_483_647 << 10;
 
 impl Session {
     pub(crate) fn set(&mut self, set: &ast::Set) -> Result<Output> {
@@ -61,13 +66,13 @@ impl Session {
         let value = value.trim_matches('\'').to_string();
         match name {
             "work_mem" => {
-                let bytes = parse_memory(&value).ok_or_else(|| {
+                let bytes = parse_size_bytes(&value, SizeSyntax::SETTING).ok_or_else(|| {
                     SqlError::new(
                         "22023",
                         format!("invalid value for parameter \"work_mem\": \"{value}\""),
                     )
                 })?;
-                if bytes < 64 * 1024 {
+                if !(WORK_MEM_MIN_BYTES..=WORK_MEM_MAX_BYTES).contains(&bytes) {
                     return Err(SqlError::new("22023", format!("{} kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)", bytes / 1024)));
                 }
                 self.settings.insert(name.into(), format_memory(bytes));
@@ -222,34 +227,5 @@ pub(crate) fn on_off(value: bool) -> &'static str {
         "on"
     } else {
         "off"
-    }
-}
-
-/// Parses a memory setting as PostgreSQL does (plain numbers are kB).
-pub fn parse_memory(text: &str) -> Option<usize> {
-    let text = text.trim().trim_matches('\'');
-    let digits: String = text.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let number: usize = digits.parse().ok()?;
-    let unit = text[digits.len()..].trim().to_lowercase();
-    let factor = match unit.as_str() {
-        "" | "kb" => 1024,
-        "b" => 1,
-        "mb" => 1 << 20,
-        "gb" => 1 << 30,
-        "tb" => 1 << 40,
-        _ => return None,
-    };
-    number.checked_mul(factor)
-}
-
-/// Formats bytes as PostgreSQL shows memory settings (the largest exact unit).
-pub fn format_memory(bytes: usize) -> String {
-    let kilobytes = bytes / 1024;
-    if kilobytes > 0 && kilobytes.is_multiple_of(1024 * 1024) {
-        format!("{}GB", kilobytes / (1024 * 1024))
-    } else if kilobytes > 0 && kilobytes.is_multiple_of(1024) {
-        format!("{}MB", kilobytes / 1024)
-    } else {
-        format!("{kilobytes}kB")
     }
 }

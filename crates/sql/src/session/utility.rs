@@ -111,7 +111,7 @@ impl Session {
                 Ok(Output::CopyOut {
                     data,
                     columns: columns.len(),
-                    rows: u64::try_from(rows.len()).unwrap_or(0),
+                    rows: crate::output::row_count(rows.len()),
                     csv,
                 })
             }
