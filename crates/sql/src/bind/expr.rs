@@ -131,6 +131,19 @@ impl<'a> Binder<'a> {
                 other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
             },
             ast::Expr::BinaryOp { left, op, right } => self.binary(left, op, right, scope, hint),
+            _ => self.predicate(expr, scope, hint),
+        }
+    }
+
+    /// Binds predicates: IS [NOT] NULL/TRUE/FALSE, IS DISTINCT FROM, BETWEEN, IN, EXISTS
+    /// (`expr` binds the others).
+    pub(crate) fn predicate(
+        &mut self,
+        expr: &ast::Expr,
+        scope: &Scope,
+        hint: Option<&SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        match expr {
             ast::Expr::IsNull(inner) | ast::Expr::IsNotNull(inner) => {
                 let (bound, _) = self.expr(inner, scope, None)?;
                 Ok((
@@ -235,6 +248,19 @@ impl<'a> Binder<'a> {
                 let id = self.id();
                 Ok((Expr::Exists { plan, negated: *negated, correlated, id }, SqlType::Bool))
             }
+            _ => self.special_form(expr, scope, hint),
+        }
+    }
+
+    /// Binds subqueries, LIKE, CASE, calls and the SQL-syntax functions (SUBSTRING, TRIM,
+    /// POSITION, EXTRACT, ...), and refuses what tierdb does not bind (0A000).
+    pub(crate) fn special_form(
+        &mut self,
+        expr: &ast::Expr,
+        scope: &Scope,
+        hint: Option<&SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        match expr {
             ast::Expr::Subquery(query) => {
                 let (plan, correlated) = self.subquery(query, scope)?;
                 if plan.arity() != 1 {
@@ -580,10 +606,4 @@ pub(crate) fn number_literal(expr: &ast::Expr) -> Option<String> {
 
 pub(crate) fn is_placeholder(expr: &ast::Expr) -> bool {
     matches!(expr, ast::Expr::Value(value) if matches!(value.value, ast::Value::Placeholder(_)))
-}
-
-pub(crate) fn within(expr: &Expr, start: usize, end: usize) -> bool {
-    let mut columns = Vec::new();
-    expr.columns(&mut columns);
-    columns.iter().all(|&column| column >= start && column < end)
 }

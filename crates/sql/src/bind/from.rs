@@ -318,115 +318,28 @@ impl<'a> Binder<'a> {
     ) -> Result<Plan> {
         let mut columns = left.columns.clone();
         columns.extend(right.columns.iter().cloned());
-        let total = columns.len();
-        let mut right_only = Vec::new();
-        let mut equalities = Vec::new();
-        let mut residual = Vec::new();
-        for conjunct in conjuncts {
-            if !conjunct.has_correlated_subquery() && within(&conjunct, left_width, total) {
-                let mut moved = conjunct;
-                moved.shift_columns(-isize::try_from(left_width).expect("fits"));
-                right_only.push(moved);
-                continue;
-            }
-            if let Expr::Compare { op: CompareOp::Eq, left: a, right: b, bpchar: false } = &conjunct
-            {
-                if within(a, 0, left_width)
-                    && within(b, left_width, total)
-                    && !a.has_correlated_subquery()
-                {
-                    equalities.push(((**a).clone(), (**b).clone()));
-                    continue;
-                }
-                if within(b, 0, left_width)
-                    && within(a, left_width, total)
-                    && !b.has_correlated_subquery()
-                {
-                    equalities.push(((**b).clone(), (**a).clone()));
-                    continue;
-                }
-            }
-            residual.push(conjunct);
-        }
+        let JoinConjuncts { right_only, equalities, residual } =
+            split_join_conjuncts(conjuncts, left_width, columns.len());
         let right =
             if right_only.is_empty() { right } else { self.filter(right, and_all(right_only)) };
-        let shift = -isize::try_from(left_width).expect("fits");
-        // Index nested loop: the right side is a full scan of a table whose key the
-        // equalities pin.
-        if let PlanKind::Scan { table, access: Access::Full, .. } = &right.kind {
-            let probes: Vec<Expr> = equalities
-                .iter()
-                .map(|(_, b)| {
-                    let mut b = b.clone();
-                    b.shift_columns(shift);
-                    Expr::Compare {
-                        op: CompareOp::Eq,
-                        left: Box::new(b),
-                        right: Box::new(Expr::Literal(Datum::Null)),
-                        bpchar: false,
-                    }
-                })
-                .collect();
-            let _ = probes;
-            let mut keyed = Vec::new();
-            for (a, b) in &equalities {
-                let mut b = b.clone();
-                b.shift_columns(shift);
-                keyed.push(Expr::Compare {
-                    op: CompareOp::Eq,
-                    left: Box::new(b),
-                    right: Box::new(a.clone()),
-                    bpchar: false,
-                });
-            }
-            let access = choose_access(table, &keyed, Some(left_width));
-            if !matches!(access, Access::Full) {
-                let table = Arc::clone(table);
-                let (filter, emit_key, backward, id, right_columns) = match right.kind {
-                    PlanKind::Scan { filter, emit_key, backward, .. } => {
-                        (filter, emit_key, backward, right.id, right.columns)
-                    }
-                    _ => unreachable!("matched a scan above"),
-                };
-                let right = Plan {
-                    kind: PlanKind::Scan { table, access, filter, emit_key, backward },
-                    columns: right_columns,
-                    id,
-                };
+        let (left, right) = (Box::new(left), Box::new(right));
+        // Index nested loop: the inner side is a table whose key the equalities pin.
+        let right = match index_lookup_inner(right, &equalities, left_width) {
+            Ok(right) => {
                 let mut all_residual = residual;
-                for (a, b) in equalities {
-                    all_residual.push(Expr::Compare {
-                        op: CompareOp::Eq,
-                        left: Box::new(a),
-                        right: Box::new(b),
-                        bpchar: false,
-                    });
-                }
-                let residual =
-                    if all_residual.is_empty() { None } else { Some(and_all(all_residual)) };
-                return Ok(self.plan(
-                    PlanKind::IndexJoin {
-                        left: Box::new(left),
-                        right: Box::new(right),
-                        kind,
-                        residual,
-                    },
-                    columns,
-                ));
+                all_residual.extend(equality_conditions(equalities));
+                let residual = conjunction(all_residual);
+                return Ok(self.plan(PlanKind::IndexJoin { left, right, kind, residual }, columns));
             }
-        }
-        let residual = if residual.is_empty() { None } else { Some(and_all(residual)) };
+            Err(right) => right,
+        };
+        let residual = conjunction(residual);
         if equalities.is_empty() {
-            return Ok(self.plan(
-                PlanKind::NestedLoopJoin {
-                    left: Box::new(left),
-                    right: Box::new(right),
-                    kind,
-                    on: residual,
-                },
-                columns,
-            ));
+            return Ok(
+                self.plan(PlanKind::NestedLoopJoin { left, right, kind, on: residual }, columns)
+            );
         }
+        let shift = left_shift(left_width);
         let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = equalities
             .into_iter()
             .map(|(a, mut b)| {
@@ -434,17 +347,8 @@ impl<'a> Binder<'a> {
                 (a, b)
             })
             .unzip();
-        Ok(self.plan(
-            PlanKind::HashJoin {
-                left: Box::new(left),
-                right: Box::new(right),
-                kind,
-                left_keys,
-                right_keys,
-                residual,
-            },
-            columns,
-        ))
+        let join = PlanKind::HashJoin { left, right, kind, left_keys, right_keys, residual };
+        Ok(self.plan(join, columns))
     }
 
     // ----- expressions -----

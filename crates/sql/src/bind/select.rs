@@ -29,54 +29,14 @@ impl<'a> Binder<'a> {
             };
             plan = self.lock_rows(plan, locking, recheck)?;
         }
-        let group_exprs: Vec<&ast::Expr> = match &select.group_by {
-            ast::GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
-            ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
-        };
-        let has_aggregates = !group_exprs.is_empty()
-            || select.having.is_some()
-            || select.projection.iter().any(|item| match item {
-                ast::SelectItem::UnnamedExpr(expr)
-                | ast::SelectItem::ExprWithAlias { expr, .. } => contains_aggregate(expr),
-                _ => false,
-            })
-            || order_by.iter().any(|item| contains_aggregate(&item.expr));
-
         // Select list (and, with aggregation, everything above the aggregate).
-        let mut grouping_scope = scope.clone();
-        if has_aggregates {
-            let mut keys = Vec::new();
-            for expr in &group_exprs {
-                // GROUP BY may name an output column by position or alias.
-                let resolved = self.resolve_group_expr(expr, &select.projection)?;
-                self.clause = Some("GROUP BY");
-                let outcome = self.expr(&resolved, &scope, None);
-                self.clause = None;
-                let (bound, ty) = outcome?;
-                keys.push((resolved.to_string(), bound, ty));
-            }
-            self.grouping = Some(Grouping { input: scope.clone(), keys, aggregates: Vec::new() });
-            grouping_scope = Scope::default();
-        }
+        let grouping_scope =
+            if self.bind_grouping(select, order_by, &scope)? { Scope::default() } else { scope };
         let outcome = self.select_list(select, order_by, &grouping_scope);
         let grouping = self.grouping.take();
         let (mut items, mut names, item_types, mut sort_keys, having) = outcome?;
         if let Some(grouping) = grouping {
-            let groups: Vec<Expr> = grouping.keys.iter().map(|(_, expr, _)| expr.clone()).collect();
-            let mut columns: Vec<OutputColumn> = grouping
-                .keys
-                .iter()
-                .map(|(name, _, ty)| computed_column(name, ty.clone()))
-                .collect();
-            let aggregates: Vec<AggregateCall> =
-                grouping.aggregates.into_iter().map(|(_, call)| call).collect();
-            columns
-                .extend(aggregates.iter().map(|call| computed_column("agg", call.output.clone())));
-            plan = self
-                .plan(PlanKind::Aggregate { input: Box::new(plan), groups, aggregates }, columns);
-            if let Some(having) = having {
-                plan = self.filter(plan, having);
-            }
+            plan = self.aggregate_plan(plan, grouping, having);
         }
         let visible = items.len();
         // Sort keys that are not output columns become hidden columns.
@@ -143,6 +103,64 @@ impl<'a> Binder<'a> {
             plan = self.plan(PlanKind::Project { input: Box::new(plan), exprs }, output);
         }
         Ok(plan)
+    }
+
+    /// With GROUP BY, HAVING or an aggregate in the select list or ORDER BY: binds the
+    /// grouping keys and starts the grouping state. Returns whether the SELECT aggregates.
+    pub(crate) fn bind_grouping(
+        &mut self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+        scope: &Scope,
+    ) -> Result<bool> {
+        let group_exprs: Vec<&ast::Expr> = match &select.group_by {
+            ast::GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
+            ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
+        };
+        let has_aggregates = !group_exprs.is_empty()
+            || select.having.is_some()
+            || select.projection.iter().any(|item| match item {
+                ast::SelectItem::UnnamedExpr(expr)
+                | ast::SelectItem::ExprWithAlias { expr, .. } => contains_aggregate(expr),
+                _ => false,
+            })
+            || order_by.iter().any(|item| contains_aggregate(&item.expr));
+
+        if has_aggregates {
+            let mut keys = Vec::new();
+            for expr in &group_exprs {
+                // GROUP BY may name an output column by position or alias.
+                let resolved = self.resolve_group_expr(expr, &select.projection)?;
+                self.clause = Some("GROUP BY");
+                let outcome = self.expr(&resolved, scope, None);
+                self.clause = None;
+                let (bound, ty) = outcome?;
+                keys.push((resolved.to_string(), bound, ty));
+            }
+            self.grouping = Some(Grouping { input: scope.clone(), keys, aggregates: Vec::new() });
+        }
+        Ok(has_aggregates)
+    }
+
+    /// The Aggregate node over `plan` for `grouping`, with HAVING above it.
+    pub(super) fn aggregate_plan(
+        &mut self,
+        plan: Plan,
+        grouping: Grouping,
+        having: Option<Expr>,
+    ) -> Plan {
+        let groups: Vec<Expr> = grouping.keys.iter().map(|(_, expr, _)| expr.clone()).collect();
+        let mut columns: Vec<OutputColumn> =
+            grouping.keys.iter().map(|(name, _, ty)| computed_column(name, ty.clone())).collect();
+        let aggregates: Vec<AggregateCall> =
+            grouping.aggregates.into_iter().map(|(_, call)| call).collect();
+        columns.extend(aggregates.iter().map(|call| computed_column("agg", call.output.clone())));
+        let plan =
+            self.plan(PlanKind::Aggregate { input: Box::new(plan), groups, aggregates }, columns);
+        match having {
+            Some(having) => self.filter(plan, having),
+            None => plan,
+        }
     }
 
     /// Puts LockRows over the table scan of a SELECT with a locking clause.

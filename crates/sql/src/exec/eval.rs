@@ -154,6 +154,26 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             let from = if *from == SqlType::Unknown { SqlType::Text } else { from.clone() };
             types::cast(value, &from, to, *explicit)?
         }
+        Expr::Function(call) if call.function.name() == "coalesce" => {
+            // Arguments after the first non-NULL one are not evaluated (their errors do not
+            // happen), as in PostgreSQL.
+            for arg in &call.args {
+                let value = eval(arg, row, ctx)?;
+                if !value.is_null() {
+                    return Ok(value);
+                }
+            }
+            Datum::Null
+        }
+        Expr::Function(call) => call_function(call, row, ctx)?,
+        _ => eval_compound(expr, row, ctx)?,
+    })
+}
+
+/// Evaluates CASE, IN lists, subqueries and LIKE: the expressions that read several
+/// operands or run a plan (`eval` handles the others).
+fn eval_compound(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    Ok(match expr {
         Expr::Case { operand, branches, otherwise } => {
             let operand = match operand {
                 Some(operand) => Some(eval(operand, row, ctx)?),
@@ -260,18 +280,7 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
                 _ => Datum::Null,
             }
         }
-        Expr::Function(call) if call.function.name() == "coalesce" => {
-            // Arguments after the first non-NULL one are not evaluated (their errors do not
-            // happen), as in PostgreSQL.
-            for arg in &call.args {
-                let value = eval(arg, row, ctx)?;
-                if !value.is_null() {
-                    return Ok(value);
-                }
-            }
-            Datum::Null
-        }
-        Expr::Function(call) => call_function(call, row, ctx)?,
+        _ => return Err(SqlError::internal("eval handles the other expressions")),
     })
 }
 

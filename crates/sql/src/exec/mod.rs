@@ -274,6 +274,18 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         PlanKind::Aggregate { input, groups, aggregates } => {
             aggregate(input, groups, aggregates, ctx, probe, sink)
         }
+        _ => run_ordered_node(plan, ctx, probe, sink),
+    }
+}
+
+/// Runs Sort and Limit (`run_node` runs the scans, filters, projections and joins).
+fn run_ordered_node(
+    plan: &Plan,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    match &plan.kind {
         PlanKind::Sort { input, keys } => {
             let mut rows = Vec::new();
             let mut bytes = 0usize;
@@ -349,6 +361,18 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
             })?;
             Ok(true)
         }
+        _ => run_set_node(plan, ctx, probe, sink),
+    }
+}
+
+/// Runs DISTINCT and the set operations.
+fn run_set_node(
+    plan: &Plan,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    match &plan.kind {
         PlanKind::Distinct { input } => {
             let mut seen = HashSet::new();
             let mut bytes = 0usize;
@@ -418,6 +442,7 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
                 }
             })
         }
+        _ => Err(SqlError::internal("run_node dispatches the other kinds elsewhere")),
     }
 }
 

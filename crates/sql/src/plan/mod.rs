@@ -6,9 +6,11 @@
 
 mod access;
 mod dml;
+mod join;
 
 pub(crate) use access::*;
 pub(crate) use dml::*;
+pub(crate) use join::*;
 
 use std::ops::Bound;
 use std::sync::Arc;

@@ -79,28 +79,6 @@ impl Session {
             }
             columns.push(meta);
         }
-        let column_positions =
-            |names: &[ast::IndexColumn], columns: &[ColumnMeta]| -> Result<Vec<usize>> {
-                names
-                    .iter()
-                    .map(|column| {
-                        let name = match &column.column.expr {
-                            ast::Expr::Identifier(name) => ident(name),
-                            other => {
-                                return Err(SqlError::unsupported(format!(
-                                    "constraint on expression {other}"
-                                )))
-                            }
-                        };
-                        columns.iter().position(|c| c.name == name).ok_or_else(|| {
-                            SqlError::new(
-                                "42703",
-                                format!("column \"{name}\" named in key does not exist"),
-                            )
-                        })
-                    })
-                    .collect()
-            };
         for constraint in &create.constraints {
             match constraint {
                 ast::TableConstraint::PrimaryKey(key) => {
@@ -110,7 +88,7 @@ impl Session {
                             format!("multiple primary keys for table \"{name}\" are not allowed"),
                         ));
                     }
-                    let positions = column_positions(&key.columns, &columns)?;
+                    let positions = key_positions(&key.columns, &columns)?;
                     for &position in &positions {
                         columns[position].nullable = false;
                     }
@@ -119,7 +97,7 @@ impl Session {
                 ast::TableConstraint::Unique(unique) => {
                     uniques.push((
                         unique.name.as_ref().map(ident),
-                        column_positions(&unique.columns, &columns)?,
+                        key_positions(&unique.columns, &columns)?,
                     ));
                 }
                 _ => {
@@ -129,32 +107,7 @@ impl Session {
                 }
             }
         }
-        let mut indexes = Vec::new();
-        if let Some(positions) = primary {
-            indexes.push(IndexMeta {
-                name: format!("{name}_pkey"),
-                oid: 0,
-                columns: positions,
-                unique: true,
-                primary: true,
-                kind: IndexKind::Clustered,
-            });
-        }
-        for (constraint_name, positions) in uniques {
-            let index_name = constraint_name.unwrap_or_else(|| {
-                let names: Vec<&str> =
-                    positions.iter().map(|&p| columns[p].name.as_str()).collect();
-                format!("{name}_{}_key", names.join("_"))
-            });
-            indexes.push(IndexMeta {
-                name: index_name,
-                oid: 0,
-                columns: positions,
-                unique: true,
-                primary: false,
-                kind: IndexKind::Secondary,
-            });
-        }
+        let indexes = table_indexes(&name, primary, uniques, &columns);
         for sequence in &sequences {
             self.catalog.create_sequence(sequence)?;
         }
@@ -361,4 +314,58 @@ pub(crate) fn unique_index_error(error: SqlError, name: &str) -> SqlError {
     } else {
         error
     }
+}
+
+/// The columns a key constraint names, as positions (42703 for an unknown one).
+fn key_positions(names: &[ast::IndexColumn], columns: &[ColumnMeta]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|column| {
+            let name = match &column.column.expr {
+                ast::Expr::Identifier(name) => ident(name),
+                other => {
+                    return Err(SqlError::unsupported(format!("constraint on expression {other}")))
+                }
+            };
+            columns.iter().position(|c| c.name == name).ok_or_else(|| {
+                SqlError::new("42703", format!("column \"{name}\" named in key does not exist"))
+            })
+        })
+        .collect()
+}
+
+/// The indexes of a new table: its primary key (the clustering key) and its UNIQUE
+/// constraints, named as PostgreSQL names them.
+fn table_indexes(
+    name: &str,
+    primary: Option<Vec<usize>>,
+    uniques: Vec<(Option<String>, Vec<usize>)>,
+    columns: &[ColumnMeta],
+) -> Vec<IndexMeta> {
+    let mut indexes = Vec::new();
+    if let Some(positions) = primary {
+        indexes.push(IndexMeta {
+            name: format!("{name}_pkey"),
+            oid: 0,
+            columns: positions,
+            unique: true,
+            primary: true,
+            kind: IndexKind::Clustered,
+        });
+    }
+    for (constraint_name, positions) in uniques {
+        let index_name = constraint_name.unwrap_or_else(|| {
+            let names: Vec<&str> = positions.iter().map(|&p| columns[p].name.as_str()).collect();
+            format!("{name}_{}_key", names.join("_"))
+        });
+        indexes.push(IndexMeta {
+            name: index_name,
+            oid: 0,
+            columns: positions,
+            unique: true,
+            primary: false,
+            kind: IndexKind::Secondary,
+        });
+    }
+    indexes
 }
