@@ -116,14 +116,6 @@ pub enum Output {
     Empty,
 }
 
-/// The number of rows in memory as a tag's count: a `Vec` holds at most `isize::MAX` rows,
-/// which fits u64.
-pub fn row_count(rows: usize) -> u64 {
-    let count = u64::try_from(rows);
-    debug_assert!(count.is_ok(), "a usize fits u64 on tierdb's 64-bit targets");
-    count.unwrap_or(u64::MAX)
-}
-
 impl Output {
     /// A command that reports no row count.
     pub fn command(tag: CommandTag) -> Output {

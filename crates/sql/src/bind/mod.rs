@@ -1,10 +1,11 @@
 //! The binder: turns a parsed query (sqlparser AST) into a physical plan against the catalog.
 //!
 //! It resolves names (42P01, 42703, 42702), types every expression with PostgreSQL's implicit
-//! coercions (untyped literals and parameters take their type from context), decides access
-//! paths (clustering-key or index ranges from WHERE conjuncts), join strategies (index
-//! nested loop when the inner side has a usable key, else hash join on equality conjuncts,
-//! else nested loop) and places aggregation, DISTINCT, ORDER BY and LIMIT.
+//! coercions (untyped literals and parameters take their type from context), resolves each
+//! function call to its registry entry once, and places aggregation, DISTINCT, ORDER BY and
+//! LIMIT. The access paths (`plan/access.rs`: clustering-key or index ranges from WHERE
+//! conjuncts) and join strategies (`plan/join.rs`: index nested loop when the inner side has
+//! a usable key, else hash join on equality conjuncts, else nested loop) are the planner's.
 
 mod call;
 mod coerce;

@@ -328,7 +328,7 @@ impl Session {
                     | ast::Statement::Delete(_)
             ) {
                 let rows = match &outcome {
-                    Ok(Output::Rows { rows, .. }) => crate::output::row_count(rows.len()),
+                    Ok(Output::Rows { rows, .. }) => crate::types::count_u64(rows.len()),
                     Ok(Output::Command { rows, .. }) => *rows,
                     _ => 0,
                 };

@@ -111,7 +111,7 @@ impl Session {
                 Ok(Output::CopyOut {
                     data,
                     columns: columns.len(),
-                    rows: crate::output::row_count(rows.len()),
+                    rows: crate::types::count_u64(rows.len()),
                     csv,
                 })
             }

@@ -92,7 +92,10 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
             Datum::Date(_) => datum,
             Datum::Text(text) => Datum::Date(parse_date(text)?),
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
-                Datum::Date(i32::try_from(micros.div_euclid(MICROSECONDS_PER_DAY)).unwrap_or(0))
+                // i64 microseconds span ±106,751,991 days: always an i32 day number.
+                let days = i32::try_from(micros.div_euclid(MICROSECONDS_PER_DAY));
+                debug_assert!(days.is_ok(), "a timestamp's day fits i32");
+                Datum::Date(days.unwrap_or(if *micros < 0 { i32::MIN } else { i32::MAX }))
             }
             _ => return Err(cannot_cast(from, to)),
         },

@@ -111,12 +111,14 @@ impl SqlType {
     pub fn typmod(&self) -> i32 {
         let header = 4;
         match self {
+            // The binder bounds lengths by CHARACTER_LENGTH_MAX (10 MiB) and numeric
+            // precision by 1000, so these fit i32 with the header.
             SqlType::Varchar(Some(length)) | SqlType::Char(length) => {
-                i32::try_from(*length).unwrap_or(i32::MAX - header) + header
+                bounded_i32(u64::from(*length)) + header
             }
             SqlType::Numeric { precision: Some(precision), scale } => {
-                let precision = i32::try_from(*precision).unwrap_or(0);
-                let scale = i32::try_from(scale.unwrap_or(0)).unwrap_or(0);
+                let precision = bounded_i32(u64::from(*precision));
+                let scale = bounded_i32(u64::from(scale.unwrap_or(0)));
                 ((precision << 16) | scale) + header
             }
             _ => -1,
@@ -453,12 +455,12 @@ impl Datum {
             }
             Datum::Text(text) => {
                 out.push(4);
-                out.extend_from_slice(&u64::try_from(text.len()).unwrap_or(0).to_le_bytes());
+                out.extend_from_slice(&count_u64(text.len()).to_le_bytes());
                 out.extend_from_slice(text.as_bytes());
             }
             Datum::Bytes(bytes) => {
                 out.push(5);
-                out.extend_from_slice(&u64::try_from(bytes.len()).unwrap_or(0).to_le_bytes());
+                out.extend_from_slice(&count_u64(bytes.len()).to_le_bytes());
                 out.extend_from_slice(bytes);
             }
             Datum::Date(days) => {
@@ -570,4 +572,18 @@ fn compare_floats(a: f64, b: f64) -> Ordering {
         (false, true) => Ordering::Less,
         (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
     }
+}
+
+/// A length or precision the binder bounded (by 10 MiB at most) as i32.
+fn bounded_i32(value: u64) -> i32 {
+    debug_assert!(value <= crate::functions::CHARACTER_LENGTH_MAX, "bounded at bind: {value}");
+    i32::try_from(value).unwrap_or(i32::MAX >> 1)
+}
+
+/// A count of things in memory (rows, bytes) as u64: a `Vec` holds at most `isize::MAX`
+/// items, which fits u64.
+pub(crate) fn count_u64(count: usize) -> u64 {
+    let converted = u64::try_from(count);
+    debug_assert!(converted.is_ok(), "a usize fits u64 on tierdb's 64-bit targets");
+    converted.unwrap_or(u64::MAX)
 }
