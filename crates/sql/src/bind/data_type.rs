@@ -1,7 +1,7 @@
 //! SQL type names (`varchar(10)`, `numeric(10,2)`, `serial`) as `SqlType`s.
 
 use super::*;
-use crate::functions::CHARACTER_LENGTH_MAX;
+use crate::types::CHARACTER_LENGTH_MAX;
 
 /// A declared character length (`varchar(n)`, `char(n)`) checked as PostgreSQL checks it
 /// when it resolves the type: 1 to `CHARACTER_LENGTH_MAX`.

@@ -15,9 +15,6 @@ use std::ops::RangeInclusive;
 use crate::error::{Result, SqlError};
 use crate::types::{Datum, SqlType};
 
-/// PostgreSQL's largest declared length of a character type (MaxAttrSize).
-pub const CHARACTER_LENGTH_MAX: u64 = 10 * 1024 * 1024;
-
 /// PostgreSQL's largest text value: an allocation is at most 1 GB less one byte
 /// (MaxAllocSize), of which 4 bytes are the value's header.
 pub const TEXT_BYTES_MAX: usize = (1 << 30) - 1 - 4;

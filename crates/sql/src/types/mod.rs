@@ -574,9 +574,12 @@ fn compare_floats(a: f64, b: f64) -> Ordering {
     }
 }
 
+/// PostgreSQL's largest declared length of a character type (MaxAttrSize).
+pub const CHARACTER_LENGTH_MAX: u64 = 10 * 1024 * 1024;
+
 /// A length or precision the binder bounded (by 10 MiB at most) as i32.
 fn bounded_i32(value: u64) -> i32 {
-    debug_assert!(value <= crate::functions::CHARACTER_LENGTH_MAX, "bounded at bind: {value}");
+    debug_assert!(value <= CHARACTER_LENGTH_MAX, "bounded at bind: {value}");
     i32::try_from(value).unwrap_or(i32::MAX >> 1)
 }
 
