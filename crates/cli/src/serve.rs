@@ -70,17 +70,12 @@ pub struct ServeArgs {
     password_file: Option<std::path::PathBuf>,
 }
 
+/// A size flag: bytes, or a number with a unit (PostgreSQL's kB, MB, GB, TB, or k, m, g),
+/// read by the SQL layer's one size parser.
 fn bytes(text: &str) -> Result<u64, String> {
-    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
-    let number: u64 = digits.parse().map_err(|_| format!("invalid size {text}"))?;
-    let factor = match text[digits.len()..].trim().to_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" | "k" => 1 << 10,
-        "mb" | "m" => 1 << 20,
-        "gb" | "g" => 1 << 30,
-        other => return Err(format!("invalid size unit {other} in {text}")),
-    };
-    number.checked_mul(factor).ok_or_else(|| format!("size {text} too large"))
+    tierdb_sql::parse_size_bytes(text, tierdb_sql::SizeSyntax::FLAG).ok_or_else(|| {
+        format!("invalid size {text}: bytes, or a number with a unit (kB, MB, GB, TB, k, m, g) within 64 bits")
+    })
 }
 
 pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {

@@ -49,7 +49,8 @@ use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tierdb_sql::{
-    BlockState, Catalog, Datum, Output, Prepared, Session, SqlError, SqlType, StatementStats,
+    BlockState, Catalog, CommandTag, Datum, Output, Prepared, Session, SqlError, SqlType,
+    StatementStats,
 };
 
 use crate::wire;
@@ -388,18 +389,22 @@ pub fn fatal_error(error: SqlError) -> PgWireError {
     PgWireError::UserError(Box::new(info))
 }
 
-fn tag_of(tag: &str) -> Tag {
-    // "INSERT 0 5" -> INSERT with oid 0 and rows 5; "UPDATE 3" -> rows 3.
-    let parts: Vec<&str> = tag.split(' ').collect();
-    match parts.as_slice() {
-        ["INSERT", oid, rows] => Tag::new("INSERT")
-            .with_oid(oid.parse().unwrap_or(0))
-            .with_rows(rows.parse().unwrap_or(0)),
-        [command, rows] if rows.chars().all(|c| c.is_ascii_digit()) && !rows.is_empty() => {
-            Tag::new(command).with_rows(rows.parse().unwrap_or(0))
-        }
-        _ => Tag::new(tag),
+/// The wire tag of a command: INSERT carries OID 0 and its row count, the other counting
+/// commands their row count.
+fn tag_of(tag: CommandTag, rows: u64) -> PgWireResult<Tag> {
+    if !tag.counts_rows() {
+        return Ok(Tag::new(tag.name()));
     }
+    let rows = row_count(rows)?;
+    Ok(match tag {
+        CommandTag::Insert => Tag::new(tag.name()).with_oid(0).with_rows(rows),
+        _ => Tag::new(tag.name()).with_rows(rows),
+    })
+}
+
+/// A row count as pgwire holds it: counts of rows a statement touched fit in memory sizes.
+fn row_count(rows: u64) -> PgWireResult<usize> {
+    usize::try_from(rows).map_err(|_| user_error(SqlError::out_of_range("row count")))
 }
 
 /// Turns a statement's output into a pgwire response; `binary(i)` says whether result
@@ -418,28 +423,34 @@ fn response(
             let mut data_rows = Vec::with_capacity(rows.len());
             for row in &rows {
                 for (index, datum) in row.iter().enumerate() {
-                    let encoded = wire::encode(datum, &types[index], formats[index]);
-                    encoder.encode_field(&encoded.map_err(user_error)?)?;
+                    let encoded =
+                        wire::encode(datum, &types[index], formats[index]).map_err(user_error)?;
+                    encoder.encode_field(&encoded)?;
                 }
                 data_rows.push(Ok(encoder.take_row()));
             }
             let mut response = QueryResponse::new(fields, stream::iter(data_rows));
             // INSERT/UPDATE/DELETE ... RETURNING keep their own command tag; pgwire appends
             // the row count.
-            let command = tag.split(' ').next().unwrap_or("SELECT");
-            if command != "SELECT" {
-                response.set_command_tag(if command == "INSERT" { "INSERT 0" } else { command });
+            if tag != CommandTag::Select {
+                response.set_command_tag(if tag == CommandTag::Insert {
+                    "INSERT 0"
+                } else {
+                    tag.name()
+                });
             }
             Response::Query(response)
         }
-        Output::Command { tag } => {
-            let is_end = matches!(tag.as_str(), "COMMIT" | "ROLLBACK");
-            if tag == "BEGIN" || (tag == "ROLLBACK" && state == BlockState::InBlock) {
-                Response::TransactionStart(Tag::new(&tag))
+        Output::Command { tag, rows } => {
+            let is_end = matches!(tag, CommandTag::Commit | CommandTag::Rollback);
+            if tag == CommandTag::Begin
+                || (tag == CommandTag::Rollback && state == BlockState::InBlock)
+            {
+                Response::TransactionStart(Tag::new(tag.name()))
             } else if is_end && state == BlockState::Idle {
-                Response::TransactionEnd(Tag::new(&tag))
+                Response::TransactionEnd(Tag::new(tag.name()))
             } else {
-                Response::Execution(tag_of(&tag))
+                Response::Execution(tag_of(tag, rows)?)
             }
         }
         Output::CopyIn { columns, .. } => {
@@ -859,8 +870,7 @@ impl CopyHandler for Connection {
     {
         let outcome = self.with_session(move |session| session.copy_in_end()).await;
         let rows = outcome.map_err(user_error)?;
-        let rows = usize::try_from(rows).expect("a row count fits usize on 64-bit targets");
-        let tag = Tag::new("COPY").with_rows(rows);
+        let tag = tag_of(CommandTag::Copy, rows)?;
         client.send(PgWireBackendMessage::CommandComplete(tag.into())).await?;
         Ok(())
     }

@@ -2,30 +2,31 @@
 //! catalog, planned and executed over the engine's transactions. No network code: the
 //! server crate drives `Session`s. docs/design/009-sql-server.md describes the design.
 
-mod binder;
+mod bind;
 mod catalog;
 mod depth;
 mod durations;
 mod error;
 mod exec;
-mod explain;
-mod front;
 mod functions;
-mod locking;
+mod output;
+mod parse;
 mod plan;
 mod session;
+mod sizes;
 mod stats;
 mod system;
-mod txn_modes;
 mod types;
 
 pub use catalog::Catalog;
 pub use durations::{format_duration_ms, parse_duration_ms, TIMEOUT_MAX_MS, TIMEOUT_SETTINGS};
 pub use error::{Result, SqlError};
-pub use front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
+pub use functions::{Function, FUNCTIONS};
+pub use output::{CommandTag, Output};
+pub use parse::front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;
-pub use session::{
-    format_memory, parse_memory, BlockState, Output, Prepared, Session, WORK_MEM_DEFAULT_BYTES,
-};
+pub use session::{BlockState, Prepared, Session, WORK_MEM_DEFAULT_BYTES};
+pub use sizes::{format_memory, parse_size_bytes, SizeSyntax};
 pub use stats::{StatementEntry, StatementStats};
+pub use system::{SystemView, VIEWS};
 pub use types::{format_float4, format_float8, parse_text, Datum, SqlType};

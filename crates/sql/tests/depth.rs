@@ -5,47 +5,10 @@
 //! Sessions run on a thread with the server's connection stack so that a missing guard
 //! crashes the test process here as it would crash the server.
 
-use std::sync::Arc;
+mod support;
 
-use tierdb_engine::Engine;
-use tierdb_sql::{Catalog, Datum, Output, Session, SqlError, StatementStats};
-use tierdb_storage::{PageStore, StoreConfig};
-
-/// The server's connection-thread stack (crates/server/src/server.rs CONNECTION_STACK_BYTES).
-const CONNECTION_STACK_BYTES: usize = 64 << 20;
-
-/// Runs `body` with a fresh session on a thread with a connection's stack.
-fn with_session(body: impl FnOnce(&mut Session) + Send + 'static) {
-    std::thread::Builder::new()
-        .stack_size(CONNECTION_STACK_BYTES)
-        .spawn(move || {
-            let directory = tempfile::tempdir().unwrap();
-            let config = StoreConfig::local(directory.path()).unwrap();
-            let engine = Engine::open(Arc::new(PageStore::open(config).unwrap())).unwrap();
-            let catalog = Catalog::open(engine).unwrap();
-            let statistics = Arc::new(StatementStats::default());
-            let mut session = Session::new(catalog, statistics, "tierdb", "tierdb", 1);
-            body(&mut session);
-        })
-        .unwrap()
-        .join()
-        .expect("the session thread ends without a panic or an overflow");
-}
-
-/// The single value of a one-row, one-column query.
-fn value(session: &mut Session, sql: &str) -> Result<Datum, SqlError> {
-    let mut outputs = session.execute(sql);
-    assert_eq!(outputs.len(), 1, "one statement: {}", &sql[..sql.len().min(80)]);
-    match outputs.pop().unwrap()? {
-        Output::Rows { mut rows, .. } => {
-            assert_eq!(rows.len(), 1, "one row");
-            let mut row = rows.pop().unwrap();
-            assert_eq!(row.len(), 1, "one column");
-            Ok(row.pop().unwrap())
-        }
-        other => panic!("expected rows, got {other:?}"),
-    }
-}
+use support::{value, with_session};
+use tierdb_sql::{Datum, Output, Session};
 
 /// The session answers after a refused or successful deep statement.
 fn assert_usable(session: &mut Session) {

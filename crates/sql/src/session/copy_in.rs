@@ -15,13 +15,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{bind_defaults, insert_row, Session};
-use crate::binder::Binder;
+use super::Session;
+use crate::bind::bind_defaults;
+use crate::bind::Binder;
 use crate::catalog::TableMeta;
 use crate::error::{Result, SqlError};
-use crate::exec::{Ctx, MemoryBudget, SessionInfo};
-use crate::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
+use crate::exec::{insert_row, Ctx, MemoryBudget};
+use crate::parse::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
 use crate::plan::Expr;
+use crate::system::SessionInfo;
 use crate::types::{self, Datum};
 
 /// Unparsed data a session buffers before it parses and inserts the complete records in it.
@@ -255,10 +257,10 @@ impl RecordScan {
     /// COPY_RECORD_BYTES_MAX.
     fn advance(&mut self, data: &[u8], options: &CopyOptions) -> Result<()> {
         let csv = options.format == CopyFormat::Csv;
-        // Quote and escape are ASCII in practice; a multi-byte one never matches a byte
-        // here, and then only newlines decide, as in text format.
-        let quote = u8::try_from(options.quote).unwrap_or(0);
-        let escape = u8::try_from(options.escape).unwrap_or(0);
+        // Quote and escape are one ASCII byte: the COPY parser refuses others (0A000).
+        debug_assert!(options.quote.is_ascii() && options.escape.is_ascii());
+        let quote = u8::try_from(options.quote).unwrap_or(b'"');
+        let escape = u8::try_from(options.escape).unwrap_or(b'"');
         for (index, &byte) in data.iter().enumerate().skip(self.scanned) {
             if self.escaped {
                 self.escaped = false;

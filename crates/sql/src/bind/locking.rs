@@ -6,14 +6,9 @@
 //! does not parse them: they fail as syntax errors (42601), never silently.
 
 use sqlparser::ast;
-use tierdb_engine::{LockMode, LockOutcome, WaitPolicy};
+use tierdb_engine::{LockMode, WaitPolicy};
 
-use crate::catalog::TableMeta;
 use crate::error::{Result, SqlError};
-use crate::exec::Row;
-use crate::exec::{self, Ctx, Sink};
-use crate::plan::Expr;
-use crate::types::Datum;
 
 /// The locking clauses of one query, combined as PostgreSQL combines clauses naming the same
 /// table: the strongest mode and the strongest wait policy (NOWAIT over SKIP LOCKED).
@@ -43,7 +38,7 @@ impl LockSpec {
             spec.mode = spec.mode.max(mode);
             spec.policy = spec.policy.max(policy);
             if let Some(name) = &clause.of {
-                spec.of.push(crate::binder::object_name(name)?);
+                spec.of.push(crate::bind::object_name(name)?);
             }
         }
         if let Some(spec) = &spec {
@@ -76,7 +71,7 @@ impl LockSpec {
         }
         let aggregates = select.projection.iter().any(|item| match item {
             ast::SelectItem::UnnamedExpr(expr) | ast::SelectItem::ExprWithAlias { expr, .. } => {
-                crate::binder::contains_aggregate(expr)
+                crate::bind::contains_aggregate(expr)
             }
             _ => false,
         });
@@ -95,8 +90,8 @@ impl LockSpec {
             [only] if only.joins.is_empty() => match &only.relation {
                 ast::TableFactor::Table { name, alias, args: None, .. } => {
                     vec![match alias {
-                        Some(alias) => crate::binder::ident(&alias.name),
-                        None => crate::binder::object_name(name)?,
+                        Some(alias) => crate::bind::ident(&alias.name),
+                        None => crate::bind::object_name(name)?,
                     }]
                 }
                 _ => {
@@ -125,42 +120,5 @@ impl LockSpec {
             }
         }
         Ok(())
-    }
-}
-
-/// The executor's side of LockRows (`PlanKind::LockRows`).
-pub(crate) struct RowLocker<'p> {
-    pub table: &'p TableMeta,
-    pub mode: LockMode,
-    pub policy: WaitPolicy,
-    pub recheck: &'p Option<Expr>,
-}
-
-impl RowLocker<'_> {
-    /// Locks the row (its key is the last column) and passes it, or its latest version, on.
-    pub fn pass(&self, ctx: &mut Ctx<'_>, mut row: Row, sink: &mut Sink<'_>) -> Result<bool> {
-        let Some(Datum::Bytes(key)) = row.pop() else {
-            return Err(SqlError::internal("the locked scan lost the row key"));
-        };
-        let transaction = ctx.txn.as_deref_mut().ok_or_else(|| {
-            SqlError::unsupported("a locking clause is not supported in this position")
-        })?;
-        match transaction.lock_row(&self.table.name, &key, self.mode, self.policy)? {
-            LockOutcome::Locked { changed: false, .. } => sink(ctx, row),
-            LockOutcome::Locked { row: latest, changed: true } => {
-                let current: Row = latest
-                    .iter()
-                    .zip(&self.table.columns)
-                    .map(|(value, column)| Datum::from_value(value, &column.ty))
-                    .collect();
-                if let Some(recheck) = self.recheck {
-                    if !exec::truthy(&exec::eval(recheck, &current, ctx)?) {
-                        return Ok(true);
-                    }
-                }
-                sink(ctx, current)
-            }
-            LockOutcome::Skipped | LockOutcome::Gone => Ok(true),
-        }
     }
 }

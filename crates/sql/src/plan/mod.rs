@@ -4,10 +4,19 @@
 //! correlated subqueries by depth (`Outer`), and to statement parameters by number.
 //! Plans are trees of operators; every node has an id for EXPLAIN ANALYZE statistics.
 
+mod access;
+mod dml;
+mod join;
+
+pub(crate) use access::*;
+pub(crate) use dml::*;
+pub(crate) use join::*;
+
 use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::catalog::TableMeta;
+use crate::functions::Function;
 use crate::types::{Datum, SqlType};
 
 /// An output column of a plan.
@@ -75,13 +84,13 @@ pub struct AggregateCall {
     pub output: SqlType,
 }
 
-/// A scalar function (by name, resolved at bind time to a known one).
+/// A scalar function call: the registry entry resolved at bind time, the arguments coerced
+/// as its signature says.
 #[derive(Clone, Debug)]
 pub struct FunctionCall {
-    pub name: String,
+    pub function: &'static Function,
     pub args: Vec<Expr>,
-    /// Argument types as bound (before coercion), for messages and EXPLAIN VERBOSE.
-    #[allow(dead_code)]
+    /// Argument types after coercion (bpchar's padding and concat's output functions).
     pub arg_types: Vec<SqlType>,
     pub output: SqlType,
 }
@@ -198,8 +207,7 @@ impl Expr {
             | Expr::IsBool { expr, .. }
             | Expr::Cast { expr, .. } => expr.is_row_independent(),
             Expr::Function(call) => {
-                call.args.iter().all(Expr::is_row_independent)
-                    && !matches!(call.name.as_str(), "nextval" | "random")
+                call.args.iter().all(Expr::is_row_independent) && !call.function.volatile
             }
             _ => false,
         }
@@ -449,4 +457,8 @@ impl Plan {
     pub fn arity(&self) -> usize {
         self.columns.len()
     }
+}
+
+pub fn computed_column(name: &str, ty: SqlType) -> OutputColumn {
+    OutputColumn { name: name.to_string(), ty, table_oid: 0, attribute: 0 }
 }

@@ -221,6 +221,17 @@ fn parse_copy(sql: &str) -> Result<CopyStatement> {
     finish_copy(source, &tokens, position)
 }
 
+/// COPY's QUOTE and ESCAPE: one one-byte character, as PostgreSQL requires (0A000); the
+/// record scanner of COPY FROM compares them with bytes.
+fn copy_character(option: &str, value: Option<&str>) -> Result<char> {
+    match value.map(str::as_bytes) {
+        Some(&[byte]) if byte.is_ascii() => Ok(char::from(byte)),
+        _ => {
+            Err(SqlError::unsupported(format!("COPY {option} must be a single one-byte character")))
+        }
+    }
+}
+
 fn tokens_after(rest: &str) -> Result<Vec<Token>> {
     tokens(rest)
 }
@@ -322,13 +333,11 @@ fn finish_copy(source: CopySource, tokens: &[Token], mut position: usize) -> Res
                 consumed_value = true;
             }
             "quote" => {
-                options.quote =
-                    value_text.as_deref().and_then(|text| text.chars().next()).unwrap_or('"');
+                options.quote = copy_character("quote", value_text.as_deref())?;
                 consumed_value = true;
             }
             "escape" => {
-                options.escape =
-                    value_text.as_deref().and_then(|text| text.chars().next()).unwrap_or('"');
+                options.escape = copy_character("escape", value_text.as_deref())?;
                 consumed_value = true;
             }
             "freeze" | "encoding" | "force_not_null" | "force_null" | "force_quote" => {

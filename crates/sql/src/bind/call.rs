@@ -1,0 +1,188 @@
+//! Function and aggregate calls.
+
+use super::*;
+
+impl<'a> Binder<'a> {
+    pub(crate) fn function(
+        &mut self,
+        function: &ast::Function,
+        scope: &Scope,
+        hint: Option<&SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        let name = object_name(&function.name)?;
+        if function.over.is_some() {
+            return Err(SqlError::unsupported("window functions are not supported"));
+        }
+        let (args, distinct, star) = match &function.args {
+            ast::FunctionArguments::None => (Vec::new(), false, false),
+            ast::FunctionArguments::Subquery(query) if name == "array" => {
+                // ARRAY(subquery): the rows as a PostgreSQL array literal ({a,b}), text.
+                let (plan, correlated) = self.subquery(query, scope)?;
+                let id = self.id();
+                return Ok((Expr::ArraySubquery { plan, correlated, id }, SqlType::Text));
+            }
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(SqlError::unsupported("function over a subquery"))
+            }
+            ast::FunctionArguments::List(list) => {
+                let mut args = Vec::new();
+                let mut star = false;
+                for arg in &list.args {
+                    match arg {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) => {
+                            args.push(expr.clone())
+                        }
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        _ => {
+                            return Err(SqlError::unsupported(format!(
+                                "unsupported argument in {name}"
+                            )))
+                        }
+                    }
+                }
+                let distinct =
+                    matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+                (args, distinct, star)
+            }
+        };
+        if let Some(aggregate) = aggregate_function(&name, star) {
+            return self.aggregate(function, aggregate, &args, distinct);
+        }
+        if star {
+            return Err(SqlError::syntax(format!("{name}(*) is not an aggregate")));
+        }
+        let _ = hint;
+        self.call(&name, &args, scope)
+    }
+
+    pub(crate) fn aggregate(
+        &mut self,
+        function: &ast::Function,
+        aggregate: AggregateFunction,
+        args: &[ast::Expr],
+        distinct: bool,
+    ) -> Result<(Expr, SqlType)> {
+        let key = function.to_string();
+        let Some(grouping) = &self.grouping else {
+            let place =
+                self.clause.map_or_else(|| "here".to_string(), |clause| format!("in {clause}"));
+            return Err(SqlError::new(
+                "42803",
+                format!("aggregate functions are not allowed {place}"),
+            ));
+        };
+        if let Some(index) = grouping.aggregates.iter().position(|(existing, _)| *existing == key) {
+            let position = grouping.keys.len() + index;
+            let ty = grouping.aggregates[index].1.output.clone();
+            return Ok((Expr::Column(position), ty));
+        }
+        let input_scope = grouping.input.clone();
+        let saved = self.grouping.take();
+        let mut bound = Vec::new();
+        let mut input = SqlType::Int8;
+        for (index, arg) in args.iter().enumerate() {
+            let outcome = self.expr(arg, &input_scope, None);
+            let (expr, ty) = match outcome {
+                Ok(value) => value,
+                Err(error) => {
+                    self.grouping = saved;
+                    return Err(error);
+                }
+            };
+            let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
+            let expr =
+                coerce(expr, &SqlType::Unknown, &ty, false).unwrap_or(expr_clone_placeholder());
+            let _ = expr;
+            let (expr2, _) = match self.expr(arg, &input_scope, None) {
+                Ok(value) => value,
+                Err(error) => {
+                    self.grouping = saved;
+                    return Err(error);
+                }
+            };
+            if index == 0 {
+                input = ty.clone();
+            }
+            bound.push(expr2);
+        }
+        self.grouping = saved;
+        let output = match aggregate {
+            AggregateFunction::CountStar | AggregateFunction::Count => SqlType::Int8,
+            AggregateFunction::Sum => match &input {
+                SqlType::Int2 | SqlType::Int4 => SqlType::Int8,
+                SqlType::Int8 | SqlType::Numeric { .. } => SqlType::numeric(),
+                SqlType::Float4 => SqlType::Float4,
+                SqlType::Float8 => SqlType::Float8,
+                other => {
+                    return Err(SqlError::undefined_function(&format!(
+                        "sum({})",
+                        other.display_name()
+                    )))
+                }
+            },
+            AggregateFunction::Avg => match &input {
+                ty if ty.is_integer() => SqlType::numeric(),
+                SqlType::Numeric { .. } => SqlType::numeric(),
+                SqlType::Float4 | SqlType::Float8 => SqlType::Float8,
+                other => {
+                    return Err(SqlError::undefined_function(&format!(
+                        "avg({})",
+                        other.display_name()
+                    )))
+                }
+            },
+            AggregateFunction::Min | AggregateFunction::Max => text_if_char(&input),
+            AggregateFunction::BoolAnd | AggregateFunction::BoolOr => SqlType::Bool,
+            AggregateFunction::StringAgg => SqlType::Text,
+        };
+        let expected_args = match aggregate {
+            AggregateFunction::CountStar => 0,
+            AggregateFunction::StringAgg => 2,
+            _ => 1,
+        };
+        if bound.len() != expected_args {
+            return Err(SqlError::undefined_function(&format!("{}", function.name)));
+        }
+        let call = AggregateCall {
+            function: aggregate,
+            args: bound,
+            distinct,
+            input,
+            output: output.clone(),
+        };
+        let grouping = self.grouping.as_mut().expect("checked above");
+        grouping.aggregates.push((key, call));
+        let position = grouping.keys.len() + grouping.aggregates.len() - 1;
+        Ok((Expr::Column(position), output))
+    }
+
+    pub(crate) fn call(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let mut bound = Vec::with_capacity(args.len());
+        for arg in args {
+            bound.push(self.expr(arg, scope, None)?);
+        }
+        bind_call(name, bound)
+    }
+
+    // ----- INSERT, UPDATE, DELETE helpers -----
+}
+
+pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunction> {
+    Some(match name {
+        "count" if star => AggregateFunction::CountStar,
+        "count" => AggregateFunction::Count,
+        "sum" => AggregateFunction::Sum,
+        "avg" => AggregateFunction::Avg,
+        "min" => AggregateFunction::Min,
+        "max" => AggregateFunction::Max,
+        "bool_and" | "every" => AggregateFunction::BoolAnd,
+        "bool_or" => AggregateFunction::BoolOr,
+        "string_agg" => AggregateFunction::StringAgg,
+        _ => return None,
+    })
+}

@@ -1,0 +1,79 @@
+//! Coercion: implicit and explicit casts of bound expressions.
+
+use super::*;
+
+pub(crate) fn cast_expr(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Expr {
+    if from == to {
+        return expr;
+    }
+    Expr::Cast { expr: Box::new(expr), from: from.clone(), to: to.clone(), explicit }
+}
+
+/// Coerces a bound expression of type `from` to `to`: untyped literals are converted now
+/// (so a bad literal fails at bind time, 22P02), others get a cast node.
+pub fn coerce(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Result<Expr> {
+    if from == to
+        && !matches!(
+            to,
+            SqlType::Char(_)
+                | SqlType::Varchar(Some(_))
+                | SqlType::Numeric { precision: Some(_), .. }
+        )
+    {
+        return Ok(expr);
+    }
+    if *to == SqlType::Unknown {
+        return Ok(expr);
+    }
+    match (&expr, from) {
+        (Expr::Literal(Datum::Null), _) => Ok(expr),
+        (Expr::Literal(Datum::Text(text)), SqlType::Unknown) => {
+            let datum = if explicit {
+                types::cast(Datum::Text(text.clone()), &SqlType::Text, to, true)?
+            } else {
+                types::parse_text(text, to)?
+            };
+            Ok(Expr::Literal(datum))
+        }
+        (Expr::Literal(datum), _) if !from.is_text() || explicit || to.is_text() => {
+            if !explicit && !implicitly_castable(from, to) {
+                return Err(SqlError::datatype_mismatch(format!(
+                    "column is of type {} but expression is of type {}",
+                    to.display_name(),
+                    from.display_name()
+                )));
+            }
+            Ok(Expr::Literal(types::cast(datum.clone(), from, to, explicit)?))
+        }
+        (Expr::Parameter(_), SqlType::Unknown) => {
+            Ok(Expr::Cast { expr: Box::new(expr), from: SqlType::Text, to: to.clone(), explicit })
+        }
+        _ => {
+            if !explicit && !implicitly_castable(from, to) {
+                return Err(SqlError::datatype_mismatch(format!(
+                    "column is of type {} but expression is of type {}",
+                    to.display_name(),
+                    from.display_name()
+                )));
+            }
+            Ok(cast_expr(expr, from, to, explicit))
+        }
+    }
+}
+
+/// PostgreSQL's implicit and assignment casts that tierdb supports.
+pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
+    if from == to || *from == SqlType::Unknown {
+        return true;
+    }
+    if from.is_numeric_family() && to.is_numeric_family() {
+        return true;
+    }
+    if to.is_text() {
+        return true;
+    }
+    if from.is_temporal() && to.is_temporal() {
+        return true;
+    }
+    false
+}

@@ -1,0 +1,139 @@
+//! SQL type names (`varchar(10)`, `numeric(10,2)`, `serial`) as `SqlType`s.
+
+use super::*;
+use crate::types::CHARACTER_LENGTH_MAX;
+
+/// A declared character length (`varchar(n)`, `char(n)`) checked as PostgreSQL checks it
+/// when it resolves the type: 1 to `CHARACTER_LENGTH_MAX`.
+pub(crate) fn character_length(type_name: &str, length: u64) -> Result<u32> {
+    if length < 1 {
+        return Err(SqlError::new(
+            "22023",
+            format!("length for type {type_name} must be at least 1"),
+        ));
+    }
+    if length > CHARACTER_LENGTH_MAX {
+        return Err(SqlError::new(
+            "22023",
+            format!("length for type {type_name} cannot exceed {CHARACTER_LENGTH_MAX}"),
+        ));
+    }
+    u32::try_from(length).map_err(|_| SqlError::internal("a checked length fits u32"))
+}
+
+/// The declared length of a type name's modifier (`varchar(n)` as a custom type name).
+pub(crate) fn modifier_length(type_name: &str, modifiers: &[String]) -> Result<Option<u32>> {
+    match modifiers.first() {
+        None => Ok(None),
+        Some(text) => {
+            let length = text.trim().parse::<u64>().map_err(|_| {
+                SqlError::new("22023", format!("invalid length for type {type_name}: {text}"))
+            })?;
+            character_length(type_name, length).map(Some)
+        }
+    }
+}
+
+/// The SQL type a type name denotes.
+pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
+    use ast::DataType as D;
+    let length = |type_name: &str, length: &Option<ast::CharacterLength>| -> Result<Option<u32>> {
+        match length {
+            Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+                character_length(type_name, *length).map(Some)
+            }
+            _ => Ok(None),
+        }
+    };
+    Ok(match data_type {
+        D::SmallInt(_) | D::Int2(_) => SqlType::Int2,
+        D::Int(_) | D::Integer(_) | D::Int4(_) => SqlType::Int4,
+        D::BigInt(_) | D::Int8(_) => SqlType::Int8,
+        D::Real | D::Float4 => SqlType::Float4,
+        D::DoublePrecision | D::Float8 | D::Double(_) => SqlType::Float8,
+        D::Float(info) => match info {
+            ast::ExactNumberInfo::Precision(precision) if *precision <= 24 => SqlType::Float4,
+            _ => SqlType::Float8,
+        },
+        D::Numeric(info) | D::Decimal(info) => match info {
+            ast::ExactNumberInfo::None => SqlType::numeric(),
+            ast::ExactNumberInfo::Precision(precision) => numeric_type(*precision, 0)?,
+            ast::ExactNumberInfo::PrecisionAndScale(precision, scale) => numeric_type(
+                *precision,
+                u64::try_from(*scale).map_err(|_| {
+                    SqlError::syntax("NUMERIC scale must be between 0 and precision")
+                })?,
+            )?,
+        },
+        D::Bool | D::Boolean => SqlType::Bool,
+        D::Text | D::String(None) => SqlType::Text,
+        D::Varchar(len) | D::CharacterVarying(len) | D::CharVarying(len) => {
+            SqlType::Varchar(length("varchar", len)?)
+        }
+        D::Char(len) | D::Character(len) => SqlType::Char(length("char", len)?.unwrap_or(1)),
+        D::Bytea => SqlType::Bytea,
+        // Arrays appear only in catalog queries; their values are array text ({a,b}).
+        D::Array(_) => SqlType::Text,
+        D::Date => SqlType::Date,
+        D::Timestamp(_, ast::TimezoneInfo::WithTimeZone)
+        | D::Timestamp(_, ast::TimezoneInfo::Tz) => SqlType::TimestampTz,
+        D::Timestamp(_, _) => SqlType::Timestamp,
+        D::Custom(name, modifiers) => {
+            let name = crate::bind::object_name(name)?;
+            match name.as_str() {
+                "serial" | "serial4" => SqlType::Int4,
+                "bigserial" | "serial8" => SqlType::Int8,
+                "smallserial" | "serial2" => SqlType::Int2,
+                "int2" => SqlType::Int2,
+                "int4" => SqlType::Int4,
+                "int8" => SqlType::Int8,
+                "float4" => SqlType::Float4,
+                "float8" => SqlType::Float8,
+                "bpchar" => SqlType::Char(modifier_length("char", modifiers)?.unwrap_or(1)),
+                "timestamptz" => SqlType::TimestampTz,
+                "oid" | "regclass" | "regtype" | "regproc" | "regnamespace" => SqlType::Oid,
+                "name" => SqlType::Name,
+                "numeric" | "decimal" => SqlType::numeric(),
+                "text" => SqlType::Text,
+                "varchar" => SqlType::Varchar(modifier_length("varchar", modifiers)?),
+                "bool" | "boolean" => SqlType::Bool,
+                "date" => SqlType::Date,
+                "timestamp" => SqlType::Timestamp,
+                "bytea" => SqlType::Bytea,
+                "char" => SqlType::Char(1),
+                "int" | "integer" => SqlType::Int4,
+                "bigint" => SqlType::Int8,
+                "smallint" => SqlType::Int2,
+                "real" => SqlType::Float4,
+                "float" => SqlType::Float8,
+                other => {
+                    return Err(SqlError::new("42704", format!("type \"{other}\" does not exist")))
+                }
+            }
+        }
+        other => return Err(SqlError::new("42704", format!("type \"{other}\" is not supported"))),
+    })
+}
+
+pub(crate) fn numeric_type(precision: u64, scale: u64) -> Result<SqlType> {
+    if precision == 0 || precision > 1000 {
+        return Err(SqlError::syntax(format!(
+            "NUMERIC precision {precision} must be between 1 and 1000"
+        )));
+    }
+    if scale > precision {
+        return Err(SqlError::syntax(format!(
+            "NUMERIC scale {scale} must be between 0 and precision {precision}"
+        )));
+    }
+    Ok(SqlType::Numeric {
+        precision: u32::try_from(precision).ok(),
+        scale: u32::try_from(scale).ok(),
+    })
+}
+
+/// Whether a data type is serial (an integer with a sequence default).
+pub fn is_serial(data_type: &ast::DataType) -> bool {
+    matches!(data_type, ast::DataType::Custom(name, _)
+        if matches!(crate::bind::object_name(name).as_deref(), Ok("serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2")))
+}

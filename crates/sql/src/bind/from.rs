@@ -1,0 +1,355 @@
+//! FROM and joins: table references, system views, table functions, join binding.
+
+use super::*;
+
+impl<'a> Binder<'a> {
+    /// Binds FROM and WHERE: pushes single-relation conjuncts down to their relation, joins
+    /// relations left to right on equality conjuncts, and returns what is left to filter.
+    pub(crate) fn bind_from_where(
+        &mut self,
+        from: &[ast::TableWithJoins],
+        selection: Option<&ast::Expr>,
+    ) -> Result<(Plan, Scope, Vec<Expr>)> {
+        if from.is_empty() {
+            let plan = self.plan(PlanKind::OneRow, Vec::new());
+            let conjuncts = match selection {
+                Some(expr) => {
+                    vec![self.clause_coerced("WHERE", expr, &Scope::default(), &SqlType::Bool)?]
+                }
+                None => Vec::new(),
+            };
+            return Ok((plan, Scope::default(), conjuncts));
+        }
+        let mut relations = Vec::new();
+        for item in from {
+            relations.push(self.table_with_joins(item)?);
+        }
+        let mut scope = Scope::default();
+        let mut bounds = Vec::new();
+        for (_, relation_scope) in &relations {
+            let start = scope.columns.len();
+            scope = scope.concat(relation_scope);
+            bounds.push((start, scope.columns.len()));
+        }
+        let mut conjuncts = Vec::new();
+        if let Some(selection) = selection {
+            let predicate = self.clause_coerced("WHERE", selection, &scope, &SqlType::Bool)?;
+            split_conjuncts(predicate, &mut conjuncts);
+        }
+        // Push single-relation conjuncts down.
+        let mut plans = Vec::new();
+        for ((plan, _), &(start, end)) in relations.into_iter().zip(&bounds) {
+            let mut mine = Vec::new();
+            conjuncts.retain(|conjunct: &Expr| {
+                if !conjunct.has_correlated_subquery() && within(conjunct, start, end) {
+                    let mut moved = conjunct.clone();
+                    moved.shift_columns(-isize::try_from(start).expect("fits"));
+                    mine.push(moved);
+                    false
+                } else {
+                    true
+                }
+            });
+            let plan = if mine.is_empty() { plan } else { self.filter(plan, and_all(mine)) };
+            plans.push(plan);
+        }
+        // Join left to right.
+        let mut plans = plans.into_iter();
+        let mut plan = plans.next().expect("FROM has an item");
+        let mut end = bounds[0].1;
+        for (right, &(_, right_end)) in plans.zip(&bounds[1..]) {
+            let mut mine = Vec::new();
+            conjuncts.retain(|conjunct: &Expr| {
+                if !conjunct.has_correlated_subquery() && within(conjunct, 0, right_end) {
+                    mine.push(conjunct.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+            plan = self.join(plan, right, JoinKind::Inner, mine, end)?;
+            end = right_end;
+        }
+        Ok((plan, scope, conjuncts))
+    }
+
+    pub(crate) fn table_with_joins(&mut self, item: &ast::TableWithJoins) -> Result<(Plan, Scope)> {
+        let (mut plan, mut scope) = self.table_factor(&item.relation)?;
+        for join in &item.joins {
+            let (right, right_scope) = self.table_factor(&join.relation)?;
+            let (kind, constraint) = match &join.join_operator {
+                ast::JoinOperator::Join(constraint) | ast::JoinOperator::Inner(constraint) => {
+                    (JoinKind::Inner, Some(constraint))
+                }
+                ast::JoinOperator::Left(constraint) | ast::JoinOperator::LeftOuter(constraint) => {
+                    (JoinKind::Left, Some(constraint))
+                }
+                ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
+                other => {
+                    return Err(SqlError::unsupported(
+                        format!("unsupported join {other:?}").chars().take(60).collect::<String>(),
+                    ))
+                }
+            };
+            let left_width = scope.columns.len();
+            let mut combined = scope.concat(&right_scope);
+            let mut conjuncts = Vec::new();
+            match constraint {
+                Some(ast::JoinConstraint::On(on)) => {
+                    let predicate =
+                        self.clause_coerced("JOIN conditions", on, &combined, &SqlType::Bool)?;
+                    split_conjuncts(predicate, &mut conjuncts);
+                }
+                Some(ast::JoinConstraint::Using(columns)) => {
+                    for column in columns {
+                        let name = object_name(column)?;
+                        let left = scope
+                            .find(None, &name)?
+                            .ok_or_else(|| SqlError::undefined_column(&name))?;
+                        let right = right_scope
+                            .find(None, &name)?
+                            .ok_or_else(|| SqlError::undefined_column(&name))?;
+                        let (left_ty, right_ty) =
+                            (&scope.columns[left].ty, &right_scope.columns[right].ty);
+                        let (left_expr, right_expr, bpchar) = compare_operands(
+                            Expr::Column(left),
+                            left_ty,
+                            Expr::Column(left_width + right),
+                            right_ty,
+                        )?;
+                        conjuncts.push(Expr::Compare {
+                            op: CompareOp::Eq,
+                            left: Box::new(left_expr),
+                            right: Box::new(right_expr),
+                            bpchar,
+                        });
+                        combined.columns[left_width + right].merged = true;
+                    }
+                }
+                Some(ast::JoinConstraint::Natural) => {
+                    return Err(SqlError::unsupported("NATURAL JOIN"))
+                }
+                Some(ast::JoinConstraint::None) | None => {}
+            }
+            plan = self.join(plan, right, kind, conjuncts, left_width)?;
+            scope = combined;
+        }
+        Ok((plan, scope))
+    }
+
+    pub(crate) fn table_factor(&mut self, factor: &ast::TableFactor) -> Result<(Plan, Scope)> {
+        match factor {
+            ast::TableFactor::Table { name, alias, args, .. } => {
+                let table_name = object_name(name)?;
+                if let Some(args) = args {
+                    return self.table_function(&table_name, &args.args, alias.as_ref());
+                }
+                let qualifier =
+                    alias.as_ref().map_or_else(|| table_name.clone(), |alias| ident(&alias.name));
+                // A CTE of an enclosing WITH.
+                let cte = self.ctes.iter().rev().find_map(|frame| frame.get(&table_name).cloned());
+                if let (Some((query, columns)), 1) = (cte, name.0.len()) {
+                    let mut plan = self.query(&query)?;
+                    rename_columns(&mut plan, &columns);
+                    rename_columns(&mut plan, &alias_columns(alias.as_ref()));
+                    let scope = Scope::from_plan(&plan, Some(&qualifier));
+                    return Ok((plan, scope));
+                }
+                if let Some(columns) = system::view_columns(&table_name) {
+                    let mut plan =
+                        self.plan(PlanKind::SystemView { name: table_name.clone() }, columns);
+                    rename_columns(&mut plan, &alias_columns(alias.as_ref()));
+                    let scope = Scope::from_plan(&plan, Some(&qualifier));
+                    return Ok((plan, scope));
+                }
+                let table = self
+                    .catalog
+                    .table(&table_name)
+                    .ok_or_else(|| SqlError::undefined_table(&table_name))?;
+                let mut plan = self.scan(table);
+                rename_columns(&mut plan, &alias_columns(alias.as_ref()));
+                let scope = Scope::from_plan(&plan, Some(&qualifier));
+                Ok((plan, scope))
+            }
+            ast::TableFactor::Derived { subquery, alias, lateral, .. } => {
+                if *lateral {
+                    return Err(SqlError::unsupported("LATERAL is not supported"));
+                }
+                let mut plan = self.query(subquery)?;
+                rename_columns(&mut plan, &alias_columns(alias.as_ref()));
+                let qualifier = alias.as_ref().map(|alias| ident(&alias.name));
+                let scope = Scope::from_plan(&plan, qualifier.as_deref());
+                Ok((plan, scope))
+            }
+            ast::TableFactor::Function { name, args, alias, .. } => {
+                let name = object_name(name)?;
+                self.table_function(&name, args, alias.as_ref())
+            }
+            ast::TableFactor::NestedJoin { table_with_joins, alias } => {
+                let (plan, scope) = self.table_with_joins(table_with_joins)?;
+                if let Some(alias) = alias {
+                    let qualifier = ident(&alias.name);
+                    let mut scope = scope;
+                    for column in &mut scope.columns {
+                        column.qualifier = Some(qualifier.clone());
+                    }
+                    return Ok((plan, scope));
+                }
+                Ok((plan, scope))
+            }
+            other => Err(SqlError::unsupported(format!("unsupported FROM item {other}"))),
+        }
+    }
+
+    pub(crate) fn table_function(
+        &mut self,
+        name: &str,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        if name != "generate_series" {
+            // Statistics functions (`tierdb_stat_tier_cache()`) are system views.
+            if let (Some(columns), true) = (system::view_columns(name), args.is_empty()) {
+                if name.starts_with("tierdb_stat") {
+                    let plan = self.plan(PlanKind::SystemView { name: name.to_string() }, columns);
+                    let qualifier =
+                        alias.map_or_else(|| name.to_string(), |alias| ident(&alias.name));
+                    let scope = Scope::from_plan(&plan, Some(&qualifier));
+                    return Ok((plan, scope));
+                }
+            }
+            return Err(SqlError::undefined_function(name));
+        }
+        let empty = Scope::default();
+        let mut bound = Vec::new();
+        for arg in args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) = arg else {
+                return Err(SqlError::syntax("generate_series takes plain arguments"));
+            };
+            bound.push(self.expr(expr, &empty, Some(&SqlType::Int8))?);
+        }
+        if bound.len() < 2 || bound.len() > 3 {
+            return Err(SqlError::undefined_function("generate_series"));
+        }
+        let ty = if bound.iter().all(|(_, ty)| ty.is_integer() || *ty == SqlType::Unknown) {
+            if bound.iter().any(|(_, ty)| *ty == SqlType::Int8) {
+                SqlType::Int8
+            } else {
+                SqlType::Int4
+            }
+        } else {
+            SqlType::numeric()
+        };
+        let mut exprs = bound
+            .into_iter()
+            .map(|(expr, from)| coerce(expr, &from, &ty, false))
+            .collect::<Result<Vec<Expr>>>()?
+            .into_iter();
+        let start = exprs.next().expect("two arguments");
+        let stop = exprs.next().expect("two arguments");
+        let step = exprs.next();
+        let qualifier =
+            alias.map_or_else(|| "generate_series".to_string(), |alias| ident(&alias.name));
+        let column_name = alias
+            .and_then(|alias| alias.columns.first().map(|column| ident(&column.name)))
+            .unwrap_or_else(|| qualifier.clone());
+        let plan = self
+            .plan(PlanKind::Series { start, stop, step }, vec![computed_column(&column_name, ty)]);
+        let scope = Scope::from_plan(&plan, Some(&qualifier));
+        Ok((plan, scope))
+    }
+
+    pub fn scan(&mut self, table: Arc<TableMeta>) -> Plan {
+        let columns = table
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(index, column)| OutputColumn {
+                name: column.name.clone(),
+                ty: column.ty.clone(),
+                table_oid: table.oid,
+                attribute: crate::catalog::attribute_number(index),
+            })
+            .collect();
+        self.plan(
+            PlanKind::Scan {
+                table,
+                access: Access::Full,
+                filter: None,
+                emit_key: false,
+                backward: false,
+            },
+            columns,
+        )
+    }
+
+    /// Adds a predicate above `plan`, merging it into a scan (and choosing its access path).
+    pub fn filter(&mut self, plan: Plan, predicate: Expr) -> Plan {
+        match plan.kind {
+            PlanKind::Scan { table, access: Access::Full, filter, emit_key, backward } => {
+                let mut conjuncts = Vec::new();
+                if let Some(filter) = filter {
+                    split_conjuncts(filter, &mut conjuncts);
+                }
+                split_conjuncts(predicate, &mut conjuncts);
+                let (access, filter) = scan_access(&table, conjuncts, &self.parameters);
+                Plan {
+                    kind: PlanKind::Scan { table, access, filter, emit_key, backward },
+                    columns: plan.columns,
+                    id: plan.id,
+                }
+            }
+            kind => {
+                let columns = plan.columns.clone();
+                let input = Plan { kind, columns: plan.columns, id: plan.id };
+                self.plan(PlanKind::Filter { input: Box::new(input), predicate }, columns)
+            }
+        }
+    }
+
+    /// Joins `left` (columns 0..left_width) with `right` on `conjuncts` (over the combined row).
+    pub(crate) fn join(
+        &mut self,
+        left: Plan,
+        right: Plan,
+        kind: JoinKind,
+        conjuncts: Vec<Expr>,
+        left_width: usize,
+    ) -> Result<Plan> {
+        let mut columns = left.columns.clone();
+        columns.extend(right.columns.iter().cloned());
+        let JoinConjuncts { right_only, equalities, residual } =
+            split_join_conjuncts(conjuncts, left_width, columns.len());
+        let right =
+            if right_only.is_empty() { right } else { self.filter(right, and_all(right_only)) };
+        let (left, right) = (Box::new(left), Box::new(right));
+        // Index nested loop: the inner side is a table whose key the equalities pin.
+        let right = match index_lookup_inner(right, &equalities, left_width) {
+            Ok(right) => {
+                let mut all_residual = residual;
+                all_residual.extend(equality_conditions(equalities));
+                let residual = conjunction(all_residual);
+                return Ok(self.plan(PlanKind::IndexJoin { left, right, kind, residual }, columns));
+            }
+            Err(right) => right,
+        };
+        let residual = conjunction(residual);
+        if equalities.is_empty() {
+            return Ok(
+                self.plan(PlanKind::NestedLoopJoin { left, right, kind, on: residual }, columns)
+            );
+        }
+        let shift = left_shift(left_width);
+        let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = equalities
+            .into_iter()
+            .map(|(a, mut b)| {
+                b.shift_columns(shift);
+                (a, b)
+            })
+            .unzip();
+        let join = PlanKind::HashJoin { left, right, kind, left_keys, right_keys, residual };
+        Ok(self.plan(join, columns))
+    }
+
+    // ----- expressions -----
+}

@@ -1,0 +1,179 @@
+//! The binder: turns a parsed query (sqlparser AST) into a physical plan against the catalog.
+//!
+//! It resolves names (42P01, 42703, 42702), types every expression with PostgreSQL's implicit
+//! coercions (untyped literals and parameters take their type from context), resolves each
+//! function call to its registry entry once, and places aggregation, DISTINCT, ORDER BY and
+//! LIMIT. The access paths (`plan/access.rs`: clustering-key or index ranges from WHERE
+//! conjuncts) and join strategies (`plan/join.rs`: index nested loop when the inner side has
+//! a usable key, else hash join on equality conjuncts, else nested loop) are the planner's.
+
+mod call;
+mod coerce;
+mod data_type;
+mod dml;
+mod expr;
+mod from;
+pub(crate) mod locking;
+mod operators;
+mod query;
+mod scope;
+mod select;
+mod signatures;
+
+pub(crate) use call::*;
+pub(crate) use coerce::*;
+pub(crate) use data_type::*;
+pub(crate) use dml::*;
+pub(crate) use expr::*;
+pub(crate) use operators::*;
+pub(crate) use query::*;
+pub(crate) use scope::*;
+pub(crate) use select::*;
+pub(crate) use signatures::*;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use crate::catalog::{Catalog, TableMeta};
+use crate::depth;
+use crate::error::{Result, SqlError};
+
+/// The most parameters a statement can have: the protocol counts them in 16 bits (Bind's
+/// and ParameterDescription's counts), so PostgreSQL allows at most 65,535.
+pub const PARAMETERS_MAX: usize = 65_535;
+use crate::plan::*;
+use crate::system;
+use crate::types::{self, Datum, SqlType};
+
+/// Normalizes an identifier as PostgreSQL does: unquoted names fold to lower case.
+pub fn ident(ident: &ast::Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}
+
+/// The last part of a possibly schema-qualified name (`public.t`, `pg_catalog.pg_class`).
+pub fn object_name(name: &ast::ObjectName) -> Result<String> {
+    match name.0.last() {
+        Some(ast::ObjectNamePart::Identifier(part)) => Ok(ident(part)),
+        _ => Err(SqlError::syntax(format!("invalid name {name}"))),
+    }
+}
+
+/// State for binding expressions above an aggregation.
+struct Grouping {
+    /// The input scope (rows before aggregation).
+    input: Scope,
+    /// GROUP BY expressions, as text (for matching) and bound.
+    keys: Vec<(String, Expr, SqlType)>,
+    aggregates: Vec<(String, AggregateCall)>,
+}
+
+pub struct Binder<'a> {
+    catalog: &'a Catalog,
+    /// Parameter types ($1 is index 0); Unknown until inferred.
+    pub parameters: Vec<SqlType>,
+    /// Enclosing scopes (innermost last) for correlated subqueries.
+    outer: Vec<Scope>,
+    /// Per subquery nesting level: whether it read an enclosing scope.
+    correlated: Vec<bool>,
+    ctes: Vec<HashMap<String, (ast::Query, Vec<String>)>>,
+    grouping: Option<Grouping>,
+    next_id: usize,
+    /// The clause being bound where aggregates are not allowed ("WHERE", "JOIN conditions"),
+    /// for PostgreSQL's error message.
+    clause: Option<&'static str>,
+    /// The locking clause of the query whose SELECT is bound next (taken by `select`).
+    locking: Option<locking::LockSpec>,
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a Catalog, parameters: Vec<SqlType>) -> Binder<'a> {
+        Binder {
+            catalog,
+            parameters,
+            outer: Vec::new(),
+            correlated: Vec::new(),
+            ctes: Vec::new(),
+            grouping: None,
+            next_id: 0,
+            locking: None,
+            clause: None,
+        }
+    }
+
+    fn id(&mut self) -> usize {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub fn plan(&mut self, kind: PlanKind, columns: Vec<OutputColumn>) -> Plan {
+        let id = self.id();
+        Plan { kind, columns, id }
+    }
+
+    /// Parameters whose type is still unknown become text.
+    pub fn finish_parameters(&mut self) -> Vec<SqlType> {
+        for parameter in &mut self.parameters {
+            if *parameter == SqlType::Unknown {
+                *parameter = SqlType::Text;
+            }
+        }
+        self.parameters.clone()
+    }
+
+    pub fn table(&self, name: &ast::ObjectName) -> Result<Arc<TableMeta>> {
+        let table = object_name(name)?;
+        self.catalog.table(&table).ok_or_else(|| SqlError::undefined_table(&table))
+    }
+
+    // ----- queries -----
+
+    /// Binds a RETURNING list over the table's row.
+    pub fn returning(
+        &mut self,
+        items: &[ast::SelectItem],
+        table: &TableMeta,
+    ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
+        let scan = self.scan(Arc::new(table.clone()));
+        let scope = Scope::from_plan(&scan, Some(&table.name));
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        for item in items {
+            match item {
+                ast::SelectItem::Wildcard(_) => {
+                    for (index, column) in scope.columns.iter().enumerate() {
+                        exprs.push(Expr::Column(index));
+                        columns.push(OutputColumn {
+                            name: column.name.clone(),
+                            ty: column.ty.clone(),
+                            table_oid: column.table_oid,
+                            attribute: column.attribute,
+                        });
+                    }
+                }
+                ast::SelectItem::UnnamedExpr(expr)
+                | ast::SelectItem::ExprWithAlias { expr, .. } => {
+                    let (bound, ty) = self.expr(expr, &scope, None)?;
+                    let name = match item {
+                        ast::SelectItem::ExprWithAlias { alias, .. } => ident(alias),
+                        _ => default_name(expr),
+                    };
+                    let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
+                    columns.push(computed_column(&name, ty));
+                    exprs.push(bound);
+                }
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "unsupported RETURNING item {other}"
+                    )))
+                }
+            }
+        }
+        Ok((exprs, columns))
+    }
+}

@@ -1,0 +1,257 @@
+//! Binary operators: comparisons and arithmetic with PostgreSQL's operand typing.
+
+use super::*;
+
+impl<'a> Binder<'a> {
+    pub(crate) fn binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+        hint: Option<&SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        use ast::BinaryOperator as B;
+        let compare = match op {
+            B::Eq => Some(CompareOp::Eq),
+            B::NotEq => Some(CompareOp::NotEq),
+            B::Lt => Some(CompareOp::Lt),
+            B::LtEq => Some(CompareOp::LtEq),
+            B::Gt => Some(CompareOp::Gt),
+            B::GtEq => Some(CompareOp::GtEq),
+            _ => None,
+        };
+        if let Some(op) = compare {
+            let (left, right, bpchar) = self.comparable(left, right, scope)?;
+            return Ok((
+                Expr::Compare { op, left: Box::new(left), right: Box::new(right), bpchar },
+                SqlType::Bool,
+            ));
+        }
+        match op {
+            B::And | B::Or => {
+                // A 10,000-term OR list (ORM filters) is a 10,000-deep syntax tree: its
+                // operands are bound in a loop and combined into a balanced tree, so that
+                // neither binding nor evaluation recurses once per term.
+                let mut operands = Vec::new();
+                for operand in chain_operands(left, op, right) {
+                    operands.push(self.coerced(operand, scope, &SqlType::Bool)?);
+                }
+                let combine = if *op == B::And { Expr::And } else { Expr::Or };
+                Ok((balanced_tree(operands, combine), SqlType::Bool))
+            }
+            B::StringConcat => {
+                let (left, left_ty) = self.expr(left, scope, Some(&SqlType::Text))?;
+                let (right, right_ty) = self.expr(right, scope, Some(&SqlType::Text))?;
+                let left = coerce(left, &left_ty, &SqlType::Text, true)?;
+                let right = coerce(right, &right_ty, &SqlType::Text, true)?;
+                Ok((Expr::Concat(Box::new(left), Box::new(right)), SqlType::Text))
+            }
+            B::PGLikeMatch | B::PGILikeMatch | B::PGNotLikeMatch | B::PGNotILikeMatch => {
+                let value = self.text_arg(left, scope)?;
+                let pattern = self.text_arg(right, scope)?;
+                Ok((
+                    Expr::Like {
+                        expr: Box::new(value),
+                        pattern: Box::new(pattern),
+                        negated: matches!(op, B::PGNotLikeMatch | B::PGNotILikeMatch),
+                        case_insensitive: matches!(op, B::PGILikeMatch | B::PGNotILikeMatch),
+                    },
+                    SqlType::Bool,
+                ))
+            }
+            B::PGCustomBinaryOperator(parts) => {
+                let symbol = parts.last().map(String::as_str).unwrap_or_default();
+                let op = match symbol {
+                    "~" => B::PGRegexMatch,
+                    "~*" => B::PGRegexIMatch,
+                    "!~" => B::PGRegexNotMatch,
+                    "!~*" => B::PGRegexNotIMatch,
+                    "=" => B::Eq,
+                    "<>" => B::NotEq,
+                    "<" => B::Lt,
+                    "<=" => B::LtEq,
+                    ">" => B::Gt,
+                    ">=" => B::GtEq,
+                    "~~" => B::PGLikeMatch,
+                    other => {
+                        return Err(SqlError::undefined_operator(format!(
+                            "operator does not exist: {other}"
+                        )))
+                    }
+                };
+                self.binary(left, &op, right, scope, hint)
+            }
+            B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch => {
+                let value = self.text_arg(left, scope)?;
+                let pattern = self.text_arg(right, scope)?;
+                let name = match op {
+                    B::PGRegexMatch => "regex_match",
+                    B::PGRegexIMatch => "regex_imatch",
+                    B::PGRegexNotMatch => "regex_not_match",
+                    _ => "regex_not_imatch",
+                };
+                bind_call(name, vec![(value, SqlType::Text), (pattern, SqlType::Text)])
+            }
+            B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::PGExp => {
+                let arithmetic = match op {
+                    B::Plus => ArithmeticOp::Add,
+                    B::Minus => ArithmeticOp::Subtract,
+                    B::Multiply => ArithmeticOp::Multiply,
+                    B::Divide => ArithmeticOp::Divide,
+                    B::Modulo => ArithmeticOp::Modulo,
+                    _ => ArithmeticOp::Power,
+                };
+                let (left, left_ty, right, right_ty) = if is_placeholder(left) {
+                    let (right, right_ty) = self.expr(right, scope, hint)?;
+                    let (left, left_ty) = self.expr(left, scope, Some(&right_ty))?;
+                    (left, left_ty, right, right_ty)
+                } else {
+                    let (left, left_ty) = self.expr(left, scope, hint)?;
+                    let (right, right_ty) = self.expr(right, scope, Some(&left_ty))?;
+                    (left, left_ty, right, right_ty)
+                };
+                arithmetic_expr(arithmetic, left, &left_ty, right, &right_ty)
+            }
+            other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
+        }
+    }
+}
+
+pub(crate) fn compare_operands(
+    left: Expr,
+    left_ty: &SqlType,
+    right: Expr,
+    right_ty: &SqlType,
+) -> Result<(Expr, Expr, bool)> {
+    let bpchar = matches!(left_ty, SqlType::Char(_))
+        && matches!(right_ty, SqlType::Char(_) | SqlType::Unknown)
+        || matches!(right_ty, SqlType::Char(_)) && *left_ty == SqlType::Unknown;
+    let common = SqlType::common(left_ty, right_ty).ok_or_else(|| {
+        SqlError::undefined_operator(format!(
+            "operator does not exist: {} = {}",
+            left_ty.display_name(),
+            right_ty.display_name()
+        ))
+    })?;
+    if bpchar {
+        let target = if matches!(left_ty, SqlType::Char(_)) { left_ty } else { right_ty };
+        // An untyped literal compared with char(n) is padded as char(n).
+        let left =
+            if *left_ty == SqlType::Unknown { coerce(left, left_ty, target, true)? } else { left };
+        let right = if *right_ty == SqlType::Unknown {
+            coerce(right, right_ty, target, true)?
+        } else {
+            right
+        };
+        return Ok((left, right, true));
+    }
+    let common = match common {
+        SqlType::Unknown => SqlType::Text,
+        other => text_if_char(&other),
+    };
+    let coerce_side = |expr: Expr, ty: &SqlType| -> Result<Expr> {
+        if *ty == SqlType::Unknown || matches!(ty, SqlType::Char(_)) && common == SqlType::Text {
+            coerce(expr, ty, &common, false)
+        } else {
+            Ok(expr)
+        }
+    };
+    Ok((coerce_side(left, left_ty)?, coerce_side(right, right_ty)?, false))
+}
+
+pub(crate) fn arithmetic_expr(
+    op: ArithmeticOp,
+    left: Expr,
+    left_ty: &SqlType,
+    right: Expr,
+    right_ty: &SqlType,
+) -> Result<(Expr, SqlType)> {
+    // Dates: date + integer, date - integer, date - date.
+    if *left_ty == SqlType::Date
+        && (right_ty.is_integer() || *right_ty == SqlType::Unknown)
+        && matches!(op, ArithmeticOp::Add | ArithmeticOp::Subtract)
+    {
+        let right = coerce(right, right_ty, &SqlType::Int4, false)?;
+        return Ok((
+            Expr::Arithmetic {
+                op,
+                left: Box::new(left),
+                right: Box::new(right),
+                ty: SqlType::Date,
+            },
+            SqlType::Date,
+        ));
+    }
+    if *left_ty == SqlType::Date && *right_ty == SqlType::Date && op == ArithmeticOp::Subtract {
+        return Ok((
+            Expr::Arithmetic {
+                op,
+                left: Box::new(left),
+                right: Box::new(right),
+                ty: SqlType::Int4,
+            },
+            SqlType::Int4,
+        ));
+    }
+    let left_known = if *left_ty == SqlType::Unknown { right_ty.clone() } else { left_ty.clone() };
+    let right_known =
+        if *right_ty == SqlType::Unknown { left_known.clone() } else { right_ty.clone() };
+    let left_known = if left_known == SqlType::Unknown { SqlType::numeric() } else { left_known };
+    let right_known =
+        if right_known == SqlType::Unknown { SqlType::numeric() } else { right_known };
+    let ty = if op == ArithmeticOp::Power {
+        if left_known == SqlType::numeric()
+            || matches!(left_known, SqlType::Numeric { .. })
+            || matches!(right_known, SqlType::Numeric { .. })
+        {
+            if left_known.is_integer() && right_known.is_integer() {
+                SqlType::Float8
+            } else {
+                SqlType::numeric()
+            }
+        } else {
+            SqlType::Float8
+        }
+    } else {
+        SqlType::arithmetic(&left_known, &right_known).ok_or_else(|| {
+            SqlError::undefined_operator(format!(
+                "operator does not exist: {} {} {}",
+                left_ty.display_name(),
+                match op {
+                    ArithmeticOp::Add => "+",
+                    ArithmeticOp::Subtract => "-",
+                    ArithmeticOp::Multiply => "*",
+                    ArithmeticOp::Divide => "/",
+                    ArithmeticOp::Modulo => "%",
+                    ArithmeticOp::Power => "^",
+                },
+                right_ty.display_name()
+            ))
+        })?
+    };
+    let ty = match ty {
+        SqlType::Numeric { .. } => SqlType::numeric(),
+        other => other,
+    };
+    let left = coerce(
+        left,
+        left_ty,
+        &if *left_ty == SqlType::Unknown { ty.clone() } else { left_ty.clone() },
+        false,
+    )?;
+    let right = coerce(
+        right,
+        right_ty,
+        &if *right_ty == SqlType::Unknown { ty.clone() } else { right_ty.clone() },
+        false,
+    )?;
+    Ok((Expr::Arithmetic { op, left: Box::new(left), right: Box::new(right), ty: ty.clone() }, ty))
+}
+
+pub(crate) fn text_if_char(ty: &SqlType) -> SqlType {
+    match ty {
+        SqlType::Char(_) | SqlType::Varchar(_) | SqlType::Name => SqlType::Text,
+        other => other.clone(),
+    }
+}

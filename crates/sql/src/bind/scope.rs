@@ -1,0 +1,171 @@
+//! Name scopes: the columns a clause can see, and column resolution (qualified names,
+//! outer references of correlated subqueries).
+
+use super::*;
+
+/// A column visible to expressions at some point of a query.
+#[derive(Clone, Debug)]
+pub struct ScopeColumn {
+    pub qualifier: Option<String>,
+    pub name: String,
+    pub ty: SqlType,
+    pub table_oid: u32,
+    pub attribute: i16,
+    /// The right-hand column of a `JOIN ... USING`: merged into the left one, so only a
+    /// qualified reference (or `alias.*`) reaches it.
+    pub merged: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub columns: Vec<ScopeColumn>,
+}
+
+impl Scope {
+    pub(crate) fn from_plan(plan: &Plan, qualifier: Option<&str>) -> Scope {
+        Scope {
+            columns: plan
+                .columns
+                .iter()
+                .map(|column| ScopeColumn {
+                    qualifier: qualifier.map(str::to_string),
+                    name: column.name.clone(),
+                    ty: column.ty.clone(),
+                    table_oid: column.table_oid,
+                    attribute: column.attribute,
+                    merged: false,
+                })
+                .collect(),
+        }
+    }
+
+    pub(crate) fn concat(&self, other: &Scope) -> Scope {
+        let mut columns = self.columns.clone();
+        columns.extend(other.columns.iter().cloned());
+        Scope { columns }
+    }
+
+    pub(crate) fn find(&self, qualifier: Option<&str>, name: &str) -> Result<Option<usize>> {
+        let mut found = None;
+        for (index, column) in self.columns.iter().enumerate() {
+            let qualifier_matches = match qualifier {
+                Some(wanted) => column.qualifier.as_deref() == Some(wanted),
+                None => !column.merged,
+            };
+            if qualifier_matches && column.name == name {
+                if found.is_some() {
+                    return Err(SqlError::new(
+                        "42702",
+                        format!("column reference \"{name}\" is ambiguous"),
+                    ));
+                }
+                found = Some(index);
+            }
+        }
+        Ok(found)
+    }
+
+    pub(crate) fn has_qualifier(&self, qualifier: &str) -> bool {
+        self.columns.iter().any(|column| column.qualifier.as_deref() == Some(qualifier))
+    }
+}
+
+impl<'a> Binder<'a> {
+    pub(crate) fn resolve_column(
+        &mut self,
+        qualifier: Option<&str>,
+        name: &str,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        if let Some(grouping) = &self.grouping {
+            // Above an aggregation a column must be a group key.
+            let text = match qualifier {
+                Some(qualifier) => format!("{qualifier}.{name}"),
+                None => name.to_string(),
+            };
+            for (index, (key, _, ty)) in grouping.keys.iter().enumerate() {
+                if key.to_lowercase() == text
+                    || key.to_lowercase().rsplit('.').next() == Some(name)
+                        && qualifier.is_none()
+                        && key.to_lowercase() == name
+                {
+                    return Ok((Expr::Column(index), ty.clone()));
+                }
+            }
+            // A key given qualified matches an unqualified use and vice versa.
+            let input = grouping.input.clone();
+            if let Some(position) = input.find(qualifier, name)? {
+                for (index, (_, expr, ty)) in grouping.keys.iter().enumerate() {
+                    if matches!(expr, Expr::Column(column) if *column == position) {
+                        return Ok((Expr::Column(index), ty.clone()));
+                    }
+                }
+                return Err(SqlError::new(
+                    "42803",
+                    format!(
+                        "column \"{}.{}\" must appear in the GROUP BY clause or be used in an aggregate function",
+                        input.columns[position].qualifier.clone().unwrap_or_default(),
+                        name
+                    ),
+                ));
+            }
+        } else if let Some(index) = scope.find(qualifier, name)? {
+            return Ok((Expr::Column(index), scope.columns[index].ty.clone()));
+        }
+        // Enclosing queries (correlated subqueries).
+        for depth in 1..=self.outer.len() {
+            let outer = &self.outer[self.outer.len() - depth];
+            if let Some(index) = outer.find(qualifier, name)? {
+                let levels = self.correlated.len();
+                for level in 0..depth.min(levels) {
+                    self.correlated[levels - 1 - level] = true;
+                }
+                return Ok((Expr::Outer { depth, index }, outer.columns[index].ty.clone()));
+            }
+        }
+        Err(match qualifier {
+            Some(qualifier) => {
+                let known = scope.has_qualifier(qualifier)
+                    || self.grouping.as_ref().is_some_and(|g| g.input.has_qualifier(qualifier))
+                    || self.outer.iter().any(|outer| outer.has_qualifier(qualifier));
+                if known {
+                    SqlError::undefined_column(&format!("{qualifier}.{name}"))
+                } else {
+                    SqlError::new(
+                        "42P01",
+                        format!("missing FROM-clause entry for table \"{qualifier}\""),
+                    )
+                }
+            }
+            None => SqlError::undefined_column(name),
+        })
+    }
+
+    /// A scope over one table's columns (UPDATE/DELETE expressions).
+    pub fn table_scope(&mut self, table: &Arc<TableMeta>, alias: Option<&str>) -> (Plan, Scope) {
+        let plan = self.scan(Arc::clone(table));
+        let scope = Scope::from_plan(&plan, Some(alias.unwrap_or(&table.name)));
+        (plan, scope)
+    }
+}
+
+pub(crate) fn alias_columns(alias: Option<&ast::TableAlias>) -> Vec<String> {
+    alias
+        .map(|alias| alias.columns.iter().map(|column| ident(&column.name)).collect())
+        .unwrap_or_default()
+}
+
+pub(crate) fn rename_columns(plan: &mut Plan, names: &[String]) {
+    for (column, name) in plan.columns.iter_mut().zip(names) {
+        column.name = name.clone();
+    }
+}
+
+pub(crate) fn column_origin(expr: &Expr, scope: &Scope, grouped: bool) -> Option<(u32, i16)> {
+    match expr {
+        Expr::Column(index) if !grouped => {
+            scope.columns.get(*index).map(|column| (column.table_oid, column.attribute))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,67 @@
+//! Scalar function calls: the registry entry is resolved once, here, and the bound call
+//! holds it with its arguments coerced as the entry's signature says.
+
+use super::*;
+use crate::functions::{self, Coercion};
+
+/// Binds a call of the scalar function `name` on bound arguments.
+pub(crate) fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlType)> {
+    let types: Vec<SqlType> = args.iter().map(|(_, ty)| ty.clone()).collect();
+    if name == "mod" && args.len() == 2 {
+        return modulo(args);
+    }
+    refuse_unsupported(name)?;
+    let Some(function) = functions::lookup(name) else {
+        return Err(functions::no_function(name, &types));
+    };
+    if !function.arguments.contains(&args.len()) {
+        return Err(functions::no_function(name, &types));
+    }
+    let signature = (function.resolve)(name, &types)?;
+    debug_assert_eq!(signature.arguments.len(), args.len(), "{name}: one coercion per argument");
+    let mut bound = Vec::with_capacity(args.len());
+    let mut arg_types = Vec::with_capacity(args.len());
+    for ((expr, ty), coercion) in args.into_iter().zip(signature.arguments) {
+        let (expr, ty) = match coercion {
+            Coercion::Keep => (expr, ty),
+            Coercion::Implicit(target) => (coerce(expr, &ty, &target, false)?, target),
+            Coercion::Explicit(target) => (coerce(expr, &ty, &target, true)?, target),
+        };
+        bound.push(expr);
+        arg_types.push(ty);
+    }
+    let output = signature.output;
+    let call = FunctionCall { function, args: bound, arg_types, output: output.clone() };
+    Ok((Expr::Function(call), output))
+}
+
+/// Functions PostgreSQL has that tierdb does not run: 0A000 at bind time, so that no
+/// statement fails halfway through its rows.
+fn refuse_unsupported(name: &str) -> Result<()> {
+    if name == "currval" {
+        return Err(SqlError::unsupported("currval() is not supported"));
+    }
+    if crate::system::view_columns(name).is_some() {
+        return Err(SqlError::unsupported(format!(
+            "{name}() returns a set of rows: it is only supported in FROM"
+        )));
+    }
+    Ok(())
+}
+
+/// `mod(a, b)` is the `%` operator.
+fn modulo(args: Vec<(Expr, SqlType)>) -> Result<(Expr, SqlType)> {
+    let mut iter = args.into_iter();
+    let (Some((left, left_ty)), Some((right, right_ty))) = (iter.next(), iter.next()) else {
+        return Err(SqlError::internal("mod is bound with two arguments"));
+    };
+    let ty = SqlType::arithmetic(&left_ty, &right_ty)
+        .ok_or_else(|| functions::no_function("mod", &[left_ty.clone(), right_ty.clone()]))?;
+    let expr = Expr::Arithmetic {
+        op: ArithmeticOp::Modulo,
+        left: Box::new(coerce(left, &left_ty, &ty, false)?),
+        right: Box::new(coerce(right, &right_ty, &ty, false)?),
+        ty: ty.clone(),
+    };
+    Ok((expr, ty))
+}

@@ -1,0 +1,221 @@
+//! Table, column and index descriptions, and their stored text encoding.
+
+use super::*;
+use crate::types::Datum;
+
+/// PostgreSQL's most columns in a table (MaxHeapAttributeNumber); CREATE TABLE refuses
+/// more (54011), so attribute numbers fit i16.
+pub const COLUMNS_MAX: usize = 1600;
+
+/// The 1-based attribute number of the column at `position` (pg_attribute.attnum).
+pub fn attribute_number(position: usize) -> i16 {
+    debug_assert!(position < COLUMNS_MAX, "tables have at most {COLUMNS_MAX} columns");
+    i16::try_from(position + 1).unwrap_or(i16::MAX)
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnMeta {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+    /// The DEFAULT expression as SQL text (serial columns: `nextval('<sequence>')`).
+    pub default: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexKind {
+    /// The table's clustering key (its engine primary key).
+    Clustered,
+    /// An engine secondary index.
+    Secondary,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexMeta {
+    pub name: String,
+    pub oid: u32,
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    pub primary: bool,
+    pub kind: IndexKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableMeta {
+    pub name: String,
+    pub oid: u32,
+    pub columns: Vec<ColumnMeta>,
+    pub indexes: Vec<IndexMeta>,
+}
+
+impl TableMeta {
+    /// The one NOT NULL check: 23502 when a value of a NOT NULL column is NULL. `stored`
+    /// says whether the row is already in the table (ALTER TABLE ... SET NOT NULL finding
+    /// one, PostgreSQL's "contains null values") or is being written (INSERT, UPDATE, COPY).
+    pub fn check_not_null(&self, position: usize, is_null: bool, stored: bool) -> Result<()> {
+        let column = &self.columns[position];
+        if !is_null || (column.nullable && !stored) {
+            return Ok(());
+        }
+        let message = if stored {
+            format!("column \"{}\" of relation \"{}\" contains null values", column.name, self.name)
+        } else {
+            format!(
+                "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                column.name, self.name
+            )
+        };
+        Err(SqlError::new("23502", message))
+    }
+
+    /// Checks a row being written against every NOT NULL column.
+    pub fn check_row_not_null(&self, row: &[Datum]) -> Result<()> {
+        debug_assert_eq!(row.len(), self.columns.len(), "a whole row of {}", self.name);
+        for (position, datum) in row.iter().enumerate() {
+            self.check_not_null(position, datum.is_null(), false)?;
+        }
+        Ok(())
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|column| column.name == name)
+    }
+
+    /// The clustered primary key columns, if the table is clustered on one.
+    pub fn clustered_key(&self) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|index| index.kind == IndexKind::Clustered)
+    }
+
+    pub fn primary_key(&self) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|index| index.primary)
+    }
+
+    pub(crate) fn encode(&self) -> String {
+        let mut out = format!("v1\t{}\t{}\n", self.oid, escape(&self.name));
+        for column in &self.columns {
+            out.push_str(&format!(
+                "c\t{}\t{}\t{}\t{}\n",
+                escape(&column.name),
+                encode_type(&column.ty),
+                u8::from(column.nullable),
+                column
+                    .default
+                    .as_deref()
+                    .map_or_else(|| "-".to_string(), |text| format!("={}", escape(text)))
+            ));
+        }
+        for index in &self.indexes {
+            let columns: Vec<String> = index.columns.iter().map(usize::to_string).collect();
+            out.push_str(&format!(
+                "i\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                escape(&index.name),
+                index.oid,
+                columns.join(","),
+                u8::from(index.unique),
+                u8::from(index.primary),
+                if index.kind == IndexKind::Clustered { "clustered" } else { "secondary" }
+            ));
+        }
+        out
+    }
+
+    pub(crate) fn decode(text: &str) -> Result<TableMeta> {
+        let bad =
+            |detail: &str| SqlError::new("XX001", format!("corrupt sql catalog entry: {detail}"));
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().ok_or_else(|| bad("empty"))?.split('\t').collect();
+        if header.len() != 3 || header[0] != "v1" {
+            return Err(bad("header"));
+        }
+        let mut meta = TableMeta {
+            oid: header[1].parse().map_err(|_| bad("oid"))?,
+            name: unescape(header[2]),
+            columns: Vec::new(),
+            indexes: Vec::new(),
+        };
+        for line in lines {
+            let fields: Vec<&str> = line.split('\t').collect();
+            match fields.first().copied() {
+                Some("c") if fields.len() == 5 => meta.columns.push(ColumnMeta {
+                    name: unescape(fields[1]),
+                    ty: decode_type(fields[2]).ok_or_else(|| bad("column type"))?,
+                    nullable: fields[3] == "1",
+                    default: fields[4].strip_prefix('=').map(unescape),
+                }),
+                Some("i") if fields.len() == 7 => {
+                    let columns = fields[3]
+                        .split(',')
+                        .map(|column| column.parse::<usize>().map_err(|_| bad("index column")))
+                        .collect::<Result<Vec<usize>>>()?;
+                    if columns.iter().any(|&column| column >= meta.columns.len()) {
+                        return Err(bad("index column out of range"));
+                    }
+                    meta.indexes.push(IndexMeta {
+                        name: unescape(fields[1]),
+                        oid: fields[2].parse().map_err(|_| bad("index oid"))?,
+                        columns,
+                        unique: fields[4] == "1",
+                        primary: fields[5] == "1",
+                        kind: if fields[6] == "clustered" {
+                            IndexKind::Clustered
+                        } else {
+                            IndexKind::Secondary
+                        },
+                    });
+                }
+                _ => return Err(bad("line")),
+            }
+        }
+        Ok(meta)
+    }
+}
+
+pub(crate) fn escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n")
+}
+
+pub(crate) fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some(other) => out.push(other),
+                None => {}
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+pub(crate) fn encode_type(ty: &SqlType) -> String {
+    match ty {
+        SqlType::Numeric { precision, scale } => {
+            format!("numeric:{}:{}", precision.map_or(-1, i64::from), scale.map_or(-1, i64::from))
+        }
+        SqlType::Varchar(length) => format!("varchar:{}", length.map_or(-1, i64::from)),
+        SqlType::Char(length) => format!("char:{length}"),
+        other => other.oid().to_string(),
+    }
+}
+
+pub(crate) fn decode_type(text: &str) -> Option<SqlType> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let optional = |part: &str| -> Option<Option<u32>> {
+        let value: i64 = part.parse().ok()?;
+        Some(if value < 0 { None } else { Some(u32::try_from(value).ok()?) })
+    };
+    match parts.as_slice() {
+        ["numeric", precision, scale] => {
+            Some(SqlType::Numeric { precision: optional(precision)?, scale: optional(scale)? })
+        }
+        ["varchar", length] => Some(SqlType::Varchar(optional(length)?)),
+        ["char", length] => Some(SqlType::Char(length.parse().ok()?)),
+        [oid] => SqlType::from_oid(oid.parse().ok()?),
+        _ => None,
+    }
+}

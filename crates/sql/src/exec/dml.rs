@@ -1,0 +1,290 @@
+//! INSERT, UPDATE and DELETE execution: one NOT NULL and key check per stored row,
+//! READ COMMITTED rechecks of rows a concurrent transaction changed, RETURNING.
+
+use super::*;
+use crate::catalog::TableMeta;
+use crate::output::{CommandTag, Output};
+use crate::plan::{DeletePlan, InsertPlan, UpdatePlan};
+use crate::system::SessionInfo;
+use tierdb_engine::Value;
+
+/// Completes a row (defaults, casts, NOT NULL) and inserts it. Returns the stored row.
+pub(crate) fn insert_row(
+    table: &TableMeta,
+    mut row: Vec<Option<Datum>>,
+    defaults: &[Option<Expr>],
+    ctx: &mut Ctx<'_>,
+) -> Result<Row> {
+    let mut values = Vec::with_capacity(table.columns.len());
+    let mut datums = Vec::with_capacity(table.columns.len());
+    for (index, column) in table.columns.iter().enumerate() {
+        let datum = match row[index].take() {
+            Some(datum) => datum,
+            None => match &defaults[index] {
+                Some(default) => super::eval(default, &[], ctx)?,
+                None => Datum::Null,
+            },
+        };
+        table.check_not_null(index, datum.is_null(), false)?;
+        values.push(datum.to_value(&column.ty)?);
+        datums.push(datum);
+    }
+    let transaction = ctx.txn.as_deref_mut().expect("insert runs in a transaction");
+    transaction.insert(&table.name, values).map_err(|error| constraint_error(error.into()))?;
+    Ok(datums)
+}
+
+pub(crate) fn constraint_error(error: SqlError) -> SqlError {
+    error
+}
+
+pub(crate) fn returning_rows(
+    returning: &Option<(Vec<Expr>, Vec<OutputColumn>)>,
+    rows: Vec<Row>,
+    ctx: &mut Ctx<'_>,
+    tag: CommandTag,
+    count: u64,
+) -> Result<Output> {
+    match returning {
+        Some((exprs, columns)) => {
+            let mut out = Vec::with_capacity(rows.len());
+            for row in rows {
+                out.push(
+                    exprs
+                        .iter()
+                        .map(|expr| super::eval(expr, &row, ctx))
+                        .collect::<Result<Row>>()?,
+                );
+            }
+            Ok(Output::Rows { columns: columns.clone(), rows: out, tag })
+        }
+        None => Ok(Output::Command { tag, rows: count }),
+    }
+}
+
+pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Output> {
+    // Collect the source first: an INSERT ... SELECT from the same table must not see its
+    // own rows.
+    let source_types: Vec<SqlType> =
+        insert.source.columns.iter().map(|column| column.ty.clone()).collect();
+    let sources = super::collect(&insert.source, ctx, &[])?;
+    let mut inserted = Vec::new();
+    let keep = insert.returning.is_some();
+    let mut count = 0u64;
+    for source in sources {
+        let mut row: Vec<Option<Datum>> = vec![None; insert.table.columns.len()];
+        for ((value, &target), from) in source.into_iter().zip(&insert.targets).zip(&source_types) {
+            let column = &insert.table.columns[target];
+            row[target] = Some(types::cast(value, from, &column.ty, false)?);
+        }
+        let stored = insert_row(&insert.table, row, &insert.defaults, ctx)?;
+        count += 1;
+        if keep {
+            inserted.push(stored);
+        }
+    }
+    returning_rows(&insert.returning, inserted, ctx, CommandTag::Insert, count)
+}
+
+pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
+    let table = &update.table;
+    // Collect the targets first (keys and rows), then update: a row moved by the update
+    // must not be seen again by the scan.
+    let targets = super::collect(&update.scan, ctx, &[])?;
+    let mut count = 0u64;
+    let mut updated_rows = Vec::new();
+    for mut row in targets {
+        let Some(Datum::Bytes(key)) = row.pop() else {
+            return Err(SqlError::internal("update scan lost the row key"));
+        };
+        let new_row = apply_assignments(table, &update.assignments, &row, ctx)?;
+        let expected: Vec<Value> = row
+            .iter()
+            .zip(&table.columns)
+            .map(|(datum, column)| datum.to_value(&column.ty))
+            .collect::<Result<_>>()?;
+        let mut prepared: Vec<Value> = new_row
+            .iter()
+            .zip(&table.columns)
+            .map(|(datum, column)| datum.to_value(&column.ty))
+            .collect::<Result<_>>()?;
+        let mut failure: Option<SqlError> = None;
+        let mut result_row: Option<Row> = None;
+        // A new row with another primary key: the engine updates rows in place under their
+        // key, so it becomes a delete and an insert (below).
+        let mut moved: Option<(Row, Vec<Value>)> = None;
+        let key_columns: &[usize] = table.clustered_key().map_or(&[], |key| &key.columns);
+        let params = ctx.params;
+        let session = ctx.session;
+        let time = ctx.statement_time_micros;
+        let mut change = |latest: &Vec<Value>| -> Option<Vec<Value>> {
+            let key_changes = |values: &[Value]| {
+                key_columns.iter().any(|&column| values[column] != latest[column])
+            };
+            if *latest == expected {
+                if key_changes(&prepared) {
+                    moved = Some((new_row.clone(), std::mem::take(&mut prepared)));
+                    return None;
+                }
+                result_row = Some(new_row.clone());
+                return Some(std::mem::take(&mut prepared));
+            }
+            // A concurrent update committed first (READ COMMITTED): re-check the predicate
+            // on the latest version and recompute the new row from it.
+            let mut detached = detached_ctx(params, session, time);
+            let current = table_row(table, latest);
+            if let Some(filter) = &update.filter {
+                match recheck_filter(filter, table, latest, &mut detached) {
+                    Ok(true) => {}
+                    Ok(false) => return None,
+                    Err(error) => {
+                        failure = Some(error);
+                        return None;
+                    }
+                }
+            }
+            let recomputed = apply_assignments(table, &update.assignments, &current, &mut detached)
+                .and_then(|new_row| {
+                    let values = new_row
+                        .iter()
+                        .zip(&table.columns)
+                        .map(|(datum, column)| datum.to_value(&column.ty))
+                        .collect::<Result<Vec<Value>>>()?;
+                    Ok((new_row, values))
+                });
+            match recomputed {
+                Ok((new_row, values)) if key_changes(&values) => {
+                    moved = Some((new_row, values));
+                    None
+                }
+                Ok((new_row, values)) => {
+                    result_row = Some(new_row);
+                    Some(values)
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    None
+                }
+            }
+        };
+        let transaction = ctx.txn.as_deref_mut().expect("update runs in a transaction");
+        let mut changed = transaction.update_by_key(&table.name, &key, &mut change)?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if let Some((new_row, values)) = moved {
+            transaction.delete_by_key(&table.name, &key)?;
+            transaction.insert(&table.name, values)?;
+            result_row = Some(new_row);
+            changed = true;
+        }
+        if changed {
+            count += 1;
+            if let Some(row) = result_row {
+                if update.returning.is_some() {
+                    updated_rows.push(row);
+                }
+            }
+        }
+    }
+    returning_rows(&update.returning, updated_rows, ctx, CommandTag::Update, count)
+}
+
+/// A context for expressions evaluated inside an engine callback (no transaction access).
+pub(crate) fn detached_ctx<'a>(
+    params: &'a [Datum],
+    session: &'a SessionInfo<'a>,
+    time: i64,
+) -> Ctx<'a> {
+    Ctx {
+        txn: None,
+        params,
+        outer: Vec::new(),
+        subquery_cache: HashMap::new(),
+        stats: Vec::new(),
+        analyze: false,
+        budget: MemoryBudget::new(usize::MAX),
+        session,
+        statement_time_micros: time,
+        interrupt: None,
+    }
+}
+
+/// A row of `table` from engine values.
+pub(crate) fn table_row(table: &TableMeta, values: &[Value]) -> Row {
+    values
+        .iter()
+        .zip(&table.columns)
+        .map(|(value, column)| Datum::from_value(value, &column.ty))
+        .collect()
+}
+
+/// Whether the latest version of a row still passes the statement's WHERE clause (READ
+/// COMMITTED, after a concurrent update committed: PostgreSQL's EvalPlanQual).
+pub(crate) fn recheck_filter(
+    filter: &Expr,
+    table: &TableMeta,
+    latest: &[Value],
+    ctx: &mut Ctx<'_>,
+) -> Result<bool> {
+    Ok(matches!(super::eval(filter, &table_row(table, latest), ctx)?, Datum::Bool(true)))
+}
+
+pub(crate) fn apply_assignments(
+    table: &TableMeta,
+    assignments: &[(usize, Expr)],
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Row> {
+    let mut new_row = row.to_vec();
+    for (position, expr) in assignments {
+        new_row[*position] = super::eval(expr, row, ctx)?;
+    }
+    table.check_row_not_null(&new_row)?;
+    Ok(new_row)
+}
+
+pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
+    let targets = super::collect(&delete.scan, ctx, &[])?;
+    let mut count = 0u64;
+    let mut deleted = Vec::new();
+    for mut row in targets {
+        let Some(Datum::Bytes(key)) = row.pop() else {
+            return Err(SqlError::internal("delete scan lost the row key"));
+        };
+        // READ COMMITTED: a concurrent update that committed first may have moved the row
+        // out of the WHERE clause; the DELETE re-checks it on the latest version.
+        let mut failure: Option<SqlError> = None;
+        let (params, session, time) = (ctx.params, ctx.session, ctx.statement_time_micros);
+        let expected: Vec<Value> = row
+            .iter()
+            .zip(&delete.table.columns)
+            .map(|(datum, column)| datum.to_value(&column.ty))
+            .collect::<Result<_>>()?;
+        let mut recheck = |latest: &Vec<Value>| match &delete.filter {
+            Some(filter) if *latest != expected => {
+                let mut detached = detached_ctx(params, session, time);
+                match recheck_filter(filter, &delete.table, latest, &mut detached) {
+                    Ok(matches) => matches,
+                    Err(error) => {
+                        failure = Some(error);
+                        false
+                    }
+                }
+            }
+            _ => true,
+        };
+        let transaction = ctx.txn.as_deref_mut().expect("delete runs in a transaction");
+        let removed = transaction.delete_by_key_if(&delete.table.name, &key, &mut recheck)?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if removed {
+            count += 1;
+            if delete.returning.is_some() {
+                deleted.push(row);
+            }
+        }
+    }
+    returning_rows(&delete.returning, deleted, ctx, CommandTag::Delete, count)
+}

@@ -1,0 +1,490 @@
+//! Expression evaluation over a row: operators, LIKE, arithmetic, subqueries, calls.
+
+use super::*;
+
+/// Runs a subquery (cached when uncorrelated) in the context of `row`.
+pub(crate) fn subquery_rows(
+    plan: &Plan,
+    correlated: bool,
+    id: usize,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+    limit: Option<usize>,
+) -> Result<Vec<Row>> {
+    if !correlated {
+        if let Some(rows) = ctx.subquery_cache.get(&id) {
+            return Ok(rows.clone());
+        }
+    }
+    if ctx.txn.is_none() {
+        return Err(SqlError::unsupported("subqueries are not supported in this position"));
+    }
+    ctx.outer.push(row.to_vec());
+    let mut rows = Vec::new();
+    let outcome = run(plan, ctx, &[], &mut |_, row| {
+        rows.push(row);
+        Ok(limit.is_none_or(|limit| rows.len() < limit))
+    });
+    ctx.outer.pop();
+    outcome?;
+    if !correlated {
+        ctx.subquery_cache.insert(id, rows.clone());
+    }
+    Ok(rows)
+}
+
+/// Evaluates a projection over a row the caller gives up. A column that no later expression
+/// reads is moved out instead of cloned (a text value is then not copied again per row).
+pub(crate) fn project(exprs: &[Expr], mut row: Row, ctx: &mut Ctx<'_>) -> Result<Row> {
+    let mut projected = Vec::with_capacity(exprs.len());
+    for (position, expr) in exprs.iter().enumerate() {
+        let movable = match expr {
+            Expr::Column(index) => {
+                *index < row.len()
+                    && exprs[position + 1..]
+                        .iter()
+                        .all(|later| matches!(later, Expr::Column(other) if other != index))
+            }
+            _ => false,
+        };
+        projected.push(match expr {
+            Expr::Column(index) if movable => std::mem::replace(&mut row[*index], Datum::Null),
+            _ => eval(expr, &row, ctx)?,
+        });
+    }
+    Ok(projected)
+}
+
+/// Evaluates an expression over `row`.
+pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    depth::check_stack_depth()?;
+    Ok(match expr {
+        Expr::Column(index) => row
+            .get(*index)
+            .cloned()
+            .ok_or_else(|| SqlError::internal(format!("column {index} out of range")))?,
+        Expr::Outer { depth, index } => {
+            let position = ctx
+                .outer
+                .len()
+                .checked_sub(*depth)
+                .ok_or_else(|| SqlError::internal("outer row missing"))?;
+            ctx.outer[position].get(*index).cloned().unwrap_or(Datum::Null)
+        }
+        Expr::Literal(datum) => datum.clone(),
+        Expr::Parameter(index) => ctx.params.get(*index).cloned().ok_or_else(|| {
+            SqlError::new("08P01", format!("there is no parameter ${}", index + 1))
+        })?,
+        Expr::Arithmetic { op, left, right, ty } => {
+            let left = eval(left, row, ctx)?;
+            let right = eval(right, row, ctx)?;
+            arithmetic(*op, &left, &right, ty)?
+        }
+        Expr::Negate { expr, ty } => match eval(expr, row, ctx)? {
+            Datum::Null => Datum::Null,
+            Datum::Int(value) => Datum::Int(ty.check_integer(
+                value.checked_neg().ok_or_else(|| SqlError::out_of_range(ty.message_name()))?,
+            )?),
+            Datum::Float(value) => Datum::Float(-value),
+            Datum::Numeric(value) => Datum::Numeric(-value),
+            _ => return Err(SqlError::undefined_operator("operator does not exist: - unknown")),
+        },
+        Expr::Compare { op, left, right, bpchar } => {
+            let left = eval(left, row, ctx)?;
+            let right = eval(right, row, ctx)?;
+            compare(*op, &left, &right, *bpchar)
+        }
+        Expr::Concat(left, right) => {
+            let left = eval(left, row, ctx)?;
+            let right = eval(right, row, ctx)?;
+            match (left, right) {
+                (Datum::Text(mut left), Datum::Text(right)) => {
+                    functions::check_text_bytes(left.len().saturating_add(right.len()))?;
+                    left.push_str(&right);
+                    Datum::Text(left)
+                }
+                _ => Datum::Null,
+            }
+        }
+        Expr::And(left, right) => {
+            let left = eval(left, row, ctx)?;
+            if matches!(left, Datum::Bool(false)) {
+                return Ok(Datum::Bool(false));
+            }
+            let right = eval(right, row, ctx)?;
+            match (left, right) {
+                (_, Datum::Bool(false)) => Datum::Bool(false),
+                (Datum::Bool(true), Datum::Bool(true)) => Datum::Bool(true),
+                _ => Datum::Null,
+            }
+        }
+        Expr::Or(left, right) => {
+            let left = eval(left, row, ctx)?;
+            if matches!(left, Datum::Bool(true)) {
+                return Ok(Datum::Bool(true));
+            }
+            let right = eval(right, row, ctx)?;
+            match (left, right) {
+                (_, Datum::Bool(true)) => Datum::Bool(true),
+                (Datum::Bool(false), Datum::Bool(false)) => Datum::Bool(false),
+                _ => Datum::Null,
+            }
+        }
+        Expr::Not(inner) => match eval(inner, row, ctx)? {
+            Datum::Bool(flag) => Datum::Bool(!flag),
+            _ => Datum::Null,
+        },
+        Expr::IsNull { expr, negated } => Datum::Bool(eval(expr, row, ctx)?.is_null() != *negated),
+        Expr::IsBool { expr, value, negated } => {
+            let matches = matches!(eval(expr, row, ctx)?, Datum::Bool(flag) if flag == *value);
+            Datum::Bool(matches != *negated)
+        }
+        Expr::IsDistinct { left, right, negated } => {
+            let left = eval(left, row, ctx)?;
+            let right = eval(right, row, ctx)?;
+            let distinct = match (left.is_null(), right.is_null()) {
+                (true, true) => false,
+                (true, false) | (false, true) => true,
+                _ => left.compare(&right) != Some(Ordering::Equal),
+            };
+            Datum::Bool(distinct != *negated)
+        }
+        Expr::Cast { expr, from, to, explicit } => {
+            let value = eval(expr, row, ctx)?;
+            let from = if *from == SqlType::Unknown { SqlType::Text } else { from.clone() };
+            types::cast(value, &from, to, *explicit)?
+        }
+        Expr::Function(call) if call.function.name() == "coalesce" => {
+            // Arguments after the first non-NULL one are not evaluated (their errors do not
+            // happen), as in PostgreSQL.
+            for arg in &call.args {
+                let value = eval(arg, row, ctx)?;
+                if !value.is_null() {
+                    return Ok(value);
+                }
+            }
+            Datum::Null
+        }
+        Expr::Function(call) => call_function(call, row, ctx)?,
+        _ => eval_compound(expr, row, ctx)?,
+    })
+}
+
+/// Evaluates CASE, IN lists, subqueries and LIKE: the expressions that read several
+/// operands or run a plan (`eval` handles the others).
+fn eval_compound(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    Ok(match expr {
+        Expr::Case { operand, branches, otherwise } => {
+            let operand = match operand {
+                Some(operand) => Some(eval(operand, row, ctx)?),
+                None => None,
+            };
+            for (condition, result) in branches {
+                let hit = match &operand {
+                    Some(value) => {
+                        let candidate = eval(condition, row, ctx)?;
+                        value.compare(&candidate) == Some(Ordering::Equal)
+                    }
+                    None => truthy(&eval(condition, row, ctx)?),
+                };
+                if hit {
+                    return eval(result, row, ctx);
+                }
+            }
+            match otherwise {
+                Some(otherwise) => eval(otherwise, row, ctx)?,
+                None => Datum::Null,
+            }
+        }
+        Expr::InList { expr, list, negated } => {
+            let value = eval(expr, row, ctx)?;
+            if value.is_null() {
+                return Ok(Datum::Null);
+            }
+            let mut saw_null = false;
+            for item in list {
+                let candidate = eval(item, row, ctx)?;
+                if candidate.is_null() {
+                    saw_null = true;
+                } else if value.compare(&candidate) == Some(Ordering::Equal) {
+                    return Ok(Datum::Bool(!*negated));
+                }
+            }
+            if saw_null {
+                Datum::Null
+            } else {
+                Datum::Bool(*negated)
+            }
+        }
+        Expr::InSubquery { expr, plan, negated, correlated, id } => {
+            let value = eval(expr, row, ctx)?;
+            let rows = subquery_rows(plan, *correlated, *id, row, ctx, None)?;
+            if rows.is_empty() {
+                return Ok(Datum::Bool(*negated));
+            }
+            if value.is_null() {
+                return Ok(Datum::Null);
+            }
+            let mut saw_null = false;
+            for candidate in rows.iter().map(|row| &row[0]) {
+                if candidate.is_null() {
+                    saw_null = true;
+                } else if value.compare(candidate) == Some(Ordering::Equal) {
+                    return Ok(Datum::Bool(!*negated));
+                }
+            }
+            if saw_null {
+                Datum::Null
+            } else {
+                Datum::Bool(*negated)
+            }
+        }
+        Expr::Exists { plan, negated, correlated, id } => {
+            let rows = subquery_rows(plan, *correlated, *id, row, ctx, Some(1))?;
+            Datum::Bool(rows.is_empty() == *negated)
+        }
+        Expr::ArraySubquery { plan, correlated, id } => {
+            let rows = subquery_rows(plan, *correlated, *id, row, ctx, None)?;
+            let ty = plan.columns.first().map_or(SqlType::Text, |column| column.ty.clone());
+            let items: Vec<String> = rows
+                .iter()
+                .map(|row| row[0].to_text(&ty).unwrap_or_else(|| "NULL".into()))
+                .collect();
+            Datum::Text(format!("{{{}}}", items.join(",")))
+        }
+        Expr::ScalarSubquery { plan, correlated, id } => {
+            let rows = subquery_rows(plan, *correlated, *id, row, ctx, Some(2))?;
+            match rows.len() {
+                0 => Datum::Null,
+                1 => rows[0][0].clone(),
+                _ => {
+                    return Err(SqlError::new(
+                        "21000",
+                        "more than one row returned by a subquery used as an expression",
+                    ))
+                }
+            }
+        }
+        Expr::Like { expr, pattern, negated, case_insensitive } => {
+            let value = eval(expr, row, ctx)?;
+            let pattern = eval(pattern, row, ctx)?;
+            match (value, pattern) {
+                (Datum::Text(value), Datum::Text(pattern)) => {
+                    let matched = if *case_insensitive {
+                        like(&value.to_lowercase(), &pattern.to_lowercase())
+                    } else {
+                        like(&value, &pattern)
+                    };
+                    Datum::Bool(matched != *negated)
+                }
+                _ => Datum::Null,
+            }
+        }
+        _ => return Err(SqlError::internal("eval handles the other expressions")),
+    })
+}
+
+/// Evaluates a scalar function call through its registry entry.
+fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    let args = call.args.iter().map(|arg| eval(arg, row, ctx)).collect::<Result<Vec<Datum>>>()?;
+    let catalog = ctx.session.catalog;
+    let nextval = |name: &str| catalog.nextval(name);
+    let format_type = |oid: i64, typmod: i64| crate::system::format_type(oid, typmod);
+    let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
+    let context = FunctionContext {
+        database: ctx.session.database,
+        user: ctx.session.user,
+        backend_pid: ctx.session.backend_pid,
+        statement_time_micros: ctx.statement_time_micros,
+        nextval: &nextval,
+        format_type: &format_type,
+        index_definition: &index_definition,
+    };
+    call.function.call(args, &call.arg_types, &call.output, &context)
+}
+
+pub(crate) fn compare(op: CompareOp, left: &Datum, right: &Datum, bpchar: bool) -> Datum {
+    if left.is_null() || right.is_null() {
+        return Datum::Null;
+    }
+    let ordering = if bpchar {
+        match (left, right) {
+            (Datum::Text(a), Datum::Text(b)) => {
+                a.trim_end_matches(' ').cmp(b.trim_end_matches(' '))
+            }
+            _ => left.compare(right).unwrap_or(Ordering::Equal),
+        }
+    } else {
+        match left.compare(right) {
+            Some(ordering) => ordering,
+            None => return Datum::Null,
+        }
+    };
+    Datum::Bool(match op {
+        CompareOp::Eq => ordering == Ordering::Equal,
+        CompareOp::NotEq => ordering != Ordering::Equal,
+        CompareOp::Lt => ordering == Ordering::Less,
+        CompareOp::LtEq => ordering != Ordering::Greater,
+        CompareOp::Gt => ordering == Ordering::Greater,
+        CompareOp::GtEq => ordering != Ordering::Less,
+    })
+}
+
+/// SQL LIKE with `%` and `_` and backslash escapes.
+pub fn like(value: &str, pattern: &str) -> bool {
+    let value: Vec<char> = value.chars().collect();
+    let pattern: Vec<char> = pattern.chars().collect();
+    // Iterative matcher with backtracking on the last `%`.
+    let (mut v, mut p) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while v < value.len() {
+        if p < pattern.len() {
+            match pattern[p] {
+                '%' => {
+                    star = Some((p, v));
+                    p += 1;
+                    continue;
+                }
+                '_' => {
+                    v += 1;
+                    p += 1;
+                    continue;
+                }
+                '\\' if p + 1 < pattern.len() && pattern[p + 1] == value[v] => {
+                    v += 1;
+                    p += 2;
+                    continue;
+                }
+                // An escaped character that does not match.
+                '\\' if p + 1 < pattern.len() => {}
+                c if c == value[v] => {
+                    v += 1;
+                    p += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((star_p, star_v)) => {
+                p = star_p + 1;
+                v = star_v + 1;
+                star = Some((star_p, star_v + 1));
+            }
+            None => return false,
+        }
+    }
+    while p < pattern.len() && pattern[p] == '%' {
+        p += 1;
+    }
+    p == pattern.len()
+}
+
+/// Arithmetic with PostgreSQL's overflow and division rules for the result type.
+pub fn arithmetic(op: ArithmeticOp, left: &Datum, right: &Datum, ty: &SqlType) -> Result<Datum> {
+    if left.is_null() || right.is_null() {
+        return Ok(Datum::Null);
+    }
+    match ty {
+        SqlType::Date => {
+            let days = match left {
+                Datum::Date(days) => i64::from(*days),
+                _ => 0,
+            };
+            let delta = right.as_int().unwrap_or(0);
+            let result = if op == ArithmeticOp::Add { days + delta } else { days - delta };
+            return Ok(Datum::Date(
+                i32::try_from(result).map_err(|_| SqlError::out_of_range("date"))?,
+            ));
+        }
+        SqlType::Int4 if matches!((left, right), (Datum::Date(_), Datum::Date(_))) => {
+            let (Datum::Date(a), Datum::Date(b)) = (left, right) else { unreachable!() };
+            return Ok(Datum::Int(i64::from(*a) - i64::from(*b)));
+        }
+        _ => {}
+    }
+    if ty.is_integer() {
+        let (a, b) = (left.as_int().unwrap_or(0), right.as_int().unwrap_or(0));
+        let overflow = || SqlError::out_of_range(ty.message_name());
+        let result = match op {
+            ArithmeticOp::Add => a.checked_add(b).ok_or_else(overflow)?,
+            ArithmeticOp::Subtract => a.checked_sub(b).ok_or_else(overflow)?,
+            ArithmeticOp::Multiply => a.checked_mul(b).ok_or_else(overflow)?,
+            ArithmeticOp::Divide => {
+                if b == 0 {
+                    return Err(SqlError::division_by_zero());
+                }
+                a.checked_div(b).ok_or_else(overflow)?
+            }
+            ArithmeticOp::Modulo => {
+                if b == 0 {
+                    return Err(SqlError::division_by_zero());
+                }
+                a.checked_rem(b).unwrap_or(0)
+            }
+            ArithmeticOp::Power => return Ok(Datum::Float((a as f64).powf(b as f64))),
+        };
+        return Ok(Datum::Int(ty.check_integer(result)?));
+    }
+    match ty {
+        SqlType::Float4 | SqlType::Float8 => {
+            let (a, b) = (left.as_f64().unwrap_or(0.0), right.as_f64().unwrap_or(0.0));
+            let result = match op {
+                ArithmeticOp::Add => a + b,
+                ArithmeticOp::Subtract => a - b,
+                ArithmeticOp::Multiply => a * b,
+                ArithmeticOp::Divide => {
+                    if b == 0.0 {
+                        return Err(SqlError::division_by_zero());
+                    }
+                    a / b
+                }
+                ArithmeticOp::Modulo => {
+                    return Err(SqlError::undefined_operator(
+                        "operator does not exist: double precision % double precision",
+                    ))
+                }
+                ArithmeticOp::Power => a.powf(b),
+            };
+            if result.is_infinite() && a.is_finite() && b.is_finite() {
+                return Err(SqlError::new("22003", "value out of range: overflow"));
+            }
+            let result = if *ty == SqlType::Float4 {
+                #[allow(clippy::cast_possible_truncation)]
+                let single = result as f32;
+                f64::from(single)
+            } else {
+                result
+            };
+            Ok(Datum::Float(result))
+        }
+        _ => {
+            let (a, b) =
+                (left.as_decimal().unwrap_or_default(), right.as_decimal().unwrap_or_default());
+            let overflow = || SqlError::out_of_range("numeric");
+            // PostgreSQL's result scales: the larger input scale for + - %, their sum for *
+            // (rust_decimal drops the scale of a zero result).
+            let (sum_scale, max_scale) =
+                ((a.scale() + b.scale()).min(28), a.scale().max(b.scale()));
+            let scaled = |mut value: Decimal, scale: u32| {
+                if value.scale() < scale {
+                    value.rescale(scale);
+                }
+                value
+            };
+            Ok(Datum::Numeric(match op {
+                ArithmeticOp::Add => scaled(a.checked_add(b).ok_or_else(overflow)?, max_scale),
+                ArithmeticOp::Subtract => scaled(a.checked_sub(b).ok_or_else(overflow)?, max_scale),
+                ArithmeticOp::Multiply => scaled(a.checked_mul(b).ok_or_else(overflow)?, sum_scale),
+                ArithmeticOp::Divide => types::numeric_divide(a, b)?,
+                ArithmeticOp::Modulo => {
+                    if b.is_zero() {
+                        return Err(SqlError::division_by_zero());
+                    }
+                    scaled(a.checked_rem(b).ok_or_else(overflow)?, max_scale)
+                }
+                ArithmeticOp::Power => types::numeric_power(a, b)?,
+            }))
+        }
+    }
+}

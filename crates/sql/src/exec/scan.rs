@@ -1,0 +1,237 @@
+//! Table scans (key ranges, index lookups, page-at-a-time) and generate_series.
+
+use super::*;
+
+pub(crate) fn bound_values(
+    bound: &Bound<Vec<Expr>>,
+    columns: &[usize],
+    table: &crate::catalog::TableMeta,
+    probe: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Option<Bound<Vec<Value>>>> {
+    let exprs = match bound {
+        Bound::Unbounded => return Ok(Some(Bound::Unbounded)),
+        Bound::Included(exprs) | Bound::Excluded(exprs) => exprs,
+    };
+    let mut values = Vec::with_capacity(exprs.len());
+    for (expr, &column) in exprs.iter().zip(columns) {
+        let datum = eval(expr, probe, ctx)?;
+        if datum.is_null() {
+            // Comparisons with NULL match nothing.
+            return Ok(None);
+        }
+        let ty = &table.columns[column].ty;
+        let datum = match (&datum, ty) {
+            (Datum::Int(_), SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid) => datum,
+            (Datum::Text(_), ty) if ty.is_text() => datum,
+            _ => types::cast(datum.clone(), &datum_type(&datum), ty, true)?,
+        };
+        values.push(datum.to_value(ty)?);
+    }
+    Ok(Some(match bound {
+        Bound::Included(_) => Bound::Included(values),
+        Bound::Excluded(_) => Bound::Excluded(values),
+        Bound::Unbounded => Bound::Unbounded,
+    }))
+}
+
+pub(crate) fn as_ref_bound(bound: &Bound<Vec<Value>>) -> Bound<&[Value]> {
+    match bound {
+        Bound::Included(values) => Bound::Included(values.as_slice()),
+        Bound::Excluded(values) => Bound::Excluded(values.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Turns an engine row into datums, moving its strings (no copy per value).
+pub(crate) fn decode_row(table: &crate::catalog::TableMeta, values: Vec<Value>) -> Row {
+    table
+        .columns
+        .iter()
+        .zip(values)
+        .map(|(column, value)| Datum::from_owned_value(value, &column.ty))
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scan(
+    table: &crate::catalog::TableMeta,
+    access: &Access,
+    filter: Option<&Expr>,
+    emit_key: bool,
+    backward: bool,
+    plan: &Plan,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let _ = plan;
+    let mut emit = |ctx: &mut Ctx<'_>, key: Vec<u8>, values: Vec<Value>| -> Result<bool> {
+        let mut row = decode_row(table, values);
+        if let Some(filter) = filter {
+            if !truthy(&eval(filter, &row, ctx)?) {
+                return Ok(true);
+            }
+        }
+        if emit_key {
+            row.push(Datum::Bytes(key));
+        }
+        sink(ctx, row)
+    };
+    match access {
+        Access::Full | Access::Primary { .. } => {
+            let (lower, upper) = match access {
+                Access::Primary { lower, upper } => {
+                    let columns = &table.clustered_key().expect("primary access has a key").columns;
+                    let lower = bound_values(lower, columns, table, probe, ctx)?;
+                    let upper = bound_values(upper, columns, table, probe, ctx)?;
+                    match (lower, upper) {
+                        (Some(lower), Some(upper)) => (lower, upper),
+                        _ => return Ok(true),
+                    }
+                }
+                _ => (Bound::Unbounded, Bound::Unbounded),
+            };
+            // A point lookup on the whole key.
+            if let (Bound::Included(low), Bound::Included(high), Some(key)) =
+                (&lower, &upper, table.clustered_key())
+            {
+                if low.len() == key.columns.len() && low == high {
+                    let found = ctx.txn()?.get_keyed(&table.name, low)?;
+                    return match found {
+                        Some((key, values)) => emit(ctx, key, values),
+                        None => Ok(true),
+                    };
+                }
+            }
+            let mut resume: Option<Vec<u8>> = None;
+            loop {
+                ctx.check_cancel()?;
+                let txn = ctx.txn()?;
+                let page = if backward {
+                    txn.scan_page_backward(
+                        &table.name,
+                        as_ref_bound(&lower),
+                        as_ref_bound(&upper),
+                        resume.as_deref(),
+                        SCAN_PAGE_ROWS,
+                    )?
+                } else {
+                    txn.scan_page(
+                        &table.name,
+                        as_ref_bound(&lower),
+                        as_ref_bound(&upper),
+                        resume.as_deref(),
+                        SCAN_PAGE_ROWS,
+                    )?
+                };
+                let complete = page.len() < SCAN_PAGE_ROWS;
+                // Only the last key is needed to resume: copying each one costs an
+                // allocation per row.
+                if !complete {
+                    resume = page.last().map(|(key, _)| key.clone());
+                }
+                for (key, values) in page {
+                    if !emit(ctx, key, values)? {
+                        return Ok(false);
+                    }
+                }
+                if complete {
+                    return Ok(true);
+                }
+            }
+        }
+        Access::Index { name, lower, upper } => {
+            let index = table
+                .indexes
+                .iter()
+                .find(|index| index.name == *name)
+                .expect("planned index exists");
+            let lower = bound_values(lower, &index.columns, table, probe, ctx)?;
+            let upper = bound_values(upper, &index.columns, table, probe, ctx)?;
+            let (Some(lower), Some(upper)) = (lower, upper) else { return Ok(true) };
+            let mut resume: Option<Vec<u8>> = None;
+            loop {
+                ctx.check_cancel()?;
+                let page = ctx.txn()?.index_scan_page(
+                    &table.name,
+                    name,
+                    as_ref_bound(&lower),
+                    as_ref_bound(&upper),
+                    resume.as_deref(),
+                    SCAN_PAGE_ROWS,
+                )?;
+                let complete = page.len() < SCAN_PAGE_ROWS;
+                if !complete {
+                    resume = page.last().map(|(entry, _, _)| entry.clone());
+                }
+                for (_, key, values) in page {
+                    if !emit(ctx, key, values)? {
+                        return Ok(false);
+                    }
+                }
+                if complete {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn series(
+    start: &Expr,
+    stop: &Expr,
+    step: Option<&Expr>,
+    ty: &SqlType,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let start = eval(start, probe, ctx)?;
+    let stop = eval(stop, probe, ctx)?;
+    let step = match step {
+        Some(step) => eval(step, probe, ctx)?,
+        None => Datum::Int(1),
+    };
+    if start.is_null() || stop.is_null() || step.is_null() {
+        return Ok(true);
+    }
+    if matches!(ty, SqlType::Numeric { .. }) {
+        let (mut current, stop, step) = (
+            start.as_decimal().unwrap_or_default(),
+            stop.as_decimal().unwrap_or_default(),
+            step.as_decimal().unwrap_or_default(),
+        );
+        if step.is_zero() {
+            return Err(SqlError::new("22023", "step size cannot equal zero"));
+        }
+        while (step > Decimal::ZERO && current <= stop) || (step < Decimal::ZERO && current >= stop)
+        {
+            if !sink(ctx, vec![Datum::Numeric(current)])? {
+                return Ok(false);
+            }
+            current += step;
+        }
+        return Ok(true);
+    }
+    let (mut current, stop, step) =
+        (start.as_int().unwrap_or(0), stop.as_int().unwrap_or(0), step.as_int().unwrap_or(0));
+    if step == 0 {
+        return Err(SqlError::new("22023", "step size cannot equal zero"));
+    }
+    let mut count = 0u64;
+    while (step > 0 && current <= stop) || (step < 0 && current >= stop) {
+        count += 1;
+        if count.is_multiple_of(4096) {
+            ctx.check_cancel()?;
+        }
+        if !sink(ctx, vec![Datum::Int(current)])? {
+            return Ok(false);
+        }
+        match current.checked_add(step) {
+            Some(next) => current = next,
+            None => break,
+        }
+    }
+    Ok(true)
+}

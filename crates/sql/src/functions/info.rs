@@ -1,0 +1,195 @@
+//! Functions of the session, the clock, the catalog, and PostgreSQL's text arrays.
+
+use super::text::check_replaced_bytes;
+use super::{count, Call};
+use crate::error::{Result, SqlError};
+use crate::types::{self, Datum};
+
+/// Microseconds in a day.
+const DAY_MICROS: i64 = 86_400_000_000;
+
+/// Seconds from the Unix epoch to PostgreSQL's (2000-01-01).
+const POSTGRES_EPOCH_SECONDS: f64 = 946_684_800.0;
+
+pub(super) fn now(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::TimestampTz(call.context.statement_time_micros))
+}
+
+pub(super) fn localtimestamp(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Timestamp(call.context.statement_time_micros))
+}
+
+pub(super) fn current_date(call: Call<'_>) -> Result<Datum> {
+    let days = call.context.statement_time_micros.div_euclid(DAY_MICROS);
+    i32::try_from(days).map(Datum::Date).map_err(|_| SqlError::out_of_range("date"))
+}
+
+pub(super) fn date_part(call: Call<'_>) -> Result<Datum> {
+    let (Datum::Timestamp(micros) | Datum::TimestampTz(micros)) = call.args[1] else {
+        return Ok(Datum::Null);
+    };
+    let text = types::format_timestamp(micros);
+    let (date, time) = text.split_once(' ').unwrap_or((&text, "00:00:00"));
+    let date_parts: Vec<f64> = date.split('-').filter_map(|part| part.parse().ok()).collect();
+    let time_parts: Vec<f64> = time.split(':').filter_map(|part| part.parse().ok()).collect();
+    let part = |parts: &[f64], index: usize| parts.get(index).copied().unwrap_or(0.0);
+    Ok(Datum::Float(match call.text(0) {
+        "year" => part(&date_parts, 0),
+        "month" => part(&date_parts, 1),
+        "day" => part(&date_parts, 2),
+        "hour" => part(&time_parts, 0),
+        "minute" => part(&time_parts, 1),
+        "second" => part(&time_parts, 2),
+        #[allow(clippy::cast_precision_loss)]
+        "epoch" => (micros as f64) / 1e6 + POSTGRES_EPOCH_SECONDS,
+        other => return Err(SqlError::new("22023", format!("unit \"{other}\" not supported"))),
+    }))
+}
+
+pub(super) fn version(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(format!(
+        "PostgreSQL 15.0 (tierdb {}) on x86_64-pc-linux-gnu, compiled by rustc, 64-bit",
+        env!("CARGO_PKG_VERSION")
+    )))
+}
+
+pub(super) fn current_database(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(call.context.database.to_string()))
+}
+
+pub(super) fn current_schema(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text("public".into()))
+}
+
+pub(super) fn current_user(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(call.context.user.to_string()))
+}
+
+pub(super) fn empty_text(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(String::new()))
+}
+
+pub(super) fn backend_pid(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Int(i64::from(call.context.backend_pid)))
+}
+
+pub(super) fn nextval(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Int((call.context.nextval)(call.text(0))?))
+}
+
+pub(super) fn format_type(call: Call<'_>) -> Result<Datum> {
+    let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
+    let typmod = call.args.get(1).and_then(Datum::as_int).unwrap_or(-1);
+    Ok(Datum::Text((call.context.format_type)(oid, typmod).unwrap_or_else(|| "???".into())))
+}
+
+pub(super) fn constant_true(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Bool(true))
+}
+
+pub(super) fn constant_false(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Bool(false))
+}
+
+pub(super) fn null(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Null)
+}
+
+pub(super) fn zero(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Int(0))
+}
+
+pub(super) fn first_argument(call: Call<'_>) -> Result<Datum> {
+    Ok(call.args[0].clone())
+}
+
+pub(super) fn index_definition(call: Call<'_>) -> Result<Datum> {
+    Ok((call.context.index_definition)(call.int(0)).map_or(Datum::Null, Datum::Text))
+}
+
+/// Constraints are primary keys: their definition from the index's.
+pub(super) fn constraint_definition(call: Call<'_>) -> Result<Datum> {
+    let definition = (call.context.index_definition)(call.int(0));
+    Ok(match definition.as_deref().and_then(|text| text.split_once("USING btree ")) {
+        Some((_, columns)) => Datum::Text(format!("PRIMARY KEY {columns}")),
+        None => Datum::Null,
+    })
+}
+
+pub(super) fn size_pretty(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(format!("{} bytes", call.int(0))))
+}
+
+pub(super) fn encoding_name(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text("UTF8".into()))
+}
+
+/// The items of a PostgreSQL text array literal (`{a,b}`).
+fn array_items(text: &str) -> &str {
+    text.trim_start_matches('{').trim_end_matches('}')
+}
+
+pub(super) fn array_upper(call: Call<'_>) -> Result<Datum> {
+    let items = array_items(call.text(0));
+    if items.is_empty() {
+        return Ok(Datum::Null);
+    }
+    count(items.split(',').count())
+}
+
+/// Array elements are untyped text: they take the type of what they meet.
+pub(super) fn array_element(call: Call<'_>) -> Result<Datum> {
+    let items: Vec<&str> = array_items(call.text(0)).split(',').collect();
+    let index = usize::try_from(call.int(1)).ok().and_then(|i| i.checked_sub(1));
+    Ok(match index.and_then(|i| items.get(i)) {
+        Some(item) if !item.is_empty() => Datum::Text((*item).to_string()),
+        _ => Datum::Null,
+    })
+}
+
+pub(super) fn array_to_string(call: Call<'_>) -> Result<Datum> {
+    let separator = call.args.get(1).and_then(Datum::as_text).unwrap_or(",");
+    let items = array_items(call.text(0));
+    check_replaced_bytes(items, ",", separator)?;
+    Ok(Datum::Text(items.replace(',', separator)))
+}
+
+/// `value = ANY (array)`.
+pub(super) fn array_contains(call: Call<'_>) -> Result<Datum> {
+    let value = call.text(1);
+    Ok(Datum::Bool(array_items(call.text(0)).split(',').any(|item| item == value)))
+}
+
+/// coalesce: the first non-NULL argument (the executor evaluates arguments lazily, so
+/// later arguments' errors do not happen).
+pub(super) fn coalesce(call: Call<'_>) -> Result<Datum> {
+    Ok(call.args.into_iter().find(|arg| !arg.is_null()).unwrap_or(Datum::Null))
+}
+
+pub(super) fn nullif(call: Call<'_>) -> Result<Datum> {
+    let mut args = call.args.into_iter();
+    let (Some(first), Some(second)) = (args.next(), args.next()) else {
+        return Err(SqlError::internal("nullif is bound with two arguments"));
+    };
+    Ok(if first.compare(&second) == Some(std::cmp::Ordering::Equal) { Datum::Null } else { first })
+}
+
+/// greatest/least: the largest (smallest) non-NULL argument.
+pub(super) fn extreme(call: Call<'_>, greatest: bool) -> Result<Datum> {
+    let mut best: Option<Datum> = None;
+    for arg in call.args.into_iter().filter(|arg| !arg.is_null()) {
+        best = Some(match best {
+            None => arg,
+            Some(current) => {
+                let ordering = arg.compare(&current).unwrap_or(std::cmp::Ordering::Equal);
+                let take = if greatest { ordering.is_gt() } else { ordering.is_lt() };
+                if take {
+                    arg
+                } else {
+                    current
+                }
+            }
+        });
+    }
+    Ok(best.unwrap_or(Datum::Null))
+}

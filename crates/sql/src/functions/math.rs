@@ -1,0 +1,199 @@
+//! Numeric functions.
+
+use rust_decimal::prelude::FromPrimitive;
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use super::Call;
+use crate::error::{Result, SqlError};
+use crate::types::{self, Datum, SqlType};
+
+/// The argument as a float (the binder coerced it to a numeric type).
+fn float(datum: &Datum) -> f64 {
+    datum.as_f64().unwrap_or(0.0)
+}
+
+pub(super) fn abs(call: Call<'_>) -> Result<Datum> {
+    Ok(match &call.args[0] {
+        Datum::Int(value) => {
+            let absolute = value
+                .checked_abs()
+                .ok_or_else(|| SqlError::out_of_range(call.output.message_name()))?;
+            Datum::Int(call.output.check_integer(absolute)?)
+        }
+        Datum::Numeric(value) => Datum::Numeric(value.abs()),
+        other => Datum::Float(float(other).abs()),
+    })
+}
+
+pub(super) fn sign(call: Call<'_>) -> Result<Datum> {
+    Ok(match &call.args[0] {
+        Datum::Numeric(value) => Datum::Numeric(if value.is_zero() {
+            Decimal::ZERO
+        } else if value.is_sign_negative() {
+            Decimal::NEGATIVE_ONE
+        } else {
+            Decimal::ONE
+        }),
+        other => Datum::Float(float(other).signum()),
+    })
+}
+
+pub(super) fn ceil(call: Call<'_>) -> Result<Datum> {
+    Ok(match &call.args[0] {
+        Datum::Numeric(value) => Datum::Numeric(value.ceil()),
+        other => Datum::Float(float(other).ceil()),
+    })
+}
+
+pub(super) fn floor(call: Call<'_>) -> Result<Datum> {
+    Ok(match &call.args[0] {
+        Datum::Numeric(value) => Datum::Numeric(value.floor()),
+        other => Datum::Float(float(other).floor()),
+    })
+}
+
+/// The decimal places of round/trunc: rust_decimal keeps at most 28, and a shift left of
+/// more than 27 places leaves zero; larger requests are clamped to those, as the result is
+/// the same.
+fn places(call: &Call<'_>) -> i64 {
+    if call.args.len() > 1 {
+        call.int(1).clamp(-27, 28)
+    } else {
+        0
+    }
+}
+
+fn round_numeric(value: Decimal, places: i64, strategy: RoundingStrategy) -> Result<Decimal> {
+    let digits = u32::try_from(places.unsigned_abs())
+        .map_err(|_| SqlError::internal("decimal places are clamped to 28"))?;
+    if places >= 0 {
+        let mut rounded = value.round_dp_with_strategy(digits, strategy);
+        rounded.rescale(digits);
+        Ok(rounded)
+    } else {
+        let factor = Decimal::from_i128_with_scale(10i128.pow(digits), 0);
+        Ok((value / factor).round_dp_with_strategy(0, strategy) * factor)
+    }
+}
+
+pub(super) fn round(call: Call<'_>) -> Result<Datum> {
+    Ok(match &call.args[0] {
+        Datum::Numeric(value) => Datum::Numeric(round_numeric(
+            *value,
+            places(&call),
+            RoundingStrategy::MidpointAwayFromZero,
+        )?),
+        other => Datum::Float(float(other).round_ties_even()),
+    })
+}
+
+pub(super) fn trunc(call: Call<'_>) -> Result<Datum> {
+    Ok(match &call.args[0] {
+        Datum::Numeric(value) => {
+            Datum::Numeric(round_numeric(*value, places(&call), RoundingStrategy::ToZero)?)
+        }
+        other => Datum::Float(float(other).trunc()),
+    })
+}
+
+pub(super) fn power(call: Call<'_>) -> Result<Datum> {
+    Ok(match (&call.args[0], &call.args[1]) {
+        (Datum::Numeric(base), Datum::Numeric(exponent)) => {
+            Datum::Numeric(types::numeric_power(*base, *exponent)?)
+        }
+        (base, exponent) => {
+            let (base, exponent) = (float(base), float(exponent));
+            if base == 0.0 && exponent < 0.0 {
+                return Err(SqlError::new("2201F", "zero raised to a negative power is undefined"));
+            }
+            Datum::Float(base.powf(exponent))
+        }
+    })
+}
+
+/// A float function's result in the call's output type (numeric arguments give numeric).
+fn float_result(call: &Call<'_>, result: f64) -> Result<Datum> {
+    if matches!(call.output, SqlType::Numeric { .. }) {
+        let decimal = Decimal::from_f64(result).ok_or_else(|| SqlError::out_of_range("numeric"))?;
+        Ok(Datum::Numeric(decimal.round_dp(16)))
+    } else {
+        Ok(Datum::Float(result))
+    }
+}
+
+pub(super) fn sqrt(call: Call<'_>) -> Result<Datum> {
+    let value = float(&call.args[0]);
+    if value < 0.0 {
+        return Err(SqlError::new("2201F", "cannot take square root of a negative number"));
+    }
+    float_result(&call, value.sqrt())
+}
+
+pub(super) fn exp(call: Call<'_>) -> Result<Datum> {
+    let value = float(&call.args[0]);
+    float_result(&call, value.exp())
+}
+
+pub(super) fn cbrt(call: Call<'_>) -> Result<Datum> {
+    let value = float(&call.args[0]);
+    float_result(&call, value.cbrt())
+}
+
+fn check_logarithm(value: f64) -> Result<()> {
+    if value <= 0.0 {
+        return Err(SqlError::new(
+            "2201E",
+            if value == 0.0 {
+                "cannot take logarithm of zero"
+            } else {
+                "cannot take logarithm of a negative number"
+            },
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn ln(call: Call<'_>) -> Result<Datum> {
+    let value = float(&call.args[0]);
+    check_logarithm(value)?;
+    float_result(&call, value.ln())
+}
+
+pub(super) fn log(call: Call<'_>) -> Result<Datum> {
+    let value = float(&call.args[0]);
+    check_logarithm(value)?;
+    float_result(&call, value.log10())
+}
+
+pub(super) fn pi(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Float(std::f64::consts::PI))
+}
+
+pub(super) fn random(_call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Float(random_unit()))
+}
+
+/// A uniform value in [0, 1) from a per-thread xorshift generator seeded by the clock.
+fn random_unit() -> f64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                // The low 64 bits of the nanoseconds: any seed but zero will do.
+                .map_or(1, |elapsed| u64::try_from(elapsed.as_nanos() & u128::from(u64::MAX)).unwrap_or(1))
+                | 1
+        );
+    }
+    STATE.with(|state| {
+        let mut x = state.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        let mantissa = x >> 11;
+        #[allow(clippy::cast_precision_loss)]
+        let value = mantissa as f64 / (1u64 << 53) as f64;
+        value
+    })
+}

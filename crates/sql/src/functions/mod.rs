@@ -1,0 +1,146 @@
+//! Scalar functions: one registry entry per function ({names, argument count, typing,
+//! strictness, evaluation}). Binding resolves a call to its entry once
+//! (`bind::signatures`); the bound call holds the entry and execution evaluates through it,
+//! so a function the binder accepts is always one the executor can run.
+
+mod info;
+mod math;
+mod registry;
+mod text;
+
+pub use registry::FUNCTIONS;
+
+use std::ops::RangeInclusive;
+
+use crate::error::{Result, SqlError};
+use crate::types::{Datum, SqlType};
+
+/// PostgreSQL's largest text value: an allocation is at most 1 GB less one byte
+/// (MaxAllocSize), of which 4 bytes are the value's header.
+pub const TEXT_BYTES_MAX: usize = (1 << 30) - 1 - 4;
+
+/// PostgreSQL's error for a text value that would exceed `TEXT_BYTES_MAX`.
+pub fn text_too_large() -> SqlError {
+    SqlError::new("54000", "requested length too large")
+}
+
+/// Fails with 54000 when a text value of `bytes` would exceed `TEXT_BYTES_MAX`.
+pub fn check_text_bytes(bytes: usize) -> Result<()> {
+    if bytes > TEXT_BYTES_MAX {
+        return Err(text_too_large());
+    }
+    Ok(())
+}
+
+/// How the binder converts one argument before the call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Coercion {
+    /// Passed as bound (functions over "any" type).
+    Keep,
+    /// An implicit cast (assignment rules: an integer widens, text does not become one).
+    Implicit(SqlType),
+    /// An explicit cast (character types and untyped literals to text).
+    Explicit(SqlType),
+}
+
+/// A resolved call: how each argument converts and what the call returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Signature {
+    pub arguments: Vec<Coercion>,
+    pub output: SqlType,
+}
+
+/// Chooses the signature of a call from the argument types as bound (`name` is the name
+/// called, for messages): `Err` when no such function exists (42883) or the arguments'
+/// types cannot be matched (42804).
+pub type Resolve = fn(name: &str, types: &[SqlType]) -> Result<Signature>;
+
+/// Evaluates a call on its evaluated arguments.
+pub type Evaluate = fn(call: Call<'_>) -> Result<Datum>;
+
+/// One scalar function.
+#[derive(Debug)]
+pub struct Function {
+    /// The names it is called by; the first is canonical.
+    pub names: &'static [&'static str],
+    /// How many arguments it takes.
+    pub arguments: RangeInclusive<usize>,
+    /// NULL in any argument gives NULL without calling `evaluate` (PostgreSQL's STRICT).
+    pub strict: bool,
+    /// Its result may differ between calls with the same arguments (random, nextval): not
+    /// computed once per statement.
+    pub volatile: bool,
+    pub resolve: Resolve,
+    pub evaluate: Evaluate,
+    /// A call that binds and evaluates, as documentation and for the registry's tests.
+    pub example: &'static str,
+}
+
+impl Function {
+    pub fn name(&self) -> &'static str {
+        self.names[0]
+    }
+
+    /// Evaluates the function, applying its strictness first.
+    pub fn call(
+        &self,
+        args: Vec<Datum>,
+        arg_types: &[SqlType],
+        output: &SqlType,
+        context: &FunctionContext<'_>,
+    ) -> Result<Datum> {
+        debug_assert!(self.arguments.contains(&args.len()), "{} bound with its arity", self.name());
+        if self.strict && args.iter().any(Datum::is_null) {
+            return Ok(Datum::Null);
+        }
+        (self.evaluate)(Call { args, arg_types, output, context })
+    }
+}
+
+/// The registry entry called `name`, if any.
+pub fn lookup(name: &str) -> Option<&'static Function> {
+    FUNCTIONS.iter().find(|function| function.names.contains(&name))
+}
+
+/// PostgreSQL's 42883 for a call with these argument types.
+pub fn no_function(name: &str, types: &[SqlType]) -> SqlError {
+    let types: Vec<String> = types.iter().map(SqlType::display_name).collect();
+    SqlError::undefined_function(&format!("{}({})", name, types.join(", ")))
+}
+
+/// The arguments of one evaluation, with the call's types as bound.
+pub struct Call<'a> {
+    pub args: Vec<Datum>,
+    /// Argument types after the binder's coercions.
+    pub arg_types: &'a [SqlType],
+    pub output: &'a SqlType,
+    pub context: &'a FunctionContext<'a>,
+}
+
+impl Call<'_> {
+    /// Argument `index` as text (the binder coerced it; NULL only in non-strict functions).
+    fn text(&self, index: usize) -> &str {
+        self.args.get(index).and_then(Datum::as_text).unwrap_or("")
+    }
+
+    /// Argument `index` as an integer (the binder coerced it to an integer type).
+    fn int(&self, index: usize) -> i64 {
+        self.args.get(index).and_then(Datum::as_int).unwrap_or(0)
+    }
+}
+
+/// Facts about the session that some functions report.
+pub struct FunctionContext<'a> {
+    pub database: &'a str,
+    pub user: &'a str,
+    pub backend_pid: i32,
+    pub statement_time_micros: i64,
+    pub nextval: &'a dyn Fn(&str) -> Result<i64>,
+    pub format_type: &'a dyn Fn(i64, i64) -> Option<String>,
+    pub index_definition: &'a dyn Fn(i64) -> Option<String>,
+}
+
+/// A count (characters, items) as an integer result: counts of values in memory fit i64.
+fn count(value: usize) -> Result<Datum> {
+    i64::try_from(value).map(Datum::Int).map_err(|_| SqlError::out_of_range("integer"))
+}

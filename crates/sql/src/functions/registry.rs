@@ -1,0 +1,504 @@
+//! The table of scalar functions and the typing rules their entries share.
+
+use super::text::Side;
+use super::{info, math, no_function, text, Coercion, Function, Signature};
+use crate::error::{Result, SqlError};
+use crate::types::SqlType;
+
+const TEXT: SqlType = SqlType::Text;
+
+/// Every argument is text (character types and untyped literals convert; other types have
+/// no implicit cast to text, so no such function exists).
+fn texts(name: &str, types: &[SqlType], output: SqlType) -> Result<Signature> {
+    if types.iter().any(|ty| !ty.is_text()) {
+        return Err(no_function(name, types));
+    }
+    Ok(Signature { arguments: vec![Coercion::Explicit(TEXT); types.len()], output })
+}
+
+/// Arguments in `kinds` order: `Some(ty)` an implicit cast to `ty`, `None` text (as `texts`).
+fn mixed(
+    name: &str,
+    types: &[SqlType],
+    kinds: &[Option<SqlType>],
+    output: SqlType,
+) -> Result<Signature> {
+    let mut arguments = Vec::with_capacity(types.len());
+    for (ty, kind) in types.iter().zip(kinds) {
+        arguments.push(match kind {
+            Some(target) => Coercion::Implicit(target.clone()),
+            None if ty.is_text() => Coercion::Explicit(TEXT),
+            None => return Err(no_function(name, types)),
+        });
+    }
+    Ok(Signature { arguments, output })
+}
+
+/// Arguments of "any" type: untyped literals become text (`explicit` as the function's
+/// declared parameter is text or "any"), typed values are passed as they are.
+fn any(types: &[SqlType], explicit: bool, output: SqlType) -> Signature {
+    let arguments = types
+        .iter()
+        .map(|ty| match (ty, explicit) {
+            (SqlType::Unknown, true) => Coercion::Explicit(TEXT),
+            (SqlType::Unknown, false) => Coercion::Implicit(TEXT),
+            _ => Coercion::Keep,
+        })
+        .collect();
+    Signature { arguments, output }
+}
+
+/// Every argument cast implicitly to `target`.
+fn all(types: &[SqlType], target: SqlType, output: SqlType) -> Signature {
+    Signature { arguments: vec![Coercion::Implicit(target); types.len()], output }
+}
+
+fn none(output: SqlType) -> Signature {
+    Signature { arguments: Vec::new(), output }
+}
+
+/// length and its synonyms: bpchar is kept as it is (its padding does not count).
+fn length(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if matches!(types, [SqlType::Char(_)]) {
+        return Ok(Signature { arguments: vec![Coercion::Keep], output: SqlType::Int4 });
+    }
+    texts(name, types, SqlType::Int4)
+}
+
+/// coalesce, greatest, least, nullif: the arguments' common type (42804 when none).
+fn common(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let mut common = SqlType::Unknown;
+    for ty in types {
+        common = SqlType::common(&common, ty).ok_or_else(|| {
+            SqlError::datatype_mismatch(format!(
+                "{} types {} and {} cannot be matched",
+                name.to_uppercase(),
+                common.display_name(),
+                ty.display_name()
+            ))
+        })?;
+    }
+    let common = match common {
+        SqlType::Unknown | SqlType::Varchar(_) | SqlType::Name => TEXT,
+        other => other,
+    };
+    Ok(all(types, common.clone(), common))
+}
+
+/// abs, ceil, floor, sign: numeric stays numeric, abs keeps integer and real types, the
+/// others compute in double precision.
+fn unary_numeric(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let ty = match &types[0] {
+        SqlType::Unknown => SqlType::Float8,
+        ty => ty.clone(),
+    };
+    if !ty.is_numeric_family() {
+        return Err(no_function(name, &[ty]));
+    }
+    let output = match &ty {
+        SqlType::Numeric { .. } => SqlType::numeric(),
+        ty if name == "abs" && (ty.is_integer() || *ty == SqlType::Float4) => ty.clone(),
+        _ => SqlType::Float8,
+    };
+    let target = if output == SqlType::Float8 && ty.is_integer() { SqlType::Float8 } else { ty };
+    Ok(Signature { arguments: vec![Coercion::Implicit(target)], output })
+}
+
+/// round, trunc: numeric with places, or for numeric and integer values; else double.
+fn rounding(_name: &str, types: &[SqlType]) -> Result<Signature> {
+    let ty = match &types[0] {
+        SqlType::Unknown => SqlType::numeric(),
+        ty => ty.clone(),
+    };
+    if types.len() == 2 || matches!(ty, SqlType::Numeric { .. }) || ty.is_integer() {
+        let mut arguments = vec![Coercion::Implicit(SqlType::numeric())];
+        if types.len() == 2 {
+            arguments.push(Coercion::Implicit(SqlType::Int4));
+        }
+        return Ok(Signature { arguments, output: SqlType::numeric() });
+    }
+    Ok(all(types, SqlType::Float8, SqlType::Float8))
+}
+
+/// power, sqrt, exp, ln, log, cbrt: numeric when an argument is numeric, else double.
+fn numeric_or_double(_name: &str, types: &[SqlType]) -> Result<Signature> {
+    let numeric = types.iter().any(|ty| matches!(ty, SqlType::Numeric { .. }));
+    let target = if numeric { SqlType::numeric() } else { SqlType::Float8 };
+    Ok(all(types, target.clone(), target))
+}
+
+/// Shorthand for an entry; `resolve`, `evaluate` and the flags are set per entry.
+macro_rules! function {
+    ($names:expr, $arguments:expr, $resolve:expr, $evaluate:expr, $example:expr) => {
+        Function {
+            names: $names,
+            arguments: $arguments,
+            strict: true,
+            volatile: false,
+            resolve: $resolve,
+            evaluate: $evaluate,
+            example: $example,
+        }
+    };
+    ($names:expr, $arguments:expr, $resolve:expr, $evaluate:expr, $example:expr, non_strict) => {
+        Function { strict: false, ..function!($names, $arguments, $resolve, $evaluate, $example) }
+    };
+    ($names:expr, $arguments:expr, $resolve:expr, $evaluate:expr, $example:expr, volatile) => {
+        Function { volatile: true, ..function!($names, $arguments, $resolve, $evaluate, $example) }
+    };
+}
+
+/// Every scalar function tierdb runs. Names are matched after identifier folding.
+pub static FUNCTIONS: &[Function] = &[
+    // Text.
+    function!(&["length", "char_length", "character_length"], 1..=1, length, text::length, "'abc'"),
+    function!(&["octet_length"], 1..=1, length, text::octet_length, "'abc'"),
+    function!(&["upper"], 1..=1, |n, t| texts(n, t, TEXT), text::upper, "'abc'"),
+    function!(&["lower"], 1..=1, |n, t| texts(n, t, TEXT), text::lower, "'ABC'"),
+    function!(&["initcap"], 1..=1, |n, t| texts(n, t, TEXT), text::initcap, "'hello world'"),
+    function!(&["reverse"], 1..=1, |n, t| texts(n, t, TEXT), text::reverse, "'abc'"),
+    function!(&["md5"], 1..=1, |n, t| texts(n, t, TEXT), text::md5, "'abc'"),
+    function!(
+        &["btrim"],
+        1..=2,
+        |n, t| texts(n, t, TEXT),
+        |c| text::trim(c, Side::Both),
+        "'xaxx', 'x'"
+    ),
+    function!(&["ltrim"], 1..=2, |n, t| texts(n, t, TEXT), |c| text::trim(c, Side::Start), "'  a'"),
+    function!(&["rtrim"], 1..=2, |n, t| texts(n, t, TEXT), |c| text::trim(c, Side::End), "'a  '"),
+    function!(
+        &["substr", "substring"],
+        2..=3,
+        |n, t| mixed(n, t, &[None, Some(SqlType::Int8), Some(SqlType::Int8)], TEXT),
+        text::substr,
+        "'abcdef', 2, 3"
+    ),
+    function!(
+        &["left"],
+        2..=2,
+        |n, t| mixed(n, t, &[None, Some(SqlType::Int8)], TEXT),
+        text::left,
+        "'abc', 2"
+    ),
+    function!(
+        &["right"],
+        2..=2,
+        |n, t| mixed(n, t, &[None, Some(SqlType::Int8)], TEXT),
+        text::right,
+        "'abc', -1"
+    ),
+    function!(
+        &["repeat"],
+        2..=2,
+        |n, t| mixed(n, t, &[None, Some(SqlType::Int8)], TEXT),
+        text::repeat,
+        "'ab', 3"
+    ),
+    function!(
+        &["lpad"],
+        2..=3,
+        |n, t| mixed(n, t, &[None, Some(SqlType::Int8), None], TEXT),
+        |c| text::pad(c, true),
+        "'7', 3, '0'"
+    ),
+    function!(
+        &["rpad"],
+        2..=3,
+        |n, t| mixed(n, t, &[None, Some(SqlType::Int8), None], TEXT),
+        |c| text::pad(c, false),
+        "'7', 3"
+    ),
+    function!(&["replace"], 3..=3, |n, t| texts(n, t, TEXT), text::replace, "'abc', 'b', 'x'"),
+    function!(&["translate"], 3..=3, |n, t| texts(n, t, TEXT), text::translate, "'abc', 'ab', 'x'"),
+    function!(&["strpos"], 2..=2, |n, t| texts(n, t, SqlType::Int4), text::strpos, "'abc', 'c'"),
+    function!(
+        &["starts_with"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Bool),
+        text::starts_with,
+        "'abc', 'a'"
+    ),
+    function!(
+        &["split_part"],
+        3..=3,
+        |n, t| mixed(n, t, &[None, None, Some(SqlType::Int8)], TEXT),
+        text::split_part,
+        "'a,b,c', ',', 2"
+    ),
+    // concat and concat_ws take "any": each value is converted by its output function.
+    function!(
+        &["concat"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, true, TEXT)),
+        text::concat,
+        "'a', 1, true",
+        non_strict
+    ),
+    function!(
+        &["concat_ws"],
+        1..=usize::MAX,
+        |_, t| Ok(any(t, true, TEXT)),
+        text::concat_ws,
+        "',', 'a', 2",
+        non_strict
+    ),
+    function!(&["quote_ident"], 1..=1, |_, t| Ok(any(t, false, TEXT)), text::quote_ident, "'abc'"),
+    // The regular-expression operators (`~`, `~*`, `!~`, `!~*`) bind to these.
+    function!(
+        &["regex_match"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Bool),
+        |c| text::regex(c, false, false),
+        "'abc', 'b'"
+    ),
+    function!(
+        &["regex_imatch"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Bool),
+        |c| text::regex(c, true, false),
+        "'abc', 'B'"
+    ),
+    function!(
+        &["regex_not_match"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Bool),
+        |c| text::regex(c, false, true),
+        "'abc', 'b'"
+    ),
+    function!(
+        &["regex_not_imatch"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Bool),
+        |c| text::regex(c, true, true),
+        "'abc', 'B'"
+    ),
+    // Conditional: not strict, NULLs are their business.
+    function!(&["coalesce"], 1..=usize::MAX, common, info::coalesce, "NULL, 2", non_strict),
+    function!(&["nullif"], 2..=2, common, info::nullif, "1, 1", non_strict),
+    function!(
+        &["greatest"],
+        1..=usize::MAX,
+        common,
+        |c| info::extreme(c, true),
+        "1, 3, 2",
+        non_strict
+    ),
+    function!(
+        &["least"],
+        1..=usize::MAX,
+        common,
+        |c| info::extreme(c, false),
+        "1, 3, 2",
+        non_strict
+    ),
+    // Numeric.
+    function!(&["abs"], 1..=1, unary_numeric, math::abs, "-2"),
+    function!(&["ceil", "ceiling"], 1..=1, unary_numeric, math::ceil, "1.5"),
+    function!(&["floor"], 1..=1, unary_numeric, math::floor, "1.5"),
+    function!(&["sign"], 1..=1, unary_numeric, math::sign, "-1.5"),
+    function!(&["round"], 1..=2, rounding, math::round, "2.567, 2"),
+    function!(&["trunc"], 1..=2, rounding, math::trunc, "2.567, 1"),
+    function!(&["power", "pow"], 2..=2, numeric_or_double, math::power, "2, 10"),
+    function!(&["sqrt"], 1..=1, numeric_or_double, math::sqrt, "16"),
+    function!(&["exp"], 1..=1, numeric_or_double, math::exp, "1"),
+    function!(&["ln"], 1..=1, numeric_or_double, math::ln, "10"),
+    function!(&["log"], 1..=1, numeric_or_double, math::log, "100"),
+    function!(&["cbrt"], 1..=1, numeric_or_double, math::cbrt, "27"),
+    function!(&["pi"], 0..=0, |_, _| Ok(none(SqlType::Float8)), math::pi, ""),
+    function!(&["random"], 0..=0, |_, _| Ok(none(SqlType::Float8)), math::random, "", volatile),
+    // Date and time: the statement's time, as PostgreSQL's transaction_timestamp.
+    function!(
+        &[
+            "now",
+            "current_timestamp",
+            "transaction_timestamp",
+            "statement_timestamp",
+            "clock_timestamp"
+        ],
+        0..=0,
+        |_, _| Ok(none(SqlType::TimestampTz)),
+        info::now,
+        ""
+    ),
+    function!(&["current_date"], 0..=0, |_, _| Ok(none(SqlType::Date)), info::current_date, ""),
+    function!(
+        &["localtimestamp"],
+        0..=0,
+        |_, _| Ok(none(SqlType::Timestamp)),
+        info::localtimestamp,
+        ""
+    ),
+    function!(
+        &["date_part"],
+        2..=2,
+        |_, _| Ok(Signature {
+            arguments: vec![Coercion::Explicit(TEXT), Coercion::Implicit(SqlType::Timestamp)],
+            output: SqlType::Float8,
+        }),
+        info::date_part,
+        "'year', TIMESTAMP '2024-05-06 07:08:09'"
+    ),
+    // Session.
+    function!(&["version"], 0..=0, |_, _| Ok(none(TEXT)), info::version, ""),
+    function!(&["current_database"], 0..=0, |_, _| Ok(none(TEXT)), info::current_database, ""),
+    function!(&["current_schema"], 0..=0, |_, _| Ok(none(TEXT)), info::current_schema, ""),
+    function!(
+        &["current_user", "session_user", "user"],
+        0..=0,
+        |_, _| Ok(none(TEXT)),
+        info::current_user,
+        ""
+    ),
+    function!(&["pg_postmaster_start_time"], 0..=0, |_, _| Ok(none(TEXT)), info::empty_text, ""),
+    function!(&["pg_backend_pid"], 0..=0, |_, _| Ok(none(SqlType::Int4)), info::backend_pid, ""),
+    function!(
+        &["nextval"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Int8),
+        info::nextval,
+        "'registry_example_id_seq'",
+        volatile
+    ),
+    // Text arrays (PostgreSQL's array literal text).
+    function!(
+        &["array_upper", "array_length"],
+        2..=2,
+        |_, _| Ok(Signature {
+            arguments: vec![Coercion::Explicit(TEXT), Coercion::Implicit(SqlType::Int4)],
+            output: SqlType::Int4,
+        }),
+        info::array_upper,
+        "'{a,b}', 1"
+    ),
+    function!(
+        &["array_element"],
+        2..=2,
+        |_, _| Ok(Signature {
+            arguments: vec![Coercion::Explicit(TEXT), Coercion::Implicit(SqlType::Int4)],
+            output: SqlType::Unknown,
+        }),
+        info::array_element,
+        "'{a,b}', 2"
+    ),
+    function!(
+        &["array_contains"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Bool),
+        info::array_contains,
+        "'{a,b}', 'b'"
+    ),
+    function!(
+        &["array_to_string"],
+        2..=3,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::array_to_string,
+        "'{a,b}', '-'"
+    ),
+    // Catalog functions clients call (psql's \d, drivers' metadata queries).
+    function!(
+        &["format_type"],
+        2..=2,
+        |_, t| Ok(all(t, SqlType::Int8, TEXT)),
+        info::format_type,
+        "23, -1",
+        non_strict
+    ),
+    function!(
+        &["pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible"],
+        1..=1,
+        |_, t| Ok(all(t, SqlType::Int8, SqlType::Bool)),
+        info::constant_true,
+        "1259",
+        non_strict
+    ),
+    function!(
+        &["pg_relation_is_publishable"],
+        1..=1,
+        |_, t| Ok(any(t, false, SqlType::Bool)),
+        info::constant_false,
+        "1259",
+        non_strict
+    ),
+    function!(
+        &["pg_get_indexdef"],
+        1..=3,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::index_definition,
+        "0"
+    ),
+    function!(
+        &["pg_get_constraintdef"],
+        1..=2,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::constraint_definition,
+        "0"
+    ),
+    function!(
+        &["pg_get_userbyid"],
+        1..=1,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::current_user,
+        "10"
+    ),
+    function!(
+        &["pg_get_expr"],
+        2..=3,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::first_argument,
+        "'x', 0"
+    ),
+    function!(
+        &[
+            "pg_get_triggerdef",
+            "pg_get_statisticsobjdef_columns",
+            "pg_get_partkeydef",
+            "pg_get_partition_constraintdef",
+            "pg_get_ruledef",
+            "pg_get_function_arguments",
+            "pg_get_function_result",
+            "pg_get_viewdef",
+            "obj_description",
+            "pg_tablespace_location",
+        ],
+        1..=2,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::null,
+        "0"
+    ),
+    function!(
+        &["pg_get_serial_sequence", "col_description"],
+        2..=2,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::null,
+        "'t', 'c'"
+    ),
+    function!(
+        &["pg_relation_size", "pg_total_relation_size"],
+        1..=2,
+        |_, t| Ok(any(t, false, SqlType::Int8)),
+        info::zero,
+        "0"
+    ),
+    function!(
+        &["pg_size_pretty"],
+        1..=1,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::size_pretty,
+        "8192"
+    ),
+    function!(
+        &["pg_encoding_to_char"],
+        1..=1,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::encoding_name,
+        "6"
+    ),
+    function!(
+        &["has_table_privilege", "has_schema_privilege"],
+        2..=3,
+        |_, t| Ok(any(t, false, SqlType::Bool)),
+        info::constant_true,
+        "'public', 'USAGE'"
+    ),
+];

@@ -1,0 +1,250 @@
+//! Text functions.
+
+use super::{check_text_bytes, count, Call};
+use crate::error::{Result, SqlError};
+use crate::types::{Datum, SqlType};
+
+/// Compiled size bound of a regular expression (a hostile pattern cannot take the memory).
+const REGEX_SIZE_MAX_BYTES: usize = 1 << 20;
+
+/// Fails with 54000 when replacing every `from` in `text` with `to` would build a text
+/// over `TEXT_BYTES_MAX` (each match may grow it: checked before building it).
+pub(super) fn check_replaced_bytes(text: &str, from: &str, to: &str) -> Result<()> {
+    let matches = text.matches(from).count();
+    let growth = to.len().saturating_sub(from.len());
+    check_text_bytes(text.len().saturating_add(matches.saturating_mul(growth)))
+}
+
+/// length: characters; a bpchar argument (kept as bound) ignores its padding.
+pub(super) fn length(call: Call<'_>) -> Result<Datum> {
+    let value = call.text(0);
+    let value = match call.arg_types.first() {
+        Some(SqlType::Char(_)) => value.trim_end_matches(' '),
+        _ => value,
+    };
+    count(value.chars().count())
+}
+
+/// octet_length: bytes, a bpchar's padding included.
+pub(super) fn octet_length(call: Call<'_>) -> Result<Datum> {
+    count(call.text(0).len())
+}
+
+pub(super) fn upper(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(call.text(0).to_uppercase()))
+}
+
+pub(super) fn lower(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(call.text(0).to_lowercase()))
+}
+
+pub(super) fn reverse(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(call.text(0).chars().rev().collect()))
+}
+
+pub(super) fn initcap(call: Call<'_>) -> Result<Datum> {
+    let mut out = String::new();
+    let mut start = true;
+    for c in call.text(0).chars() {
+        if c.is_alphanumeric() {
+            if start {
+                out.extend(c.to_uppercase())
+            } else {
+                out.extend(c.to_lowercase())
+            }
+            start = false;
+        } else {
+            out.push(c);
+            start = true;
+        }
+    }
+    Ok(Datum::Text(out))
+}
+
+/// md5: the hex digest of the text's bytes, as PostgreSQL.
+pub(super) fn md5(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(format!("{:x}", md5::compute(call.text(0).as_bytes()))))
+}
+
+/// Which ends trim removes characters from.
+#[derive(Clone, Copy)]
+pub(super) enum Side {
+    Both,
+    Start,
+    End,
+}
+
+pub(super) fn trim(call: Call<'_>, side: Side) -> Result<Datum> {
+    let characters: Vec<char> =
+        if call.args.len() > 1 { call.text(1).chars().collect() } else { vec![' '] };
+    let value = call.text(0);
+    let trimmed = match side {
+        Side::Both => value.trim_matches(|c| characters.contains(&c)),
+        Side::Start => value.trim_start_matches(|c| characters.contains(&c)),
+        Side::End => value.trim_end_matches(|c| characters.contains(&c)),
+    };
+    Ok(Datum::Text(trimmed.to_string()))
+}
+
+/// A 1-based character position clamped to `0..=length` as a 0-based index.
+fn clamp_position(position: i64, length: usize) -> usize {
+    if position <= 0 {
+        return 0;
+    }
+    usize::try_from(position).map_or(length, |position| position.min(length))
+}
+
+pub(super) fn substr(call: Call<'_>) -> Result<Datum> {
+    let chars: Vec<char> = call.text(0).chars().collect();
+    let start = call.int(1);
+    let end = if call.args.len() > 2 {
+        let length = call.int(2);
+        if length < 0 {
+            return Err(SqlError::new("22011", "negative substring length not allowed"));
+        }
+        start.saturating_add(length)
+    } else {
+        i64::MAX
+    };
+    let from = clamp_position(start.max(1) - 1, chars.len());
+    let to = clamp_position(end.saturating_sub(1), chars.len());
+    Ok(Datum::Text(if to > from { chars[from..to].iter().collect() } else { String::new() }))
+}
+
+/// How many characters left/right take from `length`: `n`, or all but `-n`.
+fn taken(n: i64, length: usize) -> usize {
+    if n >= 0 {
+        clamp_position(n, length)
+    } else {
+        length.saturating_sub(usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX))
+    }
+}
+
+pub(super) fn left(call: Call<'_>) -> Result<Datum> {
+    let chars: Vec<char> = call.text(0).chars().collect();
+    let take = taken(call.int(1), chars.len());
+    Ok(Datum::Text(chars[..take].iter().collect()))
+}
+
+pub(super) fn right(call: Call<'_>) -> Result<Datum> {
+    let chars: Vec<char> = call.text(0).chars().collect();
+    let take = taken(call.int(1), chars.len());
+    Ok(Datum::Text(chars[chars.len() - take..].iter().collect()))
+}
+
+/// A non-negative count argument; negative counts act as zero, as in PostgreSQL.
+fn non_negative(value: i64) -> usize {
+    // A non-negative i64 fits usize on the 64-bit targets tierdb builds for.
+    usize::try_from(value.max(0)).unwrap_or(usize::MAX)
+}
+
+pub(super) fn repeat(call: Call<'_>) -> Result<Datum> {
+    let times = non_negative(call.int(1));
+    check_text_bytes(call.text(0).len().saturating_mul(times))?;
+    Ok(Datum::Text(call.text(0).repeat(times)))
+}
+
+pub(super) fn pad(call: Call<'_>, at_start: bool) -> Result<Datum> {
+    let value: Vec<char> = call.text(0).chars().collect();
+    let length = non_negative(call.int(1));
+    // As PostgreSQL: room for `length` characters of up to 4 bytes (UTF-8).
+    check_text_bytes(length.saturating_mul(4))?;
+    let fill: Vec<char> =
+        if call.args.len() > 2 { call.text(2).chars().collect() } else { vec![' '] };
+    if value.len() >= length || fill.is_empty() {
+        return Ok(Datum::Text(value.iter().take(length).collect()));
+    }
+    let padding: String = fill.iter().cycle().take(length - value.len()).collect();
+    let value: String = value.iter().collect();
+    Ok(Datum::Text(if at_start { padding + &value } else { value + &padding }))
+}
+
+pub(super) fn replace(call: Call<'_>) -> Result<Datum> {
+    let (value, from, to) = (call.text(0), call.text(1), call.text(2));
+    if from.is_empty() {
+        return Ok(Datum::Text(value.to_string()));
+    }
+    check_replaced_bytes(value, from, to)?;
+    Ok(Datum::Text(value.replace(from, to)))
+}
+
+pub(super) fn translate(call: Call<'_>) -> Result<Datum> {
+    let from: Vec<char> = call.text(1).chars().collect();
+    let to: Vec<char> = call.text(2).chars().collect();
+    Ok(Datum::Text(
+        call.text(0)
+            .chars()
+            .filter_map(|c| match from.iter().position(|&f| f == c) {
+                Some(i) => to.get(i).copied(),
+                None => Some(c),
+            })
+            .collect(),
+    ))
+}
+
+pub(super) fn strpos(call: Call<'_>) -> Result<Datum> {
+    let haystack = call.text(0);
+    match haystack.find(call.text(1)) {
+        Some(byte) => count(haystack[..byte].chars().count() + 1),
+        None => Ok(Datum::Int(0)),
+    }
+}
+
+pub(super) fn starts_with(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Bool(call.text(0).starts_with(call.text(1))))
+}
+
+pub(super) fn split_part(call: Call<'_>) -> Result<Datum> {
+    let field = call.int(2);
+    if field == 0 {
+        return Err(SqlError::new("22023", "field position must not be zero"));
+    }
+    let parts: Vec<&str> = if call.text(1).is_empty() {
+        vec![call.text(0)]
+    } else {
+        call.text(0).split(call.text(1)).collect()
+    };
+    let from_end = usize::try_from(field.unsigned_abs()).unwrap_or(usize::MAX);
+    let index = if field > 0 { Some(from_end - 1) } else { parts.len().checked_sub(from_end) };
+    Ok(Datum::Text(index.and_then(|i| parts.get(i)).map_or(String::new(), |part| part.to_string())))
+}
+
+/// Output-function text of each argument (bpchar keeps its padding, booleans print t/f).
+fn output_texts(call: &Call<'_>) -> Vec<Option<String>> {
+    call.args
+        .iter()
+        .zip(call.arg_types.iter().chain(std::iter::repeat(&SqlType::Text)))
+        .map(|(arg, ty)| arg.to_text(ty))
+        .collect()
+}
+
+pub(super) fn concat(call: Call<'_>) -> Result<Datum> {
+    let texts = output_texts(&call);
+    check_text_bytes(texts.iter().flatten().map(String::len).fold(0, usize::saturating_add))?;
+    Ok(Datum::Text(texts.into_iter().flatten().collect()))
+}
+
+pub(super) fn concat_ws(call: Call<'_>) -> Result<Datum> {
+    let texts = output_texts(&call);
+    let Some(Some(separator)) = texts.first() else { return Ok(Datum::Null) };
+    let separators = separator.len().saturating_mul(texts.len());
+    check_text_bytes(
+        texts.iter().flatten().map(String::len).fold(separators, usize::saturating_add),
+    )?;
+    let parts: Vec<String> = texts[1..].iter().flatten().cloned().collect();
+    Ok(Datum::Text(parts.join(separator)))
+}
+
+pub(super) fn quote_ident(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(call.text(0).to_string()))
+}
+
+/// `~`, `~*`, `!~`, `!~*`.
+pub(super) fn regex(call: Call<'_>, insensitive: bool, negated: bool) -> Result<Datum> {
+    let pattern = regex::RegexBuilder::new(call.text(1))
+        .case_insensitive(insensitive)
+        .size_limit(REGEX_SIZE_MAX_BYTES)
+        .build()
+        .map_err(|error| SqlError::new("2201B", format!("invalid regular expression: {error}")))?;
+    Ok(Datum::Bool(pattern.is_match(call.text(0)) != negated))
+}

@@ -1,0 +1,125 @@
+//! What a statement returns to the client, and its command tag.
+
+use crate::parse::front::CopyStatement;
+use crate::plan::OutputColumn;
+use crate::types::Row;
+
+/// The command a completed statement reports (PostgreSQL's CommandComplete tag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandTag {
+    Select,
+    Insert,
+    Update,
+    Delete,
+    Copy,
+    Explain,
+    Show,
+    Begin,
+    Commit,
+    Rollback,
+    Savepoint,
+    Release,
+    Set,
+    Reset,
+    Vacuum,
+    Analyze,
+    DiscardAll,
+    Deallocate,
+    CreateTable,
+    CreateIndex,
+    CreateSchema,
+    DropTable,
+    DropIndex,
+    AlterTable,
+    TruncateTable,
+}
+
+impl CommandTag {
+    /// The tag's command words.
+    pub fn name(self) -> &'static str {
+        match self {
+            CommandTag::Select => "SELECT",
+            CommandTag::Insert => "INSERT",
+            CommandTag::Update => "UPDATE",
+            CommandTag::Delete => "DELETE",
+            CommandTag::Copy => "COPY",
+            CommandTag::Explain => "EXPLAIN",
+            CommandTag::Show => "SHOW",
+            CommandTag::Begin => "BEGIN",
+            CommandTag::Commit => "COMMIT",
+            CommandTag::Rollback => "ROLLBACK",
+            CommandTag::Savepoint => "SAVEPOINT",
+            CommandTag::Release => "RELEASE",
+            CommandTag::Set => "SET",
+            CommandTag::Reset => "RESET",
+            CommandTag::Vacuum => "VACUUM",
+            CommandTag::Analyze => "ANALYZE",
+            CommandTag::DiscardAll => "DISCARD ALL",
+            CommandTag::Deallocate => "DEALLOCATE",
+            CommandTag::CreateTable => "CREATE TABLE",
+            CommandTag::CreateIndex => "CREATE INDEX",
+            CommandTag::CreateSchema => "CREATE SCHEMA",
+            CommandTag::DropTable => "DROP TABLE",
+            CommandTag::DropIndex => "DROP INDEX",
+            CommandTag::AlterTable => "ALTER TABLE",
+            CommandTag::TruncateTable => "TRUNCATE TABLE",
+        }
+    }
+
+    /// Whether the tag carries a row count (`UPDATE 3`; INSERT's also carries an OID, 0).
+    pub fn counts_rows(self) -> bool {
+        matches!(
+            self,
+            CommandTag::Select
+                | CommandTag::Insert
+                | CommandTag::Update
+                | CommandTag::Delete
+                | CommandTag::Copy
+        )
+    }
+
+    /// The tag's text as PostgreSQL sends it (`INSERT 0 5`, `UPDATE 3`, `CREATE TABLE`).
+    pub fn text(self, rows: u64) -> String {
+        match self {
+            CommandTag::Insert => format!("INSERT 0 {rows}"),
+            tag if tag.counts_rows() => format!("{} {rows}", tag.name()),
+            tag => tag.name().to_string(),
+        }
+    }
+}
+
+/// What a statement returns to the client.
+#[derive(Debug)]
+pub enum Output {
+    /// Rows of a query, EXPLAIN, SHOW, or DML with RETURNING (the tag says which).
+    Rows {
+        columns: Vec<OutputColumn>,
+        rows: Vec<Row>,
+        tag: CommandTag,
+    },
+    /// A command without rows; `rows` is the count the tag reports (0 where it has none).
+    Command {
+        tag: CommandTag,
+        rows: u64,
+    },
+    /// COPY FROM STDIN: the client sends data next; pass it to `Session::copy_in`.
+    CopyIn {
+        statement: CopyStatement,
+        columns: usize,
+    },
+    CopyOut {
+        data: Vec<u8>,
+        columns: usize,
+        rows: u64,
+        csv: bool,
+    },
+    Empty,
+}
+
+impl Output {
+    /// A command that reports no row count.
+    pub fn command(tag: CommandTag) -> Output {
+        debug_assert!(!tag.counts_rows(), "{tag:?} reports its row count");
+        Output::Command { tag, rows: 0 }
+    }
+}

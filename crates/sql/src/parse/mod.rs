@@ -1,0 +1,227 @@
+//! The front of the pipeline: SQL text to statements (sqlparser, plus tierdb's own parser
+//! for COPY and a few utility commands), with PostgreSQL's syntax errors and positions.
+
+pub mod front;
+
+use sqlparser::ast;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+
+use crate::depth;
+use crate::error::{Result, SqlError};
+use front::FrontStatement;
+
+/// A parsed statement.
+#[derive(Clone, Debug)]
+pub enum Statement {
+    Sql(Box<ast::Statement>),
+    Front(FrontStatement),
+}
+
+/// Parses SQL text into statements (front parser first, then sqlparser).
+pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
+    if let Some(front) = front::parse(sql)? {
+        return Ok(vec![Statement::Front(front)]);
+    }
+    depth::check_statement_depth(sql)?;
+    let statements = Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
+        .try_with_sql(sql)
+        .and_then(|mut parser| parser.parse_statements())
+        .map_err(|error| match error {
+            ParserError::RecursionLimitExceeded => depth::stack_depth_error(),
+            error => syntax_error(sql, &error.to_string()),
+        })?;
+    for statement in &statements {
+        check_reserved_names(sql, statement)?;
+    }
+    Ok(statements.into_iter().map(|statement| Statement::Sql(Box::new(statement))).collect())
+}
+
+/// The 1-based character position of sqlparser's 1-based line and column in `sql`.
+pub(crate) fn char_position(sql: &str, line: usize, column: usize) -> usize {
+    let mut position = 0;
+    for (index, text) in sql.split('\n').enumerate() {
+        if index + 1 == line {
+            return position + column.min(text.chars().count() + 1);
+        }
+        position += text.chars().count() + 1;
+    }
+    position.max(1)
+}
+
+/// PostgreSQL's syntax error for a sqlparser error: `syntax error at or near "token"`,
+/// `syntax error at end of input`, `unterminated quoted string at or near "'abc"`, with the
+/// position of the offending token.
+pub(crate) fn syntax_error(sql: &str, error: &str) -> SqlError {
+    let message = error
+        .strip_prefix("sql parser error: ")
+        .or_else(|| error.strip_prefix("sql tokenizer error: "))
+        .unwrap_or(error);
+    let (body, location) = match message.rsplit_once(" at Line: ") {
+        Some((body, location)) => {
+            let mut parts = location.split(", Column: ");
+            let line = parts.next().and_then(|line| line.trim().parse::<usize>().ok());
+            let column = parts.next().and_then(|column| column.trim().parse::<usize>().ok());
+            match (line, column) {
+                (Some(line), Some(column)) => (body, Some(char_position(sql, line, column))),
+                _ => (message, None),
+            }
+        }
+        None => (message, None),
+    };
+    let mut error = if body.starts_with("Unterminated string literal") {
+        let rest: String = sql.chars().skip(location.map_or(0, |position| position - 1)).collect();
+        SqlError::syntax(format!("unterminated quoted string at or near \"{rest}\""))
+    } else if body.ends_with("found: EOF") {
+        SqlError::syntax("syntax error at end of input")
+    } else if let Some((_, token)) = body.rsplit_once("found: ") {
+        SqlError::syntax(format!("syntax error at or near \"{token}\""))
+    } else {
+        SqlError::syntax(format!("syntax error: {body}"))
+    };
+    error.position =
+        if body.ends_with("found: EOF") { Some(sql.chars().count() + 1) } else { location };
+    error
+}
+
+/// PostgreSQL's reserved key words, which cannot name a table unquoted (sqlparser accepts
+/// some of them there: `SELECT * FROM FROM t`).
+pub(crate) const RESERVED_WORDS: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "from",
+    "grant",
+    "group",
+    "having",
+    "in",
+    "initially",
+    "intersect",
+    "into",
+    "lateral",
+    "leading",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "select",
+    "session_user",
+    "some",
+    "symmetric",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "when",
+    "where",
+    "window",
+    "with",
+];
+
+pub(crate) fn check_reserved_names(sql: &str, statement: &ast::Statement) -> Result<()> {
+    let mut found = None;
+    let _ = ast::visit_relations(statement, |name| {
+        for part in &name.0 {
+            if let ast::ObjectNamePart::Identifier(ident) = part {
+                if ident.quote_style.is_none()
+                    && RESERVED_WORDS.contains(&ident.value.to_ascii_lowercase().as_str())
+                {
+                    found = Some(ident.clone());
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    match found {
+        Some(ident) => {
+            let mut error =
+                SqlError::syntax(format!("syntax error at or near \"{}\"", ident.value));
+            let start = ident.span.start;
+            if start.line > 0 {
+                let line = usize::try_from(start.line).unwrap_or(1);
+                let column = usize::try_from(start.column).unwrap_or(1);
+                error.position = Some(char_position(sql, line, column));
+            }
+            Err(error)
+        }
+        None => Ok(()),
+    }
+}
+
+/// Splits a multi-statement string where the front parser must see pieces (COPY, VACUUM)
+/// separately: on semicolons outside quotes.
+pub fn split_statements(sql: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    for c in sql.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if c == ';' => {
+                if !current.trim().is_empty() {
+                    pieces.push(std::mem::take(&mut current));
+                }
+                current.clear();
+                continue;
+            }
+            None => {}
+        }
+        current.push(c);
+    }
+    if !current.trim().is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}

@@ -1,0 +1,33 @@
+//! Plans of INSERT, UPDATE and DELETE.
+
+use std::sync::Arc;
+
+use crate::catalog::TableMeta;
+use crate::plan::{Expr, OutputColumn, Plan};
+
+#[derive(Debug)]
+pub(crate) struct InsertPlan {
+    pub table: Arc<TableMeta>,
+    pub targets: Vec<usize>,
+    pub source: Plan,
+    pub defaults: Vec<Option<Expr>>,
+    pub returning: Option<(Vec<Expr>, Vec<OutputColumn>)>,
+}
+
+#[derive(Debug)]
+pub(crate) struct UpdatePlan {
+    pub table: Arc<TableMeta>,
+    pub scan: Plan,
+    pub assignments: Vec<(usize, Expr)>,
+    pub filter: Option<Expr>,
+    pub returning: Option<(Vec<Expr>, Vec<OutputColumn>)>,
+}
+
+#[derive(Debug)]
+pub(crate) struct DeletePlan {
+    pub table: Arc<TableMeta>,
+    pub scan: Plan,
+    /// The WHERE clause, re-checked on a row a concurrent update changed (READ COMMITTED).
+    pub filter: Option<Expr>,
+    pub returning: Option<(Vec<Expr>, Vec<OutputColumn>)>,
+}

@@ -1,0 +1,371 @@
+//! DDL: CREATE/DROP/ALTER TABLE, CREATE/DROP INDEX.
+
+use super::*;
+use crate::catalog::COLUMNS_MAX;
+use crate::output::CommandTag;
+
+impl Session {
+    pub(crate) fn create_table(&mut self, create: &ast::CreateTable) -> Result<Output> {
+        let name = object_name(&create.name)?;
+        let _guard = self.catalog.lock_ddl();
+        if self.catalog.table(&name).is_some() {
+            if create.if_not_exists {
+                return Ok(Output::command(CommandTag::CreateTable));
+            }
+            return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
+        }
+        if create.query.is_some() {
+            return Err(SqlError::unsupported("CREATE TABLE AS is not supported"));
+        }
+        if create.columns.len() > COLUMNS_MAX {
+            return Err(SqlError::new(
+                "54011",
+                format!("tables can have at most {COLUMNS_MAX} columns"),
+            ));
+        }
+        let mut columns = Vec::new();
+        let mut primary: Option<Vec<usize>> = None;
+        let mut uniques: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+        let mut sequences = Vec::new();
+        for (position, column) in create.columns.iter().enumerate() {
+            let column_name = ident(&column.name);
+            if columns.iter().any(|existing: &ColumnMeta| existing.name == column_name) {
+                return Err(SqlError::new(
+                    "42701",
+                    format!("column \"{column_name}\" specified more than once"),
+                ));
+            }
+            let ty = bind::sql_type(&column.data_type)?;
+            let mut meta =
+                ColumnMeta { name: column_name.clone(), ty, nullable: true, default: None };
+            if bind::is_serial(&column.data_type) {
+                let sequence = format!("{name}_{column_name}_seq");
+                meta.default = Some(format!("nextval('{sequence}')"));
+                meta.nullable = false;
+                sequences.push(sequence);
+            }
+            for option in &column.options {
+                match &option.option {
+                    ast::ColumnOption::NotNull => meta.nullable = false,
+                    ast::ColumnOption::Null => {}
+                    ast::ColumnOption::Default(expr) => {
+                        // Check it binds now (bad defaults fail at CREATE, as in PostgreSQL).
+                        let mut binder = Binder::new(&self.catalog, Vec::new());
+                        let (bound, from) =
+                            binder.expr(expr, &bind::Scope::default(), Some(&meta.ty))?;
+                        bind::coerce(bound, &from, &meta.ty, false)?;
+                        meta.default = Some(expr.to_string());
+                    }
+                    ast::ColumnOption::PrimaryKey(_) => {
+                        if primary.is_some() {
+                            return Err(SqlError::new(
+                                "42P16",
+                                format!(
+                                    "multiple primary keys for table \"{name}\" are not allowed"
+                                ),
+                            ));
+                        }
+                        primary = Some(vec![position]);
+                        meta.nullable = false;
+                    }
+                    ast::ColumnOption::Unique(_) => uniques.push((None, vec![position])),
+                    ast::ColumnOption::Check(_) | ast::ColumnOption::ForeignKey(_) => {
+                        return Err(SqlError::unsupported(
+                            "CHECK and FOREIGN KEY constraints are not supported",
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            columns.push(meta);
+        }
+        for constraint in &create.constraints {
+            match constraint {
+                ast::TableConstraint::PrimaryKey(key) => {
+                    if primary.is_some() {
+                        return Err(SqlError::new(
+                            "42P16",
+                            format!("multiple primary keys for table \"{name}\" are not allowed"),
+                        ));
+                    }
+                    let positions = key_positions(&key.columns, &columns)?;
+                    for &position in &positions {
+                        columns[position].nullable = false;
+                    }
+                    primary = Some(positions);
+                }
+                ast::TableConstraint::Unique(unique) => {
+                    uniques.push((
+                        unique.name.as_ref().map(ident),
+                        key_positions(&unique.columns, &columns)?,
+                    ));
+                }
+                _ => {
+                    return Err(SqlError::unsupported(
+                        "CHECK and FOREIGN KEY constraints are not supported",
+                    ))
+                }
+            }
+        }
+        let indexes = table_indexes(&name, primary, uniques, &columns);
+        for sequence in &sequences {
+            self.catalog.create_sequence(sequence)?;
+        }
+        self.catalog.create_table(TableMeta { name, oid: 0, columns, indexes })?;
+        Ok(Output::command(CommandTag::CreateTable))
+    }
+
+    pub(crate) fn create_index(&mut self, create: &ast::CreateIndex) -> Result<Output> {
+        let table_name = object_name(&create.table_name)?;
+        let _guard = self.catalog.lock_ddl();
+        let table = self
+            .catalog
+            .table(&table_name)
+            .ok_or_else(|| SqlError::undefined_table(&table_name))?;
+        let mut positions = Vec::new();
+        let mut column_names = Vec::new();
+        for column in &create.columns {
+            let name = match &column.column.expr {
+                ast::Expr::Identifier(name) => ident(name),
+                other => return Err(SqlError::unsupported(format!("index on expression {other}"))),
+            };
+            let position = table.column_index(&name).ok_or_else(|| {
+                SqlError::new("42703", format!("column \"{name}\" does not exist"))
+            })?;
+            positions.push(position);
+            column_names.push(name);
+        }
+        let name = match &create.name {
+            Some(name) => object_name(name)?,
+            None => format!("{}_{}_idx", table_name, column_names.join("_")),
+        };
+        if create.if_not_exists
+            && self
+                .catalog
+                .tables()
+                .iter()
+                .any(|t| t.indexes.iter().any(|index| index.name == name))
+        {
+            return Ok(Output::command(CommandTag::CreateIndex));
+        }
+        let index = IndexMeta {
+            name: name.clone(),
+            oid: 0,
+            columns: positions,
+            unique: create.unique,
+            primary: false,
+            kind: IndexKind::Secondary,
+        };
+        self.catalog
+            .create_index(&table_name, index)
+            .map_err(|error| unique_index_error(error, &name))?;
+        Ok(Output::command(CommandTag::CreateIndex))
+    }
+
+    pub(crate) fn drop(
+        &mut self,
+        object_type: &ast::ObjectType,
+        if_exists: bool,
+        names: &[ast::ObjectName],
+    ) -> Result<Output> {
+        let _guard = self.catalog.lock_ddl();
+        match object_type {
+            ast::ObjectType::Table => {
+                for name in names {
+                    let name = object_name(name)?;
+                    if self.catalog.table(&name).is_none() {
+                        if if_exists {
+                            continue;
+                        }
+                        return Err(SqlError::new(
+                            "42P01",
+                            format!("table \"{name}\" does not exist"),
+                        ));
+                    }
+                    self.catalog.drop_table(&name)?;
+                }
+                Ok(Output::command(CommandTag::DropTable))
+            }
+            ast::ObjectType::Index => {
+                for name in names {
+                    let name = object_name(name)?;
+                    match self.catalog.drop_index(&name) {
+                        Err(error) if error.sqlstate == "42704" && if_exists => {}
+                        other => other?,
+                    }
+                }
+                Ok(Output::command(CommandTag::DropIndex))
+            }
+            other => Err(SqlError::unsupported(format!("DROP {other} is not supported"))),
+        }
+    }
+
+    pub(crate) fn alter_table(&mut self, alter: &ast::AlterTable) -> Result<Output> {
+        let table_name = object_name(&alter.name)?;
+        let catalog = Arc::clone(&self.catalog);
+        let _guard = catalog.lock_ddl();
+        for operation in &alter.operations {
+            let table = self
+                .catalog
+                .table(&table_name)
+                .ok_or_else(|| SqlError::undefined_table(&table_name))?;
+            let ast::AlterTableOperation::AddConstraint { constraint, .. } = operation else {
+                return Err(SqlError::unsupported(
+                    "only ALTER TABLE ... ADD PRIMARY KEY / UNIQUE is supported",
+                ));
+            };
+            let (columns, primary, name) = match constraint {
+                ast::TableConstraint::PrimaryKey(key) => {
+                    if table.primary_key().is_some() {
+                        return Err(SqlError::new(
+                            "42P16",
+                            format!(
+                                "multiple primary keys for table \"{table_name}\" are not allowed"
+                            ),
+                        ));
+                    }
+                    (
+                        &key.columns,
+                        true,
+                        key.name.as_ref().map_or_else(|| format!("{table_name}_pkey"), ident),
+                    )
+                }
+                ast::TableConstraint::Unique(unique) => (
+                    &unique.columns,
+                    false,
+                    unique.name.as_ref().map_or_else(|| format!("{table_name}_key"), ident),
+                ),
+                _ => {
+                    return Err(SqlError::unsupported(
+                        "only PRIMARY KEY and UNIQUE constraints are supported",
+                    ))
+                }
+            };
+            let mut positions = Vec::new();
+            for column in columns {
+                let ast::Expr::Identifier(column_name) = &column.column.expr else {
+                    return Err(SqlError::unsupported("constraint on an expression"));
+                };
+                let column_name = ident(column_name);
+                positions.push(table.column_index(&column_name).ok_or_else(|| {
+                    SqlError::new(
+                        "42703",
+                        format!(
+                            "column \"{column_name}\" of relation \"{table_name}\" does not exist"
+                        ),
+                    )
+                })?);
+            }
+            if primary {
+                self.check_no_nulls(&table, &positions)?;
+            }
+            let index = IndexMeta {
+                name: name.clone(),
+                oid: 0,
+                columns: positions,
+                unique: true,
+                primary,
+                kind: IndexKind::Secondary,
+            };
+            self.catalog
+                .create_index(&table_name, index)
+                .map_err(|error| unique_index_error(error, &name))?;
+        }
+        Ok(Output::command(CommandTag::AlterTable))
+    }
+
+    pub(crate) fn check_no_nulls(
+        &mut self,
+        table: &Arc<TableMeta>,
+        positions: &[usize],
+    ) -> Result<()> {
+        let mut transaction = self.catalog.engine().begin(IsolationLevel::ReadCommitted)?;
+        let mut resume: Option<Vec<u8>> = None;
+        loop {
+            let page = transaction.scan_page(
+                &table.name,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                resume.as_deref(),
+                exec::SCAN_PAGE_ROWS,
+            )?;
+            let complete = page.len() < exec::SCAN_PAGE_ROWS;
+            for (key, row) in page {
+                for &position in positions {
+                    let is_null = matches!(row.get(position), Some(Value::Null) | None);
+                    table.check_not_null(position, is_null, true)?;
+                }
+                resume = Some(key);
+            }
+            if complete {
+                break;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    // ----- settings -----
+}
+
+pub(crate) fn unique_index_error(error: SqlError, name: &str) -> SqlError {
+    if error.sqlstate == "23505" {
+        SqlError::new("23505", format!("could not create unique index \"{name}\""))
+    } else {
+        error
+    }
+}
+
+/// The columns a key constraint names, as positions (42703 for an unknown one).
+fn key_positions(names: &[ast::IndexColumn], columns: &[ColumnMeta]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|column| {
+            let name = match &column.column.expr {
+                ast::Expr::Identifier(name) => ident(name),
+                other => {
+                    return Err(SqlError::unsupported(format!("constraint on expression {other}")))
+                }
+            };
+            columns.iter().position(|c| c.name == name).ok_or_else(|| {
+                SqlError::new("42703", format!("column \"{name}\" named in key does not exist"))
+            })
+        })
+        .collect()
+}
+
+/// The indexes of a new table: its primary key (the clustering key) and its UNIQUE
+/// constraints, named as PostgreSQL names them.
+fn table_indexes(
+    name: &str,
+    primary: Option<Vec<usize>>,
+    uniques: Vec<(Option<String>, Vec<usize>)>,
+    columns: &[ColumnMeta],
+) -> Vec<IndexMeta> {
+    let mut indexes = Vec::new();
+    if let Some(positions) = primary {
+        indexes.push(IndexMeta {
+            name: format!("{name}_pkey"),
+            oid: 0,
+            columns: positions,
+            unique: true,
+            primary: true,
+            kind: IndexKind::Clustered,
+        });
+    }
+    for (constraint_name, positions) in uniques {
+        let index_name = constraint_name.unwrap_or_else(|| {
+            let names: Vec<&str> = positions.iter().map(|&p| columns[p].name.as_str()).collect();
+            format!("{name}_{}_key", names.join("_"))
+        });
+        indexes.push(IndexMeta {
+            name: index_name,
+            oid: 0,
+            columns: positions,
+            unique: true,
+            primary: false,
+            kind: IndexKind::Secondary,
+        });
+    }
+    indexes
+}

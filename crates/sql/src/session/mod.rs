@@ -1,0 +1,628 @@
+//! A SQL session: its transaction state machine, settings, and the execution of every kind
+//! of statement (queries, DML, DDL, transaction control, SET/SHOW, EXPLAIN, COPY, VACUUM).
+//!
+//! Transaction block states (PostgreSQL's, as the wire protocol reports them):
+//!
+//! ```text
+//!            BEGIN (begin_block)              error (fail_block)
+//!   Idle ─────────────────────────► InBlock ─────────────────────► Failed
+//!    ▲                                │  ▲                           │
+//!    │ COMMIT / ROLLBACK (end_block)  │  └── ROLLBACK TO SAVEPOINT ──┤
+//!    └────────────────────────────────┴──────── ROLLBACK / COMMIT ───┘
+//! ```
+//!
+//! Outside a block each statement runs in its own transaction (autocommit). The engine
+//! transaction of a block starts lazily at its first statement, so a REPEATABLE READ
+//! snapshot is taken when the first query runs, as in PostgreSQL.
+
+mod copy_in;
+mod ddl;
+mod run;
+mod settings;
+mod txn_modes;
+mod utility;
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+use sqlparser::ast;
+use tierdb_engine::{IsolationLevel, Transaction, Value, WaitLimits};
+
+use crate::bind::{self, bind_delete, bind_insert, bind_update, ident, object_name, Binder};
+use crate::catalog::{Catalog, ColumnMeta, IndexKind, IndexMeta, TableMeta};
+use crate::depth;
+use crate::durations::{format_duration_ms, parse_duration_ms, TIMEOUT_SETTINGS};
+use crate::error::{Result, SqlError};
+use crate::exec::explain;
+use crate::exec::{self, run_delete, run_insert, run_update, Ctx, MemoryBudget, NodeStats};
+use crate::output::{CommandTag, Output};
+use crate::parse::front::{self, CopyFormat, CopySource, CopyStatement, FrontStatement};
+use crate::parse::{parse_sql, split_statements, Statement};
+use crate::plan::{computed_column, DeletePlan, InsertPlan, OutputColumn, Plan, UpdatePlan};
+use crate::sizes::{parse_size_bytes, SizeSyntax};
+use crate::stats::StatementStats;
+use crate::system::SessionInfo;
+use crate::types::{self, Datum, SqlType};
+
+/// Default work_mem (PostgreSQL's default).
+pub const WORK_MEM_DEFAULT_BYTES: u64 = 4 << 20;
+
+// Memory sizes are u64 (settings allow up to 2 TiB); tierdb builds for 64-bit targets, where
+// every such size is also a usize.
+const _: () = assert!(usize::BITS >= 64);
+
+/// A prepared statement: parsed once, bound against the catalog version it saw.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub sql: String,
+    pub statement: Option<Arc<Statement>>,
+    /// The normalized text for statement statistics (computed once).
+    normalized: Option<Arc<str>>,
+    pub parameter_types: Vec<SqlType>,
+    pub columns: Vec<OutputColumn>,
+    bound: Option<Arc<(u64, Bound)>>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Bound {
+    Query(Plan),
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockState {
+    Idle,
+    InBlock,
+    Failed,
+}
+
+pub struct Session {
+    catalog: Arc<Catalog>,
+    transaction: Option<Transaction>,
+    state: BlockState,
+    block_isolation: Option<IsolationLevel>,
+    /// READ ONLY (or READ WRITE) named by BEGIN, SET TRANSACTION or transaction_read_only.
+    block_read_only: Option<bool>,
+    settings: HashMap<String, String>,
+    /// Settings as they were at BEGIN and at each savepoint (by name): SET is transactional,
+    /// so ROLLBACK (TO SAVEPOINT) restores them.
+    block_settings: Option<HashMap<String, String>>,
+    savepoint_settings: Vec<(String, HashMap<String, String>)>,
+    pub database: String,
+    pub user: String,
+    pub backend_pid: i32,
+    pub cancel: Arc<AtomicBool>,
+    statistics: Arc<StatementStats>,
+    /// A COPY FROM STDIN receiving data (session/copy_in.rs).
+    copy_in: Option<copy_in::CopyIn>,
+}
+
+fn parse_isolation(text: &str) -> Option<IsolationLevel> {
+    txn_modes::parse_isolation(text).ok().flatten()
+}
+
+fn isolation_name(level: IsolationLevel) -> &'static str {
+    match level {
+        IsolationLevel::ReadCommitted => "read committed",
+        IsolationLevel::RepeatableRead => "repeatable read",
+    }
+}
+
+impl Session {
+    pub fn new(
+        catalog: Arc<Catalog>,
+        statistics: Arc<StatementStats>,
+        database: &str,
+        user: &str,
+        backend_pid: i32,
+    ) -> Session {
+        Session {
+            catalog,
+            transaction: None,
+            state: BlockState::Idle,
+            block_isolation: None,
+            block_read_only: None,
+            settings: HashMap::new(),
+            block_settings: None,
+            savepoint_settings: Vec::new(),
+            database: database.to_string(),
+            user: user.to_string(),
+            backend_pid,
+            cancel: Arc::new(AtomicBool::new(false)),
+            statistics,
+            copy_in: None,
+        }
+    }
+
+    /// Sets a setting's session default (server configuration such as work_mem); RESET
+    /// returns to PostgreSQL's built-in default.
+    pub fn set_default(&mut self, name: &str, value: &str) -> Result<()> {
+        self.apply_setting(name, value)
+    }
+
+    pub fn state(&self) -> BlockState {
+        self.state
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// work_mem in bytes: values are checked when they are SET, so a stored one always
+    /// parses, and is at most 2 TiB, a usize on the 64-bit targets (asserted above).
+    fn work_mem_bytes(&self) -> usize {
+        let stored = self.settings.get("work_mem");
+        let parsed = stored.and_then(|text| parse_size_bytes(text, SizeSyntax::SETTING));
+        debug_assert!(parsed.is_some() || stored.is_none(), "work_mem is checked when SET");
+        usize::try_from(parsed.unwrap_or(WORK_MEM_DEFAULT_BYTES)).unwrap_or(usize::MAX)
+    }
+
+    /// A timeout setting (one of `TIMEOUT_SETTINGS`) in milliseconds; 0 when disabled.
+    /// Values are checked when they are SET, so a stored one always parses.
+    pub fn timeout_ms(&self, name: &str) -> u64 {
+        debug_assert!(TIMEOUT_SETTINGS.contains(&name), "{name} is not a timeout setting");
+        self.settings
+            .get(name)
+            .map(|text| parse_duration_ms(name, text).expect("checked when it was SET"))
+            .unwrap_or(0)
+    }
+
+    /// Whether the current (or next autocommit) transaction is READ ONLY.
+    fn read_only(&self) -> bool {
+        self.block_read_only.unwrap_or_else(|| {
+            self.settings.get("default_transaction_read_only").is_some_and(|value| value == "on")
+        })
+    }
+
+    /// The limits on the statement about to run: the cancel flag, statement_timeout's
+    /// deadline from now, and lock_timeout for every lock wait.
+    fn wait_limits(&self) -> WaitLimits {
+        let statement_timeout_ms = self.timeout_ms("statement_timeout");
+        WaitLimits {
+            cancel: Some(Arc::clone(&self.cancel)),
+            statement_deadline: (statement_timeout_ms > 0)
+                .then(|| Instant::now() + std::time::Duration::from_millis(statement_timeout_ms)),
+            lock_timeout_ms: self.timeout_ms("lock_timeout"),
+        }
+    }
+
+    fn default_isolation(&self) -> IsolationLevel {
+        self.settings
+            .get("default_transaction_isolation")
+            .and_then(|text| parse_isolation(text))
+            .unwrap_or(IsolationLevel::ReadCommitted)
+    }
+
+    /// Runs a simple-protocol query string: every statement in order, stopping at the
+    /// first error (as PostgreSQL does).
+    pub fn execute(&mut self, sql: &str) -> Vec<Result<Output>> {
+        // A statement while a COPY still expected data (the client broke off): the COPY fails.
+        self.copy_in_abort();
+        let mut outputs = Vec::new();
+        let pieces = if sql.contains(';') { split_statements(sql) } else { vec![sql.to_string()] };
+        // The whole string is parsed first: a syntax error anywhere runs nothing.
+        let mut statements = Vec::new();
+        for piece in pieces {
+            match parse_sql(&piece) {
+                Ok(parsed) => statements
+                    .extend(parsed.into_iter().map(|statement| (piece.clone(), statement))),
+                Err(error) => {
+                    self.fail_block();
+                    outputs.push(Err(error));
+                    return outputs;
+                }
+            }
+        }
+        // Several statements outside a block run in one implicit transaction, as in
+        // PostgreSQL, unless they control transactions themselves.
+        let implicit = statements.len() > 1
+            && self.state == BlockState::Idle
+            && statements.iter().all(|(_, statement)| !controls_transactions(statement));
+        if implicit {
+            self.state = BlockState::InBlock;
+        }
+        for (piece, statement) in statements {
+            let mut prepared = Prepared {
+                sql: piece,
+                statement: Some(Arc::new(statement)),
+                normalized: None,
+                parameter_types: Vec::new(),
+                columns: Vec::new(),
+                bound: None,
+            };
+            let outcome = self.execute_prepared(&mut prepared, &[]);
+            let failed = outcome.is_err();
+            outputs.push(outcome);
+            if failed {
+                break;
+            }
+        }
+        if implicit {
+            let failed = outputs.last().is_some_and(Result::is_err);
+            self.state = BlockState::Idle;
+            if let Some(transaction) = self.transaction.take() {
+                if failed {
+                    let _ = transaction.rollback();
+                } else if let Err(error) = transaction.commit() {
+                    outputs.push(Err(error.into()));
+                }
+            }
+        }
+        outputs
+    }
+
+    /// Parses and binds a statement for the extended protocol; `parameter_types` are the
+    /// client's (Unknown where it sent none).
+    pub fn prepare(&mut self, sql: &str, parameter_types: &[SqlType]) -> Result<Prepared> {
+        let mut statements = parse_sql(sql)?;
+        if statements.len() > 1 {
+            return Err(SqlError::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            ));
+        }
+        let statement = statements.pop().map(Arc::new);
+        let mut prepared = Prepared {
+            sql: sql.to_string(),
+            statement,
+            normalized: None,
+            parameter_types: parameter_types.to_vec(),
+            columns: Vec::new(),
+            bound: None,
+        };
+        if let Some(Statement::Sql(sql_statement)) = prepared.statement.clone().as_deref() {
+            if let Some((bound, parameters)) = self.bind(sql_statement, parameter_types)? {
+                prepared.columns = bound_columns(&bound);
+                prepared.parameter_types = parameters;
+                prepared.bound = Some(Arc::new((self.catalog.version(), bound)));
+            } else if let ast::Statement::Explain { .. } = sql_statement.as_ref() {
+                prepared.columns = vec![computed_column("QUERY PLAN", SqlType::Text)];
+            } else if let ast::Statement::ShowVariable { variable } = sql_statement.as_ref() {
+                let name = variable.iter().map(ident).collect::<Vec<_>>().join(" ");
+                prepared.columns = vec![computed_column(&name, SqlType::Text)];
+            }
+        }
+        Ok(prepared)
+    }
+
+    /// Binds a DML or query statement; None for statements executed without a plan.
+    fn bind(
+        &self,
+        statement: &ast::Statement,
+        parameter_types: &[SqlType],
+    ) -> Result<Option<(Bound, Vec<SqlType>)>> {
+        let mut binder = Binder::new(&self.catalog, parameter_types.to_vec());
+        let bound = match statement {
+            ast::Statement::Query(query) => Bound::Query(binder.query(query)?),
+            ast::Statement::Insert(insert) => Bound::Insert(bind_insert(&mut binder, insert)?),
+            ast::Statement::Update(update) => Bound::Update(bind_update(&mut binder, update)?),
+            ast::Statement::Delete(delete) => Bound::Delete(bind_delete(&mut binder, delete)?),
+            _ => return Ok(None),
+        };
+        let parameters = binder.finish_parameters();
+        Ok(Some((bound, parameters)))
+    }
+
+    /// Executes a prepared statement with parameter values.
+    pub fn execute_prepared(
+        &mut self,
+        prepared: &mut Prepared,
+        params: &[Datum],
+    ) -> Result<Output> {
+        self.copy_in_abort();
+        self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+        let Some(statement) = prepared.statement.clone() else { return Ok(Output::Empty) };
+        let statement: &Statement = &statement;
+        let started = Instant::now();
+        let counters_before = tierdb_common::op_counters_snapshot();
+        let outcome = self.dispatch(statement, prepared, params);
+        if let Statement::Sql(sql_statement) = statement {
+            if matches!(
+                sql_statement.as_ref(),
+                ast::Statement::Query(_)
+                    | ast::Statement::Insert(_)
+                    | ast::Statement::Update(_)
+                    | ast::Statement::Delete(_)
+            ) {
+                let rows = match &outcome {
+                    Ok(Output::Rows { rows, .. }) => crate::types::count_u64(rows.len()),
+                    Ok(Output::Command { rows, .. }) => *rows,
+                    _ => 0,
+                };
+                let counters = tierdb_common::op_counters_snapshot().since(&counters_before);
+                let key = prepared.normalized.get_or_insert_with(|| {
+                    crate::stats::normalize(&sql_statement.to_string()).into()
+                });
+                self.statistics.record(key, started.elapsed(), rows, &counters);
+            }
+        }
+        outcome
+    }
+
+    fn dispatch(
+        &mut self,
+        statement: &Statement,
+        prepared: &mut Prepared,
+        params: &[Datum],
+    ) -> Result<Output> {
+        // Transaction control first: it works in the failed state.
+        if let Statement::Sql(sql) = statement {
+            if let Some(output) = self.transaction_control(sql)? {
+                return Ok(output);
+            }
+        }
+        if self.state == BlockState::Failed {
+            return Err(aborted_error());
+        }
+        // The red zone for this statement (a prepared one may run after others).
+        let outcome = depth::check_statement_depth(&prepared.sql)
+            .and_then(|()| self.run_statement(statement, prepared, params));
+        if outcome.is_err() {
+            self.fail_block();
+        }
+        outcome
+    }
+
+    /// An error inside a block fails it; outside, the autocommit transaction is gone.
+    fn fail_block(&mut self) {
+        match self.state {
+            BlockState::InBlock | BlockState::Failed => {
+                if let Some(transaction) = self.transaction.as_mut() {
+                    transaction.fail();
+                }
+                self.state = BlockState::Failed;
+            }
+            BlockState::Idle => {
+                if let Some(transaction) = self.transaction.take() {
+                    let _ = transaction.rollback();
+                }
+            }
+        }
+    }
+
+    fn begin_transaction(&mut self) -> Result<()> {
+        if self.transaction.is_none() {
+            let isolation = self.block_isolation.unwrap_or_else(|| self.default_isolation());
+            self.transaction = Some(self.catalog.engine().begin(isolation)?);
+        }
+        Ok(())
+    }
+
+    /// Runs `body` inside the block's transaction or an autocommit one.
+    fn in_transaction<T>(&mut self, body: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        self.begin_transaction()?;
+        self.transaction.as_mut().expect("begun").begin_statement()?;
+        let outcome = body(self);
+        if self.state == BlockState::Idle {
+            let transaction = self.transaction.take().expect("autocommit transaction");
+            match outcome {
+                Ok(value) => {
+                    transaction.commit()?;
+                    Ok(value)
+                }
+                Err(error) => {
+                    let _ = transaction.rollback();
+                    Err(error)
+                }
+            }
+        } else {
+            if outcome.is_err() {
+                if let Some(transaction) = self.transaction.as_mut() {
+                    transaction.fail();
+                }
+            }
+            outcome
+        }
+    }
+
+    /// SAVEPOINT and RELEASE need an open, healthy block: 25P02 in a failed block, 25P01
+    /// outside one.
+    fn require_open_block(&self, command: &str) -> Result<()> {
+        match self.state {
+            BlockState::Failed => Err(aborted_error()),
+            BlockState::Idle => Err(SqlError::new(
+                "25P01",
+                format!("{command} can only be used in transaction blocks"),
+            )),
+            BlockState::InBlock => Ok(()),
+        }
+    }
+
+    fn transaction_control(&mut self, statement: &ast::Statement) -> Result<Option<Output>> {
+        Ok(Some(match statement {
+            ast::Statement::StartTransaction { modes, .. } => {
+                if self.state != BlockState::Idle {
+                    // PostgreSQL warns and stays in the block.
+                    return Ok(Some(Output::command(CommandTag::Begin)));
+                }
+                let isolation = txn_modes::isolation_of(modes)?;
+                self.state = BlockState::InBlock;
+                self.block_isolation = isolation;
+                self.block_read_only = txn_modes::read_only_of(modes);
+                self.block_settings = Some(self.settings.clone());
+                self.savepoint_settings.clear();
+                Output::command(CommandTag::Begin)
+            }
+            ast::Statement::Commit { .. } => {
+                let saved_settings = self.block_settings.take();
+                self.savepoint_settings.clear();
+                let tag = match self.state {
+                    BlockState::Failed => {
+                        if let Some(transaction) = self.transaction.take() {
+                            let _ = transaction.rollback();
+                        }
+                        if let Some(settings) = saved_settings {
+                            self.settings = settings;
+                        }
+                        CommandTag::Rollback
+                    }
+                    _ => {
+                        if let Some(transaction) = self.transaction.take() {
+                            let outcome = transaction.commit();
+                            self.state = BlockState::Idle;
+                            self.block_isolation = None;
+                            self.block_read_only = None;
+                            outcome?;
+                        }
+                        CommandTag::Commit
+                    }
+                };
+                self.state = BlockState::Idle;
+                self.block_isolation = None;
+                self.block_read_only = None;
+                Output::command(tag)
+            }
+            ast::Statement::Rollback { savepoint: Some(name), .. } => {
+                if self.state == BlockState::Idle {
+                    return Err(SqlError::new(
+                        "25P01",
+                        "ROLLBACK TO SAVEPOINT can only be used in transaction blocks",
+                    ));
+                }
+                let transaction = self.transaction.as_mut().ok_or_else(|| {
+                    SqlError::new("3B001", format!("savepoint \"{}\" does not exist", ident(name)))
+                })?;
+                transaction.rollback_to_savepoint(&ident(name))?;
+                self.state = BlockState::InBlock;
+                let name = ident(name);
+                if let Some(position) =
+                    self.savepoint_settings.iter().rposition(|(saved, _)| *saved == name)
+                {
+                    self.savepoint_settings.truncate(position + 1);
+                    self.settings = self.savepoint_settings[position].1.clone();
+                }
+                Output::command(CommandTag::Rollback)
+            }
+            ast::Statement::Rollback { .. } => {
+                if let Some(settings) = self.block_settings.take() {
+                    self.settings = settings;
+                }
+                self.savepoint_settings.clear();
+                if let Some(transaction) = self.transaction.take() {
+                    transaction.rollback()?;
+                }
+                self.state = BlockState::Idle;
+                self.block_isolation = None;
+                self.block_read_only = None;
+                Output::command(CommandTag::Rollback)
+            }
+            ast::Statement::Savepoint { name } => {
+                self.require_open_block("SAVEPOINT")?;
+                self.begin_transaction()?;
+                self.transaction.as_mut().expect("begun").savepoint(&ident(name))?;
+                self.savepoint_settings.push((ident(name), self.settings.clone()));
+                Output::command(CommandTag::Savepoint)
+            }
+            ast::Statement::ReleaseSavepoint { name } => {
+                self.require_open_block("RELEASE SAVEPOINT")?;
+                self.begin_transaction()?;
+                self.transaction.as_mut().expect("begun").release_savepoint(&ident(name))?;
+                let name = ident(name);
+                if let Some(position) =
+                    self.savepoint_settings.iter().rposition(|(saved, _)| *saved == name)
+                {
+                    self.savepoint_settings.truncate(position);
+                }
+                Output::command(CommandTag::Release)
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Records an error raised outside the session (a bad parameter): it fails the block.
+    pub fn note_error(&mut self) {
+        self.fail_block();
+    }
+
+    /// Rolls back any open transaction (connection close).
+    pub fn terminate(&mut self) {
+        self.copy_in = None;
+        if let Some(transaction) = self.transaction.take() {
+            let _ = transaction.rollback();
+        }
+        self.state = BlockState::Idle;
+    }
+}
+
+/// 25P02, worded by the engine, which reports the same state for its own failed transactions.
+fn aborted_error() -> SqlError {
+    tierdb_engine::EngineError::TransactionAborted.into()
+}
+
+fn bound_columns(bound: &Bound) -> Vec<OutputColumn> {
+    let mut columns = match bound {
+        Bound::Query(plan) => plan.columns.clone(),
+        Bound::Insert(InsertPlan { returning, .. })
+        | Bound::Update(UpdatePlan { returning, .. })
+        | Bound::Delete(DeletePlan { returning, .. }) => {
+            returning.as_ref().map(|(_, columns)| columns.clone()).unwrap_or_default()
+        }
+    };
+    // An output whose type was never decided (`SELECT $1`) is text, as in PostgreSQL.
+    for column in &mut columns {
+        if column.ty == SqlType::Unknown {
+            column.ty = SqlType::Text;
+        }
+    }
+    columns
+}
+
+/// Whether a statement starts, ends or marks a transaction (or cannot run inside one).
+fn controls_transactions(statement: &Statement) -> bool {
+    match statement {
+        Statement::Front(FrontStatement::Vacuum { .. }) => true,
+        Statement::Front(_) => false,
+        Statement::Sql(sql) => matches!(
+            sql.as_ref(),
+            ast::Statement::StartTransaction { .. }
+                | ast::Statement::Commit { .. }
+                | ast::Statement::Rollback { .. }
+                | ast::Statement::Savepoint { .. }
+                | ast::Statement::ReleaseSavepoint { .. }
+        ),
+    }
+}
+
+fn bound_plan(bound: &Bound) -> &Plan {
+    match bound {
+        Bound::Query(plan) => plan,
+        Bound::Insert(insert) => &insert.source,
+        Bound::Update(update) => &update.scan,
+        Bound::Delete(delete) => &delete.scan,
+    }
+}
+
+fn check_parameters(types: &[SqlType], params: &[Datum]) -> Result<()> {
+    if params.len() < types.len() {
+        return Err(SqlError::new(
+            "08P01",
+            format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                params.len(),
+                types.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Parameters arrive as text (unknown) or typed; make each the statement's type.
+fn coerce_parameters(types: &[SqlType], params: &[Datum]) -> Result<Vec<Datum>> {
+    params
+        .iter()
+        .enumerate()
+        .map(|(index, datum)| match (datum, types.get(index)) {
+            // Text values (text-format parameters, or binary ones of character types) go
+            // through the type's input function: char(n) pads, varchar(n) checks length.
+            (Datum::Text(text), Some(ty))
+                if !matches!(ty, SqlType::Text | SqlType::Unknown | SqlType::Name) =>
+            {
+                types::parse_text(text, ty)
+            }
+            (datum, _) => Ok(datum.clone()),
+        })
+        .collect()
+}

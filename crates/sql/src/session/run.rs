@@ -1,0 +1,177 @@
+//! Running one statement: binding (cached per catalog version), execution, EXPLAIN.
+
+use super::*;
+use crate::output::CommandTag;
+
+impl Session {
+    pub(crate) fn run_statement(
+        &mut self,
+        statement: &Statement,
+        prepared: &mut Prepared,
+        params: &[Datum],
+    ) -> Result<Output> {
+        let sql = match statement {
+            Statement::Front(FrontStatement::Copy(copy)) if copy.from && self.read_only() => {
+                return Err(txn_modes::read_only_error("COPY FROM"));
+            }
+            Statement::Front(front) => return self.front(front),
+            Statement::Sql(sql) => sql,
+        };
+        if self.read_only() {
+            if let Some(command) = txn_modes::write_command(sql) {
+                return Err(txn_modes::read_only_error(&command));
+            }
+        }
+        match sql.as_ref() {
+            ast::Statement::Query(_)
+            | ast::Statement::Insert(_)
+            | ast::Statement::Update(_)
+            | ast::Statement::Delete(_) => {
+                let bound = self.bound_for(sql, prepared)?;
+                check_parameters(&prepared.parameter_types, params)?;
+                let params = coerce_parameters(&prepared.parameter_types, params)?;
+                self.in_transaction(|session| {
+                    session.run_bound(&bound.1, &params, false).map(|(output, _)| output)
+                })
+            }
+            ast::Statement::Explain { statement: inner, analyze, options, .. } => {
+                self.explain(inner, *analyze, options.as_deref(), params)
+            }
+            ast::Statement::CreateTable(create) => self.create_table(create),
+            ast::Statement::CreateIndex(create) => self.create_index(create),
+            ast::Statement::Drop { object_type, if_exists, names, .. } => {
+                self.drop(object_type, *if_exists, names)
+            }
+            ast::Statement::AlterTable(alter) => self.alter_table(alter),
+            ast::Statement::Truncate(truncate) => {
+                let _guard = self.catalog.lock_ddl();
+                for target in &truncate.table_names {
+                    let name = object_name(&target.name)?;
+                    self.catalog.truncate_table(&name)?;
+                }
+                Ok(Output::command(CommandTag::TruncateTable))
+            }
+            ast::Statement::Set(set) => self.set(set),
+            ast::Statement::ShowVariable { variable } => self.show(variable),
+            ast::Statement::Discard { .. } => Ok(Output::command(CommandTag::DiscardAll)),
+            ast::Statement::Deallocate { .. } => Ok(Output::command(CommandTag::Deallocate)),
+            ast::Statement::CreateSchema { .. } => Ok(Output::command(CommandTag::CreateSchema)),
+            ast::Statement::CreateExtension(_) => {
+                Err(SqlError::unsupported("extensions are not supported"))
+            }
+            other => Err(SqlError::unsupported(format!(
+                "statement not supported: {}",
+                other.to_string().chars().take(80).collect::<String>()
+            ))),
+        }
+    }
+
+    pub(crate) fn bound_for(
+        &self,
+        sql: &ast::Statement,
+        prepared: &mut Prepared,
+    ) -> Result<Arc<(u64, Bound)>> {
+        let version = self.catalog.version();
+        if let Some(bound) = &prepared.bound {
+            if bound.0 == version {
+                return Ok(Arc::clone(bound));
+            }
+        }
+        let (bound, parameters) = self.bind(sql, &prepared.parameter_types)?.expect("DML binds");
+        prepared.parameter_types = parameters;
+        prepared.columns = bound_columns(&bound);
+        let bound = Arc::new((version, bound));
+        prepared.bound = Some(Arc::clone(&bound));
+        Ok(bound)
+    }
+
+    /// Runs a bound statement in the current transaction; returns the output and, with
+    /// `analyze`, node statistics.
+    pub(crate) fn run_bound(
+        &mut self,
+        bound: &Bound,
+        params: &[Datum],
+        analyze: bool,
+    ) -> Result<(Output, Vec<NodeStats>)> {
+        let info = SessionInfo {
+            database: &self.database,
+            user: &self.user,
+            backend_pid: self.backend_pid,
+            catalog: &self.catalog,
+        };
+        let budget = MemoryBudget::new(self.work_mem_bytes());
+        let limits = self.wait_limits();
+        let transaction = self.transaction.as_mut().expect("statement runs in a transaction");
+        transaction.set_wait_limits(limits.clone());
+        let mut ctx = Ctx {
+            txn: Some(transaction),
+            params,
+            outer: Vec::new(),
+            subquery_cache: HashMap::new(),
+            stats: Vec::new(),
+            analyze,
+            budget,
+            session: &info,
+            statement_time_micros: types::now_micros(),
+            interrupt: Some(&limits),
+        };
+        let output = match bound {
+            Bound::Query(plan) => {
+                let rows = exec::collect(plan, &mut ctx, &[])?;
+                Output::Rows { columns: plan.columns.clone(), rows, tag: CommandTag::Select }
+            }
+            Bound::Insert(insert) => run_insert(insert, &mut ctx)?,
+            Bound::Update(update) => run_update(update, &mut ctx)?,
+            Bound::Delete(delete) => run_delete(delete, &mut ctx)?,
+        };
+        let stats = std::mem::take(&mut ctx.stats);
+        Ok((output, stats))
+    }
+
+    pub(crate) fn explain(
+        &mut self,
+        inner: &ast::Statement,
+        analyze: bool,
+        options: Option<&[ast::UtilityOption]>,
+        params: &[Datum],
+    ) -> Result<Output> {
+        let mut analyze = analyze;
+        let mut buffers = false;
+        for option in options.unwrap_or_default() {
+            let enabled = match &option.arg {
+                None => true,
+                Some(arg) => {
+                    !matches!(arg.to_string().to_lowercase().as_str(), "false" | "off" | "0")
+                }
+            };
+            match ident(&option.name).as_str() {
+                "analyze" => analyze = enabled,
+                "buffers" => buffers = enabled,
+                _ => {}
+            }
+        }
+        let (bound, parameters) = self.bind(inner, &[])?.ok_or_else(|| {
+            SqlError::unsupported("EXPLAIN supports queries, INSERT, UPDATE and DELETE")
+        })?;
+        let params = coerce_parameters(&parameters, params)?;
+        let root = bound_plan(&bound);
+        let lines = if analyze {
+            let started = Instant::now();
+            let (_, stats) =
+                self.in_transaction(|session| session.run_bound(&bound, &params, true))?;
+            let mut lines = explain::render(root, Some(&stats), buffers);
+            lines.push(format!(
+                "Execution Time: {:.3} ms",
+                started.elapsed().as_secs_f64() * 1000.0
+            ));
+            lines
+        } else {
+            explain::render(root, None, false)
+        };
+        let rows = lines.into_iter().map(|line| vec![Datum::Text(line)]).collect::<Vec<_>>();
+        let columns = vec![computed_column("QUERY PLAN", SqlType::Text)];
+        Ok(Output::Rows { columns, rows, tag: CommandTag::Explain })
+    }
+
+    // ----- DDL -----
+}

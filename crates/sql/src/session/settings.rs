@@ -1,0 +1,231 @@
+//! SET, SHOW and the session's settings.
+
+use super::*;
+use crate::output::CommandTag;
+use crate::sizes::format_memory;
+
+/// PostgreSQL's bounds of work_mem: 64 kB to 2147483647 kB.
+const WORK_MEM_MIN_BYTES: u64 = 64 << 10;
+const WORK_MEM_MAX_BYTES: u64 = 2_147_483_647 << 10;
+
+impl Session {
+    pub(crate) fn set(&mut self, set: &ast::Set) -> Result<Output> {
+        match set {
+            ast::Set::SingleAssignment { variable, values, .. } => {
+                let name = variable
+                    .0
+                    .iter()
+                    .map(|part| part.to_string().to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join(".");
+                let value = values.iter().map(setting_text).collect::<Vec<_>>().join(", ");
+                self.apply_setting(&name, &value)?;
+                Ok(Output::command(CommandTag::Set))
+            }
+            ast::Set::SetTimeZone { value, .. } => {
+                self.apply_setting("timezone", &setting_text(value))?;
+                Ok(Output::command(CommandTag::Set))
+            }
+            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => {
+                Ok(Output::command(CommandTag::Set))
+            }
+            ast::Set::SetTransaction { modes, session, .. } => {
+                if let Some(read_only) = txn_modes::read_only_of(modes) {
+                    if *session {
+                        self.settings.insert(
+                            "default_transaction_read_only".into(),
+                            on_off(read_only).into(),
+                        );
+                    } else if self.state != BlockState::Idle {
+                        self.block_read_only = Some(read_only);
+                    }
+                }
+                if let Some(level) = txn_modes::isolation_of(modes)? {
+                    if *session {
+                        self.settings.insert(
+                            "default_transaction_isolation".into(),
+                            isolation_name(level).into(),
+                        );
+                    } else {
+                        if self.transaction.is_some() {
+                            return Err(SqlError::new(
+                                "25001",
+                                "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                            ));
+                        }
+                        self.block_isolation = Some(level);
+                    }
+                }
+                Ok(Output::command(CommandTag::Set))
+            }
+            _ => Ok(Output::command(CommandTag::Set)),
+        }
+    }
+
+    pub(crate) fn apply_setting(&mut self, name: &str, value: &str) -> Result<()> {
+        let value = value.trim_matches('\'').to_string();
+        match name {
+            "work_mem" => {
+                let bytes = parse_size_bytes(&value, SizeSyntax::SETTING).ok_or_else(|| {
+                    SqlError::new(
+                        "22023",
+                        format!("invalid value for parameter \"work_mem\": \"{value}\""),
+                    )
+                })?;
+                if !(WORK_MEM_MIN_BYTES..=WORK_MEM_MAX_BYTES).contains(&bytes) {
+                    return Err(SqlError::new("22023", format!("{} kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)", bytes / 1024)));
+                }
+                self.settings.insert(name.into(), format_memory(bytes));
+            }
+            "timezone" | "time zone" => {
+                let upper = value.to_uppercase();
+                if !matches!(
+                    upper.as_str(),
+                    "UTC" | "GMT" | "ETC/UTC" | "Z" | "0" | "+00" | "LOCAL" | "DEFAULT"
+                ) {
+                    return Err(SqlError::unsupported(format!(
+                        "time zone \"{value}\" is not supported (tierdb runs in UTC)"
+                    )));
+                }
+                self.settings.insert("timezone".into(), "UTC".into());
+            }
+            "transaction_isolation" | "transaction isolation level" => {
+                let level = txn_modes::parse_isolation(&value)?.ok_or_else(|| {
+                    SqlError::new(
+                        "22023",
+                        format!(
+                            "invalid value for parameter \"transaction_isolation\": \"{value}\""
+                        ),
+                    )
+                })?;
+                self.block_isolation = Some(level);
+            }
+            "default_transaction_read_only" => {
+                let read_only = txn_modes::parse_bool_setting(name, &value)?;
+                self.settings.insert(name.into(), on_off(read_only).into());
+            }
+            "transaction_read_only" => {
+                let read_only = txn_modes::parse_bool_setting(name, &value)?;
+                if self.state != BlockState::Idle {
+                    self.block_read_only = Some(read_only);
+                }
+            }
+            name if TIMEOUT_SETTINGS.contains(&name) => {
+                let milliseconds = parse_duration_ms(name, &value)?;
+                self.settings.insert(name.into(), format_duration_ms(milliseconds));
+            }
+            "default_transaction_isolation" => {
+                let level = txn_modes::parse_isolation(&value)?.ok_or_else(|| SqlError::new("22023", format!("invalid value for parameter \"default_transaction_isolation\": \"{value}\"")))?;
+                self.settings.insert(name.into(), isolation_name(level).into());
+            }
+            _ => {
+                self.settings.insert(name.into(), value);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn setting(&self, name: &str) -> Option<String> {
+        if let Some(value) = self.settings.get(name) {
+            return Some(value.clone());
+        }
+        Some(match name {
+            "work_mem" => format_memory(WORK_MEM_DEFAULT_BYTES),
+            "timezone" => "UTC".into(),
+            "datestyle" => "ISO, MDY".into(),
+            "server_version" => "15.0".into(),
+            "server_version_num" => "150000".into(),
+            "server_encoding" | "client_encoding" => "UTF8".into(),
+            "standard_conforming_strings" => "on".into(),
+            "integer_datetimes" => "on".into(),
+            "max_connections" => "500".into(),
+            "search_path" => "\"$user\", public".into(),
+            "transaction_isolation" => {
+                isolation_name(self.block_isolation.unwrap_or_else(|| self.default_isolation()))
+                    .into()
+            }
+            "default_transaction_isolation" => isolation_name(self.default_isolation()).into(),
+            "transaction_read_only" => on_off(self.read_only()).into(),
+            "default_transaction_read_only" => "off".into(),
+            "lc_collate" | "lc_ctype" => "C".into(),
+            "is_superuser" => "on".into(),
+            "application_name" => String::new(),
+            "extra_float_digits" => "1".into(),
+            name if TIMEOUT_SETTINGS.contains(&name) => "0".into(),
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn show(&mut self, variable: &[ast::Ident]) -> Result<Output> {
+        let name =
+            variable.iter().map(|part| part.value.to_lowercase()).collect::<Vec<_>>().join(" ");
+        let (name, key) = match name.as_str() {
+            "transaction isolation level" => {
+                ("transaction_isolation".to_string(), "transaction_isolation".to_string())
+            }
+            "time zone" => ("TimeZone".to_string(), "timezone".to_string()),
+            "timezone" => ("TimeZone".to_string(), "timezone".to_string()),
+            other => (other.to_string(), other.to_string()),
+        };
+        if key == "all" {
+            let mut names: Vec<String> = [
+                "work_mem",
+                "timezone",
+                "datestyle",
+                "server_version",
+                "client_encoding",
+                "transaction_isolation",
+                "default_transaction_isolation",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            names.extend(self.settings.keys().cloned());
+            names.sort();
+            names.dedup();
+            let rows = names
+                .iter()
+                .map(|n| {
+                    vec![Datum::Text(n.clone()), Datum::Text(self.setting(n).unwrap_or_default())]
+                })
+                .collect::<Vec<_>>();
+            return Ok(Output::Rows {
+                columns: vec![
+                    computed_column("name", SqlType::Text),
+                    computed_column("setting", SqlType::Text),
+                ],
+                rows,
+                tag: CommandTag::Show,
+            });
+        }
+        let value = self.setting(&key).ok_or_else(|| {
+            SqlError::new("42704", format!("unrecognized configuration parameter \"{name}\""))
+        })?;
+        Ok(Output::Rows {
+            columns: vec![computed_column(&name, SqlType::Text)],
+            rows: vec![vec![Datum::Text(value)]],
+            tag: CommandTag::Show,
+        })
+    }
+
+    // ----- front statements -----
+}
+
+pub(crate) fn setting_text(expr: &ast::Expr) -> String {
+    match expr {
+        ast::Expr::Value(value) => match &value.value {
+            ast::Value::SingleQuotedString(text) => text.clone(),
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(name) => name.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn on_off(value: bool) -> &'static str {
+    if value {
+        "on"
+    } else {
+        "off"
+    }
+}

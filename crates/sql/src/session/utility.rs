@@ -1,0 +1,121 @@
+//! Utility statements parsed by tierdb's front parser, and COPY.
+
+use super::*;
+use crate::output::CommandTag;
+
+impl Session {
+    pub(crate) fn front(&mut self, statement: &FrontStatement) -> Result<Output> {
+        match statement {
+            FrontStatement::Vacuum { tables, .. } => {
+                if self.state != BlockState::Idle {
+                    return Err(SqlError::new(
+                        "25001",
+                        "VACUUM cannot run inside a transaction block",
+                    ));
+                }
+                for table in tables {
+                    if self.catalog.table(table).is_none() {
+                        return Err(SqlError::undefined_table(table));
+                    }
+                }
+                self.catalog.engine().purge()?;
+                Ok(Output::command(CommandTag::Vacuum))
+            }
+            FrontStatement::Analyze { tables } => {
+                for table in tables {
+                    if self.catalog.table(table).is_none() {
+                        return Err(SqlError::undefined_table(table));
+                    }
+                }
+                Ok(Output::command(CommandTag::Analyze))
+            }
+            FrontStatement::Reset { name } => {
+                if name == "all" {
+                    self.settings.clear();
+                } else {
+                    self.settings.remove(&name.to_lowercase());
+                }
+                Ok(Output::command(CommandTag::Reset))
+            }
+            FrontStatement::Discard => {
+                self.settings.clear();
+                Ok(Output::command(CommandTag::DiscardAll))
+            }
+            FrontStatement::Copy(copy) => self.copy(copy),
+        }
+    }
+
+    pub(crate) fn copy(&mut self, copy: &CopyStatement) -> Result<Output> {
+        match (&copy.source, copy.from) {
+            (CopySource::Table { name, columns }, true) => {
+                let table =
+                    self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
+                for column in columns {
+                    if table.column_index(column).is_none() {
+                        return Err(SqlError::new(
+                            "42703",
+                            format!("column \"{column}\" of relation \"{name}\" does not exist"),
+                        ));
+                    }
+                }
+                let width = if columns.is_empty() { table.columns.len() } else { columns.len() };
+                self.copy_in_begin(copy)?;
+                Ok(Output::CopyIn { statement: copy.clone(), columns: width })
+            }
+            (source, false) => {
+                let sql = match source {
+                    CopySource::Table { name, columns } => {
+                        let list =
+                            if columns.is_empty() { "*".to_string() } else { columns.join(", ") };
+                        format!("SELECT {list} FROM {name}")
+                    }
+                    CopySource::Query(query) => query.clone(),
+                };
+                let mut prepared = self.prepare(&sql, &[])?;
+                let bound = match prepared.statement.clone().as_deref() {
+                    Some(Statement::Sql(statement)) => self.bound_for(statement, &mut prepared)?,
+                    _ => return Err(SqlError::syntax("COPY query")),
+                };
+                let (output, _) =
+                    self.in_transaction(|session| session.run_bound(&bound.1, &[], false))?;
+                let Output::Rows { columns, rows, .. } = output else {
+                    return Err(SqlError::syntax("COPY query must return rows"));
+                };
+                let csv = copy.options.format == CopyFormat::Csv;
+                let mut data = Vec::new();
+                if csv && copy.options.header {
+                    let names: Vec<String> = columns
+                        .iter()
+                        .map(|c| front::escape_csv_field(&c.name, &copy.options))
+                        .collect();
+                    data.extend_from_slice(
+                        names.join(&copy.options.delimiter.to_string()).as_bytes(),
+                    );
+                    data.push(b'\n');
+                }
+                for row in &rows {
+                    let fields: Vec<String> = row
+                        .iter()
+                        .zip(&columns)
+                        .map(|(datum, column)| match datum.to_text(&column.ty) {
+                            None => copy.options.null.clone(),
+                            Some(text) if csv => front::escape_csv_field(&text, &copy.options),
+                            Some(text) => front::escape_text_field(&text, copy.options.delimiter),
+                        })
+                        .collect();
+                    data.extend_from_slice(
+                        fields.join(&copy.options.delimiter.to_string()).as_bytes(),
+                    );
+                    data.push(b'\n');
+                }
+                Ok(Output::CopyOut {
+                    data,
+                    columns: columns.len(),
+                    rows: crate::types::count_u64(rows.len()),
+                    csv,
+                })
+            }
+            (CopySource::Query(_), true) => Err(SqlError::syntax("COPY (query) FROM is not valid")),
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Descriptions of catalog objects: format_type and pg_get_indexdef.
+
+use super::*;
+
+/// `format_type(type_oid, typmod)`.
+pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
+    let ty = SqlType::from_oid(u32::try_from(type_oid).ok()?)?;
+    let header = 4;
+    let ty = match ty {
+        SqlType::Varchar(_) if typmod >= header => {
+            SqlType::Varchar(u32::try_from(typmod - header).ok())
+        }
+        SqlType::Char(_) if typmod >= header => SqlType::Char(u32::try_from(typmod - header).ok()?),
+        SqlType::Char(_) => return Some("bpchar".into()),
+        SqlType::Numeric { .. } if typmod >= header => {
+            let packed = typmod - header;
+            SqlType::Numeric {
+                precision: u32::try_from(packed >> 16).ok(),
+                scale: u32::try_from(packed & 0xFFFF).ok(),
+            }
+        }
+        other => other,
+    };
+    Some(ty.display_name())
+}
+
+/// `pg_get_indexdef(index_oid)`.
+pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {
+    for table in catalog.tables() {
+        for index in &table.indexes {
+            if i64::from(index.oid) == index_oid {
+                let columns: Vec<&str> = index
+                    .columns
+                    .iter()
+                    .map(|&column| table.columns[column].name.as_str())
+                    .collect();
+                return Some(format!(
+                    "CREATE {}INDEX {} ON public.{} USING btree ({})",
+                    if index.unique { "UNIQUE " } else { "" },
+                    index.name,
+                    table.name,
+                    columns.join(", ")
+                ));
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,73 @@
+//! System views computed from the catalog and the page store: enough of `pg_catalog` and
+//! `information_schema` for psql and drivers, and tierdb's statistics
+//! (`tierdb_stat_tier_cache`, `tierdb_stat_statements`, `tierdb_stat_buffer_pool`).
+//!
+//! Every view is one entry of `VIEWS` (views.rs): its names, and its columns each written
+//! beside the value it takes from a row's source item, so a column and its value cannot
+//! drift apart.
+//!
+//! OIDs: namespaces pg_catalog = 11, public = 2200, information_schema = 13000; tables and
+//! indexes get OIDs from the catalog's counter (16384 and up); types use PostgreSQL's OIDs.
+
+mod describe;
+mod views;
+
+use std::sync::Arc;
+
+use crate::catalog::{is_internal_table, Catalog, TableMeta};
+use crate::plan::{computed_column, OutputColumn};
+use crate::types::{Row, SqlType};
+pub(crate) use describe::*;
+pub use views::VIEWS;
+
+/// Session facts for functions and system views.
+pub struct SessionInfo<'a> {
+    pub database: &'a str,
+    pub user: &'a str,
+    pub backend_pid: i32,
+    pub catalog: &'a Catalog,
+}
+
+/// What a view's rows are computed from.
+pub struct ViewContext<'a> {
+    pub catalog: &'a Catalog,
+    pub session: &'a SessionInfo<'a>,
+    /// The user's tables (not tierdb's internal ones), read once per scan of the view.
+    pub tables: Vec<Arc<TableMeta>>,
+}
+
+/// One system view.
+pub struct SystemView {
+    /// The names it is queried by (`pg_roles` and `pg_user` share one definition).
+    pub names: &'static [&'static str],
+    pub columns: &'static [(&'static str, SqlType)],
+    pub rows: fn(&ViewContext<'_>) -> Vec<Row>,
+}
+
+impl SystemView {
+    pub fn output_columns(&self) -> Vec<OutputColumn> {
+        self.columns.iter().map(|(name, ty)| computed_column(name, ty.clone())).collect()
+    }
+}
+
+/// The view called `name`, if any.
+pub fn view(name: &str) -> Option<&'static SystemView> {
+    VIEWS.iter().find(|view| view.names.contains(&name))
+}
+
+/// The columns of a system view, or None if `name` is not one.
+pub fn view_columns(name: &str) -> Option<Vec<OutputColumn>> {
+    view(name).map(SystemView::output_columns)
+}
+
+/// The rows of a system view (none for a name that is not one: the binder only plans scans
+/// of views it found).
+pub fn view_rows(name: &str, catalog: &Catalog, session: &SessionInfo<'_>) -> Vec<Row> {
+    let Some(view) = view(name) else { return Vec::new() };
+    let tables =
+        catalog.tables().into_iter().filter(|table| !is_internal_table(&table.name)).collect();
+    let context = ViewContext { catalog, session, tables };
+    let rows = (view.rows)(&context);
+    debug_assert!(rows.iter().all(|row| row.len() == view.columns.len()), "{name}: row width");
+    rows
+}

@@ -1,0 +1,435 @@
+//! The table of system views. Each column is written as `name: Type = value`, the value
+//! computed from the row's source item (`|item| { ... }` over the view's items).
+
+use super::{index_definition, SystemView, ViewContext};
+use crate::catalog::{ColumnMeta, IndexMeta, TableMeta};
+use crate::types::{Datum, SqlType};
+
+const NAMESPACE_CATALOG: i64 = 11;
+const NAMESPACE_PUBLIC: i64 = 2200;
+const NAMESPACE_INFORMATION: i64 = 13_000;
+const AM_BTREE: i64 = 403;
+const AM_HEAP: i64 = 2;
+/// The bootstrap superuser's OID, the owner of everything.
+const OWNER: i64 = 10;
+/// The database's OID.
+const DATABASE: i64 = 16_384;
+/// PostgreSQL's encoding number of UTF8.
+const ENCODING_UTF8: i64 = 6;
+/// The tier cache's slot size.
+const TIER_SLOT_BYTES: u64 = 8192;
+
+const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
+    (16, "bool", 1),
+    (17, "bytea", -1),
+    (19, "name", 64),
+    (20, "int8", 8),
+    (21, "int2", 2),
+    (23, "int4", 4),
+    (25, "text", -1),
+    (26, "oid", 4),
+    (700, "float4", 4),
+    (701, "float8", 8),
+    (705, "unknown", -2),
+    (1042, "bpchar", -1),
+    (1043, "varchar", -1),
+    (1082, "date", 4),
+    (1114, "timestamp", 8),
+    (1184, "timestamptz", 8),
+    (1700, "numeric", -1),
+];
+
+fn oid(value: impl Into<i64>) -> Datum {
+    Datum::Int(value.into())
+}
+
+fn text(value: &str) -> Datum {
+    Datum::Text(value.to_string())
+}
+
+/// A count or 1-based position of things in memory: a `Vec` holds at most `isize::MAX`
+/// items, so it always fits i64.
+fn count(value: usize) -> Datum {
+    let converted = i64::try_from(value);
+    debug_assert!(converted.is_ok(), "a count of items in memory fits i64");
+    Datum::Int(converted.unwrap_or(i64::MAX))
+}
+
+/// A statistics counter: it counts events one at a time, and 2^63 of them would take
+/// centuries at a billion a second, so it always fits PostgreSQL's bigint.
+fn counter(value: u64) -> Datum {
+    let converted = i64::try_from(value);
+    debug_assert!(converted.is_ok(), "a statistics counter fits i64");
+    Datum::Int(converted.unwrap_or(i64::MAX))
+}
+
+/// `hits / (hits + misses)`, 0 before the first lookup.
+fn ratio(hits: u64, misses: u64) -> Datum {
+    let lookups = hits.saturating_add(misses);
+    #[allow(clippy::cast_precision_loss)] // A ratio: the low bits of large counts do not matter.
+    let ratio = if lookups == 0 { 0.0 } else { hits as f64 / lookups as f64 };
+    Datum::Float(ratio)
+}
+
+/// An index's key columns as 1-based attribute numbers.
+fn key_attributes(index: &IndexMeta) -> Vec<String> {
+    index.columns.iter().map(|column| (column + 1).to_string()).collect()
+}
+
+/// A relation of pg_class: a table or an index.
+struct Relation<'a> {
+    oid: u32,
+    name: &'a str,
+    kind: &'static str,
+    access_method: i64,
+    has_index: bool,
+    attributes: usize,
+}
+
+fn relations<'a>(tables: &'a [std::sync::Arc<TableMeta>]) -> Vec<Relation<'a>> {
+    let mut relations = Vec::new();
+    for table in tables {
+        relations.push(Relation {
+            oid: table.oid,
+            name: &table.name,
+            kind: "r",
+            access_method: AM_HEAP,
+            has_index: !table.indexes.is_empty(),
+            attributes: table.columns.len(),
+        });
+        relations.extend(table.indexes.iter().map(|index| Relation {
+            oid: index.oid,
+            name: &index.name,
+            kind: "i",
+            access_method: AM_BTREE,
+            has_index: false,
+            attributes: index.columns.len(),
+        }));
+    }
+    relations
+}
+
+/// Each table's columns with their 0-based positions.
+fn columns(
+    tables: &[std::sync::Arc<TableMeta>],
+) -> impl Iterator<Item = (&TableMeta, usize, &ColumnMeta)> {
+    tables.iter().flat_map(|table| {
+        table.columns.iter().enumerate().map(move |(position, column)| (&**table, position, column))
+    })
+}
+
+/// Each table's indexes.
+fn indexes(tables: &[std::sync::Arc<TableMeta>]) -> impl Iterator<Item = (&TableMeta, &IndexMeta)> {
+    tables.iter().flat_map(|table| table.indexes.iter().map(move |index| (&**table, index)))
+}
+
+/// information_schema.columns' length, precision and scale of a type.
+fn type_dimensions(ty: &SqlType) -> (Option<i64>, Option<i64>, Option<i64>) {
+    match ty {
+        SqlType::Varchar(length) => (length.map(i64::from), None, None),
+        SqlType::Char(length) => (Some(i64::from(*length)), None, None),
+        SqlType::Numeric { precision, scale } => {
+            (None, precision.map(i64::from), scale.map(i64::from))
+        }
+        SqlType::Int2 => (None, Some(16), Some(0)),
+        SqlType::Int4 => (None, Some(32), Some(0)),
+        SqlType::Int8 => (None, Some(64), Some(0)),
+        _ => (None, None, None),
+    }
+}
+
+/// Nanoseconds as fractional milliseconds, for display.
+#[allow(clippy::cast_precision_loss)] // Display precision: the low bits do not matter.
+fn milliseconds(nanoseconds: u64) -> f64 {
+    nanoseconds as f64 / 1e6
+}
+
+/// `total / calls`, 0 before the first call.
+#[allow(clippy::cast_precision_loss)] // Display precision: the low bits do not matter.
+fn mean(total: f64, calls: u64) -> f64 {
+    if calls == 0 {
+        0.0
+    } else {
+        total / calls as f64
+    }
+}
+
+fn optional(value: Option<i64>) -> Datum {
+    value.map_or(Datum::Null, Datum::Int)
+}
+
+/// The tier cache's figures: total and used bytes, hits, misses, writes, invalidations.
+fn tier_cache(context: &ViewContext<'_>) -> [u64; 6] {
+    let store = context.catalog.engine().store();
+    match store.tier() {
+        Some(tier) => {
+            let (_, used_slots) = tier.usage();
+            let stats = tier.stats();
+            [
+                tier.capacity_bytes(),
+                used_slots.saturating_mul(TIER_SLOT_BYTES),
+                stats.hits.get(),
+                stats.misses.get(),
+                stats.writes.get(),
+                stats.invalidations.get(),
+            ]
+        }
+        None => [0; 6],
+    }
+}
+
+/// A view: `view!(names, |context| items, |item| { column: Type = value, ... })`, or with
+/// no rows `view!(names, { column: Type, ... })`.
+macro_rules! view {
+    ($names:expr, |$context:ident| $items:expr, |$item:pat_param| {
+        $($column:ident : $ty:ident = $value:expr),+ $(,)?
+    }) => {
+        SystemView {
+            names: $names,
+            columns: &[$((stringify!($column), SqlType::$ty)),+],
+            rows: |$context| $items.into_iter().map(|$item| vec![$($value),+]).collect(),
+        }
+    };
+    ($names:expr, { $($column:ident : $ty:ident),+ $(,)? }) => {
+        SystemView {
+            names: $names,
+            columns: &[$((stringify!($column), SqlType::$ty)),+],
+            rows: |_| Vec::new(),
+        }
+    };
+}
+
+/// Every system view.
+pub static VIEWS: &[SystemView] = &[
+    view!(&["pg_namespace"], |_c| [
+        (NAMESPACE_CATALOG, "pg_catalog"),
+        (NAMESPACE_PUBLIC, "public"),
+        (NAMESPACE_INFORMATION, "information_schema"),
+    ], |(namespace, name)| {
+        oid: Oid = oid(namespace),
+        nspname: Name = text(name),
+        nspowner: Oid = oid(OWNER),
+    }),
+    view!(&["pg_class"], |c| relations(&c.tables), |relation| {
+        oid: Oid = oid(relation.oid),
+        relname: Name = text(relation.name),
+        relnamespace: Oid = oid(NAMESPACE_PUBLIC),
+        reltype: Oid = oid(0),
+        relowner: Oid = oid(OWNER),
+        relam: Oid = oid(relation.access_method),
+        relkind: Text = text(relation.kind),
+        relpersistence: Text = text("p"),
+        reltuples: Float4 = Datum::Float(-1.0),
+        relhasindex: Bool = Datum::Bool(relation.has_index),
+        relispartition: Bool = Datum::Bool(false),
+        relchecks: Int2 = Datum::Int(0),
+        relhasrules: Bool = Datum::Bool(false),
+        relhastriggers: Bool = Datum::Bool(false),
+        relrowsecurity: Bool = Datum::Bool(false),
+        relforcerowsecurity: Bool = Datum::Bool(false),
+        reltablespace: Oid = oid(0),
+        reloftype: Oid = oid(0),
+        relreplident: Text = text("d"),
+        reltoastrelid: Oid = oid(0),
+        relpages: Int4 = Datum::Int(0),
+        relnatts: Int2 = count(relation.attributes),
+        relpartbound: Text = Datum::Null,
+        reloptions: Text = Datum::Null,
+        relacl: Text = Datum::Null,
+    }),
+    view!(&["pg_attribute"], |c| columns(&c.tables), |(table, position, column)| {
+        attrelid: Oid = oid(table.oid),
+        attname: Name = text(&column.name),
+        atttypid: Oid = oid(column.ty.oid()),
+        attnum: Int2 = count(position + 1),
+        atttypmod: Int4 = Datum::Int(i64::from(column.ty.typmod())),
+        attnotnull: Bool = Datum::Bool(!column.nullable),
+        atthasdef: Bool = Datum::Bool(column.default.is_some()),
+        attisdropped: Bool = Datum::Bool(false),
+        attidentity: Text = text(""),
+        attgenerated: Text = text(""),
+        attcollation: Oid = oid(0),
+        attlen: Int2 = Datum::Int(i64::from(column.ty.length())),
+    }),
+    view!(&["pg_type"], |_c| BUILTIN_TYPES, |&(type_oid, name, length)| {
+        oid: Oid = oid(type_oid),
+        typname: Name = text(name),
+        typnamespace: Oid = oid(NAMESPACE_CATALOG),
+        typlen: Int2 = Datum::Int(i64::from(length)),
+        typtype: Text = text("b"),
+        typbasetype: Oid = oid(0),
+        typelem: Oid = oid(0),
+        typrelid: Oid = oid(0),
+        typcollation: Oid = oid(0),
+        typarray: Oid = oid(0),
+    }),
+    view!(&["pg_index"], |c| indexes(&c.tables), |(table, index)| {
+        indexrelid: Oid = oid(index.oid),
+        indrelid: Oid = oid(table.oid),
+        indnatts: Int2 = count(index.columns.len()),
+        indisunique: Bool = Datum::Bool(index.unique),
+        indisprimary: Bool = Datum::Bool(index.primary),
+        // indisclustered is CLUSTER's mark; tierdb's clustering key is not that.
+        indisclustered: Bool = Datum::Bool(false),
+        indisvalid: Bool = Datum::Bool(true),
+        indisreplident: Bool = Datum::Bool(false),
+        indkey: Text = text(&key_attributes(index).join(" ")),
+    }),
+    view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i")], |(am, name, kind)| {
+        oid: Oid = oid(am),
+        amname: Name = text(name),
+        amtype: Text = text(kind),
+    }),
+    view!(&["pg_database"], |c| [c.session], |session| {
+        oid: Oid = oid(DATABASE),
+        datname: Name = text(session.database),
+        datdba: Oid = oid(OWNER),
+        encoding: Int4 = Datum::Int(ENCODING_UTF8),
+        datcollate: Text = text("C"),
+        datctype: Text = text("C"),
+        datallowconn: Bool = Datum::Bool(true),
+    }),
+    view!(&["pg_settings"], {
+        name: Text,
+        setting: Text,
+        unit: Text,
+        category: Text,
+        short_desc: Text,
+    }),
+    view!(&["pg_roles", "pg_user"], |c| [c.session], |session| {
+        oid: Oid = oid(OWNER),
+        rolname: Name = text(session.user),
+        rolsuper: Bool = Datum::Bool(true),
+        usename: Name = text(session.user),
+    }),
+    view!(&["pg_attrdef"], |c| columns(&c.tables).filter(|(_, _, column)| column.default.is_some()), |(table, position, column)| {
+        oid: Oid = oid(0),
+        adrelid: Oid = oid(table.oid),
+        adnum: Int2 = count(position + 1),
+        adbin: Text = column.default.as_deref().map_or(Datum::Null, text),
+    }),
+    // Constraints: primary keys (unique indexes made by CREATE UNIQUE INDEX are not
+    // constraints in PostgreSQL either).
+    view!(&["pg_constraint"], |c| indexes(&c.tables).filter(|(_, index)| index.primary), |(table, index)| {
+        oid: Oid = oid(index.oid),
+        conname: Name = text(&index.name),
+        connamespace: Oid = oid(NAMESPACE_PUBLIC),
+        contype: Text = text("p"),
+        conrelid: Oid = oid(table.oid),
+        conindid: Oid = oid(index.oid),
+        condeferrable: Bool = Datum::Bool(false),
+        condeferred: Bool = Datum::Bool(false),
+        conkey: Text = text(&format!("{{{}}}", key_attributes(index).join(","))),
+    }),
+    view!(&["pg_inherits"], { inhrelid: Oid, inhparent: Oid, inhseqno: Int4, inhdetachpending: Bool }),
+    view!(&["pg_partitioned_table"], { partrelid: Oid, partstrat: Text }),
+    view!(&["pg_collation"], { oid: Oid, collname: Name, collnamespace: Oid }),
+    view!(&["pg_policy"], {
+        oid: Oid,
+        polname: Name,
+        polrelid: Oid,
+        polcmd: Text,
+        polpermissive: Bool,
+        polroles: Text,
+        polqual: Text,
+        polwithcheck: Text,
+    }),
+    view!(&["pg_statistic_ext"], {
+        oid: Oid,
+        stxrelid: Oid,
+        stxname: Name,
+        stxnamespace: Oid,
+        stxkeys: Text,
+        stxkind: Text,
+        stxstattarget: Int4,
+    }),
+    view!(&["pg_publication"], {
+        oid: Oid,
+        pubname: Name,
+        puballtables: Bool,
+        pubinsert: Bool,
+        pubupdate: Bool,
+        pubdelete: Bool,
+        pubtruncate: Bool,
+        pubviaroot: Bool,
+    }),
+    view!(&["pg_publication_rel"], { oid: Oid, prpubid: Oid, prrelid: Oid, prqual: Text, prattrs: Text }),
+    view!(&["pg_publication_namespace"], { oid: Oid, pnpubid: Oid, pnnspid: Oid }),
+    view!(&["pg_trigger"], {
+        oid: Oid,
+        tgrelid: Oid,
+        tgname: Name,
+        tgisinternal: Bool,
+        tgenabled: Text,
+        tgparentid: Oid,
+    }),
+    view!(&["pg_rewrite"], { oid: Oid, rulename: Name, ev_class: Oid }),
+    view!(&["pg_tablespace"], { oid: Oid, spcname: Name }),
+    view!(&["pg_foreign_table"], { ftrelid: Oid, ftserver: Oid }),
+    view!(&["pg_extension"], { oid: Oid, extname: Name, extversion: Text }),
+    view!(&["pg_proc"], { oid: Oid, proname: Name, pronamespace: Oid }),
+    view!(&["pg_event_trigger"], { oid: Oid, evtname: Name }),
+    view!(&["pg_sequence"], { seqrelid: Oid, seqtypid: Oid }),
+    view!(&["pg_description"], { objoid: Oid, classoid: Oid, objsubid: Int4, description: Text }),
+    view!(&["pg_tables"], |c| c.tables.iter().map(|table| (c.session, table)), |(session, table)| {
+        schemaname: Name = text("public"),
+        tablename: Name = text(&table.name),
+        tableowner: Name = text(session.user),
+        hasindexes: Bool = Datum::Bool(!table.indexes.is_empty()),
+    }),
+    view!(&["pg_indexes"], |c| indexes(&c.tables).map(|(table, index)| (c.catalog, table, index)), |(catalog, table, index)| {
+        schemaname: Name = text("public"),
+        tablename: Name = text(&table.name),
+        indexname: Name = text(&index.name),
+        indexdef: Text = index_definition(catalog, i64::from(index.oid)).map_or(Datum::Null, Datum::Text),
+    }),
+    view!(&["tables"], |c| c.tables.iter().map(|table| (c.session, table)), |(session, table)| {
+        table_catalog: Text = text(session.database),
+        table_schema: Text = text("public"),
+        table_name: Text = text(&table.name),
+        table_type: Text = text("BASE TABLE"),
+    }),
+    view!(&["columns"], |c| columns(&c.tables).map(|(table, position, column)| (c.session, table, position, column, type_dimensions(&column.ty))), |(session, table, position, column, (length, precision, scale))| {
+        table_catalog: Text = text(session.database),
+        table_schema: Text = text("public"),
+        table_name: Text = text(&table.name),
+        column_name: Text = text(&column.name),
+        ordinal_position: Int4 = count(position + 1),
+        column_default: Text = column.default.as_deref().map_or(Datum::Null, text),
+        is_nullable: Text = text(if column.nullable { "YES" } else { "NO" }),
+        data_type: Text = text(column.ty.display_name().split('(').next().unwrap_or_default()),
+        character_maximum_length: Int4 = optional(length),
+        numeric_precision: Int4 = optional(precision),
+        numeric_scale: Int4 = optional(scale),
+    }),
+    view!(&["schemata"], |c| ["pg_catalog", "public", "information_schema"].map(|schema| (c.session, schema)), |(session, schema)| {
+        catalog_name: Text = text(session.database),
+        schema_name: Text = text(schema),
+        schema_owner: Text = text(session.user),
+    }),
+    view!(&["tierdb_stat_tier_cache"], |c| [tier_cache(c)], |[total, used, hits, misses, writes, invalidations]| {
+        total_size: Int8 = counter(total),
+        used_size: Int8 = counter(used),
+        hits: Int8 = counter(hits),
+        misses: Int8 = counter(misses),
+        writes: Int8 = counter(writes),
+        invalidations: Int8 = counter(invalidations),
+        hit_ratio: Float8 = ratio(hits, misses),
+    }),
+    view!(&["tierdb_stat_statements"], |c| c.catalog.statement_stats().snapshot(), |(query, entry)| {
+        query: Text = Datum::Text(query),
+        calls: Int8 = counter(entry.calls),
+        total_exec_time: Float8 = Datum::Float(milliseconds(entry.total_time_ns)),
+        mean_exec_time: Float8 = Datum::Float(mean(milliseconds(entry.total_time_ns), entry.calls)),
+        rows: Int8 = counter(entry.rows),
+        shared_blks_hit: Int8 = counter(entry.shared_hits),
+        tier_blks_hit: Int8 = counter(entry.tier_hits),
+        storage_blks_read: Int8 = counter(entry.storage_reads),
+    }),
+    view!(&["tierdb_stat_buffer_pool"], |c| [c.catalog.engine().store().pool_stats()], |stats| {
+        hits: Int8 = counter(stats.hits.get()),
+        misses: Int8 = counter(stats.misses.get()),
+        evictions: Int8 = counter(stats.evictions.get()),
+        hit_ratio: Float8 = ratio(stats.hits.get(), stats.misses.get()),
+    }),
+];

@@ -1,0 +1,221 @@
+//! Casts between types, and numeric division and powers with PostgreSQL's scales.
+
+use super::*;
+
+/// Casts `datum` (of type `from`) to `to`. `explicit` is true for CAST/`::` (truncating
+/// character types) and false for assignment.
+pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Result<Datum> {
+    if datum.is_null() {
+        return Ok(Datum::Null);
+    }
+    if from == to && !matches!(to, SqlType::Numeric { precision: Some(_), .. }) {
+        return Ok(datum);
+    }
+    let datum = match (&datum, from) {
+        // bpchar loses its padding when it becomes another type.
+        (Datum::Text(text), SqlType::Char(_)) if !matches!(to, SqlType::Char(_)) => {
+            Datum::Text(text.trim_end_matches(' ').to_string())
+        }
+        _ => datum,
+    };
+    // The boolean-to-text cast spells the value out (the output function prints t/f).
+    let as_text = |datum: &Datum| match datum {
+        Datum::Bool(flag) => if *flag { "true" } else { "false" }.to_string(),
+        other => other.to_text(from).unwrap_or_default(),
+    };
+    Ok(match to {
+        SqlType::Text | SqlType::Name | SqlType::Unknown => Datum::Text(as_text(&datum)),
+        SqlType::Varchar(length) => Datum::Text(to_varchar(&as_text(&datum), *length, explicit)?),
+        SqlType::Char(length) => Datum::Text(to_bpchar(&as_text(&datum), *length, explicit)?),
+        SqlType::Bool => match &datum {
+            Datum::Bool(_) => datum,
+            Datum::Text(text) => Datum::Bool(parse_bool(text)?),
+            Datum::Int(number) => Datum::Bool(*number != 0),
+            _ => return Err(cannot_cast(from, to)),
+        },
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid => match &datum {
+            Datum::Int(number) => Datum::Int(to.check_integer(*number)?),
+            Datum::Float(number) => {
+                let rounded = number.round_ties_even();
+                if !rounded.is_finite() || rounded.abs() > 9.2e18 {
+                    return Err(SqlError::out_of_range(to.message_name()));
+                }
+                let value = Decimal::from_f64(rounded)
+                    .and_then(|decimal| decimal.to_i64())
+                    .ok_or_else(|| SqlError::out_of_range(to.message_name()))?;
+                Datum::Int(to.check_integer(value)?)
+            }
+            Datum::Numeric(decimal) => {
+                let rounded =
+                    decimal.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
+                let value =
+                    rounded.to_i64().ok_or_else(|| SqlError::out_of_range(to.message_name()))?;
+                Datum::Int(to.check_integer(value)?)
+            }
+            Datum::Text(text) => Datum::Int(parse_integer(text, to)?),
+            Datum::Bool(flag) if *to == SqlType::Int4 => Datum::Int(i64::from(*flag)),
+            _ => return Err(cannot_cast(from, to)),
+        },
+        SqlType::Float4 | SqlType::Float8 => match &datum {
+            Datum::Text(text) => Datum::Float(parse_float(text, to)?),
+            Datum::Int(_) | Datum::Float(_) | Datum::Numeric(_) => {
+                let value = datum.as_f64().unwrap_or(0.0);
+                if *to == SqlType::Float4 {
+                    #[allow(clippy::cast_possible_truncation)]
+                    let single = value as f32;
+                    Datum::Float(f64::from(single))
+                } else {
+                    Datum::Float(value)
+                }
+            }
+            _ => return Err(cannot_cast(from, to)),
+        },
+        SqlType::Numeric { precision, scale } => {
+            let value = match &datum {
+                Datum::Text(text) => parse_numeric(text)?,
+                Datum::Float(number) if !number.is_finite() => {
+                    return Err(SqlError::unsupported("numeric NaN and infinity are not supported"))
+                }
+                Datum::Int(_) | Datum::Numeric(_) | Datum::Float(_) => {
+                    datum.as_decimal().ok_or_else(|| SqlError::out_of_range(to.message_name()))?
+                }
+                _ => return Err(cannot_cast(from, to)),
+            };
+            Datum::Numeric(apply_numeric_typmod(value, *precision, *scale)?)
+        }
+        SqlType::Bytea => match &datum {
+            Datum::Bytes(_) => datum,
+            Datum::Text(text) => Datum::Bytes(parse_bytea(text)?),
+            _ => return Err(cannot_cast(from, to)),
+        },
+        SqlType::Date => match &datum {
+            Datum::Date(_) => datum,
+            Datum::Text(text) => Datum::Date(parse_date(text)?),
+            Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
+                // i64 microseconds span ±106,751,991 days: always an i32 day number.
+                let days = i32::try_from(micros.div_euclid(MICROSECONDS_PER_DAY));
+                debug_assert!(days.is_ok(), "a timestamp's day fits i32");
+                Datum::Date(days.unwrap_or(if *micros < 0 { i32::MIN } else { i32::MAX }))
+            }
+            _ => return Err(cannot_cast(from, to)),
+        },
+        SqlType::Timestamp | SqlType::TimestampTz => {
+            let micros = match &datum {
+                Datum::Text(text) => parse_timestamp(text, *to == SqlType::TimestampTz)?,
+                Datum::Date(days) => i64::from(*days) * MICROSECONDS_PER_DAY,
+                Datum::Timestamp(micros) | Datum::TimestampTz(micros) => *micros,
+                _ => return Err(cannot_cast(from, to)),
+            };
+            if *to == SqlType::Timestamp {
+                Datum::Timestamp(micros)
+            } else {
+                Datum::TimestampTz(micros)
+            }
+        }
+    })
+}
+
+pub(crate) fn cannot_cast(from: &SqlType, to: &SqlType) -> SqlError {
+    SqlError::new(
+        "42846",
+        format!("cannot cast type {} to {}", from.display_name(), to.display_name()),
+    )
+}
+
+/// Base-10000 weight of a decimal's first non-zero digit group (PostgreSQL's numeric layout).
+pub(crate) fn numeric_weight(value: &Decimal) -> (i64, u32) {
+    let text = value.abs().normalize().to_string();
+    let (integer, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let integer = integer.trim_start_matches('0');
+    if !integer.is_empty() {
+        let groups = i64::try_from(integer.len().div_ceil(4)).unwrap_or(0);
+        let first_len = integer.len() - (usize::try_from(groups - 1).unwrap_or(0) * 4);
+        let first: u32 = integer[..first_len].parse().unwrap_or(0);
+        return (groups - 1, first);
+    }
+    // Fraction groups of 4 digits; weight -1 is the first group after the point.
+    let mut padded = fraction.to_string();
+    while padded.len() % 4 != 0 {
+        padded.push('0');
+    }
+    for (index, chunk) in padded.as_bytes().chunks(4).enumerate() {
+        let group: u32 = std::str::from_utf8(chunk).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        if group != 0 {
+            return (-1 - i64::try_from(index).unwrap_or(0), group);
+        }
+    }
+    (0, 0)
+}
+
+/// PostgreSQL's result scale for numeric division (select_div_scale): at least 16
+/// significant digits and no less than either input's scale.
+pub fn division_scale(left: &Decimal, right: &Decimal) -> u32 {
+    let (weight1, first1) = numeric_weight(left);
+    let (weight2, first2) = numeric_weight(right);
+    let mut quotient_weight = weight1 - weight2;
+    if first1 <= first2 {
+        quotient_weight -= 1;
+    }
+    let scale = 16 - quotient_weight * 4;
+    let scale = scale.max(i64::from(left.scale())).max(i64::from(right.scale())).clamp(0, 1000);
+    u32::try_from(scale).unwrap_or(0)
+}
+
+/// Numeric division with PostgreSQL's result scale (capped by the 28-digit decimal).
+pub fn numeric_divide(left: Decimal, right: Decimal) -> Result<Decimal> {
+    if right.is_zero() {
+        return Err(SqlError::division_by_zero());
+    }
+    let scale = division_scale(&left, &right);
+    let quotient = left.checked_div(right).ok_or_else(|| SqlError::out_of_range("numeric"))?;
+    let mut rounded =
+        quotient.round_dp_with_strategy(scale.min(28), RoundingStrategy::MidpointAwayFromZero);
+    rounded.rescale(scale.min(28));
+    Ok(rounded)
+}
+
+/// numeric ^ numeric with PostgreSQL's errors and result scale: at least 16 significant
+/// digits (`NUMERIC_MIN_SIG_DIGITS` less the result's decimal weight for a fractional
+/// exponent, 16 decimals for an integer one) and no less than either input's scale.
+pub fn numeric_power(base: Decimal, exponent: Decimal) -> Result<Decimal> {
+    use rust_decimal::MathematicalOps;
+    let overflow = || SqlError::new("22003", "value overflows numeric format");
+    if base.is_zero() && exponent.is_sign_negative() && !exponent.is_zero() {
+        return Err(SqlError::new("2201F", "zero raised to a negative power is undefined"));
+    }
+    let integral = exponent.fract().is_zero();
+    if base.is_sign_negative() && !base.is_zero() && !integral {
+        return Err(SqlError::new(
+            "2201F",
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
+    }
+    let result = if exponent.is_zero() {
+        Decimal::ONE
+    } else if base.is_zero() {
+        Decimal::ZERO
+    } else if integral {
+        let power = exponent.trunc().to_i64().ok_or_else(overflow)?;
+        base.checked_powi(power).ok_or_else(overflow)?
+    } else {
+        base.checked_ln()
+            .and_then(|ln| ln.checked_mul(exponent))
+            .and_then(|product| product.checked_exp())
+            .ok_or_else(overflow)?
+    };
+    let weight = if integral || result.is_zero() {
+        0
+    } else {
+        // (int) of the decimal logarithm, truncated toward zero as C does.
+        let log10 = result.abs().to_f64().map_or(0.0, f64::log10);
+        #[allow(clippy::cast_possible_truncation)]
+        let weight = log10.trunc() as i64;
+        weight
+    };
+    let scale =
+        (16 - weight).max(i64::from(base.scale())).max(i64::from(exponent.scale())).clamp(0, 28);
+    let scale = u32::try_from(scale).unwrap_or(0);
+    let mut rounded = result.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+    rounded.rescale(scale);
+    Ok(rounded)
+}

@@ -1,0 +1,592 @@
+//! SQL types and values: PostgreSQL's type system as far as tierdb supports it, the text
+//! input and output functions, casts, comparison and the arithmetic rules clients observe
+//! (integer overflow per width, numeric result scales, float output, bpchar padding).
+//!
+//! Storage mapping (engine `Value`): integers, dates and timestamps are `Int` (dates in days
+//! and timestamps in microseconds since 2000-01-01, as PostgreSQL counts them), floats are
+//! `Float`, numeric is `Numeric`, character types are `Text` (char(n) stored padded).
+
+mod cast;
+mod text;
+
+pub use cast::*;
+pub use text::*;
+
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::{Decimal, RoundingStrategy};
+use tierdb_access::KeyKind;
+use tierdb_engine::Value;
+
+use crate::error::{Result, SqlError};
+
+/// A SQL type. Type modifiers (lengths, precision) are part of the type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SqlType {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Numeric {
+        precision: Option<u32>,
+        scale: Option<u32>,
+    },
+    Text,
+    Varchar(Option<u32>),
+    /// char(n): blank-padded to n characters.
+    Char(u32),
+    Bytea,
+    Date,
+    Timestamp,
+    TimestampTz,
+    /// PostgreSQL's `oid` (catalog queries).
+    Oid,
+    /// PostgreSQL's `name` (catalog queries); behaves as text.
+    Name,
+    /// An untyped literal or parameter whose type is not decided yet.
+    Unknown,
+}
+
+/// Days from 1970-01-01 to PostgreSQL's epoch 2000-01-01.
+const POSTGRES_EPOCH_DAYS_FROM_UNIX: i64 = 10_957;
+const MICROSECONDS_PER_DAY: i64 = 86_400_000_000;
+
+impl SqlType {
+    pub fn numeric() -> SqlType {
+        SqlType::Numeric { precision: None, scale: None }
+    }
+
+    /// The PostgreSQL type OID (wire protocol, catalogs).
+    pub fn oid(&self) -> u32 {
+        match self {
+            SqlType::Bool => 16,
+            SqlType::Bytea => 17,
+            SqlType::Name => 19,
+            SqlType::Int8 => 20,
+            SqlType::Int2 => 21,
+            SqlType::Int4 => 23,
+            SqlType::Text => 25,
+            SqlType::Oid => 26,
+            SqlType::Float4 => 700,
+            SqlType::Float8 => 701,
+            SqlType::Unknown => 705,
+            SqlType::Char(_) => 1042,
+            SqlType::Varchar(_) => 1043,
+            SqlType::Date => 1082,
+            SqlType::Timestamp => 1114,
+            SqlType::TimestampTz => 1184,
+            SqlType::Numeric { .. } => 1700,
+        }
+    }
+
+    pub fn from_oid(oid: u32) -> Option<SqlType> {
+        Some(match oid {
+            16 => SqlType::Bool,
+            17 => SqlType::Bytea,
+            19 => SqlType::Name,
+            20 => SqlType::Int8,
+            21 => SqlType::Int2,
+            23 => SqlType::Int4,
+            25 => SqlType::Text,
+            26 => SqlType::Oid,
+            700 => SqlType::Float4,
+            701 => SqlType::Float8,
+            1042 => SqlType::Char(1),
+            1043 => SqlType::Varchar(None),
+            1082 => SqlType::Date,
+            1114 => SqlType::Timestamp,
+            1184 => SqlType::TimestampTz,
+            1700 => SqlType::numeric(),
+            _ => return None,
+        })
+    }
+
+    /// The type modifier as PostgreSQL reports it (pg_attribute.atttypmod), -1 when none.
+    pub fn typmod(&self) -> i32 {
+        let header = 4;
+        match self {
+            // The binder bounds lengths by CHARACTER_LENGTH_MAX (10 MiB) and numeric
+            // precision by 1000, so these fit i32 with the header.
+            SqlType::Varchar(Some(length)) | SqlType::Char(length) => {
+                bounded_i32(u64::from(*length)) + header
+            }
+            SqlType::Numeric { precision: Some(precision), scale } => {
+                let precision = bounded_i32(u64::from(*precision));
+                let scale = bounded_i32(u64::from(scale.unwrap_or(0)));
+                ((precision << 16) | scale) + header
+            }
+            _ => -1,
+        }
+    }
+
+    /// Storage size in bytes as pg_type.typlen reports it (-1: variable).
+    pub fn length(&self) -> i16 {
+        match self {
+            SqlType::Bool => 1,
+            SqlType::Int2 => 2,
+            SqlType::Int4 | SqlType::Float4 | SqlType::Date | SqlType::Oid => 4,
+            SqlType::Int8 | SqlType::Float8 | SqlType::Timestamp | SqlType::TimestampTz => 8,
+            SqlType::Name => 64,
+            _ => -1,
+        }
+    }
+
+    /// PostgreSQL's name for the type, as `format_type` prints it.
+    pub fn display_name(&self) -> String {
+        match self {
+            SqlType::Bool => "boolean".into(),
+            SqlType::Int2 => "smallint".into(),
+            SqlType::Int4 => "integer".into(),
+            SqlType::Int8 => "bigint".into(),
+            SqlType::Float4 => "real".into(),
+            SqlType::Float8 => "double precision".into(),
+            SqlType::Numeric { precision: Some(precision), scale } => {
+                format!("numeric({},{})", precision, scale.unwrap_or(0))
+            }
+            SqlType::Numeric { .. } => "numeric".into(),
+            SqlType::Text => "text".into(),
+            SqlType::Varchar(Some(length)) => format!("character varying({length})"),
+            SqlType::Varchar(None) => "character varying".into(),
+            SqlType::Char(length) => format!("character({length})"),
+            SqlType::Bytea => "bytea".into(),
+            SqlType::Date => "date".into(),
+            SqlType::Timestamp => "timestamp without time zone".into(),
+            SqlType::TimestampTz => "timestamp with time zone".into(),
+            SqlType::Oid => "oid".into(),
+            SqlType::Name => "name".into(),
+            SqlType::Unknown => "unknown".into(),
+        }
+    }
+
+    /// The short name used in messages ("integer", "bigint", "numeric", ...).
+    pub fn message_name(&self) -> &'static str {
+        match self {
+            SqlType::Bool => "boolean",
+            SqlType::Int2 => "smallint",
+            SqlType::Int4 => "integer",
+            SqlType::Int8 => "bigint",
+            SqlType::Float4 => "real",
+            SqlType::Float8 => "double precision",
+            SqlType::Numeric { .. } => "numeric",
+            SqlType::Text | SqlType::Unknown => "text",
+            SqlType::Varchar(_) => "character varying",
+            SqlType::Char(_) => "character",
+            SqlType::Bytea => "bytea",
+            SqlType::Date => "date",
+            SqlType::Timestamp => "timestamp without time zone",
+            SqlType::TimestampTz => "timestamp with time zone",
+            SqlType::Oid => "oid",
+            SqlType::Name => "name",
+        }
+    }
+
+    /// The engine column kind that stores this type.
+    pub fn key_kind(&self) -> KeyKind {
+        match self {
+            SqlType::Bool => KeyKind::Bool,
+            SqlType::Int2
+            | SqlType::Int4
+            | SqlType::Int8
+            | SqlType::Oid
+            | SqlType::Date
+            | SqlType::Timestamp
+            | SqlType::TimestampTz => KeyKind::Int,
+            SqlType::Float4 | SqlType::Float8 => KeyKind::Float,
+            SqlType::Numeric { .. } => KeyKind::Numeric,
+            SqlType::Bytea => KeyKind::Bytes,
+            SqlType::Text
+            | SqlType::Varchar(_)
+            | SqlType::Char(_)
+            | SqlType::Name
+            | SqlType::Unknown => KeyKind::Text,
+        }
+    }
+
+    pub fn is_integer(&self) -> bool {
+        matches!(self, SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid)
+    }
+    pub fn is_numeric_family(&self) -> bool {
+        self.is_integer()
+            || matches!(self, SqlType::Float4 | SqlType::Float8 | SqlType::Numeric { .. })
+    }
+    pub fn is_text(&self) -> bool {
+        matches!(
+            self,
+            SqlType::Text
+                | SqlType::Varchar(_)
+                | SqlType::Char(_)
+                | SqlType::Name
+                | SqlType::Unknown
+        )
+    }
+    pub fn is_temporal(&self) -> bool {
+        matches!(self, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz)
+    }
+
+    /// Integer range of the type (for overflow checks).
+    fn integer_range(&self) -> (i64, i64) {
+        match self {
+            SqlType::Int2 => (i64::from(i16::MIN), i64::from(i16::MAX)),
+            SqlType::Int4 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+            SqlType::Oid => (0, i64::from(u32::MAX)),
+            _ => (i64::MIN, i64::MAX),
+        }
+    }
+
+    /// Checks that `value` fits the integer type; the message is PostgreSQL's.
+    pub fn check_integer(&self, value: i64) -> Result<i64> {
+        let (low, high) = self.integer_range();
+        if value < low || value > high {
+            return Err(SqlError::out_of_range(self.message_name()));
+        }
+        Ok(value)
+    }
+
+    /// Rank in PostgreSQL's numeric promotion order (int2 < int4 < int8 < numeric < float4 <
+    /// float8), for choosing the common type of mixed arithmetic.
+    fn numeric_rank(&self) -> u8 {
+        match self {
+            SqlType::Int2 => 1,
+            SqlType::Int4 | SqlType::Oid => 2,
+            SqlType::Int8 => 3,
+            SqlType::Numeric { .. } => 4,
+            SqlType::Float4 => 5,
+            SqlType::Float8 => 6,
+            _ => 0,
+        }
+    }
+
+    /// The common type of two operand types (UNION, CASE, COALESCE, comparisons).
+    pub fn common(left: &SqlType, right: &SqlType) -> Option<SqlType> {
+        if left == right {
+            return Some(left.clone());
+        }
+        match (left, right) {
+            (SqlType::Unknown, other) | (other, SqlType::Unknown) => Some(other.clone()),
+            (a, b) if a.is_numeric_family() && b.is_numeric_family() => {
+                let wider = if a.numeric_rank() >= b.numeric_rank() { a } else { b };
+                // Differing inputs keep no type modifier: numeric(8,2) and integer give numeric.
+                Some(match wider {
+                    SqlType::Numeric { .. } => SqlType::numeric(),
+                    other => other.clone(),
+                })
+            }
+            (SqlType::Char(_), SqlType::Char(_)) => Some(SqlType::Char(1)),
+            (a, b) if a.is_text() && b.is_text() => Some(SqlType::Text),
+            (SqlType::Date, SqlType::Timestamp) | (SqlType::Timestamp, SqlType::Date) => {
+                Some(SqlType::Timestamp)
+            }
+            (a, b) if a.is_temporal() && b.is_temporal() => Some(SqlType::TimestampTz),
+            _ => None,
+        }
+    }
+
+    /// Type of `left op right` for + - * / % on numbers.
+    pub fn arithmetic(left: &SqlType, right: &SqlType) -> Option<SqlType> {
+        let common = SqlType::common(left, right)?;
+        // real with anything but real resolves to the float48/float84 operators (float8 is
+        // the preferred type of the numeric category).
+        if common == SqlType::Float4 && left != right {
+            return Some(SqlType::Float8);
+        }
+        match common {
+            SqlType::Numeric { .. } => Some(SqlType::numeric()),
+            SqlType::Oid => Some(SqlType::Int8),
+            ref other if other.is_numeric_family() => Some(common),
+            _ => None,
+        }
+    }
+}
+
+/// A SQL value.
+/// One row of values, in the columns\' order.
+pub type Row = Vec<Datum>;
+
+#[derive(Clone, Debug)]
+pub enum Datum {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Numeric(Decimal),
+    Text(String),
+    Bytes(Vec<u8>),
+    /// Days since 2000-01-01.
+    Date(i32),
+    /// Microseconds since 2000-01-01 00:00:00.
+    Timestamp(i64),
+    /// Microseconds since 2000-01-01 00:00:00 UTC.
+    TimestampTz(i64),
+}
+
+impl PartialEq for Datum {
+    fn eq(&self, other: &Datum) -> bool {
+        matches!(self.compare(other), Some(Ordering::Equal))
+            || matches!((self, other), (Datum::Null, Datum::Null))
+    }
+}
+
+impl Datum {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Datum::Null)
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Datum::Bool(flag) => Some(*flag),
+            _ => None,
+        }
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Datum::Int(number) => Some(*number),
+            Datum::Numeric(decimal) => decimal.to_i64(),
+            Datum::Float(number) => {
+                if number.is_finite() && number.abs() < 9.2e18 {
+                    Decimal::from_f64(number.round()).and_then(|rounded| rounded.to_i64())
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Datum::Int(number) => number.to_f64(),
+            Datum::Float(number) => Some(*number),
+            Datum::Numeric(decimal) => decimal.to_f64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_decimal(&self) -> Option<Decimal> {
+        match self {
+            Datum::Int(number) => Some(Decimal::from(*number)),
+            Datum::Numeric(decimal) => Some(*decimal),
+            Datum::Float(number) => Decimal::from_f64(*number),
+            _ => None,
+        }
+    }
+
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Datum::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Total order used by sorts and comparisons; `None` when either side is NULL or the
+    /// values are not comparable. Floats order NaN above everything, as PostgreSQL does.
+    pub fn compare(&self, other: &Datum) -> Option<Ordering> {
+        use Datum::*;
+        Some(match (self, other) {
+            (Null, _) | (_, Null) => return None,
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (Int(a), Int(b)) => a.cmp(b),
+            (Float(a), Float(b)) => compare_floats(*a, *b),
+            (Numeric(a), Numeric(b)) => a.cmp(b),
+            (Int(a), Numeric(b)) => Decimal::from(*a).cmp(b),
+            (Numeric(a), Int(b)) => a.cmp(&Decimal::from(*b)),
+            (Float(_), Int(_) | Numeric(_)) | (Int(_) | Numeric(_), Float(_)) => {
+                compare_floats(self.as_f64()?, other.as_f64()?)
+            }
+            (Text(a), Text(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (Bytes(a), Bytes(b)) => a.cmp(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (Timestamp(a), Timestamp(b)) | (TimestampTz(a), TimestampTz(b)) => a.cmp(b),
+            (Timestamp(a), TimestampTz(b)) | (TimestampTz(a), Timestamp(b)) => a.cmp(b),
+            (Date(a), Timestamp(b) | TimestampTz(b)) => {
+                (i64::from(*a) * MICROSECONDS_PER_DAY).cmp(b)
+            }
+            (Timestamp(a) | TimestampTz(a), Date(b)) => {
+                a.cmp(&(i64::from(*b) * MICROSECONDS_PER_DAY))
+            }
+            _ => return None,
+        })
+    }
+
+    /// Sort order with NULLs placed by `nulls_first`.
+    pub fn sort_compare(&self, other: &Datum, nulls_first: bool) -> Ordering {
+        match (self.is_null(), other.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => {
+                if nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            (false, false) => self.compare(other).unwrap_or(Ordering::Equal),
+        }
+    }
+
+    /// A hashable key for grouping, DISTINCT and hash joins: values that compare equal map to
+    /// equal keys (1 = 1.0, numeric scale ignored).
+    pub fn group_key(&self, out: &mut Vec<u8>) {
+        match self {
+            Datum::Null => out.push(0),
+            Datum::Bool(flag) => out.extend_from_slice(&[1, u8::from(*flag)]),
+            Datum::Int(_) | Datum::Numeric(_) => {
+                out.push(2);
+                let normalized = self.as_decimal().unwrap_or_default().normalize();
+                out.extend_from_slice(normalized.to_string().as_bytes());
+                out.push(0);
+            }
+            Datum::Float(number) => {
+                out.push(3);
+                let number = if *number == 0.0 { 0.0 } else { *number };
+                out.extend_from_slice(&number.to_bits().to_le_bytes());
+            }
+            Datum::Text(text) => {
+                out.push(4);
+                out.extend_from_slice(&count_u64(text.len()).to_le_bytes());
+                out.extend_from_slice(text.as_bytes());
+            }
+            Datum::Bytes(bytes) => {
+                out.push(5);
+                out.extend_from_slice(&count_u64(bytes.len()).to_le_bytes());
+                out.extend_from_slice(bytes);
+            }
+            Datum::Date(days) => {
+                out.push(6);
+                out.extend_from_slice(&(i64::from(*days) * MICROSECONDS_PER_DAY).to_le_bytes());
+            }
+            Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
+                out.push(6);
+                out.extend_from_slice(&micros.to_le_bytes());
+            }
+        }
+    }
+
+    /// Approximate bytes this value occupies in memory (work_mem accounting).
+    pub fn memory_size(&self) -> usize {
+        let inline = std::mem::size_of::<Datum>();
+        match self {
+            Datum::Text(text) => inline + text.len(),
+            Datum::Bytes(bytes) => inline + bytes.len(),
+            _ => inline,
+        }
+    }
+
+    /// The engine value stored for this datum in a column of type `ty`.
+    pub fn to_value(&self, ty: &SqlType) -> Result<Value> {
+        Ok(match self {
+            Datum::Null => Value::Null,
+            Datum::Bool(flag) => Value::Bool(*flag),
+            Datum::Int(number) => match ty {
+                SqlType::Float4 | SqlType::Float8 => Value::Float(self.as_f64().unwrap_or(0.0)),
+                SqlType::Numeric { .. } => Value::Numeric(Decimal::from(*number)),
+                _ => Value::Int(*number),
+            },
+            Datum::Float(number) => Value::Float(*number),
+            Datum::Numeric(decimal) => Value::Numeric(*decimal),
+            Datum::Text(text) => Value::Text(text.clone()),
+            Datum::Bytes(bytes) => Value::Bytes(bytes.clone()),
+            Datum::Date(days) => Value::Int(i64::from(*days)),
+            Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Value::Int(*micros),
+        })
+    }
+
+    /// The datum of an engine value stored in a column of type `ty`.
+    pub fn from_value(value: &Value, ty: &SqlType) -> Datum {
+        match value {
+            Value::Null => Datum::Null,
+            Value::Bool(flag) => Datum::Bool(*flag),
+            Value::Int(number) => match ty {
+                SqlType::Date => {
+                    // A stored date was written from a Datum::Date (`to_value`), an i32.
+                    let days = i32::try_from(*number);
+                    debug_assert!(days.is_ok(), "a stored date fits i32: {number}");
+                    Datum::Date(days.unwrap_or(if *number < 0 { i32::MIN } else { i32::MAX }))
+                }
+                SqlType::Timestamp => Datum::Timestamp(*number),
+                SqlType::TimestampTz => Datum::TimestampTz(*number),
+                _ => Datum::Int(*number),
+            },
+            Value::Float(number) => Datum::Float(*number),
+            Value::Numeric(decimal) => Datum::Numeric(*decimal),
+            Value::Text(text) => Datum::Text(text.clone()),
+            Value::Bytes(bytes) => Datum::Bytes(bytes.clone()),
+        }
+    }
+
+    /// As `from_value`, taking the value (strings and bytes move instead of being copied).
+    pub fn from_owned_value(value: Value, ty: &SqlType) -> Datum {
+        match value {
+            Value::Text(text) => Datum::Text(text),
+            Value::Bytes(bytes) => Datum::Bytes(bytes),
+            other => Datum::from_value(&other, ty),
+        }
+    }
+
+    /// PostgreSQL's text output for a value of type `ty`; `None` for NULL.
+    pub fn to_text(&self, ty: &SqlType) -> Option<String> {
+        Some(match self {
+            Datum::Null => return None,
+            Datum::Bool(flag) => if *flag { "t" } else { "f" }.to_string(),
+            Datum::Int(number) => number.to_string(),
+            Datum::Float(number) => {
+                if *ty == SqlType::Float4 {
+                    format_float4(*number)
+                } else {
+                    format_float8(*number)
+                }
+            }
+            Datum::Numeric(decimal) => decimal.to_string(),
+            Datum::Text(text) => text.clone(),
+            Datum::Bytes(bytes) => {
+                let mut text = String::with_capacity(2 + bytes.len() * 2);
+                text.push_str("\\x");
+                for byte in bytes {
+                    let _ = write!(text, "{byte:02x}");
+                }
+                text
+            }
+            Datum::Date(days) => format_date(*days),
+            Datum::Timestamp(micros) => format_timestamp(*micros),
+            Datum::TimestampTz(micros) => format!("{}+00", format_timestamp(*micros)),
+        })
+    }
+}
+
+fn compare_floats(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// PostgreSQL's largest declared length of a character type (MaxAttrSize).
+pub const CHARACTER_LENGTH_MAX: u64 = 10 * 1024 * 1024;
+
+/// A length or precision the binder bounded (by 10 MiB at most) as i32.
+fn bounded_i32(value: u64) -> i32 {
+    debug_assert!(value <= CHARACTER_LENGTH_MAX, "bounded at bind: {value}");
+    i32::try_from(value).unwrap_or(i32::MAX >> 1)
+}
+
+/// A count of things in memory (rows, bytes) as u64: a `Vec` holds at most `isize::MAX`
+/// items, which fits u64.
+pub(crate) fn count_u64(count: usize) -> u64 {
+    let converted = u64::try_from(count);
+    debug_assert!(converted.is_ok(), "a usize fits u64 on tierdb's 64-bit targets");
+    converted.unwrap_or(u64::MAX)
+}

@@ -1,0 +1,361 @@
+//! Text input and output of values: PostgreSQL's float, date and timestamp formats, and
+//! the parsing of literals and COPY fields.
+
+use super::*;
+
+/// Shortest round-trip digits in PostgreSQL's layout: exponent form when the decimal
+/// exponent is below -4 or at least `precision` (15 for double, 6 for real).
+pub(crate) fn format_shortest(scientific: &str, precision: i32) -> String {
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let negative = mantissa.starts_with('-');
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::new();
+    if negative {
+        out.push('-');
+    }
+    if exponent < -4 || exponent >= precision {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let sign = if exponent < 0 { '-' } else { '+' };
+        let _ = write!(out, "e{}{:02}", sign, exponent.abs());
+    } else if exponent < 0 {
+        out.push_str("0.");
+        for _ in 0..(-exponent - 1) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else {
+        let integer_digits = usize::try_from(exponent).unwrap_or(0) + 1;
+        if digits.len() <= integer_digits {
+            out.push_str(&digits);
+            for _ in digits.len()..integer_digits {
+                out.push('0');
+            }
+        } else {
+            out.push_str(&digits[..integer_digits]);
+            out.push('.');
+            out.push_str(&digits[integer_digits..]);
+        }
+    }
+    out
+}
+
+pub(crate) fn format_special(number: f64) -> Option<String> {
+    if number.is_nan() {
+        Some("NaN".into())
+    } else if number.is_infinite() {
+        Some(if number > 0.0 { "Infinity" } else { "-Infinity" }.into())
+    } else if number == 0.0 {
+        Some(if number.is_sign_negative() { "-0" } else { "0" }.into())
+    } else {
+        None
+    }
+}
+
+pub fn format_float8(number: f64) -> String {
+    format_special(number).unwrap_or_else(|| format_shortest(&format!("{number:e}"), 15))
+}
+
+pub fn format_float4(number: f64) -> String {
+    #[allow(clippy::cast_possible_truncation)]
+    let single = number as f32;
+    format_special(number).unwrap_or_else(|| format_shortest(&format!("{single:e}"), 6))
+}
+
+pub(crate) fn epoch_date() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2000, 1, 1).expect("valid date")
+}
+
+pub fn format_date(days: i32) -> String {
+    match epoch_date().checked_add_signed(chrono::Duration::days(i64::from(days))) {
+        Some(date) => format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day()),
+        None => "infinity".into(),
+    }
+}
+
+pub fn format_timestamp(micros: i64) -> String {
+    let days = micros.div_euclid(MICROSECONDS_PER_DAY);
+    let time = micros.rem_euclid(MICROSECONDS_PER_DAY);
+    let date = format_date(i32::try_from(days).unwrap_or(i32::MAX));
+    let seconds_total = time / 1_000_000;
+    let fraction = time % 1_000_000;
+    let mut text = format!(
+        "{} {:02}:{:02}:{:02}",
+        date,
+        seconds_total / 3600,
+        (seconds_total / 60) % 60,
+        seconds_total % 60
+    );
+    if fraction != 0 {
+        let digits = format!("{fraction:06}");
+        text.push('.');
+        text.push_str(digits.trim_end_matches('0'));
+    }
+    text
+}
+
+/// The error for date/time input that does not parse: 22008 when it has the shape
+/// year-month-day (and hour:minute) but a field is out of range (2023-02-29), else 22007.
+pub(crate) fn date_input_error(type_name: &str, trimmed: &str, text: &str) -> SqlError {
+    let date_part = trimmed.split([' ', 'T']).next().unwrap_or("");
+    let fields: Vec<&str> = date_part.split('-').collect();
+    let numeric = fields.len() == 3
+        && fields
+            .iter()
+            .all(|field| !field.is_empty() && field.chars().all(|c| c.is_ascii_digit()));
+    if numeric {
+        let month: u32 = fields[1].parse().unwrap_or(0);
+        let day: u32 = fields[2].parse().unwrap_or(0);
+        let year: i32 = fields[0].parse().unwrap_or(0);
+        if NaiveDate::from_ymd_opt(year, month, day).is_none() {
+            return SqlError::new(
+                "22008",
+                format!("date/time field value out of range: \"{text}\""),
+            );
+        }
+        // A well-formed date with a time whose fields are numbers but out of range.
+        let time_part = trimmed.split([' ', 'T']).nth(1).unwrap_or("");
+        let time_fields: Vec<&str> = time_part.split(':').collect();
+        let time_numeric = time_fields.len() >= 2
+            && time_fields.iter().all(|field| {
+                !field.is_empty() && field.chars().all(|c| c.is_ascii_digit() || c == '.')
+            });
+        if time_numeric {
+            let hour: u32 = time_fields[0].parse().unwrap_or(99);
+            let minute: u32 = time_fields[1].parse().unwrap_or(99);
+            let second: f64 =
+                time_fields.get(2).and_then(|field| field.parse().ok()).unwrap_or(0.0);
+            if hour > 24 || minute > 59 || second >= 61.0 {
+                return SqlError::new(
+                    "22008",
+                    format!("date/time field value out of range: \"{text}\""),
+                );
+            }
+        }
+    }
+    // invalid_datetime_format, PostgreSQL's code for unparsable date/time input.
+    SqlError::new("22007", format!("invalid input syntax for type {type_name}: \"{text}\""))
+}
+
+pub fn parse_date(text: &str) -> Result<i32> {
+    let trimmed = text.trim();
+    let date = NaiveDate::parse_from_str(trimmed, "%Y-%m-%d")
+        .map_err(|_| date_input_error("date", trimmed, text))?;
+    i32::try_from((date - epoch_date()).num_days()).map_err(|_| SqlError::out_of_range("date"))
+}
+
+/// Parses a timestamp; with `with_zone`, a trailing offset (`+02`, `-05:30`, `Z`) is applied
+/// so the result is UTC.
+pub fn parse_timestamp(text: &str, with_zone: bool) -> Result<i64> {
+    // PostgreSQL's datetime input errors name timestamp without time zone "timestamp".
+    let type_name = if with_zone { "timestamp with time zone" } else { "timestamp" };
+    let bad = || date_input_error(type_name, text.trim(), text);
+    let mut body = text.trim().replace('T', " ");
+    let mut offset_seconds = 0i64;
+    if let Some(stripped) = body.strip_suffix(" UTC").or_else(|| body.strip_suffix('Z')) {
+        body = stripped.to_string();
+    } else if let Some(position) = body.rfind(['+', '-']).filter(|&position| position > 10) {
+        let zone = body[position..].to_string();
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        let parts: Vec<&str> = zone[1..].split(':').collect();
+        let hours: i64 = parts.first().and_then(|part| part.parse().ok()).ok_or_else(bad)?;
+        let minutes: i64 = parts.get(1).map_or(Ok(0), |part| part.parse().map_err(|_| bad()))?;
+        offset_seconds = sign * (hours * 3600 + minutes * 60);
+        body.truncate(position);
+    }
+    let body = body.trim();
+    let parsed = NaiveDateTime::parse_from_str(body, "%Y-%m-%d %H:%M:%S%.f")
+        .or_else(|_| NaiveDateTime::parse_from_str(body, "%Y-%m-%d %H:%M"))
+        .or_else(|_| {
+            NaiveDate::parse_from_str(body, "%Y-%m-%d")
+                .map(|date| date.and_hms_opt(0, 0, 0).expect("midnight"))
+        })
+        .map_err(|_| bad())?;
+    let days = (parsed.date() - epoch_date()).num_days();
+    let time = i64::from(parsed.num_seconds_from_midnight()) * 1_000_000
+        + i64::from(parsed.nanosecond() / 1000);
+    let local = days * MICROSECONDS_PER_DAY + time;
+    if with_zone {
+        Ok(local - offset_seconds * 1_000_000)
+    } else {
+        Ok(local)
+    }
+}
+
+/// Microseconds since 2000-01-01 UTC now.
+pub fn now_micros() -> i64 {
+    let since_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    since_unix - POSTGRES_EPOCH_DAYS_FROM_UNIX * MICROSECONDS_PER_DAY
+}
+
+pub fn parse_bool(text: &str) -> Result<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "t" | "true" | "y" | "yes" | "on" | "1" => Ok(true),
+        "f" | "false" | "n" | "no" | "off" | "0" => Ok(false),
+        _ => Err(SqlError::invalid_text("boolean", text)),
+    }
+}
+
+pub fn parse_float(text: &str, ty: &SqlType) -> Result<f64> {
+    let trimmed = text.trim();
+    let value = match trimmed.to_ascii_lowercase().as_str() {
+        "nan" => f64::NAN,
+        "infinity" | "+infinity" | "inf" | "+inf" => f64::INFINITY,
+        "-infinity" | "-inf" => f64::NEG_INFINITY,
+        _ => trimmed.parse::<f64>().map_err(|_| SqlError::invalid_text(ty.message_name(), text))?,
+    };
+    if *ty == SqlType::Float4 && value.is_finite() {
+        #[allow(clippy::cast_possible_truncation)]
+        let single = value as f32;
+        if single.is_infinite() {
+            return Err(SqlError::new(
+                "22003",
+                format!("\"{trimmed}\" is out of range for type real"),
+            ));
+        }
+        return Ok(f64::from(single));
+    }
+    if value.is_infinite() && !trimmed.to_ascii_lowercase().contains("inf") {
+        return Err(SqlError::new(
+            "22003",
+            format!("\"{trimmed}\" is out of range for type double precision"),
+        ));
+    }
+    Ok(value)
+}
+
+pub fn parse_integer(text: &str, ty: &SqlType) -> Result<i64> {
+    let trimmed = text.trim();
+    let value: i64 = match trimmed.parse::<i64>() {
+        Ok(value) => value,
+        Err(_) => {
+            let digits = trimmed.trim_start_matches(['-', '+']);
+            if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
+                return Err(SqlError::new(
+                    "22003",
+                    format!("value \"{trimmed}\" is out of range for type {}", ty.message_name()),
+                ));
+            }
+            return Err(SqlError::invalid_text(ty.message_name(), text));
+        }
+    };
+    let (low, high) = ty.integer_range();
+    if value < low || value > high {
+        return Err(SqlError::new(
+            "22003",
+            format!("value \"{trimmed}\" is out of range for type {}", ty.message_name()),
+        ));
+    }
+    Ok(value)
+}
+
+pub fn parse_numeric(text: &str) -> Result<Decimal> {
+    let trimmed = text.trim();
+    Decimal::from_str(trimmed)
+        .or_else(|_| Decimal::from_scientific(trimmed))
+        .map_err(|_| SqlError::invalid_text("numeric", text))
+}
+
+/// Applies a numeric(p,s) type modifier: rounds half away from zero to `s` digits and checks
+/// that at most `p - s` digits remain before the point.
+pub fn apply_numeric_typmod(
+    value: Decimal,
+    precision: Option<u32>,
+    scale: Option<u32>,
+) -> Result<Decimal> {
+    let Some(precision) = precision else { return Ok(value) };
+    let scale = scale.unwrap_or(0);
+    let rounded = value.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+    let integer_digits = rounded.trunc().abs().to_string().trim_start_matches('0').len();
+    let allowed = usize::try_from(precision.saturating_sub(scale)).unwrap_or(0);
+    if integer_digits > allowed {
+        return Err(SqlError::new(
+            "22003",
+            format!(
+                "numeric field overflow: a field with precision {precision}, scale {scale} must round to an absolute value less than 10^{allowed}"
+            ),
+        ));
+    }
+    let mut padded = rounded;
+    padded.rescale(scale);
+    Ok(padded)
+}
+
+/// Number of characters, as PostgreSQL counts them.
+pub fn char_length(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// Pads or checks a value for char(n): an explicit cast truncates; an assignment fails unless
+/// the excess is blanks.
+pub fn to_bpchar(text: &str, length: u32, explicit: bool) -> Result<String> {
+    let length = usize::try_from(length).unwrap_or(usize::MAX);
+    let count = char_length(text);
+    if count > length {
+        let excess: String = text.chars().skip(length).collect();
+        if explicit || excess.chars().all(|c| c == ' ') {
+            return Ok(text.chars().take(length).collect());
+        }
+        return Err(SqlError::new("22001", format!("value too long for type character({length})")));
+    }
+    let mut padded = text.to_string();
+    for _ in count..length {
+        padded.push(' ');
+    }
+    Ok(padded)
+}
+
+pub fn to_varchar(text: &str, length: Option<u32>, explicit: bool) -> Result<String> {
+    let Some(length) = length else { return Ok(text.to_string()) };
+    let length = usize::try_from(length).unwrap_or(usize::MAX);
+    if char_length(text) <= length {
+        return Ok(text.to_string());
+    }
+    let excess: String = text.chars().skip(length).collect();
+    if explicit || excess.chars().all(|c| c == ' ') {
+        return Ok(text.chars().take(length).collect());
+    }
+    Err(SqlError::new("22001", format!("value too long for type character varying({length})")))
+}
+
+/// Parses text into a value of `ty` (PostgreSQL's input functions).
+pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
+    Ok(match ty {
+        SqlType::Bool => Datum::Bool(parse_bool(text)?),
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid => {
+            Datum::Int(parse_integer(text, ty)?)
+        }
+        SqlType::Float4 | SqlType::Float8 => Datum::Float(parse_float(text, ty)?),
+        SqlType::Numeric { precision, scale } => {
+            Datum::Numeric(apply_numeric_typmod(parse_numeric(text)?, *precision, *scale)?)
+        }
+        SqlType::Text | SqlType::Name | SqlType::Unknown => Datum::Text(text.to_string()),
+        SqlType::Varchar(length) => Datum::Text(to_varchar(text, *length, false)?),
+        SqlType::Char(length) => Datum::Text(to_bpchar(text, *length, false)?),
+        SqlType::Bytea => Datum::Bytes(parse_bytea(text)?),
+        SqlType::Date => Datum::Date(parse_date(text)?),
+        SqlType::Timestamp => Datum::Timestamp(parse_timestamp(text, false)?),
+        SqlType::TimestampTz => Datum::TimestampTz(parse_timestamp(text, true)?),
+    })
+}
+
+pub(crate) fn parse_bytea(text: &str) -> Result<Vec<u8>> {
+    let Some(hex) = text.strip_prefix("\\x") else { return Ok(text.as_bytes().to_vec()) };
+    if hex.len() % 2 != 0 {
+        return Err(SqlError::invalid_text("bytea", text));
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|index| {
+            u8::from_str_radix(&hex[index..index + 2], 16)
+                .map_err(|_| SqlError::invalid_text("bytea", text))
+        })
+        .collect()
+}

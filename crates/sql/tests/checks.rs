@@ -1,0 +1,74 @@
+//! One check each, with PostgreSQL's SQLSTATEs: NOT NULL on every write path, work_mem's
+//! units and range, COPY's one-byte QUOTE and ESCAPE, the column limit of CREATE TABLE.
+
+mod support;
+
+use support::{rows, setup, sqlstate, with_session};
+use tierdb_sql::{Datum, Session};
+
+fn message(session: &mut Session, sql: &str) -> String {
+    match support::run(session, sql) {
+        Ok(output) => panic!("{sql} succeeded: {output:?}"),
+        Err(error) => format!("{} {}", error.sqlstate, error.message),
+    }
+}
+
+#[test]
+fn not_null_is_checked_on_insert_update_and_when_a_key_is_added() {
+    with_session(|session| {
+        setup(
+            session,
+            &["CREATE TABLE t (id int NOT NULL, v int)", "INSERT INTO t VALUES (1, NULL)"],
+        );
+        let violation =
+            "23502 null value in column \"id\" of relation \"t\" violates not-null constraint";
+        assert_eq!(message(session, "INSERT INTO t VALUES (NULL, 1)"), violation);
+        assert_eq!(message(session, "INSERT INTO t (v) VALUES (1)"), violation);
+        assert_eq!(message(session, "UPDATE t SET id = NULL"), violation);
+        assert_eq!(
+            message(session, "ALTER TABLE t ADD PRIMARY KEY (v)"),
+            "23502 column \"v\" of relation \"t\" contains null values"
+        );
+        let stored = rows(session, "SELECT id, v FROM t").unwrap();
+        assert_eq!(stored, vec![vec![Datum::Int(1), Datum::Null]], "nothing was written");
+    });
+}
+
+#[test]
+fn work_mem_takes_postgres_units_and_range() {
+    with_session(|session| {
+        setup(session, &["SET work_mem = 64"]);
+        assert_eq!(rows(session, "SHOW work_mem").unwrap(), vec![vec![Datum::Text("64kB".into())]]);
+        setup(session, &["SET work_mem = '2GB'"]);
+        assert_eq!(rows(session, "SHOW work_mem").unwrap(), vec![vec![Datum::Text("2GB".into())]]);
+        assert_eq!(sqlstate(session, "SET work_mem = '4m'"), "22023");
+        assert_eq!(sqlstate(session, "SET work_mem = 63"), "22023");
+        assert_eq!(
+            message(session, "SET work_mem = '3TB'"),
+            "22023 3221225472 kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)"
+        );
+        assert_eq!(sqlstate(session, "SET work_mem = '99999999999999999999'"), "22023");
+    });
+}
+
+#[test]
+fn copy_quote_and_escape_are_one_byte() {
+    with_session(|session| {
+        setup(session, &["CREATE TABLE t (a text)"]);
+        let sql = "COPY t FROM STDIN WITH (FORMAT csv, QUOTE 'ab')";
+        assert_eq!(message(session, sql), "0A000 COPY quote must be a single one-byte character");
+        let sql = "COPY t FROM STDIN WITH (FORMAT csv, ESCAPE 'é')";
+        assert_eq!(message(session, sql), "0A000 COPY escape must be a single one-byte character");
+    });
+}
+
+#[test]
+fn tables_have_at_most_1600_columns() {
+    with_session(|session| {
+        let columns: Vec<String> = (0..1601).map(|index| format!("c{index} int")).collect();
+        let sql = format!("CREATE TABLE wide ({})", columns.join(", "));
+        assert_eq!(message(session, &sql), "54011 tables can have at most 1600 columns");
+        let sql = format!("CREATE TABLE wide ({})", columns[..1600].join(", "));
+        setup(session, &[&sql]);
+    });
+}

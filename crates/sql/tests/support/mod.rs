@@ -1,0 +1,70 @@
+//! Sessions for tests that run the SQL layer without a server: an engine on a temporary
+//! directory, one session on a thread with a connection's stack.
+
+#![allow(dead_code)] // Each test file uses its own part of the helpers.
+
+use std::sync::Arc;
+
+use tierdb_engine::Engine;
+use tierdb_sql::{Catalog, Datum, Output, Session, SqlError, StatementStats};
+use tierdb_storage::{PageStore, StoreConfig};
+
+/// The server's connection-thread stack (crates/server/src/server.rs CONNECTION_STACK_BYTES).
+pub const CONNECTION_STACK_BYTES: usize = 64 << 20;
+
+/// Runs `body` with a fresh session on a thread with a connection's stack.
+pub fn with_session(body: impl FnOnce(&mut Session) + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(CONNECTION_STACK_BYTES)
+        .spawn(move || {
+            let directory = tempfile::tempdir().unwrap();
+            let config = StoreConfig::local(directory.path()).unwrap();
+            let engine = Engine::open(Arc::new(PageStore::open(config).unwrap())).unwrap();
+            let catalog = Catalog::open(engine).unwrap();
+            let statistics = Arc::new(StatementStats::default());
+            let mut session = Session::new(catalog, statistics, "tierdb", "tierdb", 1);
+            body(&mut session);
+        })
+        .unwrap()
+        .join()
+        .expect("the session thread ends without a panic or an overflow");
+}
+
+/// The output of a single statement.
+pub fn run(session: &mut Session, sql: &str) -> Result<Output, SqlError> {
+    let mut outputs = session.execute(sql);
+    assert_eq!(outputs.len(), 1, "one statement: {}", &sql[..sql.len().min(80)]);
+    outputs.pop().unwrap()
+}
+
+/// The rows of a query.
+pub fn rows(session: &mut Session, sql: &str) -> Result<Vec<Vec<Datum>>, SqlError> {
+    match run(session, sql)? {
+        Output::Rows { rows, .. } => Ok(rows),
+        other => panic!("expected rows from {sql}, got {other:?}"),
+    }
+}
+
+/// The single value of a one-row, one-column query.
+pub fn value(session: &mut Session, sql: &str) -> Result<Datum, SqlError> {
+    let mut rows = rows(session, sql)?;
+    assert_eq!(rows.len(), 1, "one row");
+    let mut row = rows.pop().unwrap();
+    assert_eq!(row.len(), 1, "one column");
+    Ok(row.pop().unwrap())
+}
+
+/// Runs statements that must succeed (setup).
+pub fn setup(session: &mut Session, statements: &[&str]) {
+    for sql in statements {
+        run(session, sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
+    }
+}
+
+/// The SQLSTATE a statement fails with.
+pub fn sqlstate(session: &mut Session, sql: &str) -> &'static str {
+    match run(session, sql) {
+        Ok(output) => panic!("{sql} succeeded: {output:?}"),
+        Err(error) => error.sqlstate,
+    }
+}
