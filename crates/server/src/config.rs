@@ -105,3 +105,29 @@ impl ServerConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_and_hba_file_exclude_each_other() {
+        let file = tempfile::NamedTempFile::new().expect("hba file");
+        std::fs::write(file.path(), "hostssl all all all reject\n").expect("write");
+        let path = file.path().to_str().expect("utf-8 path");
+        let config = ServerConfig::from_toml(&format!("hba_file = {path:?}\n")).expect("valid");
+        let rules = config.authentication_rules().expect("rules");
+        assert_eq!(rules.rules.len(), 1);
+        assert_eq!(rules.source, format!("hba_file={path}"));
+        let both = format!("hba_file = {path:?}\nauth = \"trust\"\n");
+        let error = ServerConfig::from_toml(&both)
+            .expect("valid")
+            .authentication_rules()
+            .expect_err("both given");
+        assert!(error.contains("give one or the other"), "{error}");
+        let default = ServerConfig::default().authentication_rules().expect("rules");
+        assert_eq!(default.source, "auth=trust-loopback");
+        let scram = ServerConfig::from_toml("auth = \"scram\"\n").expect("valid");
+        assert_eq!(scram.authentication_rules().expect("rules").rules.len(), 1);
+    }
+}

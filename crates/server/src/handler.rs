@@ -939,11 +939,7 @@ impl Connection {
             database,
             user,
         };
-        let rule = self.shared.rules.find(&facts);
-        if let Some(message) = hba::refusal(rule, &facts) {
-            return Err(refuse(message));
-        }
-        Ok(rule.expect("a rule that does not refuse").method)
+        hba::decide(&self.shared.rules, &facts).map_err(refuse)
     }
 }
 

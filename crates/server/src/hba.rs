@@ -174,21 +174,24 @@ impl AddressRange {
     }
 }
 
-/// Why a connection is refused, in PostgreSQL's words (FATAL 28000).
-pub fn refusal(rule: Option<&Rule>, client: &Client) -> Option<String> {
+/// The method for `client` under `rules`, or why it is refused, in PostgreSQL's words
+/// (FATAL 28000): no matching rule, or a matching reject rule.
+pub fn decide(rules: &Rules, client: &Client) -> Result<Method, String> {
     let encryption = if client.tls { "SSL encryption" } else { "no encryption" };
-    let who = format!(
-        "host \"{}\", user \"{}\", database \"{}\", {encryption}",
-        canonical(client.address),
-        client.user,
-        client.database
-    );
-    match rule {
-        None => Some(format!("no pg_hba.conf entry for {who}")),
+    let who = || {
+        format!(
+            "host \"{}\", user \"{}\", database \"{}\", {encryption}",
+            canonical(client.address),
+            client.user,
+            client.database
+        )
+    };
+    match rules.find(client) {
+        None => Err(format!("no pg_hba.conf entry for {}", who())),
         Some(rule) if rule.method == Method::Reject => {
-            Some(format!("pg_hba.conf rejects connection for {who}"))
+            Err(format!("pg_hba.conf rejects connection for {}", who()))
         }
-        Some(_) => None,
+        Some(rule) => Ok(rule.method),
     }
 }
 

@@ -141,3 +141,19 @@ fn shorthands_are_rule_sets() {
     assert_eq!(method(&trust, "192.0.2.2"), Some(Method::Trust));
     assert!(Rules::shorthand("md5").expect_err("unknown").contains("unknown auth=md5"));
 }
+
+#[test]
+fn refusals_use_postgresql_wording() {
+    let rules = Rules::parse("host all mallory all reject\nhost app all 10.0.0.0/8 trust\n", "f")
+        .expect("valid");
+    let refused = |client: Client| decide(&rules, &client).expect_err("refused");
+    assert_eq!(
+        refused(client("::ffff:10.1.2.3", true, "other", "alice")),
+        "no pg_hba.conf entry for host \"10.1.2.3\", user \"alice\", database \"other\", SSL encryption"
+    );
+    assert_eq!(
+        refused(client("2001:db8::1", false, "app", "mallory")),
+        "pg_hba.conf rejects connection for host \"2001:db8::1\", user \"mallory\", database \"app\", no encryption"
+    );
+    assert_eq!(decide(&rules, &client("10.1.2.3", false, "app", "alice")), Ok(Method::Trust));
+}
