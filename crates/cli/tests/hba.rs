@@ -103,6 +103,17 @@ fn reject_is_fatal_closes_the_connection_and_runs_nothing() {
 }
 
 #[test]
+fn a_startup_packet_without_a_user_is_refused() {
+    let (server, _file) = start("host all all 127.0.0.1/32 trust\n", &[]);
+    let mut client = RawClient::connect(server.port);
+    client.send(&startup_packet_with(&["database", "tierdb"]));
+    let messages = client.until_closed();
+    let error = first_error(&messages).expect("an error");
+    assert_eq!((error.severity.as_str(), error.code.as_str()), ("FATAL", "28000"), "{error:?}");
+    assert_eq!(error.message, "no PostgreSQL user name specified in startup packet");
+}
+
+#[test]
 fn database_and_user_lists_and_the_no_match_wording() {
     let rules = "# reports for two users, app for everybody\n\n\
                  host reports alice,bob 127.0.0.1/32 trust\n\

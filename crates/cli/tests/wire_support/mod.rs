@@ -72,8 +72,13 @@ pub fn startup_packet() -> Vec<u8> {
 
 /// A protocol 3.0 startup packet for `user` and `database`.
 pub fn startup_packet_for(user: &str, database: &str) -> Vec<u8> {
+    startup_packet_with(&["user", user, "database", database])
+}
+
+/// A protocol 3.0 startup packet with these parameter names and values, in turn.
+pub fn startup_packet_with(parameters: &[&str]) -> Vec<u8> {
     let mut body = 196_608i32.to_be_bytes().to_vec();
-    for field in ["user", user, "database", database] {
+    for field in parameters {
         body.extend(cstring(field.as_bytes()));
     }
     body.push(0);
