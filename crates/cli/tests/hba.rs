@@ -105,12 +105,14 @@ fn reject_is_fatal_closes_the_connection_and_runs_nothing() {
 #[test]
 fn a_startup_packet_without_a_user_is_refused() {
     let (server, _file) = start("host all all 127.0.0.1/32 trust\n", &[]);
-    let mut client = RawClient::connect(server.port);
-    client.send(&startup_packet_with(&["database", "tierdb"]));
-    let messages = client.until_closed();
-    let error = first_error(&messages).expect("an error");
-    assert_eq!((error.severity.as_str(), error.code.as_str()), ("FATAL", "28000"), "{error:?}");
-    assert_eq!(error.message, "no PostgreSQL user name specified in startup packet");
+    for parameters in [&["database", "tierdb"][..], &["user", "", "database", "tierdb"]] {
+        let mut client = RawClient::connect(server.port);
+        client.send(&startup_packet_with(parameters));
+        let messages = client.until_closed();
+        let error = first_error(&messages).expect("an error");
+        assert_eq!((error.severity.as_str(), error.code.as_str()), ("FATAL", "28000"));
+        assert_eq!(error.message, "no PostgreSQL user name specified in startup packet");
+    }
 }
 
 #[test]
@@ -124,6 +126,11 @@ fn database_and_user_lists_and_the_no_match_wording() {
         login("127.0.0.1", port, user, database, None)
             .unwrap_or_else(|error| panic!("{user}@{database}: {error}"));
     }
+    // No database named: it is the user's name, as in PostgreSQL (user app, database app).
+    let mut client = RawClient::connect(port);
+    client.send(&startup_packet_with(&["user", "app"]));
+    let messages = client.until_ready();
+    assert!(first_error(&messages).is_none(), "{messages:?}");
     assert_eq!(
         refusal(login("127.0.0.1", port, "carol", "reports", None)),
         no_entry("127.0.0.1", "carol", "reports", "no encryption")

@@ -928,11 +928,15 @@ impl Connection {
         startup: &pgwire::messages::startup::Startup,
     ) -> PgWireResult<Method> {
         let refuse = |message: String| fatal_error(SqlError::new("28000", message));
-        let Some(user) = startup.parameters.get("user") else {
+        let Some(user) = startup.parameters.get("user").filter(|user| !user.is_empty()) else {
             return Err(refuse("no PostgreSQL user name specified in startup packet".into()));
         };
-        // As in PostgreSQL, the database defaults to the user name.
-        let database = startup.parameters.get("database").unwrap_or(user);
+        // As in PostgreSQL, the database defaults to the user name (absent or empty).
+        let database = startup
+            .parameters
+            .get("database")
+            .filter(|database| !database.is_empty())
+            .unwrap_or(user);
         let facts = hba::Client {
             address: client.socket_addr().ip(),
             tls: client.is_secure(),
