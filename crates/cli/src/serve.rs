@@ -61,9 +61,14 @@ pub struct ServeArgs {
     /// PEM private key for TLS.
     #[arg(long, env = "TIERDB_TLS_KEY_FILE")]
     tls_key_file: Option<String>,
-    /// trust-loopback (default), scram or trust.
+    /// Shorthand for built-in authentication rules: trust-loopback (the default), scram or
+    /// trust. Not with --hba-file.
     #[arg(long, env = "TIERDB_AUTH")]
     auth: Option<String>,
+    /// Client authentication rules in pg_hba.conf syntax (host/hostssl/hostnossl, trust,
+    /// scram-sha-256, reject); first match wins. Not with --auth.
+    #[arg(long, env = "TIERDB_HBA_FILE")]
+    hba_file: Option<String>,
     /// File whose first line is the SCRAM-SHA-256 password (or set TIERDB_PASSWORD). There
     /// is no flag for the password itself: a command line is visible to every user in `ps`.
     #[arg(long, env = "TIERDB_PASSWORD_FILE")]
@@ -147,6 +152,9 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     }
     if let Some(value) = &args.auth {
         config.auth = value.clone();
+    }
+    if let Some(value) = &args.hba_file {
+        config.hba_file = value.clone();
     }
     if let Some(path) = &args.password_file {
         let text = std::fs::read_to_string(path)

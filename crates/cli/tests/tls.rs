@@ -7,98 +7,15 @@
 mod server_support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use server_support::certificates::{make_certificates, run, run_ok, tls_flags};
 use server_support::TestServer;
-
-fn run(program: &str, arguments: &[&str]) -> Output {
-    Command::new(program)
-        .args(arguments)
-        .output()
-        .unwrap_or_else(|error| panic!("{program} is required for the TLS tests: {error}"))
-}
-
-fn run_ok(program: &str, arguments: &[&str]) -> String {
-    let output = run(program, arguments);
-    assert!(
-        output.status.success(),
-        "{program} {arguments:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// A CA, and a certificate for localhost / 127.0.0.1 that it signed, in `directory`.
-fn make_certificates(directory: &Path, ca_name: &str) {
-    let path = |name: &str| directory.join(name).to_str().expect("utf-8 path").to_string();
-    let subject = format!("/CN={ca_name}");
-    run_ok(
-        "openssl",
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            &subject,
-            "-keyout",
-            &path("ca.key"),
-            "-out",
-            &path("ca.crt"),
-        ],
-    );
-    run_ok(
-        "openssl",
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-            &path("server.key"),
-            "-out",
-            &path("server.csr"),
-        ],
-    );
-    std::fs::write(directory.join("san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-        .expect("write extensions");
-    run_ok(
-        "openssl",
-        &[
-            "x509",
-            "-req",
-            "-days",
-            "2",
-            "-in",
-            &path("server.csr"),
-            "-CA",
-            &path("ca.crt"),
-            "-CAkey",
-            &path("ca.key"),
-            "-CAcreateserial",
-            "-extfile",
-            &path("san.ext"),
-            "-out",
-            &path("server.crt"),
-        ],
-    );
-}
 
 /// A server using the certificate and key make_certificates wrote in `directory`.
 fn start_with_tls(directory: &Path) -> TestServer {
-    let certificate = directory.join("server.crt");
-    let key = directory.join("server.key");
-    TestServer::start(&[
-        "--tls-cert-file",
-        certificate.to_str().expect("utf-8"),
-        "--tls-key-file",
-        key.to_str().expect("utf-8"),
-    ])
+    let flags = tls_flags(directory);
+    TestServer::start(&flags.each_ref().map(String::as_str))
 }
 
 fn connection_string(port: u16, mode: &str, root: &Path) -> String {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::handler::AuthMode;
+use crate::hba::Rules;
 
 /// Everything `serve` needs. Sizes in bytes.
 #[derive(Clone, Debug, Deserialize)]
@@ -44,8 +44,12 @@ pub struct ServerConfig {
     pub tls_cert_file: String,
     /// PEM private key for TLS.
     pub tls_key_file: String,
-    /// `trust-loopback` (default), `scram`, or `trust`.
+    /// Shorthand for built-in rules: `trust-loopback` (the default when neither this nor
+    /// hba_file is set), `scram`, or `trust`. Empty: not set.
     pub auth: String,
+    /// A file of client authentication rules in pg_hba.conf syntax (host, hostssl,
+    /// hostnossl; trust, scram-sha-256, reject). Excludes auth. Empty: not set.
+    pub hba_file: String,
     /// Password for SCRAM-SHA-256 (any user name).
     pub password: Option<String>,
 }
@@ -72,7 +76,8 @@ impl Default for ServerConfig {
             max_message_bytes: 256 << 20,
             tls_cert_file: String::new(),
             tls_key_file: String::new(),
-            auth: "trust-loopback".into(),
+            auth: String::new(),
+            hba_file: String::new(),
             password: None,
         }
     }
@@ -83,12 +88,46 @@ impl ServerConfig {
         toml::from_str(text).map_err(|error| format!("invalid config file: {error}"))
     }
 
-    pub fn auth_mode(&self) -> Result<AuthMode, String> {
-        match self.auth.as_str() {
-            "trust-loopback" => Ok(AuthMode::TrustLoopback),
-            "scram" | "scram-sha-256" => Ok(AuthMode::Scram),
-            "trust" => Ok(AuthMode::Trust),
-            other => Err(format!("unknown auth={other} (expected trust-loopback, scram or trust)")),
+    /// The authentication rules in force: hba_file's, or those auth stands for.
+    pub fn authentication_rules(&self) -> Result<Rules, String> {
+        match (self.auth.is_empty(), self.hba_file.is_empty()) {
+            (false, false) => Err(format!(
+                "auth={} and hba_file={} both given: auth is a shorthand for built-in rules, give one or the other",
+                self.auth, self.hba_file
+            )),
+            (_, false) => {
+                let text = std::fs::read_to_string(&self.hba_file)
+                    .map_err(|error| format!("cannot read hba_file={}: {error}", self.hba_file))?;
+                Rules::parse(&text, &self.hba_file)
+            }
+            (true, true) => Rules::shorthand("trust-loopback"),
+            (false, true) => Rules::shorthand(&self.auth),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_and_hba_file_exclude_each_other() {
+        let file = tempfile::NamedTempFile::new().expect("hba file");
+        std::fs::write(file.path(), "hostssl all all all reject\n").expect("write");
+        let path = file.path().to_str().expect("utf-8 path");
+        let config = ServerConfig::from_toml(&format!("hba_file = {path:?}\n")).expect("valid");
+        let rules = config.authentication_rules().expect("rules");
+        assert_eq!(rules.rules.len(), 1);
+        assert_eq!(rules.source, format!("hba_file={path}"));
+        let both = format!("hba_file = {path:?}\nauth = \"trust\"\n");
+        let error = ServerConfig::from_toml(&both)
+            .expect("valid")
+            .authentication_rules()
+            .expect_err("both given");
+        assert!(error.contains("give one or the other"), "{error}");
+        let default = ServerConfig::default().authentication_rules().expect("rules");
+        assert_eq!(default.source, "auth=trust-loopback");
+        let scram = ServerConfig::from_toml("auth = \"scram\"\n").expect("valid");
+        assert_eq!(scram.authentication_rules().expect("rules").rules.len(), 1);
     }
 }

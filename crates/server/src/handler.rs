@@ -53,18 +53,8 @@ use tierdb_sql::{
     StatementStats,
 };
 
+use crate::hba::{self, Method, Rules};
 use crate::wire;
-
-/// How clients authenticate.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AuthMode {
-    /// Trust loopback clients; others must use SCRAM-SHA-256 (the default).
-    TrustLoopback,
-    /// SCRAM-SHA-256 for everybody.
-    Scram,
-    /// Trust everybody (only when explicitly configured).
-    Trust,
-}
 
 /// A connection's cancel key (secret bytes) and its session's cancel flag.
 type CancelEntry = (Vec<u8>, Arc<AtomicBool>);
@@ -73,7 +63,8 @@ type CancelEntry = (Vec<u8>, Arc<AtomicBool>);
 pub struct Shared {
     pub catalog: Arc<Catalog>,
     pub statistics: Arc<StatementStats>,
-    pub auth: AuthMode,
+    /// Client authentication rules, checked at the startup packet.
+    pub rules: Rules,
     /// The SCRAM verifier of the configured password, if there is one.
     pub password: Option<Arc<PasswordVerifier>>,
     pub max_connections: usize,
@@ -98,7 +89,7 @@ pub struct Shared {
 impl Shared {
     pub fn new(
         catalog: Arc<Catalog>,
-        auth: AuthMode,
+        rules: Rules,
         password: Option<Arc<PasswordVerifier>>,
         max_connections: usize,
         max_startup_connections: usize,
@@ -108,7 +99,7 @@ impl Shared {
         Arc::new(Shared {
             catalog,
             statistics,
-            auth,
+            rules,
             password,
             max_connections,
             max_startup_connections,
@@ -232,6 +223,8 @@ pub struct Connection {
     /// Set by the startup handler once authentication completed; the connection loop
     /// accepts queries only after it (not on pgwire's state alone).
     authenticated: AtomicBool,
+    /// The method the first matching rule chose, at the startup packet.
+    method: std::sync::OnceLock<Method>,
 }
 
 impl Drop for Connection {
@@ -279,6 +272,7 @@ impl Connection {
             holds_session_slot: AtomicBool::new(false),
             in_startup: AtomicBool::new(true),
             authenticated: AtomicBool::new(false),
+            method: std::sync::OnceLock::new(),
         })
     }
 
@@ -900,14 +894,12 @@ impl StartupHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let loopback = client.socket_addr().ip().is_loopback();
-        let trusted = match self.shared.auth {
-            AuthMode::Trust => true,
-            AuthMode::TrustLoopback => loopback,
-            AuthMode::Scram => false,
-        };
         if let PgWireFrontendMessage::Startup(ref startup) = message {
-            if trusted {
+            let method = self.choose_method(client, startup)?;
+            if self.method.set(method).is_err() {
+                return Err(fatal_error(SqlError::new("08P01", "duplicate startup packet")));
+            }
+            if method == Method::Trust {
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
                 let (pid, secret) = self.shared.pid_generator.generate(client);
@@ -917,8 +909,8 @@ impl StartupHandler for Connection {
                 return Ok(());
             }
         }
-        match &self.scram {
-            Some(scram) => {
+        match (self.method.get(), &self.scram) {
+            (Some(Method::ScramSha256), Some(scram)) => {
                 scram.on_startup(client, message).await?;
                 // The SASL handler finishes authentication itself (AuthenticationOk, then
                 // ReadyForQuery) after a verified client-final message.
@@ -927,11 +919,41 @@ impl StartupHandler for Connection {
                 }
                 Ok(())
             }
-            None => Err(fatal_error(SqlError::new(
+            (Some(Method::ScramSha256), None) => Err(fatal_error(SqlError::new(
                 "28000",
-                "password authentication is required for non-loopback clients, but no password is configured",
+                "password authentication is required for this connection, but no password is configured",
             ))),
+            // Only password messages follow the startup packet, and only for SCRAM.
+            _ => Err(fatal_error(SqlError::new("08P01", "unexpected message during authentication"))),
         }
+    }
+}
+
+impl Connection {
+    /// The method of the first rule matching the client, or the FATAL 28000 refusal (no
+    /// matching rule, a reject rule, no user name).
+    fn choose_method<C: ClientInfo>(
+        &self,
+        client: &C,
+        startup: &pgwire::messages::startup::Startup,
+    ) -> PgWireResult<Method> {
+        let refuse = |message: String| fatal_error(SqlError::new("28000", message));
+        let Some(user) = startup.parameters.get("user").filter(|user| !user.is_empty()) else {
+            return Err(refuse("no PostgreSQL user name specified in startup packet".into()));
+        };
+        // As in PostgreSQL, the database defaults to the user name (absent or empty).
+        let database = startup
+            .parameters
+            .get("database")
+            .filter(|database| !database.is_empty())
+            .unwrap_or(user);
+        let facts = hba::Client {
+            address: client.socket_addr().ip(),
+            tls: client.is_secure(),
+            database,
+            user,
+        };
+        hba::decide(&self.shared.rules, &facts).map_err(refuse)
     }
 }
 

@@ -1,5 +1,5 @@
-//! tierdb's PostgreSQL wire-protocol server (pgwire): one `Session` per connection, trust
-//! (loopback) and SCRAM-SHA-256 authentication, simple and extended query, COPY, cancel,
+//! tierdb's PostgreSQL wire-protocol server (pgwire): one `Session` per connection, pg_hba-like
+//! rules choosing trust, SCRAM-SHA-256 or reject, simple and extended query, COPY, cancel,
 //! Prometheus metrics and clean shutdown. docs/design/009-sql-server.md describes it.
 
 mod config;
@@ -8,13 +8,13 @@ mod frontend;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod handler;
+mod hba;
 mod metrics;
 mod server;
 mod tls;
 mod wire;
 
 pub use config::ServerConfig;
-pub use handler::AuthMode;
 pub use metrics::render as render_metrics;
 pub use server::serve;
 pub use wire::{decode_numeric, encode_numeric};

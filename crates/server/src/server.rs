@@ -112,7 +112,15 @@ pub async fn serve(
     config: ServerConfig,
     ready: impl FnOnce(std::net::SocketAddr, Option<std::net::SocketAddr>),
 ) -> Result<(), String> {
-    let auth = config.auth_mode()?;
+    let rules = config.authentication_rules()?;
+    // Operators see which rules are in force (stderr, beside the address line).
+    eprintln!("tierdb: client authentication rules from {}:", rules.source);
+    for rule in &rules.rules {
+        match rule.line_number {
+            0 => eprintln!("tierdb:   {rule}"),
+            line => eprintln!("tierdb:   line {line}: {rule}"),
+        }
+    }
     let tls = match (config.tls_cert_file.is_empty(), config.tls_key_file.is_empty()) {
         (true, true) => None,
         (false, false) => {
@@ -143,7 +151,7 @@ pub async fn serve(
     };
     let shared = Shared::new(
         catalog,
-        auth,
+        rules,
         password,
         config.max_connections,
         config.max_startup_connections,

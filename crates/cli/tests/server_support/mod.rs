@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod certificates;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -26,9 +28,11 @@ impl TestServer {
 
     /// Starts a server on an existing data directory (restart tests).
     pub fn start_in(data_dir: tempfile::TempDir, extra: &[&str]) -> TestServer {
-        let mut defaults = vec!["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"];
-        // Small defaults, unless the test sets them.
-        for (flag, value) in [("--buffer-pool", "64MB"), ("--tier-size", "64MB")] {
+        let mut defaults = vec!["--metrics-listen", "127.0.0.1:0"];
+        // Loopback and small sizes, unless the test sets them.
+        let settable =
+            [("--listen", "127.0.0.1:0"), ("--buffer-pool", "64MB"), ("--tier-size", "64MB")];
+        for (flag, value) in settable {
             if !extra.contains(&flag) {
                 defaults.extend([flag, value]);
             }

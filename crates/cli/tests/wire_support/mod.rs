@@ -67,8 +67,18 @@ pub fn cstring(text: &[u8]) -> Vec<u8> {
 
 /// A protocol 3.0 startup packet for user and database `tierdb`.
 pub fn startup_packet() -> Vec<u8> {
+    startup_packet_for("tierdb", "tierdb")
+}
+
+/// A protocol 3.0 startup packet for `user` and `database`.
+pub fn startup_packet_for(user: &str, database: &str) -> Vec<u8> {
+    startup_packet_with(&["user", user, "database", database])
+}
+
+/// A protocol 3.0 startup packet with these parameter names and values, in turn.
+pub fn startup_packet_with(parameters: &[&str]) -> Vec<u8> {
     let mut body = 196_608i32.to_be_bytes().to_vec();
-    for field in ["user", "tierdb", "database", "tierdb"] {
+    for field in parameters {
         body.extend(cstring(field.as_bytes()));
     }
     body.push(0);
