@@ -4,9 +4,11 @@
 # binary by binary in each round so that the machine's drift falls on all of them.
 #
 #   ROUNDS=2 SECONDS_PER_RUN=12 scripts/ab-sysbench.sh /tmp/tierdb-before /tmp/tierdb-after
+#   SCRIPTS="oltp_point_select oltp_read_write" scripts/ab-sysbench.sh ...   other scripts
 set -uo pipefail
 seconds="${SECONDS_PER_RUN:-15}"
 rounds="${ROUNDS:-2}"
+scripts="${SCRIPTS:-oltp_read_only oltp_point_select}"
 for round in $(seq 1 "$rounds"); do
 for binary in "$@"; do
     work="$(mktemp -d)"; port=$((20000 + RANDOM % 20000))
@@ -16,7 +18,7 @@ for binary in "$@"; do
     sb=(sysbench --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$port" --pgsql-user=tierdb --pgsql-db=tierdb --tables=4 --table-size=10000)
     "${sb[@]}" oltp_read_write prepare > /dev/null 2>&1
     line="round=$round $binary"
-    for script in oltp_read_only oltp_point_select; do
+    for script in $scripts; do
         tps=$("${sb[@]}" --threads=16 --time="$seconds" --report-interval=0 "$script" run 2>&1 | grep -E 'transactions:' | sed 's/.*(\(.*\) per sec.)/\1/')
         line="$line $script=$tps"
     done

@@ -60,9 +60,10 @@ pub const RECORD_BODY_BYTES_MAX: usize = 16 << 20;
 pub const WAL_BUFFER_BYTES_MAX: usize = 8 << 20;
 /// Local WAL files are allocated to this size and rolled when a write does not fit.
 pub const WAL_FILE_BYTES_MAX: u64 = 64 << 20;
-/// Reserved log space that bounded appends leave free for unbounded ones (map updates,
-/// a few KiB each), so that those never find the log out of space.
-const UNBOUNDED_RESERVE_BYTES: u64 = 1 << 20;
+/// Reserved log space that bounded appends leave free for unbounded ones (map updates, at
+/// most about 24 KiB each: a few hundred segments' worth), so that the writer can still
+/// write segments and checkpoint, which frees log files, when appends are refused.
+const UNBOUNDED_RESERVE_BYTES: u64 = 8 << 20;
 // Whatever the buffer holds unwritten (its bound, one more record, the reserve) fits a new
 // file: a write that does not fit the current file always fits the next one.
 const _: () = assert!(
@@ -398,6 +399,13 @@ impl LocalWalSink {
     /// it was, so the same write can be tried again.
     fn open_file(&mut self, start: Lsn, length: u64) -> Result<()> {
         let path = self.directory.join(local_file_name(start));
+        if self.files.last().is_some_and(|(last_start, _)| *last_start == start) {
+            // The last file starts where this write does, so it holds no durable record (a
+            // torn first write cut to nothing at recovery, or a file whose allocation
+            // failed): this file takes its place and its name, never a second entry with the
+            // same name, which truncation would delete while it is being written.
+            self.files.pop();
+        }
         let wanted = length.max(WAL_FILE_BYTES_MAX);
         let (device, allocated) = match self.spare.take() {
             Some(spare) if length <= WAL_FILE_BYTES_MAX => {
@@ -874,6 +882,26 @@ impl Wal {
         Ok(Some(end))
     }
 
+    /// Makes sure `bytes` more can be appended without a room check and still be written
+    /// within the reserved space, reserving the next file if needed; `DiskFull` when it
+    /// cannot. The flush asks before it writes a segment whose map update must follow, so
+    /// that unbounded appends never outgrow the reservation.
+    pub(crate) fn ensure_unbounded_room(&self, bytes: u64) -> Result<()> {
+        let has_room = || {
+            self.spare_ready.load(Ordering::Acquire)
+                || self.appended_lsn().0.saturating_add(bytes)
+                    <= self.allocated_end.load(Ordering::Acquire)
+        };
+        if has_room() {
+            return Ok(());
+        }
+        self.reserve_space()?;
+        if has_room() {
+            return Ok(());
+        }
+        Err(StorageError::DiskFull { op: "wal-reserve", path: "wal".to_string() })
+    }
+
     /// Asks the sink to reserve its next file now (an append found no room). When it
     /// cannot, the background writer is asked to give log space back (`take_space_wanted`).
     fn reserve_space(&self) -> Result<()> {
@@ -1055,9 +1083,12 @@ pub(crate) fn replay(
                 })
                 .collect();
             starts.sort();
-            for start in starts.into_iter().filter(|&start| start < until) {
+            for (index, &start) in starts.iter().enumerate().filter(|&(_, &start)| start < until) {
                 let device = opener(&directory.join(local_file_name(start)))?;
-                let length = device.len()?.min(until.0 - start.0);
+                // A file ends where the next begins: past that it holds only the zero tail a
+                // roll left (recover_local checked it), which must not be parsed as records.
+                let next_start = starts.get(index + 1).map_or(until, |&next| next.min(until));
+                let length = device.len()?.min(next_start.0 - start.0);
                 if start.0 + length <= from.0 {
                     continue;
                 }

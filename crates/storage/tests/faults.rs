@@ -1135,3 +1135,35 @@ fn disk_full_fails_changes_without_poison_and_resumes_when_space_returns() {
     let store = open(config);
     verify_all(&store, &ids, &generations, FILL_BYTES);
 }
+
+/// A crash right after the log created its next file, before any record reached it (here: an
+/// empty file named at the log's end): the first write after recovery takes that file's
+/// place instead of adding a second entry of the same name, so the next checkpoint's
+/// truncation cannot delete the file being written, and a later crash loses nothing.
+#[test]
+fn empty_last_wal_file_at_the_log_end_is_replaced_not_deleted_under_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let config = store_config(dir, local_volume(dir), 256, None);
+    let store = open(config.clone());
+    let ids = create_pages(&store, 8, FILL_BYTES);
+    let mut generations = vec![0u64; ids.len()];
+    let end = store.durable_lsn();
+    store.abandon();
+    let empty = dir.join("wal").join(format!("{:016x}.wal", end.0));
+    std::fs::write(&empty, b"").unwrap();
+
+    let store = open(config.clone());
+    for key in 0..ids.len() {
+        generations[key] = 1;
+        set_generation(&store, ids[key], key as u64, 1, FILL_BYTES);
+    }
+    store.flush_all().unwrap();
+    store.checkpoint().unwrap();
+    assert!(empty.exists(), "the checkpoint deleted the log file being written");
+    generations[2] = 2;
+    set_generation(&store, ids[2], 2, 2, FILL_BYTES);
+    store.abandon();
+    let store = open(config);
+    verify_all(&store, &ids, &generations, FILL_BYTES);
+}

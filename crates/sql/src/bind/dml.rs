@@ -200,8 +200,30 @@ pub(crate) fn bind_update(binder: &mut Binder<'_>, update: &ast::Update) -> Resu
         };
         assignments.push((position, expr));
     }
-    let filter = match &update.selection {
-        Some(selection) => Some(binder.coerced(selection, &scope, &SqlType::Bool)?),
+    let (scan, filter, returning) = bind_target_rows(
+        binder,
+        scan,
+        &scope,
+        &table,
+        update.selection.as_ref(),
+        update.returning.as_deref(),
+    )?;
+    Ok(UpdatePlan { table, scan, assignments, filter, returning })
+}
+
+/// The part UPDATE and DELETE share: the WHERE clause over the target's scan (which then
+/// emits row keys) and the RETURNING list.
+#[allow(clippy::type_complexity)]
+fn bind_target_rows(
+    binder: &mut Binder<'_>,
+    scan: Plan,
+    scope: &Scope,
+    table: &TableMeta,
+    selection: Option<&ast::Expr>,
+    returning: Option<&[ast::SelectItem]>,
+) -> Result<(Plan, Option<Expr>, Option<(Vec<Expr>, Vec<OutputColumn>)>)> {
+    let filter = match selection {
+        Some(selection) => Some(binder.coerced(selection, scope, &SqlType::Bool)?),
         None => None,
     };
     let mut scan = match &filter {
@@ -209,11 +231,11 @@ pub(crate) fn bind_update(binder: &mut Binder<'_>, update: &ast::Update) -> Resu
         None => scan,
     };
     set_emit_key(&mut scan);
-    let returning = match &update.returning {
-        Some(items) => Some(binder.returning(items, &table)?),
+    let returning = match returning {
+        Some(items) => Some(binder.returning(items, table)?),
         None => None,
     };
-    Ok(UpdatePlan { table, scan, assignments, filter, returning })
+    Ok((scan, filter, returning))
 }
 
 pub(crate) fn bind_delete(binder: &mut Binder<'_>, delete: &ast::Delete) -> Result<DeletePlan> {
@@ -230,19 +252,14 @@ pub(crate) fn bind_delete(binder: &mut Binder<'_>, delete: &ast::Delete) -> Resu
         _ => return Err(SqlError::unsupported("DELETE from a non-table")),
     };
     let (scan, scope) = binder.table_scope(&table, alias.as_deref());
-    let filter = match &delete.selection {
-        Some(selection) => Some(binder.coerced(selection, &scope, &SqlType::Bool)?),
-        None => None,
-    };
-    let mut scan = match &filter {
-        Some(filter) => binder.filter(scan, filter.clone()),
-        None => scan,
-    };
-    set_emit_key(&mut scan);
-    let returning = match &delete.returning {
-        Some(items) => Some(binder.returning(items, &table)?),
-        None => None,
-    };
+    let (scan, filter, returning) = bind_target_rows(
+        binder,
+        scan,
+        &scope,
+        &table,
+        delete.selection.as_ref(),
+        delete.returning.as_deref(),
+    )?;
     Ok(DeletePlan { table, scan, filter, returning })
 }
 

@@ -34,6 +34,9 @@ use crate::wal::WalRecord;
 
 /// How often the background writer wakes when nothing asks it to.
 const WRITER_TICK: Duration = Duration::from_millis(20);
+/// The largest map update record: one entry (page id, slot) per slot of a full segment,
+/// with its header, rounded up.
+const MAP_UPDATE_BYTES_MAX: u64 = 16 * SEGMENT_SLOTS_MAX as u64 + 4096;
 /// How often the background writer tries again while the disk is full.
 const OUT_OF_SPACE_RETRY: Duration = Duration::from_secs(1);
 /// How often the background writer looks for pages dirty since before the WAL budget.
@@ -67,6 +70,9 @@ impl StoreInner {
     pub(crate) fn flush_dirty(&self, limit: usize, older_than: Option<Lsn>) -> Result<usize> {
         let _flush = self.flush_lock.lock();
         self.check_poisoned()?;
+        // The map update that must follow the segment has to fit the log's reserved space;
+        // when it cannot, nothing is written (a checkpoint frees log files).
+        self.wal.ensure_unbounded_room(MAP_UPDATE_BYTES_MAX)?;
         let candidates = self.pool.dirty_frames(limit.min(SEGMENT_SLOTS_MAX), older_than);
         let mut images: Vec<Box<Page>> = Vec::with_capacity(candidates.len());
         let mut frames = Vec::with_capacity(candidates.len());
@@ -350,6 +356,7 @@ impl StoreInner {
     /// amplification exceeds the configured maximum. Returns whether it did anything.
     pub(crate) fn compact_step(&self) -> Result<bool> {
         self.check_poisoned()?;
+        self.wal.ensure_unbounded_room(MAP_UPDATE_BYTES_MAX)?;
         let quarantined = self.compaction_quarantine.lock().clone();
         let victims: Vec<SegmentId> = {
             let map = self.map.read();

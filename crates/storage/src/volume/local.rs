@@ -119,8 +119,10 @@ impl Volume for LocalVolume {
             let _ = fs::remove_file(&temporary);
             return Err(StorageError::local_io("write", &temporary, error));
         }
-        fs::rename(&temporary, &path)
-            .map_err(|error| StorageError::local_io("rename", &path, error))?;
+        if let Err(error) = fs::rename(&temporary, &path) {
+            let _ = fs::remove_file(&temporary);
+            return Err(StorageError::local_io("rename", &path, error));
+        }
         sync_directory(&directory)
     }
 
