@@ -1,6 +1,7 @@
 //! The front parser: the few PostgreSQL statements `sqlparser` does not model the way
 //! PostgreSQL clients send them — COPY with its option list (`WITH (FORMAT csv, FREEZE on)`,
-//! legacy `CSV HEADER`), VACUUM and ANALYZE with their option lists, RESET and DISCARD.
+//! legacy `CSV HEADER`), VACUUM and ANALYZE with their option lists, RESET, DISCARD and
+//! CHECKPOINT.
 //! Everything else goes to `sqlparser`.
 
 use crate::error::{Result, SqlError};
@@ -38,10 +39,19 @@ pub struct CopyStatement {
 #[derive(Clone, Debug, PartialEq)]
 pub enum FrontStatement {
     Copy(CopyStatement),
-    Vacuum { tables: Vec<String>, analyze: bool },
-    Analyze { tables: Vec<String> },
-    Reset { name: String },
+    Vacuum {
+        tables: Vec<String>,
+        analyze: bool,
+    },
+    Analyze {
+        tables: Vec<String>,
+    },
+    Reset {
+        name: String,
+    },
     Discard,
+    /// `CHECKPOINT`: every dirty page written and a checkpoint taken now.
+    Checkpoint,
 }
 
 /// A tiny tokenizer: identifiers (lower-cased unless quoted), quoted strings, punctuation.
@@ -154,6 +164,9 @@ pub fn parse(sql: &str) -> Result<Option<FrontStatement>> {
             Ok(Some(FrontStatement::Reset { name: words.get(1).cloned().unwrap_or_default() }))
         }
         "discard" => Ok(Some(FrontStatement::Discard)),
+        // CHECKPOINT takes no options; anything after it is left to the SQL parser, whose
+        // syntax error (42601) is PostgreSQL's answer too.
+        "checkpoint" if words(trimmed)?.len() == 1 => Ok(Some(FrontStatement::Checkpoint)),
         _ => Ok(None),
     }
 }

@@ -41,6 +41,14 @@ impl Session {
                 self.settings.clear();
                 Ok(Output::command(CommandTag::DiscardAll))
             }
+            FrontStatement::Checkpoint => {
+                // As PostgreSQL's (allowed in a transaction block too): write every dirty
+                // page, then checkpoint, so the log before this point can go.
+                let store = self.catalog.engine().store();
+                store.flush_all().map_err(tierdb_engine::EngineError::from)?;
+                store.checkpoint().map_err(tierdb_engine::EngineError::from)?;
+                Ok(Output::command(CommandTag::Checkpoint))
+            }
             FrontStatement::Copy(copy) => self.copy(copy),
         }
     }
