@@ -857,10 +857,7 @@ impl Wal {
             let start = state.appended;
             if let Some(keep_free) = keep_free {
                 let framed = usize_to_u64(RECORD_HEADER_BYTES + body.len() + RECORD_ALIGN_BYTES);
-                let fits = self.spare_ready.load(Ordering::Acquire)
-                    || start.0.saturating_add(framed).saturating_add(keep_free)
-                        <= self.allocated_end.load(Ordering::Acquire);
-                if !fits {
+                if !self.fits_reserved(start, framed.saturating_add(keep_free)) {
                     return Ok(None);
                 }
             }
@@ -887,11 +884,7 @@ impl Wal {
     /// cannot. The flush asks before it writes a segment whose map update must follow, so
     /// that unbounded appends never outgrow the reservation.
     pub(crate) fn ensure_unbounded_room(&self, bytes: u64) -> Result<()> {
-        let has_room = || {
-            self.spare_ready.load(Ordering::Acquire)
-                || self.appended_lsn().0.saturating_add(bytes)
-                    <= self.allocated_end.load(Ordering::Acquire)
-        };
+        let has_room = || self.fits_reserved(self.appended_lsn(), bytes);
         if has_room() {
             return Ok(());
         }
@@ -900,6 +893,13 @@ impl Wal {
             return Ok(());
         }
         Err(StorageError::DiskFull { op: "wal-reserve", path: "wal".to_string() })
+    }
+
+    /// Whether `bytes` written from `start` land in reserved space: a spare is ready (a
+    /// whole file), or they end within the current file's allocation.
+    fn fits_reserved(&self, start: Lsn, bytes: u64) -> bool {
+        self.spare_ready.load(Ordering::Acquire)
+            || start.0.saturating_add(bytes) <= self.allocated_end.load(Ordering::Acquire)
     }
 
     /// Asks the sink to reserve its next file now (an append found no room). When it
