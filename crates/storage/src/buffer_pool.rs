@@ -298,6 +298,8 @@ pub struct PoolStats {
     pub evictions: Counter,
     pub frames_allocated: Counter,
     pub frames_released: Counter,
+    /// Frames lent beyond the target because dirty pages could not be written (disk full).
+    pub frames_over_target: Counter,
 }
 
 /// How a fetch was satisfied.
@@ -502,6 +504,21 @@ impl BufferPool {
             }
         }
         Acquire::NeedFlush
+    }
+
+    /// A new frame although the pool is at its target, while fewer than `over_target_max`
+    /// frames are over it: for a fetch that found every frame dirty when dirty pages cannot
+    /// be written. `release_excess` gives such frames back.
+    pub fn acquire_frame_over_target(&self, over_target_max: usize) -> Option<Arc<Frame>> {
+        let mut frames = self.frames.write();
+        if frames.len() >= self.target_frames().saturating_add(over_target_max) {
+            return None;
+        }
+        let frame = Frame::new();
+        frames.push(Arc::clone(&frame));
+        self.stats.frames_allocated.increment();
+        self.stats.frames_over_target.increment();
+        Some(frame)
     }
 
     /// Takes `frame` out of the page table if it is clean and unpinned.

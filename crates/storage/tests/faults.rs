@@ -1136,6 +1136,54 @@ fn disk_full_fails_changes_without_poison_and_resumes_when_space_returns() {
     verify_all(&store, &ids, &generations, FILL_BYTES);
 }
 
+/// Pages are written out of place, so evicting a dirty page needs free space: with every
+/// frame dirty and the disk full, a read that misses would fail too. Reads must go on (the
+/// pool lends a bounded number of frames beyond its target), changes stay refused, and the
+/// lent frames are given back once segments fit again.
+#[test]
+fn reads_go_on_when_every_frame_is_dirty_and_segments_do_not_fit() {
+    const POOL_PAGES: u64 = 32;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let volume = faulty_volume(dir, 93);
+    let config = store_config(dir, volume.clone(), POOL_PAGES, None);
+    let store = open(config.clone());
+    let ids = create_pages(&store, 4 * POOL_PAGES, FILL_BYTES);
+    store.flush_all().unwrap();
+    let mut generations = vec![0u64; ids.len()];
+
+    volume.set_config(FaultConfig { no_space: true, ..FaultConfig::default() });
+    // The log has room; only segments do not fit. Fill the pool with dirty pages (each load
+    // evicts a clean frame, so no write is needed yet).
+    for key in 0..to_usize(POOL_PAGES) {
+        generations[key] += 1;
+        set_generation(&store, ids[key], key as u64, generations[key], FILL_BYTES);
+    }
+    let (allocated, target) = store.buffer_pool_frames();
+    assert_eq!(allocated, target, "the pool is at its target before the reads");
+    // Every other page must be read from the volume: each miss finds no clean frame.
+    verify_all(&store, &ids, &generations, FILL_BYTES);
+    let lent = store.pool_stats().frames_over_target.get();
+    assert!(lent > 0, "no frame was lent: the test did not reach a fully dirty pool");
+    let (allocated, _) = store.buffer_pool_frames();
+    assert!(allocated > target && allocated <= target + 256, "allocated {allocated} frames");
+    // Changes stay refused while the dirty pages cannot be written.
+    assert_eq!(commit_error(&store, ids[0]).kind(), ErrorKind::DiskFull);
+    verify_all(&store, &ids, &generations, FILL_BYTES);
+
+    volume.set_config(FaultConfig::default());
+    store.flush_all().unwrap();
+    let allocated = store
+        .resize_buffer_pool(POOL_PAGES * PAGE_BYTES, std::time::Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(allocated, target, "the lent frames were given back");
+    generations[1] += 1;
+    set_generation(&store, ids[1], 1, generations[1], FILL_BYTES);
+    store.abandon();
+    let store = open(config);
+    verify_all(&store, &ids, &generations, FILL_BYTES);
+}
+
 /// A crash right after the log created its next file, before any record reached it (here: an
 /// empty file named at the log's end): the first write after recovery takes that file's
 /// place instead of adding a second entry of the same name, so the next checkpoint's

@@ -49,6 +49,11 @@ const FRAME_WAIT_MAX: Duration = Duration::from_secs(10);
 /// Pages a fetch writes itself when it finds nothing clean to evict: few, so that the read
 /// that pays for it waits for a small write; the background writer writes full segments.
 const FOREGROUND_FLUSH_PAGES: usize = 32;
+/// Frames a fetch may add beyond the pool's target when every frame is dirty and dirty pages
+/// cannot be written (disk full): reads must go on while changes are refused, and a scan
+/// needs only a few frames to cycle through (each is clean again once read). 2 MiB of DRAM;
+/// the background writer gives the excess back once segments fit again.
+const FRAMES_OVER_TARGET_WHILE_FULL_MAX: usize = 256;
 /// How often `wait_durable` tries the log again while it is out of space.
 const DURABLE_RETRY_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -461,13 +466,23 @@ impl StoreInner {
                 Acquire::NeedFlush => {
                     // Nothing clean to evict: write dirty pages; if there were none to write
                     // (all pinned or already being written), wait for others to finish.
-                    if self.flush_some(FOREGROUND_FLUSH_PAGES)? == 0 {
-                        if Instant::now() >= deadline {
-                            return Err(StorageError::PoolExhausted {
-                                frames: self.pool.allocated_frames(),
-                            });
+                    match self.flush_some(FOREGROUND_FLUSH_PAGES) {
+                        Ok(0) => {
+                            if Instant::now() >= deadline {
+                                return Err(StorageError::PoolExhausted {
+                                    frames: self.pool.allocated_frames(),
+                                });
+                            }
+                            std::thread::sleep(Duration::from_micros(200));
                         }
-                        std::thread::sleep(Duration::from_micros(200));
+                        Ok(_) => {}
+                        Err(error) if error.is_disk_full() => {
+                            // Out-of-place writes need free space, so a full disk would
+                            // otherwise fail reads too: lend a frame beyond the target.
+                            let over_target = FRAMES_OVER_TARGET_WHILE_FULL_MAX;
+                            return self.pool.acquire_frame_over_target(over_target).ok_or(error);
+                        }
+                        Err(error) => return Err(error),
                     }
                 }
             }
