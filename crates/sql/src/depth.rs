@@ -12,6 +12,7 @@
 use std::cell::Cell;
 
 use crate::error::{Result, SqlError};
+use crate::parse::lexer::{LexemeKind, Lexer};
 
 /// Stack kept free for the frames between two checks (and what the functions they call
 /// use without recursing).
@@ -140,54 +141,28 @@ impl Groups {
 /// operators and operator chains cost (a comma list such as VALUES rows or an IN list adds
 /// no depth and costs nothing).
 fn syntax_stack_bound_bytes(sql: &str) -> usize {
-    let bytes = sql.as_bytes();
     let mut groups = Groups { open: vec![Group::default()], enclosing_bytes: 0 };
     let mut bound = 0;
     // Whether the last token ends an operand (an operator after it is infix).
     let mut after_operand = false;
     // Whether the last words are UNION, EXCEPT or INTERSECT (and ALL or DISTINCT).
     let mut after_set_operator = false;
-    let mut index = 0;
-    while index < bytes.len() {
-        let byte = bytes[index];
-        let start = index;
-        index += 1;
-        match byte {
-            // Text that is not tokens is skipped as the tokenizer skips it, so that an
-            // operator chain cannot hide behind a quote the scanner misreads.
-            b'\'' | b'"' => {
-                index = skip_quoted(bytes, index, byte, is_escape_string(bytes, start));
-                after_operand = true;
-            }
-            b'$' => {
-                if let Some(end) = skip_dollar_quoted(bytes, start) {
-                    index = end;
-                    after_operand = true;
-                }
-            }
-            b'-' if bytes.get(index) == Some(&b'-') => {
-                index = bytes[index..]
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(bytes.len(), |end| index + end);
-            }
-            b'/' if bytes.get(index) == Some(&b'*') => index = skip_block_comment(bytes, index + 1),
-            b'(' => {
+    for lexeme in Lexer::new(sql) {
+        match lexeme.kind {
+            LexemeKind::Quoted => after_operand = true,
+            LexemeKind::OpenParen => {
                 groups.enter();
                 after_operand = false;
             }
-            b')' => {
+            LexemeKind::CloseParen => {
                 groups.leave();
                 after_operand = true;
             }
-            b',' => {
+            LexemeKind::Comma => {
                 groups.next_item();
                 after_operand = false;
             }
-            _ if is_operator_byte(byte) => {
-                while index < bytes.len() && is_operator_byte(bytes[index]) {
-                    index += 1;
-                }
+            LexemeKind::Operator => {
                 groups.add_to_item(if after_operand {
                     CHAIN_STACK_BYTES
                 } else {
@@ -195,13 +170,8 @@ fn syntax_stack_bound_bytes(sql: &str) -> usize {
                 });
                 after_operand = false;
             }
-            _ if byte.is_ascii_alphanumeric() || byte == b'_' => {
-                while index < bytes.len()
-                    && (bytes[index].is_ascii_alphanumeric() || bytes[index] == b'_')
-                {
-                    index += 1;
-                }
-                let word = sql[start..index].to_ascii_lowercase();
+            LexemeKind::Word => {
+                let word = sql[lexeme.start..lexeme.end].to_ascii_lowercase();
                 after_operand = false;
                 let set_operand = after_set_operator;
                 after_set_operator = matches!(word.as_str(), "union" | "except" | "intersect")
@@ -223,102 +193,11 @@ fn syntax_stack_bound_bytes(sql: &str) -> usize {
                     after_operand = true;
                 }
             }
-            _ => {}
+            LexemeKind::Comment | LexemeKind::Whitespace | LexemeKind::Other => {}
         }
         bound = bound.max(groups.bytes());
     }
     bound
-}
-
-fn is_operator_byte(byte: u8) -> bool {
-    matches!(
-        byte,
-        b'+' | b'-'
-            | b'*'
-            | b'/'
-            | b'%'
-            | b'^'
-            | b'<'
-            | b'>'
-            | b'='
-            | b'~'
-            | b'!'
-            | b'@'
-            | b'#'
-            | b'&'
-            | b'|'
-            | b'`'
-            | b'?'
-            | b':'
-            | b'['
-    )
-}
-
-/// Whether the quote at `quote` opens an escape string (`E'...'`, where `\'` is a quote).
-fn is_escape_string(bytes: &[u8], quote: usize) -> bool {
-    let is_word = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_';
-    quote >= 1
-        && matches!(bytes[quote - 1], b'e' | b'E')
-        && (quote == 1 || !is_word(bytes[quote - 2]))
-}
-
-/// The index after a dollar-quoted string (`$$...$$`, `$tag$...$tag$`) starting at `start`,
-/// or None when the `$` starts none (a parameter such as `$1`).
-fn skip_dollar_quoted(bytes: &[u8], start: usize) -> Option<usize> {
-    let tag_length = bytes[start + 1..]
-        .iter()
-        .position(|&byte| !(byte.is_ascii_alphanumeric() || byte == b'_'))?;
-    let tag_end = start + 1 + tag_length;
-    if bytes[tag_end] != b'$' || bytes.get(start + 1).is_some_and(u8::is_ascii_digit) {
-        return None;
-    }
-    let tag = &bytes[start..=tag_end];
-    let body = tag_end + 1;
-    Some(
-        bytes[body..]
-            .windows(tag.len())
-            .position(|window| window == tag)
-            .map_or(bytes.len(), |end| body + end + tag.len()),
-    )
-}
-
-/// The index after the block comment whose body starts at `index` (block comments nest).
-fn skip_block_comment(bytes: &[u8], mut index: usize) -> usize {
-    let mut depth = 1;
-    while index < bytes.len() && depth > 0 {
-        match (bytes[index], bytes.get(index + 1)) {
-            (b'/', Some(b'*')) => {
-                depth += 1;
-                index += 2;
-            }
-            (b'*', Some(b'/')) => {
-                depth -= 1;
-                index += 2;
-            }
-            _ => index += 1,
-        }
-    }
-    index
-}
-
-/// The index after the quote closing the one before `index` (a doubled quote is part of
-/// the text, and so is a backslash-escaped one in an escape string).
-fn skip_quoted(bytes: &[u8], mut index: usize, quote: u8, backslash_escapes: bool) -> usize {
-    while index < bytes.len() {
-        if backslash_escapes && bytes[index] == b'\\' {
-            index += 2;
-            continue;
-        }
-        if bytes[index] == quote {
-            if bytes.get(index + 1) == Some(&quote) {
-                index += 2;
-                continue;
-            }
-            return index + 1;
-        }
-        index += 1;
-    }
-    index.min(bytes.len())
 }
 
 #[cfg(test)]

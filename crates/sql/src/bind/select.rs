@@ -305,6 +305,10 @@ impl<'a> Binder<'a> {
                 }
             }
         }
+        // Checked from the text before parsing too; here after `*` is expanded.
+        if items.len() > crate::parse::limits::TARGET_LIST_ENTRIES_MAX {
+            return Err(crate::parse::limits::target_list_error());
+        }
         let having = match &select.having {
             Some(having) => Some(self.coerced(having, scope, &SqlType::Bool)?),
             None => None,

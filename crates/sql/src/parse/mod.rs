@@ -2,6 +2,8 @@
 //! for COPY and a few utility commands), with PostgreSQL's syntax errors and positions.
 
 pub mod front;
+pub(crate) mod lexer;
+pub mod limits;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -23,19 +25,28 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     if let Some(front) = front::parse(sql)? {
         return Ok(vec![Statement::Front(front)]);
     }
-    depth::check_statement_depth(sql)?;
+    let checked = limits::check_statement_size(sql)?;
+    let text = &*checked.text;
+    depth::check_statement_depth(text)?;
     let statements = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
-        .try_with_sql(sql)
+        .try_with_sql(text)
         .and_then(|mut parser| parser.parse_statements())
         .map_err(|error| match error {
             ParserError::RecursionLimitExceeded => depth::stack_depth_error(),
-            error => syntax_error(sql, &error.to_string()),
-        })?;
+            error => syntax_error(text, &error.to_string()),
+        })
+        .map_err(|error| map_position(error, &checked))?;
     for statement in &statements {
-        check_reserved_names(sql, statement)?;
+        check_reserved_names(text, statement).map_err(|error| map_position(error, &checked))?;
     }
     Ok(statements.into_iter().map(|statement| Statement::Sql(Box::new(statement))).collect())
+}
+
+/// An error's position in the text the client sent (parsing saw it with whitespace shrunk).
+fn map_position(mut error: SqlError, checked: &limits::CheckedText<'_>) -> SqlError {
+    error.position = error.position.map(|position| checked.original_position(position));
+    error
 }
 
 /// The 1-based character position of sqlparser's 1-based line and column in `sql`.
