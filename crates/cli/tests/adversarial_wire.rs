@@ -409,11 +409,13 @@ fn copy_data_is_streamed_not_buffered() {
 /// Parsing takes memory in proportion to the statement, with a small factor: sqlparser alone
 /// took 6 GB for 50 MB of whitespace and 7 GB for a 10 MB select list. Each probe's peak
 /// (measured from the resident size before it to the peak after it, an overestimate once an
-/// earlier probe peaked higher) stays under `RSS_GROWTH_MAX`, and the session goes on.
+/// earlier probe peaked higher) stays under `RSS_GROWTH_MAX`, the session goes on, and
+/// afterwards less than `RSS_KEPT_MAX` more than before stays resident.
 #[test]
 fn parser_memory_is_proportional_to_the_statement() {
     const MIB: u64 = 1 << 20;
     const RSS_GROWTH_MAX: u64 = 512 * MIB;
+    const RSS_KEPT_MAX: u64 = 64 * MIB;
     let server = TestServer::start(&[]);
     let pid = server.child.id();
     let mut client = RawClient::trusted(server.port);
@@ -451,7 +453,10 @@ fn parser_memory_is_proportional_to_the_statement() {
             }
         }
         assert!(growth < RSS_GROWTH_MAX, "{name}: peak RSS grew by {} MiB", growth >> 20);
-        println!("{name}: peak RSS growth {} MiB", growth >> 20);
         assert!(first_error(&client.simple("SELECT 1")).is_none(), "{name}: session unusable");
+        // The memory goes back to the system once the statement is over.
+        let kept = status_bytes(pid, "VmRSS:").saturating_sub(before);
+        println!("{name}: peak RSS growth {} MiB, kept {} MiB", growth >> 20, kept >> 20);
+        assert!(kept < RSS_KEPT_MAX, "{name}: {} MiB still resident afterwards", kept >> 20);
     }
 }

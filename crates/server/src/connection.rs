@@ -47,6 +47,8 @@ type Socket = Framed<MaybeTls, PgWireMessageServerCodec<Statement>>;
 
 /// Bytes read from the socket at a time.
 const READ_CHUNK_BYTES: usize = 16 << 10;
+/// The largest read buffer an idle connection keeps (a large message grows it).
+const INBOX_KEPT_BYTES_MAX: usize = 1 << 20;
 
 /// What bounds one connection.
 #[derive(Clone, Debug)]
@@ -125,6 +127,10 @@ pub async fn serve(
             Handled::Continue => {}
             Handled::Close => return,
         }
+        if inbox.is_empty() && inbox.capacity() > INBOX_KEPT_BYTES_MAX {
+            // A large message grew the buffer: do not keep it for the life of the connection.
+            inbox = bytes::BytesMut::with_capacity(READ_CHUNK_BYTES);
+        }
         let Some(next) = next_phase(&socket, phase, &connection) else {
             let violation = Violation {
                 sqlstate: "XX000",
@@ -202,6 +208,7 @@ async fn handle(
         PgWireConnectionState::CopyInProgress(extended) => (true, extended),
         _ => (false, message.is_extended_query()),
     };
+    let started = Instant::now();
     // Connection implements every handler trait (Handlers only wraps it for pgwire).
     let outcome = std::panic::AssertUnwindSafe(process_message(
         message,
@@ -214,6 +221,9 @@ async fn handle(
     ))
     .catch_unwind()
     .await;
+    if started.elapsed() >= crate::memory::RELEASE_AFTER {
+        crate::memory::release();
+    }
     match outcome {
         Ok(Ok(())) if is_cancel => Handled::Close,
         Ok(Ok(())) => Handled::Continue,

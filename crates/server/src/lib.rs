@@ -9,12 +9,14 @@ mod frontend;
 pub mod fuzzing;
 mod handler;
 mod hba;
+mod memory;
 mod metrics;
 mod server;
 mod tls;
 mod wire;
 
 pub use config::ServerConfig;
+pub use memory::set_release_hook as set_memory_release_hook;
 pub use metrics::render as render_metrics;
 pub use server::serve;
 pub use wire::{decode_numeric, encode_numeric};

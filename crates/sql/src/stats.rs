@@ -75,8 +75,32 @@ pub fn normalize(text: &str) -> String {
     out
 }
 
+/// The longest statement text kept as a key: longer ones keep this much and a hash of the
+/// rest, so that `STATEMENTS_MAX` entries take a bounded amount of memory (as PostgreSQL's
+/// track_activity_query_size bounds pg_stat_activity's text).
+pub const STATEMENT_KEY_BYTES_MAX: usize = 2 << 10;
+
+/// `key`, or for a longer one its first `STATEMENT_KEY_BYTES_MAX` bytes (on a character
+/// boundary) and a hash of the whole text.
+fn bounded_key(key: &str) -> std::borrow::Cow<'_, str> {
+    use std::hash::{Hash, Hasher};
+    if key.len() <= STATEMENT_KEY_BYTES_MAX {
+        return std::borrow::Cow::Borrowed(key);
+    }
+    let end = (0..=STATEMENT_KEY_BYTES_MAX).rev().find(|&end| key.is_char_boundary(end));
+    let prefix = &key[..end.expect("0 is a character boundary")];
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut hasher);
+    std::borrow::Cow::Owned(format!(
+        "{prefix}... [{} bytes, hash {:016x}]",
+        key.len(),
+        hasher.finish()
+    ))
+}
+
 impl StatementStats {
     pub fn record(&self, key: &str, elapsed: Duration, rows: u64, counters: &OpCounters) {
+        let key = &*bounded_key(key);
         let mut entries = self.entries.lock();
         // A known statement (nearly every call) costs one lookup.
         if let Some(entry) = entries.get_mut(key) {
@@ -96,5 +120,26 @@ impl StatementStats {
 
     pub fn reset(&self) {
         self.entries.lock().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_statement_keys_are_bounded_and_still_distinct() {
+        let stats = StatementStats::default();
+        let long = |last: &str| format!("SELECT {}{last}", "é".repeat(STATEMENT_KEY_BYTES_MAX));
+        let counters = OpCounters::default();
+        stats.record(&long("a"), Duration::ZERO, 1, &counters);
+        stats.record(&long("a"), Duration::ZERO, 1, &counters);
+        stats.record(&long("b"), Duration::ZERO, 1, &counters);
+        let snapshot = stats.snapshot();
+        assert_eq!(snapshot.len(), 2, "two statements, told apart by their hash");
+        for (key, entry) in &snapshot {
+            assert!(key.len() < STATEMENT_KEY_BYTES_MAX + 64, "{} bytes", key.len());
+            assert!(entry.calls == 1 || entry.calls == 2);
+        }
     }
 }
