@@ -258,9 +258,9 @@ impl RecordScan {
     fn advance(&mut self, data: &[u8], options: &CopyOptions) -> Result<()> {
         let csv = options.format == CopyFormat::Csv;
         // Quote and escape are one ASCII byte: the COPY parser refuses others (0A000).
-        debug_assert!(options.quote.is_ascii() && options.escape.is_ascii());
-        let quote = u8::try_from(options.quote).unwrap_or(b'"');
-        let escape = u8::try_from(options.escape).unwrap_or(b'"');
+        let quote = u8::try_from(options.quote).expect("the COPY parser refuses a non-ASCII quote");
+        let escape =
+            u8::try_from(options.escape).expect("the COPY parser refuses a non-ASCII escape");
         for (index, &byte) in data.iter().enumerate().skip(self.scanned) {
             if self.escaped {
                 self.escaped = false;
