@@ -80,15 +80,7 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             let right = eval(right, row, ctx)?;
             arithmetic(*op, &left, &right, ty)?
         }
-        Expr::Negate { expr, ty } => match eval(expr, row, ctx)? {
-            Datum::Null => Datum::Null,
-            Datum::Int(value) => Datum::Int(ty.check_integer(
-                value.checked_neg().ok_or_else(|| SqlError::out_of_range(ty.message_name()))?,
-            )?),
-            Datum::Float(value) => Datum::Float(-value),
-            Datum::Numeric(value) => Datum::Numeric(-value),
-            _ => return Err(SqlError::undefined_operator("operator does not exist: - unknown")),
-        },
+        Expr::Negate { expr, ty } => negate(eval(expr, row, ctx)?, ty)?,
         Expr::Compare { op, left, right, bpchar } => {
             let left = eval(left, row, ctx)?;
             let right = eval(right, row, ctx)?;
@@ -106,30 +98,8 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
                 _ => Datum::Null,
             }
         }
-        Expr::And(left, right) => {
-            let left = eval(left, row, ctx)?;
-            if matches!(left, Datum::Bool(false)) {
-                return Ok(Datum::Bool(false));
-            }
-            let right = eval(right, row, ctx)?;
-            match (left, right) {
-                (_, Datum::Bool(false)) => Datum::Bool(false),
-                (Datum::Bool(true), Datum::Bool(true)) => Datum::Bool(true),
-                _ => Datum::Null,
-            }
-        }
-        Expr::Or(left, right) => {
-            let left = eval(left, row, ctx)?;
-            if matches!(left, Datum::Bool(true)) {
-                return Ok(Datum::Bool(true));
-            }
-            let right = eval(right, row, ctx)?;
-            match (left, right) {
-                (_, Datum::Bool(true)) => Datum::Bool(true),
-                (Datum::Bool(false), Datum::Bool(false)) => Datum::Bool(false),
-                _ => Datum::Null,
-            }
-        }
+        Expr::And(left, right) => eval_connective(left, right, false, row, ctx)?,
+        Expr::Or(left, right) => eval_connective(left, right, true, row, ctx)?,
         Expr::Not(inner) => match eval(inner, row, ctx)? {
             Datum::Bool(flag) => Datum::Bool(!flag),
             _ => Datum::Null,
@@ -187,6 +157,40 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
         Expr::Like { expr, pattern, negated, case_insensitive } => {
             eval_like(expr, pattern, *negated, *case_insensitive, row, ctx)?
         }
+    })
+}
+
+/// AND (`decisive` false) and OR (`decisive` true) with SQL's three-valued logic: the
+/// decisive value on either side decides, else NULL on either side makes NULL. The right
+/// side is not evaluated when the left one decides.
+fn eval_connective(
+    left: &Expr,
+    right: &Expr,
+    decisive: bool,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Datum> {
+    let left = eval(left, row, ctx)?;
+    if matches!(left, Datum::Bool(value) if value == decisive) {
+        return Ok(Datum::Bool(decisive));
+    }
+    Ok(match (left, eval(right, row, ctx)?) {
+        (_, Datum::Bool(value)) if value == decisive => Datum::Bool(decisive),
+        (Datum::Bool(_), Datum::Bool(_)) => Datum::Bool(!decisive),
+        _ => Datum::Null,
+    })
+}
+
+/// Unary minus: 22003 when an integer's negation leaves its type's range.
+fn negate(value: Datum, ty: &SqlType) -> Result<Datum> {
+    Ok(match value {
+        Datum::Null => Datum::Null,
+        Datum::Int(value) => Datum::Int(ty.check_integer(
+            value.checked_neg().ok_or_else(|| SqlError::out_of_range(ty.message_name()))?,
+        )?),
+        Datum::Float(value) => Datum::Float(-value),
+        Datum::Numeric(value) => Datum::Numeric(-value),
+        _ => return Err(SqlError::undefined_operator("operator does not exist: - unknown")),
     })
 }
 
