@@ -10,7 +10,9 @@ mod row;
 mod txn;
 mod wait;
 
-pub use engine::{ColumnDef, Engine, IndexDef, PurgeStats, RowKey, TableDef, Transaction};
+pub use engine::{
+    ColumnDef, Engine, IndexDef, PurgeStats, RowKey, TableDef, TableHandle, TableRef, Transaction,
+};
 pub use error::{EngineError, Result};
 pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};
 pub use row::{Row, Value};

@@ -385,6 +385,62 @@ fn drop_and_truncate_fail_concurrent_users_cleanly() {
     assert_eq!(engine.storage_counts("emptied").unwrap(), (1, vec![1]));
 }
 
+/// A `TableHandle` resolved before DDL: after TRUNCATE it reads the new, empty trees; after
+/// CREATE INDEX its writes maintain the new index; after DROP TABLE every use fails with
+/// 42P01 as a lookup by name does, also once another table has taken the name.
+#[test]
+fn table_handles_follow_truncate_and_index_ddl_and_fail_after_drop() {
+    let directory = tempfile::tempdir().unwrap();
+    let (_store, engine) = open(directory.path());
+    table(&engine, "held", vec![]);
+    let handle = engine.table_handle("held").unwrap();
+    assert_eq!(handle.name(), "held");
+    assert_eq!(engine.table_handle("missing").unwrap_err().sqlstate(), "42P01");
+    let mut setup = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    for id in 0..20 {
+        setup.insert(&handle, row(id, 1, None)).unwrap();
+    }
+    setup.commit().unwrap();
+
+    engine.truncate_table("held").unwrap();
+    let mut reader = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let page = reader.scan_page(&handle, Bound::Unbounded, Bound::Unbounded, None, 100).unwrap();
+    assert!(page.is_empty(), "the handle reads the truncated table's fresh tree");
+    assert_eq!(reader.get(&handle, &[Value::Int(3)]).unwrap(), None);
+    reader.commit().unwrap();
+
+    engine.create_index("held", index("held_grp", vec![1], false)).unwrap();
+    let mut writer = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    writer.insert(&handle, row(1, 5, None)).unwrap();
+    writer.commit().unwrap();
+    assert_index_matches_table(&engine, "held", "held_grp");
+    let mut reader = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let through_index = reader
+        .index_scan_page(&handle, "held_grp", Bound::Unbounded, Bound::Unbounded, None, 100)
+        .unwrap();
+    assert_eq!(through_index.len(), 1);
+    reader.commit().unwrap();
+
+    engine.drop_table("held").unwrap();
+    table(&engine, "held", vec![]);
+    let mut user = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let scan = user.scan_page(&handle, Bound::Unbounded, Bound::Unbounded, None, 100);
+    assert_eq!(scan.unwrap_err().sqlstate(), "42P01");
+    let mut user = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    assert_eq!(user.insert(&handle, row(2, 1, None)).unwrap_err().sqlstate(), "42P01");
+    let mut user = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let lookup = user.get_keyed(&handle, &[Value::Int(1)]);
+    assert_eq!(lookup.unwrap_err().sqlstate(), "42P01");
+    // The new table under the name is untouched, and a fresh handle reaches it.
+    let mut reader = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let fresh = reader.table("held").unwrap();
+    assert!(reader
+        .scan_page(&fresh, Bound::Unbounded, Bound::Unbounded, None, 100)
+        .unwrap()
+        .is_empty());
+    reader.commit().unwrap();
+}
+
 #[test]
 fn ddl_survives_a_crash() {
     let directory = tempfile::tempdir().unwrap();

@@ -125,9 +125,9 @@ pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Result<Encoded, SqlE
 /// A count in a numeric's binary layout: a rust_decimal has at most 29 significant digits
 /// (8 base-10000 groups before the point, 7 after) and a scale of at most 28, so every
 /// count fits 16 bits.
-fn numeric_count<T: TryFrom<usize> + Copy>(count: usize, largest: T) -> T {
-    debug_assert!(count <= 32, "a rust_decimal has at most 29 digits: {count}");
-    T::try_from(count).unwrap_or(largest)
+fn numeric_count<T: TryFrom<usize>>(count: usize) -> T {
+    assert!(count <= 32, "a rust_decimal has at most 29 digits: {count}");
+    T::try_from(count).ok().expect("32 fits 16 bits")
 }
 
 /// PostgreSQL's binary numeric: base-10000 digits around the decimal point.
@@ -161,7 +161,7 @@ pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
         .collect();
     let mut digits: Vec<i16> = integer_groups.clone();
     digits.extend(&fraction_groups);
-    let mut weight = numeric_count(integer_groups.len(), i16::MAX) - 1;
+    let mut weight = numeric_count::<i16>(integer_groups.len()) - 1;
     // Strip leading zero groups (adjusting the weight) and trailing zero groups.
     while digits.first() == Some(&0) {
         digits.remove(0);
@@ -174,12 +174,12 @@ pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
         weight = 0;
     }
     let mut out = Vec::with_capacity(8 + digits.len() * 2);
-    out.extend_from_slice(&numeric_count(digits.len(), i16::MAX).to_be_bytes());
+    out.extend_from_slice(&numeric_count::<i16>(digits.len()).to_be_bytes());
     out.extend_from_slice(&weight.to_be_bytes());
     let sign: u16 = if value.is_sign_negative() && !value.is_zero() { 0x4000 } else { 0 };
     out.extend_from_slice(&sign.to_be_bytes());
-    let scale = usize::try_from(scale).unwrap_or(usize::MAX);
-    out.extend_from_slice(&numeric_count(scale, u16::MAX).to_be_bytes());
+    let scale = usize::try_from(scale).expect("a u32 fits usize on 64-bit targets");
+    out.extend_from_slice(&numeric_count::<u16>(scale).to_be_bytes());
     for digit in digits {
         out.extend_from_slice(&digit.to_be_bytes());
     }

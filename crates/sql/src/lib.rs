@@ -4,6 +4,7 @@
 
 mod bind;
 mod catalog;
+mod convert;
 mod depth;
 mod durations;
 mod error;

@@ -24,7 +24,8 @@ pub struct StatementEntry {
 impl StatementEntry {
     fn add(&mut self, elapsed: Duration, rows: u64, counters: &OpCounters) {
         self.calls += 1;
-        self.total_time_ns += u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.total_time_ns =
+            self.total_time_ns.saturating_add(crate::convert::duration_ns(elapsed));
         self.rows += rows;
         self.shared_hits += counters.dram_hits;
         self.tier_hits += counters.tier_hits;

@@ -14,7 +14,9 @@ use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, encode_row, Value, Version};
 use crate::txn::TxnStatus;
 
-use super::table::{index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef};
+use super::table::{
+    index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef, TableHandle,
+};
 use super::Shared;
 
 fn encode_def(def: &TableDef, tree: PageId, index_trees: &[PageId]) -> Vec<u8> {
@@ -145,13 +147,13 @@ impl Shared {
         for entry in self.catalog.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (_, value) = entry?;
             let (def, tree, index_trees) = decode_def(&value)?;
-            let table = self.table_handle(def, tree, &index_trees)?;
-            tables.insert(table.def.name.clone(), table);
+            let table = self.open_table(def, tree, &index_trees)?;
+            tables.insert(table.def.name.clone(), TableHandle::new(table));
         }
         Ok(())
     }
 
-    fn table_handle(
+    fn open_table(
         &self,
         def: TableDef,
         tree_meta: PageId,
@@ -219,8 +221,8 @@ impl Shared {
         let entry = encode_def(&def, tree.meta_page(), &index_trees);
         let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
         self.store.wait_durable(lsn)?;
-        let table = self.table_handle(def, tree.meta_page(), &index_trees)?;
-        tables.insert(table.def.name.clone(), table);
+        let table = self.open_table(def, tree.meta_page(), &index_trees)?;
+        tables.insert(table.def.name.clone(), TableHandle::new(table));
         Ok(())
     }
 
@@ -230,7 +232,8 @@ impl Shared {
         names
     }
 
-    pub(super) fn table(&self, name: &str) -> Result<Arc<Table>> {
+    /// The handle of the table named `name`, or 42P01.
+    pub(super) fn handle(&self, name: &str) -> Result<TableHandle> {
         self.tables
             .read()
             .get(name)
@@ -238,30 +241,21 @@ impl Shared {
             .ok_or_else(|| EngineError::UndefinedTable { name: name.to_string() })
     }
 
-    /// The current handle of the table `handle` belongs to (it may have more or fewer indexes,
-    /// or fresh trees after a truncation), or 42P01 once that table was dropped, even if
-    /// another table has taken its name since.
-    pub(super) fn current(&self, handle: &Table) -> Result<Arc<Table>> {
-        self.tables
-            .read()
-            .get(&handle.def.name)
-            .filter(|current| current.identity == handle.identity)
-            .cloned()
-            .ok_or_else(|| EngineError::UndefinedTable { name: handle.def.name.clone() })
+    /// The current version of the table named `name`, or 42P01.
+    pub(super) fn table(&self, name: &str) -> Result<Arc<Table>> {
+        self.handle(name)?.table()
     }
 
     /// The current handle if it still stores rows in `handle`'s tree: `None` once the table
     /// was dropped or truncated, when the rows written through `handle` are gone (tree meta
     /// pages are never reused, so the page id names the tree).
     pub(super) fn current_with_tree(&self, handle: &Table) -> Option<Arc<Table>> {
-        self.tables
-            .read()
-            .get(&handle.def.name)
-            .filter(|current| {
+        self.tables.read().get(&handle.def.name).and_then(|current| current.table().ok()).filter(
+            |current| {
                 current.identity == handle.identity
                     && current.tree.meta_page() == handle.tree.meta_page()
-            })
-            .cloned()
+            },
+        )
     }
 
     /// A new handle of the table `old` is a handle of, for DDL to swap in.
@@ -311,7 +305,7 @@ impl Shared {
             });
         };
         self.store.wait_durable(lsn)?;
-        tables.remove(name);
+        tables.remove(name).expect("checked above").mark_dropped();
         Ok(())
     }
 
@@ -319,7 +313,8 @@ impl Shared {
     /// transactional. The old trees' pages are not reclaimed (see `drop_table`).
     pub(super) fn truncate_table(&self, name: &str) -> Result<()> {
         let _ddl = self.ddl.write();
-        let old = self.table(name)?;
+        let slot = self.handle(name)?;
+        let old = slot.table()?;
         let tree = BTree::create(Arc::clone(&self.store))?;
         let mut indexes = Vec::with_capacity(old.indexes.len());
         for index in &old.indexes {
@@ -327,8 +322,7 @@ impl Shared {
             indexes.push(Arc::new(index_handle(&old.def, index.def.clone(), fresh)));
         }
         self.write_catalog(&old.def, tree.meta_page(), &indexes)?;
-        let handle = Self::derived_handle(&old, old.def.clone(), tree, indexes);
-        self.tables.write().insert(name.to_string(), handle);
+        slot.replace(Self::derived_handle(&old, old.def.clone(), tree, indexes));
         Ok(())
     }
 
@@ -339,12 +333,14 @@ impl Shared {
     /// and appears, durably, in the catalog only once complete: a failure leaves no index.
     pub(super) fn create_index(&self, table_name: &str, def: IndexDef) -> Result<()> {
         let _ddl = self.ddl.write();
-        let old = self.table(table_name)?;
+        let slot = self.handle(table_name)?;
+        let old = slot.table()?;
         {
             let tables = self.tables.read();
             let taken = tables.contains_key(&def.name)
                 || tables
                     .values()
+                    .filter_map(|handle| handle.table().ok())
                     .any(|table| table.def.indexes.iter().any(|index| index.name == def.name));
             if taken {
                 return Err(EngineError::DuplicateTable { name: def.name });
@@ -384,8 +380,7 @@ impl Shared {
         let mut indexes = old.indexes.clone();
         indexes.push(Arc::new(index_handle(&new_def, def, tree)));
         self.write_catalog(&new_def, old.tree.meta_page(), &indexes)?;
-        let handle = Self::derived_handle(&old, new_def, old.tree.clone(), indexes);
-        self.tables.write().insert(table_name.to_string(), handle);
+        slot.replace(Self::derived_handle(&old, new_def, old.tree.clone(), indexes));
         Ok(())
     }
 
@@ -416,7 +411,8 @@ impl Shared {
     /// Removes an index from a table, durably (its pages are not reclaimed).
     pub(super) fn drop_index(&self, table_name: &str, index_name: &str) -> Result<()> {
         let _ddl = self.ddl.write();
-        let old = self.table(table_name)?;
+        let slot = self.handle(table_name)?;
+        let old = slot.table()?;
         let Some(position) = old.def.indexes.iter().position(|index| index.name == index_name)
         else {
             return Err(EngineError::UndefinedTable { name: index_name.to_string() });
@@ -426,8 +422,7 @@ impl Shared {
         let mut indexes = old.indexes.clone();
         indexes.remove(position);
         self.write_catalog(&new_def, old.tree.meta_page(), &indexes)?;
-        let handle = Self::derived_handle(&old, new_def, old.tree.clone(), indexes);
-        self.tables.write().insert(table_name.to_string(), handle);
+        slot.replace(Self::derived_handle(&old, new_def, old.tree.clone(), indexes));
         Ok(())
     }
 }

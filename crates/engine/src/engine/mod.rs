@@ -36,7 +36,6 @@ use crate::row::decode_versions;
 use crate::txn::{IsolationLevel, TxnManager};
 
 use purge::{purge_loop, PurgeQueue};
-use table::Table;
 
 mod catalog;
 mod purge;
@@ -44,7 +43,7 @@ mod table;
 mod transaction;
 
 pub use purge::PurgeStats;
-pub use table::{ColumnDef, IndexDef, RowKey, TableDef};
+pub use table::{ColumnDef, IndexDef, RowKey, TableDef, TableHandle, TableRef};
 pub use transaction::Transaction;
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
@@ -56,7 +55,9 @@ pub(crate) struct Shared {
     store: Arc<PageStore>,
     txns: TxnManager,
     catalog: BTree,
-    tables: RwLock<HashMap<String, Arc<Table>>>,
+    /// The tables by name: each a `TableHandle` that DDL updates in place (index DDL and
+    /// truncation) or marks dropped, so handles resolved earlier see the change.
+    tables: RwLock<HashMap<String, TableHandle>>,
     /// The DDL lock. Everything that changes a row or index entries (writers, undo, purge)
     /// holds it shared for that change, never while waiting for a transaction (a DDL waiting
     /// for it exclusively would block the holder's own next acquisition: parking_lot's lock is
@@ -219,6 +220,12 @@ impl Engine {
 
     pub fn table_names(&self) -> Vec<String> {
         self.shared.table_names()
+    }
+
+    /// The handle of the table named `name` (42P01 if there is none), to pass to a
+    /// transaction's reads and writes instead of the name (`TableHandle`).
+    pub fn table_handle(&self, name: &str) -> Result<TableHandle> {
+        self.shared.handle(name)
     }
 
     /// The definition of a table (42P01 if there is none), with its current indexes.

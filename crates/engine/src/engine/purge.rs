@@ -115,7 +115,8 @@ impl Shared {
 
     /// The body of a full pass; Ok(false) if it stopped for shutdown.
     fn purge_every_row(&self, stats: &mut PurgeStats) -> Result<bool> {
-        let tables: Vec<Arc<Table>> = self.tables.read().values().cloned().collect();
+        let tables: Vec<Arc<Table>> =
+            self.tables.read().values().filter_map(|handle| handle.table().ok()).collect();
         for table in tables {
             // A handle made stale by DDL during the pass only means purging trees nobody reads
             // any more, or missing a new index's entries until the next pass: both harmless.

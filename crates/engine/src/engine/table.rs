@@ -1,15 +1,18 @@
 //! Table and index handles: the definitions, the B+trees, the encoding of primary keys
 //! and index entries, and key ranges for scans.
 
+use std::borrow::Cow;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
 
 use crate::error::{EngineError, Result};
 use crate::row::{decode_row, Value, Version};
+
+use super::Transaction;
 
 /// A column of a table.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,6 +98,87 @@ pub(super) fn index_handle(table: &TableDef, def: IndexDef, tree: BTree) -> Inde
         tree,
         def,
         unique_lock: Mutex::new(()),
+    }
+}
+
+/// A table resolved once by name (`Transaction::table`, `Engine::table_handle`) and passed to
+/// every read and write after it, so that a statement looks its tables up once instead of
+/// once per scan page or row written. It follows the table through the DDL that swaps in a
+/// new version (CREATE and DROP INDEX, TRUNCATE: the next use sees the new indexes or the
+/// fresh, empty trees) and fails with 42P01, as a lookup by name would, once the table was
+/// dropped, even if another table has taken its name since. Cheap to clone.
+#[derive(Clone)]
+pub struct TableHandle {
+    slot: Arc<TableSlot>,
+}
+
+/// What every handle of one table (from CREATE TABLE to DROP TABLE) shares.
+struct TableSlot {
+    name: String,
+    /// The table's current version, replaced by DDL under the exclusive DDL lock.
+    current: RwLock<Arc<Table>>,
+    /// Set by DROP TABLE under the exclusive DDL lock; one atomic load at each use.
+    dropped: AtomicBool,
+}
+
+impl TableHandle {
+    pub(super) fn new(table: Arc<Table>) -> TableHandle {
+        let name = table.def.name.clone();
+        let slot = TableSlot { name, current: RwLock::new(table), dropped: AtomicBool::new(false) };
+        TableHandle { slot: Arc::new(slot) }
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.slot.name
+    }
+
+    /// The table's current version, or 42P01 once it was dropped. A reader may keep using the
+    /// version it got after a concurrent DROP or TRUNCATE: trees are never freed.
+    pub(super) fn table(&self) -> Result<Arc<Table>> {
+        if self.slot.dropped.load(Ordering::Acquire) {
+            return Err(EngineError::UndefinedTable { name: self.slot.name.clone() });
+        }
+        Ok(Arc::clone(&self.slot.current.read()))
+    }
+
+    /// Swaps in a new version of the same table (DDL, under the exclusive DDL lock).
+    pub(super) fn replace(&self, table: Arc<Table>) {
+        let mut current = self.slot.current.write();
+        assert_eq!(current.identity, table.identity, "a new version of the same table");
+        assert!(!self.slot.dropped.load(Ordering::Acquire), "a dropped table has no versions");
+        *current = table;
+    }
+
+    /// Marks the table dropped (DROP TABLE, under the exclusive DDL lock): every handle
+    /// fails from its next use on.
+    pub(super) fn mark_dropped(&self) {
+        self.slot.dropped.store(true, Ordering::Release);
+    }
+}
+
+impl std::fmt::Debug for TableHandle {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("TableHandle").field("name", &self.slot.name).finish()
+    }
+}
+
+/// How a transaction's read or write names its table: a `TableHandle` resolved once (the
+/// SQL layer's way), or a name looked up at that call (`&str`: for tests and tools that make
+/// one call per table; it resolves through `Transaction::table`, nothing else).
+pub trait TableRef {
+    fn resolve(&self, txn: &Transaction) -> Result<Cow<'_, TableHandle>>;
+}
+
+impl TableRef for TableHandle {
+    fn resolve(&self, _: &Transaction) -> Result<Cow<'_, TableHandle>> {
+        Ok(Cow::Borrowed(self))
+    }
+}
+
+impl TableRef for str {
+    fn resolve(&self, txn: &Transaction) -> Result<Cow<'_, TableHandle>> {
+        txn.table(self).map(Cow::Owned)
     }
 }
 

@@ -47,7 +47,7 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(SqlError::unsupported("INSERT into a table function"));
     };
-    let table = binder.table(name)?;
+    let table = binder.bind_table(binder.table(name)?)?;
     if insert.on.is_some() {
         return Err(SqlError::unsupported("ON CONFLICT is not supported"));
     }
@@ -171,9 +171,10 @@ pub(crate) fn bind_update(binder: &mut Binder<'_>, update: &ast::Update) -> Resu
         return Err(SqlError::unsupported("UPDATE ... FROM is not supported"));
     }
     let (table, alias) = match &update.table.relation {
-        ast::TableFactor::Table { name, alias, .. } => {
-            (binder.table(name)?, alias.as_ref().map(|alias| ident(&alias.name)))
-        }
+        ast::TableFactor::Table { name, alias, .. } => (
+            binder.bind_table(binder.table(name)?)?,
+            alias.as_ref().map(|alias| ident(&alias.name)),
+        ),
         _ => return Err(SqlError::unsupported("UPDATE of a non-table")),
     };
     let (scan, scope) = binder.table_scope(&table, alias.as_deref());
@@ -218,7 +219,7 @@ fn bind_target_rows(
     binder: &mut Binder<'_>,
     scan: Plan,
     scope: &Scope,
-    table: &TableMeta,
+    table: &BoundTable,
     selection: Option<&ast::Expr>,
     returning: Option<&[ast::SelectItem]>,
 ) -> Result<(Plan, Option<Expr>, Option<(Vec<Expr>, Vec<OutputColumn>)>)> {
@@ -246,9 +247,10 @@ pub(crate) fn bind_delete(binder: &mut Binder<'_>, delete: &ast::Delete) -> Resu
         return Err(SqlError::unsupported("DELETE with USING or joins is not supported"));
     }
     let (table, alias) = match &from[0].relation {
-        ast::TableFactor::Table { name, alias, .. } => {
-            (binder.table(name)?, alias.as_ref().map(|alias| ident(&alias.name)))
-        }
+        ast::TableFactor::Table { name, alias, .. } => (
+            binder.bind_table(binder.table(name)?)?,
+            alias.as_ref().map(|alias| ident(&alias.name)),
+        ),
         _ => return Err(SqlError::unsupported("DELETE from a non-table")),
     };
     let (scan, scope) = binder.table_scope(&table, alias.as_deref());

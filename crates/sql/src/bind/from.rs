@@ -166,7 +166,7 @@ impl<'a> Binder<'a> {
                     .catalog
                     .table(&table_name)
                     .ok_or_else(|| SqlError::undefined_table(&table_name))?;
-                let mut plan = self.scan(table);
+                let mut plan = self.scan(self.bind_table(table)?);
                 rename_columns(&mut plan, &alias_columns(alias.as_ref()));
                 let scope = Scope::from_plan(&plan, Some(&qualifier));
                 Ok((plan, scope))
@@ -259,7 +259,7 @@ impl<'a> Binder<'a> {
         Ok((plan, scope))
     }
 
-    pub fn scan(&mut self, table: Arc<TableMeta>) -> Plan {
+    pub fn scan(&mut self, table: BoundTable) -> Plan {
         let columns = table
             .columns
             .iter()

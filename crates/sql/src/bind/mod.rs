@@ -131,15 +131,22 @@ impl<'a> Binder<'a> {
         self.catalog.table(&table).ok_or_else(|| SqlError::undefined_table(&table))
     }
 
+    /// `table` with its engine handle, resolved once for the statement (42P01 if the engine
+    /// table is gone).
+    pub fn bind_table(&self, table: Arc<TableMeta>) -> Result<BoundTable> {
+        let handle = self.catalog.engine().table_handle(&table.name)?;
+        Ok(BoundTable { meta: table, handle })
+    }
+
     // ----- queries -----
 
     /// Binds a RETURNING list over the table's row.
     pub fn returning(
         &mut self,
         items: &[ast::SelectItem],
-        table: &TableMeta,
+        table: &BoundTable,
     ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
-        let scan = self.scan(Arc::new(table.clone()));
+        let scan = self.scan(table.clone());
         let scope = Scope::from_plan(&scan, Some(&table.name));
         let mut exprs = Vec::new();
         let mut columns = Vec::new();

@@ -142,8 +142,8 @@ impl<'a> Binder<'a> {
     }
 
     /// A scope over one table's columns (UPDATE/DELETE expressions).
-    pub fn table_scope(&mut self, table: &Arc<TableMeta>, alias: Option<&str>) -> (Plan, Scope) {
-        let plan = self.scan(Arc::clone(table));
+    pub fn table_scope(&mut self, table: &BoundTable, alias: Option<&str>) -> (Plan, Scope) {
+        let plan = self.scan(table.clone());
         let scope = Scope::from_plan(&plan, Some(alias.unwrap_or(&table.name)));
         (plan, scope)
     }

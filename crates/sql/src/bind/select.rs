@@ -170,7 +170,7 @@ impl<'a> Binder<'a> {
         locking: locking::LockSpec,
         recheck: Option<Expr>,
     ) -> Result<Plan> {
-        fn table_scan(plan: &mut Plan) -> Option<(&Arc<TableMeta>, &mut bool)> {
+        fn table_scan(plan: &mut Plan) -> Option<(&BoundTable, &mut bool)> {
             match &mut plan.kind {
                 PlanKind::Filter { input, .. } => table_scan(input),
                 PlanKind::Scan { table, emit_key, .. } => Some((table, emit_key)),
@@ -184,7 +184,7 @@ impl<'a> Binder<'a> {
             )));
         };
         *emit_key = true;
-        let table = Arc::clone(table);
+        let table = table.clone();
         let columns = plan.columns.clone();
         let (mode, policy) = (locking.mode, locking.policy);
         let kind = PlanKind::LockRows { input: Box::new(plan), table, mode, policy, recheck };

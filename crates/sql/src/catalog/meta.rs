@@ -9,8 +9,8 @@ pub const COLUMNS_MAX: usize = 1600;
 
 /// The 1-based attribute number of the column at `position` (pg_attribute.attnum).
 pub fn attribute_number(position: usize) -> i16 {
-    debug_assert!(position < COLUMNS_MAX, "tables have at most {COLUMNS_MAX} columns");
-    i16::try_from(position + 1).unwrap_or(i16::MAX)
+    assert!(position < COLUMNS_MAX, "tables have at most {COLUMNS_MAX} columns");
+    i16::try_from(position + 1).expect("COLUMNS_MAX fits i16")
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -10,7 +10,7 @@ use tierdb_engine::Value;
 
 /// Completes a row (defaults, casts, NOT NULL) and inserts it. Returns the stored row.
 pub(crate) fn insert_row(
-    table: &TableMeta,
+    table: &BoundTable,
     mut row: Vec<Option<Datum>>,
     defaults: &[Option<Expr>],
     ctx: &mut Ctx<'_>,
@@ -30,7 +30,7 @@ pub(crate) fn insert_row(
         datums.push(datum);
     }
     let transaction = ctx.txn.as_deref_mut().expect("insert runs in a transaction");
-    transaction.insert(&table.name, values).map_err(|error| constraint_error(error.into()))?;
+    transaction.insert(&table.handle, values).map_err(|error| constraint_error(error.into()))?;
     Ok(datums)
 }
 
@@ -168,13 +168,13 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             }
         };
         let transaction = ctx.txn.as_deref_mut().expect("update runs in a transaction");
-        let mut changed = transaction.update_by_key(&table.name, &key, &mut change)?;
+        let mut changed = transaction.update_by_key(&table.handle, &key, &mut change)?;
         if let Some(error) = failure {
             return Err(error);
         }
         if let Some((new_row, values)) = moved {
-            transaction.delete_by_key(&table.name, &key)?;
-            transaction.insert(&table.name, values)?;
+            transaction.delete_by_key(&table.handle, &key)?;
+            transaction.insert(&table.handle, values)?;
             result_row = Some(new_row);
             changed = true;
         }
@@ -275,7 +275,7 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             _ => true,
         };
         let transaction = ctx.txn.as_deref_mut().expect("delete runs in a transaction");
-        let removed = transaction.delete_by_key_if(&delete.table.name, &key, &mut recheck)?;
+        let removed = transaction.delete_by_key_if(&delete.table.handle, &key, &mut recheck)?;
         if let Some(error) = failure {
             return Err(error);
         }

@@ -80,15 +80,7 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             let right = eval(right, row, ctx)?;
             arithmetic(*op, &left, &right, ty)?
         }
-        Expr::Negate { expr, ty } => match eval(expr, row, ctx)? {
-            Datum::Null => Datum::Null,
-            Datum::Int(value) => Datum::Int(ty.check_integer(
-                value.checked_neg().ok_or_else(|| SqlError::out_of_range(ty.message_name()))?,
-            )?),
-            Datum::Float(value) => Datum::Float(-value),
-            Datum::Numeric(value) => Datum::Numeric(-value),
-            _ => return Err(SqlError::undefined_operator("operator does not exist: - unknown")),
-        },
+        Expr::Negate { expr, ty } => negate(eval(expr, row, ctx)?, ty)?,
         Expr::Compare { op, left, right, bpchar } => {
             let left = eval(left, row, ctx)?;
             let right = eval(right, row, ctx)?;
@@ -106,30 +98,8 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
                 _ => Datum::Null,
             }
         }
-        Expr::And(left, right) => {
-            let left = eval(left, row, ctx)?;
-            if matches!(left, Datum::Bool(false)) {
-                return Ok(Datum::Bool(false));
-            }
-            let right = eval(right, row, ctx)?;
-            match (left, right) {
-                (_, Datum::Bool(false)) => Datum::Bool(false),
-                (Datum::Bool(true), Datum::Bool(true)) => Datum::Bool(true),
-                _ => Datum::Null,
-            }
-        }
-        Expr::Or(left, right) => {
-            let left = eval(left, row, ctx)?;
-            if matches!(left, Datum::Bool(true)) {
-                return Ok(Datum::Bool(true));
-            }
-            let right = eval(right, row, ctx)?;
-            match (left, right) {
-                (_, Datum::Bool(true)) => Datum::Bool(true),
-                (Datum::Bool(false), Datum::Bool(false)) => Datum::Bool(false),
-                _ => Datum::Null,
-            }
-        }
+        Expr::And(left, right) => eval_connective(left, right, false, row, ctx)?,
+        Expr::Or(left, right) => eval_connective(left, right, true, row, ctx)?,
         Expr::Not(inner) => match eval(inner, row, ctx)? {
             Datum::Bool(flag) => Datum::Bool(!flag),
             _ => Datum::Null,
@@ -166,121 +136,206 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             Datum::Null
         }
         Expr::Function(call) => call_function(call, row, ctx)?,
-        _ => eval_compound(expr, row, ctx)?,
+        Expr::Case { operand, branches, otherwise } => {
+            eval_case(operand.as_deref(), branches, otherwise.as_deref(), row, ctx)?
+        }
+        Expr::InList { expr, list, negated } => eval_in_list(expr, list, *negated, row, ctx)?,
+        Expr::InSubquery { expr, plan, negated, correlated, id } => {
+            let subquery = Subquery { plan, correlated: *correlated, id: *id };
+            eval_in_subquery(expr, &subquery, *negated, row, ctx)?
+        }
+        Expr::Exists { plan, negated, correlated, id } => {
+            let subquery = Subquery { plan, correlated: *correlated, id: *id };
+            Datum::Bool(subquery.rows(row, ctx, Some(1))?.is_empty() == *negated)
+        }
+        Expr::ArraySubquery { plan, correlated, id } => {
+            eval_array_subquery(&Subquery { plan, correlated: *correlated, id: *id }, row, ctx)?
+        }
+        Expr::ScalarSubquery { plan, correlated, id } => {
+            eval_scalar_subquery(&Subquery { plan, correlated: *correlated, id: *id }, row, ctx)?
+        }
+        Expr::Like { expr, pattern, negated, case_insensitive } => {
+            eval_like(expr, pattern, *negated, *case_insensitive, row, ctx)?
+        }
     })
 }
 
-/// Evaluates CASE, IN lists, subqueries and LIKE: the expressions that read several
-/// operands or run a plan (`eval` handles the others).
-fn eval_compound(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
-    Ok(match expr {
-        Expr::Case { operand, branches, otherwise } => {
-            let operand = match operand {
-                Some(operand) => Some(eval(operand, row, ctx)?),
-                None => None,
+/// AND (`decisive` false) and OR (`decisive` true) with SQL's three-valued logic: the
+/// decisive value on either side decides, else NULL on either side makes NULL. The right
+/// side is not evaluated when the left one decides.
+fn eval_connective(
+    left: &Expr,
+    right: &Expr,
+    decisive: bool,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Datum> {
+    let left = eval(left, row, ctx)?;
+    if matches!(left, Datum::Bool(value) if value == decisive) {
+        return Ok(Datum::Bool(decisive));
+    }
+    Ok(match (left, eval(right, row, ctx)?) {
+        (_, Datum::Bool(value)) if value == decisive => Datum::Bool(decisive),
+        (Datum::Bool(_), Datum::Bool(_)) => Datum::Bool(!decisive),
+        _ => Datum::Null,
+    })
+}
+
+/// Unary minus: 22003 when an integer's negation leaves its type's range.
+fn negate(value: Datum, ty: &SqlType) -> Result<Datum> {
+    Ok(match value {
+        Datum::Null => Datum::Null,
+        Datum::Int(value) => Datum::Int(ty.check_integer(
+            value.checked_neg().ok_or_else(|| SqlError::out_of_range(ty.message_name()))?,
+        )?),
+        Datum::Float(value) => Datum::Float(-value),
+        Datum::Numeric(value) => Datum::Numeric(-value),
+        _ => return Err(SqlError::undefined_operator("operator does not exist: - unknown")),
+    })
+}
+
+/// CASE: the result of the first branch whose condition holds (or whose value equals the
+/// operand), else the ELSE value or NULL.
+fn eval_case(
+    operand: Option<&Expr>,
+    branches: &[(Expr, Expr)],
+    otherwise: Option<&Expr>,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Datum> {
+    let operand = match operand {
+        Some(operand) => Some(eval(operand, row, ctx)?),
+        None => None,
+    };
+    for (condition, result) in branches {
+        let hit = match &operand {
+            Some(value) => {
+                let candidate = eval(condition, row, ctx)?;
+                value.compare(&candidate) == Some(Ordering::Equal)
+            }
+            None => truthy(&eval(condition, row, ctx)?),
+        };
+        if hit {
+            return eval(result, row, ctx);
+        }
+    }
+    match otherwise {
+        Some(otherwise) => eval(otherwise, row, ctx),
+        None => Ok(Datum::Null),
+    }
+}
+
+/// `value [NOT] IN (candidates)` with SQL's three-valued logic: NULL when no candidate
+/// matches and one of them is NULL.
+fn in_candidates(
+    value: &Datum,
+    candidates: impl Iterator<Item = Result<Datum>>,
+    negated: bool,
+) -> Result<Datum> {
+    let mut saw_null = false;
+    for candidate in candidates {
+        let candidate = candidate?;
+        if candidate.is_null() {
+            saw_null = true;
+        } else if value.compare(&candidate) == Some(Ordering::Equal) {
+            return Ok(Datum::Bool(!negated));
+        }
+    }
+    Ok(if saw_null { Datum::Null } else { Datum::Bool(negated) })
+}
+
+fn eval_in_list(
+    expr: &Expr,
+    list: &[Expr],
+    negated: bool,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Datum> {
+    let value = eval(expr, row, ctx)?;
+    if value.is_null() {
+        return Ok(Datum::Null);
+    }
+    // Lazily, as PostgreSQL: the candidates after the first match are not evaluated.
+    in_candidates(&value, list.iter().map(|item| eval(item, row, ctx)), negated)
+}
+
+/// The subquery's identity: its plan, whether it reads the outer row, and its cache id.
+struct Subquery<'p> {
+    plan: &'p Plan,
+    correlated: bool,
+    id: usize,
+}
+
+impl Subquery<'_> {
+    fn rows(&self, row: &[Datum], ctx: &mut Ctx<'_>, limit: Option<usize>) -> Result<Vec<Row>> {
+        subquery_rows(self.plan, self.correlated, self.id, row, ctx, limit)
+    }
+}
+
+fn eval_in_subquery(
+    expr: &Expr,
+    subquery: &Subquery<'_>,
+    negated: bool,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Datum> {
+    let value = eval(expr, row, ctx)?;
+    let rows = subquery.rows(row, ctx, None)?;
+    if rows.is_empty() {
+        return Ok(Datum::Bool(negated));
+    }
+    if value.is_null() {
+        return Ok(Datum::Null);
+    }
+    in_candidates(&value, rows.into_iter().map(|mut row| Ok(row.swap_remove(0))), negated)
+}
+
+/// ARRAY(subquery), as the text of a one-dimensional array.
+fn eval_array_subquery(subquery: &Subquery<'_>, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    let rows = subquery.rows(row, ctx, None)?;
+    let ty = subquery.plan.columns.first().map_or(SqlType::Text, |column| column.ty.clone());
+    let items: Vec<String> =
+        rows.iter().map(|row| row[0].to_text(&ty).unwrap_or_else(|| "NULL".into())).collect();
+    Ok(Datum::Text(format!("{{{}}}", items.join(","))))
+}
+
+/// A scalar subquery: NULL without rows, its value with one, 21000 with more.
+fn eval_scalar_subquery(
+    subquery: &Subquery<'_>,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Datum> {
+    let mut rows = subquery.rows(row, ctx, Some(2))?;
+    match rows.len() {
+        0 => Ok(Datum::Null),
+        1 => Ok(rows.swap_remove(0).swap_remove(0)),
+        _ => Err(SqlError::new(
+            "21000",
+            "more than one row returned by a subquery used as an expression",
+        )),
+    }
+}
+
+fn eval_like(
+    expr: &Expr,
+    pattern: &Expr,
+    negated: bool,
+    case_insensitive: bool,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Datum> {
+    let value = eval(expr, row, ctx)?;
+    let pattern = eval(pattern, row, ctx)?;
+    Ok(match (value, pattern) {
+        (Datum::Text(value), Datum::Text(pattern)) => {
+            let matched = if case_insensitive {
+                like(&value.to_lowercase(), &pattern.to_lowercase())
+            } else {
+                like(&value, &pattern)
             };
-            for (condition, result) in branches {
-                let hit = match &operand {
-                    Some(value) => {
-                        let candidate = eval(condition, row, ctx)?;
-                        value.compare(&candidate) == Some(Ordering::Equal)
-                    }
-                    None => truthy(&eval(condition, row, ctx)?),
-                };
-                if hit {
-                    return eval(result, row, ctx);
-                }
-            }
-            match otherwise {
-                Some(otherwise) => eval(otherwise, row, ctx)?,
-                None => Datum::Null,
-            }
+            Datum::Bool(matched != negated)
         }
-        Expr::InList { expr, list, negated } => {
-            let value = eval(expr, row, ctx)?;
-            if value.is_null() {
-                return Ok(Datum::Null);
-            }
-            let mut saw_null = false;
-            for item in list {
-                let candidate = eval(item, row, ctx)?;
-                if candidate.is_null() {
-                    saw_null = true;
-                } else if value.compare(&candidate) == Some(Ordering::Equal) {
-                    return Ok(Datum::Bool(!*negated));
-                }
-            }
-            if saw_null {
-                Datum::Null
-            } else {
-                Datum::Bool(*negated)
-            }
-        }
-        Expr::InSubquery { expr, plan, negated, correlated, id } => {
-            let value = eval(expr, row, ctx)?;
-            let rows = subquery_rows(plan, *correlated, *id, row, ctx, None)?;
-            if rows.is_empty() {
-                return Ok(Datum::Bool(*negated));
-            }
-            if value.is_null() {
-                return Ok(Datum::Null);
-            }
-            let mut saw_null = false;
-            for candidate in rows.iter().map(|row| &row[0]) {
-                if candidate.is_null() {
-                    saw_null = true;
-                } else if value.compare(candidate) == Some(Ordering::Equal) {
-                    return Ok(Datum::Bool(!*negated));
-                }
-            }
-            if saw_null {
-                Datum::Null
-            } else {
-                Datum::Bool(*negated)
-            }
-        }
-        Expr::Exists { plan, negated, correlated, id } => {
-            let rows = subquery_rows(plan, *correlated, *id, row, ctx, Some(1))?;
-            Datum::Bool(rows.is_empty() == *negated)
-        }
-        Expr::ArraySubquery { plan, correlated, id } => {
-            let rows = subquery_rows(plan, *correlated, *id, row, ctx, None)?;
-            let ty = plan.columns.first().map_or(SqlType::Text, |column| column.ty.clone());
-            let items: Vec<String> = rows
-                .iter()
-                .map(|row| row[0].to_text(&ty).unwrap_or_else(|| "NULL".into()))
-                .collect();
-            Datum::Text(format!("{{{}}}", items.join(",")))
-        }
-        Expr::ScalarSubquery { plan, correlated, id } => {
-            let rows = subquery_rows(plan, *correlated, *id, row, ctx, Some(2))?;
-            match rows.len() {
-                0 => Datum::Null,
-                1 => rows[0][0].clone(),
-                _ => {
-                    return Err(SqlError::new(
-                        "21000",
-                        "more than one row returned by a subquery used as an expression",
-                    ))
-                }
-            }
-        }
-        Expr::Like { expr, pattern, negated, case_insensitive } => {
-            let value = eval(expr, row, ctx)?;
-            let pattern = eval(pattern, row, ctx)?;
-            match (value, pattern) {
-                (Datum::Text(value), Datum::Text(pattern)) => {
-                    let matched = if *case_insensitive {
-                        like(&value.to_lowercase(), &pattern.to_lowercase())
-                    } else {
-                        like(&value, &pattern)
-                    };
-                    Datum::Bool(matched != *negated)
-                }
-                _ => Datum::Null,
-            }
-        }
-        _ => return Err(SqlError::internal("eval handles the other expressions")),
+        _ => Datum::Null,
     })
 }
 

@@ -2,15 +2,15 @@
 
 use tierdb_engine::{LockMode, LockOutcome, WaitPolicy};
 
-use crate::catalog::TableMeta;
 use crate::error::{Result, SqlError};
 use crate::exec::{self, Ctx, Row, Sink};
+use crate::plan::BoundTable;
 use crate::plan::Expr;
 use crate::types::Datum;
 
 /// The executor's side of LockRows (`PlanKind::LockRows`).
 pub(crate) struct RowLocker<'p> {
-    pub table: &'p TableMeta,
+    pub table: &'p BoundTable,
     pub mode: LockMode,
     pub policy: WaitPolicy,
     pub recheck: &'p Option<Expr>,
@@ -25,7 +25,7 @@ impl RowLocker<'_> {
         let transaction = ctx.txn.as_deref_mut().ok_or_else(|| {
             SqlError::unsupported("a locking clause is not supported in this position")
         })?;
-        match transaction.lock_row(&self.table.name, &key, self.mode, self.policy)? {
+        match transaction.lock_row(&self.table.handle, &key, self.mode, self.policy)? {
             LockOutcome::Locked { changed: false, .. } => sink(ctx, row),
             LockOutcome::Locked { row: latest, changed: true } => {
                 let current: Row = latest

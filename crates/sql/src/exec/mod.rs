@@ -36,6 +36,7 @@ use rust_decimal::Decimal;
 use tierdb_common::{op_counters_snapshot, OpCounters};
 use tierdb_engine::{Transaction, Value};
 
+use crate::convert::{duration_ns, usize_from_non_negative};
 use crate::depth;
 use crate::error::{Result, SqlError};
 use crate::functions::{self, FunctionContext};
@@ -149,14 +150,14 @@ pub fn run(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>)
             let t0 = Instant::now();
             let c0 = op_counters_snapshot();
             let result = sink(ctx, row);
-            downstream_ns += u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            downstream_ns += duration_ns(t0.elapsed());
             let spent = op_counters_snapshot().since(&c0);
             add_counters(&mut downstream_counters, &spent);
             result
         };
         run_node(plan, ctx, probe, &mut measured)
     };
-    let total_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let total_ns = duration_ns(start.elapsed());
     let mut own = op_counters_snapshot().since(&counters_start);
     subtract_counters(&mut own, &downstream_counters);
     let stats = ctx.stats_mut(id);
@@ -274,176 +275,206 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         PlanKind::Aggregate { input, groups, aggregates } => {
             aggregate(input, groups, aggregates, ctx, probe, sink)
         }
-        _ => run_ordered_node(plan, ctx, probe, sink),
-    }
-}
-
-/// Runs Sort and Limit (`run_node` runs the scans, filters, projections and joins).
-fn run_ordered_node(
-    plan: &Plan,
-    ctx: &mut Ctx<'_>,
-    probe: &[Datum],
-    sink: &mut Sink<'_>,
-) -> Result<bool> {
-    match &plan.kind {
-        PlanKind::Sort { input, keys } => {
-            let mut rows = Vec::new();
-            let mut bytes = 0usize;
-            run(input, ctx, probe, &mut |ctx, row| {
-                let size = row_size(&row);
-                bytes += size;
-                ctx.budget.reserve(size, "sort")?;
-                rows.push(row);
-                Ok(true)
-            })?;
-            rows.sort_by(|a, b| compare_rows(a, b, keys));
-            let mut outcome = true;
-            for row in rows {
-                if !sink(ctx, row)? {
-                    outcome = false;
-                    break;
-                }
-            }
-            ctx.budget.release(bytes);
-            Ok(outcome)
-        }
+        PlanKind::Sort { input, keys } => run_sort(input, keys, ctx, probe, sink),
         PlanKind::Limit { input, limit, offset } => {
-            let limit = match limit {
-                Some(expr) => match eval(expr, probe, ctx)? {
-                    Datum::Null => None,
-                    value => Some(value.as_int().unwrap_or(0)),
-                },
-                None => None,
-            };
-            let offset = match offset {
-                Some(expr) => eval(expr, probe, ctx)?.as_int().unwrap_or(0),
-                None => 0,
-            };
-            if limit.is_some_and(|limit| limit < 0) {
-                return Err(SqlError::new("2201W", "LIMIT must not be negative"));
-            }
-            if offset < 0 {
-                return Err(SqlError::new("2201X", "OFFSET must not be negative"));
-            }
-            if limit == Some(0) {
-                return Ok(true);
-            }
-            // ORDER BY ... LIMIT n: a bounded (top-n) sort keeps n + offset rows, not all.
-            // (A projection that drops hidden sort columns may sit between them.)
-            let (sort, projection) = match &input.kind {
-                PlanKind::Project { input: inner, exprs } => (inner.as_ref(), Some(exprs)),
-                _ => (input.as_ref(), None),
-            };
-            if let (PlanKind::Sort { input: sorted, keys }, Some(limit)) = (&sort.kind, limit) {
-                let keep = usize::try_from(limit.saturating_add(offset)).unwrap_or(usize::MAX);
-                let rows = top_n(sorted, keys, keep, ctx, probe)?;
-                for row in rows.into_iter().skip(usize::try_from(offset).unwrap_or(usize::MAX)) {
-                    let row = match projection {
-                        Some(exprs) => project(exprs, row, ctx)?,
-                        None => row,
-                    };
-                    if !sink(ctx, row)? {
-                        return Ok(false);
-                    }
-                }
-                return Ok(true);
-            }
-            let mut skipped = 0i64;
-            let mut emitted = 0i64;
-            run(input, ctx, probe, &mut |ctx, row| {
-                if skipped < offset {
-                    skipped += 1;
-                    return Ok(true);
-                }
-                emitted += 1;
-                let more = sink(ctx, row)?;
-                Ok(more && limit.is_none_or(|limit| emitted < limit))
-            })?;
-            Ok(true)
+            run_limit(input, limit.as_ref(), offset.as_ref(), ctx, probe, sink)
         }
-        _ => run_set_node(plan, ctx, probe, sink),
+        PlanKind::Distinct { input } => run_distinct(input, ctx, probe, sink),
+        PlanKind::Union { inputs, all } => run_union(inputs, *all, ctx, probe, sink),
+        PlanKind::SetDifference { left, right, intersect, all } => {
+            run_set_difference(left, right, *intersect, *all, ctx, probe, sink)
+        }
     }
 }
 
-/// Runs DISTINCT and the set operations.
-fn run_set_node(
-    plan: &Plan,
+/// ORDER BY: sorts all of `input` in memory (accounted against work_mem).
+fn run_sort(
+    input: &Plan,
+    keys: &[SortKey],
     ctx: &mut Ctx<'_>,
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    match &plan.kind {
-        PlanKind::Distinct { input } => {
-            let mut seen = HashSet::new();
-            let mut bytes = 0usize;
-            let outcome = run(input, ctx, probe, &mut |ctx, row| {
+    let mut rows = Vec::new();
+    let mut bytes = 0usize;
+    run(input, ctx, probe, &mut |ctx, row| {
+        let size = row_size(&row);
+        bytes += size;
+        ctx.budget.reserve(size, "sort")?;
+        rows.push(row);
+        Ok(true)
+    })?;
+    rows.sort_by(|a, b| compare_rows(a, b, keys));
+    let mut outcome = true;
+    for row in rows {
+        if !sink(ctx, row)? {
+            outcome = false;
+            break;
+        }
+    }
+    ctx.budget.release(bytes);
+    Ok(outcome)
+}
+
+/// LIMIT and OFFSET; under ORDER BY a bounded top-n sort.
+fn run_limit(
+    input: &Plan,
+    limit: Option<&Expr>,
+    offset: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let limit = match limit {
+        Some(expr) => match eval(expr, probe, ctx)? {
+            Datum::Null => None,
+            value => Some(value.as_int().unwrap_or(0)),
+        },
+        None => None,
+    };
+    let offset = match offset {
+        Some(expr) => eval(expr, probe, ctx)?.as_int().unwrap_or(0),
+        None => 0,
+    };
+    if limit.is_some_and(|limit| limit < 0) {
+        return Err(SqlError::new("2201W", "LIMIT must not be negative"));
+    }
+    if offset < 0 {
+        return Err(SqlError::new("2201X", "OFFSET must not be negative"));
+    }
+    if limit == Some(0) {
+        return Ok(true);
+    }
+    // ORDER BY ... LIMIT n: a bounded (top-n) sort keeps n + offset rows, not all.
+    // (A projection that drops hidden sort columns may sit between them.)
+    let (sort, projection) = match &input.kind {
+        PlanKind::Project { input: inner, exprs } => (inner.as_ref(), Some(exprs)),
+        _ => (input, None),
+    };
+    if let (PlanKind::Sort { input: sorted, keys }, Some(limit)) = (&sort.kind, limit) {
+        // Both are non-negative (checked above); their sum saturates at i64::MAX rows,
+        // more than memory holds, which means "all rows".
+        let keep = usize_from_non_negative(limit.saturating_add(offset))
+            .expect("LIMIT and OFFSET are checked non-negative");
+        let rows = top_n(sorted, keys, keep, ctx, probe)?;
+        let skip = usize_from_non_negative(offset).expect("OFFSET is checked non-negative");
+        for row in rows.into_iter().skip(skip) {
+            let row = match projection {
+                Some(exprs) => project(exprs, row, ctx)?,
+                None => row,
+            };
+            if !sink(ctx, row)? {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    let mut skipped = 0i64;
+    let mut emitted = 0i64;
+    run(input, ctx, probe, &mut |ctx, row| {
+        if skipped < offset {
+            skipped += 1;
+            return Ok(true);
+        }
+        emitted += 1;
+        let more = sink(ctx, row)?;
+        Ok(more && limit.is_none_or(|limit| emitted < limit))
+    })?;
+    Ok(true)
+}
+
+/// DISTINCT: passes each row the first time its value is seen.
+fn run_distinct(
+    input: &Plan,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut seen = HashSet::new();
+    let mut bytes = 0usize;
+    let outcome = run(input, ctx, probe, &mut |ctx, row| {
+        let key = group_key(&row);
+        if seen.contains(&key) {
+            return Ok(true);
+        }
+        let size = key.len() + 32;
+        bytes += size;
+        ctx.budget.reserve(size, "distinct")?;
+        seen.insert(key);
+        sink(ctx, row)
+    });
+    ctx.budget.release(bytes);
+    outcome
+}
+
+/// UNION [ALL]: the inputs one after another, without duplicates unless ALL.
+fn run_union(
+    inputs: &[Plan],
+    all: bool,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut seen = HashSet::new();
+    for input in inputs {
+        let more = run(input, ctx, probe, &mut |ctx, row| {
+            if !all {
                 let key = group_key(&row);
-                if seen.contains(&key) {
+                if !seen.insert(key) {
                     return Ok(true);
                 }
-                let size = key.len() + 32;
-                bytes += size;
-                ctx.budget.reserve(size, "distinct")?;
-                seen.insert(key);
-                sink(ctx, row)
-            });
-            ctx.budget.release(bytes);
-            outcome
-        }
-        PlanKind::Union { inputs, all } => {
-            let mut seen = HashSet::new();
-            for input in inputs {
-                let more = run(input, ctx, probe, &mut |ctx, row| {
-                    if !*all {
-                        let key = group_key(&row);
-                        if !seen.insert(key) {
-                            return Ok(true);
-                        }
-                    }
-                    sink(ctx, row)
-                })?;
-                if !more {
-                    return Ok(false);
-                }
             }
+            sink(ctx, row)
+        })?;
+        if !more {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// INTERSECT and EXCEPT [ALL]: counts the right rows, then filters the left ones.
+fn run_set_difference(
+    left: &Plan,
+    right: &Plan,
+    intersect: bool,
+    all: bool,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
+    run(right, ctx, probe, &mut |_, row| {
+        *counts.entry(group_key(&row)).or_default() += 1;
+        Ok(true)
+    })?;
+    let mut emitted: HashSet<Vec<u8>> = HashSet::new();
+    run(left, ctx, probe, &mut |ctx, row| {
+        let key = group_key(&row);
+        let present = counts.get(&key).copied().unwrap_or(0) > 0;
+        let emit = if all {
+            if intersect {
+                if present {
+                    *counts.get_mut(&key).expect("present") -= 1;
+                    true
+                } else {
+                    false
+                }
+            } else if present {
+                *counts.get_mut(&key).expect("present") -= 1;
+                false
+            } else {
+                true
+            }
+        } else {
+            present == intersect && emitted.insert(key)
+        };
+        if emit {
+            sink(ctx, row)
+        } else {
             Ok(true)
         }
-        PlanKind::SetDifference { left, right, intersect, all } => {
-            let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
-            run(right, ctx, probe, &mut |_, row| {
-                *counts.entry(group_key(&row)).or_default() += 1;
-                Ok(true)
-            })?;
-            let mut emitted: HashSet<Vec<u8>> = HashSet::new();
-            run(left, ctx, probe, &mut |ctx, row| {
-                let key = group_key(&row);
-                let present = counts.get(&key).copied().unwrap_or(0) > 0;
-                let emit = if *all {
-                    if *intersect {
-                        if present {
-                            *counts.get_mut(&key).expect("present") -= 1;
-                            true
-                        } else {
-                            false
-                        }
-                    } else if present {
-                        *counts.get_mut(&key).expect("present") -= 1;
-                        false
-                    } else {
-                        true
-                    }
-                } else {
-                    present == *intersect && emitted.insert(key)
-                };
-                if emit {
-                    sink(ctx, row)
-                } else {
-                    Ok(true)
-                }
-            })
-        }
-        _ => Err(SqlError::internal("run_node dispatches the other kinds elsewhere")),
-    }
+    })
 }
 
 pub(crate) fn truthy(datum: &Datum) -> bool {

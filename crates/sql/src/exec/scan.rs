@@ -55,7 +55,7 @@ pub(crate) fn decode_row(table: &crate::catalog::TableMeta, values: Vec<Value>) 
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan(
-    table: &crate::catalog::TableMeta,
+    table: &BoundTable,
     access: &Access,
     filter: Option<&Expr>,
     emit_key: bool,
@@ -97,7 +97,7 @@ pub(crate) fn scan(
                 (&lower, &upper, table.clustered_key())
             {
                 if low.len() == key.columns.len() && low == high {
-                    let found = ctx.txn()?.get_keyed(&table.name, low)?;
+                    let found = ctx.txn()?.get_keyed(&table.handle, low)?;
                     return match found {
                         Some((key, values)) => emit(ctx, key, values),
                         None => Ok(true),
@@ -107,24 +107,18 @@ pub(crate) fn scan(
             let mut resume: Option<Vec<u8>> = None;
             loop {
                 ctx.check_cancel()?;
-                let txn = ctx.txn()?;
-                let page = if backward {
-                    txn.scan_page_backward(
-                        &table.name,
-                        as_ref_bound(&lower),
-                        as_ref_bound(&upper),
-                        resume.as_deref(),
-                        SCAN_PAGE_ROWS,
-                    )?
+                let direction = if backward {
+                    tierdb_engine::Direction::Backward
                 } else {
-                    txn.scan_page(
-                        &table.name,
-                        as_ref_bound(&lower),
-                        as_ref_bound(&upper),
-                        resume.as_deref(),
-                        SCAN_PAGE_ROWS,
-                    )?
+                    tierdb_engine::Direction::Forward
                 };
+                let page = ctx.txn()?.scan_page_ordered(
+                    &table.handle,
+                    direction,
+                    (as_ref_bound(&lower), as_ref_bound(&upper)),
+                    resume.as_deref(),
+                    SCAN_PAGE_ROWS,
+                )?;
                 let complete = page.len() < SCAN_PAGE_ROWS;
                 // Only the last key is needed to resume: copying each one costs an
                 // allocation per row.
@@ -154,7 +148,7 @@ pub(crate) fn scan(
             loop {
                 ctx.check_cancel()?;
                 let page = ctx.txn()?.index_scan_page(
-                    &table.name,
+                    &table.handle,
                     name,
                     as_ref_bound(&lower),
                     as_ref_bound(&upper),

@@ -181,7 +181,10 @@ fn random_unit() -> f64 {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 // The low 64 bits of the nanoseconds: any seed but zero will do.
-                .map_or(1, |elapsed| u64::try_from(elapsed.as_nanos() & u128::from(u64::MAX)).unwrap_or(1))
+                .map_or(1, |elapsed| {
+                    u64::try_from(elapsed.as_nanos() & u128::from(u64::MAX))
+                        .expect("masked to 64 bits")
+                })
                 | 1
         );
     }

@@ -116,7 +116,7 @@ fn taken(n: i64, length: usize) -> usize {
     if n >= 0 {
         clamp_position(n, length)
     } else {
-        length.saturating_sub(usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX))
+        length.saturating_sub(crate::convert::usize_from(n.unsigned_abs()))
     }
 }
 
@@ -134,8 +134,7 @@ pub(super) fn right(call: Call<'_>) -> Result<Datum> {
 
 /// A non-negative count argument; negative counts act as zero, as in PostgreSQL.
 fn non_negative(value: i64) -> usize {
-    // A non-negative i64 fits usize on the 64-bit targets tierdb builds for.
-    usize::try_from(value.max(0)).unwrap_or(usize::MAX)
+    crate::convert::usize_from_non_negative(value.max(0)).expect("clamped to non-negative")
 }
 
 pub(super) fn repeat(call: Call<'_>) -> Result<Datum> {
@@ -204,7 +203,7 @@ pub(super) fn split_part(call: Call<'_>) -> Result<Datum> {
     } else {
         call.text(0).split(call.text(1)).collect()
     };
-    let from_end = usize::try_from(field.unsigned_abs()).unwrap_or(usize::MAX);
+    let from_end = crate::convert::usize_from(field.unsigned_abs());
     let index = if field > 0 { Some(from_end - 1) } else { parts.len().checked_sub(from_end) };
     Ok(Datum::Text(index.and_then(|i| parts.get(i)).map_or(String::new(), |part| part.to_string())))
 }

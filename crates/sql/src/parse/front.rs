@@ -276,6 +276,13 @@ fn finish_copy(source: CopySource, tokens: &[Token], mut position: usize) -> Res
     if matches!(source, CopySource::Query(_)) && direction {
         return Err(SqlError::syntax("COPY (query) FROM is not valid"));
     }
+    let options = copy_options(&tokens[position..])?;
+    Ok(CopyStatement { source, from: direction, options })
+}
+
+/// The options after `COPY ... FROM STDIN` / `TO STDOUT`: `WITH (...)` or the old unparenthesized
+/// list, with the CSV format's defaults for what it does not set.
+fn copy_options(rest: &[Token]) -> Result<CopyOptions> {
     let mut options = CopyOptions {
         format: CopyFormat::Text,
         delimiter: '\t',
@@ -286,7 +293,6 @@ fn finish_copy(source: CopySource, tokens: &[Token], mut position: usize) -> Res
     };
     let mut delimiter_set = false;
     let mut null_set = false;
-    let rest = &tokens[position..];
     let mut index = 0;
     if let Some(Token::Word(word)) = rest.first() {
         if word == "with" {
@@ -370,7 +376,7 @@ fn finish_copy(source: CopySource, tokens: &[Token], mut position: usize) -> Res
             options.null = String::new();
         }
     }
-    Ok(CopyStatement { source, from: direction, options })
+    Ok(options)
 }
 
 /// Splits text-format COPY data into rows of fields (None = NULL), undoing backslash escapes.

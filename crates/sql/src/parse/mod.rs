@@ -199,8 +199,8 @@ pub(crate) fn check_reserved_names(sql: &str, statement: &ast::Statement) -> Res
                 SqlError::syntax(format!("syntax error at or near \"{}\"", ident.value));
             let start = ident.span.start;
             if start.line > 0 {
-                let line = usize::try_from(start.line).unwrap_or(1);
-                let column = usize::try_from(start.column).unwrap_or(1);
+                let line = crate::convert::usize_from(start.line);
+                let column = crate::convert::usize_from(start.column);
                 error.position = Some(char_position(sql, line, column));
             }
             Err(error)

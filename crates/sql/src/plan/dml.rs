@@ -1,13 +1,10 @@
 //! Plans of INSERT, UPDATE and DELETE.
 
-use std::sync::Arc;
-
-use crate::catalog::TableMeta;
-use crate::plan::{Expr, OutputColumn, Plan};
+use crate::plan::{BoundTable, Expr, OutputColumn, Plan};
 
 #[derive(Debug)]
 pub(crate) struct InsertPlan {
-    pub table: Arc<TableMeta>,
+    pub table: BoundTable,
     pub targets: Vec<usize>,
     pub source: Plan,
     pub defaults: Vec<Option<Expr>>,
@@ -16,7 +13,7 @@ pub(crate) struct InsertPlan {
 
 #[derive(Debug)]
 pub(crate) struct UpdatePlan {
-    pub table: Arc<TableMeta>,
+    pub table: BoundTable,
     pub scan: Plan,
     pub assignments: Vec<(usize, Expr)>,
     pub filter: Option<Expr>,
@@ -25,7 +22,7 @@ pub(crate) struct UpdatePlan {
 
 #[derive(Debug)]
 pub(crate) struct DeletePlan {
-    pub table: Arc<TableMeta>,
+    pub table: BoundTable,
     pub scan: Plan,
     /// The WHERE clause, re-checked on a row a concurrent update changed (READ COMMITTED).
     pub filter: Option<Expr>,

@@ -2,8 +2,6 @@
 //! are equalities between the sides (hash keys or index probes), and whether the inner side
 //! can be read by index lookups instead of being scanned.
 
-use std::sync::Arc;
-
 use crate::plan::*;
 
 /// Whether `expr` reads only columns in `start..end`.
@@ -92,7 +90,7 @@ pub(crate) fn index_lookup_inner(
     if matches!(access, Access::Full) {
         return Err(right);
     }
-    let table = Arc::clone(table);
+    let table = table.clone();
     let Plan { kind: PlanKind::Scan { filter, emit_key, backward, .. }, columns, id } = *right
     else {
         unreachable!("matched a scan above")

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use crate::catalog::TableMeta;
 use crate::functions::Function;
 use crate::types::{Datum, SqlType};
+use tierdb_engine::TableHandle;
 
 /// An output column of a plan.
 #[derive(Clone, Debug)]
@@ -351,6 +352,24 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
+/// A table a plan reads or writes: its SQL description and its engine handle, resolved once
+/// when the statement is bound, so execution never looks the table up by name (not per scan
+/// page, not per row written). A prepared statement is bound again when DDL changed the
+/// catalog; a handle whose table was dropped meanwhile fails its next use with 42P01.
+#[derive(Clone, Debug)]
+pub struct BoundTable {
+    pub meta: Arc<TableMeta>,
+    pub handle: TableHandle,
+}
+
+impl std::ops::Deref for BoundTable {
+    type Target = TableMeta;
+
+    fn deref(&self) -> &TableMeta {
+        &self.meta
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum PlanKind {
     /// One row of no columns (SELECT without FROM).
@@ -359,7 +378,7 @@ pub enum PlanKind {
         rows: Vec<Vec<Expr>>,
     },
     Scan {
-        table: Arc<TableMeta>,
+        table: BoundTable,
         access: Access,
         filter: Option<Expr>,
         /// Append the row's engine key as a last (bytea) column, for UPDATE and DELETE.
@@ -386,7 +405,7 @@ pub enum PlanKind {
     /// WHERE clause). Below sorting and LIMIT, as PostgreSQL's LockRows.
     LockRows {
         input: Box<Plan>,
-        table: Arc<TableMeta>,
+        table: BoundTable,
         mode: tierdb_engine::LockMode,
         policy: tierdb_engine::WaitPolicy,
         recheck: Option<Expr>,

@@ -13,16 +13,15 @@
 //! statement of the block, and an error anywhere fails it whole.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use super::Session;
 use crate::bind::bind_defaults;
 use crate::bind::Binder;
-use crate::catalog::TableMeta;
+
 use crate::error::{Result, SqlError};
 use crate::exec::{insert_row, Ctx, MemoryBudget};
 use crate::parse::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
-use crate::plan::Expr;
+use crate::plan::{BoundTable, Expr};
 use crate::system::SessionInfo;
 use crate::types::{self, Datum};
 
@@ -34,7 +33,7 @@ pub const COPY_RECORD_BYTES_MAX: usize = 64 << 20;
 
 /// A COPY FROM STDIN in progress.
 pub struct CopyIn {
-    table: Arc<TableMeta>,
+    table: BoundTable,
     /// The table column each field goes to, in field order.
     targets: Vec<usize>,
     /// Default expressions of the table's columns (for columns not loaded).
@@ -61,6 +60,7 @@ impl Session {
             return Err(SqlError::syntax("COPY FROM needs a table"));
         };
         let table = self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
+        let table = BoundTable { handle: self.catalog.engine().table_handle(name)?, meta: table };
         let targets: Vec<usize> = if columns.is_empty() {
             (0..table.columns.len()).collect()
         } else {
@@ -258,9 +258,9 @@ impl RecordScan {
     fn advance(&mut self, data: &[u8], options: &CopyOptions) -> Result<()> {
         let csv = options.format == CopyFormat::Csv;
         // Quote and escape are one ASCII byte: the COPY parser refuses others (0A000).
-        debug_assert!(options.quote.is_ascii() && options.escape.is_ascii());
-        let quote = u8::try_from(options.quote).unwrap_or(b'"');
-        let escape = u8::try_from(options.escape).unwrap_or(b'"');
+        let quote = u8::try_from(options.quote).expect("the COPY parser refuses a non-ASCII quote");
+        let escape =
+            u8::try_from(options.escape).expect("the COPY parser refuses a non-ASCII escape");
         for (index, &byte) in data.iter().enumerate().skip(self.scanned) {
             if self.escaped {
                 self.escaped = false;

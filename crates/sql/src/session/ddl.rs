@@ -280,10 +280,11 @@ impl Session {
         positions: &[usize],
     ) -> Result<()> {
         let mut transaction = self.catalog.engine().begin(IsolationLevel::ReadCommitted)?;
+        let handle = transaction.table(&table.name)?;
         let mut resume: Option<Vec<u8>> = None;
         loop {
             let page = transaction.scan_page(
-                &table.name,
+                &handle,
                 std::ops::Bound::Unbounded,
                 std::ops::Bound::Unbounded,
                 resume.as_deref(),

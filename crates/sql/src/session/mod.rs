@@ -158,7 +158,7 @@ impl Session {
         let stored = self.settings.get("work_mem");
         let parsed = stored.and_then(|text| parse_size_bytes(text, SizeSyntax::SETTING));
         debug_assert!(parsed.is_some() || stored.is_none(), "work_mem is checked when SET");
-        usize::try_from(parsed.unwrap_or(WORK_MEM_DEFAULT_BYTES)).unwrap_or(usize::MAX)
+        crate::convert::usize_from(parsed.unwrap_or(WORK_MEM_DEFAULT_BYTES))
     }
 
     /// A timeout setting (one of `TIMEOUT_SETTINGS`) in milliseconds; 0 when disabled.

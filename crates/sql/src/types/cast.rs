@@ -128,10 +128,10 @@ pub(crate) fn numeric_weight(value: &Decimal) -> (i64, u32) {
     let (integer, fraction) = text.split_once('.').unwrap_or((&text, ""));
     let integer = integer.trim_start_matches('0');
     if !integer.is_empty() {
-        let groups = i64::try_from(integer.len().div_ceil(4)).unwrap_or(0);
-        let first_len = integer.len() - (usize::try_from(groups - 1).unwrap_or(0) * 4);
+        let groups = integer.len().div_ceil(4);
+        let first_len = integer.len() - (groups - 1) * 4;
         let first: u32 = integer[..first_len].parse().unwrap_or(0);
-        return (groups - 1, first);
+        return (digit_groups(groups - 1), first);
     }
     // Fraction groups of 4 digits; weight -1 is the first group after the point.
     let mut padded = fraction.to_string();
@@ -141,10 +141,16 @@ pub(crate) fn numeric_weight(value: &Decimal) -> (i64, u32) {
     for (index, chunk) in padded.as_bytes().chunks(4).enumerate() {
         let group: u32 = std::str::from_utf8(chunk).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
         if group != 0 {
-            return (-1 - i64::try_from(index).unwrap_or(0), group);
+            return (-1 - digit_groups(index), group);
         }
     }
     (0, 0)
+}
+
+/// A count of a decimal's digit groups as i64: a decimal's text has at most a few dozen
+/// digits.
+fn digit_groups(count: usize) -> i64 {
+    i64::try_from(count).expect("a decimal has fewer than 100 digit groups")
 }
 
 /// PostgreSQL's result scale for numeric division (select_div_scale): at least 16
@@ -158,7 +164,7 @@ pub fn division_scale(left: &Decimal, right: &Decimal) -> u32 {
     }
     let scale = 16 - quotient_weight * 4;
     let scale = scale.max(i64::from(left.scale())).max(i64::from(right.scale())).clamp(0, 1000);
-    u32::try_from(scale).unwrap_or(0)
+    u32::try_from(scale).expect("clamped to 0..=1000")
 }
 
 /// Numeric division with PostgreSQL's result scale (capped by the 28-digit decimal).
@@ -214,7 +220,7 @@ pub fn numeric_power(base: Decimal, exponent: Decimal) -> Result<Decimal> {
     };
     let scale =
         (16 - weight).max(i64::from(base.scale())).max(i64::from(exponent.scale())).clamp(0, 28);
-    let scale = u32::try_from(scale).unwrap_or(0);
+    let scale = u32::try_from(scale).expect("clamped to 0..=28");
     let mut rounded = result.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
     rounded.rescale(scale);
     Ok(rounded)

@@ -579,14 +579,8 @@ pub const CHARACTER_LENGTH_MAX: u64 = 10 * 1024 * 1024;
 
 /// A length or precision the binder bounded (by 10 MiB at most) as i32.
 fn bounded_i32(value: u64) -> i32 {
-    debug_assert!(value <= CHARACTER_LENGTH_MAX, "bounded at bind: {value}");
-    i32::try_from(value).unwrap_or(i32::MAX >> 1)
+    assert!(value <= CHARACTER_LENGTH_MAX, "bounded at bind: {value}");
+    i32::try_from(value).expect("CHARACTER_LENGTH_MAX fits i32")
 }
 
-/// A count of things in memory (rows, bytes) as u64: a `Vec` holds at most `isize::MAX`
-/// items, which fits u64.
-pub(crate) fn count_u64(count: usize) -> u64 {
-    let converted = u64::try_from(count);
-    debug_assert!(converted.is_ok(), "a usize fits u64 on tierdb's 64-bit targets");
-    converted.unwrap_or(u64::MAX)
-}
+pub(crate) use crate::convert::count_u64;

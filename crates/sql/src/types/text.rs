@@ -29,7 +29,8 @@ pub(crate) fn format_shortest(scientific: &str, precision: i32) -> String {
         }
         out.push_str(&digits);
     } else {
-        let integer_digits = usize::try_from(exponent).unwrap_or(0) + 1;
+        let integer_digits =
+            usize::try_from(exponent).expect("this branch has a non-negative exponent") + 1;
         if digits.len() <= integer_digits {
             out.push_str(&digits);
             for _ in digits.len()..integer_digits {
@@ -80,7 +81,8 @@ pub fn format_date(days: i32) -> String {
 pub fn format_timestamp(micros: i64) -> String {
     let days = micros.div_euclid(MICROSECONDS_PER_DAY);
     let time = micros.rem_euclid(MICROSECONDS_PER_DAY);
-    let date = format_date(i32::try_from(days).unwrap_or(i32::MAX));
+    // i64::MAX microseconds is 106,751,991 days: every day number here fits i32.
+    let date = format_date(i32::try_from(days).expect("i64 microseconds span fewer days than i32"));
     let seconds_total = time / 1_000_000;
     let fraction = time % 1_000_000;
     let mut text = format!(
@@ -190,7 +192,7 @@ pub fn parse_timestamp(text: &str, with_zone: bool) -> Result<i64> {
 pub fn now_micros() -> i64 {
     let since_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX))
+        .map(crate::convert::duration_micros)
         .unwrap_or(0);
     since_unix - POSTGRES_EPOCH_DAYS_FROM_UNIX * MICROSECONDS_PER_DAY
 }
@@ -274,7 +276,7 @@ pub fn apply_numeric_typmod(
     let scale = scale.unwrap_or(0);
     let rounded = value.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
     let integer_digits = rounded.trunc().abs().to_string().trim_start_matches('0').len();
-    let allowed = usize::try_from(precision.saturating_sub(scale)).unwrap_or(0);
+    let allowed = crate::convert::usize_from(precision.saturating_sub(scale));
     if integer_digits > allowed {
         return Err(SqlError::new(
             "22003",
@@ -296,7 +298,7 @@ pub fn char_length(text: &str) -> usize {
 /// Pads or checks a value for char(n): an explicit cast truncates; an assignment fails unless
 /// the excess is blanks.
 pub fn to_bpchar(text: &str, length: u32, explicit: bool) -> Result<String> {
-    let length = usize::try_from(length).unwrap_or(usize::MAX);
+    let length = crate::convert::usize_from(length);
     let count = char_length(text);
     if count > length {
         let excess: String = text.chars().skip(length).collect();
@@ -314,7 +316,7 @@ pub fn to_bpchar(text: &str, length: u32, explicit: bool) -> Result<String> {
 
 pub fn to_varchar(text: &str, length: Option<u32>, explicit: bool) -> Result<String> {
     let Some(length) = length else { return Ok(text.to_string()) };
-    let length = usize::try_from(length).unwrap_or(usize::MAX);
+    let length = crate::convert::usize_from(length);
     if char_length(text) <= length {
         return Ok(text.to_string());
     }

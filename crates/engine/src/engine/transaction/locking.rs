@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::{Table, Transaction};
+use crate::engine::table::{TableHandle, TableRef};
 use crate::error::{EngineError, Result};
 use crate::locks::{HeldLock, LockMode, LockOutcome, WaitPolicy};
 use crate::row::{decode_row, decode_versions, Value};
@@ -29,21 +30,21 @@ impl Transaction {
     /// 40001 when the row changed after its snapshot, like an update.
     pub fn lock_row(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         key: &[u8],
         mode: LockMode,
         policy: WaitPolicy,
     ) -> Result<LockOutcome> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            table.check_row_key(key)?;
-            txn.lock_row_in(&table, key, mode, policy)
+            let handle = table.resolve(txn)?;
+            handle.table()?.check_row_key(key)?;
+            txn.lock_row_in(&handle, key, mode, policy)
         })
     }
 
     fn lock_row_in(
         &mut self,
-        handle: &Arc<Table>,
+        handle: &TableHandle,
         key: &[u8],
         mode: LockMode,
         policy: WaitPolicy,
@@ -52,7 +53,7 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         loop {
             let ddl = engine.ddl.read();
-            let table = engine.current(handle)?;
+            let table = handle.table()?;
             let mut guard = engine.row_lock(key, &table.def.name);
             let mut versions = match table.tree.get(key)? {
                 Some(bytes) => decode_versions(&bytes)?,
@@ -74,7 +75,7 @@ impl Transaction {
                     WaitPolicy::SkipLocked => return Ok(LockOutcome::Skipped),
                     WaitPolicy::NoWait => {
                         return Err(EngineError::LockNotAvailable {
-                            relation: handle.def.name.clone(),
+                            relation: handle.name().to_string(),
                         })
                     }
                 }

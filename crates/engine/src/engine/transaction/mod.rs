@@ -11,6 +11,7 @@ use crate::txn::{IsolationLevel, Snapshot, TxnId};
 use crate::wait::WaitLimits;
 
 use super::purge::IndexEntryRef;
+use super::table::TableHandle;
 use super::table::{drop_stale_entries, Table};
 use super::Shared;
 
@@ -79,6 +80,12 @@ impl Transaction {
             wait_limits: WaitLimits::default(),
             held_locks: Vec::new(),
         }
+    }
+
+    /// The handle of the table named `name` (42P01 if there is none): resolve it once per
+    /// statement and pass it to the reads and writes (`TableHandle`).
+    pub fn table(&self, name: &str) -> Result<TableHandle> {
+        self.engine.handle(name)
     }
 
     /// The transaction's id: 0 until it first writes.

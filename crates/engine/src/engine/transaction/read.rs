@@ -9,7 +9,7 @@ use crate::row::{decode_row, walk_versions, Row, Value, Version};
 use crate::txn::TxnId;
 
 use super::Transaction;
-use crate::engine::table::{key_range, resume_bound, RowKey};
+use crate::engine::table::{key_range, resume_bound, RowKey, TableHandle, TableRef};
 
 impl Transaction {
     pub(super) fn visible_row(&self, versions: &[Version]) -> Result<Option<Row>> {
@@ -43,9 +43,13 @@ impl Transaction {
     }
 
     /// The row with primary key `key` and its row key, as this transaction sees it.
-    pub fn get_keyed(&mut self, table: &str, key: &[Value]) -> Result<Option<(RowKey, Row)>> {
+    pub fn get_keyed(
+        &mut self,
+        table: &(impl TableRef + ?Sized),
+        key: &[Value],
+    ) -> Result<Option<(RowKey, Row)>> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
+            let table = table.resolve(txn)?.table()?;
             let encoded = table.encode_primary_key(key)?;
             match table.tree.get(&encoded)? {
                 Some(bytes) => Ok(txn.visible_row_stored(&bytes)?.map(|row| (encoded, row))),
@@ -55,19 +59,26 @@ impl Transaction {
     }
 
     /// The row with primary key `key` as this transaction sees it.
-    pub fn get(&mut self, table: &str, key: &[Value]) -> Result<Option<Row>> {
+    pub fn get(&mut self, table: &(impl TableRef + ?Sized), key: &[Value]) -> Result<Option<Row>> {
         Ok(self.get_keyed(table, key)?.map(|(_, row)| row))
     }
 
     /// Rows with primary keys in the given range, in key order.
     pub fn scan(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         lower: Bound<&[Value]>,
         upper: Bound<&[Value]>,
     ) -> Result<Vec<Row>> {
         self.run(|txn| {
-            let rows = txn.keyed_rows(table, lower, upper, None, usize::MAX, Direction::Forward)?;
+            let rows = txn.keyed_rows(
+                &*table.resolve(txn)?,
+                lower,
+                upper,
+                None,
+                usize::MAX,
+                Direction::Forward,
+            )?;
             Ok(rows.into_iter().map(|(_, row)| row).collect())
         })
     }
@@ -80,7 +91,7 @@ impl Transaction {
     /// are on the hidden row id (use `Unbounded`).
     pub fn scan_page(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         lower: Bound<&[Value]>,
         upper: Bound<&[Value]>,
         resume_after: Option<&[u8]>,
@@ -93,7 +104,7 @@ impl Transaction {
     /// previous page.
     pub fn scan_page_backward(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         lower: Bound<&[Value]>,
         upper: Bound<&[Value]>,
         resume_after: Option<&[u8]>,
@@ -107,25 +118,28 @@ impl Transaction {
     /// order; `resume_after` is the last row key of the previous page in `direction`.
     pub fn scan_page_ordered(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         direction: Direction,
         (lower, upper): (Bound<&[Value]>, Bound<&[Value]>),
         resume_after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(RowKey, Row)>> {
-        self.run(|txn| txn.keyed_rows(table, lower, upper, resume_after, limit, direction))
+        self.run(|txn| {
+            let table = table.resolve(txn)?;
+            txn.keyed_rows(&table, lower, upper, resume_after, limit, direction)
+        })
     }
 
     fn keyed_rows(
         &self,
-        table: &str,
+        table: &TableHandle,
         lower: Bound<&[Value]>,
         upper: Bound<&[Value]>,
         resume_after: Option<&[u8]>,
         limit: usize,
         direction: Direction,
     ) -> Result<Vec<(RowKey, Row)>> {
-        let table = self.engine.table(table)?;
+        let table = table.table()?;
         let (mut lower, mut upper) = key_range(&table.key_columns, &table.def.name, lower, upper)?;
         match direction {
             Direction::Forward => lower = resume_bound(lower, resume_after, direction),
@@ -156,13 +170,14 @@ impl Transaction {
     /// order. Each entry is checked against the row's visible version.
     pub fn index_scan(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         index: &str,
         lower: Bound<&[Value]>,
         upper: Bound<&[Value]>,
     ) -> Result<Vec<Row>> {
         self.run(|txn| {
-            let entries = txn.index_rows(table, index, lower, upper, None, usize::MAX)?;
+            let entries =
+                txn.index_rows(&*table.resolve(txn)?, index, lower, upper, None, usize::MAX)?;
             Ok(entries.into_iter().map(|(_, _, row)| row).collect())
         })
     }
@@ -173,26 +188,29 @@ impl Transaction {
     /// the row's visible version as in `index_scan`.
     pub fn index_scan_page(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         index: &str,
         lower: Bound<&[Value]>,
         upper: Bound<&[Value]>,
         resume_after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, RowKey, Row)>> {
-        self.run(|txn| txn.index_rows(table, index, lower, upper, resume_after, limit))
+        self.run(|txn| {
+            let table = table.resolve(txn)?;
+            txn.index_rows(&table, index, lower, upper, resume_after, limit)
+        })
     }
 
     fn index_rows(
         &self,
-        table: &str,
+        table: &TableHandle,
         index: &str,
         lower: Bound<&[Value]>,
         upper: Bound<&[Value]>,
         resume_after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, RowKey, Row)>> {
-        let table = self.engine.table(table)?;
+        let table = table.table()?;
         let Some(index) = table.indexes.iter().find(|candidate| candidate.def.name == index) else {
             return Err(EngineError::UndefinedTable { name: index.to_string() });
         };

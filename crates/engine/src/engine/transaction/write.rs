@@ -14,7 +14,7 @@ use crate::txn::{IsolationLevel, TxnId, TxnStatus};
 use super::locking::update_mode;
 use super::{Transaction, UndoEntry};
 use crate::engine::purge::prune_versions;
-use crate::engine::table::{drop_stale_entries, Index, Table};
+use crate::engine::table::{drop_stale_entries, Index, Table, TableHandle, TableRef};
 
 /// What a write does to a row's newest state.
 enum Action<'a> {
@@ -31,14 +31,15 @@ enum IndexOutcome<'t> {
 }
 
 impl Transaction {
-    pub fn insert(&mut self, table: &str, row: Row) -> Result<()> {
+    pub fn insert(&mut self, table: &(impl TableRef + ?Sized), row: Row) -> Result<()> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
+            let handle = table.resolve(txn)?;
+            let table = handle.table()?;
             table.check_row(&row)?;
             let key = table.key_of(&row)?;
             let mut encoded = Vec::new();
             encode_row(&row, &mut encoded);
-            txn.modify(&table, &key, Action::Insert(encoded)).map(|_| ())
+            txn.modify(&handle, &key, Action::Insert(encoded)).map(|_| ())
         })
     }
 
@@ -47,22 +48,22 @@ impl Transaction {
     /// `None` to leave it. Returns whether a row was updated.
     pub fn update(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         key: &[Value],
         change: &mut dyn FnMut(&Row) -> Option<Row>,
     ) -> Result<bool> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            let encoded = table.encode_primary_key(key)?;
-            txn.modify(&table, &encoded, Action::Update(change))
+            let handle = table.resolve(txn)?;
+            let encoded = handle.table()?.encode_primary_key(key)?;
+            txn.modify(&handle, &encoded, Action::Update(change))
         })
     }
 
-    pub fn delete(&mut self, table: &str, key: &[Value]) -> Result<bool> {
+    pub fn delete(&mut self, table: &(impl TableRef + ?Sized), key: &[Value]) -> Result<bool> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            let encoded = table.encode_primary_key(key)?;
-            txn.modify(&table, &encoded, Action::Delete(None))
+            let handle = table.resolve(txn)?;
+            let encoded = handle.table()?.encode_primary_key(key)?;
+            txn.modify(&handle, &encoded, Action::Delete(None))
         })
     }
 
@@ -70,23 +71,23 @@ impl Transaction {
     /// table without a primary key. 22023 if `key` is not a key of this table.
     pub fn update_by_key(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         key: &[u8],
         change: &mut dyn FnMut(&Row) -> Option<Row>,
     ) -> Result<bool> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            table.check_row_key(key)?;
-            txn.modify(&table, key, Action::Update(change))
+            let handle = table.resolve(txn)?;
+            handle.table()?.check_row_key(key)?;
+            txn.modify(&handle, key, Action::Update(change))
         })
     }
 
     /// `delete` of the row with row key `key` (from a keyed read).
-    pub fn delete_by_key(&mut self, table: &str, key: &[u8]) -> Result<bool> {
+    pub fn delete_by_key(&mut self, table: &(impl TableRef + ?Sized), key: &[u8]) -> Result<bool> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            table.check_row_key(key)?;
-            txn.modify(&table, key, Action::Delete(None))
+            let handle = table.resolve(txn)?;
+            handle.table()?.check_row_key(key)?;
+            txn.modify(&handle, key, Action::Delete(None))
         })
     }
 
@@ -94,14 +95,14 @@ impl Transaction {
     /// COMMITTED re-check of a DELETE's WHERE after waiting for a concurrent writer).
     pub fn delete_by_key_if(
         &mut self,
-        table: &str,
+        table: &(impl TableRef + ?Sized),
         key: &[u8],
         check: &mut dyn FnMut(&Row) -> bool,
     ) -> Result<bool> {
         self.run(|txn| {
-            let table = txn.engine.table(table)?;
-            table.check_row_key(key)?;
-            txn.modify(&table, key, Action::Delete(Some(check)))
+            let handle = table.resolve(txn)?;
+            handle.table()?.check_row_key(key)?;
+            txn.modify(&handle, key, Action::Delete(Some(check)))
         })
     }
 
@@ -131,12 +132,12 @@ impl Transaction {
     /// Writes one row of the table `handle` belongs to, through its current handle (resolved
     /// under the shared DDL lock, so indexes created since `handle` was taken are maintained;
     /// 42P01 if the table was dropped).
-    fn modify(&mut self, handle: &Arc<Table>, key: &[u8], mut action: Action<'_>) -> Result<bool> {
+    fn modify(&mut self, handle: &TableHandle, key: &[u8], mut action: Action<'_>) -> Result<bool> {
         self.ensure_id()?;
         let engine = Arc::clone(&self.engine);
         loop {
             let ddl = engine.ddl.read();
-            let table = engine.current(handle)?;
+            let table = handle.table()?;
             let table = &table;
             let guard = engine.row_lock(key, &table.def.name);
             let before = table.tree.get(key)?;

@@ -1,0 +1,41 @@
+//! Integer conversions, each with one stated meaning, so that no out-of-range value is
+//! silently replaced by another (the workspace lints deny lossy `as` casts; a
+//! `try_from(..).unwrap_or(default)` would hide the same loss). A conversion that user
+//! input can push out of range reports an error where it happens (22003 and friends);
+//! the ones here cannot lose a value, or saturate where saturation is the meaning.
+
+use std::time::Duration;
+
+// tierdb builds for 64-bit targets only, where u64 and usize convert both ways losslessly.
+const _: () = assert!(usize::BITS == 64, "tierdb builds for 64-bit targets");
+
+/// An unsigned count, length or position as usize: lossless on the 64-bit targets
+/// (asserted above).
+pub(crate) fn usize_from(value: impl Into<u64>) -> usize {
+    usize::try_from(value.into()).expect("usize is 64 bits (asserted at compile time)")
+}
+
+/// A count of things in memory (rows, bytes) as u64: lossless on the 64-bit targets.
+pub(crate) fn count_u64(count: usize) -> u64 {
+    u64::try_from(count).expect("usize is 64 bits (asserted at compile time)")
+}
+
+/// A non-negative i64 (a LIMIT, OFFSET, or a character count from SQL) as usize, or None
+/// when it is negative. Lossless: an i64's magnitude fits a 64-bit usize.
+pub(crate) fn usize_from_non_negative(value: i64) -> Option<usize> {
+    u64::try_from(value).ok().map(usize_from)
+}
+
+/// Nanoseconds of a measured duration, saturating at u64::MAX (584 years): no statement
+/// runs that long, and a statistics sum that reached it should stop there, not wrap.
+pub(crate) fn duration_ns(elapsed: Duration) -> u64 {
+    let clamped = elapsed.as_nanos().min(u128::from(u64::MAX));
+    u64::try_from(clamped).expect("clamped to u64::MAX")
+}
+
+/// Microseconds of a duration, saturating at i64::MAX (292,000 years): only a broken clock
+/// reads that far from 1970, and saturating keeps now() at the end of time, not wrapped.
+pub(crate) fn duration_micros(elapsed: Duration) -> i64 {
+    let clamped = elapsed.as_micros().min(u128::from(i64::MAX.unsigned_abs()));
+    i64::try_from(clamped).expect("clamped to i64::MAX")
+}
