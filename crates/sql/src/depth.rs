@@ -12,7 +12,7 @@
 use std::cell::Cell;
 
 use crate::error::{Result, SqlError};
-use crate::parse::lexer::{LexemeKind, Lexer};
+use crate::lexer::{LexemeKind, Lexer};
 
 /// Stack kept free for the frames between two checks (and what the functions they call
 /// use without recursing).

@@ -10,6 +10,7 @@ mod durations;
 mod error;
 mod exec;
 mod functions;
+mod lexer;
 mod output;
 mod parse;
 mod plan;

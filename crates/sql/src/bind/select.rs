@@ -35,6 +35,10 @@ impl<'a> Binder<'a> {
         let outcome = self.select_list(select, order_by, &grouping_scope);
         let grouping = self.grouping.take();
         let (mut items, mut names, item_types, mut sort_keys, having) = outcome?;
+        // Checked from the text before parsing too; here after `*` is expanded.
+        if items.len() > crate::parse::limits::TARGET_LIST_ENTRIES_MAX {
+            return Err(crate::parse::limits::target_list_error());
+        }
         if let Some(grouping) = grouping {
             plan = self.aggregate_plan(plan, grouping, having);
         }
@@ -304,10 +308,6 @@ impl<'a> Binder<'a> {
                     return Err(SqlError::unsupported(format!("unsupported select item {other}")))
                 }
             }
-        }
-        // Checked from the text before parsing too; here after `*` is expanded.
-        if items.len() > crate::parse::limits::TARGET_LIST_ENTRIES_MAX {
-            return Err(crate::parse::limits::target_list_error());
         }
         let having = match &select.having {
             Some(having) => Some(self.coerced(having, scope, &SqlType::Bool)?),

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Result, SqlError};
-use crate::parse::lexer::{is_whitespace_byte, LexemeKind, Lexer};
+use crate::lexer::{is_whitespace_byte, LexemeKind, Lexer};
 
 /// Tokens (not counting whitespace; a comment is one) a statement may have.
 pub const STATEMENT_TOKENS_MAX: usize = 1_000_000;

@@ -2,7 +2,6 @@
 //! for COPY and a few utility commands), with PostgreSQL's syntax errors and positions.
 
 pub mod front;
-pub(crate) mod lexer;
 pub mod limits;
 
 use sqlparser::ast;
