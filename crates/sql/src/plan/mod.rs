@@ -188,6 +188,44 @@ pub enum Expr {
     Function(FunctionCall),
 }
 
+/// The body of `Expr::children` and `Expr::children_mut`: `$iter` is `iter` or `iter_mut`,
+/// `$as` is `as_ref` or `as_mut`.
+macro_rules! expr_children {
+    ($expr:expr, $iter:ident, $as:ident) => {
+        match $expr {
+            Expr::Column(_) | Expr::Outer { .. } | Expr::Literal(_) | Expr::Parameter(_) => {
+                Vec::new()
+            }
+            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {
+                Vec::new()
+            }
+            Expr::Arithmetic { left, right, .. }
+            | Expr::Compare { left, right, .. }
+            | Expr::Concat(left, right)
+            | Expr::And(left, right)
+            | Expr::Or(left, right)
+            | Expr::IsDistinct { left, right, .. }
+            | Expr::Like { expr: left, pattern: right, .. } => vec![left.$as(), right.$as()],
+            Expr::Negate { expr, .. }
+            | Expr::Not(expr)
+            | Expr::IsNull { expr, .. }
+            | Expr::IsBool { expr, .. }
+            | Expr::Cast { expr, .. }
+            | Expr::InSubquery { expr, .. } => vec![expr.$as()],
+            Expr::Case { operand, branches, otherwise } => operand
+                .$iter()
+                .map(|operand| operand.$as())
+                .chain(branches.$iter().flat_map(|(condition, result)| [condition, result]))
+                .chain(otherwise.$iter().map(|otherwise| otherwise.$as()))
+                .collect(),
+            Expr::InList { expr, list, .. } => {
+                std::iter::once(expr.$as()).chain(list.$iter()).collect()
+            }
+            Expr::Function(call) => call.args.$iter().collect(),
+        }
+    };
+}
+
 impl Expr {
     /// Whether the expression reads no input column (constant for one execution).
     pub fn is_row_independent(&self) -> bool {
@@ -215,72 +253,15 @@ impl Expr {
     }
 
     /// The direct sub-expressions (not those inside subquery plans, which read their own
-    /// rows). The one place that knows the shape of every variant for the walks below.
+    /// rows). With `children_mut`, the one place that knows the shape of every variant for
+    /// the walks below (one macro, so that a new variant is described once).
     fn children(&self) -> Vec<&Expr> {
-        match self {
-            Expr::Column(_) | Expr::Outer { .. } | Expr::Literal(_) | Expr::Parameter(_) => {
-                Vec::new()
-            }
-            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {
-                Vec::new()
-            }
-            Expr::Arithmetic { left, right, .. }
-            | Expr::Compare { left, right, .. }
-            | Expr::Concat(left, right)
-            | Expr::And(left, right)
-            | Expr::Or(left, right)
-            | Expr::IsDistinct { left, right, .. }
-            | Expr::Like { expr: left, pattern: right, .. } => vec![left, right],
-            Expr::Negate { expr, .. }
-            | Expr::Not(expr)
-            | Expr::IsNull { expr, .. }
-            | Expr::IsBool { expr, .. }
-            | Expr::Cast { expr, .. }
-            | Expr::InSubquery { expr, .. } => vec![expr],
-            Expr::Case { operand, branches, otherwise } => operand
-                .iter()
-                .map(Box::as_ref)
-                .chain(branches.iter().flat_map(|(condition, result)| [condition, result]))
-                .chain(otherwise.iter().map(Box::as_ref))
-                .collect(),
-            Expr::InList { expr, list, .. } => std::iter::once(expr.as_ref()).chain(list).collect(),
-            Expr::Function(call) => call.args.iter().collect(),
-        }
+        expr_children!(self, iter, as_ref)
     }
 
     /// `children`, mutably.
     fn children_mut(&mut self) -> Vec<&mut Expr> {
-        match self {
-            Expr::Column(_) | Expr::Outer { .. } | Expr::Literal(_) | Expr::Parameter(_) => {
-                Vec::new()
-            }
-            Expr::Exists { .. } | Expr::ScalarSubquery { .. } | Expr::ArraySubquery { .. } => {
-                Vec::new()
-            }
-            Expr::Arithmetic { left, right, .. }
-            | Expr::Compare { left, right, .. }
-            | Expr::Concat(left, right)
-            | Expr::And(left, right)
-            | Expr::Or(left, right)
-            | Expr::IsDistinct { left, right, .. }
-            | Expr::Like { expr: left, pattern: right, .. } => vec![left, right],
-            Expr::Negate { expr, .. }
-            | Expr::Not(expr)
-            | Expr::IsNull { expr, .. }
-            | Expr::IsBool { expr, .. }
-            | Expr::Cast { expr, .. }
-            | Expr::InSubquery { expr, .. } => vec![expr],
-            Expr::Case { operand, branches, otherwise } => operand
-                .iter_mut()
-                .map(Box::as_mut)
-                .chain(branches.iter_mut().flat_map(|(condition, result)| [condition, result]))
-                .chain(otherwise.iter_mut().map(Box::as_mut))
-                .collect(),
-            Expr::InList { expr, list, .. } => {
-                std::iter::once(expr.as_mut()).chain(list.iter_mut()).collect()
-            }
-            Expr::Function(call) => call.args.iter_mut().collect(),
-        }
+        expr_children!(self, iter_mut, as_mut)
     }
 
     /// Column positions read by the expression (not inside subqueries).

@@ -100,22 +100,9 @@ impl Transaction {
         self.scan_page_ordered(table, Direction::Forward, (lower, upper), resume_after, limit)
     }
 
-    /// `scan_page` in descending key order: `resume_after` is the smallest row key of the
-    /// previous page.
-    pub fn scan_page_backward(
-        &mut self,
-        table: &(impl TableRef + ?Sized),
-        lower: Bound<&[Value]>,
-        upper: Bound<&[Value]>,
-        resume_after: Option<&[u8]>,
-        limit: usize,
-    ) -> Result<Vec<(RowKey, Row)>> {
-        self.scan_page_ordered(table, Direction::Backward, (lower, upper), resume_after, limit)
-    }
-
-    /// `scan_page` (`Direction::Forward`) or `scan_page_backward` (`Direction::Backward`),
-    /// for a caller that decides the order at run time. `bounds` are (lower, upper) in either
-    /// order; `resume_after` is the last row key of the previous page in `direction`.
+    /// `scan_page` in either direction, decided at run time (`Direction::Backward`: descending
+    /// key order). `bounds` are (lower, upper) in either order; `resume_after` is the last row
+    /// key of the previous page in `direction`.
     pub fn scan_page_ordered(
         &mut self,
         table: &(impl TableRef + ?Sized),
