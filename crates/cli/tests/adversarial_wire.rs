@@ -40,11 +40,24 @@ fn assert_alive(server: &mut TestServer) {
 #[test]
 fn no_password_configured_is_fatal_and_runs_nothing() {
     // auth=scram without a password: the path non-loopback clients take under the default
-    // trust-loopback mode when no password is configured.
+    // trust-loopback mode when no password is configured. The bootstrap superuser has no
+    // password, so the exchange is a mock one that no password passes; a query sent instead
+    // of the SASL response is a protocol violation.
     let server = TestServer::start(&["--auth", "scram"]);
     let mut client = RawClient::connect(server.port);
     client.send(&startup_then("CREATE TABLE bypass (a int)"));
-    assert_fatal(&client.until_closed(), "28000");
+    assert_fatal(&client.until_closed(), "08P01");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let config = format!("{} password=guess", server.connection_string());
+        let error = tokio_postgres::connect(&config, tokio_postgres::NoTls)
+            .await
+            .err()
+            .expect("no password passes");
+        let error = error.as_db_error().expect("the server's refusal");
+        assert_eq!((error.severity(), error.code().code()), ("FATAL", "28P01"));
+        assert_eq!(error.message(), "password authentication failed for user \"tierdb\"");
+    });
 }
 
 #[test]

@@ -33,6 +33,9 @@ pub enum CommandTag {
     DropIndex,
     AlterTable,
     TruncateTable,
+    CreateRole,
+    AlterRole,
+    DropRole,
 }
 
 impl CommandTag {
@@ -65,6 +68,9 @@ impl CommandTag {
             CommandTag::DropIndex => "DROP INDEX",
             CommandTag::AlterTable => "ALTER TABLE",
             CommandTag::TruncateTable => "TRUNCATE TABLE",
+            CommandTag::CreateRole => "CREATE ROLE",
+            CommandTag::AlterRole => "ALTER ROLE",
+            CommandTag::DropRole => "DROP ROLE",
         }
     }
 

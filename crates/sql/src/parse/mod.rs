@@ -2,6 +2,7 @@
 //! for COPY and a few utility commands), with PostgreSQL's syntax errors and positions.
 
 pub mod front;
+mod roles;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -24,14 +25,19 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
         return Ok(vec![Statement::Front(front)]);
     }
     depth::check_statement_depth(sql)?;
-    let statements = Parser::new(&PostgreSqlDialect {})
+    let create_user = roles::create_user_as_role(sql);
+    let text = create_user.as_deref().unwrap_or(sql);
+    let mut statements = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
-        .try_with_sql(sql)
+        .try_with_sql(text)
         .and_then(|mut parser| parser.parse_statements())
         .map_err(|error| match error {
             ParserError::RecursionLimitExceeded => depth::stack_depth_error(),
             error => syntax_error(sql, &error.to_string()),
         })?;
+    if create_user.is_some() {
+        statements.iter_mut().for_each(roles::default_to_login);
+    }
     for statement in &statements {
         check_reserved_names(sql, statement)?;
     }

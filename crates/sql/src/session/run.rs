@@ -39,6 +39,14 @@ impl Session {
             }
             ast::Statement::CreateTable(create) => self.create_table(create),
             ast::Statement::CreateIndex(create) => self.create_index(create),
+            ast::Statement::CreateRole(create) => self.create_role(create),
+            ast::Statement::AlterRole { name, operation } => self.alter_role(name, operation),
+            ast::Statement::Drop {
+                object_type: ast::ObjectType::Role | ast::ObjectType::User,
+                if_exists,
+                names,
+                ..
+            } => self.drop_roles(*if_exists, names),
             ast::Statement::Drop { object_type, if_exists, names, .. } => {
                 self.drop(object_type, *if_exists, names)
             }

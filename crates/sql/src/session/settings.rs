@@ -148,7 +148,7 @@ impl Session {
             "transaction_read_only" => on_off(self.read_only()).into(),
             "default_transaction_read_only" => "off".into(),
             "lc_collate" | "lc_ctype" => "C".into(),
-            "is_superuser" => "on".into(),
+            "is_superuser" => on_off(self.is_superuser()).into(),
             "application_name" => String::new(),
             "extra_float_digits" => "1".into(),
             name if TIMEOUT_SETTINGS.contains(&name) => "0".into(),

@@ -2,7 +2,7 @@
 //! computed from the row's source item (`|item| { ... }` over the view's items).
 
 use super::{index_definition, SystemView, ViewContext};
-use crate::catalog::{ColumnMeta, IndexMeta, TableMeta};
+use crate::catalog::{ColumnMeta, IndexMeta, RoleMeta, TableMeta, BOOTSTRAP_SUPERUSER_OID};
 use crate::types::{Datum, SqlType};
 
 const NAMESPACE_CATALOG: i64 = 11;
@@ -12,6 +12,8 @@ const AM_BTREE: i64 = 403;
 const AM_HEAP: i64 = 2;
 /// The bootstrap superuser's OID, the owner of everything.
 const OWNER: i64 = 10;
+/// What pg_roles and pg_user show for a password.
+const HIDDEN_PASSWORD: &str = "********";
 /// The database's OID.
 const DATABASE: i64 = 16_384;
 /// PostgreSQL's encoding number of UTF8.
@@ -41,6 +43,12 @@ const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
 
 fn oid(value: impl Into<i64>) -> Datum {
     Datum::Int(value.into())
+}
+
+/// Whether `role` is the bootstrap superuser, which has every attribute in PostgreSQL
+/// (CREATEDB, CREATEROLE, REPLICATION, BYPASSRLS); tierdb gives no other role those.
+fn bootstrap(role: &RoleMeta) -> bool {
+    role.oid == BOOTSTRAP_SUPERUSER_OID
 }
 
 fn text(value: &str) -> Datum {
@@ -296,11 +304,32 @@ pub static VIEWS: &[SystemView] = &[
         category: Text,
         short_desc: Text,
     }),
-    view!(&["pg_roles", "pg_user"], |c| [c.session], |session| {
-        oid: Oid = oid(OWNER),
-        rolname: Name = text(session.user),
-        rolsuper: Bool = Datum::Bool(true),
-        usename: Name = text(session.user),
+    // Passwords are never shown: PostgreSQL's views show this constant whatever is stored.
+    view!(&["pg_roles"], |c| c.catalog.roles(), |role| {
+        rolname: Name = text(&role.name),
+        rolsuper: Bool = Datum::Bool(role.superuser),
+        rolinherit: Bool = Datum::Bool(true),
+        rolcreaterole: Bool = Datum::Bool(bootstrap(&role)),
+        rolcreatedb: Bool = Datum::Bool(bootstrap(&role)),
+        rolcanlogin: Bool = Datum::Bool(role.login),
+        rolreplication: Bool = Datum::Bool(bootstrap(&role)),
+        rolconnlimit: Int4 = Datum::Int(-1),
+        rolpassword: Text = text(HIDDEN_PASSWORD),
+        rolvaliduntil: TimestampTz = Datum::Null,
+        rolbypassrls: Bool = Datum::Bool(bootstrap(&role)),
+        rolconfig: Text = Datum::Null,
+        oid: Oid = oid(role.oid),
+    }),
+    view!(&["pg_user"], |c| c.catalog.roles().into_iter().filter(|role| role.login), |role| {
+        usename: Name = text(&role.name),
+        usesysid: Oid = oid(role.oid),
+        usecreatedb: Bool = Datum::Bool(bootstrap(&role)),
+        usesuper: Bool = Datum::Bool(role.superuser),
+        userepl: Bool = Datum::Bool(bootstrap(&role)),
+        usebypassrls: Bool = Datum::Bool(bootstrap(&role)),
+        passwd: Text = text(HIDDEN_PASSWORD),
+        valuntil: TimestampTz = Datum::Null,
+        useconfig: Text = Datum::Null,
     }),
     view!(&["pg_attrdef"], |c| columns(&c.tables).filter(|(_, _, column)| column.default.is_some()), |(table, position, column)| {
         oid: Oid = oid(0),
