@@ -3,7 +3,7 @@
 //! role without a password get the very same refusal as a wrong password (nothing tells a
 //! client which roles exist), trust rules let in existing LOGIN roles only (28000 in
 //! PostgreSQL's words), the bootstrap superuser (--superuser, password from a file, reset at
-//! every start), and roles surviving SIGKILL and a restart.
+//! every start), and roles and grants surviving SIGKILL and a restart.
 
 mod server_support;
 
@@ -150,7 +150,13 @@ fn roles_survive_a_crash_and_the_password_file_resets_the_bootstrap_superuser() 
         refusal(run_as(&server, "tierdb", Some("first-pass"), &[])),
         failed_password("tierdb")
     );
-    let setup = ["CREATE USER alice PASSWORD 'alice-pass'", "CREATE ROLE reader NOLOGIN"];
+    let setup = [
+        "CREATE USER alice PASSWORD 'alice-pass'",
+        "CREATE ROLE reader NOLOGIN",
+        "CREATE TABLE t (a int)",
+        "INSERT INTO t VALUES (7)",
+        "GRANT SELECT ON t TO alice",
+    ];
     run_as(&server, "admin", Some("first-pass"), &setup).expect("--superuser names it");
     let data_dir = server.kill();
 
@@ -173,12 +179,16 @@ fn roles_survive_a_crash_and_the_password_file_resets_the_bootstrap_superuser() 
         ],
     );
     assert_eq!(roles.expect("the new password"), ["admin", "alice", "reader"]);
-    run_as(&server, "alice", Some("alice-pass"), &[]).expect("alice's password survived");
+    let read = run_as(&server, "alice", Some("alice-pass"), &["SELECT a FROM t"]);
+    assert_eq!(read.expect("alice's password and grant survived"), ["7"]);
+    let write = run_as(&server, "alice", Some("alice-pass"), &["INSERT INTO t VALUES (8)"]);
+    assert_eq!(statement_error(write), ("42501".into(), "permission denied for table t".into()));
     let data_dir = server.kill();
 
     // Without a password file the stored password stays.
     let server = TestServer::start_in(data_dir, &["--auth", "scram"]);
-    run_as(&server, "admin", Some("second-pass"), &["DROP ROLE alice"]).expect("kept");
+    let drop = ["REVOKE ALL ON t FROM alice", "DROP ROLE alice"];
+    run_as(&server, "admin", Some("second-pass"), &drop).expect("kept");
     assert_eq!(
         refusal(run_as(&server, "alice", Some("alice-pass"), &[])),
         failed_password("alice")

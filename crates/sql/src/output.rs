@@ -36,6 +36,8 @@ pub enum CommandTag {
     CreateRole,
     AlterRole,
     DropRole,
+    Grant,
+    Revoke,
 }
 
 impl CommandTag {
@@ -71,6 +73,8 @@ impl CommandTag {
             CommandTag::CreateRole => "CREATE ROLE",
             CommandTag::AlterRole => "ALTER ROLE",
             CommandTag::DropRole => "DROP ROLE",
+            CommandTag::Grant => "GRANT",
+            CommandTag::Revoke => "REVOKE",
         }
     }
 

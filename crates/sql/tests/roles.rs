@@ -183,3 +183,119 @@ fn only_superusers_manage_roles_and_users_change_their_own_password() {
         assert_eq!(sqlstate(&mut alice, "CREATE ROLE y"), "42501");
     });
 }
+
+/// The SQLSTATE and message of a statement run as `session`'s role.
+fn denied(session: &mut Session, sql: &str) -> String {
+    let (code, text) = message(session, sql);
+    assert_eq!(code, "42501", "{sql}: {text}");
+    text
+}
+
+/// Asserts that every statement fails with 42501 on table t.
+fn all_denied_on_t(session: &mut Session, statements: &[&str]) {
+    for sql in statements {
+        assert_eq!(denied(session, sql), "permission denied for table t", "{sql}");
+    }
+}
+
+#[test]
+fn grant_and_revoke_are_checked_on_every_statement() {
+    with_session(|session| {
+        setup(
+            session,
+            &[
+                "CREATE TABLE t (a int PRIMARY KEY, b int)",
+                "INSERT INTO t VALUES (1, 10)",
+                "CREATE USER alice",
+                "CREATE USER bob",
+            ],
+        );
+        let mut alice = session_as(session, "alice");
+        let table_denied = "permission denied for table t".to_string();
+        let statements = [
+            "SELECT * FROM t",
+            "SELECT 1 WHERE EXISTS (SELECT 1 FROM t)",
+            "WITH x AS (SELECT a FROM t) SELECT * FROM x",
+            "INSERT INTO t VALUES (2, 20)",
+            "UPDATE t SET b = 0",
+            "DELETE FROM t",
+            "TRUNCATE t",
+            "EXPLAIN SELECT * FROM t",
+            "COPY t TO STDOUT",
+        ];
+        all_denied_on_t(&mut alice, &statements);
+        // Each privilege lets in exactly its statements.
+        setup(session, &["GRANT INSERT, UPDATE ON TABLE t TO alice"]);
+        setup(&mut alice, &["INSERT INTO t VALUES (2, 20)", "UPDATE t SET b = 0"]);
+        // UPDATE reading columns (WHERE, SET from columns, RETURNING) also needs SELECT.
+        let statements = [
+            "UPDATE t SET b = 1 WHERE a = 1",
+            "UPDATE t SET b = b + 1",
+            "UPDATE t SET b = 1 RETURNING a",
+            "INSERT INTO t VALUES (3, 30) RETURNING a",
+            "INSERT INTO t SELECT a + 10, b FROM t",
+            "SELECT a FROM t",
+        ];
+        all_denied_on_t(&mut alice, &statements);
+        setup(session, &["GRANT SELECT, DELETE ON t TO alice"]);
+        setup(&mut alice, &["UPDATE t SET b = b + 1 WHERE a = 1", "DELETE FROM t WHERE a = 2"]);
+        assert_eq!(denied(&mut alice, "TRUNCATE t"), table_denied);
+        assert_eq!(denied(&mut alice, "DROP TABLE t"), "must be owner of table t");
+        assert_eq!(denied(&mut alice, "CREATE INDEX t_b ON t (b)"), "must be owner of table t");
+        assert_eq!(denied(&mut alice, "GRANT SELECT ON t TO bob"), table_denied);
+        setup(session, &["REVOKE SELECT, INSERT, UPDATE ON t FROM alice"]);
+        assert_eq!(denied(&mut alice, "SELECT a FROM t"), table_denied);
+        setup(&mut alice, &["DELETE FROM t"]);
+
+        // PUBLIC and ALL PRIVILEGES.
+        let mut bob = session_as(session, "bob");
+        setup(session, &["GRANT ALL PRIVILEGES ON t TO PUBLIC", "INSERT INTO t VALUES (5, 50)"]);
+        assert_eq!(rows(&mut bob, "SELECT a FROM t").unwrap(), vec![vec![Datum::Int(5)]]);
+        setup(&mut bob, &["TRUNCATE t"]);
+        setup(session, &["REVOKE ALL ON t FROM public"]);
+        assert_eq!(denied(&mut bob, "SELECT a FROM t"), table_denied);
+    });
+}
+
+#[test]
+fn owners_manage_their_tables_and_owning_roles_cannot_be_dropped() {
+    with_session(|session| {
+        setup(session, &["CREATE USER alice", "CREATE USER bob"]);
+        let mut alice = session_as(session, "alice");
+        let mut bob = session_as(session, "bob");
+        setup(&mut alice, &["CREATE TABLE mine (a int)", "INSERT INTO mine VALUES (1)"]);
+        assert_eq!(denied(&mut bob, "SELECT * FROM mine"), "permission denied for table mine");
+        setup(&mut alice, &["GRANT SELECT ON mine TO bob"]);
+        assert_eq!(rows(&mut bob, "SELECT a FROM mine").unwrap().len(), 1);
+        assert_eq!(rows(session, "SELECT a FROM mine").unwrap().len(), 1, "superusers bypass");
+        let depends =
+            ("2BP01", "role \"alice\" cannot be dropped because some objects depend on it");
+        assert_eq!(message(session, "DROP ROLE alice"), (depends.0, depends.1.to_string()));
+        let bob_depends = "role \"bob\" cannot be dropped because some objects depend on it";
+        assert_eq!(message(session, "DROP ROLE bob"), ("2BP01", bob_depends.to_string()));
+        setup(&mut alice, &["CREATE INDEX mine_a ON mine (a)", "DROP TABLE mine"]);
+        setup(session, &["DROP ROLE alice, bob"]);
+    });
+}
+
+#[test]
+fn unsupported_grants_are_0a000_and_unknown_grantees_42704() {
+    with_session(|session| {
+        setup(session, &["CREATE TABLE t (a int)", "CREATE USER alice"]);
+        for sql in [
+            "GRANT SELECT (a) ON t TO alice",
+            "GRANT SELECT ON t TO alice WITH GRANT OPTION",
+            "GRANT SELECT ON ALL TABLES IN SCHEMA public TO alice",
+            "GRANT USAGE ON SEQUENCE s TO alice",
+            "GRANT CREATE ON SCHEMA public TO alice",
+            "GRANT REFERENCES ON t TO alice",
+        ] {
+            assert_eq!(sqlstate(session, sql), "0A000", "{sql}");
+        }
+        assert_eq!(
+            message(session, "GRANT SELECT ON t TO nobody"),
+            ("42704", "role \"nobody\" does not exist".to_string())
+        );
+        assert_eq!(sqlstate(session, "GRANT SELECT ON missing TO alice"), "42P01");
+    });
+}

@@ -11,10 +11,12 @@
 //! DDL is not transactional: it takes effect (durably) when the statement completes, even
 //! inside a transaction block. PostgreSQL's DDL is transactional; this is a documented gap.
 
+mod grants;
 mod meta;
 mod roles;
 mod verifier;
 
+pub use grants::*;
 pub use meta::*;
 pub use roles::*;
 pub use verifier::*;
@@ -48,6 +50,9 @@ pub struct Catalog {
     tables: RwLock<HashMap<String, Arc<TableMeta>>>,
     /// Every role by name (roles.rs).
     roles: RwLock<HashMap<String, Arc<RoleMeta>>>,
+    /// Owners and grants of tables not owned by the bootstrap superuser or with grants
+    /// (grants.rs), by table name.
+    grants: RwLock<HashMap<String, TableAcl>>,
     sequences: Mutex<HashMap<String, SequenceState>>,
     /// Serializes DDL statements.
     ddl: Mutex<()>,
@@ -67,13 +72,16 @@ impl Catalog {
         if !names.iter().any(|name| name == SEQUENCES_TABLE) {
             engine.create_table(text_key_table(SEQUENCES_TABLE, "last_value", KeyKind::Int))?;
         }
-        if !names.iter().any(|name| name == ROLES_TABLE) {
-            engine.create_table(text_key_table(ROLES_TABLE, "definition", KeyKind::Text))?;
+        for internal in [ROLES_TABLE, GRANTS_TABLE] {
+            if !names.iter().any(|name| name == internal) {
+                engine.create_table(text_key_table(internal, "definition", KeyKind::Text))?;
+            }
         }
         let catalog = Catalog {
             engine,
             tables: RwLock::new(HashMap::new()),
             roles: RwLock::new(HashMap::new()),
+            grants: RwLock::new(HashMap::new()),
             sequences: Mutex::new(HashMap::new()),
             ddl: Mutex::new(()),
             version: AtomicU64::new(1),
@@ -81,6 +89,7 @@ impl Catalog {
         };
         catalog.load()?;
         catalog.load_roles()?;
+        catalog.load_grants()?;
         catalog.drop_orphans()?;
         Ok(Arc::new(catalog))
     }
@@ -247,6 +256,7 @@ impl Catalog {
             }
         }
         transaction.commit()?;
+        self.remove_table_acl(name)?;
         self.tables.write().remove(name);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -406,5 +416,5 @@ pub fn sequence_of_default(default: &str) -> Option<&str> {
 
 /// Whether a table name is one of the SQL layer's own.
 pub fn is_internal_table(name: &str) -> bool {
-    name == TABLES_TABLE || name == SEQUENCES_TABLE || name == ROLES_TABLE
+    [TABLES_TABLE, SEQUENCES_TABLE, ROLES_TABLE, GRANTS_TABLE].contains(&name)
 }

@@ -17,6 +17,7 @@
 
 mod copy_in;
 mod ddl;
+mod privileges;
 mod roles;
 mod run;
 mod settings;

@@ -262,6 +262,12 @@ impl Session {
                     ),
                 ));
             }
+            if !self.catalog.tables_mentioning(role.oid).is_empty() {
+                return Err(SqlError::new(
+                    "2BP01",
+                    format!("role \"{name}\" cannot be dropped because some objects depend on it"),
+                ));
+            }
             doomed.push(name);
         }
         for name in doomed {
