@@ -299,3 +299,24 @@ fn unsupported_grants_are_0a000_and_unknown_grantees_42704() {
         assert_eq!(sqlstate(session, "GRANT SELECT ON missing TO alice"), "42P01");
     });
 }
+
+#[test]
+fn pg_class_and_pg_tables_show_owners() {
+    with_session(|session| {
+        setup(session, &["CREATE USER alice", "CREATE TABLE boss_table (a int)"]);
+        let mut alice = session_as(session, "alice");
+        setup(&mut alice, &["CREATE TABLE alice_table (a int PRIMARY KEY)"]);
+        let owners = rows(
+            session,
+            "SELECT tablename, tableowner FROM pg_tables WHERE tablename LIKE '%_table' ORDER BY tablename",
+        )
+        .unwrap();
+        let expected = [["alice_table", "alice"], ["boss_table", "tierdb"]]
+            .map(|row| row.map(|value| Datum::Text(value.to_string())).to_vec())
+            .to_vec();
+        assert_eq!(owners, expected);
+        let alice_oid = value(session, "SELECT oid FROM pg_roles WHERE rolname = 'alice'").unwrap();
+        let relowner = "SELECT relowner FROM pg_class WHERE relname = 'alice_table'";
+        assert_eq!(value(session, relowner).unwrap(), alice_oid);
+    });
+}
