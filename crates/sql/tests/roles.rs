@@ -320,3 +320,16 @@ fn pg_class_and_pg_tables_show_owners() {
         assert_eq!(value(session, relowner).unwrap(), alice_oid);
     });
 }
+
+#[test]
+fn set_role_and_session_authorization_are_refused() {
+    with_session(|session| {
+        setup(session, &["CREATE USER alice"]);
+        for sql in ["SET ROLE alice", "SET SESSION AUTHORIZATION alice", "SET role = 'alice'"] {
+            let (code, text) = message(session, sql);
+            assert_eq!(code, "0A000", "{sql}: {text}");
+        }
+        setup(session, &["SET ROLE NONE"]);
+        assert_eq!(value(session, "SELECT current_user").unwrap(), Datum::Text("tierdb".into()));
+    });
+}

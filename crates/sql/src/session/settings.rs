@@ -58,6 +58,11 @@ impl Session {
                 }
                 Ok(Output::command(CommandTag::Set))
             }
+            // Sessions never change role: NONE is the state they are always in.
+            ast::Set::SetRole { role_name: None, .. } => Ok(Output::command(CommandTag::Set)),
+            ast::Set::SetRole { .. } | ast::Set::SetSessionAuthorization(_) => Err(
+                SqlError::unsupported("SET ROLE and SET SESSION AUTHORIZATION are not supported"),
+            ),
             _ => Ok(Output::command(CommandTag::Set)),
         }
     }
@@ -76,6 +81,9 @@ impl Session {
                     return Err(SqlError::new("22023", format!("{} kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)", bytes / 1024)));
                 }
                 self.settings.insert(name.into(), format_memory(bytes));
+            }
+            "role" | "session_authorization" => {
+                return Err(SqlError::unsupported(format!("setting {name} is not supported")))
             }
             "timezone" | "time zone" => {
                 let upper = value.to_uppercase();
