@@ -17,6 +17,9 @@ fn session() -> &'static Mutex<Session> {
             PageStore::open(StoreConfig::local(directory.path()).expect("config")).expect("store");
         let engine = Engine::open(Arc::new(store)).expect("engine");
         let catalog = Catalog::open(engine).expect("catalog");
+        // A superuser, as the server's bootstrap role: privilege checks would stop every
+        // statement before binding otherwise.
+        catalog.bootstrap_superuser("fuzz", None).expect("bootstrap superuser");
         let statistics = Arc::clone(catalog.statement_stats());
         let mut session = Session::new(catalog, statistics, "fuzz", "fuzz", 1);
         for statement in [

@@ -69,8 +69,12 @@ pub struct ServeArgs {
     /// scram-sha-256, reject); first match wins. Not with --auth.
     #[arg(long, env = "TIERDB_HBA_FILE")]
     hba_file: Option<String>,
-    /// File whose first line is the SCRAM-SHA-256 password (or set TIERDB_PASSWORD). There
-    /// is no flag for the password itself: a command line is visible to every user in `ps`.
+    /// Name of the superuser created at the first start (default tierdb).
+    #[arg(long, env = "TIERDB_SUPERUSER")]
+    superuser: Option<String>,
+    /// File whose first line is the bootstrap superuser's password (or set TIERDB_PASSWORD);
+    /// set again at every start. There is no flag for the password itself: a command line is
+    /// visible to every user in `ps`.
     #[arg(long, env = "TIERDB_PASSWORD_FILE")]
     password_file: Option<std::path::PathBuf>,
 }
@@ -155,6 +159,9 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     }
     if let Some(value) = &args.hba_file {
         config.hba_file = value.clone();
+    }
+    if let Some(value) = &args.superuser {
+        config.superuser = value.clone();
     }
     if let Some(path) = &args.password_file {
         let text = std::fs::read_to_string(path)

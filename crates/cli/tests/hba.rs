@@ -37,6 +37,21 @@ fn start(rules: &str, extra: &[&str]) -> (TestServer, tempfile::NamedTempFile) {
     (TestServer::start(&flags), file)
 }
 
+/// Runs role statements as the bootstrap superuser (trusted by every rule set below): trust
+/// rules, like PostgreSQL's, let in existing roles only.
+fn create_roles(server: &TestServer, statements: &[&str]) {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let client = server.connect().await;
+        for statement in statements {
+            client
+                .simple_query(statement)
+                .await
+                .unwrap_or_else(|error| panic!("{statement}: {error}"));
+        }
+    });
+}
+
 /// Logs in with tokio-postgres (no TLS); the error is the server's refusal.
 fn login(
     host: &str,
@@ -93,6 +108,7 @@ fn reject_is_fatal_closes_the_connection_and_runs_nothing() {
         "pg_hba.conf rejects connection for host \"127.0.0.1\", user \"mallory\", database \"tierdb\", no encryption"
     );
 
+    create_roles(&server, &["CREATE USER alice"]);
     login("127.0.0.1", server.port, "alice", "tierdb", None).expect("alice is trusted");
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
@@ -122,6 +138,10 @@ fn database_and_user_lists_and_the_no_match_wording() {
                  host app,\"tierdb\" all 127.0.0.1/32 trust\n";
     let (server, _file) = start(rules, &[]);
     let port = server.port;
+    create_roles(
+        &server,
+        &["CREATE USER alice", "CREATE USER bob", "CREATE USER carol", "CREATE USER app"],
+    );
     for (user, database) in [("alice", "reports"), ("bob", "reports"), ("carol", "app")] {
         login("127.0.0.1", port, user, database, None)
             .unwrap_or_else(|error| panic!("{user}@{database}: {error}"));
@@ -147,7 +167,11 @@ fn scram_rule_asks_for_the_password() {
     let rules = "host all alice 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n";
     let (server, _file) = start(rules, &["--password-file", path_of(&secret)]);
     let port = server.port;
-    login("127.0.0.1", port, "alice", "tierdb", Some("s3cret-pass")).expect("right password");
+    create_roles(&server, &["CREATE USER alice PASSWORD 'alice-pass'", "CREATE USER bob"]);
+    login("127.0.0.1", port, "alice", "tierdb", Some("alice-pass")).expect("right password");
+    // The password file is the bootstrap superuser's (tierdb), not everybody's.
+    let (code, _) = refusal(login("127.0.0.1", port, "alice", "tierdb", Some("s3cret-pass")));
+    assert_eq!(code, "28P01");
     let (code, _) = refusal(login("127.0.0.1", port, "alice", "tierdb", Some("wrong")));
     assert_eq!(code, "28P01");
     login("127.0.0.1", port, "bob", "tierdb", None).expect("bob is trusted");
@@ -162,8 +186,10 @@ fn hostssl_and_hostnossl_follow_the_transport() {
     let directory = tempfile::tempdir().expect("tempdir");
     make_certificates(directory.path(), "tierdb-test-ca");
     let flags = tls_flags(directory.path());
-    let rules = "hostssl all secure 127.0.0.1/32 trust\nhostnossl all plain 127.0.0.1/32 trust\n";
+    let rules = "hostssl all secure 127.0.0.1/32 trust\nhostnossl all plain 127.0.0.1/32 trust\n\
+                 hostnossl all tierdb 127.0.0.1/32 trust\n";
     let (server, _file) = start(rules, &flags.each_ref().map(String::as_str));
+    create_roles(&server, &["CREATE USER secure", "CREATE USER plain"]);
     let connection = |user: &str, mode: &str| {
         format!("host=127.0.0.1 port={} user={user} dbname=tierdb sslmode={mode}", server.port)
     };

@@ -50,7 +50,10 @@ pub struct ServerConfig {
     /// A file of client authentication rules in pg_hba.conf syntax (host, hostssl,
     /// hostnossl; trust, scram-sha-256, reject). Excludes auth. Empty: not set.
     pub hba_file: String,
-    /// Password for SCRAM-SHA-256 (any user name).
+    /// The bootstrap superuser's name, created when the catalog has no role yet.
+    pub superuser: String,
+    /// The bootstrap superuser's password (from password_file or TIERDB_PASSWORD, never a
+    /// flag); when given, it is set again at every start.
     pub password: Option<String>,
 }
 
@@ -78,6 +81,7 @@ impl Default for ServerConfig {
             tls_key_file: String::new(),
             auth: String::new(),
             hba_file: String::new(),
+            superuser: "tierdb".into(),
             password: None,
         }
     }

@@ -20,7 +20,7 @@ use pgwire::api::auth::sasl::scram::ScramAuth;
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
-    LoginInfo, Password, ServerParameterProvider, StartupHandler,
+    ServerParameterProvider, StartupHandler,
 };
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
@@ -53,6 +53,7 @@ use tierdb_sql::{
     StatementStats,
 };
 
+use crate::auth::RoleVerifiers;
 use crate::hba::{self, Method, Rules};
 use crate::wire;
 
@@ -65,8 +66,8 @@ pub struct Shared {
     pub statistics: Arc<StatementStats>,
     /// Client authentication rules, checked at the startup packet.
     pub rules: Rules,
-    /// The SCRAM verifier of the configured password, if there is one.
-    pub password: Option<Arc<PasswordVerifier>>,
+    /// The roles' SCRAM credentials.
+    pub verifiers: Arc<RoleVerifiers>,
     pub max_connections: usize,
     /// Connections accepted but not yet authenticated may number this many at most; they
     /// do not count against max_connections (a silent socket must not lock clients out).
@@ -90,7 +91,7 @@ impl Shared {
     pub fn new(
         catalog: Arc<Catalog>,
         rules: Rules,
-        password: Option<Arc<PasswordVerifier>>,
+        verifiers: Arc<RoleVerifiers>,
         max_connections: usize,
         max_startup_connections: usize,
         work_mem_bytes: u64,
@@ -100,7 +101,7 @@ impl Shared {
             catalog,
             statistics,
             rules,
-            password,
+            verifiers,
             max_connections,
             max_startup_connections,
             work_mem_bytes,
@@ -148,15 +149,22 @@ fn secret_bytes(secret: &SecretKey) -> Vec<u8> {
     secret.to_bytes().to_vec()
 }
 
-/// Server parameters reported at startup (clients read server_version to pick features).
-pub struct Parameters;
+/// Server parameters reported at startup (clients read server_version to pick features;
+/// is_superuser and session_authorization are the connecting role's).
+pub struct Parameters {
+    catalog: Arc<Catalog>,
+}
 
 impl ServerParameterProvider for Parameters {
-    fn server_parameters<C>(&self, _client: &C) -> Option<HashMap<String, String>>
+    fn server_parameters<C>(&self, client: &C) -> Option<HashMap<String, String>>
     where
         C: ClientInfo,
     {
+        let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+        let superuser = self.catalog.role(&user).is_some_and(|role| role.superuser);
         let mut parameters = HashMap::new();
+        parameters.insert("is_superuser".to_string(), if superuser { "on" } else { "off" }.into());
+        parameters.insert("session_authorization".to_string(), user);
         for (key, value) in [
             ("server_version", "15.0 (tierdb)"),
             ("server_encoding", "UTF8"),
@@ -166,8 +174,6 @@ impl ServerParameterProvider for Parameters {
             ("TimeZone", "UTC"),
             ("integer_datetimes", "on"),
             ("standard_conforming_strings", "on"),
-            ("is_superuser", "on"),
-            ("session_authorization", "tierdb"),
             ("application_name", ""),
             ("default_transaction_read_only", "off"),
             ("in_hot_standby", "off"),
@@ -178,42 +184,11 @@ impl ServerParameterProvider for Parameters {
     }
 }
 
-/// SCRAM's iteration count (PostgreSQL's scram_iterations default).
-const SCRAM_ITERATIONS: usize = 4096;
-/// Bytes of a SCRAM salt (PostgreSQL's SCRAM_DEFAULT_SALT_LEN).
-const SCRAM_SALT_BYTES: usize = 16;
-
-/// The configured password as a SCRAM verifier: salted once, at startup, with a salt read
-/// from the kernel's random source, so that the salt differs between servers and restarts
-/// and no login repeats the 4,096 iterations of PBKDF2 for the server's side.
-#[derive(Debug)]
-pub struct PasswordVerifier {
-    salt: Vec<u8>,
-    salted_password: Vec<u8>,
-}
-
-impl PasswordVerifier {
-    pub fn new(password: &str) -> std::io::Result<PasswordVerifier> {
-        let mut salt = vec![0u8; SCRAM_SALT_BYTES];
-        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
-        let salted_password =
-            pgwire::api::auth::sasl::scram::gen_salted_password(password, &salt, SCRAM_ITERATIONS);
-        Ok(PasswordVerifier { salt, salted_password })
-    }
-}
-
-#[async_trait]
-impl AuthSource for PasswordVerifier {
-    async fn get_password(&self, _login: &LoginInfo) -> PgWireResult<Password> {
-        Ok(Password::new(Some(self.salt.clone()), self.salted_password.clone()))
-    }
-}
-
 /// A connection's handlers.
 pub struct Connection {
     shared: Arc<Shared>,
     session: Arc<Mutex<Session>>,
-    scram: Option<SASLAuthStartupHandler<Parameters>>,
+    scram: SASLAuthStartupHandler<Parameters>,
     registered: AtomicBool,
     pid: Mutex<Option<i32>>,
     /// Holds one of max_connections' slots (from the startup packet on).
@@ -259,10 +234,11 @@ impl Connection {
         {
             tracing::warn!(%error, "configured work_mem refused; using the default");
         }
-        let scram = shared.password.as_ref().map(|verifier| {
-            SASLAuthStartupHandler::new(Arc::new(Parameters))
-                .with_scram(ScramAuth::new(Arc::clone(verifier) as Arc<dyn AuthSource>))
-        });
+        let verifiers = Arc::clone(&shared.verifiers) as Arc<dyn AuthSource>;
+        let scram = SASLAuthStartupHandler::new(Arc::new(Parameters {
+            catalog: Arc::clone(&shared.catalog),
+        }))
+        .with_scram(ScramAuth::new(verifiers));
         Arc::new(Connection {
             shared,
             session: Arc::new(Mutex::new(session)),
@@ -900,18 +876,28 @@ impl StartupHandler for Connection {
                 return Err(fatal_error(SqlError::new("08P01", "duplicate startup packet")));
             }
             if method == Method::Trust {
+                let user = startup.parameters.get("user").map_or("", String::as_str);
+                if let Some(refusal) = crate::auth::trust_refusal(&self.shared.catalog, user) {
+                    return Err(fatal_error(refusal));
+                }
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
                 let (pid, secret) = self.shared.pid_generator.generate(client);
                 client.set_pid_and_secret_key(pid, secret);
-                finish_authentication(client, &Parameters).await?;
+                let parameters = Parameters { catalog: Arc::clone(&self.shared.catalog) };
+                finish_authentication(client, &parameters).await?;
                 self.authenticated.store(true, Ordering::Release);
                 return Ok(());
             }
         }
-        match (self.method.get(), &self.scram) {
-            (Some(Method::ScramSha256), Some(scram)) => {
-                scram.on_startup(client, message).await?;
+        match self.method.get() {
+            Some(Method::ScramSha256) => {
+                self.scram.on_startup(client, message).await.map_err(|error| match error {
+                    PgWireError::InvalidPassword(_) => crate::auth::password_failed(
+                        client.metadata().get(METADATA_USER).map_or("", String::as_str),
+                    ),
+                    other => other,
+                })?;
                 // The SASL handler finishes authentication itself (AuthenticationOk, then
                 // ReadyForQuery) after a verified client-final message.
                 if matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
@@ -919,12 +905,10 @@ impl StartupHandler for Connection {
                 }
                 Ok(())
             }
-            (Some(Method::ScramSha256), None) => Err(fatal_error(SqlError::new(
-                "28000",
-                "password authentication is required for this connection, but no password is configured",
-            ))),
             // Only password messages follow the startup packet, and only for SCRAM.
-            _ => Err(fatal_error(SqlError::new("08P01", "unexpected message during authentication"))),
+            _ => {
+                Err(fatal_error(SqlError::new("08P01", "unexpected message during authentication")))
+            }
         }
     }
 }

@@ -2,6 +2,7 @@
 //! rules choosing trust, SCRAM-SHA-256 or reject, simple and extended query, COPY, cancel,
 //! Prometheus metrics and clean shutdown. docs/design/009-sql-server.md describes it.
 
+mod auth;
 mod config;
 mod connection;
 mod frontend;

@@ -11,9 +11,10 @@ use tierdb_sql::Catalog;
 use tierdb_storage::{PageStore, StoreConfig, TierConfig};
 use tokio::net::TcpListener;
 
+use crate::auth::RoleVerifiers;
 use crate::config::ServerConfig;
 use crate::connection::ConnectionLimits;
-use crate::handler::{Connection, PasswordVerifier, Shared};
+use crate::handler::{Connection, Shared};
 
 /// How long shutdown waits for connections to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -129,7 +130,9 @@ pub async fn serve(
         _ => return Err("TLS needs both tls_cert_file and tls_key_file".into()),
     };
     let store_config = store_config(&config)?;
-    let (engine, catalog) = tokio::task::spawn_blocking(move || -> Result<_, String> {
+    let bootstrap_name = config.superuser.clone();
+    let password = config.password.clone();
+    let (engine, catalog, superuser) = tokio::task::spawn_blocking(move || -> Result<_, String> {
         let store = Arc::new(
             PageStore::open(store_config)
                 .map_err(|error| format!("cannot open the page store: {error}"))?,
@@ -138,21 +141,27 @@ pub async fn serve(
             Engine::open(store).map_err(|error| format!("cannot open the engine: {error}"))?;
         let catalog = Catalog::open(Arc::clone(&engine))
             .map_err(|error| format!("cannot open the catalog: {error}"))?;
-        Ok((engine, catalog))
+        let superuser = catalog
+            .bootstrap_superuser(&bootstrap_name, password.as_deref())
+            .map_err(|error| format!("cannot set up the bootstrap superuser: {error}"))?;
+        Ok((engine, catalog, superuser))
     })
     .await
     .map_err(|error| error.to_string())??;
-    let password = match &config.password {
-        Some(password) => Some(Arc::new(
-            PasswordVerifier::new(password)
-                .map_err(|error| format!("cannot salt the password: {error}"))?,
-        )),
-        None => None,
+    let password_note = if config.password.is_some() {
+        "password reset from the configuration"
+    } else {
+        "password unchanged"
     };
+    eprintln!("tierdb: bootstrap superuser {superuser} ({password_note})");
+    let verifiers = Arc::new(
+        RoleVerifiers::new(Arc::clone(&catalog))
+            .map_err(|error| format!("cannot read the random source: {error}"))?,
+    );
     let shared = Shared::new(
         catalog,
         rules,
-        password,
+        verifiers,
         config.max_connections,
         config.max_startup_connections,
         config.work_mem_bytes,

@@ -33,6 +33,11 @@ pub enum CommandTag {
     DropIndex,
     AlterTable,
     TruncateTable,
+    CreateRole,
+    AlterRole,
+    DropRole,
+    Grant,
+    Revoke,
 }
 
 impl CommandTag {
@@ -65,6 +70,11 @@ impl CommandTag {
             CommandTag::DropIndex => "DROP INDEX",
             CommandTag::AlterTable => "ALTER TABLE",
             CommandTag::TruncateTable => "TRUNCATE TABLE",
+            CommandTag::CreateRole => "CREATE ROLE",
+            CommandTag::AlterRole => "ALTER ROLE",
+            CommandTag::DropRole => "DROP ROLE",
+            CommandTag::Grant => "GRANT",
+            CommandTag::Revoke => "REVOKE",
         }
     }
 

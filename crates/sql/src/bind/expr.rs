@@ -68,6 +68,19 @@ impl<'a> Binder<'a> {
             }
         }
         match expr {
+            // CURRENT_ROLE is a keyword in PostgreSQL, as CURRENT_USER (sqlparser reads it as
+            // a name): the same function.
+            ast::Expr::Identifier(name)
+                if name.quote_style.is_none()
+                    && name.value.eq_ignore_ascii_case("current_role") =>
+            {
+                let current_user =
+                    sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+                        .try_with_sql("current_user")
+                        .and_then(|mut parser| parser.parse_expr())
+                        .map_err(|error| SqlError::new("XX000", error.to_string()))?;
+                self.expr(&current_user, scope, hint)
+            }
             ast::Expr::Identifier(name) => self.resolve_column(None, &ident(name), scope),
             ast::Expr::CompoundIdentifier(parts) => {
                 let names: Vec<String> = parts.iter().map(ident).collect();

@@ -11,9 +11,15 @@
 //! DDL is not transactional: it takes effect (durably) when the statement completes, even
 //! inside a transaction block. PostgreSQL's DDL is transactional; this is a documented gap.
 
+mod grants;
 mod meta;
+mod roles;
+mod verifier;
 
+pub use grants::*;
 pub use meta::*;
+pub use roles::*;
+pub use verifier::*;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +48,11 @@ struct SequenceState {
 pub struct Catalog {
     engine: Arc<Engine>,
     tables: RwLock<HashMap<String, Arc<TableMeta>>>,
+    /// Every role by name (roles.rs).
+    roles: RwLock<HashMap<String, Arc<RoleMeta>>>,
+    /// Owners and grants of tables not owned by the bootstrap superuser or with grants
+    /// (grants.rs), by table name.
+    grants: RwLock<HashMap<String, TableAcl>>,
     sequences: Mutex<HashMap<String, SequenceState>>,
     /// Serializes DDL statements.
     ddl: Mutex<()>,
@@ -61,15 +72,24 @@ impl Catalog {
         if !names.iter().any(|name| name == SEQUENCES_TABLE) {
             engine.create_table(text_key_table(SEQUENCES_TABLE, "last_value", KeyKind::Int))?;
         }
+        for internal in [ROLES_TABLE, GRANTS_TABLE] {
+            if !names.iter().any(|name| name == internal) {
+                engine.create_table(text_key_table(internal, "definition", KeyKind::Text))?;
+            }
+        }
         let catalog = Catalog {
             engine,
             tables: RwLock::new(HashMap::new()),
+            roles: RwLock::new(HashMap::new()),
+            grants: RwLock::new(HashMap::new()),
             sequences: Mutex::new(HashMap::new()),
             ddl: Mutex::new(()),
             version: AtomicU64::new(1),
             statement_stats: Arc::new(crate::stats::StatementStats::default()),
         };
         catalog.load()?;
+        catalog.load_roles()?;
+        catalog.load_grants()?;
         catalog.drop_orphans()?;
         Ok(Arc::new(catalog))
     }
@@ -103,14 +123,17 @@ impl Catalog {
         Ok(())
     }
 
-    fn load(&self) -> Result<()> {
+    /// Every row of one of the internal tables.
+    fn scan_internal(&self, table: &str) -> Result<Vec<Vec<Value>>> {
         let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
-        let rows = transaction.scan(
-            TABLES_TABLE,
-            std::ops::Bound::Unbounded,
-            std::ops::Bound::Unbounded,
-        )?;
+        let rows =
+            transaction.scan(table, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)?;
         transaction.commit()?;
+        Ok(rows)
+    }
+
+    fn load(&self) -> Result<()> {
+        let rows = self.scan_internal(TABLES_TABLE)?;
         let mut tables = self.tables.write();
         for row in rows {
             let Some(Value::Text(definition)) = row.get(1) else {
@@ -150,13 +173,18 @@ impl Catalog {
     }
 
     fn store_meta(&self, meta: &TableMeta) -> Result<()> {
+        self.upsert_text(TABLES_TABLE, &meta.name, meta.encode())
+    }
+
+    /// Inserts or replaces the row `name` of one of the text-keyed internal tables, durably.
+    fn upsert_text(&self, table: &str, name: &str, definition: String) -> Result<()> {
         let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
-        let key = [Value::Text(meta.name.clone())];
-        let definition = Value::Text(meta.encode());
+        let key = [Value::Text(name.to_string())];
+        let definition = Value::Text(definition);
         let mut replacement = Some(vec![key[0].clone(), definition.clone()]);
-        let updated = transaction.update(TABLES_TABLE, &key, &mut |_| replacement.take())?;
+        let updated = transaction.update(table, &key, &mut |_| replacement.take())?;
         if !updated {
-            transaction.insert(TABLES_TABLE, vec![key[0].clone(), definition])?;
+            transaction.insert(table, vec![key[0].clone(), definition])?;
         }
         transaction.commit()?;
         Ok(())
@@ -228,6 +256,7 @@ impl Catalog {
             }
         }
         transaction.commit()?;
+        self.remove_table_acl(name)?;
         self.tables.write().remove(name);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -387,5 +416,5 @@ pub fn sequence_of_default(default: &str) -> Option<&str> {
 
 /// Whether a table name is one of the SQL layer's own.
 pub fn is_internal_table(name: &str) -> bool {
-    name == TABLES_TABLE || name == SEQUENCES_TABLE
+    [TABLES_TABLE, SEQUENCES_TABLE, ROLES_TABLE, GRANTS_TABLE].contains(&name)
 }

@@ -344,7 +344,7 @@ pub static FUNCTIONS: &[Function] = &[
     function!(&["current_database"], 0..=0, |_, _| Ok(none(TEXT)), info::current_database, ""),
     function!(&["current_schema"], 0..=0, |_, _| Ok(none(TEXT)), info::current_schema, ""),
     function!(
-        &["current_user", "session_user", "user"],
+        &["current_user", "session_user", "current_role", "user"],
         0..=0,
         |_, _| Ok(none(TEXT)),
         info::current_user,

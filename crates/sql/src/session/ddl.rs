@@ -111,7 +111,8 @@ impl Session {
         for sequence in &sequences {
             self.catalog.create_sequence(sequence)?;
         }
-        self.catalog.create_table(TableMeta { name, oid: 0, columns, indexes })?;
+        self.catalog.create_table(TableMeta { name: name.clone(), oid: 0, columns, indexes })?;
+        self.own_new_table(&name)?;
         Ok(Output::command(CommandTag::CreateTable))
     }
 

@@ -17,6 +17,8 @@
 
 mod copy_in;
 mod ddl;
+mod privileges;
+mod roles;
 mod run;
 mod settings;
 mod txn_modes;

@@ -10,6 +10,7 @@ impl Session {
         prepared: &mut Prepared,
         params: &[Datum],
     ) -> Result<Output> {
+        self.check_privileges(statement)?;
         let sql = match statement {
             Statement::Front(FrontStatement::Copy(copy)) if copy.from && self.read_only() => {
                 return Err(txn_modes::read_only_error("COPY FROM"));
@@ -39,6 +40,26 @@ impl Session {
             }
             ast::Statement::CreateTable(create) => self.create_table(create),
             ast::Statement::CreateIndex(create) => self.create_index(create),
+            ast::Statement::CreateRole(create) => self.create_role(create),
+            ast::Statement::Grant(grant) => {
+                let refused = grant.with_grant_option || grant.granted_by.is_some();
+                let refused = refused.then_some("WITH GRANT OPTION and GRANTED BY are");
+                let (privileges, objects) = (&grant.privileges, grant.objects.as_ref());
+                self.grant_or_revoke(privileges, objects, &grant.grantees, true, refused)
+            }
+            ast::Statement::Revoke(revoke) => {
+                let refused = revoke.grant_option_for || revoke.granted_by.is_some();
+                let refused = refused.then_some("GRANT OPTION FOR and GRANTED BY are");
+                let (privileges, objects) = (&revoke.privileges, revoke.objects.as_ref());
+                self.grant_or_revoke(privileges, objects, &revoke.grantees, false, refused)
+            }
+            ast::Statement::AlterRole { name, operation } => self.alter_role(name, operation),
+            ast::Statement::Drop {
+                object_type: ast::ObjectType::Role | ast::ObjectType::User,
+                if_exists,
+                names,
+                ..
+            } => self.drop_roles(*if_exists, names),
             ast::Statement::Drop { object_type, if_exists, names, .. } => {
                 self.drop(object_type, *if_exists, names)
             }

@@ -58,6 +58,11 @@ impl Session {
                 }
                 Ok(Output::command(CommandTag::Set))
             }
+            // Sessions never change role: NONE is the state they are always in.
+            ast::Set::SetRole { role_name: None, .. } => Ok(Output::command(CommandTag::Set)),
+            ast::Set::SetRole { .. } | ast::Set::SetSessionAuthorization(_) => Err(
+                SqlError::unsupported("SET ROLE and SET SESSION AUTHORIZATION are not supported"),
+            ),
             _ => Ok(Output::command(CommandTag::Set)),
         }
     }
@@ -76,6 +81,9 @@ impl Session {
                     return Err(SqlError::new("22023", format!("{} kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)", bytes / 1024)));
                 }
                 self.settings.insert(name.into(), format_memory(bytes));
+            }
+            "role" | "session_authorization" => {
+                return Err(SqlError::unsupported(format!("setting {name} is not supported")))
             }
             "timezone" | "time zone" => {
                 let upper = value.to_uppercase();
@@ -148,7 +156,7 @@ impl Session {
             "transaction_read_only" => on_off(self.read_only()).into(),
             "default_transaction_read_only" => "off".into(),
             "lc_collate" | "lc_ctype" => "C".into(),
-            "is_superuser" => "on".into(),
+            "is_superuser" => on_off(self.is_superuser()).into(),
             "application_name" => String::new(),
             "extra_float_digits" => "1".into(),
             name if TIMEOUT_SETTINGS.contains(&name) => "0".into(),

@@ -2,7 +2,9 @@
 //! computed from the row's source item (`|item| { ... }` over the view's items).
 
 use super::{index_definition, SystemView, ViewContext};
-use crate::catalog::{ColumnMeta, IndexMeta, TableMeta};
+use crate::catalog::{
+    Catalog, ColumnMeta, IndexMeta, RoleMeta, TableMeta, BOOTSTRAP_SUPERUSER_OID,
+};
 use crate::types::{Datum, SqlType};
 
 const NAMESPACE_CATALOG: i64 = 11;
@@ -12,6 +14,8 @@ const AM_BTREE: i64 = 403;
 const AM_HEAP: i64 = 2;
 /// The bootstrap superuser's OID, the owner of everything.
 const OWNER: i64 = 10;
+/// What pg_roles and pg_user show for a password.
+const HIDDEN_PASSWORD: &str = "********";
 /// The database's OID.
 const DATABASE: i64 = 16_384;
 /// PostgreSQL's encoding number of UTF8.
@@ -41,6 +45,20 @@ const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
 
 fn oid(value: impl Into<i64>) -> Datum {
     Datum::Int(value.into())
+}
+
+/// The name of the role owning `table` (NULL once that role is gone, as PostgreSQL's
+/// pg_get_userbyid shows an unknown OID).
+fn owner_name(catalog: &Catalog, table: &str) -> Datum {
+    let owner = catalog.table_acl(table).owner;
+    let role = catalog.roles().into_iter().find(|role| role.oid == owner);
+    role.map_or(Datum::Null, |role| text(&role.name))
+}
+
+/// Whether `role` is the bootstrap superuser, which has every attribute in PostgreSQL
+/// (CREATEDB, CREATEROLE, REPLICATION, BYPASSRLS); tierdb gives no other role those.
+fn bootstrap(role: &RoleMeta) -> bool {
+    role.oid == BOOTSTRAP_SUPERUSER_OID
 }
 
 fn text(value: &str) -> Datum {
@@ -84,11 +102,14 @@ struct Relation<'a> {
     access_method: i64,
     has_index: bool,
     attributes: usize,
+    /// The owning role's OID (an index's is its table's).
+    owner: u32,
 }
 
-fn relations<'a>(tables: &'a [std::sync::Arc<TableMeta>]) -> Vec<Relation<'a>> {
+fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> Vec<Relation<'a>> {
     let mut relations = Vec::new();
     for table in tables {
+        let owner = catalog.table_acl(&table.name).owner;
         relations.push(Relation {
             oid: table.oid,
             name: &table.name,
@@ -96,6 +117,7 @@ fn relations<'a>(tables: &'a [std::sync::Arc<TableMeta>]) -> Vec<Relation<'a>> {
             access_method: AM_HEAP,
             has_index: !table.indexes.is_empty(),
             attributes: table.columns.len(),
+            owner,
         });
         relations.extend(table.indexes.iter().map(|index| Relation {
             oid: index.oid,
@@ -104,6 +126,7 @@ fn relations<'a>(tables: &'a [std::sync::Arc<TableMeta>]) -> Vec<Relation<'a>> {
             access_method: AM_BTREE,
             has_index: false,
             attributes: index.columns.len(),
+            owner,
         }));
     }
     relations
@@ -210,12 +233,12 @@ pub static VIEWS: &[SystemView] = &[
         nspname: Name = text(name),
         nspowner: Oid = oid(OWNER),
     }),
-    view!(&["pg_class"], |c| relations(&c.tables), |relation| {
+    view!(&["pg_class"], |c| relations(c.catalog, &c.tables), |relation| {
         oid: Oid = oid(relation.oid),
         relname: Name = text(relation.name),
         relnamespace: Oid = oid(NAMESPACE_PUBLIC),
         reltype: Oid = oid(0),
-        relowner: Oid = oid(OWNER),
+        relowner: Oid = oid(relation.owner),
         relam: Oid = oid(relation.access_method),
         relkind: Text = text(relation.kind),
         relpersistence: Text = text("p"),
@@ -296,11 +319,32 @@ pub static VIEWS: &[SystemView] = &[
         category: Text,
         short_desc: Text,
     }),
-    view!(&["pg_roles", "pg_user"], |c| [c.session], |session| {
-        oid: Oid = oid(OWNER),
-        rolname: Name = text(session.user),
-        rolsuper: Bool = Datum::Bool(true),
-        usename: Name = text(session.user),
+    // Passwords are never shown: PostgreSQL's views show this constant whatever is stored.
+    view!(&["pg_roles"], |c| c.catalog.roles(), |role| {
+        rolname: Name = text(&role.name),
+        rolsuper: Bool = Datum::Bool(role.superuser),
+        rolinherit: Bool = Datum::Bool(true),
+        rolcreaterole: Bool = Datum::Bool(bootstrap(&role)),
+        rolcreatedb: Bool = Datum::Bool(bootstrap(&role)),
+        rolcanlogin: Bool = Datum::Bool(role.login),
+        rolreplication: Bool = Datum::Bool(bootstrap(&role)),
+        rolconnlimit: Int4 = Datum::Int(-1),
+        rolpassword: Text = text(HIDDEN_PASSWORD),
+        rolvaliduntil: TimestampTz = Datum::Null,
+        rolbypassrls: Bool = Datum::Bool(bootstrap(&role)),
+        rolconfig: Text = Datum::Null,
+        oid: Oid = oid(role.oid),
+    }),
+    view!(&["pg_user"], |c| c.catalog.roles().into_iter().filter(|role| role.login), |role| {
+        usename: Name = text(&role.name),
+        usesysid: Oid = oid(role.oid),
+        usecreatedb: Bool = Datum::Bool(bootstrap(&role)),
+        usesuper: Bool = Datum::Bool(role.superuser),
+        userepl: Bool = Datum::Bool(bootstrap(&role)),
+        usebypassrls: Bool = Datum::Bool(bootstrap(&role)),
+        passwd: Text = text(HIDDEN_PASSWORD),
+        valuntil: TimestampTz = Datum::Null,
+        useconfig: Text = Datum::Null,
     }),
     view!(&["pg_attrdef"], |c| columns(&c.tables).filter(|(_, _, column)| column.default.is_some()), |(table, position, column)| {
         oid: Oid = oid(0),
@@ -371,10 +415,10 @@ pub static VIEWS: &[SystemView] = &[
     view!(&["pg_event_trigger"], { oid: Oid, evtname: Name }),
     view!(&["pg_sequence"], { seqrelid: Oid, seqtypid: Oid }),
     view!(&["pg_description"], { objoid: Oid, classoid: Oid, objsubid: Int4, description: Text }),
-    view!(&["pg_tables"], |c| c.tables.iter().map(|table| (c.session, table)), |(session, table)| {
+    view!(&["pg_tables"], |c| c.tables.iter().map(|table| (c.catalog, table)), |(catalog, table)| {
         schemaname: Name = text("public"),
         tablename: Name = text(&table.name),
-        tableowner: Name = text(session.user),
+        tableowner: Name = owner_name(catalog, &table.name),
         hasindexes: Bool = Datum::Bool(!table.indexes.is_empty()),
     }),
     view!(&["pg_indexes"], |c| indexes(&c.tables).map(|(table, index)| (c.catalog, table, index)), |(catalog, table, index)| {

@@ -21,6 +21,8 @@ pub fn with_session(body: impl FnOnce(&mut Session) + Send + 'static) {
             let config = StoreConfig::local(directory.path()).unwrap();
             let engine = Engine::open(Arc::new(PageStore::open(config).unwrap())).unwrap();
             let catalog = Catalog::open(engine).unwrap();
+            // As the server does at its first start: the session's user is the superuser.
+            catalog.bootstrap_superuser("tierdb", None).unwrap();
             let statistics = Arc::new(StatementStats::default());
             let mut session = Session::new(catalog, statistics, "tierdb", "tierdb", 1);
             body(&mut session);
