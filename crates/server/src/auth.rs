@@ -91,7 +91,7 @@ impl AuthSource for RoleVerifiers {
 
 /// PostgreSQL's FATAL for a failed password (a wrong one, or an exchange against a mock).
 pub fn password_failed(user: &str) -> PgWireError {
-    crate::handler::fatal_error(SqlError::new(
+    fatal_error(SqlError::new(
         "28P01",
         format!("password authentication failed for user \"{user}\""),
     ))
@@ -106,6 +106,16 @@ pub fn trust_refusal(catalog: &Catalog, user: &str) -> Option<SqlError> {
         }
         Some(_) => None,
     }
+}
+
+/// An error that ends the connection (every error before authentication completes).
+pub(crate) fn fatal_error(error: SqlError) -> PgWireError {
+    let info = pgwire::error::ErrorInfo::new(
+        "FATAL".to_string(),
+        error.sqlstate.to_string(),
+        error.message,
+    );
+    PgWireError::UserError(Box::new(info))
 }
 
 #[cfg(test)]

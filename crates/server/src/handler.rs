@@ -353,12 +353,6 @@ pub fn user_error(error: SqlError) -> PgWireError {
     PgWireError::UserError(Box::new(info))
 }
 
-/// An error that ends the connection (every error before authentication completes).
-pub fn fatal_error(error: SqlError) -> PgWireError {
-    let info = ErrorInfo::new("FATAL".to_string(), error.sqlstate.to_string(), error.message);
-    PgWireError::UserError(Box::new(info))
-}
-
 /// The wire tag of a command: INSERT carries OID 0 and its row count, the other counting
 /// commands their row count.
 fn tag_of(tag: CommandTag, rows: u64) -> PgWireResult<Tag> {
@@ -873,12 +867,15 @@ impl StartupHandler for Connection {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             let method = self.choose_method(client, startup)?;
             if self.method.set(method).is_err() {
-                return Err(fatal_error(SqlError::new("08P01", "duplicate startup packet")));
+                return Err(crate::auth::fatal_error(SqlError::new(
+                    "08P01",
+                    "duplicate startup packet",
+                )));
             }
             if method == Method::Trust {
                 let user = startup.parameters.get("user").map_or("", String::as_str);
                 if let Some(refusal) = crate::auth::trust_refusal(&self.shared.catalog, user) {
-                    return Err(fatal_error(refusal));
+                    return Err(crate::auth::fatal_error(refusal));
                 }
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
@@ -906,9 +903,10 @@ impl StartupHandler for Connection {
                 Ok(())
             }
             // Only password messages follow the startup packet, and only for SCRAM.
-            _ => {
-                Err(fatal_error(SqlError::new("08P01", "unexpected message during authentication")))
-            }
+            _ => Err(crate::auth::fatal_error(SqlError::new(
+                "08P01",
+                "unexpected message during authentication",
+            ))),
         }
     }
 }
@@ -921,7 +919,7 @@ impl Connection {
         client: &C,
         startup: &pgwire::messages::startup::Startup,
     ) -> PgWireResult<Method> {
-        let refuse = |message: String| fatal_error(SqlError::new("28000", message));
+        let refuse = |message: String| crate::auth::fatal_error(SqlError::new("28000", message));
         let Some(user) = startup.parameters.get("user").filter(|user| !user.is_empty()) else {
             return Err(refuse("no PostgreSQL user name specified in startup packet".into()));
         };

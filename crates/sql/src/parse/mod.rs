@@ -2,11 +2,8 @@
 //! for COPY and a few utility commands), with PostgreSQL's syntax errors and positions.
 
 pub mod front;
-<<<<<<< HEAD
 pub mod limits;
-=======
 mod roles;
->>>>>>> roles
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -28,33 +25,24 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     if let Some(front) = front::parse(sql)? {
         return Ok(vec![Statement::Front(front)]);
     }
-<<<<<<< HEAD
     let checked = limits::check_statement_size(sql)?;
     let text = &*checked.text;
     depth::check_statement_depth(text)?;
-    let statements = Parser::new(&PostgreSqlDialect {})
-=======
-    depth::check_statement_depth(sql)?;
-    let create_user = roles::create_user_as_role(sql);
-    let text = create_user.as_deref().unwrap_or(sql);
+    // CREATE USER is read as CREATE ROLE: a text of the same length, so positions stay.
+    let create_user = roles::create_user_as_role(text);
+    let parsed_text = create_user.as_deref().unwrap_or(text);
     let mut statements = Parser::new(&PostgreSqlDialect {})
->>>>>>> roles
         .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
-        .try_with_sql(text)
+        .try_with_sql(parsed_text)
         .and_then(|mut parser| parser.parse_statements())
         .map_err(|error| match error {
             ParserError::RecursionLimitExceeded => depth::stack_depth_error(),
-<<<<<<< HEAD
             error => syntax_error(text, &error.to_string()),
         })
         .map_err(|error| map_position(error, &checked))?;
-=======
-            error => syntax_error(sql, &error.to_string()),
-        })?;
     if create_user.is_some() {
         statements.iter_mut().for_each(roles::default_to_login);
     }
->>>>>>> roles
     for statement in &statements {
         check_reserved_names(text, statement).map_err(|error| map_position(error, &checked))?;
     }
