@@ -172,6 +172,11 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
         }
         config.password = Some(password);
     } else if let Ok(password) = std::env::var("TIERDB_PASSWORD") {
+        // An empty password would be a real one (any SCRAM client can prove it), where
+        // PostgreSQL treats an empty password as none: refused, as an empty file is.
+        if password.is_empty() {
+            return Err("TIERDB_PASSWORD is set but empty".to_string());
+        }
         config.password = Some(password);
     }
     Ok(config)

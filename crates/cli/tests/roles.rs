@@ -194,3 +194,20 @@ fn roles_survive_a_crash_and_the_password_file_resets_the_bootstrap_superuser() 
         failed_password("alice")
     );
 }
+
+/// An empty TIERDB_PASSWORD (`TIERDB_PASSWORD=$UNSET_VARIABLE`) would give the bootstrap
+/// superuser a real password that any SCRAM client can prove: the server refuses to start.
+#[test]
+fn an_empty_password_in_the_environment_is_refused() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tierdb"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--data-dir"])
+        .arg(data_dir.path())
+        .env("TIERDB_PASSWORD", "")
+        .env_remove("TIERDB_PASSWORD_FILE")
+        .output()
+        .expect("run tierdb serve");
+    assert!(!output.status.success(), "the server started with an empty password");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("TIERDB_PASSWORD is set but empty"), "{stderr}");
+}

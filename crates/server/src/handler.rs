@@ -329,7 +329,7 @@ impl Connection {
         let (pid, secret) = client.pid_and_secret_key();
         let mut session = self.session.lock();
         if let Some(user) = client.metadata().get(METADATA_USER) {
-            session.user = user.clone();
+            session.set_user(user);
         }
         session.database = client
             .metadata()

@@ -333,3 +333,74 @@ fn set_role_and_session_authorization_are_refused() {
         assert_eq!(value(session, "SELECT current_user").unwrap(), Datum::Text("tierdb".into()));
     });
 }
+
+/// Findings of the security review of the first version: each shape below read or changed
+/// what the role may not (or diverged from PostgreSQL 15).
+#[test]
+fn review_findings_stay_closed() {
+    with_session(|session| {
+        setup(
+            session,
+            &[
+                "CREATE TABLE secret (s text PRIMARY KEY)",
+                "INSERT INTO secret VALUES ('hidden')",
+                "CREATE USER mallory",
+            ],
+        );
+        let mut mallory = session_as(session, "mallory");
+        // COPY's table and column names are quoted into the query it runs, and that query
+        // is checked too: no name can smuggle in another table.
+        let (code, _) = message(&mut mallory, "COPY \"secret s\" TO STDOUT");
+        assert_eq!(code, "42P01");
+        assert_eq!(
+            denied(&mut mallory, "COPY secret TO STDOUT"),
+            "permission denied for table secret"
+        );
+        // Locking rows needs UPDATE as well as SELECT.
+        setup(session, &["GRANT SELECT ON secret TO mallory"]);
+        assert_eq!(rows(&mut mallory, "SELECT s FROM secret").unwrap().len(), 1);
+        assert_eq!(
+            denied(&mut mallory, "SELECT s FROM secret FOR UPDATE"),
+            "permission denied for table secret"
+        );
+        assert_eq!(
+            denied(&mut mallory, "CHECKPOINT"),
+            "must be superuser or have privileges of pg_checkpoint to do CHECKPOINT"
+        );
+        // Defaults cannot hold subqueries (they would read with the inserter's rights).
+        let (code, text) =
+            message(&mut mallory, "CREATE TABLE leak (x text DEFAULT (SELECT max(s) FROM secret))");
+        assert_eq!((code, text.as_str()), ("0A000", "cannot use subquery in DEFAULT expression"));
+        // The catalog's OID counter is not a sequence SQL may advance.
+        assert_eq!(message(&mut mallory, "SELECT nextval('tierdb_oid')").0, "42P01");
+        // CREATE USER makes only itself LOGIN.
+        let outcomes = session.execute("CREATE USER app; CREATE ROLE readers");
+        assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+        let logins = rows(
+            session,
+            "SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname IN ('app', 'readers') ORDER BY 1",
+        )
+        .unwrap();
+        assert_eq!(
+            logins,
+            vec![
+                vec![Datum::Text("app".into()), Datum::Bool(true)],
+                vec![Datum::Text("readers".into()), Datum::Bool(false)],
+            ]
+        );
+        // A session follows its role's OID: a new superuser role of the same name does not
+        // make an old session a superuser.
+        assert_eq!(rows(&mut mallory, "SELECT 1").unwrap().len(), 1);
+        setup(
+            session,
+            &[
+                "REVOKE ALL ON secret FROM mallory",
+                "DROP ROLE mallory",
+                "CREATE ROLE mallory SUPERUSER LOGIN",
+            ],
+        );
+        assert!(!mallory.is_superuser(), "the old session became the new role");
+        let (code, _) = message(&mut mallory, "CREATE ROLE escalated SUPERUSER");
+        assert_eq!(code, "42501");
+    });
+}

@@ -120,6 +120,18 @@ impl Catalog {
                 }
             }
         }
+        // ACL rows of tables whose drop was interrupted after its first transaction.
+        let stale: Vec<String> = self
+            .grants
+            .read()
+            .keys()
+            .filter(|table| !tables.contains_key(*table))
+            .cloned()
+            .collect();
+        for table in stale {
+            tracing::warn!(%table, "dropping the privileges of a table that no longer exists (interrupted DROP TABLE)");
+            self.remove_table_acl(&table)?;
+        }
         Ok(())
     }
 
@@ -342,7 +354,9 @@ impl Catalog {
 
     /// The next value of a sequence. Non-transactional, like PostgreSQL's nextval.
     pub fn nextval(&self, name: &str) -> Result<i64> {
-        if name != "tierdb_oid" && !self.sequence_exists(name)? {
+        // tierdb_oid hands out the catalog's OIDs: not a sequence SQL may advance (past
+        // u32 every CREATE would fail).
+        if name == "tierdb_oid" || !self.sequence_exists(name)? {
             return Err(SqlError::new("42P01", format!("relation \"{name}\" does not exist")));
         }
         self.nextval_raw(name, 1)

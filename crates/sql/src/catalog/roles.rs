@@ -78,6 +78,10 @@ impl Catalog {
         self.roles.read().get(name).cloned()
     }
 
+    pub fn role_by_oid(&self, oid: u32) -> Option<Arc<RoleMeta>> {
+        self.roles.read().values().find(|role| role.oid == oid).cloned()
+    }
+
     /// Every role, by OID.
     pub fn roles(&self) -> Vec<Arc<RoleMeta>> {
         let mut roles: Vec<Arc<RoleMeta>> = self.roles.read().values().cloned().collect();
@@ -142,6 +146,9 @@ impl Catalog {
     /// and gives the bootstrap superuser (whatever its name now) `password` when one is
     /// configured (a fresh salt each start). Returns the bootstrap superuser's name.
     pub fn bootstrap_superuser(&self, name: &str, password: Option<&str>) -> Result<String> {
+        if password.is_some_and(str::is_empty) {
+            return Err(SqlError::new("28P01", "the bootstrap superuser's password is empty"));
+        }
         let _guard = self.lock_ddl();
         let verifier = password.map(|text| ScramVerifier::generate(text).map(|v| v.encode()));
         let verifier = verifier.transpose()?;

@@ -41,7 +41,9 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
         })
         .map_err(|error| map_position(error, &checked))?;
     if create_user.is_some() {
-        statements.iter_mut().for_each(roles::default_to_login);
+        // Only the first statement was CREATE USER (`CREATE USER a; CREATE ROLE b` keeps b
+        // NOLOGIN).
+        statements.first_mut().into_iter().for_each(roles::default_to_login);
     }
     for statement in &statements {
         check_reserved_names(text, statement).map_err(|error| map_position(error, &checked))?;

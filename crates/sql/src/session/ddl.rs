@@ -49,6 +49,7 @@ impl Session {
                     ast::ColumnOption::NotNull => meta.nullable = false,
                     ast::ColumnOption::Null => {}
                     ast::ColumnOption::Default(expr) => {
+                        refuse_subquery_in_default(expr)?;
                         // Check it binds now (bad defaults fail at CREATE, as in PostgreSQL).
                         let mut binder = Binder::new(&self.catalog, Vec::new());
                         let (bound, from) =
@@ -370,4 +371,21 @@ fn table_indexes(
         });
     }
     indexes
+}
+
+/// PostgreSQL's 0A000 for a subquery in a column default (a default runs with the inserting
+/// role's privileges: a subquery would read tables that role cannot).
+fn refuse_subquery_in_default(expr: &ast::Expr) -> Result<()> {
+    let mut found = false;
+    let _ = ast::visit_expressions(expr, |inner| {
+        found |= matches!(
+            inner,
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. }
+        );
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    match found {
+        true => Err(SqlError::unsupported("cannot use subquery in DEFAULT expression")),
+        false => Ok(()),
+    }
 }

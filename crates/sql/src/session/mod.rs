@@ -96,6 +96,10 @@ pub struct Session {
     savepoint_settings: Vec<(String, HashMap<String, String>)>,
     pub database: String,
     pub user: String,
+    /// The OID of the role the session logged in as, fixed at its first lookup: a session
+    /// stays with its role (as PostgreSQL's follows the OID), not with whichever role
+    /// carries its name later (dropped and created again, or another renamed to it).
+    role_oid: std::sync::OnceLock<u32>,
     pub backend_pid: i32,
     pub cancel: Arc<AtomicBool>,
     statistics: Arc<StatementStats>,
@@ -133,11 +137,18 @@ impl Session {
             savepoint_settings: Vec::new(),
             database: database.to_string(),
             user: user.to_string(),
+            role_oid: std::sync::OnceLock::new(),
             backend_pid,
             cancel: Arc::new(AtomicBool::new(false)),
             statistics,
             copy_in: None,
         }
+    }
+
+    /// Names the session's role (at login); the role's OID is looked up at first use.
+    pub fn set_user(&mut self, user: &str) {
+        self.user = user.to_string();
+        self.role_oid = std::sync::OnceLock::new();
     }
 
     /// Sets a setting's session default (server configuration such as work_mem); RESET

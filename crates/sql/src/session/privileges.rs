@@ -95,8 +95,28 @@ fn required(statement: &ast::Statement) -> Vec<(String, Privilege)> {
         }
         _ => {}
     }
+    if has_locking_clause(statement) {
+        // FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE also need UPDATE (PostgreSQL asks
+        // it of the locked tables; here of every table read: stricter, never looser).
+        needs.extend(reads.iter().map(|name| (name.clone(), Privilege::Update)));
+    }
     needs.extend(reads.into_iter().map(|name| (name, Privilege::Select)));
     needs
+}
+
+/// Whether any query of the statement has a locking clause (FOR UPDATE ...).
+fn has_locking_clause(statement: &ast::Statement) -> bool {
+    struct Finder;
+    impl ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &ast::Query) -> std::ops::ControlFlow<()> {
+            match query.locks.is_empty() {
+                true => std::ops::ControlFlow::Continue(()),
+                false => std::ops::ControlFlow::Break(()),
+            }
+        }
+    }
+    ast::Visit::visit(statement, &mut Finder).is_break()
 }
 
 impl Session {
@@ -146,11 +166,10 @@ impl Session {
 
     /// A new table belongs to the role that created it.
     pub(crate) fn own_new_table(&self, table: &str) -> Result<()> {
-        let oid = self.role_oid();
-        if oid == TableAcl::default().owner || self.current_role().is_none() {
-            return Ok(());
-        }
-        self.catalog.set_table_acl(table, TableAcl { owner: oid, grants: Vec::new() })
+        let Some(role) = self.current_role() else { return Ok(()) };
+        // Written for the bootstrap superuser too: a row left by a dropped table of the same
+        // name (the drop removes it in a second transaction) must not survive.
+        self.catalog.set_table_acl(table, TableAcl { owner: role.oid, grants: Vec::new() })
     }
 
     /// GRANT (`grant`) or REVOKE of table privileges; `unsupported_clauses` names clauses

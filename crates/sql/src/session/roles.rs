@@ -147,7 +147,20 @@ fn permission_denied(message: &str) -> SqlError {
 impl Session {
     /// The session's role, if it (still) exists.
     pub(crate) fn current_role(&self) -> Option<Arc<RoleMeta>> {
-        self.catalog.role(&self.user)
+        if let Some(&oid) = self.role_oid.get() {
+            return self.catalog.role_by_oid(oid);
+        }
+        let role = self.catalog.role(&self.user)?;
+        Some(match self.role_oid.set(role.oid) {
+            Ok(()) => role,
+            // Fixed meanwhile: follow what was fixed.
+            Err(_) => self.catalog.role_by_oid(*self.role_oid.get()?)?,
+        })
+    }
+
+    /// Whether `role` is the session's own role.
+    fn is_session_role(&self, role: &RoleMeta) -> bool {
+        self.current_role().is_some_and(|own| own.oid == role.oid)
     }
 
     /// Whether the session's role is a superuser (a dropped role is not).
@@ -206,7 +219,7 @@ impl Session {
                 ));
             }
             // A role may change its own password, and nothing else.
-            if name != self.user || options.login.is_some() {
+            if !self.is_session_role(&role) || options.login.is_some() {
                 return Err(permission_denied("permission denied"));
             }
         }
@@ -218,10 +231,8 @@ impl Session {
 
     fn rename_role(&mut self, name: &str, new_name: &str) -> Result<Output> {
         let _guard = self.catalog.lock_ddl();
-        if self.catalog.role(name).is_none() {
-            return Err(undefined_role(name));
-        }
-        if name == self.user {
+        let Some(role) = self.catalog.role(name) else { return Err(undefined_role(name)) };
+        if self.is_session_role(&role) {
             return Err(SqlError::unsupported("session user cannot be renamed"));
         }
         if !self.is_superuser() {
@@ -251,7 +262,7 @@ impl Session {
                 }
                 return Err(undefined_role(&name));
             };
-            if name == self.user {
+            if self.is_session_role(&role) {
                 return Err(SqlError::new("55006", "current user cannot be dropped"));
             }
             if role.oid == BOOTSTRAP_SUPERUSER_OID {

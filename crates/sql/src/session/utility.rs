@@ -42,6 +42,12 @@ impl Session {
                 Ok(Output::command(CommandTag::DiscardAll))
             }
             FrontStatement::Checkpoint => {
+                if !self.is_superuser() {
+                    return Err(SqlError::new(
+                        "42501",
+                        "must be superuser or have privileges of pg_checkpoint to do CHECKPOINT",
+                    ));
+                }
                 // As PostgreSQL's (allowed in a transaction block too): write every dirty
                 // page, then checkpoint, so the log before this point can go.
                 let store = self.catalog.engine().store();
@@ -73,16 +79,29 @@ impl Session {
             (source, false) => {
                 let sql = match source {
                     CopySource::Table { name, columns } => {
-                        let list =
-                            if columns.is_empty() { "*".to_string() } else { columns.join(", ") };
-                        format!("SELECT {list} FROM {name}")
+                        // Quoted: the names are the front parser's text, which may hold any
+                        // character (`COPY "t x" TO STDOUT` must not read table t as x).
+                        let list = match columns.is_empty() {
+                            true => "*".to_string(),
+                            false => columns
+                                .iter()
+                                .map(|column| quoted(column))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        };
+                        format!("SELECT {list} FROM {}", quoted(name))
                     }
                     CopySource::Query(query) => query.clone(),
                 };
                 let mut prepared = self.prepare(&sql, &[])?;
-                let bound = match prepared.statement.clone().as_deref() {
-                    Some(Statement::Sql(statement)) => self.bound_for(statement, &mut prepared)?,
-                    _ => return Err(SqlError::syntax("COPY query")),
+                let Some(statement) = prepared.statement.clone() else {
+                    return Err(SqlError::syntax("COPY query"));
+                };
+                // The query that runs is checked itself, whatever COPY's own check found.
+                self.check_privileges(&statement)?;
+                let bound = match &*statement {
+                    Statement::Sql(statement) => self.bound_for(statement, &mut prepared)?,
+                    Statement::Front(_) => return Err(SqlError::syntax("COPY query")),
                 };
                 let (output, _) =
                     self.in_transaction(|session| session.run_bound(&bound.1, &[], false))?;
@@ -126,4 +145,9 @@ impl Session {
             (CopySource::Query(_), true) => Err(SqlError::syntax("COPY (query) FROM is not valid")),
         }
     }
+}
+
+/// `name` as a quoted identifier (a `"` inside doubled), read back exactly as written.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
