@@ -322,6 +322,46 @@ impl RowStore {
     }
 }
 
+// Cursors and suspended portals (the streaming change) read their row stores this way.
+#[allow(dead_code)]
+impl RowStore {
+    /// The rows in order, read once, owned (a cursor keeps them across statements): the
+    /// grant stays held while rows are in memory, the temporary file while it is read.
+    pub fn into_rows(mut self) -> Result<StoredRows> {
+        self.seal()?;
+        Ok(match self.run.take() {
+            None => StoredRows::Memory {
+                rows: std::mem::take(&mut self.rows).into_iter(),
+                _grant: self.grant,
+            },
+            Some(run) => StoredRows::File { reader: run.reader(SPILL_READ_BUFFER_BYTES) },
+        })
+    }
+}
+
+/// A row store's rows being read in order (`RowStore::into_rows`).
+#[allow(dead_code)]
+pub(crate) enum StoredRows {
+    Memory {
+        rows: std::vec::IntoIter<Row>,
+        _grant: MemoryGrant,
+    },
+    /// The reader holds the file open; it is removed when the reader is dropped.
+    File {
+        reader: TempReader,
+    },
+}
+
+#[allow(dead_code)]
+impl StoredRows {
+    pub fn next_row(&mut self) -> Result<Option<Row>> {
+        match self {
+            StoredRows::Memory { rows, .. } => Ok(rows.next()),
+            StoredRows::File { reader } => read_row(reader),
+        }
+    }
+}
+
 fn write_row(writer: &mut TempWriter, row: &[Datum], scratch: &mut Vec<u8>) -> Result<()> {
     scratch.clear();
     encode_row(row, scratch);
