@@ -3,7 +3,7 @@
 
 use tierdb_access::{ExternalSort, SortRecord};
 
-use super::spill::{decode_row, encode_row, storage_error, SpillTarget};
+use super::spill::{decode_row, encode_row, storage_error, KeySet, SpillTarget};
 use super::*;
 
 pub(crate) fn group_key(row: &[Datum]) -> Vec<u8> {
@@ -379,7 +379,7 @@ impl SortRecord for KeyedRow {
 /// work_mem; past it, an external sort of (value, flag) records: flag 0 for a value
 /// already folded in, 1 for one to fold in at the end unless a 0 or an earlier 1 has it.
 pub(crate) struct DistinctFilter {
-    seen: HashSet<Vec<u8>>,
+    seen: KeySet,
     target: SpillTarget,
     grant: Option<tierdb_storage::MemoryGrant>,
     spill: Option<ExternalSort<KeyedRow, KeyedCompare>>,
@@ -390,7 +390,7 @@ impl DistinctFilter {
     fn new(ctx: &Ctx<'_>) -> DistinctFilter {
         let target = SpillTarget::of(ctx);
         let limit_bytes = ctx.budget.hash_mem_bytes;
-        DistinctFilter { seen: HashSet::new(), target, grant: None, spill: None, limit_bytes }
+        DistinctFilter { seen: KeySet::default(), target, grant: None, spill: None, limit_bytes }
     }
 
     /// `Some(args)` when the value is new and fits: fold it in now.

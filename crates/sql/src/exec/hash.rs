@@ -18,9 +18,7 @@
 //!                  └─ otherwise ─► partition[hash(key, level)] ─► later: run_hash(level + 1)
 //! ```
 
-use std::collections::HashMap;
-
-use super::spill::{replay, Partitions, SpillTarget, SPILL_LEVELS_MAX};
+use super::spill::{replay, KeyMap, Partitions, SpillTarget, SPILL_LEVELS_MAX};
 use super::*;
 
 /// Bytes a table entry costs beyond its key and state (hash slot, vector slot).
@@ -87,7 +85,7 @@ pub(crate) fn run_hash<O: HashOp>(
     let target = SpillTarget::of(ctx);
     let mut grant = target.grant(ctx.budget.hash_mem_bytes);
     let hold_everything = level >= SPILL_LEVELS_MAX;
-    let mut slots: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut slots: KeyMap<usize> = KeyMap::default();
     let mut states: Vec<O::State> = Vec::new();
     let mut partitions: Option<Partitions> = None;
     stats.batches += 1;

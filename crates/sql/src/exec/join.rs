@@ -14,7 +14,8 @@
 use tierdb_storage::{MemoryGrant, TempRun};
 
 use super::spill::{
-    read_row, replay, Partitions, RowStore, SpillTarget, SPILL_LEVELS_MAX, SPILL_READ_BUFFER_BYTES,
+    read_row, replay, KeyMap, Partitions, RowStore, SpillTarget, SPILL_LEVELS_MAX,
+    SPILL_READ_BUFFER_BYTES,
 };
 use super::*;
 
@@ -128,7 +129,7 @@ fn join_key(keys: &[Expr], row: &Row, ctx: &mut Ctx<'_>) -> Result<Option<Vec<u8
 
 /// The build side: a hash table while its grant allows, then partitions.
 struct Build {
-    table: HashMap<Vec<u8>, Vec<Row>>,
+    table: KeyMap<Vec<Row>>,
     grant: MemoryGrant,
     partitions: Option<Partitions>,
     level: u32,
@@ -137,7 +138,7 @@ struct Build {
 impl Build {
     fn new(ctx: &Ctx<'_>, level: u32) -> Build {
         let grant = SpillTarget::of(ctx).grant(ctx.budget.hash_mem_bytes);
-        Build { table: HashMap::new(), grant, partitions: None, level }
+        Build { table: KeyMap::default(), grant, partitions: None, level }
     }
 
     /// Adds a right row (rows with a NULL key are dropped: they match nothing).
@@ -208,7 +209,7 @@ pub(crate) fn hash_join(
 /// Joins one left row with its matches in `table`.
 fn probe_row(
     join: &HashJoin<'_>,
-    table: &HashMap<Vec<u8>, Vec<Row>>,
+    table: &KeyMap<Vec<Row>>,
     left_row: Row,
     ctx: &mut Ctx<'_>,
     sink: &mut Sink<'_>,
@@ -296,7 +297,7 @@ fn join_in_chunks(
     let mut pending = read_row(&mut reader)?;
     while pending.is_some() {
         let mut grant = SpillTarget::of(ctx).grant(ctx.budget.hash_mem_bytes);
-        let mut table: HashMap<Vec<u8>, Vec<Row>> = HashMap::new();
+        let mut table: KeyMap<Vec<Row>> = KeyMap::default();
         while let Some(row) = pending.take() {
             let key = join_key(join.right_keys, &row, ctx)?.expect("NULL keys are not spilled");
             let bytes = row_size(&row) + key.len();

@@ -30,7 +30,7 @@ pub(crate) use scan::*;
 pub(crate) use sort::*;
 
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::time::Instant;
 
