@@ -1,6 +1,7 @@
 //! INSERT, UPDATE and DELETE execution: one NOT NULL and key check per stored row,
 //! READ COMMITTED rechecks of rows a concurrent transaction changed, RETURNING.
 
+use super::spill::store_rows;
 use super::*;
 use crate::catalog::TableMeta;
 use crate::output::{CommandTag, Output};
@@ -63,15 +64,15 @@ pub(crate) fn returning_rows(
 }
 
 pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Output> {
-    // Collect the source first: an INSERT ... SELECT from the same table must not see its
-    // own rows.
+    // Collect the source first (in a row store: memory, then a temporary file): an INSERT
+    // ... SELECT from the same table must not see its own rows.
     let source_types: Vec<SqlType> =
         insert.source.columns.iter().map(|column| column.ty.clone()).collect();
-    let sources = super::collect(&insert.source, ctx, &[])?;
+    let mut sources = store_rows(&insert.source, ctx)?;
     let mut inserted = Vec::new();
     let keep = insert.returning.is_some();
     let mut count = 0u64;
-    for source in sources {
+    while let Some(source) = sources.next_row()? {
         let mut row: Vec<Option<Datum>> = vec![None; insert.table.columns.len()];
         for ((value, &target), from) in source.into_iter().zip(&insert.targets).zip(&source_types) {
             let column = &insert.table.columns[target];
@@ -88,12 +89,12 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
 
 pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
     let table = &update.table;
-    // Collect the targets first (keys and rows), then update: a row moved by the update
-    // must not be seen again by the scan.
-    let targets = super::collect(&update.scan, ctx, &[])?;
+    // Collect the targets first (keys and rows, in a row store), then update: a row moved by
+    // the update must not be seen again by the scan.
+    let mut targets = store_rows(&update.scan, ctx)?;
     let mut count = 0u64;
     let mut updated_rows = Vec::new();
-    for mut row in targets {
+    while let Some(mut row) = targets.next_row()? {
         let Some(Datum::Bytes(key)) = row.pop() else {
             return Err(SqlError::internal("update scan lost the row key"));
         };
@@ -245,10 +246,10 @@ pub(crate) fn apply_assignments(
 }
 
 pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
-    let targets = super::collect(&delete.scan, ctx, &[])?;
+    let mut targets = store_rows(&delete.scan, ctx)?;
     let mut count = 0u64;
     let mut deleted = Vec::new();
-    for mut row in targets {
+    while let Some(mut row) = targets.next_row()? {
         let Some(Datum::Bytes(key)) = row.pop() else {
             return Err(SqlError::internal("delete scan lost the row key"));
         };

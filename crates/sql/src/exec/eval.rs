@@ -12,7 +12,7 @@ pub(crate) fn subquery_rows(
     limit: Option<usize>,
 ) -> Result<Vec<Row>> {
     if !correlated {
-        if let Some(rows) = ctx.subquery_cache.get(&id) {
+        if let Some(CachedSubquery::Rows(rows)) = ctx.subquery_cache.get(&id) {
             return Ok(rows.clone());
         }
     }
@@ -28,9 +28,93 @@ pub(crate) fn subquery_rows(
     ctx.outer.pop();
     outcome?;
     if !correlated {
-        ctx.subquery_cache.insert(id, rows.clone());
+        ctx.subquery_cache.insert(id, CachedSubquery::Rows(rows.clone()));
     }
     Ok(rows)
+}
+
+/// What an uncorrelated subquery left for the next evaluation: its rows, or, for `IN
+/// (subquery)`, its values hashed (PostgreSQL's hashed subplan).
+pub enum CachedSubquery {
+    Rows(Vec<Row>),
+    In(HashedValues),
+}
+
+/// The first column of a subquery's rows as a set of `group_key` encodings, for `IN`.
+/// Keys of equal values are equal across int and numeric, and across date and timestamp.
+/// A float equals another number when their f64 values are equal (`Datum::compare`), so
+/// a float probe among other numbers looks up their f64 keys (`as_floats`, made on first
+/// use), and a number probe among floats looks up its own f64 key too.
+pub struct HashedValues {
+    keys: super::spill::KeySet,
+    values: Vec<Datum>,
+    has_null: bool,
+    /// How many of `values` are floats.
+    floats: usize,
+    /// The f64 keys of every value that is a number.
+    as_floats: Option<super::spill::KeySet>,
+}
+
+fn float_key(value: &Datum) -> Option<Vec<u8>> {
+    if !matches!(value, Datum::Int(_) | Datum::Numeric(_) | Datum::Float(_)) {
+        return None;
+    }
+    let mut key = Vec::new();
+    Datum::Float(value.as_f64()?).group_key(&mut key);
+    Some(key)
+}
+
+impl HashedValues {
+    fn new(rows: Vec<Row>) -> HashedValues {
+        let mut hashed = HashedValues {
+            keys: super::spill::KeySet::default(),
+            values: Vec::with_capacity(rows.len()),
+            has_null: false,
+            floats: 0,
+            as_floats: None,
+        };
+        for mut row in rows {
+            let value = row.swap_remove(0);
+            if value.is_null() {
+                hashed.has_null = true;
+                continue;
+            }
+            hashed.floats += usize::from(matches!(value, Datum::Float(_)));
+            let mut key = Vec::new();
+            value.group_key(&mut key);
+            hashed.keys.insert(key);
+            hashed.values.push(value);
+        }
+        hashed
+    }
+
+    fn is_empty(&self) -> bool {
+        self.values.is_empty() && !self.has_null
+    }
+
+    fn contains(&mut self, value: &Datum, negated: bool) -> Datum {
+        let mut key = Vec::new();
+        value.group_key(&mut key);
+        let found = self.keys.contains(&key)
+            || match value {
+                Datum::Float(_) if self.floats < self.values.len() => {
+                    let values = &self.values;
+                    let as_floats = self
+                        .as_floats
+                        .get_or_insert_with(|| values.iter().filter_map(float_key).collect());
+                    float_key(value).is_some_and(|key| as_floats.contains(&key))
+                }
+                Datum::Int(_) | Datum::Numeric(_) if self.floats > 0 => {
+                    float_key(value).is_some_and(|key| self.keys.contains(&key))
+                }
+                _ => false,
+            };
+        match (found, self.has_null) {
+            (true, _) => Datum::Bool(!negated),
+            (false, true) => Datum::Null,
+            (false, false) => Datum::Bool(negated),
+        }
+    }
 }
 
 /// Evaluates a projection over a row the caller gives up. A column that no later expression
@@ -280,6 +364,20 @@ fn eval_in_subquery(
     ctx: &mut Ctx<'_>,
 ) -> Result<Datum> {
     let value = eval(expr, row, ctx)?;
+    if !subquery.correlated {
+        if !matches!(ctx.subquery_cache.get(&subquery.id), Some(CachedSubquery::In(_))) {
+            let rows = subquery_rows(subquery.plan, true, subquery.id, row, ctx, None)?;
+            ctx.subquery_cache.insert(subquery.id, CachedSubquery::In(HashedValues::new(rows)));
+        }
+        let Some(CachedSubquery::In(hashed)) = ctx.subquery_cache.get_mut(&subquery.id) else {
+            unreachable!("inserted above");
+        };
+        return Ok(match (hashed.is_empty(), value.is_null()) {
+            (true, _) => Datum::Bool(negated),
+            (false, true) => Datum::Null,
+            (false, false) => hashed.contains(&value, negated),
+        });
+    }
     let rows = subquery.rows(row, ctx, None)?;
     if rows.is_empty() {
         return Ok(Datum::Bool(negated));

@@ -105,7 +105,7 @@ pub struct Ctx<'a> {
     pub txn: Option<&'a mut Transaction>,
     pub params: &'a [Datum],
     pub outer: Vec<Row>,
-    pub subquery_cache: HashMap<usize, Vec<Row>>,
+    pub subquery_cache: HashMap<usize, CachedSubquery>,
     pub stats: Vec<NodeStats>,
     pub analyze: bool,
     pub budget: MemoryBudget,

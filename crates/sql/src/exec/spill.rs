@@ -328,8 +328,6 @@ impl RowStore {
     }
 }
 
-// Cursors and suspended portals (the streaming change) read their row stores this way.
-#[allow(dead_code)]
 impl RowStore {
     /// The rows in order, read once, owned (a cursor keeps them across statements): the
     /// grant stays held while rows are in memory, the temporary file while it is read.
@@ -346,7 +344,6 @@ impl RowStore {
 }
 
 /// A row store's rows being read in order (`RowStore::into_rows`).
-#[allow(dead_code)]
 pub(crate) enum StoredRows {
     Memory {
         rows: std::vec::IntoIter<Row>,
@@ -358,7 +355,6 @@ pub(crate) enum StoredRows {
     },
 }
 
-#[allow(dead_code)]
 impl StoredRows {
     pub fn next_row(&mut self) -> Result<Option<Row>> {
         match self {
@@ -366,6 +362,14 @@ impl StoredRows {
             StoredRows::File { reader } => read_row(reader),
         }
     }
+}
+
+/// Every row of `plan`, collected in a row store: DML targets and INSERT ... SELECT
+/// sources, which must be read whole before the first change.
+pub(crate) fn store_rows(plan: &Plan, ctx: &mut Ctx<'_>) -> Result<StoredRows> {
+    let mut store = RowStore::new(ctx);
+    run(plan, ctx, &[], &mut |_, row| store.push(row).map(|()| true))?;
+    store.into_rows()
 }
 
 fn write_row(writer: &mut TempWriter, row: &[Datum], scratch: &mut Vec<u8>) -> Result<()> {

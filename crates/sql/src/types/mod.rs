@@ -460,7 +460,14 @@ impl Datum {
             }
             Datum::Float(number) => {
                 out.push(3);
-                let number = if *number == 0.0 { 0.0 } else { *number };
+                // -0 = 0 and every NaN = NaN, as comparisons say.
+                let number = if *number == 0.0 {
+                    0.0
+                } else if number.is_nan() {
+                    f64::NAN
+                } else {
+                    *number
+                };
                 out.extend_from_slice(&number.to_bits().to_le_bytes());
             }
             Datum::Text(text) => {
