@@ -72,3 +72,25 @@ fn tables_have_at_most_1600_columns() {
         setup(session, &[&sql]);
     });
 }
+
+#[test]
+fn table_kinds_tierdb_does_not_build_are_refused_not_created_as_ordinary_tables() {
+    with_session(|session| {
+        setup(session, &["CREATE TABLE base (id int PRIMARY KEY)"]);
+        let refused = [
+            ("CREATE TEMP TABLE tt (a int)", "temporary tables"),
+            ("CREATE TEMPORARY TABLE tt (a int)", "temporary tables"),
+            ("CREATE UNLOGGED TABLE tt (a int)", "unlogged tables"),
+            ("CREATE TABLE tt (LIKE base)", "LIKE"),
+            ("CREATE TABLE tt (a int) INHERITS (base)", "INHERITS"),
+            ("CREATE TABLE tt (a int) PARTITION BY RANGE (a)", "PARTITION BY"),
+        ];
+        for (sql, feature) in refused {
+            let error = message(session, sql);
+            assert!(error.starts_with("0A000 ") && error.contains(feature), "{sql}: {error}");
+        }
+        let tables =
+            rows(session, "SELECT count(*) FROM pg_tables WHERE tablename = 'tt'").unwrap();
+        assert_eq!(tables, vec![vec![Datum::Int(0)]], "no table was created");
+    });
+}

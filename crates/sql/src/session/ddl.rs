@@ -6,6 +6,7 @@ use crate::output::CommandTag;
 
 impl Session {
     pub(crate) fn create_table(&mut self, create: &ast::CreateTable) -> Result<Output> {
+        refuse_table_kinds(create)?;
         let name = object_name(&create.name)?;
         let _guard = self.catalog.lock_ddl();
         if self.catalog.table(&name).is_some() {
@@ -387,5 +388,24 @@ fn refuse_subquery_in_default(expr: &ast::Expr) -> Result<()> {
     match found {
         true => Err(SqlError::unsupported("cannot use subquery in DEFAULT expression")),
         false => Ok(()),
+    }
+}
+
+/// Kinds of CREATE TABLE that tierdb does not build: refused by name (0A000), never
+/// created as an ordinary table.
+fn refuse_table_kinds(create: &ast::CreateTable) -> Result<()> {
+    let refused = [
+        (create.temporary || create.global.is_some(), "temporary tables are not supported"),
+        (create.on_commit.is_some(), "ON COMMIT is not supported (it applies to temporary tables)"),
+        (create.unlogged, "unlogged tables are not supported"),
+        (create.like.is_some(), "CREATE TABLE ... (LIKE ...) is not supported"),
+        (create.clone.is_some(), "CREATE TABLE ... CLONE is not supported"),
+        (create.inherits.is_some(), "table inheritance (INHERITS) is not supported"),
+        (create.partition_by.is_some(), "partitioned tables (PARTITION BY) are not supported"),
+        (create.partition_of.is_some(), "table partitions (PARTITION OF) are not supported"),
+    ];
+    match refused.into_iter().find(|(present, _)| *present) {
+        Some((_, feature)) => Err(SqlError::unsupported(feature)),
+        None => Ok(()),
     }
 }
