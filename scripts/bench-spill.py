@@ -51,7 +51,7 @@ def load(system):
             for first in range(1, ROWS + 1, LOAD_CHUNK):
                 last = min(first + LOAD_CHUNK - 1, ROWS)
                 conn.execute(
-                    f"INSERT INTO {table} SELECT i, (i * 7919 + {shift}) % {ROWS}, i % {ROWS // 2}, md5(i::text), "
+                    f"INSERT INTO {table} SELECT i, (i::bigint * 7919 + {shift}) % {ROWS}, i % {ROWS // 2}, md5(i::text), "
                     f"repeat('x', 40) FROM generate_series({first}, {last}) i"
                 )
             conn.execute("VACUUM")
