@@ -24,7 +24,7 @@ pub use catalog::{Catalog, RoleMeta, ScramVerifier, BOOTSTRAP_SUPERUSER_OID};
 pub use durations::{format_duration_ms, parse_duration_ms, TIMEOUT_MAX_MS, TIMEOUT_SETTINGS};
 pub use error::{Result, SqlError};
 pub use functions::{Function, FUNCTIONS};
-pub use output::{CommandTag, Output};
+pub use output::{CommandTag, Output, RowSink};
 pub use parse::front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;
 pub use session::{BlockState, Prepared, Session, WORK_MEM_DEFAULT_BYTES};

@@ -1,7 +1,9 @@
 //! What a statement returns to the client, and its command tag.
 
+use crate::error::Result;
 use crate::parse::front::CopyStatement;
 use crate::plan::OutputColumn;
+use crate::session::BlockState;
 use crate::types::Row;
 
 /// The command a completed statement reports (PostgreSQL's CommandComplete tag).
@@ -134,4 +136,20 @@ impl Output {
         debug_assert!(!tag.counts_rows(), "{tag:?} reports its row count");
         Output::Command { tag, rows: 0 }
     }
+}
+
+/// Where a query's rows go as the executor produces them (`Session::execute_streaming`,
+/// `Session::execute_prepared_streaming`), so that no result is held whole in memory.
+///
+/// A streamed SELECT calls `columns` once, then `row` for each row; its outcome is then
+/// `Output::Command` with tag SELECT and the row count. An error after some rows leaves
+/// those rows sent, as PostgreSQL's do (the client gets the rows, then the error).
+pub trait RowSink {
+    /// The result's columns, before its first row.
+    fn columns(&mut self, columns: &[OutputColumn]) -> Result<()>;
+    /// One row. An error stops the query and fails its statement (the client is gone).
+    fn row(&mut self, row: Row) -> Result<()>;
+    /// A statement of a query string finished (`execute_streaming` only), with the
+    /// session's transaction block state after it; statements stop at the first error.
+    fn finished(&mut self, outcome: Result<Output>, state: BlockState);
 }
