@@ -36,7 +36,8 @@ fn read_counting(client: &mut RawClient, pid: u32, baseline: u64) -> Read {
     loop {
         let message = client.read().expect("server answered before ReadyForQuery");
         match message.kind {
-            b'D' => {
+            // DataRow, or CopyData of COPY TO STDOUT.
+            b'D' | b'd' => {
                 read.rows += 1;
                 if read.rows.is_multiple_of(SAMPLE_EVERY_ROWS) {
                     let growth = status_bytes(pid, "VmRSS:").saturating_sub(baseline);
@@ -158,4 +159,41 @@ fn an_error_after_some_rows_follows_them() {
     let messages = client.until_ready();
     let kinds: Vec<u8> = messages.iter().map(|message| message.kind).collect();
     assert_eq!(kinds, b"TDCTDDDCTDC".to_vec(), "{messages:?}");
+}
+
+#[test]
+fn copy_to_stdout_streams_with_flat_memory() {
+    let server = TestServer::start(&[]);
+    let pid = server.child.id();
+    let mut client = RawClient::trusted(server.port);
+    let baseline = status_bytes(pid, "VmRSS:");
+    let copy = format!("COPY ({WIDE_ROWS_SQL}) TO STDOUT");
+    client.send(&query(copy.as_bytes()));
+    let read = read_counting(&mut client, pid, baseline);
+    assert!(read.error.is_none(), "{:?}", read.error.map(|e| e.message));
+    assert_eq!((read.rows, read.tag.as_deref()), (WIDE_ROWS, Some("COPY 3000000")));
+    println!("COPY TO: RSS grew by at most {} MiB while reading", read.rss_growth >> 20);
+    assert!(read.rss_growth < RSS_GROWTH_MAX, "COPY TO: {} MiB", read.rss_growth >> 20);
+
+    // Every message in order: CopyOutResponse, the header and one CopyData per row,
+    // CopyDone, then the tag (the header is not counted).
+    client.send(&query(
+        b"COPY (SELECT g AS n FROM generate_series(1, 2) g) TO STDOUT WITH (FORMAT csv, HEADER true)",
+    ));
+    let messages = client.until_ready();
+    let kinds: Vec<u8> = messages.iter().map(|message| message.kind).collect();
+    assert_eq!(kinds, b"HdddcC".to_vec(), "{messages:?}");
+    let lines: Vec<&[u8]> = messages[1..4].iter().map(|message| &message.body[..]).collect();
+    assert_eq!(lines, [&b"n\n"[..], b"1\n", b"2\n"]);
+    assert_eq!(messages[5].body, b"COPY 2\0");
+
+    // An error in the middle: the lines sent so far, then the error (no CopyDone, no tag).
+    client
+        .send(&query(b"COPY (SELECT 1 / (g - 50000) FROM generate_series(1, 100000) g) TO STDOUT"));
+    let messages = client.until_ready();
+    let error = first_error(&messages).expect("division by zero");
+    assert_eq!(error.code, "22012", "{error:?}");
+    assert!(messages.iter().any(|message| message.kind == b'd'), "lines came first");
+    assert!(!messages.iter().any(|message| matches!(message.kind, b'c' | b'C')));
+    assert!(first_error(&client.simple("SELECT 1")).is_none(), "session usable");
 }

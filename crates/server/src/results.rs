@@ -11,7 +11,7 @@ use pgwire::api::query::{send_execution_response, send_query_response, send_read
 use pgwire::api::results::{CopyResponse, DataRowEncoder, QueryResponse, Response, Tag};
 use pgwire::api::{ClientInfo, PgWireConnectionState};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::copy::CopyData;
+use pgwire::messages::copy::{CopyData, CopyDone, CopyOutResponse};
 use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
 use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::PgWireBackendMessage;
@@ -116,6 +116,7 @@ where
     // After COPY FROM STDIN the string's later statements are not answered (the client
     // sends data next); their events are read to the end all the same.
     let mut copying = false;
+    let mut copying_out = false;
     let mut done = false;
     while let Some(event) = events.recv().await {
         match event {
@@ -135,7 +136,25 @@ where
                 }
                 client.flush().await?;
             }
+            Event::CopyOut(columns) => {
+                let formats = vec![0; columns];
+                let columns = i16::try_from(columns)
+                    .map_err(|_| user_error(SqlError::out_of_range("COPY column count")))?;
+                let response = CopyOutResponse::new(0, columns, formats);
+                client.feed(PgWireBackendMessage::CopyOutResponse(response)).await?;
+                copying_out = true;
+            }
+            Event::CopyData(lines) => {
+                for line in lines {
+                    client.feed(PgWireBackendMessage::CopyData(line)).await?;
+                }
+                client.flush().await?;
+            }
             Event::Finished(outcome, state) => {
+                // A COPY TO that completed ends its data; one that failed ends with the error.
+                if std::mem::take(&mut copying_out) && outcome.is_ok() {
+                    client.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
+                }
                 copying = send_outcome(client, outcome, state, &mut status).await?;
             }
         }
@@ -217,7 +236,12 @@ pub async fn extended_response(
 ) -> PgWireResult<Response> {
     match events.recv().await {
         Some(Event::Columns(fields)) => {
-            Ok(Response::Query(QueryResponse::new(fields, row_stream(events))))
+            let rows = batches(events).flat_map(|batch| flatten(batch, Batch::rows));
+            Ok(Response::Query(QueryResponse::new(fields, rows)))
+        }
+        Some(Event::CopyOut(columns)) => {
+            let lines = batches(events).flat_map(|batch| flatten(batch, Batch::lines));
+            Ok(Response::CopyOut(CopyResponse::new(0, columns, lines)))
         }
         Some(Event::Finished(outcome, state)) => {
             if !matches!(events.recv().await, Some(Event::Done)) {
@@ -229,27 +253,52 @@ pub async fn extended_response(
     }
 }
 
-/// The DataRows of a streamed query, then its error if it failed after some rows.
-fn row_stream(
-    events: mpsc::Receiver<Event>,
-) -> impl Stream<Item = PgWireResult<DataRow>> + Send + 'static {
-    let batches = stream::unfold(Some(events), |events| async move {
-        let mut events = events?;
-        loop {
-            match events.recv().await {
-                Some(Event::Rows(rows)) => return Some((Ok(rows), Some(events))),
-                // The outcome of a query that streamed is its row count: pgwire counts.
-                Some(Event::Finished(Ok(_), _)) => {}
-                Some(Event::Finished(Err(error), _)) => {
-                    return Some((Err(user_error(error)), Some(events)))
-                }
-                Some(Event::Done) => return None,
-                Some(Event::Columns(_)) | None => return Some((Err(job_panicked()), None)),
-            }
+/// What the executor thread hands over in one event.
+enum Batch {
+    Rows(Vec<DataRow>),
+    Lines(Vec<CopyData>),
+}
+
+impl Batch {
+    fn rows(self) -> Vec<DataRow> {
+        match self {
+            Batch::Rows(rows) => rows,
+            Batch::Lines(_) => Vec::new(),
         }
-    });
-    batches.flat_map(|batch| match batch {
-        Ok(rows) => stream::iter(rows.into_iter().map(Ok)).left_stream(),
-        Err(error) => stream::once(async move { Err(error) }).right_stream(),
+    }
+
+    fn lines(self) -> Vec<CopyData> {
+        match self {
+            Batch::Lines(lines) => lines,
+            Batch::Rows(_) => Vec::new(),
+        }
+    }
+}
+
+/// The batches of a streamed statement, then its error if it failed after some.
+fn batches(
+    events: mpsc::Receiver<Event>,
+) -> impl Stream<Item = PgWireResult<Batch>> + Send + 'static {
+    stream::unfold(Some(events), |events| async move {
+        let mut events = events?;
+        match events.recv().await {
+            Some(Event::Rows(rows)) => Some((Ok(Batch::Rows(rows)), Some(events))),
+            Some(Event::CopyData(lines)) => Some((Ok(Batch::Lines(lines)), Some(events))),
+            // The outcome of a statement that streamed is its row count: pgwire counts.
+            Some(Event::Finished(Ok(_), _)) => None,
+            Some(Event::Finished(Err(error), _)) => Some((Err(user_error(error)), None)),
+            _ => Some((Err(job_panicked()), None)),
+        }
     })
+}
+
+/// A batch's items (picked by `items`) one by one, or its error.
+fn flatten<T: Send + 'static>(
+    batch: PgWireResult<Batch>,
+    items: fn(Batch) -> Vec<T>,
+) -> impl Stream<Item = PgWireResult<T>> + Send {
+    match batch {
+        Ok(batch) => stream::iter(items(batch).into_iter().map(Ok)).left_stream(),
+        Err(error) => stream::once(async move { Err(error) }).right_stream(),
+    }
 }

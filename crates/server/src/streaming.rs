@@ -25,6 +25,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use pgwire::api::results::{DataRowEncoder, FieldInfo};
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::CopyData;
 use pgwire::messages::data::DataRow;
 use tierdb_sql::{BlockState, Datum, Output, OutputColumn, RowSink, Session, SqlError, SqlType};
 use tokio::sync::mpsc;
@@ -44,6 +45,10 @@ pub enum Event {
     Columns(Arc<Vec<FieldInfo>>),
     /// Rows of the streamed query, encoded.
     Rows(Vec<DataRow>),
+    /// COPY TO STDOUT starts (CopyOutResponse): its column count.
+    CopyOut(usize),
+    /// Lines of COPY TO STDOUT's data, one CopyData message each (as PostgreSQL sends).
+    CopyData(Vec<CopyData>),
     /// A statement finished, with the session's block state after it.
     Finished(Result<Output, SqlError>, BlockState),
     /// The job is over (nothing follows). Missing when the job panicked.
@@ -153,12 +158,20 @@ pub struct WireSink {
     binary: Box<dyn Fn(usize) -> bool + Send>,
     streaming: Option<Streaming>,
     batch: Vec<DataRow>,
+    copy_batch: Vec<CopyData>,
     batch_bytes: usize,
 }
 
 impl WireSink {
     fn new(events: mpsc::Sender<Event>, binary: Box<dyn Fn(usize) -> bool + Send>) -> WireSink {
-        WireSink { events, binary, streaming: None, batch: Vec::new(), batch_bytes: 0 }
+        WireSink {
+            events,
+            binary,
+            streaming: None,
+            batch: Vec::new(),
+            copy_batch: Vec::new(),
+            batch_bytes: 0,
+        }
     }
 
     /// Hands an event to the socket writer, waiting while its queue is full.
@@ -168,13 +181,28 @@ impl WireSink {
             .map_err(|_| SqlError::new("08006", "connection to client lost"))
     }
 
+    /// Hands over the rows or COPY lines gathered so far (one of them is empty).
     fn send_batch(&mut self) -> Result<(), SqlError> {
-        if self.batch.is_empty() {
-            return Ok(());
-        }
+        debug_assert!(self.batch.is_empty() || self.copy_batch.is_empty());
         self.batch_bytes = 0;
-        let batch = std::mem::take(&mut self.batch);
-        self.send(Event::Rows(batch))
+        if !self.batch.is_empty() {
+            let rows = std::mem::take(&mut self.batch);
+            return self.send(Event::Rows(rows));
+        }
+        if !self.copy_batch.is_empty() {
+            let lines = std::mem::take(&mut self.copy_batch);
+            return self.send(Event::CopyData(lines));
+        }
+        Ok(())
+    }
+
+    /// Counts a row's or line's bytes into the batch, handing it over when full.
+    fn added(&mut self, bytes: usize) -> Result<(), SqlError> {
+        self.batch_bytes += bytes;
+        if self.batch_bytes >= BATCH_BYTES {
+            self.send_batch()?;
+        }
+        Ok(())
     }
 }
 
@@ -193,12 +221,19 @@ impl RowSink for WireSink {
         let streaming = self.streaming.as_mut().expect("columns come before rows");
         let encoded =
             encode_row(&mut streaming.encoder, &row, &streaming.types, &streaming.formats)?;
-        self.batch_bytes += encoded.data.len();
+        let bytes = encoded.data.len();
         self.batch.push(encoded);
-        if self.batch_bytes >= BATCH_BYTES {
-            self.send_batch()?;
-        }
-        Ok(())
+        self.added(bytes)
+    }
+
+    fn copy_out(&mut self, columns: usize, _csv: bool) -> Result<(), SqlError> {
+        self.send(Event::CopyOut(columns))
+    }
+
+    fn copy_data(&mut self, line: Vec<u8>) -> Result<(), SqlError> {
+        let bytes = line.len();
+        self.copy_batch.push(CopyData::new(line.into()));
+        self.added(bytes)
     }
 
     fn finished(&mut self, outcome: Result<Output, SqlError>, state: BlockState) {

@@ -149,6 +149,11 @@ pub trait RowSink {
     fn columns(&mut self, columns: &[OutputColumn]) -> Result<()>;
     /// One row. An error stops the query and fails its statement (the client is gone).
     fn row(&mut self, row: Row) -> Result<()>;
+    /// COPY TO STDOUT starts: its column count and whether it is CSV (else text). Its
+    /// lines follow, then its outcome `Output::Command` with tag COPY and the row count.
+    fn copy_out(&mut self, columns: usize, csv: bool) -> Result<()>;
+    /// One line of COPY TO STDOUT's data (a row, or CSV's header), with its newline.
+    fn copy_data(&mut self, line: Vec<u8>) -> Result<()>;
     /// A statement of a query string finished (`execute_streaming` only), with the
     /// session's transaction block state after it; statements stop at the first error.
     fn finished(&mut self, outcome: Result<Output>, state: BlockState);

@@ -16,6 +16,7 @@
 //! snapshot is taken when the first query runs, as in PostgreSQL.
 
 mod copy_in;
+mod copy_out;
 mod ddl;
 mod privileges;
 mod roles;

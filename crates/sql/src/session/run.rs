@@ -16,7 +16,7 @@ impl Session {
             Statement::Front(FrontStatement::Copy(copy)) if copy.from && self.read_only() => {
                 return Err(txn_modes::read_only_error("COPY FROM"));
             }
-            Statement::Front(front) => return self.front(front),
+            Statement::Front(front) => return self.front(front, sink),
             Statement::Sql(sql) => sql,
         };
         if self.read_only() {

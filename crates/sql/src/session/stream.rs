@@ -82,6 +82,8 @@ pub(super) struct Collector {
     pub(super) outputs: Vec<Result<Output>>,
     /// The columns and rows of the query streaming now.
     streaming: Option<(Vec<OutputColumn>, Vec<Row>)>,
+    /// The column count, CSV or not, and data of the COPY TO STDOUT running now.
+    copying: Option<(usize, bool, Vec<u8>)>,
 }
 
 impl RowSink for Collector {
@@ -97,8 +99,27 @@ impl RowSink for Collector {
         Ok(())
     }
 
+    fn copy_out(&mut self, columns: usize, csv: bool) -> Result<()> {
+        debug_assert!(self.copying.is_none(), "one COPY at a time");
+        self.copying = Some((columns, csv, Vec::new()));
+        Ok(())
+    }
+
+    fn copy_data(&mut self, line: Vec<u8>) -> Result<()> {
+        let (_, _, data) = self.copying.as_mut().expect("copy_out comes before the data");
+        data.extend_from_slice(&line);
+        Ok(())
+    }
+
     fn finished(&mut self, outcome: Result<Output>, _state: BlockState) {
         let streamed = self.streaming.take();
+        if let (Ok(Output::Command { tag: CommandTag::Copy, rows }), Some((columns, csv, data))) =
+            (&outcome, self.copying.take())
+        {
+            let rows = *rows;
+            self.outputs.push(Ok(Output::CopyOut { data, columns, rows, csv }));
+            return;
+        }
         let outcome = match (outcome, streamed) {
             (
                 Ok(Output::Command { tag: CommandTag::Select, rows: count }),
