@@ -40,6 +40,11 @@ pub enum CommandTag {
     DropRole,
     Grant,
     Revoke,
+    DeclareCursor,
+    Fetch,
+    Move,
+    CloseCursor,
+    CloseCursorAll,
 }
 
 impl CommandTag {
@@ -77,6 +82,11 @@ impl CommandTag {
             CommandTag::DropRole => "DROP ROLE",
             CommandTag::Grant => "GRANT",
             CommandTag::Revoke => "REVOKE",
+            CommandTag::DeclareCursor => "DECLARE CURSOR",
+            CommandTag::Fetch => "FETCH",
+            CommandTag::Move => "MOVE",
+            CommandTag::CloseCursor => "CLOSE CURSOR",
+            CommandTag::CloseCursorAll => "CLOSE CURSOR ALL",
         }
     }
 
@@ -89,6 +99,8 @@ impl CommandTag {
                 | CommandTag::Update
                 | CommandTag::Delete
                 | CommandTag::Copy
+                | CommandTag::Fetch
+                | CommandTag::Move
         )
     }
 

@@ -17,6 +17,8 @@
 
 mod copy_in;
 mod copy_out;
+mod cursor_rows;
+mod cursors;
 mod ddl;
 mod privileges;
 mod roles;
@@ -107,6 +109,8 @@ pub struct Session {
     statistics: Arc<StatementStats>,
     /// A COPY FROM STDIN receiving data (session/copy_in.rs).
     copy_in: Option<copy_in::CopyIn>,
+    /// The transaction's open cursors (session/cursors.rs); dropped when it ends.
+    cursors: cursors::Cursors,
 }
 
 fn parse_isolation(text: &str) -> Option<IsolationLevel> {
@@ -144,6 +148,7 @@ impl Session {
             cancel: Arc::new(AtomicBool::new(false)),
             statistics,
             copy_in: None,
+            cursors: cursors::Cursors::new(),
         }
     }
 
@@ -238,6 +243,13 @@ impl Session {
             columns: Vec::new(),
             bound: None,
         };
+        if let Some(Statement::Front(FrontStatement::Cursor(
+            crate::parse::cursor::CursorStatement::Fetch { name, fetch_rows: true, .. },
+        ))) = prepared.statement.as_deref()
+        {
+            // A FETCH's rows are its cursor's (Describe answers with them).
+            prepared.columns = self.cursor_columns(name).unwrap_or_default();
+        }
         if let Some(Statement::Sql(sql_statement)) = prepared.statement.clone().as_deref() {
             if let Some((bound, parameters)) = self.bind(sql_statement, parameter_types)? {
                 prepared.columns = bound_columns(&bound);
@@ -425,6 +437,7 @@ impl Session {
                 Output::command(CommandTag::Begin)
             }
             ast::Statement::Commit { .. } => {
+                self.cursors.clear();
                 let saved_settings = self.block_settings.take();
                 self.savepoint_settings.clear();
                 let tag = match self.state {
@@ -475,6 +488,7 @@ impl Session {
                 Output::command(CommandTag::Rollback)
             }
             ast::Statement::Rollback { .. } => {
+                self.cursors.clear();
                 if let Some(settings) = self.block_settings.take() {
                     self.settings = settings;
                 }
@@ -518,6 +532,7 @@ impl Session {
     /// Rolls back any open transaction (connection close).
     pub fn terminate(&mut self) {
         self.copy_in = None;
+        self.cursors.clear();
         if let Some(transaction) = self.transaction.take() {
             let _ = transaction.rollback();
         }

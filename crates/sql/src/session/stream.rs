@@ -52,6 +52,7 @@ impl Session {
         }
         if implicit {
             self.state = BlockState::Idle;
+            self.cursors.clear();
             if let Some(transaction) = self.transaction.take() {
                 if failed {
                     let _ = transaction.rollback();

@@ -60,6 +60,7 @@ impl Session {
                 Ok(Output::command(CommandTag::Checkpoint))
             }
             FrontStatement::Copy(copy) => self.copy(copy, sink),
+            FrontStatement::Cursor(cursor) => self.cursor(cursor),
         }
     }
 
