@@ -586,7 +586,13 @@ impl ExtendedQueryHandler for Connection {
                 let response = match client.portal_store().get_portal(name) {
                     Some(Entry::Value(portal)) => self.do_describe_portal(client, &portal).await?,
                     Some(Entry::Empty) => DescribePortalResponse::no_data(),
-                    None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                    // A cursor is a portal too (psycopg describes a DECLAREd one by name).
+                    None => match self.session.lock().cursor_columns(name) {
+                        Some(columns) => {
+                            DescribePortalResponse::new(wire::fields(&columns, &|_| false))
+                        }
+                        None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                    },
                 };
                 feed_describe(client, &response).await
             }

@@ -90,7 +90,7 @@ impl Session {
     }
 
     /// A cursor's result columns (a FETCH's, for Describe in the extended protocol).
-    pub(super) fn cursor_columns(&self, name: &str) -> Option<Vec<OutputColumn>> {
+    pub fn cursor_columns(&self, name: &str) -> Option<Vec<OutputColumn>> {
         self.cursors.get(name).map(|cursor| cursor.columns.clone())
     }
 }
