@@ -4,6 +4,7 @@
 mod btree;
 mod key;
 mod node;
+mod sort;
 
 pub use btree::{BTree, BTreeError, Direction, RangeIter, VALUE_BYTES_MAX};
 pub use key::{decode_key, encode_key, KeyColumn, KeyError, KeyKind, KeyValue};
@@ -14,3 +15,4 @@ pub use node::{
 /// The decimal type of `KeyValue::Numeric`, re-exported so that higher crates use the same
 /// version.
 pub use rust_decimal::Decimal;
+pub use sort::{ExternalSort, SortRecord, SortStats, Sorted, SORT_FAN_IN_MAX, SORT_FAN_IN_MIN};

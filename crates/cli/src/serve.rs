@@ -44,6 +44,17 @@ pub struct ServeArgs {
     /// Default work_mem (suffixes accepted).
     #[arg(long, env = "TIERDB_WORK_MEM")]
     work_mem: Option<String>,
+    /// Directory of temporary files: sorts, hash tables, cursors (default: temp beside the
+    /// tier file). Files there are removed at start.
+    #[arg(long, env = "TIERDB_TEMP_DIR")]
+    temp_dir: Option<String>,
+    /// Bytes all temporary files may hold together (suffixes accepted; default 64GB).
+    #[arg(long, env = "TIERDB_TEMP_QUOTA")]
+    temp_quota: Option<String>,
+    /// Memory all sorts and hash tables of all sessions may hold together; past it they
+    /// spill to temporary files sooner (suffixes accepted; default 1GB).
+    #[arg(long, env = "TIERDB_OPERATOR_MEMORY")]
+    operator_memory: Option<String>,
     #[arg(long, env = "TIERDB_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
     /// Connections still authenticating, at most (they don't count against max_connections).
@@ -134,6 +145,15 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     }
     if let Some(value) = &args.work_mem {
         config.work_mem_bytes = bytes(value)?;
+    }
+    if let Some(value) = &args.temp_dir {
+        config.temp_dir = value.clone();
+    }
+    if let Some(value) = &args.temp_quota {
+        config.temp_quota_bytes = bytes(value)?;
+    }
+    if let Some(value) = &args.operator_memory {
+        config.operator_memory_bytes = bytes(value)?;
     }
     if let Some(value) = args.max_connections {
         config.max_connections = value;

@@ -24,6 +24,9 @@ pub enum ErrorKind {
     /// is poisoned: the operation succeeds again once space is freed. SQLSTATE 53100
     /// (disk_full).
     DiskFull,
+    /// A configured limit was reached (`temp_file_limit`). Raise the limit or ask for less.
+    /// SQLSTATE 53400 (configuration_limit_exceeded).
+    LimitExceeded,
 }
 
 impl ErrorKind {
@@ -35,6 +38,7 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => "22023",
             ErrorKind::ResourceExhausted => "53000",
             ErrorKind::DiskFull => "53100",
+            ErrorKind::LimitExceeded => "53400",
         }
     }
 }

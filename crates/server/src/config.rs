@@ -31,6 +31,13 @@ pub struct ServerConfig {
     pub wal_on_volume: bool,
     /// Per-operator memory budget of sorts, hash joins and aggregations.
     pub work_mem_bytes: u64,
+    /// Directory of temporary files (default: `temp` beside the tier file).
+    pub temp_dir: String,
+    /// Bytes all temporary files together may hold (53100 past it).
+    pub temp_quota_bytes: u64,
+    /// Bytes all sorts and hash tables of all sessions may hold together; past it they
+    /// spill sooner.
+    pub operator_memory_bytes: u64,
     pub max_connections: usize,
     /// Connections accepted but not yet authenticated, at most; more are refused (53300).
     /// They do not count against max_connections.
@@ -73,6 +80,9 @@ impl Default for ServerConfig {
             s3_secret_access_key: String::new(),
             wal_on_volume: false,
             work_mem_bytes: 4 << 20,
+            temp_dir: String::new(),
+            temp_quota_bytes: 64 << 30,
+            operator_memory_bytes: 1 << 30,
             max_connections: 500,
             max_startup_connections: 64,
             authentication_timeout_ms: 10_000,

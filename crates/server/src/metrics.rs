@@ -179,6 +179,35 @@ pub fn render(shared: &Shared) -> String {
         "Page reads from durable storage.",
         stats.volume_reads.get(),
     );
+    let temp_space = store.temp_space();
+    let temp = temp_space.stats();
+    let temp_metrics = [
+        ("tierdb_temp_files_total", "counter", "Temporary files created.", temp.files_created),
+        (
+            "tierdb_temp_bytes_total",
+            "counter",
+            "Bytes written to temporary files.",
+            temp.bytes_written,
+        ),
+        ("tierdb_temp_files", "gauge", "Temporary files open.", temp.files_open),
+        ("tierdb_temp_bytes", "gauge", "Bytes temporary files hold.", temp.bytes_in_use),
+        ("tierdb_temp_quota_bytes", "gauge", "Bytes temporary files may hold.", temp.quota_bytes),
+        (
+            "tierdb_operator_memory_bytes",
+            "gauge",
+            "Memory sorts and hash tables hold.",
+            u64::try_from(temp_space.memory().used_bytes()).expect("usize fits u64"),
+        ),
+        (
+            "tierdb_operator_memory_limit_bytes",
+            "gauge",
+            "Memory sorts and hash tables may hold together.",
+            u64::try_from(temp_space.memory().limit_bytes()).expect("usize fits u64"),
+        ),
+    ];
+    for (name, kind, help, value) in temp_metrics {
+        metric(&mut out, name, kind, help, value);
+    }
     metric(
         &mut out,
         "tierdb_connections",

@@ -48,6 +48,21 @@ fn store_config(config: &ServerConfig) -> Result<StoreConfig, String> {
         };
         Some(TierConfig { path, capacity_bytes: config.tier_bytes, direct_io: true })
     };
+    let tier_dir = match &store.tier {
+        Some(tier) => tier.path.parent().map_or_else(|| config.data_dir.clone(), Into::into),
+        None => config.data_dir.join("tier"),
+    };
+    store.temp = tierdb_storage::TempConfig {
+        dir: if config.temp_dir.is_empty() {
+            tier_dir.join("temp")
+        } else {
+            config.temp_dir.clone().into()
+        },
+        quota_bytes: config.temp_quota_bytes,
+        operator_memory_bytes: usize::try_from(config.operator_memory_bytes).map_err(|_| {
+            format!("operator_memory_bytes={} is too large", config.operator_memory_bytes)
+        })?,
+    };
     Ok(store)
 }
 

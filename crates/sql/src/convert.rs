@@ -39,3 +39,14 @@ pub(crate) fn duration_micros(elapsed: Duration) -> i64 {
     let clamped = elapsed.as_micros().min(u128::from(i64::MAX.unsigned_abs()));
     i64::try_from(clamped).expect("clamped to i64::MAX")
 }
+
+/// `bytes` times a setting's `factor` (hash_mem_multiplier, 1 to 1000), saturating at
+/// usize::MAX: a budget past the address space means "no bound", which saturation keeps.
+pub(crate) fn scale_bytes(bytes: usize, factor: f64) -> usize {
+    assert!(factor.is_finite() && factor >= 1.0, "factors are checked when set: {factor}");
+    let bytes = u64::try_from(bytes).expect("usize is 64 bits (asserted at compile time)");
+    // Exact below 2^53 bytes (8 PiB), well past any memory budget.
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let scaled = (bytes as f64 * factor).min(u64::MAX as f64) as u64;
+    usize_from(scaled)
+}

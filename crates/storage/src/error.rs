@@ -49,6 +49,10 @@ pub enum StorageError {
 
     #[error("data directory in use by another process path={path}")]
     Locked { path: String },
+
+    /// A session's temporary files would pass its `temp_file_limit`.
+    #[error("temporary file size exceeds temp_file_limit ({limit_kb}kB)")]
+    TempFileLimit { limit_kb: u64 },
 }
 
 impl StorageError {
@@ -67,6 +71,7 @@ impl StorageError {
             StorageError::PoolExhausted { .. } | StorageError::RecordTooLarge { .. } => {
                 ErrorKind::ResourceExhausted
             }
+            StorageError::TempFileLimit { .. } => ErrorKind::LimitExceeded,
         }
     }
 

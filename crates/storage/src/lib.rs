@@ -13,6 +13,7 @@ mod manifest;
 mod page_map;
 mod segment;
 mod store;
+mod temp;
 mod tier;
 mod volume;
 mod wal;
@@ -23,6 +24,10 @@ pub use error::{Result, StorageError};
 pub use page_map::{PageLocation, SegmentUsage};
 pub use segment::SEGMENT_SLOTS_MAX;
 pub use store::{Mtr, MtrSlot, PageStore, SpaceUsage, StoreConfig, StoreStats, TierConfig};
+pub use temp::{
+    MemoryGrant, MemoryPool, TempConfig, TempReader, TempRun, TempSpace, TempStats, TempUsage,
+    TempWriter, MEMORY_GRANT_STEP_BYTES, TEMP_BLOCK_BYTES, TEMP_FILE_PREFIX,
+};
 pub use tier::{TierCache, TierLookup, TierStats};
 pub use volume::{
     FaultConfig, FaultyVolume, LocalVolume, MeteredVolume, ObjectInfo, Volume, VolumeStats,

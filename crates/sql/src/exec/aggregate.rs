@@ -1,5 +1,9 @@
-//! Aggregation: accumulators per aggregate call, grouped by key.
+//! Aggregation: accumulators per aggregate call, grouped by key; hash aggregation that
+//! spills, and sorted aggregation for DISTINCT aggregates.
 
+use tierdb_access::{ExternalSort, SortRecord};
+
+use super::spill::{decode_row, encode_row, storage_error, SpillTarget};
 use super::*;
 
 pub(crate) fn group_key(row: &[Datum]) -> Vec<u8> {
@@ -171,79 +175,268 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
     })
 }
 
+/// One group: its key values and each aggregate's running state.
 pub(crate) struct Group {
     keys: Row,
     states: Vec<Accumulator>,
-    distinct_seen: Vec<HashSet<Vec<u8>>>,
+    /// The values each DISTINCT aggregate has seen (None for the others).
+    distinct: Vec<Option<DistinctFilter>>,
 }
 
+impl Group {
+    fn new(keys: Row, aggregates: &[AggregateCall], ctx: &Ctx<'_>) -> Group {
+        let distinct =
+            aggregates.iter().map(|call| call.distinct.then(|| DistinctFilter::new(ctx))).collect();
+        Group { keys, states: aggregates.iter().map(accumulator).collect(), distinct }
+    }
+
+    /// Folds one input row in (a DISTINCT aggregate's value only the first time).
+    fn add(&mut self, aggregates: &[AggregateCall], row: &Row, ctx: &mut Ctx<'_>) -> Result<()> {
+        for (index, call) in aggregates.iter().enumerate() {
+            let args =
+                call.args.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<Row>>()?;
+            match &mut self.distinct[index] {
+                Some(filter) => {
+                    if args.first().is_some_and(Datum::is_null) {
+                        continue;
+                    }
+                    if let Some(args) = filter.offer(args)? {
+                        accumulate(&mut self.states[index], call, &args)?;
+                    }
+                }
+                None => accumulate(&mut self.states[index], call, &args)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The output row: keys, then each aggregate's result.
+    fn finish(mut self, aggregates: &[AggregateCall]) -> Result<Row> {
+        for (index, call) in aggregates.iter().enumerate() {
+            if let Some(filter) = self.distinct[index].take() {
+                let state = &mut self.states[index];
+                filter.drain(&mut |args| accumulate(state, call, &args))?;
+            }
+        }
+        let mut row = self.keys;
+        for (state, call) in self.states.iter().zip(aggregates) {
+            row.push(finish(state, call)?);
+        }
+        Ok(row)
+    }
+}
+
+/// GROUP BY and aggregates. Without GROUP BY: one group. With it: hash aggregation that
+/// spills (`hash.rs`), or, when an aggregate is DISTINCT, sorted by group so that one
+/// group's DISTINCT values are held at a time (PostgreSQL sorts for these too).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn aggregate(
     input: &Plan,
     groups: &[Expr],
     aggregates: &[AggregateCall],
+    plan_id: usize,
     ctx: &mut Ctx<'_>,
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let mut table: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut order: Vec<Group> = Vec::new();
-    let mut bytes = 0usize;
+    if groups.is_empty() {
+        let mut group = Group::new(Vec::new(), aggregates, ctx);
+        run(input, ctx, probe, &mut |ctx, row| group.add(aggregates, &row, ctx).map(|()| true))?;
+        let row = group.finish(aggregates)?;
+        return sink(ctx, row);
+    }
+    if aggregates.iter().any(|call| call.distinct) {
+        return sorted_aggregate(input, groups, aggregates, plan_id, ctx, probe, sink);
+    }
+    let mut op = AggregateOp { groups, aggregates, keys: None };
+    let mut stats = HashStats::default();
+    let mut feed = |ctx: &mut Ctx<'_>, each: &mut Sink<'_>| run(input, ctx, probe, each);
+    let outcome = run_hash(&mut op, 0, &mut stats, ctx, &mut feed, sink);
+    record_memory(ctx, plan_id, stats.memory());
+    outcome
+}
+
+/// Hash aggregation's groups for `run_hash`.
+struct AggregateOp<'p> {
+    groups: &'p [Expr],
+    aggregates: &'p [AggregateCall],
+    /// The key values `key` computed last, taken by `first`.
+    keys: Option<Row>,
+}
+
+impl HashOp for AggregateOp<'_> {
+    type State = Group;
+    fn key(&mut self, ctx: &mut Ctx<'_>, row: &Row) -> Result<Vec<u8>> {
+        let keys = self.groups.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<Row>>()?;
+        let encoded = group_key(&keys);
+        self.keys = Some(keys);
+        Ok(encoded)
+    }
+    fn group_bytes(&self, _: &Row) -> usize {
+        self.keys.as_deref().map_or(0, row_size) + self.aggregates.len() * ACCUMULATOR_BYTES
+    }
+    fn first(&mut self, ctx: &mut Ctx<'_>, row: Row, _: &mut Sink<'_>) -> Result<(Group, bool)> {
+        let keys = self.keys.take().expect("key() ran for this row");
+        let mut group = Group::new(keys, self.aggregates, ctx);
+        group.add(self.aggregates, &row, ctx)?;
+        Ok((group, true))
+    }
+    fn next(&mut self, ctx: &mut Ctx<'_>, group: &mut Group, row: Row) -> Result<usize> {
+        group.add(self.aggregates, &row, ctx)?;
+        Ok(0)
+    }
+    fn finish(&mut self, ctx: &mut Ctx<'_>, group: Group, sink: &mut Sink<'_>) -> Result<bool> {
+        let row = group.finish(self.aggregates)?;
+        sink(ctx, row)
+    }
+}
+
+/// Bytes of one aggregate's running state (an `Accumulator`).
+const ACCUMULATOR_BYTES: usize = 48;
+
+/// Aggregates with DISTINCT under GROUP BY: the input sorted by group key (externally past
+/// work_mem), then one group at a time.
+#[allow(clippy::too_many_arguments)]
+fn sorted_aggregate(
+    input: &Plan,
+    groups: &[Expr],
+    aggregates: &[AggregateCall],
+    plan_id: usize,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let target = SpillTarget::of(ctx);
+    let grant = target.grant(ctx.budget.work_mem_bytes);
+    let mut sort = ExternalSort::new(&target.space, &target.usage, grant, KeyedRow::compare);
     run(input, ctx, probe, &mut |ctx, row| {
         let keys = groups.iter().map(|expr| eval(expr, &row, ctx)).collect::<Result<Row>>()?;
-        let encoded = group_key(&keys);
-        let slot = match table.get(&encoded) {
-            Some(&slot) => slot,
-            None => {
-                let size = encoded.len() + row_size(&keys) + aggregates.len() * 48;
-                bytes += size;
-                ctx.budget.reserve(size, "hash aggregate")?;
-                order.push(Group {
-                    keys,
-                    states: aggregates.iter().map(accumulator).collect(),
-                    distinct_seen: vec![HashSet::new(); aggregates.len()],
-                });
-                table.insert(encoded, order.len() - 1);
-                order.len() - 1
-            }
-        };
-        let group = &mut order[slot];
-        for (index, call) in aggregates.iter().enumerate() {
-            let args =
-                call.args.iter().map(|expr| eval(expr, &row, ctx)).collect::<Result<Row>>()?;
-            if call.distinct {
-                if args.first().is_some_and(Datum::is_null) {
-                    continue;
-                }
-                let key = group_key(&args);
-                let size = key.len() + 32;
-                if !group.distinct_seen[index].insert(key) {
-                    continue;
-                }
-                bytes += size;
-                ctx.budget.reserve(size, "hash aggregate")?;
-            }
-            accumulate(&mut group.states[index], call, &args)?;
-        }
+        let key = group_key(&keys);
+        sort.push(KeyedRow { key, flag: 0, row }).map_err(storage_error)?;
         Ok(true)
     })?;
-    if order.is_empty() && groups.is_empty() {
-        order.push(Group {
-            keys: Vec::new(),
-            states: aggregates.iter().map(accumulator).collect(),
-            distinct_seen: Vec::new(),
-        });
-    }
-    let mut outcome = true;
-    for group in order {
-        let mut row = group.keys;
-        for (state, call) in group.states.iter().zip(aggregates) {
-            row.push(finish(state, call)?);
+    let mut sorted = sort.finish().map_err(storage_error)?;
+    record_memory(ctx, plan_id, sort_memory(sorted.stats()));
+    let mut current: Option<(Vec<u8>, Group)> = None;
+    while let Some(KeyedRow { key, row, .. }) = sorted.next_record().map_err(storage_error)? {
+        if current.as_ref().is_none_or(|(current_key, _)| *current_key != key) {
+            if let Some((_, group)) = current.take() {
+                if !sink(ctx, group.finish(aggregates)?)? {
+                    return Ok(false);
+                }
+            }
+            let keys = groups.iter().map(|expr| eval(expr, &row, ctx)).collect::<Result<Row>>()?;
+            current = Some((key, Group::new(keys, aggregates, ctx)));
         }
-        if !sink(ctx, row)? {
-            outcome = false;
-            break;
-        }
+        let (_, group) = current.as_mut().expect("set above");
+        group.add(aggregates, &row, ctx)?;
     }
-    ctx.budget.release(bytes);
-    Ok(outcome)
+    match current {
+        Some((_, group)) => sink(ctx, group.finish(aggregates)?),
+        None => Ok(true),
+    }
+}
+
+/// The order of `KeyedRow`s as a function pointer (a type that can be named).
+type KeyedCompare = fn(&KeyedRow, &KeyedRow) -> Ordering;
+
+/// A row with a key to sort by, and a flag that orders equal keys.
+pub(crate) struct KeyedRow {
+    pub key: Vec<u8>,
+    pub flag: u8,
+    pub row: Row,
+}
+
+impl KeyedRow {
+    pub fn compare(a: &KeyedRow, b: &KeyedRow) -> Ordering {
+        a.key.cmp(&b.key).then(a.flag.cmp(&b.flag))
+    }
+}
+
+impl SortRecord for KeyedRow {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let key_bytes = u32::try_from(self.key.len()).expect("keys are at most 1 GB");
+        out.extend_from_slice(&key_bytes.to_le_bytes());
+        out.extend_from_slice(&self.key);
+        out.push(self.flag);
+        encode_row(&self.row, out);
+    }
+    fn decode(bytes: &[u8]) -> std::result::Result<KeyedRow, String> {
+        let header: [u8; 4] =
+            bytes.get(..4).and_then(|b| b.try_into().ok()).ok_or("short keyed row")?;
+        let key_bytes = usize::try_from(u32::from_le_bytes(header)).map_err(|e| e.to_string())?;
+        let key = bytes.get(4..4 + key_bytes).ok_or("key past the record's end")?.to_vec();
+        let flag = *bytes.get(4 + key_bytes).ok_or("no flag")?;
+        let row = decode_row(&bytes[5 + key_bytes..])?;
+        Ok(KeyedRow { key, flag, row })
+    }
+    fn memory_bytes(&self) -> usize {
+        self.key.len() + row_size(&self.row)
+    }
+}
+
+/// The values one DISTINCT aggregate of one group has seen: a hash set while it fits
+/// work_mem; past it, an external sort of (value, flag) records: flag 0 for a value
+/// already folded in, 1 for one to fold in at the end unless a 0 or an earlier 1 has it.
+pub(crate) struct DistinctFilter {
+    seen: HashSet<Vec<u8>>,
+    target: SpillTarget,
+    grant: Option<tierdb_storage::MemoryGrant>,
+    spill: Option<ExternalSort<KeyedRow, KeyedCompare>>,
+    limit_bytes: usize,
+}
+
+impl DistinctFilter {
+    fn new(ctx: &Ctx<'_>) -> DistinctFilter {
+        let target = SpillTarget::of(ctx);
+        let limit_bytes = ctx.budget.hash_mem_bytes;
+        DistinctFilter { seen: HashSet::new(), target, grant: None, spill: None, limit_bytes }
+    }
+
+    /// `Some(args)` when the value is new and fits: fold it in now.
+    fn offer(&mut self, args: Row) -> Result<Option<Row>> {
+        let key = group_key(&args);
+        if let Some(sort) = &mut self.spill {
+            sort.push(KeyedRow { key, flag: 1, row: args }).map_err(storage_error)?;
+            return Ok(None);
+        }
+        if self.seen.contains(&key) {
+            return Ok(None);
+        }
+        let limit_bytes = self.limit_bytes;
+        let grant = self.grant.get_or_insert_with(|| self.target.grant(limit_bytes));
+        if grant.try_grow(key.len() + 48) {
+            self.seen.insert(key);
+            return Ok(Some(args));
+        }
+        self.grant = None;
+        let grant = self.target.grant(self.limit_bytes);
+        let compare: KeyedCompare = KeyedRow::compare;
+        let mut sort = ExternalSort::new(&self.target.space, &self.target.usage, grant, compare);
+        for seen in std::mem::take(&mut self.seen) {
+            sort.push(KeyedRow { key: seen, flag: 0, row: Vec::new() }).map_err(storage_error)?;
+        }
+        sort.push(KeyedRow { key, flag: 1, row: args }).map_err(storage_error)?;
+        self.spill = Some(sort);
+        Ok(None)
+    }
+
+    /// Calls `fold` with each value kept for the end.
+    fn drain(self, fold: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
+        let Some(sort) = self.spill else {
+            return Ok(());
+        };
+        let mut sorted = sort.finish().map_err(storage_error)?;
+        let mut previous: Option<Vec<u8>> = None;
+        while let Some(record) = sorted.next_record().map_err(storage_error)? {
+            if previous.as_ref() == Some(&record.key) {
+                continue;
+            }
+            if record.flag == 1 {
+                fold(record.row)?;
+            }
+            previous = Some(record.key);
+        }
+        Ok(())
+    }
 }

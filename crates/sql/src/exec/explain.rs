@@ -2,7 +2,7 @@
 //! loops and times under ANALYZE, and `Buffers: shared hit=N read=M tier_hit=K` per node
 //! under BUFFERS (read = tier hits + storage reads; inclusive of the node's children).
 
-use crate::exec::NodeStats;
+use crate::exec::{NodeStats, OperatorMemory, SortMethod};
 use crate::plan::{Access, JoinKind, Plan, PlanKind};
 
 pub fn render(plan: &Plan, stats: Option<&[NodeStats]>, buffers: bool) -> Vec<String> {
@@ -120,6 +120,9 @@ fn node(
         }
         lines.push(line);
         detail(plan, &detail_indent, lines);
+        if let Some(memory) = own.memory {
+            lines.push(format!("{detail_indent}{}", memory_line(memory)));
+        }
         if buffers {
             let counters = total.counters;
             lines.push(format!(
@@ -164,5 +167,29 @@ fn detail(plan: &Plan, indent: &str, lines: &mut Vec<String>) {
             lines.push(format!("{indent}Sort Key: {}", keys.join(", ")));
         }
         _ => {}
+    }
+}
+
+/// PostgreSQL's lines: `Sort Method: quicksort  Memory: 25kB`, `Sort Method: external merge
+/// Disk: 1234kB`, `Batches: 5  Memory Usage: 4145kB  Disk Usage: 1234kB`.
+fn memory_line(memory: OperatorMemory) -> String {
+    let kilobytes = |bytes: u64| bytes.div_ceil(1024);
+    let memory_kb = |bytes: usize| kilobytes(u64::try_from(bytes).expect("usize is 64 bits"));
+    match memory {
+        OperatorMemory::Sort { method: SortMethod::ExternalMerge, disk_bytes, .. } => {
+            format!("Sort Method: external merge  Disk: {}kB", kilobytes(disk_bytes))
+        }
+        OperatorMemory::Sort { method, memory_bytes, .. } => {
+            let name = if method == SortMethod::TopN { "top-N heapsort" } else { "quicksort" };
+            format!("Sort Method: {name}  Memory: {}kB", memory_kb(memory_bytes))
+        }
+        OperatorMemory::Hash { batches, memory_bytes, disk_bytes } => {
+            let mut line =
+                format!("Batches: {batches}  Memory Usage: {}kB", memory_kb(memory_bytes));
+            if disk_bytes > 0 {
+                line.push_str(&format!("  Disk Usage: {}kB", kilobytes(disk_bytes)));
+            }
+            line
+        }
     }
 }

@@ -1,5 +1,21 @@
-//! Join operators: combined rows and the hash join.
+//! Join operators: combined rows, and the hash join that spills (grace hash join with
+//! recursive repartitioning and a block nested-loop fallback for a key too frequent to
+//! split, design 011).
+//!
+//! ```text
+//! build (right) ─► table while it fits hash_mem
+//!                  │ past it: table and the rest of the build side ─► partitions[hash(key, 0)]
+//! probe (left)  ─► table lookup, or, once spilled ─► partitions[hash(key, 0)]
+//! each partition pair (level 1): build fits? probe it : repartition both (level + 1)
+//! past SPILL_LEVELS_MAX levels: the build side in chunks that fit, the probe side read
+//! once per chunk, unmatched left-join rows remembered by position
+//! ```
 
+use tierdb_storage::{MemoryGrant, TempRun};
+
+use super::spill::{
+    read_row, replay, Partitions, RowStore, SpillTarget, SPILL_LEVELS_MAX, SPILL_READ_BUFFER_BYTES,
+};
 use super::*;
 
 /// Emits `left_row` joined with each of `candidates` that satisfies `condition`; for a left
@@ -14,6 +30,25 @@ pub(crate) fn join_row(
     ctx: &mut Ctx<'_>,
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
+    let (matched, more) = join_matches(&left_row, candidates, condition, ctx, sink)?;
+    if !more {
+        return Ok(false);
+    }
+    if !matched && kind == JoinKind::Left {
+        return sink(ctx, padded(left_row, width));
+    }
+    Ok(true)
+}
+
+/// Emits `left_row` joined with each candidate that satisfies `condition`; returns whether
+/// any did and whether to go on.
+fn join_matches(
+    left_row: &Row,
+    candidates: &[Row],
+    condition: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    sink: &mut Sink<'_>,
+) -> Result<(bool, bool)> {
     let mut matched = false;
     for right_row in candidates {
         let mut joined = left_row.clone();
@@ -25,51 +60,275 @@ pub(crate) fn join_row(
         }
         matched = true;
         if !sink(ctx, joined)? {
-            return Ok(false);
+            return Ok((true, false));
         }
     }
-    if !matched && kind == JoinKind::Left {
-        let mut joined = left_row;
-        joined.extend(std::iter::repeat_n(Datum::Null, width));
-        return sink(ctx, joined);
+    Ok((matched, true))
+}
+
+fn padded(mut left_row: Row, width: usize) -> Row {
+    left_row.extend(std::iter::repeat_n(Datum::Null, width));
+    left_row
+}
+
+/// A nested-loop join: the right side in a row store (in memory while it fits work_mem,
+/// then in a temporary file read once per left row), each left row against all of it.
+pub(crate) fn nested_loop_join(
+    left: &Plan,
+    right: &Plan,
+    kind: JoinKind,
+    on: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut store = RowStore::new(ctx);
+    run(right, ctx, probe, &mut |_, row| store.push(row).map(|()| true))?;
+    store.seal()?;
+    let width = right.arity();
+    if let Some(rows) = store.in_memory() {
+        return run(left, ctx, probe, &mut |ctx, left_row| {
+            join_row(left_row, rows, on, kind, width, ctx, sink)
+        });
     }
-    Ok(true)
+    run(left, ctx, probe, &mut |ctx, left_row| {
+        let mut matched = false;
+        let more = store.for_each(&mut |right_row| {
+            let (any, more) =
+                join_matches(&left_row, std::slice::from_ref(&right_row), on, ctx, sink)?;
+            matched |= any;
+            Ok(more)
+        })?;
+        if !more {
+            return Ok(false);
+        }
+        if !matched && kind == JoinKind::Left {
+            return sink(ctx, padded(left_row, width));
+        }
+        Ok(true)
+    })
+}
+
+/// What a hash join needs besides its inputs.
+pub(crate) struct HashJoin<'p> {
+    pub kind: JoinKind,
+    pub left_keys: &'p [Expr],
+    pub right_keys: &'p [Expr],
+    pub residual: Option<&'p Expr>,
+    /// Values of a right row (the padding of an unmatched left-join row).
+    pub width: usize,
+}
+
+/// The key of a row as the `group_key` encoding of its key expressions; `None` when one
+/// is NULL (NULL keys match nothing).
+fn join_key(keys: &[Expr], row: &Row, ctx: &mut Ctx<'_>) -> Result<Option<Vec<u8>>> {
+    let values = keys.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<Row>>()?;
+    Ok((!values.iter().any(Datum::is_null)).then(|| group_key(&values)))
+}
+
+/// The build side: a hash table while its grant allows, then partitions.
+struct Build {
+    table: HashMap<Vec<u8>, Vec<Row>>,
+    grant: MemoryGrant,
+    partitions: Option<Partitions>,
+    level: u32,
+}
+
+impl Build {
+    fn new(ctx: &Ctx<'_>, level: u32) -> Build {
+        let grant = SpillTarget::of(ctx).grant(ctx.budget.hash_mem_bytes);
+        Build { table: HashMap::new(), grant, partitions: None, level }
+    }
+
+    /// Adds a right row (rows with a NULL key are dropped: they match nothing).
+    fn add(&mut self, join: &HashJoin<'_>, row: Row, ctx: &mut Ctx<'_>) -> Result<()> {
+        let Some(key) = join_key(join.right_keys, &row, ctx)? else {
+            return Ok(());
+        };
+        if let Some(partitions) = &mut self.partitions {
+            return partitions.write(&key, &row);
+        }
+        if self.grant.try_grow(row_size(&row) + key.len()) {
+            self.table.entry(key).or_default().push(row);
+            return Ok(());
+        }
+        let mut partitions = Partitions::new(ctx, self.level);
+        for (held_key, rows) in self.table.drain() {
+            for held in rows {
+                partitions.write(&held_key, &held)?;
+            }
+        }
+        self.grant.reset();
+        partitions.write(&key, &row)?;
+        self.partitions = Some(partitions);
+        Ok(())
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn hash_join(
     left: &Plan,
     right: &Plan,
-    kind: JoinKind,
-    left_keys: &[Expr],
-    right_keys: &[Expr],
-    residual: Option<&Expr>,
+    join: &HashJoin<'_>,
+    plan_id: usize,
     ctx: &mut Ctx<'_>,
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let mut table: HashMap<Vec<u8>, Vec<Row>> = HashMap::new();
-    let mut bytes = 0usize;
-    run(right, ctx, probe, &mut |ctx, row| {
-        let keys = right_keys.iter().map(|expr| eval(expr, &row, ctx)).collect::<Result<Row>>()?;
-        if keys.iter().any(Datum::is_null) {
+    let mut stats = HashStats { batches: 1, ..HashStats::default() };
+    let mut build = Build::new(ctx, 0);
+    run(right, ctx, probe, &mut |ctx, row| build.add(join, row, ctx).map(|()| true))?;
+    stats.peak_memory_bytes = build.grant.peak_bytes();
+    let outcome = match build.partitions.take() {
+        None => run(left, ctx, probe, &mut |ctx, left_row| {
+            probe_row(join, &build.table, left_row, ctx, sink)
+        }),
+        Some(build_partitions) => {
+            drop(build);
+            let mut probe_partitions = Partitions::new(ctx, 0);
+            let more = run(left, ctx, probe, &mut |ctx, left_row| match join_key(
+                join.left_keys,
+                &left_row,
+                ctx,
+            )? {
+                Some(key) => probe_partitions.write(&key, &left_row).map(|()| true),
+                None => join_row(left_row, &[], None, join.kind, join.width, ctx, sink),
+            })?;
+            if more {
+                join_partitions(join, build_partitions, probe_partitions, 1, &mut stats, ctx, sink)
+            } else {
+                Ok(false)
+            }
+        }
+    };
+    record_memory(ctx, plan_id, stats.memory());
+    outcome
+}
+
+/// Joins one left row with its matches in `table`.
+fn probe_row(
+    join: &HashJoin<'_>,
+    table: &HashMap<Vec<u8>, Vec<Row>>,
+    left_row: Row,
+    ctx: &mut Ctx<'_>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let matches = join_key(join.left_keys, &left_row, ctx)?.and_then(|key| table.get(&key));
+    let candidates = matches.map_or(&[][..], Vec::as_slice);
+    join_row(left_row, candidates, join.residual, join.kind, join.width, ctx, sink)
+}
+
+/// Joins each pair of partitions, one level down.
+#[allow(clippy::too_many_arguments)]
+fn join_partitions(
+    join: &HashJoin<'_>,
+    build: Partitions,
+    probe: Partitions,
+    level: u32,
+    stats: &mut HashStats,
+    ctx: &mut Ctx<'_>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    stats.disk_bytes += build.bytes + probe.bytes;
+    for (build_run, probe_run) in build.finish()?.into_iter().zip(probe.finish()?) {
+        let Some(probe_run) = probe_run else {
+            continue;
+        };
+        stats.batches += 1;
+        if !join_runs(join, build_run, &probe_run, level, stats, ctx, sink)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn join_runs(
+    join: &HashJoin<'_>,
+    build_run: Option<TempRun>,
+    probe_run: &TempRun,
+    level: u32,
+    stats: &mut HashStats,
+    ctx: &mut Ctx<'_>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let Some(build_run) = build_run else {
+        // No right row has these keys: only a left join emits, padded.
+        if join.kind != JoinKind::Left {
             return Ok(true);
         }
-        let size = row_size(&row);
-        bytes += size;
-        ctx.budget.reserve(size, "hash join")?;
-        table.entry(group_key(&keys)).or_default().push(row);
-        Ok(true)
+        return replay(probe_run, ctx, &mut |ctx, row| sink(ctx, padded(row, join.width)));
+    };
+    if level > SPILL_LEVELS_MAX {
+        return join_in_chunks(join, &build_run, probe_run, ctx, sink);
+    }
+    let mut build = Build::new(ctx, level);
+    replay(&build_run, ctx, &mut |ctx, row| build.add(join, row, ctx).map(|()| true))?;
+    drop(build_run);
+    stats.peak_memory_bytes = stats.peak_memory_bytes.max(build.grant.peak_bytes());
+    let Some(build_partitions) = build.partitions.take() else {
+        return replay(probe_run, ctx, &mut |ctx, left_row| {
+            probe_row(join, &build.table, left_row, ctx, sink)
+        });
+    };
+    drop(build);
+    let mut probe_partitions = Partitions::new(ctx, level);
+    replay(probe_run, ctx, &mut |ctx, left_row| {
+        let key = join_key(join.left_keys, &left_row, ctx)?.expect("NULL keys are not spilled");
+        probe_partitions.write(&key, &left_row).map(|()| true)
     })?;
-    let width = right.arity();
-    let outcome = run(left, ctx, probe, &mut |ctx, left_row| {
-        let keys =
-            left_keys.iter().map(|expr| eval(expr, &left_row, ctx)).collect::<Result<Row>>()?;
-        // NULL keys match nothing.
-        let matches =
-            if keys.iter().any(Datum::is_null) { None } else { table.get(&group_key(&keys)) };
-        join_row(left_row, matches.map_or(&[][..], Vec::as_slice), residual, kind, width, ctx, sink)
-    });
-    ctx.budget.release(bytes);
-    outcome
+    join_partitions(join, build_partitions, probe_partitions, level + 1, stats, ctx, sink)
+}
+
+/// The fallback for a partition whose build side still does not fit after
+/// `SPILL_LEVELS_MAX` splits (one key on most rows): the build side in chunks that fit
+/// hash_mem, the probe side read once per chunk. A left join remembers which probe rows
+/// matched (one flag per row) and pads the others after the last chunk.
+fn join_in_chunks(
+    join: &HashJoin<'_>,
+    build_run: &TempRun,
+    probe_run: &TempRun,
+    ctx: &mut Ctx<'_>,
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut matched = vec![false; usize::try_from(probe_run.records()).expect("fits usize")];
+    let mut reader = build_run.reader(SPILL_READ_BUFFER_BYTES);
+    let mut pending = read_row(&mut reader)?;
+    while pending.is_some() {
+        let mut grant = SpillTarget::of(ctx).grant(ctx.budget.hash_mem_bytes);
+        let mut table: HashMap<Vec<u8>, Vec<Row>> = HashMap::new();
+        while let Some(row) = pending.take() {
+            let key = join_key(join.right_keys, &row, ctx)?.expect("NULL keys are not spilled");
+            let bytes = row_size(&row) + key.len();
+            if !table.is_empty() && !grant.try_grow(bytes) {
+                pending = Some(row);
+                break;
+            }
+            table.entry(key).or_default().push(row);
+            pending = read_row(&mut reader)?;
+        }
+        let mut position = 0usize;
+        let more = replay(probe_run, ctx, &mut |ctx, left_row| {
+            let key = join_key(join.left_keys, &left_row, ctx)?.expect("NULL keys are not spilled");
+            let candidates = table.get(&key).map_or(&[][..], Vec::as_slice);
+            let (any, more) = join_matches(&left_row, candidates, join.residual, ctx, sink)?;
+            matched[position] |= any;
+            position += 1;
+            Ok(more)
+        })?;
+        if !more {
+            return Ok(false);
+        }
+    }
+    if join.kind != JoinKind::Left {
+        return Ok(true);
+    }
+    let mut position = 0usize;
+    replay(probe_run, ctx, &mut |ctx, left_row| {
+        position += 1;
+        if matched[position - 1] {
+            return Ok(true);
+        }
+        sink(ctx, padded(left_row, join.width))
+    })
 }

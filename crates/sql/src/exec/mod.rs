@@ -14,14 +14,17 @@ mod aggregate;
 mod dml;
 mod eval;
 pub(crate) mod explain;
+mod hash;
 mod join;
 pub(crate) mod locking;
 mod scan;
 mod sort;
+pub(crate) mod spill;
 
 pub(crate) use aggregate::*;
 pub(crate) use dml::*;
 pub(crate) use eval::*;
+pub(crate) use hash::*;
 pub(crate) use join::*;
 pub(crate) use scan::*;
 pub(crate) use sort::*;
@@ -56,37 +59,41 @@ pub struct NodeStats {
     pub loops: u64,
     pub time_ns: u64,
     pub counters: OpCounters,
+    /// How a sort or hash node used memory and the temp space (EXPLAIN ANALYZE).
+    pub memory: Option<OperatorMemory>,
 }
 
-/// Memory accounting for one statement's blocking operators.
+/// Memory settings of one statement. Sorts, hash aggregates, hash joins, DISTINCT, set
+/// operations and row stores each take a grant of their own (`work_mem_bytes`, or
+/// `hash_mem_bytes` for hash tables, as PostgreSQL) from the server's operator memory pool
+/// (`tierdb_storage::MemoryPool`) and spill to the temp space past it.
 pub struct MemoryBudget {
-    pub limit_bytes: usize,
-    pub used_bytes: usize,
-    pub peak_bytes: usize,
+    /// work_mem: what one sort or row store holds before it spills.
+    pub work_mem_bytes: usize,
+    /// work_mem x hash_mem_multiplier: what one hash table holds before it spills.
+    pub hash_mem_bytes: usize,
+    /// The session's temp files (temp_file_limit).
+    pub temp_usage: std::sync::Arc<tierdb_storage::TempUsage>,
 }
 
 impl MemoryBudget {
-    pub fn new(limit_bytes: usize) -> MemoryBudget {
-        MemoryBudget { limit_bytes, used_bytes: 0, peak_bytes: 0 }
+    /// `work_mem_bytes` for every operator (tools and internal statements).
+    pub fn new(work_mem_bytes: usize) -> MemoryBudget {
+        MemoryBudget::for_session(work_mem_bytes, 1.0, std::sync::Arc::default())
     }
 
-    pub fn reserve(&mut self, bytes: usize, operator: &str) -> Result<()> {
-        self.used_bytes += bytes;
-        self.peak_bytes = self.peak_bytes.max(self.used_bytes);
-        if self.used_bytes > self.limit_bytes {
-            return Err(SqlError::new(
-                "53200",
-                format!(
-                    "out of memory: {operator} needs more than work_mem={} kB (spilling to the local tier is not built yet; raise work_mem)",
-                    self.limit_bytes / 1024
-                ),
-            ));
+    /// A session's budget: `work_mem_bytes` per operator, hash tables
+    /// `hash_mem_multiplier` times that.
+    pub fn for_session(
+        work_mem_bytes: usize,
+        hash_mem_multiplier: f64,
+        temp_usage: std::sync::Arc<tierdb_storage::TempUsage>,
+    ) -> MemoryBudget {
+        MemoryBudget {
+            work_mem_bytes,
+            hash_mem_bytes: crate::convert::scale_bytes(work_mem_bytes, hash_mem_multiplier),
+            temp_usage,
         }
-        Ok(())
-    }
-
-    pub fn release(&mut self, bytes: usize) {
-        self.used_bytes = self.used_bytes.saturating_sub(bytes);
     }
 }
 
@@ -240,27 +247,18 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
             sink(ctx, projected)
         }),
         PlanKind::NestedLoopJoin { left, right, kind, on } => {
-            let right_rows = collect(right, ctx, probe)?;
-            let width = right.arity();
-            let bytes: usize = right_rows.iter().map(|row| row_size(row)).sum();
-            ctx.budget.reserve(bytes, "nested loop join")?;
-            let outcome = run(left, ctx, probe, &mut |ctx, left_row| {
-                join_row(left_row, &right_rows, on.as_ref(), *kind, width, ctx, sink)
-            });
-            ctx.budget.release(bytes);
-            outcome
+            nested_loop_join(left, right, *kind, on.as_ref(), ctx, probe, sink)
         }
-        PlanKind::HashJoin { left, right, kind, left_keys, right_keys, residual } => hash_join(
-            left,
-            right,
-            *kind,
-            left_keys,
-            right_keys,
-            residual.as_ref(),
-            ctx,
-            probe,
-            sink,
-        ),
+        PlanKind::HashJoin { left, right, kind, left_keys, right_keys, residual } => {
+            let join = HashJoin {
+                kind: *kind,
+                left_keys,
+                right_keys,
+                residual: residual.as_ref(),
+                width: right.arity(),
+            };
+            hash_join(left, right, &join, plan.id, ctx, probe, sink)
+        }
         PlanKind::IndexJoin { left, right, kind, residual } => {
             let width = right.arity();
             run(left, ctx, probe, &mut |ctx, left_row| {
@@ -273,47 +271,18 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
             })
         }
         PlanKind::Aggregate { input, groups, aggregates } => {
-            aggregate(input, groups, aggregates, ctx, probe, sink)
+            aggregate(input, groups, aggregates, plan.id, ctx, probe, sink)
         }
-        PlanKind::Sort { input, keys } => run_sort(input, keys, ctx, probe, sink),
+        PlanKind::Sort { input, keys } => run_sorted(input, keys, None, plan.id, ctx, probe, sink),
         PlanKind::Limit { input, limit, offset } => {
             run_limit(input, limit.as_ref(), offset.as_ref(), ctx, probe, sink)
         }
-        PlanKind::Distinct { input } => run_distinct(input, ctx, probe, sink),
-        PlanKind::Union { inputs, all } => run_union(inputs, *all, ctx, probe, sink),
+        PlanKind::Distinct { input } => run_distinct(input, plan.id, ctx, probe, sink),
+        PlanKind::Union { inputs, all } => run_union(inputs, *all, plan.id, ctx, probe, sink),
         PlanKind::SetDifference { left, right, intersect, all } => {
-            run_set_difference(left, right, *intersect, *all, ctx, probe, sink)
+            run_set_difference(left, right, *intersect, *all, plan.id, ctx, probe, sink)
         }
     }
-}
-
-/// ORDER BY: sorts all of `input` in memory (accounted against work_mem).
-fn run_sort(
-    input: &Plan,
-    keys: &[SortKey],
-    ctx: &mut Ctx<'_>,
-    probe: &[Datum],
-    sink: &mut Sink<'_>,
-) -> Result<bool> {
-    let mut rows = Vec::new();
-    let mut bytes = 0usize;
-    run(input, ctx, probe, &mut |ctx, row| {
-        let size = row_size(&row);
-        bytes += size;
-        ctx.budget.reserve(size, "sort")?;
-        rows.push(row);
-        Ok(true)
-    })?;
-    rows.sort_by(|a, b| compare_rows(a, b, keys));
-    let mut outcome = true;
-    for row in rows {
-        if !sink(ctx, row)? {
-            outcome = false;
-            break;
-        }
-    }
-    ctx.budget.release(bytes);
-    Ok(outcome)
 }
 
 /// LIMIT and OFFSET; under ORDER BY a bounded top-n sort.
@@ -356,18 +325,20 @@ fn run_limit(
         // more than memory holds, which means "all rows".
         let keep = usize_from_non_negative(limit.saturating_add(offset))
             .expect("LIMIT and OFFSET are checked non-negative");
-        let rows = top_n(sorted, keys, keep, ctx, probe)?;
         let skip = usize_from_non_negative(offset).expect("OFFSET is checked non-negative");
-        for row in rows.into_iter().skip(skip) {
+        let mut seen = 0usize;
+        let sort_id = sort.id;
+        return run_sorted(sorted, keys, Some(keep), sort_id, ctx, probe, &mut |ctx, row| {
+            seen += 1;
+            if seen <= skip {
+                return Ok(true);
+            }
             let row = match projection {
                 Some(exprs) => project(exprs, row, ctx)?,
                 None => row,
             };
-            if !sink(ctx, row)? {
-                return Ok(false);
-            }
-        }
-        return Ok(true);
+            sink(ctx, row)
+        });
     }
     let mut skipped = 0i64;
     let mut emitted = 0i64;
@@ -383,27 +354,18 @@ fn run_limit(
     Ok(true)
 }
 
-/// DISTINCT: passes each row the first time its value is seen.
+/// DISTINCT: passes each row the first time its value is seen (spilling, `hash.rs`).
 fn run_distinct(
     input: &Plan,
+    plan_id: usize,
     ctx: &mut Ctx<'_>,
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let mut seen = HashSet::new();
-    let mut bytes = 0usize;
-    let outcome = run(input, ctx, probe, &mut |ctx, row| {
-        let key = group_key(&row);
-        if seen.contains(&key) {
-            return Ok(true);
-        }
-        let size = key.len() + 32;
-        bytes += size;
-        ctx.budget.reserve(size, "distinct")?;
-        seen.insert(key);
-        sink(ctx, row)
-    });
-    ctx.budget.release(bytes);
+    let mut stats = HashStats::default();
+    let mut feed = |ctx: &mut Ctx<'_>, each: &mut Sink<'_>| run(input, ctx, probe, each);
+    let outcome = run_hash(&mut DistinctOp, 0, &mut stats, ctx, &mut feed, sink);
+    record_memory(ctx, plan_id, stats.memory());
     outcome
 }
 
@@ -411,70 +373,57 @@ fn run_distinct(
 fn run_union(
     inputs: &[Plan],
     all: bool,
+    plan_id: usize,
     ctx: &mut Ctx<'_>,
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let mut seen = HashSet::new();
-    for input in inputs {
-        let more = run(input, ctx, probe, &mut |ctx, row| {
-            if !all {
-                let key = group_key(&row);
-                if !seen.insert(key) {
-                    return Ok(true);
-                }
+    let mut feed = |ctx: &mut Ctx<'_>, each: &mut Sink<'_>| {
+        for input in inputs {
+            if !run(input, ctx, probe, each)? {
+                return Ok(false);
             }
-            sink(ctx, row)
-        })?;
-        if !more {
-            return Ok(false);
         }
+        Ok(true)
+    };
+    if all {
+        return feed(ctx, sink);
     }
-    Ok(true)
+    let mut stats = HashStats::default();
+    let outcome = run_hash(&mut DistinctOp, 0, &mut stats, ctx, &mut feed, sink);
+    record_memory(ctx, plan_id, stats.memory());
+    outcome
 }
 
-/// INTERSECT and EXCEPT [ALL]: counts the right rows, then filters the left ones.
+/// INTERSECT and EXCEPT [ALL]: copies counted per side (spilling, `hash.rs`).
+#[allow(clippy::too_many_arguments)]
 fn run_set_difference(
     left: &Plan,
     right: &Plan,
     intersect: bool,
     all: bool,
+    plan_id: usize,
     ctx: &mut Ctx<'_>,
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
-    run(right, ctx, probe, &mut |_, row| {
-        *counts.entry(group_key(&row)).or_default() += 1;
-        Ok(true)
-    })?;
-    let mut emitted: HashSet<Vec<u8>> = HashSet::new();
-    run(left, ctx, probe, &mut |ctx, row| {
-        let key = group_key(&row);
-        let present = counts.get(&key).copied().unwrap_or(0) > 0;
-        let emit = if all {
-            if intersect {
-                if present {
-                    *counts.get_mut(&key).expect("present") -= 1;
-                    true
-                } else {
-                    false
-                }
-            } else if present {
-                *counts.get_mut(&key).expect("present") -= 1;
-                false
-            } else {
-                true
+    let mut feed = |ctx: &mut Ctx<'_>, each: &mut Sink<'_>| {
+        for (input, right_side) in [(left, false), (right, true)] {
+            let more = run(input, ctx, probe, &mut |ctx, mut row| {
+                row.push(Datum::Bool(right_side));
+                each(ctx, row)
+            })?;
+            if !more {
+                return Ok(false);
             }
-        } else {
-            present == intersect && emitted.insert(key)
-        };
-        if emit {
-            sink(ctx, row)
-        } else {
-            Ok(true)
         }
-    })
+        Ok(true)
+    };
+    let mut op = SetOp { intersect, all, width: left.arity() };
+    let mut stats = HashStats::default();
+    let outcome = run_hash(&mut op, 0, &mut stats, ctx, &mut feed, sink);
+    record_memory(ctx, plan_id, stats.memory());
+    outcome
 }
 
 pub(crate) fn truthy(datum: &Datum) -> bool {

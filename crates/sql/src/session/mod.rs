@@ -52,6 +52,8 @@ use crate::stats::StatementStats;
 use crate::system::SessionInfo;
 use crate::types::{self, Datum, SqlType};
 
+/// PostgreSQL 15's default hash_mem_multiplier.
+pub(crate) const HASH_MEM_MULTIPLIER_DEFAULT: f64 = 2.0;
 /// Default work_mem (PostgreSQL's default).
 pub const WORK_MEM_DEFAULT_BYTES: u64 = 4 << 20;
 
@@ -111,6 +113,8 @@ pub struct Session {
     copy_in: Option<copy_in::CopyIn>,
     /// The transaction's open cursors (session/cursors.rs); dropped when it ends.
     cursors: cursors::Cursors,
+    /// The session's temporary files, bounded by temp_file_limit.
+    temp_usage: Arc<tierdb_storage::TempUsage>,
 }
 
 fn parse_isolation(text: &str) -> Option<IsolationLevel> {
@@ -149,6 +153,7 @@ impl Session {
             statistics,
             copy_in: None,
             cursors: cursors::Cursors::new(),
+            temp_usage: Arc::default(),
         }
     }
 
@@ -179,6 +184,35 @@ impl Session {
         let parsed = stored.and_then(|text| parse_size_bytes(text, SizeSyntax::SETTING));
         debug_assert!(parsed.is_some() || stored.is_none(), "work_mem is checked when SET");
         crate::convert::usize_from(parsed.unwrap_or(WORK_MEM_DEFAULT_BYTES))
+    }
+
+    /// The memory budget of a statement: work_mem, hash_mem_multiplier, and the session's
+    /// temp files with temp_file_limit and log_temp_files applied.
+    pub(crate) fn memory_budget(&self) -> MemoryBudget {
+        self.temp_usage.set_limit(self.kilobyte_setting("temp_file_limit"));
+        self.temp_usage.set_log_bytes_min(self.kilobyte_setting("log_temp_files"));
+        let multiplier = self
+            .settings
+            .get("hash_mem_multiplier")
+            .map(|text| text.parse::<f64>().expect("checked when it was SET"))
+            .unwrap_or(HASH_MEM_MULTIPLIER_DEFAULT);
+        MemoryBudget::for_session(self.work_mem_bytes(), multiplier, Arc::clone(&self.temp_usage))
+    }
+
+    /// temp_file_limit or log_temp_files in bytes; `None` for -1 (their default).
+    fn kilobyte_setting(&self, name: &str) -> Option<u64> {
+        let text = self.settings.get(name)?;
+        if text == "-1" {
+            return None;
+        }
+        let bytes = parse_size_bytes(text, SizeSyntax::SETTING);
+        debug_assert!(bytes.is_some(), "{name} is checked when SET");
+        bytes
+    }
+
+    /// The session's temp file totals: files and bytes written since it started.
+    pub fn temp_totals(&self) -> (u64, u64) {
+        self.temp_usage.totals()
     }
 
     /// A timeout setting (one of `TIMEOUT_SETTINGS`) in milliseconds; 0 when disabled.

@@ -133,7 +133,7 @@ impl Session {
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
         };
-        let budget = MemoryBudget::new(self.work_mem_bytes());
+        let budget = self.memory_budget();
         let limits = self.wait_limits();
         let transaction = self.transaction.as_mut().expect("statement runs in a transaction");
         transaction.set_wait_limits(limits.clone());

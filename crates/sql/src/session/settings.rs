@@ -82,6 +82,23 @@ impl Session {
                 }
                 self.settings.insert(name.into(), format_memory(bytes));
             }
+            "hash_mem_multiplier" => {
+                let factor = value.parse::<f64>().ok().filter(|factor| factor.is_finite());
+                let factor = factor.ok_or_else(|| {
+                    SqlError::new(
+                        "22023",
+                        format!("invalid value for parameter \"hash_mem_multiplier\": \"{value}\""),
+                    )
+                })?;
+                if !(1.0..=1000.0).contains(&factor) {
+                    return Err(SqlError::new("22023", format!("{factor} is outside the valid range for parameter \"hash_mem_multiplier\" (1 .. 1000)")));
+                }
+                self.settings.insert(name.into(), factor.to_string());
+            }
+            "temp_file_limit" | "log_temp_files" => {
+                let formatted = self.check_kilobyte_setting(name, &value)?;
+                self.settings.insert(name.into(), formatted);
+            }
             "role" | "session_authorization" => {
                 return Err(SqlError::unsupported(format!("setting {name} is not supported")))
             }
@@ -133,12 +150,41 @@ impl Session {
         Ok(())
     }
 
+    /// temp_file_limit and log_temp_files: superuser settings (PostgreSQL's PGC_SUSET) of
+    /// -1 or a size in kB up to INT_MAX kB. Returns the value as SHOW prints it.
+    fn check_kilobyte_setting(&self, name: &str, value: &str) -> Result<String> {
+        if !self.is_superuser() {
+            return Err(SqlError::new(
+                "42501",
+                format!("permission denied to set parameter \"{name}\""),
+            ));
+        }
+        if value.trim() == "-1" {
+            return Ok("-1".into());
+        }
+        let bytes = parse_size_bytes(value, SizeSyntax::SETTING).ok_or_else(|| {
+            SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
+        })?;
+        if bytes > WORK_MEM_MAX_BYTES {
+            return Err(SqlError::new(
+                "22023",
+                format!(
+                    "{} kB is outside the valid range for parameter \"{name}\" (-1 .. 2147483647)",
+                    bytes / 1024
+                ),
+            ));
+        }
+        Ok(if bytes == 0 { "0".into() } else { format_memory(bytes) })
+    }
+
     pub(crate) fn setting(&self, name: &str) -> Option<String> {
         if let Some(value) = self.settings.get(name) {
             return Some(value.clone());
         }
         Some(match name {
             "work_mem" => format_memory(WORK_MEM_DEFAULT_BYTES),
+            "hash_mem_multiplier" => HASH_MEM_MULTIPLIER_DEFAULT.to_string(),
+            "temp_file_limit" | "log_temp_files" => "-1".into(),
             "timezone" => "UTC".into(),
             "datestyle" => "ISO, MDY".into(),
             "server_version" => "15.0".into(),

@@ -470,6 +470,21 @@ pub static VIEWS: &[SystemView] = &[
         tier_blks_hit: Int8 = counter(entry.tier_hits),
         storage_blks_read: Int8 = counter(entry.storage_reads),
     }),
+    view!(&["pg_stat_database"], |c| [(c.session, c.catalog.engine().store().temp_space().stats())], |(session, temp)| {
+        datid: Oid = oid(DATABASE),
+        datname: Name = text(session.database),
+        temp_files: Int8 = counter(temp.files_created),
+        temp_bytes: Int8 = counter(temp.bytes_written),
+    }),
+    view!(&["tierdb_stat_temp"], |c| [c.catalog.engine().store().temp_space()], |space| {
+        temp_files: Int8 = counter(space.stats().files_created),
+        temp_bytes: Int8 = counter(space.stats().bytes_written),
+        files_open: Int8 = counter(space.stats().files_open),
+        bytes_in_use: Int8 = counter(space.stats().bytes_in_use),
+        quota_bytes: Int8 = counter(space.stats().quota_bytes),
+        operator_memory_bytes: Int8 = counter(crate::convert::count_u64(space.memory().used_bytes())),
+        operator_memory_limit_bytes: Int8 = counter(crate::convert::count_u64(space.memory().limit_bytes())),
+    }),
     view!(&["tierdb_stat_buffer_pool"], |c| [c.catalog.engine().store().pool_stats()], |stats| {
         hits: Int8 = counter(stats.hits.get()),
         misses: Int8 = counter(stats.misses.get()),

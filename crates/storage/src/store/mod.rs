@@ -95,6 +95,8 @@ pub struct StoreConfig {
     pub dirty_fraction_max: f64,
     /// Compaction runs while total segment slots exceed this multiple of live pages.
     pub space_amplification_max: f64,
+    /// Temporary files (sorts, hashes, cursors, index builds) and operator memory.
+    pub temp: crate::temp::TempConfig,
 }
 
 impl StoreConfig {
@@ -113,6 +115,7 @@ impl StoreConfig {
                 capacity_bytes: 256 << 20,
                 direct_io: true,
             }),
+            temp: crate::temp::TempConfig::beside(&data_dir.join("tier")),
             data_dir,
             volume,
             buffer_pool_bytes: 128 << 20,
@@ -186,6 +189,7 @@ pub(crate) struct StoreInner {
     pub volume: Arc<MeteredVolume<Arc<dyn Volume>>>,
     pub pool: BufferPool,
     pub tier: Option<TierCache>,
+    pub temp: Arc<crate::temp::TempSpace>,
     pub wal: Wal,
     pub map: RwLock<PageMap>,
     pub next_segment: AtomicU64,
@@ -340,6 +344,10 @@ impl PageStore {
     }
     pub fn tier_stats(&self) -> Option<&TierStats> {
         self.inner.tier.as_ref().map(TierCache::stats)
+    }
+    /// Temporary files and the operator memory pool (design 011).
+    pub fn temp_space(&self) -> &Arc<crate::temp::TempSpace> {
+        &self.inner.temp
     }
     pub fn tier(&self) -> Option<&TierCache> {
         self.inner.tier.as_ref()

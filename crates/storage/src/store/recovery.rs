@@ -101,6 +101,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
     checkpoint_state.sequence =
         checkpoint_state.sequence.max(highest_chunk_sequence).max(highest_sequence);
     let tier = open_tier(&config)?;
+    let temp = crate::temp::TempSpace::open(&config.temp)?;
     let next_segment = [
         manifest.as_ref().map_or(1, |manifest| manifest.next_segment.0),
         listed.iter().next_back().map_or(1, |segment| segment.0 + 1),
@@ -115,6 +116,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
             frames_for(config.buffer_pool_bytes).max(crate::buffer_pool::POOL_FRAMES_MIN),
         ),
         tier,
+        temp,
         wal: Wal::new(sink, wal_end),
         map: RwLock::new(map),
         next_segment: AtomicU64::new(next_segment),

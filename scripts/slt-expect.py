@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Makes an .slt file from records, with PostgreSQL 15's results as the expectations (tests/slt/README.md).
+Input: a file of records separated by blank lines; each starts with 'statement ok',
+'statement error', 'query rowsort' / 'query' (columns typed from PostgreSQL), or '#' comments."""
+import subprocess, sys, psycopg
+
+PORT = sys.argv[3] if len(sys.argv) > 3 else "55433"
+conn = psycopg.connect(f"host=127.0.0.1 port={PORT} user=postgres dbname=postgres", autocommit=True)
+
+session = []
+
+def psql(sql):
+    sql = "".join(s + ";\n" for s in session) + sql
+    out = subprocess.run(["psql", "-h", "127.0.0.1", "-p", PORT, "-U", "postgres", "-X", "-q", "-A", "-t",
+                          "-F", "\t", "-P", "null=NULL", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         capture_output=True, text=True)
+    return out
+
+def letters(desc):
+    s = ""
+    for col in desc:
+        oid = col.type_code
+        s += "I" if oid in (20, 21, 23, 26) else "R" if oid in (700, 701, 1700) else "T"
+    return s
+
+blocks = open(sys.argv[1]).read().split("\n\n")
+out = []
+for block in blocks:
+    block = block.strip("\n")
+    if not block:
+        continue
+    lines = block.split("\n")
+    head, sql = lines[0], "\n".join(lines[1:])
+    if head.startswith("#"):
+        out.append(block)
+        continue
+    if head.startswith("statement ok"):
+        r = psql(sql)
+        assert r.returncode == 0, (sql, r.stderr)
+        if sql.upper().startswith(("SET ", "RESET ")):
+            session.append(sql)
+        out.append(block)
+    elif head.startswith("statement error") or head.startswith("query error"):
+        r = psql(sql)
+        assert r.returncode != 0, sql
+        msg = r.stderr.strip().split("\n")[0].replace("ERROR:  ", "")
+        kind = head.split()[0]
+        out.append(f"{kind} error {msg}\n{sql}" if head.strip() in ("statement error", "query error") else block)
+    else:
+        with conn.cursor() as cur:
+            for setting in session:
+                cur.execute(setting)
+            cur.execute(sql)
+            types = letters(cur.description)
+        r = psql(sql)
+        assert r.returncode == 0, (sql, r.stderr)
+        rows = [line.split("\t") for line in r.stdout.rstrip("\n").split("\n")] if r.stdout.strip() else []
+        mode = "rowsort" if "rowsort" in head.split() else ""
+        if mode == "rowsort":
+            rows.sort()
+        vals = "\n".join("\t".join("(empty)" if v == "" else v for v in row) for row in rows)
+        out.append(f"query {types}{' ' + mode if mode else ''}\n{sql}\n----\n{vals}".rstrip("\n"))
+open(sys.argv[2], "w").write("\n\n".join(out) + "\n")
