@@ -261,8 +261,12 @@ pub(crate) struct RowStore {
 
 impl RowStore {
     pub fn new(ctx: &Ctx<'_>) -> RowStore {
-        let target = SpillTarget::of(ctx);
-        let grant = target.grant(ctx.budget.work_mem_bytes);
+        RowStore::with_target(SpillTarget::of(ctx), ctx.budget.work_mem_bytes)
+    }
+
+    /// A store outside a statement's context (a cursor's, filled by a sink).
+    pub fn with_target(target: SpillTarget, work_mem_bytes: usize) -> RowStore {
+        let grant = target.grant(work_mem_bytes);
         RowStore { target, grant, rows: Vec::new(), writer: None, run: None, scratch: Vec::new() }
     }
 
@@ -322,8 +326,7 @@ impl RowStore {
     }
 }
 
-// Cursors and suspended portals (the streaming change) read their row stores this way.
-#[allow(dead_code)]
+// Cursors (session/cursor_rows.rs) read their row stores this way.
 impl RowStore {
     /// The rows in order, read once, owned (a cursor keeps them across statements): the
     /// grant stays held while rows are in memory, the temporary file while it is read.
@@ -340,7 +343,6 @@ impl RowStore {
 }
 
 /// A row store's rows being read in order (`RowStore::into_rows`).
-#[allow(dead_code)]
 pub(crate) enum StoredRows {
     Memory {
         rows: std::vec::IntoIter<Row>,
@@ -352,7 +354,6 @@ pub(crate) enum StoredRows {
     },
 }
 
-#[allow(dead_code)]
 impl StoredRows {
     pub fn next_row(&mut self) -> Result<Option<Row>> {
         match self {

@@ -1,5 +1,5 @@
 //! Server-side cursors: DECLARE runs its query to completion into a `CursorRows` store
-//! (memory up to work_mem, then a temp file), FETCH and MOVE read it forward, CLOSE and the
+//! (memory up to work_mem, then a file of the temp space), FETCH and MOVE read it forward, CLOSE and the
 //! end of the transaction drop it. PostgreSQL runs a cursor's query as it is fetched; here
 //! DECLARE waits for the whole query (the executor is push-based) and its errors surface
 //! at DECLARE, not at the FETCH that reaches them.
@@ -9,6 +9,7 @@ use crate::parse::cursor::{CursorStatement, FetchCount};
 use crate::types::Row;
 
 use super::cursor_rows::{self, CursorRows};
+use crate::exec::spill::SpillTarget;
 
 /// An open cursor.
 pub(crate) struct Cursor {
@@ -80,7 +81,11 @@ impl Session {
         };
         self.check_privileges(statement.as_deref().expect("matched"))?;
         let bound = self.bound_for(sql, &mut prepared)?;
-        let mut filling = Filling { rows: cursor_rows::new(self.work_mem_bytes()) };
+        let target = SpillTarget {
+            space: Arc::clone(self.catalog.engine().store().temp_space()),
+            usage: Arc::clone(&self.temp_usage),
+        };
+        let mut filling = Filling { rows: cursor_rows::new(target, self.work_mem_bytes()) };
         self.in_transaction(|session| {
             session.run_bound_into(&bound.1, &[], false, Some(&mut filling))
         })?;
