@@ -78,3 +78,56 @@ fn cursor_features_not_built_fail_with_0a000() {
         assert!(first_error(&client.simple("ROLLBACK")).is_none());
     }
 }
+
+/// Bind of portal "p" to the unnamed statement, without parameters.
+fn bind_portal() -> Vec<u8> {
+    let mut body = cstring(b"p");
+    body.extend(cstring(b""));
+    body.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+    typed(b'B', &body)
+}
+
+/// Execute of portal "p" with a row limit.
+fn execute_rows(max_rows: i32) -> Vec<u8> {
+    let mut body = cstring(b"p");
+    body.extend_from_slice(&max_rows.to_be_bytes());
+    typed(b'E', &body)
+}
+
+#[test]
+fn a_portal_read_max_rows_at_a_time_keeps_memory_flat() {
+    let server = TestServer::start(&[]);
+    let pid = server.child.id();
+    let mut client = RawClient::trusted(server.port);
+    let baseline = status_bytes(pid, "VmRSS:");
+    assert!(first_error(&client.simple("BEGIN")).is_none());
+    let sql = format!("SELECT g, repeat('x', 100) FROM generate_series(1, {ROWS}) g");
+    let mut request = parse("", sql.as_bytes(), &[]);
+    request.extend(bind_portal());
+    let limit = i32::try_from(FETCH_ROWS).expect("fits");
+    let (mut fetched, mut suspended, mut growth) = (0, 0, 0);
+    loop {
+        request.extend(execute_rows(limit));
+        request.extend(sync());
+        client.send(&std::mem::take(&mut request));
+        let messages = client.until_ready();
+        assert!(first_error(&messages).is_none(), "{:?}", first_error(&messages));
+        let rows = messages.iter().filter(|message| message.kind == b'D').count();
+        fetched += u64::try_from(rows).expect("fits");
+        growth = growth.max(status_bytes(pid, "VmRSS:").saturating_sub(baseline));
+        match messages.last().map(|message| message.kind) {
+            // PortalSuspended: the next Execute continues where this one stopped.
+            Some(b's') => {
+                assert_eq!(u64::try_from(rows).expect("fits"), FETCH_ROWS);
+                suspended += 1;
+            }
+            Some(b'C') => break,
+            other => panic!("unexpected end {other:?}: {messages:?}"),
+        }
+    }
+    assert_eq!(fetched, ROWS);
+    assert!(suspended >= ROWS / FETCH_ROWS - 1, "{suspended} suspensions");
+    println!("portal: RSS grew by at most {} MiB", growth >> 20);
+    assert!(growth < 64 * MIB, "a 1M-row portal cost {} MiB", growth >> 20);
+    assert!(first_error(&client.simple("COMMIT")).is_none());
+}

@@ -48,8 +48,8 @@ use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tierdb_sql::{
-    BlockState, Catalog, CommandTag, Datum, Output, Prepared, RowSink, Session, SqlError, SqlType,
-    StatementStats,
+    BlockState, Catalog, CommandTag, Datum, Kept, Output, Prepared, RowSink, Session, SqlError,
+    SqlType, StatementStats,
 };
 
 use crate::auth::RoleVerifiers;
@@ -753,18 +753,21 @@ impl ExtendedQueryHandler for Connection {
             return crate::results::extended_response(events, &|index| format.is_binary(index))
                 .await;
         }
+        // Read max_rows at a time: the rows wait in a row store (memory up to work_mem,
+        // then the temp space) that pgwire keeps in the portal between Executes.
         let (outcome, state) = self
             .with_session(move |session| {
                 let mut prepared = statement.lock();
-                let outcome = session.execute_prepared(&mut prepared, &params);
+                let outcome = session.execute_prepared_kept(&mut prepared, &params);
                 (outcome, session.state())
             })
             .await;
         match outcome {
-            Ok(Output::CopyIn { statement, columns }) => {
+            Ok(Kept::Rows(rows)) => Ok(crate::results::kept_response(rows, &format)),
+            Ok(Kept::Output(Output::CopyIn { statement, columns })) => {
                 response(Output::CopyIn { statement, columns }, state, &|_| false)
             }
-            Ok(output) => response(output, state, &|index| format.is_binary(index)),
+            Ok(Kept::Output(output)) => response(output, state, &|index| format.is_binary(index)),
             Err(error) => Err(user_error(error)),
         }
     }

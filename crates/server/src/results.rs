@@ -302,3 +302,25 @@ fn flatten<T: Send + 'static>(
         Err(error) => stream::once(async move { Err(error) }).right_stream(),
     }
 }
+
+/// A portal's response whose rows wait in a row store: pgwire keeps the stream in the
+/// portal and reads max_rows rows of it per Execute.
+pub fn kept_response(rows: tierdb_sql::KeptRows, format: &pgwire::api::portal::Format) -> Response {
+    let fields = Arc::new(wire::fields(&rows.columns, &|index| format.is_binary(index)));
+    let types: Vec<SqlType> = rows.columns.iter().map(|column| column.ty.clone()).collect();
+    let formats: Vec<bool> = (0..rows.columns.len()).map(|index| format.is_binary(index)).collect();
+    let encoder = DataRowEncoder::new(Arc::clone(&fields));
+    let state = Some((rows, encoder, types, formats));
+    let data_rows = stream::unfold(state, |state| async move {
+        let (mut rows, mut encoder, types, formats) = state?;
+        match rows.next_row() {
+            Ok(Some(row)) => {
+                let encoded = encode_row(&mut encoder, &row, &types, &formats).map_err(user_error);
+                Some((encoded, Some((rows, encoder, types, formats))))
+            }
+            Ok(None) => None,
+            Err(error) => Some((Err(user_error(error)), None)),
+        }
+    });
+    Response::Query(QueryResponse::new(fields, data_rows))
+}

@@ -27,7 +27,7 @@ pub use functions::{Function, FUNCTIONS};
 pub use output::{CommandTag, Output, RowSink};
 pub use parse::front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;
-pub use session::{BlockState, Prepared, Session, WORK_MEM_DEFAULT_BYTES};
+pub use session::{BlockState, Kept, KeptRows, Prepared, Session, WORK_MEM_DEFAULT_BYTES};
 pub use sizes::{format_memory, parse_size_bytes, SizeSyntax};
 pub use stats::{StatementEntry, StatementStats};
 pub use system::{SystemView, VIEWS};

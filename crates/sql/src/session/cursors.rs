@@ -85,13 +85,34 @@ impl Session {
             space: Arc::clone(self.catalog.engine().store().temp_space()),
             usage: Arc::clone(&self.temp_usage),
         };
-        let mut filling = Filling { rows: cursor_rows::new(target, self.work_mem_bytes()) };
+        let rows = cursor_rows::new(target, self.work_mem_bytes());
+        let mut filling = Filling { rows, columns: None };
         self.in_transaction(|session| {
             session.run_bound_into(&bound.1, &[], false, Some(&mut filling))
         })?;
         let cursor = Cursor { columns: prepared.columns, rows: filling.rows };
         self.cursors.insert(name.to_string(), cursor);
         Ok(Output::command(CommandTag::DeclareCursor))
+    }
+
+    /// Executes a prepared statement keeping a query's rows in a row store, for an
+    /// extended-protocol portal read max_rows rows at a time (PortalSuspended between).
+    pub fn execute_prepared_kept(
+        &mut self,
+        prepared: &mut Prepared,
+        params: &[Datum],
+    ) -> Result<Kept> {
+        let target = SpillTarget {
+            space: Arc::clone(self.catalog.engine().store().temp_space()),
+            usage: Arc::clone(&self.temp_usage),
+        };
+        let rows = cursor_rows::new(target, self.work_mem_bytes());
+        let mut filling = Filling { rows, columns: None };
+        let output = self.execute_prepared_streaming(prepared, params, Some(&mut filling))?;
+        Ok(match filling.columns {
+            Some(columns) => Kept::Rows(KeptRows { columns, rows: filling.rows }),
+            None => Kept::Output(output),
+        })
     }
 
     /// A cursor's result columns (a FETCH's, for Describe in the extended protocol).
@@ -103,10 +124,13 @@ impl Session {
 /// The sink that fills a cursor's store as its query runs.
 struct Filling {
     rows: Box<dyn CursorRows>,
+    /// The query's columns, once it started streaming.
+    columns: Option<Vec<OutputColumn>>,
 }
 
 impl RowSink for Filling {
-    fn columns(&mut self, _columns: &[OutputColumn]) -> Result<()> {
+    fn columns(&mut self, columns: &[OutputColumn]) -> Result<()> {
+        self.columns = Some(columns.to_vec());
         Ok(())
     }
 
@@ -114,13 +138,34 @@ impl RowSink for Filling {
         self.rows.push(row)
     }
 
+    // DECLARE takes queries only; a portal read max_rows at a time may hold a COPY.
     fn copy_out(&mut self, _columns: usize, _csv: bool) -> Result<()> {
-        Err(SqlError::syntax("DECLARE CURSOR needs a SELECT or VALUES query"))
+        Err(SqlError::unsupported("COPY TO STDOUT in a portal with a row limit is not supported"))
     }
 
     fn copy_data(&mut self, _line: Vec<u8>) -> Result<()> {
-        Err(SqlError::syntax("DECLARE CURSOR needs a SELECT or VALUES query"))
+        Err(SqlError::unsupported("COPY TO STDOUT in a portal with a row limit is not supported"))
     }
 
     fn finished(&mut self, _outcome: Result<Output>, _state: BlockState) {}
+}
+
+/// A statement's outcome for a portal read max_rows at a time.
+pub enum Kept {
+    /// A query's rows, kept to be read in order.
+    Rows(KeptRows),
+    /// Any other statement's output.
+    Output(Output),
+}
+
+/// A query's result columns and its rows in a row store.
+pub struct KeptRows {
+    pub columns: Vec<OutputColumn>,
+    rows: Box<dyn CursorRows>,
+}
+
+impl KeptRows {
+    pub fn next_row(&mut self) -> Result<Option<Row>> {
+        self.rows.next()
+    }
 }

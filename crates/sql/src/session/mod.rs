@@ -19,6 +19,7 @@ mod copy_in;
 mod copy_out;
 mod cursor_rows;
 mod cursors;
+pub use cursors::{Kept, KeptRows};
 mod ddl;
 mod privileges;
 mod roles;
