@@ -399,3 +399,28 @@ def test_sql_composition_and_identifiers(autoconn, table):
     ))
     assert cur.fetchall() == [(1, "kw")]
     assert [column.name for column in cur.description] == ["Mixed Case", "select"]
+
+
+def test_named_cursor_reads_in_batches(conn):
+    """A psycopg server-side cursor: DECLARE, Describe of the cursor's portal, then
+    FETCH FORWARD itersize until the rows run out."""
+    with conn.cursor(name="c_named") as cursor:
+        cursor.itersize = 1000
+        cursor.execute("SELECT g, repeat('x', 10) FROM generate_series(1, 25000) g")
+        assert [column.name for column in cursor.description] == ["g", "repeat"]
+        total = 0
+        count = 0
+        for number, text in cursor:
+            total += number
+            count += 1
+            assert text == "x" * 10
+        assert (count, total) == (25000, 25000 * 25001 // 2)
+    conn.rollback()
+
+
+def test_declare_outside_a_transaction_block_is_25p01(autoconn):
+    with pytest.raises(psycopg.errors.NoActiveSqlTransaction):
+        autoconn.execute("DECLARE c CURSOR FOR SELECT 1")
+    with pytest.raises(psycopg.errors.InvalidCursorName):
+        with autoconn.transaction():
+            autoconn.execute("FETCH 1 FROM nope")

@@ -368,16 +368,6 @@ fn idle_timeouts_end_the_connection() {
 }
 
 /// A size field (`VmHWM:`, `VmRSS:`) of the process's status, in bytes.
-fn status_bytes(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    let kilobytes: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix(field))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} line"));
-    kilobytes * 1024
-}
-
 fn peak_rss_bytes(pid: u32) -> u64 {
     status_bytes(pid, "VmHWM:")
 }

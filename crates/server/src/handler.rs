@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::sink::Sink;
-use futures::stream;
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
 use pgwire::api::auth::sasl::scram::ScramAuth;
@@ -27,8 +26,7 @@ use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
-    CopyResponse, DataRowEncoder, DescribePortalResponse, DescribeResponse,
-    DescribeStatementResponse, FieldInfo, QueryResponse, Response, Tag,
+    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::Entry;
@@ -38,7 +36,7 @@ use pgwire::api::{
     ClientInfo, ClientPortalStore, PgWireConnectionState, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator, Type, METADATA_DATABASE, METADATA_USER,
 };
-use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{FieldDescription, NoData, ParameterDescription, RowDescription};
@@ -46,15 +44,18 @@ use pgwire::messages::extendedquery::{
     Bind, BindComplete, Describe, Execute, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::EmptyQueryResponse;
+use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tierdb_sql::{
-    BlockState, Catalog, CommandTag, Datum, Output, Prepared, Session, SqlError, SqlType,
-    StatementStats,
+    BlockState, Catalog, CommandTag, Datum, Kept, Output, Prepared, RowSink, Session, SqlError,
+    SqlType, StatementStats,
 };
 
 use crate::auth::RoleVerifiers;
 use crate::hba::{self, Method, Rules};
+use crate::results::{response, tag_of, user_error};
+use crate::streaming::Executor;
 use crate::wire;
 
 /// A connection's cancel key (secret bytes) and its session's cancel flag.
@@ -200,6 +201,8 @@ pub struct Connection {
     authenticated: AtomicBool,
     /// The method the first matching rule chose, at the startup packet.
     method: std::sync::OnceLock<Method>,
+    /// Runs statements whose results stream (streaming.rs).
+    executor: Executor,
 }
 
 impl Drop for Connection {
@@ -249,6 +252,7 @@ impl Connection {
             in_startup: AtomicBool::new(true),
             authenticated: AtomicBool::new(false),
             method: std::sync::OnceLock::new(),
+            executor: Executor::default(),
         })
     }
 
@@ -345,94 +349,34 @@ impl Connection {
     }
 }
 
-pub fn user_error(error: SqlError) -> PgWireError {
-    let mut info = ErrorInfo::new("ERROR".to_string(), error.sqlstate.to_string(), error.message);
-    if let Some(position) = error.position {
-        info.position = Some(position.to_string());
-    }
-    PgWireError::UserError(Box::new(info))
-}
-
-/// The wire tag of a command: INSERT carries OID 0 and its row count, the other counting
-/// commands their row count.
-fn tag_of(tag: CommandTag, rows: u64) -> PgWireResult<Tag> {
-    if !tag.counts_rows() {
-        return Ok(Tag::new(tag.name()));
-    }
-    let rows = row_count(rows)?;
-    Ok(match tag {
-        CommandTag::Insert => Tag::new(tag.name()).with_oid(0).with_rows(rows),
-        _ => Tag::new(tag.name()).with_rows(rows),
-    })
-}
-
-/// A row count as pgwire holds it: counts of rows a statement touched fit in memory sizes.
-fn row_count(rows: u64) -> PgWireResult<usize> {
-    usize::try_from(rows).map_err(|_| user_error(SqlError::out_of_range("row count")))
-}
-
-/// Turns a statement's output into a pgwire response; `binary(i)` says whether result
-/// column i goes out in binary.
-fn response(
-    output: Output,
-    state: BlockState,
-    binary: &dyn Fn(usize) -> bool,
-) -> PgWireResult<Response> {
-    Ok(match output {
-        Output::Rows { columns, rows, tag } => {
-            let fields = Arc::new(wire::fields(&columns, binary));
-            let types: Vec<SqlType> = columns.iter().map(|column| column.ty.clone()).collect();
-            let formats: Vec<bool> = (0..columns.len()).map(binary).collect();
-            let mut encoder = DataRowEncoder::new(Arc::clone(&fields));
-            let mut data_rows = Vec::with_capacity(rows.len());
-            for row in &rows {
-                for (index, datum) in row.iter().enumerate() {
-                    let encoded =
-                        wire::encode(datum, &types[index], formats[index]).map_err(user_error)?;
-                    encoder.encode_field(&encoded)?;
-                }
-                data_rows.push(Ok(encoder.take_row()));
-            }
-            let mut response = QueryResponse::new(fields, stream::iter(data_rows));
-            // INSERT/UPDATE/DELETE ... RETURNING keep their own command tag; pgwire appends
-            // the row count.
-            if tag != CommandTag::Select {
-                response.set_command_tag(if tag == CommandTag::Insert {
-                    "INSERT 0"
-                } else {
-                    tag.name()
-                });
-            }
-            Response::Query(response)
-        }
-        Output::Command { tag, rows } => {
-            let is_end = matches!(tag, CommandTag::Commit | CommandTag::Rollback);
-            if tag == CommandTag::Begin
-                || (tag == CommandTag::Rollback && state == BlockState::InBlock)
-            {
-                Response::TransactionStart(Tag::new(tag.name()))
-            } else if is_end && state == BlockState::Idle {
-                Response::TransactionEnd(Tag::new(tag.name()))
-            } else {
-                Response::Execution(tag_of(tag, rows)?)
-            }
-        }
-        Output::CopyIn { columns, .. } => {
-            Response::CopyIn(CopyResponse::new(0, columns, stream::empty()))
-        }
-        Output::CopyOut { data, columns, .. } => {
-            let mut chunks = Vec::new();
-            for line in data.split_inclusive(|&byte| byte == b'\n') {
-                chunks.push(Ok(CopyData::new(bytes::Bytes::copy_from_slice(line))));
-            }
-            Response::CopyOut(CopyResponse::new(0, columns, stream::iter(chunks)))
-        }
-        Output::Empty => Response::EmptyQuery,
-    })
-}
-
 #[async_trait]
 impl SimpleQueryHandler for Connection {
+    /// Runs the query string on the executor thread and sends each statement's rows as
+    /// they are produced (results.rs), in place of pgwire's default, which collects every
+    /// statement's whole result first (`do_query`, kept for the trait).
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        if query.query.chars().all(|c| c == ';' || c.is_whitespace()) {
+            return self._on_query(client, query).await;
+        }
+        self.register(client);
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let sql = query.query;
+        let events =
+            self.executor.start(&self.session, Box::new(|_| false), move |session, sink| {
+                session.execute_streaming(&sql, sink)
+            })?;
+        crate::results::simple_query(client, events).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -642,7 +586,13 @@ impl ExtendedQueryHandler for Connection {
                 let response = match client.portal_store().get_portal(name) {
                     Some(Entry::Value(portal)) => self.do_describe_portal(client, &portal).await?,
                     Some(Entry::Empty) => DescribePortalResponse::no_data(),
-                    None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                    // A cursor is a portal too (psycopg describes a DECLAREd one by name).
+                    None => match self.session.lock().cursor_columns(name) {
+                        Some(columns) => {
+                            DescribePortalResponse::new(wire::fields(&columns, &|_| false))
+                        }
+                        None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                    },
                 };
                 feed_describe(client, &response).await
             }
@@ -767,7 +717,7 @@ impl ExtendedQueryHandler for Connection {
         &self,
         client: &mut C,
         portal: &Portal<Statement>,
-        _max_rows: usize,
+        max_rows: usize,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -786,18 +736,38 @@ impl ExtendedQueryHandler for Connection {
             }
         };
         let format = portal.result_column_format.clone();
+        if max_rows == 0 {
+            // Runs to completion now: the rows stream to the client as they are produced.
+            // A portal read max_rows at a time keeps its rows (below) until it is read.
+            let binary = format.clone();
+            let events = self.executor.start(
+                &self.session,
+                Box::new(move |index| binary.is_binary(index)),
+                move |session, sink| {
+                    let mut prepared = statement.lock();
+                    let outcome =
+                        session.execute_prepared_streaming(&mut prepared, &params, Some(sink));
+                    sink.finished(outcome, session.state());
+                },
+            )?;
+            return crate::results::extended_response(events, &|index| format.is_binary(index))
+                .await;
+        }
+        // Read max_rows at a time: the rows wait in a row store (memory up to work_mem,
+        // then the temp space) that pgwire keeps in the portal between Executes.
         let (outcome, state) = self
             .with_session(move |session| {
                 let mut prepared = statement.lock();
-                let outcome = session.execute_prepared(&mut prepared, &params);
+                let outcome = session.execute_prepared_kept(&mut prepared, &params);
                 (outcome, session.state())
             })
             .await;
         match outcome {
-            Ok(Output::CopyIn { statement, columns }) => {
+            Ok(Kept::Rows(rows)) => Ok(crate::results::kept_response(rows, &format)),
+            Ok(Kept::Output(Output::CopyIn { statement, columns })) => {
                 response(Output::CopyIn { statement, columns }, state, &|_| false)
             }
-            Ok(output) => response(output, state, &|index| format.is_binary(index)),
+            Ok(Kept::Output(output)) => response(output, state, &|index| format.is_binary(index)),
             Err(error) => Err(user_error(error)),
         }
     }

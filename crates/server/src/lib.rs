@@ -12,7 +12,9 @@ mod handler;
 mod hba;
 mod memory;
 mod metrics;
+mod results;
 mod server;
+mod streaming;
 mod tls;
 mod wire;
 

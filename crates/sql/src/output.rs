@@ -1,7 +1,9 @@
 //! What a statement returns to the client, and its command tag.
 
+use crate::error::Result;
 use crate::parse::front::CopyStatement;
 use crate::plan::OutputColumn;
+use crate::session::BlockState;
 use crate::types::Row;
 
 /// The command a completed statement reports (PostgreSQL's CommandComplete tag).
@@ -38,6 +40,11 @@ pub enum CommandTag {
     DropRole,
     Grant,
     Revoke,
+    DeclareCursor,
+    Fetch,
+    Move,
+    CloseCursor,
+    CloseCursorAll,
 }
 
 impl CommandTag {
@@ -75,6 +82,11 @@ impl CommandTag {
             CommandTag::DropRole => "DROP ROLE",
             CommandTag::Grant => "GRANT",
             CommandTag::Revoke => "REVOKE",
+            CommandTag::DeclareCursor => "DECLARE CURSOR",
+            CommandTag::Fetch => "FETCH",
+            CommandTag::Move => "MOVE",
+            CommandTag::CloseCursor => "CLOSE CURSOR",
+            CommandTag::CloseCursorAll => "CLOSE CURSOR ALL",
         }
     }
 
@@ -87,6 +99,8 @@ impl CommandTag {
                 | CommandTag::Update
                 | CommandTag::Delete
                 | CommandTag::Copy
+                | CommandTag::Fetch
+                | CommandTag::Move
         )
     }
 
@@ -134,4 +148,25 @@ impl Output {
         debug_assert!(!tag.counts_rows(), "{tag:?} reports its row count");
         Output::Command { tag, rows: 0 }
     }
+}
+
+/// Where a query's rows go as the executor produces them (`Session::execute_streaming`,
+/// `Session::execute_prepared_streaming`), so that no result is held whole in memory.
+///
+/// A streamed SELECT calls `columns` once, then `row` for each row; its outcome is then
+/// `Output::Command` with tag SELECT and the row count. An error after some rows leaves
+/// those rows sent, as PostgreSQL's do (the client gets the rows, then the error).
+pub trait RowSink {
+    /// The result's columns, before its first row.
+    fn columns(&mut self, columns: &[OutputColumn]) -> Result<()>;
+    /// One row. An error stops the query and fails its statement (the client is gone).
+    fn row(&mut self, row: Row) -> Result<()>;
+    /// COPY TO STDOUT starts: its column count and whether it is CSV (else text). Its
+    /// lines follow, then its outcome `Output::Command` with tag COPY and the row count.
+    fn copy_out(&mut self, columns: usize, csv: bool) -> Result<()>;
+    /// One line of COPY TO STDOUT's data (a row, or CSV's header), with its newline.
+    fn copy_data(&mut self, line: Vec<u8>) -> Result<()>;
+    /// A statement of a query string finished (`execute_streaming` only), with the
+    /// session's transaction block state after it; statements stop at the first error.
+    fn finished(&mut self, outcome: Result<Output>, state: BlockState);
 }

@@ -220,3 +220,14 @@ pub fn assert_nothing_executed(messages: &[Message]) {
         );
     }
 }
+
+/// A byte count from a process's /proc status (`VmRSS:`, `VmHWM:`).
+pub fn status_bytes(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kilobytes: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} line"));
+    kilobytes * 1024
+}

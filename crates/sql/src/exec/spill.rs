@@ -267,8 +267,12 @@ pub(crate) struct RowStore {
 
 impl RowStore {
     pub fn new(ctx: &Ctx<'_>) -> RowStore {
-        let target = SpillTarget::of(ctx);
-        let grant = target.grant(ctx.budget.work_mem_bytes);
+        RowStore::with_target(SpillTarget::of(ctx), ctx.budget.work_mem_bytes)
+    }
+
+    /// A store outside a statement's context (a cursor's, filled by a sink).
+    pub fn with_target(target: SpillTarget, work_mem_bytes: usize) -> RowStore {
+        let grant = target.grant(work_mem_bytes);
         RowStore { target, grant, rows: Vec::new(), writer: None, run: None, scratch: Vec::new() }
     }
 
@@ -328,6 +332,7 @@ impl RowStore {
     }
 }
 
+// Cursors (session/cursor_rows.rs) read their row stores this way.
 impl RowStore {
     /// The rows in order, read once, owned (a cursor keeps them across statements): the
     /// grant stays held while rows are in memory, the temporary file while it is read.

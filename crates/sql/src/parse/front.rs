@@ -52,6 +52,8 @@ pub enum FrontStatement {
     Discard,
     /// `CHECKPOINT`: every dirty page written and a checkpoint taken now.
     Checkpoint,
+    /// DECLARE ... CURSOR, FETCH, MOVE, CLOSE (parse/cursor.rs).
+    Cursor(super::cursor::CursorStatement),
 }
 
 /// A tiny tokenizer: identifiers (lower-cased unless quoted), quoted strings, punctuation.
@@ -164,6 +166,9 @@ pub fn parse(sql: &str) -> Result<Option<FrontStatement>> {
             Ok(Some(FrontStatement::Reset { name: words.get(1).cloned().unwrap_or_default() }))
         }
         "discard" => Ok(Some(FrontStatement::Discard)),
+        "declare" | "fetch" | "move" | "close" => {
+            Ok(super::cursor::parse(trimmed)?.map(FrontStatement::Cursor))
+        }
         // CHECKPOINT takes no options; anything after it is left to the SQL parser, whose
         // syntax error (42601) is PostgreSQL's answer too.
         "checkpoint" if words(trimmed)?.len() == 1 => Ok(Some(FrontStatement::Checkpoint)),

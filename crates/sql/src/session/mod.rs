@@ -16,11 +16,16 @@
 //! snapshot is taken when the first query runs, as in PostgreSQL.
 
 mod copy_in;
+mod copy_out;
+mod cursor_rows;
+mod cursors;
+pub use cursors::{Kept, KeptRows};
 mod ddl;
 mod privileges;
 mod roles;
 mod run;
 mod settings;
+mod stream;
 mod txn_modes;
 mod utility;
 
@@ -39,7 +44,7 @@ use crate::durations::{format_duration_ms, parse_duration_ms, TIMEOUT_SETTINGS};
 use crate::error::{Result, SqlError};
 use crate::exec::explain;
 use crate::exec::{self, run_delete, run_insert, run_update, Ctx, MemoryBudget, NodeStats};
-use crate::output::{CommandTag, Output};
+use crate::output::{CommandTag, Output, RowSink};
 use crate::parse::front::{self, CopyFormat, CopySource, CopyStatement, FrontStatement};
 use crate::parse::{parse_sql, split_statements, Statement};
 use crate::plan::{computed_column, DeletePlan, InsertPlan, OutputColumn, Plan, UpdatePlan};
@@ -107,6 +112,8 @@ pub struct Session {
     statistics: Arc<StatementStats>,
     /// A COPY FROM STDIN receiving data (session/copy_in.rs).
     copy_in: Option<copy_in::CopyIn>,
+    /// The transaction's open cursors (session/cursors.rs); dropped when it ends.
+    cursors: cursors::Cursors,
     /// The session's temporary files, bounded by temp_file_limit.
     temp_usage: Arc<tierdb_storage::TempUsage>,
 }
@@ -146,6 +153,7 @@ impl Session {
             cancel: Arc::new(AtomicBool::new(false)),
             statistics,
             copy_in: None,
+            cursors: cursors::Cursors::new(),
             temp_usage: Arc::default(),
         }
     }
@@ -245,61 +253,11 @@ impl Session {
     }
 
     /// Runs a simple-protocol query string: every statement in order, stopping at the
-    /// first error (as PostgreSQL does).
+    /// first error (as PostgreSQL does). Collects every result (see `execute_streaming`).
     pub fn execute(&mut self, sql: &str) -> Vec<Result<Output>> {
-        // A statement while a COPY still expected data (the client broke off): the COPY fails.
-        self.copy_in_abort();
-        let mut outputs = Vec::new();
-        let pieces = if sql.contains(';') { split_statements(sql) } else { vec![sql.to_string()] };
-        // The whole string is parsed first: a syntax error anywhere runs nothing.
-        let mut statements = Vec::new();
-        for piece in pieces {
-            match parse_sql(&piece) {
-                Ok(parsed) => statements
-                    .extend(parsed.into_iter().map(|statement| (piece.clone(), statement))),
-                Err(error) => {
-                    self.fail_block();
-                    outputs.push(Err(error));
-                    return outputs;
-                }
-            }
-        }
-        // Several statements outside a block run in one implicit transaction, as in
-        // PostgreSQL, unless they control transactions themselves.
-        let implicit = statements.len() > 1
-            && self.state == BlockState::Idle
-            && statements.iter().all(|(_, statement)| !controls_transactions(statement));
-        if implicit {
-            self.state = BlockState::InBlock;
-        }
-        for (piece, statement) in statements {
-            let mut prepared = Prepared {
-                sql: piece,
-                statement: Some(Arc::new(statement)),
-                normalized: None,
-                parameter_types: Vec::new(),
-                columns: Vec::new(),
-                bound: None,
-            };
-            let outcome = self.execute_prepared(&mut prepared, &[]);
-            let failed = outcome.is_err();
-            outputs.push(outcome);
-            if failed {
-                break;
-            }
-        }
-        if implicit {
-            let failed = outputs.last().is_some_and(Result::is_err);
-            self.state = BlockState::Idle;
-            if let Some(transaction) = self.transaction.take() {
-                if failed {
-                    let _ = transaction.rollback();
-                } else if let Err(error) = transaction.commit() {
-                    outputs.push(Err(error.into()));
-                }
-            }
-        }
-        outputs
+        let mut collector = stream::Collector::default();
+        self.execute_streaming(sql, &mut collector);
+        collector.outputs
     }
 
     /// Parses and binds a statement for the extended protocol; `parameter_types` are the
@@ -320,6 +278,13 @@ impl Session {
             columns: Vec::new(),
             bound: None,
         };
+        if let Some(Statement::Front(FrontStatement::Cursor(
+            crate::parse::cursor::CursorStatement::Fetch { name, fetch_rows: true, .. },
+        ))) = prepared.statement.as_deref()
+        {
+            // A FETCH's rows are its cursor's (Describe answers with them).
+            prepared.columns = self.cursor_columns(name).unwrap_or_default();
+        }
         if let Some(Statement::Sql(sql_statement)) = prepared.statement.clone().as_deref() {
             if let Some((bound, parameters)) = self.bind(sql_statement, parameter_types)? {
                 prepared.columns = bound_columns(&bound);
@@ -353,11 +318,23 @@ impl Session {
         Ok(Some((bound, parameters)))
     }
 
-    /// Executes a prepared statement with parameter values.
+    /// Executes a prepared statement with parameter values; a query's rows are collected.
     pub fn execute_prepared(
         &mut self,
         prepared: &mut Prepared,
         params: &[Datum],
+    ) -> Result<Output> {
+        self.execute_prepared_streaming(prepared, params, None)
+    }
+
+    /// Executes a prepared statement; a query's rows go to `sink` as they are produced
+    /// (the outcome is then SELECT with its row count), other statements' output is
+    /// returned whole.
+    pub fn execute_prepared_streaming(
+        &mut self,
+        prepared: &mut Prepared,
+        params: &[Datum],
+        sink: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         self.copy_in_abort();
         self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -365,7 +342,7 @@ impl Session {
         let statement: &Statement = &statement;
         let started = Instant::now();
         let counters_before = tierdb_common::op_counters_snapshot();
-        let outcome = self.dispatch(statement, prepared, params);
+        let outcome = self.dispatch(statement, prepared, params, sink);
         if let Statement::Sql(sql_statement) = statement {
             if matches!(
                 sql_statement.as_ref(),
@@ -394,6 +371,7 @@ impl Session {
         statement: &Statement,
         prepared: &mut Prepared,
         params: &[Datum],
+        sink: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         // Transaction control first: it works in the failed state.
         if let Statement::Sql(sql) = statement {
@@ -406,7 +384,7 @@ impl Session {
         }
         // The red zone for this statement (a prepared one may run after others).
         let outcome = depth::check_statement_depth(&prepared.sql)
-            .and_then(|()| self.run_statement(statement, prepared, params));
+            .and_then(|()| self.run_statement(statement, prepared, params, sink));
         if outcome.is_err() {
             self.fail_block();
         }
@@ -494,6 +472,7 @@ impl Session {
                 Output::command(CommandTag::Begin)
             }
             ast::Statement::Commit { .. } => {
+                self.cursors.clear();
                 let saved_settings = self.block_settings.take();
                 self.savepoint_settings.clear();
                 let tag = match self.state {
@@ -544,6 +523,7 @@ impl Session {
                 Output::command(CommandTag::Rollback)
             }
             ast::Statement::Rollback { .. } => {
+                self.cursors.clear();
                 if let Some(settings) = self.block_settings.take() {
                     self.settings = settings;
                 }
@@ -587,6 +567,7 @@ impl Session {
     /// Rolls back any open transaction (connection close).
     pub fn terminate(&mut self) {
         self.copy_in = None;
+        self.cursors.clear();
         if let Some(transaction) = self.transaction.take() {
             let _ = transaction.rollback();
         }

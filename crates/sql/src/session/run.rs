@@ -9,13 +9,14 @@ impl Session {
         statement: &Statement,
         prepared: &mut Prepared,
         params: &[Datum],
+        sink: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         self.check_privileges(statement)?;
         let sql = match statement {
             Statement::Front(FrontStatement::Copy(copy)) if copy.from && self.read_only() => {
                 return Err(txn_modes::read_only_error("COPY FROM"));
             }
-            Statement::Front(front) => return self.front(front),
+            Statement::Front(front) => return self.front(front, sink),
             Statement::Sql(sql) => sql,
         };
         if self.read_only() {
@@ -32,7 +33,7 @@ impl Session {
                 check_parameters(&prepared.parameter_types, params)?;
                 let params = coerce_parameters(&prepared.parameter_types, params)?;
                 self.in_transaction(|session| {
-                    session.run_bound(&bound.1, &params, false).map(|(output, _)| output)
+                    session.run_bound_into(&bound.1, &params, false, sink).map(|(output, _)| output)
                 })
             }
             ast::Statement::Explain { statement: inner, analyze, options, .. } => {
@@ -114,6 +115,18 @@ impl Session {
         params: &[Datum],
         analyze: bool,
     ) -> Result<(Output, Vec<NodeStats>)> {
+        self.run_bound_into(bound, params, analyze, None)
+    }
+
+    /// As `run_bound`; a query's rows go to `sink` when there is one. DML ... RETURNING
+    /// still collects its rows: PostgreSQL too runs it to completion before sending any.
+    pub(crate) fn run_bound_into(
+        &mut self,
+        bound: &Bound,
+        params: &[Datum],
+        analyze: bool,
+        sink: Option<&mut dyn RowSink>,
+    ) -> Result<(Output, Vec<NodeStats>)> {
         let info = SessionInfo {
             database: &self.database,
             user: &self.user,
@@ -137,6 +150,9 @@ impl Session {
             interrupt: Some(&limits),
         };
         let output = match bound {
+            Bound::Query(plan) if sink.is_some() => {
+                stream::rows_into(plan, &mut ctx, sink.expect("checked"))?
+            }
             Bound::Query(plan) => {
                 let rows = exec::collect(plan, &mut ctx, &[])?;
                 Output::Rows { columns: plan.columns.clone(), rows, tag: CommandTag::Select }

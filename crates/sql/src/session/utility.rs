@@ -4,7 +4,11 @@ use super::*;
 use crate::output::CommandTag;
 
 impl Session {
-    pub(crate) fn front(&mut self, statement: &FrontStatement) -> Result<Output> {
+    pub(crate) fn front(
+        &mut self,
+        statement: &FrontStatement,
+        sink: Option<&mut dyn RowSink>,
+    ) -> Result<Output> {
         match statement {
             FrontStatement::Vacuum { tables, .. } => {
                 if self.state != BlockState::Idle {
@@ -55,11 +59,16 @@ impl Session {
                 store.checkpoint().map_err(tierdb_engine::EngineError::from)?;
                 Ok(Output::command(CommandTag::Checkpoint))
             }
-            FrontStatement::Copy(copy) => self.copy(copy),
+            FrontStatement::Copy(copy) => self.copy(copy, sink),
+            FrontStatement::Cursor(cursor) => self.cursor(cursor),
         }
     }
 
-    pub(crate) fn copy(&mut self, copy: &CopyStatement) -> Result<Output> {
+    pub(crate) fn copy(
+        &mut self,
+        copy: &CopyStatement,
+        sink: Option<&mut dyn RowSink>,
+    ) -> Result<Output> {
         match (&copy.source, copy.from) {
             (CopySource::Table { name, columns }, true) => {
                 let table =
@@ -103,44 +112,7 @@ impl Session {
                     Statement::Sql(statement) => self.bound_for(statement, &mut prepared)?,
                     Statement::Front(_) => return Err(SqlError::syntax("COPY query")),
                 };
-                let (output, _) =
-                    self.in_transaction(|session| session.run_bound(&bound.1, &[], false))?;
-                let Output::Rows { columns, rows, .. } = output else {
-                    return Err(SqlError::syntax("COPY query must return rows"));
-                };
-                let csv = copy.options.format == CopyFormat::Csv;
-                let mut data = Vec::new();
-                if csv && copy.options.header {
-                    let names: Vec<String> = columns
-                        .iter()
-                        .map(|c| front::escape_csv_field(&c.name, &copy.options))
-                        .collect();
-                    data.extend_from_slice(
-                        names.join(&copy.options.delimiter.to_string()).as_bytes(),
-                    );
-                    data.push(b'\n');
-                }
-                for row in &rows {
-                    let fields: Vec<String> = row
-                        .iter()
-                        .zip(&columns)
-                        .map(|(datum, column)| match datum.to_text(&column.ty) {
-                            None => copy.options.null.clone(),
-                            Some(text) if csv => front::escape_csv_field(&text, &copy.options),
-                            Some(text) => front::escape_text_field(&text, copy.options.delimiter),
-                        })
-                        .collect();
-                    data.extend_from_slice(
-                        fields.join(&copy.options.delimiter.to_string()).as_bytes(),
-                    );
-                    data.push(b'\n');
-                }
-                Ok(Output::CopyOut {
-                    data,
-                    columns: columns.len(),
-                    rows: crate::types::count_u64(rows.len()),
-                    csv,
-                })
+                self.copy_out(copy, &bound.1, sink)
             }
             (CopySource::Query(_), true) => Err(SqlError::syntax("COPY (query) FROM is not valid")),
         }

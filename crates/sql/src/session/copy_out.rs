@@ -1,0 +1,106 @@
+//! COPY TO STDOUT: the query's rows are formatted into lines as the executor produces them
+//! and go to the statement's `RowSink` (the client's socket), or are collected into
+//! `Output::CopyOut` when there is none.
+
+use super::stream::Collector;
+use super::*;
+use crate::types::Row;
+
+impl Session {
+    /// Runs COPY's bound query with its rows going out as lines of COPY data.
+    pub(super) fn copy_out(
+        &mut self,
+        copy: &CopyStatement,
+        bound: &Bound,
+        sink: Option<&mut dyn RowSink>,
+    ) -> Result<Output> {
+        let mut collector = None;
+        let sink: &mut dyn RowSink = match sink {
+            Some(sink) => sink,
+            None => collector.insert(Collector::default()),
+        };
+        let mut lines = CopyLines { copy, sink, columns: Vec::new() };
+        let (output, _) = self.in_transaction(|session| {
+            session.run_bound_into(bound, &[], false, Some(&mut lines))
+        })?;
+        let rows = match output {
+            Output::Command { rows, .. } => rows,
+            // DML ... RETURNING collects its rows (see run_bound_into).
+            Output::Rows { columns, rows, .. } => {
+                lines.columns(&columns)?;
+                let count = crate::types::count_u64(rows.len());
+                for row in rows {
+                    lines.row(row)?;
+                }
+                count
+            }
+            _ => return Err(SqlError::syntax("COPY query must return rows")),
+        };
+        let outcome = Output::Command { tag: CommandTag::Copy, rows };
+        match collector {
+            None => Ok(outcome),
+            Some(mut collector) => {
+                collector.finished(Ok(outcome), self.state);
+                collector.outputs.pop().expect("the COPY's output")
+            }
+        }
+    }
+}
+
+/// Formats rows as COPY's text or CSV lines for the sink underneath.
+struct CopyLines<'a> {
+    copy: &'a CopyStatement,
+    sink: &'a mut dyn RowSink,
+    columns: Vec<OutputColumn>,
+}
+
+impl CopyLines<'_> {
+    fn csv(&self) -> bool {
+        self.copy.options.format == CopyFormat::Csv
+    }
+}
+
+impl RowSink for CopyLines<'_> {
+    fn columns(&mut self, columns: &[OutputColumn]) -> Result<()> {
+        self.columns = columns.to_vec();
+        let csv = self.csv();
+        self.sink.copy_out(columns.len(), csv)?;
+        if csv && self.copy.options.header {
+            let options = &self.copy.options;
+            let names: Vec<String> =
+                columns.iter().map(|c| front::escape_csv_field(&c.name, options)).collect();
+            let mut line = names.join(&options.delimiter.to_string()).into_bytes();
+            line.push(b'\n');
+            self.sink.copy_data(line)?;
+        }
+        Ok(())
+    }
+
+    fn row(&mut self, row: Row) -> Result<()> {
+        let (options, csv) = (&self.copy.options, self.csv());
+        let fields: Vec<String> = row
+            .iter()
+            .zip(&self.columns)
+            .map(|(datum, column)| match datum.to_text(&column.ty) {
+                None => options.null.clone(),
+                Some(text) if csv => front::escape_csv_field(&text, options),
+                Some(text) => front::escape_text_field(&text, options.delimiter),
+            })
+            .collect();
+        let mut line = fields.join(&options.delimiter.to_string()).into_bytes();
+        line.push(b'\n');
+        self.sink.copy_data(line)
+    }
+
+    fn copy_out(&mut self, columns: usize, csv: bool) -> Result<()> {
+        self.sink.copy_out(columns, csv)
+    }
+
+    fn copy_data(&mut self, line: Vec<u8>) -> Result<()> {
+        self.sink.copy_data(line)
+    }
+
+    fn finished(&mut self, outcome: Result<Output>, state: BlockState) {
+        self.sink.finished(outcome, state)
+    }
+}

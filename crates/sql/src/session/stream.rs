@@ -1,0 +1,136 @@
+//! Streamed results: a query string's statements run in order and a query's rows go to a
+//! `RowSink` as the executor produces them; `Session::execute` collects them instead.
+
+use super::*;
+use crate::types::Row;
+
+impl Session {
+    /// Runs a simple-protocol query string: every statement in order, stopping at the
+    /// first error (as PostgreSQL does). A query's rows go to `sink` as they are produced;
+    /// each statement's outcome goes to `sink.finished`, in order.
+    pub fn execute_streaming(&mut self, sql: &str, sink: &mut dyn RowSink) {
+        // A statement while a COPY still expected data (the client broke off): the COPY fails.
+        self.copy_in_abort();
+        let pieces = if sql.contains(';') { split_statements(sql) } else { vec![sql.to_string()] };
+        // The whole string is parsed first: a syntax error anywhere runs nothing.
+        let mut statements = Vec::new();
+        for piece in pieces {
+            match parse_sql(&piece) {
+                Ok(parsed) => statements
+                    .extend(parsed.into_iter().map(|statement| (piece.clone(), statement))),
+                Err(error) => {
+                    self.fail_block();
+                    sink.finished(Err(error), self.state);
+                    return;
+                }
+            }
+        }
+        // Several statements outside a block run in one implicit transaction, as in
+        // PostgreSQL, unless they control transactions themselves.
+        let implicit = statements.len() > 1
+            && self.state == BlockState::Idle
+            && statements.iter().all(|(_, statement)| !controls_transactions(statement));
+        if implicit {
+            self.state = BlockState::InBlock;
+        }
+        let mut failed = false;
+        for (piece, statement) in statements {
+            let mut prepared = Prepared {
+                sql: piece,
+                statement: Some(Arc::new(statement)),
+                normalized: None,
+                parameter_types: Vec::new(),
+                columns: Vec::new(),
+                bound: None,
+            };
+            let outcome = self.execute_prepared_streaming(&mut prepared, &[], Some(&mut *sink));
+            failed = outcome.is_err();
+            sink.finished(outcome, self.state);
+            if failed {
+                break;
+            }
+        }
+        if implicit {
+            self.state = BlockState::Idle;
+            self.cursors.clear();
+            if let Some(transaction) = self.transaction.take() {
+                if failed {
+                    let _ = transaction.rollback();
+                } else if let Err(error) = transaction.commit() {
+                    sink.finished(Err(error.into()), self.state);
+                }
+            }
+        }
+    }
+}
+
+/// Runs a query with its rows going to `sink`; the outcome is SELECT and the row count.
+pub(super) fn rows_into(plan: &Plan, ctx: &mut Ctx<'_>, sink: &mut dyn RowSink) -> Result<Output> {
+    sink.columns(&plan.columns)?;
+    let mut rows = 0u64;
+    exec::run(plan, ctx, &[], &mut |_, row| {
+        sink.row(row)?;
+        rows += 1;
+        Ok(true)
+    })?;
+    Ok(Output::Command { tag: CommandTag::Select, rows })
+}
+
+/// A sink that keeps everything: `Session::execute`'s outputs, with a streamed query's
+/// rows put back into `Output::Rows`.
+#[derive(Default)]
+pub(super) struct Collector {
+    pub(super) outputs: Vec<Result<Output>>,
+    /// The columns and rows of the query streaming now.
+    streaming: Option<(Vec<OutputColumn>, Vec<Row>)>,
+    /// The column count, CSV or not, and data of the COPY TO STDOUT running now.
+    copying: Option<(usize, bool, Vec<u8>)>,
+}
+
+impl RowSink for Collector {
+    fn columns(&mut self, columns: &[OutputColumn]) -> Result<()> {
+        debug_assert!(self.streaming.is_none(), "a query's columns come once");
+        self.streaming = Some((columns.to_vec(), Vec::new()));
+        Ok(())
+    }
+
+    fn row(&mut self, row: Row) -> Result<()> {
+        let (_, rows) = self.streaming.as_mut().expect("columns come before rows");
+        rows.push(row);
+        Ok(())
+    }
+
+    fn copy_out(&mut self, columns: usize, csv: bool) -> Result<()> {
+        debug_assert!(self.copying.is_none(), "one COPY at a time");
+        self.copying = Some((columns, csv, Vec::new()));
+        Ok(())
+    }
+
+    fn copy_data(&mut self, line: Vec<u8>) -> Result<()> {
+        let (_, _, data) = self.copying.as_mut().expect("copy_out comes before the data");
+        data.extend_from_slice(&line);
+        Ok(())
+    }
+
+    fn finished(&mut self, outcome: Result<Output>, _state: BlockState) {
+        let streamed = self.streaming.take();
+        if let (Ok(Output::Command { tag: CommandTag::Copy, rows }), Some((columns, csv, data))) =
+            (&outcome, self.copying.take())
+        {
+            let rows = *rows;
+            self.outputs.push(Ok(Output::CopyOut { data, columns, rows, csv }));
+            return;
+        }
+        let outcome = match (outcome, streamed) {
+            (
+                Ok(Output::Command { tag: CommandTag::Select, rows: count }),
+                Some((columns, rows)),
+            ) => {
+                debug_assert_eq!(crate::types::count_u64(rows.len()), count);
+                Ok(Output::Rows { columns, rows, tag: CommandTag::Select })
+            }
+            (outcome, _) => outcome,
+        };
+        self.outputs.push(outcome);
+    }
+}
