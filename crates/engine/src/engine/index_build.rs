@@ -173,10 +173,31 @@ pub(super) struct IndexBuild<'a> {
     sort: RecordSort,
     progress: ProgressGuard<'a>,
     unique: bool,
+    log: BuildLog,
+}
+
+/// What the server log says of a build: its end line, or a failure line when dropped
+/// unfinished (an error anywhere in the build).
+struct BuildLog {
     table: String,
     index: String,
     rows: u64,
     started: Instant,
+    finished: bool,
+}
+
+impl Drop for BuildLog {
+    fn drop(&mut self) {
+        if !self.finished {
+            tracing::info!(
+                table = %self.table,
+                index = %self.index,
+                rows = self.rows,
+                elapsed_ms = self.started.elapsed().as_millis(),
+                "index build failed"
+            );
+        }
+    }
 }
 
 impl<'a> IndexBuild<'a> {
@@ -208,16 +229,19 @@ impl<'a> IndexBuild<'a> {
             sort,
             progress,
             unique,
-            table: table.to_string(),
-            index: index.to_string(),
-            rows: 0,
-            started: Instant::now(),
+            log: BuildLog {
+                table: table.to_string(),
+                index: index.to_string(),
+                rows: 0,
+                started: Instant::now(),
+                finished: false,
+            },
         }
     }
 
     /// Counts one row scanned (its versions are pushed separately).
     pub(super) fn row_scanned(&mut self) {
-        self.rows += 1;
+        self.log.rows += 1;
     }
 
     /// Adds the entry `prefix ++ key` of one row version; `live`: its value counts for the
@@ -232,10 +256,11 @@ impl<'a> IndexBuild<'a> {
     /// Sorts the entries and bulk loads them into a new tree; 23505 (`UniqueViolation`) if
     /// two live rows of a unique index have equal values.
     pub(super) fn finish(self) -> Result<tierdb_access::BTree> {
-        self.progress.update(|progress| progress.phase = IndexBuildPhase::Sorting);
-        let sorted = self.sort.finish()?;
+        let IndexBuild { store, sort, progress, unique, mut log } = self;
+        progress.update(|progress| progress.phase = IndexBuildPhase::Sorting);
+        let sorted = sort.finish()?;
         let stats = sorted.stats();
-        self.progress.update(|progress| {
+        progress.update(|progress| {
             progress.phase = IndexBuildPhase::Loading;
             progress.tuples_total = stats.records;
         });
@@ -243,28 +268,30 @@ impl<'a> IndexBuild<'a> {
             sorted,
             pending: None,
             last_live: None,
-            unique: self.unique,
-            index: &self.index,
-            progress: &self.progress,
+            unique,
+            index: &log.index,
+            progress: &progress,
             consumed: 0,
             loaded: 0,
             error: None,
         };
-        let tree = tierdb_access::BTree::bulk_load(Arc::clone(self.store), &mut loader);
+        let tree = tierdb_access::BTree::bulk_load(Arc::clone(store), &mut loader);
         if let Some(error) = loader.error {
             return Err(error);
         }
         let tree = tree?;
+        let entries = loader.loaded;
         tracing::info!(
-            table = %self.table,
-            index = %self.index,
-            rows = self.rows,
-            entries = loader.loaded,
+            table = %log.table,
+            index = %log.index,
+            rows = log.rows,
+            entries,
             runs = stats.runs,
             spilled_bytes = stats.spilled_bytes,
-            elapsed_ms = self.started.elapsed().as_millis(),
+            elapsed_ms = log.started.elapsed().as_millis(),
             "index build finished"
         );
+        log.finished = true;
         Ok(tree)
     }
 }
