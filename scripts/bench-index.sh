@@ -37,7 +37,7 @@ for port in "$tierdb_port" "$pg_port"; do
 done
 
 populate="CREATE TABLE t (id int PRIMARY KEY, grp int, label text);
-INSERT INTO t SELECT g, (g * 7919) % 100000, 'label ' || ((g * 104729) % 1000003) FROM generate_series(1, $rows) g;"
+INSERT INTO t SELECT g, ((g % 100000) * 7919) % 100000, 'label ' || ((g * 2003) % 1000003) FROM generate_series(1, $rows) g;"
 
 # time_builds NAME SETTINGS PSQL_ARGS...: RUNS builds (each dropped after it is timed),
 # each time and the median.

@@ -226,6 +226,7 @@ impl Session {
         if key == "all" {
             let mut names: Vec<String> = [
                 "work_mem",
+                "maintenance_work_mem",
                 "timezone",
                 "datestyle",
                 "server_version",
