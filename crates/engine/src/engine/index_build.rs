@@ -136,29 +136,40 @@ impl Drop for ProgressGuard<'_> {
     }
 }
 
-/// A sort record: the index entry (index values, then primary key) and, in the value, whether
-/// the row's value counts as live for the unique check and the length of the index values
-/// (the entry's prefix compared between neighbours).
+/// A sort record: the index entry (index values, then primary key) followed by a trailer of
+/// `TRAILER_BYTES`: whether the row's value counts as live for the unique check, and the
+/// length of the index values (the entry's prefix compared between neighbours). One
+/// allocation per record (the value is empty). Entries are self-delimiting (key encoding), so
+/// no entry is a proper prefix of another: the trailer changes the order only among equal
+/// entries, which stay adjacent.
 type BuildRecord = (Vec<u8>, Vec<u8>);
 
-fn build_value(live: bool, prefix_bytes: usize) -> Result<Vec<u8>> {
+const TRAILER_BYTES: usize = 5;
+
+fn push_trailer(entry: &mut Vec<u8>, live: bool, prefix_bytes: usize) -> Result<()> {
     let prefix_bytes = u32::try_from(prefix_bytes)
         .map_err(|_| EngineError::InvalidRow { detail: "index entry too long".to_string() })?;
-    let mut value = Vec::with_capacity(5);
-    value.push(u8::from(live));
-    value.extend_from_slice(&prefix_bytes.to_le_bytes());
-    Ok(value)
+    entry.push(u8::from(live));
+    entry.extend_from_slice(&prefix_bytes.to_le_bytes());
+    Ok(())
 }
 
-fn parse_value(value: &[u8]) -> Result<(bool, usize)> {
-    let corrupt = || EngineError::Corrupt {
-        what: "index build record",
-        detail: format!("value of {} bytes", value.len()),
+/// Removes the trailer: (live, prefix length).
+fn pop_trailer(record: &mut Vec<u8>) -> Result<(bool, usize)> {
+    let corrupt = |detail: String| EngineError::Corrupt { what: "index build record", detail };
+    let Some(start) = record.len().checked_sub(TRAILER_BYTES) else {
+        return Err(corrupt(format!("record of {} bytes", record.len())));
     };
-    let [flag, a, b, c, d] = value else { return Err(corrupt()) };
-    let prefix_bytes =
-        usize::try_from(u32::from_le_bytes([*a, *b, *c, *d])).map_err(|_| corrupt())?;
-    Ok((*flag != 0, prefix_bytes))
+    let [flag, a, b, c, d] = record[start..] else {
+        return Err(corrupt(format!("trailer of {} bytes", record.len() - start)));
+    };
+    let prefix_bytes = usize::try_from(u32::from_le_bytes([a, b, c, d]))
+        .map_err(|error| corrupt(error.to_string()))?;
+    record.truncate(start);
+    if prefix_bytes > record.len() {
+        return Err(corrupt(format!("prefix of {prefix_bytes} bytes in {}", record.len())));
+    }
+    Ok((flag != 0, prefix_bytes))
 }
 
 fn compare_records(a: &BuildRecord, b: &BuildRecord) -> std::cmp::Ordering {
@@ -247,9 +258,11 @@ impl<'a> IndexBuild<'a> {
     /// Adds the entry `prefix ++ key` of one row version; `live`: its value counts for the
     /// unique check (at most one version per row).
     pub(super) fn push(&mut self, mut prefix: Vec<u8>, key: &[u8], live: bool) -> Result<()> {
-        let value = build_value(live, prefix.len())?;
+        let prefix_bytes = prefix.len();
+        prefix.reserve_exact(key.len() + TRAILER_BYTES);
         prefix.extend_from_slice(key);
-        self.sort.push((prefix, value))?;
+        push_trailer(&mut prefix, live, prefix_bytes)?;
+        self.sort.push((prefix, Vec::new()))?;
         Ok(())
     }
 
@@ -318,7 +331,7 @@ impl<F: Fn(&BuildRecord, &BuildRecord) -> std::cmp::Ordering> Loader<'_, F> {
     /// The next distinct entry, its versions' live flags combined.
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, bool, usize)>> {
         loop {
-            let Some((entry, value)) = self.sorted.next_record()? else {
+            let Some((mut entry, _)) = self.sorted.next_record()? else {
                 return Ok(self.pending.take());
             };
             self.consumed += 1;
@@ -326,13 +339,7 @@ impl<F: Fn(&BuildRecord, &BuildRecord) -> std::cmp::Ordering> Loader<'_, F> {
                 let consumed = self.consumed;
                 self.progress.update(|progress| progress.tuples_done = consumed);
             }
-            let (live, prefix_bytes) = parse_value(&value)?;
-            if prefix_bytes > entry.len() {
-                return Err(EngineError::Corrupt {
-                    what: "index build record",
-                    detail: format!("prefix of {prefix_bytes} bytes in {}", entry.len()),
-                });
-            }
+            let (live, prefix_bytes) = pop_trailer(&mut entry)?;
             match &mut self.pending {
                 Some(pending) if pending.0 == entry => pending.1 |= live,
                 _ => {
