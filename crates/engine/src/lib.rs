@@ -11,7 +11,9 @@ mod txn;
 mod wait;
 
 pub use engine::{
-    ColumnDef, Engine, IndexDef, PurgeStats, RowKey, TableDef, TableHandle, TableRef, Transaction,
+    ColumnDef, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, IndexDef,
+    PurgeStats, RowKey, TableDef, TableHandle, TableRef, Transaction,
+    MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
 pub use error::{EngineError, Result};
 pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};

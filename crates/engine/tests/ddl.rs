@@ -1,6 +1,9 @@
 //! DDL on live tables: `create_index` backfill (with rows of transactions in progress, and
 //! with concurrent writers), unique-index creation failures, `drop_table`, `truncate_table`
 //! and `drop_index` against concurrent transactions, and their durability across a crash.
+//! Index builds by external sort: one that spills runs to the temp space gives the same
+//! entries as one that fits in memory, a unique build finds duplicates across runs, and no
+//! temp file nor progress entry outlives a build.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -10,7 +13,8 @@ use std::sync::Arc;
 
 use tierdb_common::SplitMix64;
 use tierdb_engine::{
-    ColumnDef, Engine, IndexDef, IsolationLevel, KeyKind, TableDef, Transaction, Value,
+    ColumnDef, Engine, IndexBuildOptions, IndexDef, IsolationLevel, KeyKind, TableDef, Transaction,
+    Value,
 };
 use tierdb_storage::{PageStore, StoreConfig};
 
@@ -503,4 +507,115 @@ fn ddl_survives_a_crash() {
     let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
     assert!(txn.scan("dropped", Bound::Unbounded, Bound::Unbounded).unwrap().is_empty());
     txn.commit().unwrap();
+}
+
+/// Small enough that a few thousand rows spill several runs.
+const SPILLING_MEMORY_BYTES: usize = 64 * 1024;
+const INDEX_BUILD_ROWS: i64 = 20_000;
+
+/// `items(id primary key, grp, email text)` with `INDEX_BUILD_ROWS` rows: old versions
+/// (every 10th row moved group), deleted rows (every 13th) and NULL emails (every 7th).
+fn populate_items(engine: &Engine) {
+    table(engine, "items", vec![]);
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    for id in 0..INDEX_BUILD_ROWS {
+        let label = format!("label-{id}");
+        txn.insert("items", row(id, id % 101, (id % 7 != 0).then_some(label.as_str()))).unwrap();
+    }
+    txn.commit().unwrap();
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    for id in (0..INDEX_BUILD_ROWS).step_by(10) {
+        txn.update("items", &[Value::Int(id)], &mut |row| {
+            Some(vec![row[0].clone(), Value::Int(1000 + id % 3), row[2].clone()])
+        })
+        .unwrap();
+    }
+    for id in (0..INDEX_BUILD_ROWS).step_by(13) {
+        txn.delete("items", &[Value::Int(id)]).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+fn spilling() -> IndexBuildOptions {
+    IndexBuildOptions { memory_bytes: SPILLING_MEMORY_BYTES, pid: 7, ..Default::default() }
+}
+
+/// Every row through the index, in index order.
+fn through_index(engine: &Engine, name: &str) -> Vec<Vec<Value>> {
+    let mut txn = engine.begin(IsolationLevel::RepeatableRead).unwrap();
+    let rows = txn.index_scan("items", name, Bound::Unbounded, Bound::Unbounded).unwrap();
+    txn.commit().unwrap();
+    rows
+}
+
+#[test]
+fn a_spilling_build_equals_an_in_memory_build() {
+    let directory = tempfile::tempdir().unwrap();
+    let (store, engine) = open(directory.path());
+    populate_items(&engine);
+    let files_before = store.temp_space().stats().files_created;
+    engine.create_index("items", index("items_grp_memory", vec![1], false)).unwrap();
+    assert_eq!(store.temp_space().stats().files_created, files_before, "fits in memory");
+    engine
+        .create_index_with("items", index("items_grp_spilled", vec![1], false), &spilling())
+        .unwrap();
+    let spilled = store.temp_space().stats();
+    assert!(spilled.files_created > files_before, "the build spilled runs");
+    assert_eq!(spilled.files_open, 0, "runs are removed when the build ends");
+    assert_eq!(spilled.bytes_in_use, 0);
+    assert!(engine.index_build_progress().is_empty(), "progress ends with the build");
+
+    let in_memory = through_index(&engine, "items_grp_memory");
+    assert_eq!(through_index(&engine, "items_grp_spilled"), in_memory);
+    let mut txn = engine.begin(IsolationLevel::RepeatableRead).unwrap();
+    let mut table = txn.scan("items", Bound::Unbounded, Bound::Unbounded).unwrap();
+    txn.commit().unwrap();
+    let group = |row: &Vec<Value>| match (&row[1], &row[0]) {
+        (Value::Int(group), Value::Int(id)) => (*group, *id),
+        other => panic!("unexpected row {other:?}"),
+    };
+    table.sort_by_key(group);
+    assert_eq!(in_memory, table, "the index holds every live row once, in (grp, id) order");
+    let deleted = usize::try_from((INDEX_BUILD_ROWS + 12) / 13).unwrap();
+    assert_eq!(in_memory.len(), usize::try_from(INDEX_BUILD_ROWS).unwrap() - deleted);
+
+    // A spilled unique build on a column without live duplicates (NULLs and deleted rows
+    // aside) succeeds and matches too.
+    engine.create_index_with("items", index("items_email", vec![2], true), &spilling()).unwrap();
+    let mut labels = through_index(&engine, "items_email");
+    labels.sort_by_key(group);
+    assert_eq!(labels, table);
+}
+
+#[test]
+fn a_spilling_unique_build_refuses_duplicates_and_leaves_no_index() {
+    let directory = tempfile::tempdir().unwrap();
+    let (store, engine) = open(directory.path());
+    populate_items(&engine);
+    let error = engine
+        .create_index_with("items", index("items_grp_key", vec![1], true), &spilling())
+        .unwrap_err();
+    assert_eq!(error.sqlstate(), "23505");
+    assert!(error.to_string().contains("items_grp_key"), "{error}");
+    assert!(engine.table_def("items").unwrap().indexes.is_empty());
+    assert!(engine.index_build_progress().is_empty(), "a failed build leaves no progress");
+    assert_eq!(store.temp_space().stats().files_open, 0);
+
+    // One duplicate pair among 20,000 distinct values: the last row takes the first row's
+    // label (row 1; row 0 was deleted), found across the sorted runs.
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    txn.update("items", &[Value::Int(INDEX_BUILD_ROWS - 1)], &mut |row| {
+        Some(vec![row[0].clone(), row[1].clone(), Value::Text("label-1".into())])
+    })
+    .unwrap();
+    txn.commit().unwrap();
+    let error = engine
+        .create_index_with("items", index("items_email", vec![2], true), &spilling())
+        .unwrap_err();
+    assert_eq!(error.sqlstate(), "23505");
+    assert!(engine.table_def("items").unwrap().indexes.is_empty());
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    assert!(txn.delete("items", &[Value::Int(1)]).unwrap());
+    txn.commit().unwrap();
+    engine.create_index_with("items", index("items_email", vec![2], true), &spilling()).unwrap();
 }

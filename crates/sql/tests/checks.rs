@@ -1,5 +1,6 @@
 //! One check each, with PostgreSQL's SQLSTATEs: NOT NULL on every write path, work_mem's
-//! units and range, COPY's one-byte QUOTE and ESCAPE, the column limit of CREATE TABLE.
+//! and maintenance_work_mem's units and range (and index builds that spill), COPY's one-byte
+//! QUOTE and ESCAPE, the column limit of CREATE TABLE.
 
 mod support;
 
@@ -48,6 +49,41 @@ fn work_mem_takes_postgres_units_and_range() {
             "22023 3221225472 kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)"
         );
         assert_eq!(sqlstate(session, "SET work_mem = '99999999999999999999'"), "22023");
+    });
+}
+
+#[test]
+fn maintenance_work_mem_takes_postgres_units_and_range() {
+    with_session(|session| {
+        let show = "SHOW maintenance_work_mem";
+        assert_eq!(rows(session, show).unwrap(), vec![vec![Datum::Text("64MB".into())]]);
+        setup(session, &["SET maintenance_work_mem = 1024"]);
+        assert_eq!(rows(session, show).unwrap(), vec![vec![Datum::Text("1MB".into())]]);
+        assert_eq!(
+            message(session, "SET maintenance_work_mem = '1000kB'"),
+            "22023 1000 kB is outside the valid range for parameter \"maintenance_work_mem\" (1024 .. 2147483647)"
+        );
+        assert_eq!(sqlstate(session, "SET maintenance_work_mem = 'lots'"), "22023");
+        // A build at the minimum spills (several thousand entries) and gives the same rows.
+        setup(
+            session,
+            &[
+                "CREATE TABLE t (id int PRIMARY KEY, grp int, label text)",
+                "INSERT INTO t SELECT g, g % 10, 'label ' || g FROM generate_series(1, 20000) g",
+                "CREATE INDEX t_grp ON t (grp)",
+                "CREATE UNIQUE INDEX t_label ON t (label)",
+            ],
+        );
+        let count = "SELECT count(*) FROM t WHERE grp = 3";
+        assert_eq!(rows(session, count).unwrap(), vec![vec![Datum::Int(2000)]]);
+        assert_eq!(
+            message(session, "CREATE UNIQUE INDEX t_grp_key ON t (grp)"),
+            "23505 could not create unique index \"t_grp_key\""
+        );
+        assert_eq!(
+            message(session, "CREATE INDEX CONCURRENTLY t_id ON t (id)"),
+            "0A000 CREATE INDEX CONCURRENTLY is not supported"
+        );
     });
 }
 

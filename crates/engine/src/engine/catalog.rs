@@ -14,6 +14,7 @@ use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, encode_row, Value, Version};
 use crate::txn::TxnStatus;
 
+use super::index_build::{IndexBuild, IndexBuildOptions};
 use super::table::{
     index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef, TableHandle,
 };
@@ -328,10 +329,17 @@ impl Shared {
 
     /// Adds an index to a populated table. Under the exclusive DDL lock no row changes, so one
     /// pass sees every version of every row: each gets its entry (versions of transactions in
-    /// progress too, so their rows are found once they commit), and for a unique index the
-    /// live value of each row is checked first. The index is built in a new tree (bulk load)
-    /// and appears, durably, in the catalog only once complete: a failure leaves no index.
-    pub(super) fn create_index(&self, table_name: &str, def: IndexDef) -> Result<()> {
+    /// progress too, so their rows are found once they commit), and for a unique index each
+    /// row's live value is flagged for the check on the sorted entries (index_build.rs). The
+    /// entries are sorted within maintenance_work_mem (spilling to the temp space) and bulk
+    /// loaded into a new tree, which appears, durably, in the catalog only once complete: a
+    /// failure or a crash leaves no index (and the temp files are unlinked).
+    pub(super) fn create_index(
+        &self,
+        table_name: &str,
+        def: IndexDef,
+        options: &IndexBuildOptions,
+    ) -> Result<()> {
         let _ddl = self.ddl.write();
         let slot = self.handle(table_name)?;
         let old = slot.table()?;
@@ -358,23 +366,32 @@ impl Shared {
             .iter()
             .map(|&column| KeyColumn::ascending(old.def.columns[column].kind))
             .collect();
-        let mut entries = std::collections::BTreeMap::new();
-        let mut live_values = std::collections::HashSet::new();
+        let mut build = IndexBuild::start(
+            &self.store,
+            &self.index_builds,
+            options,
+            table_name,
+            &def.name,
+            def.unique,
+        );
         for stored in old.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
-            let mut live_checked = false;
+            build.row_scanned();
+            let mut live_decided = false;
             for version in decode_versions(&bytes)? {
                 let row = decode_row(&version.row)?;
-                let mut entry = index_prefix(&def, &columns, &row)?;
-                if def.unique && !live_checked {
-                    live_checked =
-                        self.check_unique_backfill(&def, &version, &row, &entry, &mut live_values)?;
+                let entry = index_prefix(&def, &columns, &row)?;
+                let mut live = false;
+                if def.unique && !live_decided {
+                    if let Some(counts) = self.live_for_unique(&def, &version, &row)? {
+                        live_decided = true;
+                        live = counts;
+                    }
                 }
-                entry.extend_from_slice(&key);
-                entries.insert(entry, key.clone());
+                build.push(entry, &key, live)?;
             }
         }
-        let tree = BTree::bulk_load(Arc::clone(&self.store), entries)?;
+        let tree = build.finish()?;
         let mut new_def = old.def.clone();
         new_def.indexes.push(def.clone());
         let mut indexes = old.indexes.clone();
@@ -384,28 +401,24 @@ impl Shared {
         Ok(())
     }
 
-    /// The unique check of `create_index` for one version, newest first: returns whether this
-    /// version decided the row (its creator did not abort). The row's value counts as live
-    /// unless a committed transaction deleted it; creators and deleters still in progress count
-    /// as if they will commit and roll back respectively, so the check is conservative: it may
-    /// refuse an index that their outcome would have allowed, never accept a duplicate.
-    fn check_unique_backfill(
+    /// The unique check of `create_index` for one version, newest first: `None` if its
+    /// creator aborted (an older version decides), else whether the row's value counts as
+    /// live: unless a committed transaction deleted it or it holds a NULL (NULLs never
+    /// conflict). Creators and deleters still in progress count as if they will commit and
+    /// roll back respectively, so the check is conservative: it may refuse an index that
+    /// their outcome would have allowed, never accept a duplicate.
+    fn live_for_unique(
         &self,
         def: &IndexDef,
         version: &Version,
         row: &[Value],
-        prefix: &[u8],
-        live_values: &mut std::collections::HashSet<Vec<u8>>,
-    ) -> Result<bool> {
+    ) -> Result<Option<bool>> {
         if self.txns.status(version.xmin)? == TxnStatus::Aborted {
-            return Ok(false);
+            return Ok(None);
         }
         let deleted = version.xmax != 0 && self.txns.status(version.xmax)? == TxnStatus::Committed;
         let has_null = def.columns.iter().any(|&column| matches!(row[column], Value::Null));
-        if !deleted && !has_null && !live_values.insert(prefix.to_vec()) {
-            return Err(EngineError::UniqueViolation { constraint: def.name.clone() });
-        }
-        Ok(true)
+        Ok(Some(!deleted && !has_null))
     }
 
     /// Removes an index from a table, durably (its pages are not reclaimed).

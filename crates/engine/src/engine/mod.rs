@@ -38,10 +38,14 @@ use crate::txn::{IsolationLevel, TxnManager};
 use purge::{purge_loop, PurgeQueue};
 
 mod catalog;
+mod index_build;
 mod purge;
 mod table;
 mod transaction;
 
+pub use index_build::{
+    IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
+};
 pub use purge::PurgeStats;
 pub use table::{ColumnDef, IndexDef, RowKey, TableDef, TableHandle, TableRef};
 pub use transaction::Transaction;
@@ -85,6 +89,8 @@ pub(crate) struct Shared {
     closed: AtomicBool,
     /// Full purge passes started (at startup, by VACUUM, after the queue overflowed).
     full_purge_passes: AtomicU64,
+    /// The index builds running, for the progress view.
+    index_builds: index_build::IndexBuildRegistry,
 }
 
 /// Queued purge items `close_purged` works through at most: beyond, shutdown would take too
@@ -126,6 +132,7 @@ impl Shared {
             }),
             closed: AtomicBool::new(false),
             full_purge_passes: AtomicU64::new(0),
+            index_builds: index_build::IndexBuildRegistry::default(),
         };
         // Cleared (durably) before any transaction can leave a version behind: a crash from
         // here on must lead to a full pass again.
@@ -251,7 +258,23 @@ impl Engine {
     /// table meanwhile). 42P07 if an index or table has the name, 23505 if a unique index
     /// would be violated (no index is left behind), 22023 for bad columns.
     pub fn create_index(&self, table: &str, index: IndexDef) -> Result<()> {
-        self.shared.create_index(table, index)
+        self.shared.create_index(table, index, &IndexBuildOptions::default())
+    }
+
+    /// `create_index` with the session's maintenance_work_mem, temp accounting and the ids
+    /// the progress view shows.
+    pub fn create_index_with(
+        &self,
+        table: &str,
+        index: IndexDef,
+        options: &IndexBuildOptions,
+    ) -> Result<()> {
+        self.shared.create_index(table, index, options)
+    }
+
+    /// The index builds running now (`pg_stat_progress_create_index`).
+    pub fn index_build_progress(&self) -> Vec<IndexBuildProgress> {
+        self.shared.index_builds.snapshot()
     }
 
     /// Drops an index (42P01 if the table or index does not exist). Its pages are leaked.

@@ -283,9 +283,15 @@ impl Catalog {
         Ok(())
     }
 
-    /// Adds a secondary index (backfilled by the engine). `primary` marks a primary key added
-    /// by ALTER TABLE; its columns become NOT NULL.
-    pub fn create_index(&self, table: &str, mut index: IndexMeta) -> Result<()> {
+    /// Adds a secondary index (backfilled by the engine, built as `options` say; the OIDs
+    /// are filled in here). `primary` marks a primary key added by ALTER TABLE; its columns
+    /// become NOT NULL.
+    pub fn create_index(
+        &self,
+        table: &str,
+        mut index: IndexMeta,
+        mut options: tierdb_engine::IndexBuildOptions,
+    ) -> Result<()> {
         let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
         if self
             .tables()
@@ -298,13 +304,16 @@ impl Catalog {
             ));
         }
         index.oid = self.next_oid()?;
-        self.engine.create_index(
+        options.relid = meta.oid;
+        options.index_relid = index.oid;
+        self.engine.create_index_with(
             table,
             IndexDef {
                 name: index.name.clone(),
                 columns: index.columns.clone(),
                 unique: index.unique,
             },
+            &options,
         )?;
         let mut updated = (*meta).clone();
         if index.primary {

@@ -119,6 +119,10 @@ impl Session {
     }
 
     pub(crate) fn create_index(&mut self, create: &ast::CreateIndex) -> Result<Output> {
+        if create.concurrently {
+            // tierdb's build blocks writers (the DDL lock); PostgreSQL's CONCURRENTLY does not.
+            return Err(SqlError::unsupported("CREATE INDEX CONCURRENTLY is not supported"));
+        }
         let table_name = object_name(&create.table_name)?;
         let _guard = self.catalog.lock_ddl();
         let table = self
@@ -160,7 +164,7 @@ impl Session {
             kind: IndexKind::Secondary,
         };
         self.catalog
-            .create_index(&table_name, index)
+            .create_index(&table_name, index, self.index_build_options())
             .map_err(|error| unique_index_error(error, &name))?;
         Ok(Output::command(CommandTag::CreateIndex))
     }
@@ -271,7 +275,7 @@ impl Session {
                 kind: IndexKind::Secondary,
             };
             self.catalog
-                .create_index(&table_name, index)
+                .create_index(&table_name, index, self.index_build_options())
                 .map_err(|error| unique_index_error(error, &name))?;
         }
         Ok(Output::command(CommandTag::AlterTable))

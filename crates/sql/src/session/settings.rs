@@ -7,6 +7,9 @@ use crate::sizes::format_memory;
 /// PostgreSQL's bounds of work_mem: 64 kB to 2147483647 kB.
 const WORK_MEM_MIN_BYTES: u64 = 64 << 10;
 const WORK_MEM_MAX_BYTES: u64 = 2_147_483_647 << 10;
+/// PostgreSQL 15's lower bound of maintenance_work_mem: 1024 kB (its upper bound is
+/// work_mem's).
+const MAINTENANCE_WORK_MEM_MIN_BYTES: u64 = 1024 << 10;
 
 impl Session {
     pub(crate) fn set(&mut self, set: &ast::Set) -> Result<Output> {
@@ -71,15 +74,11 @@ impl Session {
         let value = value.trim_matches('\'').to_string();
         match name {
             "work_mem" => {
-                let bytes = parse_size_bytes(&value, SizeSyntax::SETTING).ok_or_else(|| {
-                    SqlError::new(
-                        "22023",
-                        format!("invalid value for parameter \"work_mem\": \"{value}\""),
-                    )
-                })?;
-                if !(WORK_MEM_MIN_BYTES..=WORK_MEM_MAX_BYTES).contains(&bytes) {
-                    return Err(SqlError::new("22023", format!("{} kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)", bytes / 1024)));
-                }
+                let bytes = check_memory_setting(name, &value, WORK_MEM_MIN_BYTES)?;
+                self.settings.insert(name.into(), format_memory(bytes));
+            }
+            "maintenance_work_mem" => {
+                let bytes = check_memory_setting(name, &value, MAINTENANCE_WORK_MEM_MIN_BYTES)?;
                 self.settings.insert(name.into(), format_memory(bytes));
             }
             "hash_mem_multiplier" => {
@@ -183,6 +182,9 @@ impl Session {
         }
         Some(match name {
             "work_mem" => format_memory(WORK_MEM_DEFAULT_BYTES),
+            "maintenance_work_mem" => format_memory(crate::convert::count_u64(
+                tierdb_engine::MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
+            )),
             "hash_mem_multiplier" => HASH_MEM_MULTIPLIER_DEFAULT.to_string(),
             "temp_file_limit" | "log_temp_files" => "-1".into(),
             "timezone" => "UTC".into(),
@@ -224,6 +226,7 @@ impl Session {
         if key == "all" {
             let mut names: Vec<String> = [
                 "work_mem",
+                "maintenance_work_mem",
                 "timezone",
                 "datestyle",
                 "server_version",
@@ -263,6 +266,48 @@ impl Session {
     }
 
     // ----- front statements -----
+}
+
+/// A memory setting (work_mem, maintenance_work_mem) in bytes: a size within `min_bytes`
+/// and 2147483647 kB, else 22023 with PostgreSQL's wording.
+fn check_memory_setting(name: &str, value: &str, min_bytes: u64) -> Result<u64> {
+    let bytes = parse_size_bytes(value, SizeSyntax::SETTING).ok_or_else(|| {
+        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
+    })?;
+    if !(min_bytes..=WORK_MEM_MAX_BYTES).contains(&bytes) {
+        return Err(SqlError::new(
+            "22023",
+            format!(
+                "{} kB is outside the valid range for parameter \"{name}\" ({} .. 2147483647)",
+                bytes / 1024,
+                min_bytes / 1024
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+impl Session {
+    /// How this session's index builds run: maintenance_work_mem, its temp files (with
+    /// temp_file_limit and log_temp_files) and its pid for the progress view. The catalog
+    /// fills in the table's and the index's OIDs.
+    pub(crate) fn index_build_options(&self) -> tierdb_engine::IndexBuildOptions {
+        // Applies temp_file_limit and log_temp_files to the session's temp usage.
+        let _ = self.memory_budget();
+        let stored = self.settings.get("maintenance_work_mem");
+        let parsed = stored.and_then(|text| parse_size_bytes(text, SizeSyntax::SETTING));
+        debug_assert!(parsed.is_some() || stored.is_none(), "checked when it was SET");
+        tierdb_engine::IndexBuildOptions {
+            memory_bytes: parsed
+                .map_or(tierdb_engine::MAINTENANCE_WORK_MEM_DEFAULT_BYTES, |bytes| {
+                    crate::convert::usize_from(bytes)
+                }),
+            usage: Some(Arc::clone(&self.temp_usage)),
+            pid: self.backend_pid,
+            relid: 0,
+            index_relid: 0,
+        }
+    }
 }
 
 pub(crate) fn setting_text(expr: &ast::Expr) -> String {

@@ -476,6 +476,26 @@ pub static VIEWS: &[SystemView] = &[
         temp_files: Int8 = counter(temp.files_created),
         temp_bytes: Int8 = counter(temp.bytes_written),
     }),
+    // Columns PostgreSQL 15 fills for other phases or partitioned tables show 0, as it does
+    // when they do not apply; the blocks of the scan are not counted.
+    view!(&["pg_stat_progress_create_index"], |c| c.catalog.engine().index_build_progress().into_iter().map(|build| (c.session, build)), |(session, build)| {
+        pid: Int4 = Datum::Int(i64::from(build.pid)),
+        datid: Oid = oid(DATABASE),
+        datname: Name = text(session.database),
+        relid: Oid = oid(build.relid),
+        index_relid: Oid = oid(build.index_relid),
+        command: Text = text("CREATE INDEX"),
+        phase: Text = text(build.phase.name()),
+        lockers_total: Int8 = Datum::Int(0),
+        lockers_done: Int8 = Datum::Int(0),
+        current_locker_pid: Int8 = Datum::Int(0),
+        blocks_total: Int8 = Datum::Int(0),
+        blocks_done: Int8 = Datum::Int(0),
+        tuples_total: Int8 = counter(build.tuples_total),
+        tuples_done: Int8 = counter(build.tuples_done),
+        partitions_total: Int8 = Datum::Int(0),
+        partitions_done: Int8 = Datum::Int(0),
+    }),
     view!(&["tierdb_stat_temp"], |c| [c.catalog.engine().store().temp_space()], |space| {
         temp_files: Int8 = counter(space.stats().files_created),
         temp_bytes: Int8 = counter(space.stats().bytes_written),
