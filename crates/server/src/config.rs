@@ -7,6 +7,12 @@ use serde::Deserialize;
 
 use crate::hba::Rules;
 
+/// Stack of a connection thread and of its executor thread (deep plans recurse). The SQL
+/// layer refuses statements too deep for it with 54001; 64 MiB (reserved, touched only as
+/// used) lets it evaluate what PostgreSQL 15 evaluates (a 1,000-deep WITH chain takes about
+/// 15 MiB).
+pub(crate) const CONNECTION_STACK_BYTES: usize = 64 << 20;
+
 /// Everything `serve` needs. Sizes in bytes.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]

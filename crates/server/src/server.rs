@@ -90,10 +90,7 @@ fn s3_store(_config: &ServerConfig, _rest: &str) -> Result<StoreConfig, String> 
     Err("this build has no S3 support (build with the s3 feature)".into())
 }
 
-/// Stack of a connection thread (deep plans recurse). The SQL layer refuses statements too
-/// deep for it with 54001; 64 MiB (reserved, touched only as used) lets it evaluate what
-/// PostgreSQL 15 evaluates (a 1,000-deep WITH chain takes about 15 MiB).
-pub(crate) const CONNECTION_STACK_BYTES: usize = 64 << 20;
+pub(crate) use crate::config::CONNECTION_STACK_BYTES;
 
 /// Serves one connection on a thread of its own with a single-threaded runtime: statements
 /// block that thread only (a PostgreSQL backend process, as a thread).

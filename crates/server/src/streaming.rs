@@ -37,7 +37,7 @@ pub const BATCH_BYTES: usize = 64 << 10;
 /// Batches waiting between the executor thread and the socket writer.
 const BATCHES_QUEUED_MAX: usize = 2;
 /// The executor thread's stack: as deep as a connection thread's (plans recurse).
-const EXECUTOR_STACK_BYTES: usize = crate::server::CONNECTION_STACK_BYTES;
+const EXECUTOR_STACK_BYTES: usize = crate::config::CONNECTION_STACK_BYTES;
 
 /// What the executor thread reports, in order.
 pub enum Event {

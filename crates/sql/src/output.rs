@@ -3,7 +3,6 @@
 use crate::error::Result;
 use crate::parse::front::CopyStatement;
 use crate::plan::OutputColumn;
-use crate::session::BlockState;
 use crate::types::Row;
 
 /// The command a completed statement reports (PostgreSQL's CommandComplete tag).
@@ -169,4 +168,12 @@ pub trait RowSink {
     /// A statement of a query string finished (`execute_streaming` only), with the
     /// session's transaction block state after it; statements stop at the first error.
     fn finished(&mut self, outcome: Result<Output>, state: BlockState);
+}
+
+/// A session's transaction block state (`Session::state`): what ReadyForQuery reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockState {
+    Idle,
+    InBlock,
+    Failed,
 }

@@ -7,10 +7,12 @@
 mod access;
 mod dml;
 mod join;
+mod size;
 
 pub(crate) use access::*;
 pub(crate) use dml::*;
 pub(crate) use join::*;
+pub(crate) use size::is_small_result;
 
 use std::ops::Bound;
 use std::sync::Arc;

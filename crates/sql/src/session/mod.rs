@@ -82,12 +82,7 @@ pub(crate) enum Bound {
     Delete(DeletePlan),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlockState {
-    Idle,
-    InBlock,
-    Failed,
-}
+pub use crate::output::BlockState;
 
 pub struct Session {
     catalog: Arc<Catalog>,
@@ -116,6 +111,20 @@ pub struct Session {
     cursors: cursors::Cursors,
     /// The session's temporary files, bounded by temp_file_limit.
     temp_usage: Arc<tierdb_storage::TempUsage>,
+}
+
+/// COPY TO and FETCH may return any number of rows; the other front statements none.
+fn front_result_is_small(front: &FrontStatement) -> bool {
+    !matches!(front, FrontStatement::Copy(_) | FrontStatement::Cursor(_))
+}
+
+fn bound_result_is_small(bound: &Bound) -> bool {
+    match bound {
+        Bound::Query(plan) => crate::plan::is_small_result(plan),
+        Bound::Insert(insert) => insert.returning.is_none(),
+        Bound::Update(update) => update.returning.is_none(),
+        Bound::Delete(delete) => delete.returning.is_none(),
+    }
 }
 
 fn parse_isolation(text: &str) -> Option<IsolationLevel> {
@@ -298,6 +307,38 @@ impl Session {
             }
         }
         Ok(prepared)
+    }
+
+    /// Whether a prepared statement's result is bounded small (`plan::is_small_result`, or
+    /// no rows at all), so that the server may run it on the connection's own thread;
+    /// false for a query not bound yet (its first execution binds it), COPY and FETCH.
+    pub fn prepared_result_is_small(&self, prepared: &Prepared) -> bool {
+        match prepared.statement.as_deref() {
+            None => true,
+            Some(Statement::Front(front)) => front_result_is_small(front),
+            Some(Statement::Sql(statement)) => match statement.as_ref() {
+                ast::Statement::Query(_)
+                | ast::Statement::Insert(_)
+                | ast::Statement::Update(_)
+                | ast::Statement::Delete(_) => {
+                    prepared.bound.as_ref().is_some_and(|bound| bound_result_is_small(&bound.1))
+                }
+                _ => true,
+            },
+        }
+    }
+
+    /// `prepared_result_is_small` for a simple-protocol string, parsed and bound for the
+    /// check (a string that fails to parse or bind is small: its error is all it returns).
+    pub fn simple_result_is_small(&self, sql: &str) -> bool {
+        let Ok(statements) = parse_sql(sql) else { return true };
+        statements.iter().all(|statement| match statement {
+            Statement::Front(front) => front_result_is_small(front),
+            Statement::Sql(statement) => match self.bind(statement, &[]) {
+                Ok(Some((bound, _))) => bound_result_is_small(&bound),
+                Ok(None) | Err(_) => true,
+            },
+        })
     }
 
     /// Binds a DML or query statement; None for statements executed without a plan.
