@@ -28,14 +28,31 @@ pub fn is_small_result(plan: &Plan) -> bool {
         PlanKind::Limit { input, .. } => is_small_result(input),
         PlanKind::Scan { table, access: Access::Primary { lower, upper }, .. } => {
             let key_columns = table.clustered_key().map_or(usize::MAX, |key| key.columns.len());
-            match (lower, upper) {
-                (std::ops::Bound::Included(lower), std::ops::Bound::Included(upper)) => {
-                    lower.len() == key_columns
-                        && upper.len() == key_columns
-                        && lower.iter().zip(upper).all(|(a, b)| same_value(a, b))
-                }
-                _ => false,
-            }
+            is_point(lower, upper, key_columns)
+        }
+        // A point read of a unique index (a primary key added by ALTER TABLE is one).
+        PlanKind::Scan { table, access: Access::Index { name, lower, upper }, .. } => {
+            let index = table.indexes.iter().find(|index| index.name == *name);
+            let key_columns =
+                index.filter(|index| index.unique).map_or(usize::MAX, |index| index.columns.len());
+            is_point(lower, upper, key_columns)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a key range is one complete key: both bounds included, every key column given,
+/// each the same value at both ends.
+fn is_point(
+    lower: &std::ops::Bound<Vec<Expr>>,
+    upper: &std::ops::Bound<Vec<Expr>>,
+    key_columns: usize,
+) -> bool {
+    match (lower, upper) {
+        (std::ops::Bound::Included(lower), std::ops::Bound::Included(upper)) => {
+            lower.len() == key_columns
+                && upper.len() == key_columns
+                && lower.iter().zip(upper).all(|(a, b)| same_value(a, b))
         }
         _ => false,
     }
