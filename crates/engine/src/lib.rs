@@ -12,7 +12,7 @@ mod wait;
 
 pub use engine::{
     ColumnDef, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, IndexDef,
-    PurgeStats, RowKey, TableDef, TableHandle, TableRef, Transaction,
+    Projection, PurgeStats, RowKey, RowPage, TableDef, TableHandle, TableRef, Transaction,
     MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
 pub use error::{EngineError, Result};

@@ -60,9 +60,22 @@ fn take<'a>(bytes: &'a [u8], position: &mut usize, length: usize) -> Result<&'a 
 }
 
 pub fn decode_row(bytes: &[u8]) -> Result<Row> {
-    let mut row = Vec::new();
+    decode_row_columns(bytes, None)
+}
+
+/// `decode_row`, decoding only the columns marked in `columns` (None: all); the others read
+/// as NULL without a copy of their bytes. A scan that feeds a join or an aggregate reads a
+/// few of a row's columns, and copying every text column was most of its cost.
+pub fn decode_row_columns(bytes: &[u8], columns: Option<&[bool]>) -> Result<Row> {
+    let mut row = Vec::with_capacity(columns.map_or(0, <[bool]>::len));
     let mut position = 0;
     while position < bytes.len() {
+        let wanted = columns.is_none_or(|columns| columns.get(row.len()).copied().unwrap_or(true));
+        if !wanted {
+            skip_value(bytes, &mut position)?;
+            row.push(Value::Null);
+            continue;
+        }
         let tag = take(bytes, &mut position, 1)?[0];
         let value = match tag {
             0 => Value::Null,
@@ -93,6 +106,24 @@ pub fn decode_row(bytes: &[u8]) -> Result<Row> {
         row.push(value);
     }
     Ok(row)
+}
+
+/// Moves past one encoded value without decoding it (its length is still checked).
+fn skip_value(bytes: &[u8], position: &mut usize) -> Result<()> {
+    let tag = take(bytes, position, 1)?[0];
+    let length = match tag {
+        0 => 0,
+        1 => 1,
+        2 | 3 => 8,
+        4 | 5 => {
+            usize::try_from(u32::from_le_bytes(take(bytes, position, 4)?.try_into().expect("4")))
+                .expect("fits")
+        }
+        6 => 16,
+        other => return Err(corrupt(format!("bad value tag={other}"))),
+    };
+    take(bytes, position, length)?;
+    Ok(())
 }
 
 /// `Decimal::deserialize` masks unknown flag bits and rescales a scale above 28 rather than

@@ -11,6 +11,7 @@ mod error;
 mod exec;
 mod functions;
 mod lexer;
+mod optimize;
 mod output;
 mod parse;
 mod plan;

@@ -47,7 +47,9 @@ pub use index_build::{
     IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
 pub use purge::PurgeStats;
-pub use table::{ColumnDef, IndexDef, RowKey, TableDef, TableHandle, TableRef};
+pub use table::{
+    ColumnDef, IndexDef, Projection, RowKey, RowPage, TableDef, TableHandle, TableRef,
+};
 pub use transaction::Transaction;
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two

@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
 
 use crate::error::{EngineError, Result};
-use crate::row::{decode_row, Value, Version};
+use crate::row::{decode_row, Row, Value, Version};
 
 use super::Transaction;
 
@@ -86,6 +86,26 @@ pub(super) fn index_prefix(
 /// the keyed reads and pass it back to address the row (`update_by_key`, `delete_by_key`,
 /// `resume_after`).
 pub type RowKey = Vec<u8>;
+
+/// Which parts of each row a paged scan returns (`Transaction::scan_page_projected`).
+#[derive(Clone, Copy, Debug)]
+pub struct Projection<'a> {
+    /// The columns to decode, by position; the others read as NULL (None: all of them).
+    pub columns: Option<&'a [bool]>,
+    /// Whether each row comes with its key (else an empty key: no copy per row).
+    pub keys: bool,
+}
+
+impl Projection<'_> {
+    pub const ALL: Projection<'static> = Projection { columns: None, keys: true };
+}
+
+/// One page of a scan: its rows, and the key to resume after when the page was full.
+#[derive(Debug)]
+pub struct RowPage {
+    pub rows: Vec<(RowKey, Row)>,
+    pub resume_after: Option<RowKey>,
+}
 
 /// The handle of index `def` (on `table`) over `tree`.
 pub(super) fn index_handle(table: &TableDef, def: IndexDef, tree: BTree) -> Index {

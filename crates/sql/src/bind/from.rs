@@ -278,6 +278,7 @@ impl<'a> Binder<'a> {
                 filter: None,
                 emit_key: false,
                 backward: false,
+                projection: None,
             },
             columns,
         )
@@ -286,7 +287,14 @@ impl<'a> Binder<'a> {
     /// Adds a predicate above `plan`, merging it into a scan (and choosing its access path).
     pub fn filter(&mut self, plan: Plan, predicate: Expr) -> Plan {
         match plan.kind {
-            PlanKind::Scan { table, access: Access::Full, filter, emit_key, backward } => {
+            PlanKind::Scan {
+                table,
+                access: Access::Full,
+                filter,
+                emit_key,
+                backward,
+                projection,
+            } => {
                 let mut conjuncts = Vec::new();
                 if let Some(filter) = filter {
                     split_conjuncts(filter, &mut conjuncts);
@@ -294,7 +302,7 @@ impl<'a> Binder<'a> {
                 split_conjuncts(predicate, &mut conjuncts);
                 let (access, filter) = scan_access(&table, conjuncts, &self.parameters);
                 Plan {
-                    kind: PlanKind::Scan { table, access, filter, emit_key, backward },
+                    kind: PlanKind::Scan { table, access, filter, emit_key, backward, projection },
                     columns: plan.columns,
                     id: plan.id,
                 }

@@ -18,7 +18,9 @@ impl<'a> Binder<'a> {
         self.ctes.push(frame);
         let outcome = self.query_body(query);
         self.ctes.pop();
-        outcome
+        let mut plan = outcome?;
+        crate::optimize::prune_columns(&mut plan);
+        Ok(plan)
     }
 
     pub(crate) fn query_body(&mut self, query: &ast::Query) -> Result<Plan> {

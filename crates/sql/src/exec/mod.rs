@@ -215,8 +215,13 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
             }
             Ok(true)
         }
-        PlanKind::Scan { table, access, filter, emit_key, backward } => {
-            scan(table, access, filter.as_ref(), *emit_key, *backward, plan, ctx, probe, sink)
+        PlanKind::Scan { table, access, filter, emit_key, backward, projection } => {
+            let options = ScanOptions {
+                emit_key: *emit_key,
+                backward: *backward,
+                projection: projection.as_ref(),
+            };
+            scan(table, access, filter.as_ref(), options, ctx, probe, sink)
         }
         PlanKind::SystemView { name } => {
             let rows = crate::system::view_rows(name, ctx.session.catalog, ctx.session);

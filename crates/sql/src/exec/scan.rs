@@ -53,25 +53,40 @@ pub(crate) fn decode_row(table: &crate::catalog::TableMeta, values: Vec<Value>) 
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How a scan returns its rows.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScanOptions<'p> {
+    /// Append the row's engine key as a last (bytea) column.
+    pub emit_key: bool,
+    /// Read in descending key order.
+    pub backward: bool,
+    /// The columns decoded and returned (None: all).
+    pub projection: Option<&'p ScanProjection>,
+}
+
 pub(crate) fn scan(
     table: &BoundTable,
     access: &Access,
     filter: Option<&Expr>,
-    emit_key: bool,
-    backward: bool,
-    plan: &Plan,
+    options: ScanOptions<'_>,
     ctx: &mut Ctx<'_>,
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let _ = plan;
+    let ScanOptions { emit_key, backward, projection } = options;
     let mut emit = |ctx: &mut Ctx<'_>, key: Vec<u8>, values: Vec<Value>| -> Result<bool> {
         let mut row = decode_row(table, values);
         if let Some(filter) = filter {
             if !truthy(&eval(filter, &row, ctx)?) {
                 return Ok(true);
             }
+        }
+        if let Some(projection) = projection {
+            row = projection
+                .output
+                .iter()
+                .map(|&column| std::mem::replace(&mut row[column], Datum::Null))
+                .collect();
         }
         if emit_key {
             row.push(Datum::Bytes(key));
@@ -104,34 +119,34 @@ pub(crate) fn scan(
                     };
                 }
             }
+            let direction = if backward {
+                tierdb_engine::Direction::Backward
+            } else {
+                tierdb_engine::Direction::Forward
+            };
+            let projection = tierdb_engine::Projection {
+                columns: projection.map(|projection| projection.decode.as_slice()),
+                keys: emit_key,
+            };
             let mut resume: Option<Vec<u8>> = None;
             loop {
                 ctx.check_cancel()?;
-                let direction = if backward {
-                    tierdb_engine::Direction::Backward
-                } else {
-                    tierdb_engine::Direction::Forward
-                };
-                let page = ctx.txn()?.scan_page_ordered(
+                let page = ctx.txn()?.scan_page_projected(
                     &table.handle,
                     direction,
                     (as_ref_bound(&lower), as_ref_bound(&upper)),
                     resume.as_deref(),
                     SCAN_PAGE_ROWS,
+                    projection,
                 )?;
-                let complete = page.len() < SCAN_PAGE_ROWS;
-                // Only the last key is needed to resume: copying each one costs an
-                // allocation per row.
-                if !complete {
-                    resume = page.last().map(|(key, _)| key.clone());
-                }
-                for (key, values) in page {
+                for (key, values) in page.rows {
                     if !emit(ctx, key, values)? {
                         return Ok(false);
                     }
                 }
-                if complete {
-                    return Ok(true);
+                match page.resume_after {
+                    Some(key) => resume = Some(key),
+                    None => return Ok(true),
                 }
             }
         }

@@ -91,12 +91,13 @@ pub(crate) fn index_lookup_inner(
         return Err(right);
     }
     let table = table.clone();
-    let Plan { kind: PlanKind::Scan { filter, emit_key, backward, .. }, columns, id } = *right
+    let Plan { kind: PlanKind::Scan { filter, emit_key, backward, projection, .. }, columns, id } =
+        *right
     else {
         unreachable!("matched a scan above")
     };
     Ok(Box::new(Plan {
-        kind: PlanKind::Scan { table, access, filter, emit_key, backward },
+        kind: PlanKind::Scan { table, access, filter, emit_key, backward, projection },
         columns,
         id,
     }))

@@ -257,7 +257,7 @@ impl Expr {
     /// The direct sub-expressions (not those inside subquery plans, which read their own
     /// rows). With `children_mut`, the one place that knows the shape of every variant for
     /// the walks below (one macro, so that a new variant is described once).
-    fn children(&self) -> Vec<&Expr> {
+    pub(crate) fn children(&self) -> Vec<&Expr> {
         expr_children!(self, iter, as_ref)
     }
 
@@ -322,6 +322,15 @@ pub enum Access {
     },
 }
 
+/// The columns a scan decodes and returns, when not all (`optimize::prune_columns`).
+#[derive(Clone, Debug)]
+pub struct ScanProjection {
+    /// By table column position: decode it (read above the scan, or by its filter).
+    pub decode: Vec<bool>,
+    /// The output row: these table column positions, in order.
+    pub output: Vec<usize>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JoinKind {
     Inner,
@@ -368,6 +377,9 @@ pub enum PlanKind {
         emit_key: bool,
         /// Read backwards (ORDER BY the key DESC).
         backward: bool,
+        /// The table columns the plan above reads (`optimize::prune_columns`): the scan
+        /// decodes only those (and its filter's) and returns only those. None: every column.
+        projection: Option<ScanProjection>,
     },
     /// A system view computed from the catalog (pg_catalog, information_schema, statistics).
     SystemView {

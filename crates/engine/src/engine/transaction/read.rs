@@ -5,16 +5,20 @@ use std::ops::Bound;
 use tierdb_access::Direction;
 
 use crate::error::{EngineError, Result};
-use crate::row::{decode_row, walk_versions, Row, Value, Version};
+use crate::row::{decode_row_columns, walk_versions, Row, Value, Version};
 use crate::txn::TxnId;
 
 use super::Transaction;
-use crate::engine::table::{key_range, resume_bound, RowKey, TableHandle, TableRef};
+use crate::engine::table::{
+    key_range, resume_bound, Projection, RowKey, RowPage, TableHandle, TableRef,
+};
 
 impl Transaction {
     pub(super) fn visible_row(&self, versions: &[Version]) -> Result<Option<Row>> {
         for version in versions {
-            if let Some(outcome) = self.version_outcome(version.xmin, version.xmax, &version.row)? {
+            if let Some(outcome) =
+                self.version_outcome(version.xmin, version.xmax, &version.row, None)?
+            {
                 return Ok(outcome);
             }
         }
@@ -23,9 +27,14 @@ impl Transaction {
 
     /// `visible_row` over a stored value, decoding only the visible version's row.
     fn visible_row_stored(&self, stored: &[u8]) -> Result<Option<Row>> {
+        self.visible_row_columns(stored, None)
+    }
+
+    /// `visible_row_stored`, decoding only `columns` (the others read as NULL).
+    fn visible_row_columns(&self, stored: &[u8], columns: Option<&[bool]>) -> Result<Option<Row>> {
         let mut found = None;
         walk_versions(stored, |xmin, xmax, row| {
-            found = self.version_outcome(xmin, xmax, row)?;
+            found = self.version_outcome(xmin, xmax, row, columns)?;
             Ok(found.is_none())
         })?;
         Ok(found.flatten())
@@ -33,13 +42,19 @@ impl Transaction {
 
     /// For one version, newest first: `None` if this snapshot does not see its creator (look
     /// at older versions); else the row as this snapshot sees it (`Some(None)`: deleted).
-    fn version_outcome(&self, xmin: TxnId, xmax: TxnId, row: &[u8]) -> Result<Option<Option<Row>>> {
+    fn version_outcome(
+        &self,
+        xmin: TxnId,
+        xmax: TxnId,
+        row: &[u8],
+        columns: Option<&[bool]>,
+    ) -> Result<Option<Option<Row>>> {
         if !self.engine.txns.visible(&self.snapshot, xmin)? {
             return Ok(None);
         }
         let deleted =
             xmax != 0 && (xmax == self.id || self.engine.txns.visible(&self.snapshot, xmax)?);
-        Ok(Some(if deleted { None } else { Some(decode_row(row)?) }))
+        Ok(Some(if deleted { None } else { Some(decode_row_columns(row, columns)?) }))
     }
 
     /// The row with primary key `key` and its row key, as this transaction sees it.
@@ -71,15 +86,15 @@ impl Transaction {
         upper: Bound<&[Value]>,
     ) -> Result<Vec<Row>> {
         self.run(|txn| {
-            let rows = txn.keyed_rows(
+            let page = txn.keyed_rows(
                 &*table.resolve(txn)?,
-                lower,
-                upper,
+                (lower, upper),
                 None,
                 usize::MAX,
                 Direction::Forward,
+                Projection::ALL,
             )?;
-            Ok(rows.into_iter().map(|(_, row)| row).collect())
+            Ok(page.rows.into_iter().map(|(_, row)| row).collect())
         })
     }
 
@@ -107,34 +122,56 @@ impl Transaction {
         &mut self,
         table: &(impl TableRef + ?Sized),
         direction: Direction,
-        (lower, upper): (Bound<&[Value]>, Bound<&[Value]>),
+        bounds: (Bound<&[Value]>, Bound<&[Value]>),
         resume_after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(RowKey, Row)>> {
+        let page = self.scan_page_projected(
+            table,
+            direction,
+            bounds,
+            resume_after,
+            limit,
+            Projection::ALL,
+        )?;
+        Ok(page.rows)
+    }
+
+    /// `scan_page_ordered` returning only what `projection` asks for, and the key to resume
+    /// after (`RowPage::resume_after`, the last row's key, whether or not keys are returned).
+    pub fn scan_page_projected(
+        &mut self,
+        table: &(impl TableRef + ?Sized),
+        direction: Direction,
+        (lower, upper): (Bound<&[Value]>, Bound<&[Value]>),
+        resume_after: Option<&[u8]>,
+        limit: usize,
+        projection: Projection<'_>,
+    ) -> Result<RowPage> {
         self.run(|txn| {
             let table = table.resolve(txn)?;
-            txn.keyed_rows(&table, lower, upper, resume_after, limit, direction)
+            txn.keyed_rows(&table, (lower, upper), resume_after, limit, direction, projection)
         })
     }
 
     fn keyed_rows(
         &self,
         table: &TableHandle,
-        lower: Bound<&[Value]>,
-        upper: Bound<&[Value]>,
+        (lower, upper): (Bound<&[Value]>, Bound<&[Value]>),
         resume_after: Option<&[u8]>,
         limit: usize,
         direction: Direction,
-    ) -> Result<Vec<(RowKey, Row)>> {
+        projection: Projection<'_>,
+    ) -> Result<RowPage> {
         let table = table.table()?;
         let (mut lower, mut upper) = key_range(&table.key_columns, &table.def.name, lower, upper)?;
         match direction {
             Direction::Forward => lower = resume_bound(lower, resume_after, direction),
             Direction::Backward => upper = resume_bound(upper, resume_after, direction),
         }
-        let mut rows = Vec::new();
+        let mut page = RowPage { rows: Vec::new(), resume_after: None };
         if limit == 0 {
-            return Ok(rows);
+            return Ok(page);
         }
         let mut entries = table.tree.range(
             lower.as_ref().map(Vec::as_slice),
@@ -143,14 +180,17 @@ impl Transaction {
         );
         while let Some(entry) = entries.next_entry() {
             let (key, bytes) = entry?;
-            if let Some(row) = self.visible_row_stored(bytes)? {
-                rows.push((key.to_vec(), row));
-                if rows.len() == limit {
+            if let Some(row) = self.visible_row_columns(bytes, projection.columns)? {
+                // Without keys, only the page's last key is copied (to resume after it).
+                let row_key = if projection.keys { key.to_vec() } else { RowKey::new() };
+                page.rows.push((row_key, row));
+                if page.rows.len() == limit {
+                    page.resume_after = Some(key.to_vec());
                     break;
                 }
             }
         }
-        Ok(rows)
+        Ok(page)
     }
 
     /// Rows found through a secondary index with index values in the given range, in index
