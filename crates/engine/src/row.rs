@@ -233,6 +233,32 @@ mod tests {
     }
 
     #[test]
+    fn projected_decode_reads_only_the_marked_columns() {
+        let row = vec![
+            Value::Int(7),
+            Value::Text("skipped".to_string()),
+            Value::Bytes(vec![1, 2, 3]),
+            numeric("2.50"),
+            Value::Null,
+            Value::Bool(true),
+        ];
+        let mut bytes = Vec::new();
+        encode_row(&row, &mut bytes);
+        let mask = [true, false, true, false, false, true];
+        let projected = decode_row_columns(&bytes, Some(&mask)).expect("decodes");
+        assert_eq!(projected.len(), row.len());
+        for ((original, decoded), keep) in row.iter().zip(&projected).zip(mask) {
+            let expected = if keep { original.clone() } else { Value::Null };
+            assert_eq!(*decoded, expected);
+        }
+        // A short mask decodes the columns past it; skipping still checks lengths.
+        assert_eq!(decode_row_columns(&bytes, Some(&[false])).expect("decodes")[1..], row[1..]);
+        // Cut inside the skipped text (after the 9 bytes of the integer, its tag and length).
+        let inside_text = 9 + 5 + 3;
+        assert!(decode_row_columns(&bytes[..inside_text], Some(&[false; 6])).is_err());
+    }
+
+    #[test]
     fn corrupt_numeric_is_an_error() {
         let mut bytes = Vec::new();
         encode_row(&[numeric("1.50")], &mut bytes);
