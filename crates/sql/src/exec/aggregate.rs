@@ -14,6 +14,32 @@ pub(crate) fn group_key(row: &[Datum]) -> Vec<u8> {
     key
 }
 
+/// `group_key` of the values of `exprs` over `row`, written into `out` (cleared first), so
+/// that a hash operator reuses one buffer instead of allocating a key per row; a column is
+/// encoded in place, not copied out of the row. Returns whether every value was non-NULL
+/// (a NULL join key matches nothing).
+pub(crate) fn encode_keys(
+    exprs: &[Expr],
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+    out: &mut Vec<u8>,
+) -> Result<bool> {
+    out.clear();
+    let mut all_present = true;
+    for expr in exprs {
+        if let Expr::Column(index) = expr {
+            let datum = &row[*index];
+            all_present &= !datum.is_null();
+            datum.group_key(out);
+        } else {
+            let datum = eval(expr, row, ctx)?;
+            all_present &= !datum.is_null();
+            datum.group_key(out);
+        }
+    }
+    Ok(all_present)
+}
+
 /// Running state of one aggregate in one group.
 #[derive(Clone)]
 pub(crate) enum Accumulator {
@@ -248,7 +274,7 @@ pub(crate) fn aggregate(
     if aggregates.iter().any(|call| call.distinct) {
         return sorted_aggregate(input, groups, aggregates, plan_id, ctx, probe, sink);
     }
-    let mut op = AggregateOp { groups, aggregates, keys: None };
+    let mut op = AggregateOp { groups, aggregates };
     let mut stats = HashStats::default();
     let mut feed = |ctx: &mut Ctx<'_>, each: &mut Sink<'_>| run(input, ctx, probe, each);
     let outcome = run_hash(&mut op, 0, &mut stats, ctx, &mut feed, sink);
@@ -260,23 +286,26 @@ pub(crate) fn aggregate(
 struct AggregateOp<'p> {
     groups: &'p [Expr],
     aggregates: &'p [AggregateCall],
-    /// The key values `key` computed last, taken by `first`.
-    keys: Option<Row>,
+}
+
+impl AggregateOp<'_> {
+    fn group_values(&self, ctx: &mut Ctx<'_>, row: &Row) -> Result<Row> {
+        self.groups.iter().map(|expr| eval(expr, row, ctx)).collect()
+    }
 }
 
 impl HashOp for AggregateOp<'_> {
     type State = Group;
-    fn key(&mut self, ctx: &mut Ctx<'_>, row: &Row) -> Result<Vec<u8>> {
-        let keys = self.groups.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<Row>>()?;
-        let encoded = group_key(&keys);
-        self.keys = Some(keys);
-        Ok(encoded)
+    fn key(&mut self, ctx: &mut Ctx<'_>, row: &Row, out: &mut Vec<u8>) -> Result<()> {
+        encode_keys(self.groups, row, ctx, out).map(|_| ())
     }
-    fn group_bytes(&self, _: &Row) -> usize {
-        self.keys.as_deref().map_or(0, row_size) + self.aggregates.len() * ACCUMULATOR_BYTES
+    fn group_bytes(&self, key: &[u8], _: &Row) -> usize {
+        // The group's values take about what their encoding does.
+        key.len() + self.groups.len() * DATUM_BYTES + self.aggregates.len() * ACCUMULATOR_BYTES
     }
     fn first(&mut self, ctx: &mut Ctx<'_>, row: Row, _: &mut Sink<'_>) -> Result<(Group, bool)> {
-        let keys = self.keys.take().expect("key() ran for this row");
+        // Evaluated again, once per group: cheaper than keeping every row's values.
+        let keys = self.group_values(ctx, &row)?;
         let mut group = Group::new(keys, self.aggregates, ctx);
         group.add(self.aggregates, &row, ctx)?;
         Ok((group, true))
@@ -290,6 +319,9 @@ impl HashOp for AggregateOp<'_> {
         sink(ctx, row)
     }
 }
+
+/// Bytes of one value in a row, besides what it points to.
+const DATUM_BYTES: usize = std::mem::size_of::<Datum>();
 
 /// Bytes of one aggregate's running state (an `Accumulator`).
 const ACCUMULATOR_BYTES: usize = 48;

@@ -27,10 +27,10 @@ const ENTRY_OVERHEAD_BYTES: usize = 64;
 /// What one hash operator does with its groups.
 pub(crate) trait HashOp {
     type State;
-    /// The grouping key of `row` (a `group_key` encoding).
-    fn key(&mut self, ctx: &mut Ctx<'_>, row: &Row) -> Result<Vec<u8>>;
-    /// Bytes a new group of `row` will hold.
-    fn group_bytes(&self, row: &Row) -> usize;
+    /// The grouping key of `row` (a `group_key` encoding), written into `out` (cleared).
+    fn key(&mut self, ctx: &mut Ctx<'_>, row: &Row, out: &mut Vec<u8>) -> Result<()>;
+    /// Bytes a new group of `row`, with key `key`, will hold.
+    fn group_bytes(&self, key: &[u8], row: &Row) -> usize;
     /// A new group's state from its first row; may emit (DISTINCT streams). Returns the
     /// state and whether to go on.
     fn first(
@@ -89,14 +89,16 @@ pub(crate) fn run_hash<O: HashOp>(
     let mut states: Vec<O::State> = Vec::new();
     let mut partitions: Option<Partitions> = None;
     stats.batches += 1;
+    // One key buffer for every row: a key is copied only when it starts a group.
+    let mut key = Vec::new();
     let more = feed(ctx, &mut |ctx, row| {
-        let key = op.key(ctx, &row)?;
-        if let Some(&slot) = slots.get(&key) {
+        op.key(ctx, &row, &mut key)?;
+        if let Some(&slot) = slots.get(key.as_slice()) {
             let grown = op.next(ctx, &mut states[slot], row)?;
             grant.force_grow(grown);
             return Ok(true);
         }
-        let bytes = key.len() + op.group_bytes(&row) + ENTRY_OVERHEAD_BYTES;
+        let bytes = key.len() + op.group_bytes(&key, &row) + ENTRY_OVERHEAD_BYTES;
         let admit = partitions.is_none() && grant.try_grow(bytes);
         if !admit && !hold_everything {
             let spill = partitions.get_or_insert_with(|| Partitions::new(ctx, level));
@@ -106,7 +108,7 @@ pub(crate) fn run_hash<O: HashOp>(
             grant.force_grow(bytes);
         }
         let (state, more) = op.first(ctx, row, sink)?;
-        slots.insert(key, states.len());
+        slots.insert(key.clone(), states.len());
         states.push(state);
         Ok(more)
     })?;
@@ -134,15 +136,24 @@ pub(crate) fn run_hash<O: HashOp>(
     Ok(true)
 }
 
+/// `group_key` of a whole row, into `out` (cleared first).
+fn encode_row_key(row: &[Datum], out: &mut Vec<u8>) {
+    out.clear();
+    for datum in row {
+        datum.group_key(out);
+    }
+}
+
 /// DISTINCT and UNION: a row passes the first time its value is seen.
 pub(crate) struct DistinctOp;
 
 impl HashOp for DistinctOp {
     type State = ();
-    fn key(&mut self, _: &mut Ctx<'_>, row: &Row) -> Result<Vec<u8>> {
-        Ok(group_key(row))
+    fn key(&mut self, _: &mut Ctx<'_>, row: &Row, out: &mut Vec<u8>) -> Result<()> {
+        encode_row_key(row, out);
+        Ok(())
     }
-    fn group_bytes(&self, _: &Row) -> usize {
+    fn group_bytes(&self, _: &[u8], _: &Row) -> usize {
         0
     }
     fn first(&mut self, ctx: &mut Ctx<'_>, row: Row, sink: &mut Sink<'_>) -> Result<((), bool)> {
@@ -192,10 +203,11 @@ impl SetOp {
 
 impl HashOp for SetOp {
     type State = SetCounts;
-    fn key(&mut self, _: &mut Ctx<'_>, row: &Row) -> Result<Vec<u8>> {
-        Ok(group_key(&row[..self.width]))
+    fn key(&mut self, _: &mut Ctx<'_>, row: &Row, out: &mut Vec<u8>) -> Result<()> {
+        encode_row_key(&row[..self.width], out);
+        Ok(())
     }
-    fn group_bytes(&self, row: &Row) -> usize {
+    fn group_bytes(&self, _: &[u8], row: &Row) -> usize {
         row_size(row)
     }
     fn first(&mut self, _: &mut Ctx<'_>, row: Row, _: &mut Sink<'_>) -> Result<(SetCounts, bool)> {

@@ -123,8 +123,8 @@ pub(crate) struct HashJoin<'p> {
 /// The key of a row as the `group_key` encoding of its key expressions; `None` when one
 /// is NULL (NULL keys match nothing).
 fn join_key(keys: &[Expr], row: &Row, ctx: &mut Ctx<'_>) -> Result<Option<Vec<u8>>> {
-    let values = keys.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<Row>>()?;
-    Ok((!values.iter().any(Datum::is_null)).then(|| group_key(&values)))
+    let mut key = Vec::new();
+    Ok(encode_keys(keys, row, ctx, &mut key)?.then_some(key))
 }
 
 /// The build side: a hash table while its grant allows, then partitions.
@@ -133,35 +133,44 @@ struct Build {
     grant: MemoryGrant,
     partitions: Option<Partitions>,
     level: u32,
+    /// The current row's key (one buffer for every row: a key is copied only when it is
+    /// new to the table).
+    key: Vec<u8>,
 }
 
 impl Build {
     fn new(ctx: &Ctx<'_>, level: u32) -> Build {
         let grant = SpillTarget::of(ctx).grant(ctx.budget.hash_mem_bytes);
-        Build { table: KeyMap::default(), grant, partitions: None, level }
+        Build { table: KeyMap::default(), grant, partitions: None, level, key: Vec::new() }
     }
 
     /// Adds a right row (rows with a NULL key are dropped: they match nothing).
     fn add(&mut self, join: &HashJoin<'_>, row: Row, ctx: &mut Ctx<'_>) -> Result<()> {
-        let Some(key) = join_key(join.right_keys, &row, ctx)? else {
-            return Ok(());
-        };
-        if let Some(partitions) = &mut self.partitions {
-            return partitions.write(&key, &row);
-        }
-        if self.grant.try_grow(row_size(&row) + key.len()) {
-            self.table.entry(key).or_default().push(row);
+        let Build { table, grant, partitions, level, key } = self;
+        if !encode_keys(join.right_keys, &row, ctx, key)? {
             return Ok(());
         }
-        let mut partitions = Partitions::new(ctx, self.level);
-        for (held_key, rows) in self.table.drain() {
+        if let Some(partitions) = partitions {
+            return partitions.write(key, &row);
+        }
+        if grant.try_grow(row_size(&row) + key.len()) {
+            match table.get_mut(key.as_slice()) {
+                Some(rows) => rows.push(row),
+                None => {
+                    table.insert(key.clone(), vec![row]);
+                }
+            }
+            return Ok(());
+        }
+        let mut spilled = Partitions::new(ctx, *level);
+        for (held_key, rows) in table.drain() {
             for held in rows {
-                partitions.write(&held_key, &held)?;
+                spilled.write(&held_key, &held)?;
             }
         }
-        self.grant.reset();
-        partitions.write(&key, &row)?;
-        self.partitions = Some(partitions);
+        grant.reset();
+        spilled.write(key, &row)?;
+        *partitions = Some(spilled);
         Ok(())
     }
 }
@@ -181,9 +190,12 @@ pub(crate) fn hash_join(
     run(right, ctx, probe, &mut |ctx, row| build.add(join, row, ctx).map(|()| true))?;
     stats.peak_memory_bytes = build.grant.peak_bytes();
     let outcome = match build.partitions.take() {
-        None => run(left, ctx, probe, &mut |ctx, left_row| {
-            probe_row(join, &build.table, left_row, ctx, sink)
-        }),
+        None => {
+            let mut key = Vec::new();
+            run(left, ctx, probe, &mut |ctx, left_row| {
+                probe_row(join, &build.table, left_row, &mut key, ctx, sink)
+            })
+        }
         Some(build_partitions) => {
             drop(build);
             let mut probe_partitions = Partitions::new(ctx, 0);
@@ -206,15 +218,17 @@ pub(crate) fn hash_join(
     outcome
 }
 
-/// Joins one left row with its matches in `table`.
+/// Joins one left row with its matches in `table`; `key` is a buffer for its key.
 fn probe_row(
     join: &HashJoin<'_>,
     table: &KeyMap<Vec<Row>>,
     left_row: Row,
+    key: &mut Vec<u8>,
     ctx: &mut Ctx<'_>,
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let matches = join_key(join.left_keys, &left_row, ctx)?.and_then(|key| table.get(&key));
+    let present = encode_keys(join.left_keys, &left_row, ctx, key)?;
+    let matches = if present { table.get(key.as_slice()) } else { None };
     let candidates = matches.map_or(&[][..], Vec::as_slice);
     join_row(left_row, candidates, join.residual, join.kind, join.width, ctx, sink)
 }
@@ -268,8 +282,9 @@ fn join_runs(
     drop(build_run);
     stats.peak_memory_bytes = stats.peak_memory_bytes.max(build.grant.peak_bytes());
     let Some(build_partitions) = build.partitions.take() else {
+        let mut key = Vec::new();
         return replay(probe_run, ctx, &mut |ctx, left_row| {
-            probe_row(join, &build.table, left_row, ctx, sink)
+            probe_row(join, &build.table, left_row, &mut key, ctx, sink)
         });
     };
     drop(build);

@@ -53,6 +53,23 @@ pub(crate) fn decode_row(table: &crate::catalog::TableMeta, values: Vec<Value>) 
         .collect()
 }
 
+/// The output row of a projected scan from an engine row (`output` is ascending).
+fn project_values(
+    table: &crate::catalog::TableMeta,
+    projection: &ScanProjection,
+    values: Vec<Value>,
+) -> Row {
+    let mut wanted = projection.output.iter().copied().peekable();
+    let mut row = Vec::with_capacity(projection.output.len());
+    for (position, value) in values.into_iter().enumerate() {
+        if wanted.next_if_eq(&position).is_some() {
+            row.push(Datum::from_owned_value(value, &table.columns[position].ty));
+        }
+    }
+    debug_assert_eq!(row.len(), projection.output.len(), "every output column is stored");
+    row
+}
+
 /// How a scan returns its rows.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ScanOptions<'p> {
@@ -75,18 +92,22 @@ pub(crate) fn scan(
 ) -> Result<bool> {
     let ScanOptions { emit_key, backward, projection } = options;
     let mut emit = |ctx: &mut Ctx<'_>, key: Vec<u8>, values: Vec<Value>| -> Result<bool> {
-        let mut row = decode_row(table, values);
+        let mut row = match (projection, filter) {
+            // Without a filter, the output row is built straight from the engine's values.
+            (Some(projection), None) => project_values(table, projection, values),
+            _ => decode_row(table, values),
+        };
         if let Some(filter) = filter {
             if !truthy(&eval(filter, &row, ctx)?) {
                 return Ok(true);
             }
-        }
-        if let Some(projection) = projection {
-            row = projection
-                .output
-                .iter()
-                .map(|&column| std::mem::replace(&mut row[column], Datum::Null))
-                .collect();
+            if let Some(projection) = projection {
+                row = projection
+                    .output
+                    .iter()
+                    .map(|&column| std::mem::replace(&mut row[column], Datum::Null))
+                    .collect();
+            }
         }
         if emit_key {
             row.push(Datum::Bytes(key));
