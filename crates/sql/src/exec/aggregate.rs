@@ -413,16 +413,16 @@ impl SortRecord for KeyedRow {
 pub(crate) struct DistinctFilter {
     seen: KeySet,
     target: SpillTarget,
-    grant: Option<tierdb_storage::MemoryGrant>,
+    /// Memory of `seen` while it is in memory; then the sort's.
+    grant: tierdb_storage::MemoryGrant,
     spill: Option<ExternalSort<KeyedRow, KeyedCompare>>,
-    limit_bytes: usize,
 }
 
 impl DistinctFilter {
     fn new(ctx: &Ctx<'_>) -> DistinctFilter {
         let target = SpillTarget::of(ctx);
-        let limit_bytes = ctx.budget.hash_mem_bytes;
-        DistinctFilter { seen: KeySet::default(), target, grant: None, spill: None, limit_bytes }
+        let grant = target.grant(ctx.budget.hash_mem_bytes);
+        DistinctFilter { seen: KeySet::default(), target, grant, spill: None }
     }
 
     /// `Some(args)` when the value is new and fits: fold it in now.
@@ -435,14 +435,13 @@ impl DistinctFilter {
         if self.seen.contains(&key) {
             return Ok(None);
         }
-        let limit_bytes = self.limit_bytes;
-        let grant = self.grant.get_or_insert_with(|| self.target.grant(limit_bytes));
-        if grant.try_grow(key.len() + 48) {
+        if self.grant.try_grow(key.len() + 48) {
             self.seen.insert(key);
             return Ok(Some(args));
         }
-        self.grant = None;
-        let grant = self.target.grant(self.limit_bytes);
+        // The sort takes over the memory the set held.
+        self.grant.reset();
+        let grant = std::mem::replace(&mut self.grant, self.target.grant(0));
         let compare: KeyedCompare = KeyedRow::compare;
         let mut sort = ExternalSort::new(&self.target.space, &self.target.usage, grant, compare);
         for seen in std::mem::take(&mut self.seen) {

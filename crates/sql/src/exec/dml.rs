@@ -118,6 +118,7 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         let params = ctx.params;
         let session = ctx.session;
         let time = ctx.statement_time_micros;
+        let budget = ctx.budget.clone();
         let mut change = |latest: &Vec<Value>| -> Option<Vec<Value>> {
             let key_changes = |values: &[Value]| {
                 key_columns.iter().any(|&column| values[column] != latest[column])
@@ -132,7 +133,7 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             }
             // A concurrent update committed first (READ COMMITTED): re-check the predicate
             // on the latest version and recompute the new row from it.
-            let mut detached = detached_ctx(params, session, time);
+            let mut detached = detached_ctx(params, session, time, &budget);
             let current = table_row(table, latest);
             if let Some(filter) = &update.filter {
                 match recheck_filter(filter, table, latest, &mut detached) {
@@ -192,10 +193,13 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
 }
 
 /// A context for expressions evaluated inside an engine callback (no transaction access).
+/// A context for expressions over one row outside the statement's transaction (rechecks of
+/// a row a concurrent update changed), with the statement's memory budget.
 pub(crate) fn detached_ctx<'a>(
     params: &'a [Datum],
     session: &'a SessionInfo<'a>,
     time: i64,
+    budget: &MemoryBudget,
 ) -> Ctx<'a> {
     Ctx {
         txn: None,
@@ -204,7 +208,7 @@ pub(crate) fn detached_ctx<'a>(
         subquery_cache: HashMap::new(),
         stats: Vec::new(),
         analyze: false,
-        budget: MemoryBudget::new(usize::MAX),
+        budget: budget.clone(),
         session,
         statement_time_micros: time,
         interrupt: None,
@@ -257,6 +261,7 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         // out of the WHERE clause; the DELETE re-checks it on the latest version.
         let mut failure: Option<SqlError> = None;
         let (params, session, time) = (ctx.params, ctx.session, ctx.statement_time_micros);
+        let budget = ctx.budget.clone();
         let expected: Vec<Value> = row
             .iter()
             .zip(&delete.table.columns)
@@ -264,7 +269,7 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             .collect::<Result<_>>()?;
         let mut recheck = |latest: &Vec<Value>| match &delete.filter {
             Some(filter) if *latest != expected => {
-                let mut detached = detached_ctx(params, session, time);
+                let mut detached = detached_ctx(params, session, time, &budget);
                 match recheck_filter(filter, &delete.table, latest, &mut detached) {
                     Ok(matches) => matches,
                     Err(error) => {

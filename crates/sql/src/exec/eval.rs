@@ -3,15 +3,25 @@
 use super::*;
 
 /// Runs a subquery (cached when uncorrelated) in the context of `row`.
+/// Whether `subquery_rows` keeps the rows for the statement's next evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowCache {
+    /// An uncorrelated subquery: the same rows every time, run once.
+    Keep,
+    /// A correlated one (other rows each time), or a caller that keeps its own form of
+    /// the rows (IN keeps them hashed).
+    Skip,
+}
+
 pub(crate) fn subquery_rows(
     plan: &Plan,
-    correlated: bool,
+    cache: RowCache,
     id: usize,
     row: &[Datum],
     ctx: &mut Ctx<'_>,
     limit: Option<usize>,
 ) -> Result<Vec<Row>> {
-    if !correlated {
+    if cache == RowCache::Keep {
         if let Some(CachedSubquery::Rows(rows)) = ctx.subquery_cache.get(&id) {
             return Ok(rows.clone());
         }
@@ -27,7 +37,7 @@ pub(crate) fn subquery_rows(
     });
     ctx.outer.pop();
     outcome?;
-    if !correlated {
+    if cache == RowCache::Keep {
         ctx.subquery_cache.insert(id, CachedSubquery::Rows(rows.clone()));
     }
     Ok(rows)
@@ -352,7 +362,8 @@ struct Subquery<'p> {
 
 impl Subquery<'_> {
     fn rows(&self, row: &[Datum], ctx: &mut Ctx<'_>, limit: Option<usize>) -> Result<Vec<Row>> {
-        subquery_rows(self.plan, self.correlated, self.id, row, ctx, limit)
+        let cache = if self.correlated { RowCache::Skip } else { RowCache::Keep };
+        subquery_rows(self.plan, cache, self.id, row, ctx, limit)
     }
 }
 
@@ -366,7 +377,7 @@ fn eval_in_subquery(
     let value = eval(expr, row, ctx)?;
     if !subquery.correlated {
         if !matches!(ctx.subquery_cache.get(&subquery.id), Some(CachedSubquery::In(_))) {
-            let rows = subquery_rows(subquery.plan, true, subquery.id, row, ctx, None)?;
+            let rows = subquery_rows(subquery.plan, RowCache::Skip, subquery.id, row, ctx, None)?;
             ctx.subquery_cache.insert(subquery.id, CachedSubquery::In(HashedValues::new(rows)));
         }
         let Some(CachedSubquery::In(hashed)) = ctx.subquery_cache.get_mut(&subquery.id) else {

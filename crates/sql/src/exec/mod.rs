@@ -67,6 +67,7 @@ pub struct NodeStats {
 /// operations and row stores each take a grant of their own (`work_mem_bytes`, or
 /// `hash_mem_bytes` for hash tables, as PostgreSQL) from the server's operator memory pool
 /// (`tierdb_storage::MemoryPool`) and spill to the temp space past it.
+#[derive(Clone, Debug)]
 pub struct MemoryBudget {
     /// work_mem: what one sort or row store holds before it spills.
     pub work_mem_bytes: usize,
@@ -77,11 +78,6 @@ pub struct MemoryBudget {
 }
 
 impl MemoryBudget {
-    /// `work_mem_bytes` for every operator (tools and internal statements).
-    pub fn new(work_mem_bytes: usize) -> MemoryBudget {
-        MemoryBudget::for_session(work_mem_bytes, 1.0, std::sync::Arc::default())
-    }
-
     /// A session's budget: `work_mem_bytes` per operator, hash tables
     /// `hash_mem_multiplier` times that.
     pub fn for_session(

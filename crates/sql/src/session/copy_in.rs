@@ -19,7 +19,7 @@ use crate::bind::bind_defaults;
 use crate::bind::Binder;
 
 use crate::error::{Result, SqlError};
-use crate::exec::{insert_row, Ctx, MemoryBudget};
+use crate::exec::{insert_row, Ctx};
 use crate::parse::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
 use crate::plan::{BoundTable, Expr};
 use crate::system::SessionInfo;
@@ -188,6 +188,7 @@ impl Session {
 
     /// Inserts parsed records; returns how many.
     fn insert_records(&mut self, copy: &CopyIn, records: Vec<Vec<Option<String>>>) -> Result<u64> {
+        let budget = self.memory_budget();
         let info = SessionInfo {
             database: &self.database,
             user: &self.user,
@@ -202,7 +203,7 @@ impl Session {
             subquery_cache: HashMap::new(),
             stats: Vec::new(),
             analyze: false,
-            budget: MemoryBudget::new(usize::MAX),
+            budget,
             session: &info,
             statement_time_micros: types::now_micros(),
             interrupt: None,
