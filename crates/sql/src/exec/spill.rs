@@ -20,7 +20,6 @@
 use std::sync::Arc;
 
 use rust_decimal::Decimal;
-use tierdb_access::SortRecord;
 use tierdb_storage::{
     MemoryGrant, StorageError, TempReader, TempRun, TempSpace, TempUsage, TempWriter,
 };
@@ -42,21 +41,6 @@ pub(crate) const SPILL_LEVELS_MAX: u32 = 4;
 pub(crate) type KeyMap<V> = std::collections::HashMap<Vec<u8>, V, foldhash::fast::RandomState>;
 /// A set of `group_key` encodings (see `KeyMap`).
 pub(crate) type KeySet = std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>;
-
-/// A row as a sort record (the orphan rule keeps `Row` itself from being one).
-pub(crate) struct SpillRow(pub Row);
-
-impl SortRecord for SpillRow {
-    fn encode(&self, out: &mut Vec<u8>) {
-        encode_row(&self.0, out);
-    }
-    fn decode(bytes: &[u8]) -> std::result::Result<SpillRow, String> {
-        decode_row(bytes).map(SpillRow)
-    }
-    fn memory_bytes(&self) -> usize {
-        row_size(&self.0)
-    }
-}
 
 pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
     let count = u32::try_from(row.len()).expect("rows have at most 1,664 values");
