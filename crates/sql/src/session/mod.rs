@@ -82,6 +82,20 @@ pub(crate) enum Bound {
     Delete(DeletePlan),
 }
 
+impl Prepared {
+    /// A parsed statement not bound yet.
+    pub(crate) fn of_statement(sql: String, statement: Statement) -> Prepared {
+        Prepared {
+            sql,
+            statement: Some(Arc::new(statement)),
+            normalized: None,
+            parameter_types: Vec::new(),
+            columns: Vec::new(),
+            bound: None,
+        }
+    }
+}
+
 pub use crate::output::BlockState;
 
 pub struct Session {
@@ -111,6 +125,10 @@ pub struct Session {
     cursors: cursors::Cursors,
     /// The session's temporary files, bounded by temp_file_limit.
     temp_usage: Arc<tierdb_storage::TempUsage>,
+    /// The one-statement string `simple_result_is_small` parsed and bound last, kept for
+    /// `execute_streaming` to run without parsing and binding it again (one entry: the
+    /// server asks, then runs the same string).
+    checked_simple: Option<(String, Prepared)>,
 }
 
 /// COPY TO and FETCH may return any number of rows; the other front statements none.
@@ -164,6 +182,7 @@ impl Session {
             copy_in: None,
             cursors: cursors::Cursors::new(),
             temp_usage: Arc::default(),
+            checked_simple: None,
         }
     }
 
@@ -330,7 +349,23 @@ impl Session {
 
     /// `prepared_result_is_small` for a simple-protocol string, parsed and bound for the
     /// check (a string that fails to parse or bind is small: its error is all it returns).
-    pub fn simple_result_is_small(&self, sql: &str) -> bool {
+    pub fn simple_result_is_small(&mut self, sql: &str) -> bool {
+        self.checked_simple = None;
+        // One statement (`SELECT ...;` is one piece): bound once, kept for the execution.
+        // Several: each is checked here and parsed again there.
+        let mut pieces =
+            if sql.contains(';') { split_statements(sql) } else { vec![sql.to_string()] };
+        if pieces.len() == 1 {
+            let piece = pieces.pop().expect("one piece");
+            let Ok(mut statements) = parse_sql(&piece) else { return true };
+            if statements.len() == 1 {
+                let statement = statements.pop().expect("one statement");
+                let mut prepared = Prepared::of_statement(piece, statement);
+                let small = self.prepared_is_small_binding(&mut prepared);
+                self.checked_simple = Some((sql.to_string(), prepared));
+                return small;
+            }
+        }
         let Ok(statements) = parse_sql(sql) else { return true };
         statements.iter().all(|statement| match statement {
             Statement::Front(front) => front_result_is_small(front),
@@ -339,6 +374,31 @@ impl Session {
                 Ok(None) | Err(_) => true,
             },
         })
+    }
+
+    /// `prepared_result_is_small`, binding a plain DML or query statement first (a
+    /// statement that fails to bind is small: its error is all it returns).
+    fn prepared_is_small_binding(&self, prepared: &mut Prepared) -> bool {
+        let statement = prepared.statement.clone();
+        if let Some(Statement::Sql(sql_statement)) = statement.as_deref() {
+            let plain = matches!(
+                sql_statement.as_ref(),
+                ast::Statement::Query(_)
+                    | ast::Statement::Insert(_)
+                    | ast::Statement::Update(_)
+                    | ast::Statement::Delete(_)
+            );
+            if plain && self.bound_for(sql_statement, prepared).is_err() {
+                return true;
+            }
+        }
+        self.prepared_result_is_small(prepared)
+    }
+
+    /// The statement `simple_result_is_small` bound for exactly `sql`, if any.
+    pub(crate) fn take_checked_simple(&mut self, sql: &str) -> Option<Prepared> {
+        let (checked, prepared) = self.checked_simple.take()?;
+        (checked == sql).then_some(prepared)
     }
 
     /// Binds a DML or query statement; None for statements executed without a plan.

@@ -11,38 +11,32 @@ impl Session {
     pub fn execute_streaming(&mut self, sql: &str, sink: &mut dyn RowSink) {
         // A statement while a COPY still expected data (the client broke off): the COPY fails.
         self.copy_in_abort();
-        let pieces = if sql.contains(';') { split_statements(sql) } else { vec![sql.to_string()] };
-        // The whole string is parsed first: a syntax error anywhere runs nothing.
-        let mut statements = Vec::new();
-        for piece in pieces {
-            match parse_sql(&piece) {
-                Ok(parsed) => statements
-                    .extend(parsed.into_iter().map(|statement| (piece.clone(), statement))),
+        let statements = match self.take_checked_simple(sql) {
+            Some(prepared) => vec![prepared],
+            None => match parse_statements(sql) {
+                Ok(statements) => statements,
                 Err(error) => {
                     self.fail_block();
                     sink.finished(Err(error), self.state);
                     return;
                 }
-            }
-        }
+            },
+        };
         // Several statements outside a block run in one implicit transaction, as in
         // PostgreSQL, unless they control transactions themselves.
         let implicit = statements.len() > 1
             && self.state == BlockState::Idle
-            && statements.iter().all(|(_, statement)| !controls_transactions(statement));
+            && statements.iter().all(|prepared| {
+                prepared
+                    .statement
+                    .as_deref()
+                    .is_none_or(|statement| !controls_transactions(statement))
+            });
         if implicit {
             self.state = BlockState::InBlock;
         }
         let mut failed = false;
-        for (piece, statement) in statements {
-            let mut prepared = Prepared {
-                sql: piece,
-                statement: Some(Arc::new(statement)),
-                normalized: None,
-                parameter_types: Vec::new(),
-                columns: Vec::new(),
-                bound: None,
-            };
+        for mut prepared in statements {
             let outcome = self.execute_prepared_streaming(&mut prepared, &[], Some(&mut *sink));
             failed = outcome.is_err();
             sink.finished(outcome, self.state);
@@ -62,6 +56,19 @@ impl Session {
             }
         }
     }
+}
+
+/// The statements of a simple-protocol string, each with the text of its piece. The whole
+/// string is parsed first: a syntax error anywhere runs nothing.
+fn parse_statements(sql: &str) -> Result<Vec<Prepared>> {
+    let pieces = if sql.contains(';') { split_statements(sql) } else { vec![sql.to_string()] };
+    let mut statements = Vec::new();
+    for piece in pieces {
+        for statement in parse_sql(&piece)? {
+            statements.push(Prepared::of_statement(piece.clone(), statement));
+        }
+    }
+    Ok(statements)
 }
 
 /// Runs a query with its rows going to `sink`; the outcome is SELECT and the row count.
