@@ -64,6 +64,18 @@ impl ToSqlText for Encoded {
 }
 
 pub fn pg_type(ty: &SqlType) -> Type {
+    if let SqlType::Vector(_) = ty {
+        // Not one of PostgreSQL's built-in types, so not in postgres-types' table.
+        static VECTOR: std::sync::LazyLock<Type> = std::sync::LazyLock::new(|| {
+            Type::new(
+                "vector".into(),
+                tierdb_sql::VECTOR_OID,
+                postgres_types::Kind::Simple,
+                "public".into(),
+            )
+        });
+        return VECTOR.clone();
+    }
     Type::from_oid(ty.oid()).unwrap_or(Type::TEXT)
 }
 

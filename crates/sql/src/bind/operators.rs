@@ -29,8 +29,12 @@ impl<'a> Binder<'a> {
             ));
         }
         if let Some(function) = vector_operator_function(op) {
-            let (left, left_ty) = self.expr(left, scope, None)?;
-            let (right, right_ty) = self.expr(right, scope, None)?;
+            // A parameter is a vector; an untyped literal stays unknown until the call is
+            // resolved (two of them are ambiguous, as in PostgreSQL with pgvector).
+            let vector = SqlType::Vector(None);
+            let hint = |side: &ast::Expr| is_placeholder(side).then_some(&vector);
+            let (left, left_ty) = self.expr(left, scope, hint(left))?;
+            let (right, right_ty) = self.expr(right, scope, hint(right))?;
             if left_ty == SqlType::Unknown && right_ty == SqlType::Unknown {
                 let symbol = match op {
                     B::Custom(symbol) if symbol == crate::parse::L1_OPERATOR_STAND_IN => {

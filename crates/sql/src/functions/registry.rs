@@ -375,6 +375,13 @@ pub static FUNCTIONS: &[Function] = &[
     ),
     // Conditional: not strict, NULLs are their business.
     function!(&["coalesce"], 1..=usize::MAX, common, info::coalesce, "NULL, 2", non_strict),
+    function!(
+        &["to_regtype"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Oid),
+        info::to_regtype,
+        "'integer'"
+    ),
     function!(&["nullif"], 2..=2, common, info::nullif, "1, 1", non_strict),
     function!(
         &["greatest"],

@@ -23,7 +23,7 @@ const ENCODING_UTF8: i64 = 6;
 /// The tier cache's slot size.
 const TIER_SLOT_BYTES: u64 = 8192;
 
-const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
+pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (16, "bool", 1),
     (17, "bytea", -1),
     (19, "name", 64),
@@ -41,6 +41,10 @@ const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (1114, "timestamp", 8),
     (1184, "timestamptz", 8),
     (1700, "numeric", -1),
+    // PostgreSQL's bit types are listed (drivers such as pgvector's register_vector look
+    // them up) but values of them are not supported yet: using one fails (42704).
+    (1560, "bit", -1),
+    (1562, "varbit", -1),
     (crate::types::VECTOR_OID_I64, "vector", -1),
     (crate::types::VECTOR_ARRAY_OID_I64, "_vector", -1),
 ];
@@ -287,6 +291,7 @@ pub static VIEWS: &[SystemView] = &[
         typnamespace: Oid = oid(NAMESPACE_CATALOG),
         typlen: Int2 = Datum::Int(i64::from(length)),
         typtype: Text = text("b"),
+        typdelim: Text = text(","),
         typbasetype: Oid = oid(0),
         typelem: Oid = oid(if name == "_vector" { i64::from(crate::types::VECTOR_OID) } else { 0 }),
         typrelid: Oid = oid(0),
