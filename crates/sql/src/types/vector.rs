@@ -254,6 +254,51 @@ pub fn vector_typmod(modifiers: &[String]) -> Result<Option<u32>> {
     }
 }
 
+/// One step of pgvector's `sum(vector)` (`vector_add` as its state function): float sums,
+/// every value with the first one's dimensions.
+pub fn vector_sum_step(state: &mut Option<Vec<f32>>, value: &[f32]) -> Result<()> {
+    match state {
+        None => *state = Some(value.to_vec()),
+        Some(sums) => {
+            check_same_dimensions(sums, value)?;
+            for (sum, element) in sums.iter_mut().zip(value) {
+                *sum += element;
+            }
+            if sums.iter().any(|sum| sum.is_infinite()) {
+                return Err(SqlError::new("22003", "value out of range: overflow"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One step of pgvector's `avg(vector)` (`vector_accum`): double sums and a count.
+pub fn vector_average_step(state: &mut Option<Vec<f64>>, value: &[f32]) -> Result<()> {
+    match state {
+        None => *state = Some(value.iter().map(|element| f64::from(*element)).collect()),
+        Some(sums) => {
+            check_expected_dimensions(u32::try_from(sums.len()).ok(), value.len())?;
+            for (sum, element) in sums.iter_mut().zip(value) {
+                *sum += f64::from(*element);
+                if sum.is_infinite() {
+                    return Err(SqlError::new("22003", "value out of range: overflow"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// pgvector's `vector_avg`: each double sum divided by the count, stored as float.
+pub fn vector_average_finish(sums: &[f64], count: i64) -> Result<Datum> {
+    // Row counts are far below 2^53: the conversion is exact.
+    #[allow(clippy::cast_precision_loss)]
+    let count = count as f64;
+    #[allow(clippy::cast_possible_truncation)]
+    let elements: Vec<f32> = sums.iter().map(|sum| (sum / count) as f32).collect();
+    vector_datum(elements, None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
