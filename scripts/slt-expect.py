@@ -2,7 +2,7 @@
 """Makes an .slt file from records, with PostgreSQL 15's results as the expectations (tests/slt/README.md).
 Input: a file of records separated by blank lines; each starts with 'statement ok',
 'statement error', 'query rowsort' / 'query' (columns typed from PostgreSQL), or '#' comments."""
-import subprocess, sys, psycopg
+import os, re, subprocess, sys, psycopg
 
 PORT = sys.argv[3] if len(sys.argv) > 3 else "55433"
 conn = psycopg.connect(f"host=127.0.0.1 port={PORT} user=postgres dbname=postgres", autocommit=True)
@@ -11,7 +11,7 @@ session = []
 
 def psql(sql):
     sql = "".join(s + ";\n" for s in session) + sql
-    out = subprocess.run(["psql", "-h", "127.0.0.1", "-p", PORT, "-U", "postgres", "-X", "-q", "-A", "-t",
+    out = subprocess.run([os.environ.get("PSQL", "psql"), "-h", "127.0.0.1", "-p", PORT, "-U", "postgres", "-X", "-q", "-A", "-t",
                           "-F", "\t", "-P", "null=NULL", "-v", "ON_ERROR_STOP=1", "-c", sql],
                          capture_output=True, text=True)
     return out
@@ -44,6 +44,8 @@ for block in blocks:
         r = psql(sql)
         assert r.returncode != 0, sql
         msg = r.stderr.strip().split("\n")[0].replace("ERROR:  ", "")
+        # The message is a regex in the .slt file: brackets and parentheses match literally.
+        msg = re.sub(r"([][(){}.*+?^$|\\])", r"\\\1", msg)
         kind = head.split()[0]
         out.append(f"{kind} error {msg}\n{sql}" if head.strip() in ("statement error", "query error") else block)
     else:

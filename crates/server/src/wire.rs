@@ -64,6 +64,18 @@ impl ToSqlText for Encoded {
 }
 
 pub fn pg_type(ty: &SqlType) -> Type {
+    if let SqlType::Vector(_) = ty {
+        // Not one of PostgreSQL's built-in types, so not in postgres-types' table.
+        static VECTOR: std::sync::LazyLock<Type> = std::sync::LazyLock::new(|| {
+            Type::new(
+                "vector".into(),
+                tierdb_sql::VECTOR_OID,
+                postgres_types::Kind::Simple,
+                "public".into(),
+            )
+        });
+        return VECTOR.clone();
+    }
     Type::from_oid(ty.oid()).unwrap_or(Type::TEXT)
 }
 
@@ -116,6 +128,7 @@ pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Result<Encoded, SqlE
         (Datum::Numeric(value), _) => encode_numeric(value),
         (Datum::Text(text), _) => text.as_bytes().to_vec(),
         (Datum::Bytes(bytes), _) => bytes.clone(),
+        (Datum::Vector(elements), _) => tierdb_sql::vector_send(elements),
         (Datum::Date(days), _) => days.to_be_bytes().to_vec(),
         (Datum::Timestamp(micros) | Datum::TimestampTz(micros), _) => micros.to_be_bytes().to_vec(),
         (Datum::Null, _) => return Ok(Encoded(None)),
@@ -224,6 +237,7 @@ pub fn decode_binary(bytes: &[u8], ty: &SqlType) -> Result<Datum, SqlError> {
             Datum::TimestampTz(i64::from_be_bytes(fixed(8)?.try_into().expect("8")))
         }
         SqlType::Bytea => Datum::Bytes(bytes.to_vec()),
+        SqlType::Vector(dimensions) => tierdb_sql::vector_receive(bytes, *dimensions)?,
         SqlType::Numeric { .. } => {
             Datum::Numeric(decode_numeric(bytes).ok_or_else(|| bad_binary(ty))?)
         }

@@ -70,7 +70,13 @@ fn strict_entries_return_null_on_a_null_argument() {
                 let mut with_null = arguments.clone();
                 with_null[position] = "NULL".to_string();
                 let sql = format!("SELECT {}({})", function.name(), with_null.join(", "));
-                let result = value(session, &sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
+                let result = value(session, &sql);
+                // pgvector's functions overloaded for halfvec and sparsevec: with only
+                // untyped arguments PostgreSQL cannot choose one (42725), nor can tierdb.
+                if result.as_ref().is_err_and(|error| error.sqlstate == "42725") {
+                    continue;
+                }
+                let result = result.unwrap_or_else(|error| panic!("{sql}: {error}"));
                 assert_eq!(result, Datum::Null, "{sql}");
                 checked += 1;
             }

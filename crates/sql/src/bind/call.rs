@@ -109,6 +109,7 @@ impl<'a> Binder<'a> {
         let output = match aggregate {
             AggregateFunction::CountStar | AggregateFunction::Count => SqlType::Int8,
             AggregateFunction::Sum => match &input {
+                SqlType::Vector(_) => SqlType::Vector(None),
                 SqlType::Int2 | SqlType::Int4 => SqlType::Int8,
                 SqlType::Int8 | SqlType::Numeric { .. } => SqlType::numeric(),
                 SqlType::Float4 => SqlType::Float4,
@@ -121,6 +122,7 @@ impl<'a> Binder<'a> {
                 }
             },
             AggregateFunction::Avg => match &input {
+                SqlType::Vector(_) => SqlType::Vector(None),
                 ty if ty.is_integer() => SqlType::numeric(),
                 SqlType::Numeric { .. } => SqlType::numeric(),
                 SqlType::Float4 | SqlType::Float8 => SqlType::Float8,

@@ -75,5 +75,10 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     if from.is_temporal() && to.is_temporal() {
         return true;
     }
+    // vector(n) to vector(m) checks the dimension count when it runs (pgvector's
+    // `vector(vector, typmod)` cast is implicit).
+    if matches!((from, to), (SqlType::Vector(_), SqlType::Vector(_))) {
+        return true;
+    }
     false
 }

@@ -106,6 +106,7 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "smallint" => SqlType::Int2,
                 "real" => SqlType::Float4,
                 "float" => SqlType::Float8,
+                "vector" => SqlType::Vector(crate::types::vector_typmod(modifiers)?),
                 other => {
                     return Err(SqlError::new("42704", format!("type \"{other}\" does not exist")))
                 }

@@ -28,6 +28,27 @@ impl<'a> Binder<'a> {
                 SqlType::Bool,
             ));
         }
+        if let Some(function) = vector_operator_function(op) {
+            // A parameter is a vector; an untyped literal stays unknown until the call is
+            // resolved (two of them are ambiguous, as in PostgreSQL with pgvector).
+            let vector = SqlType::Vector(None);
+            let hint = |side: &ast::Expr| is_placeholder(side).then_some(&vector);
+            let (left, left_ty) = self.expr(left, scope, hint(left))?;
+            let (right, right_ty) = self.expr(right, scope, hint(right))?;
+            if left_ty == SqlType::Unknown && right_ty == SqlType::Unknown {
+                let symbol = match op {
+                    B::Custom(symbol) if symbol == crate::parse::L1_OPERATOR_STAND_IN => {
+                        "<+>".into()
+                    }
+                    other => other.to_string(),
+                };
+                return Err(SqlError::new(
+                    "42725",
+                    format!("operator is not unique: unknown {symbol} unknown"),
+                ));
+            }
+            return bind_call(function, vec![(left, left_ty), (right, right_ty)]);
+        }
         match op {
             B::And | B::Or => {
                 // A 10,000-term OR list (ORM filters) is a 10,000-deep syntax tree: its
@@ -43,6 +64,9 @@ impl<'a> Binder<'a> {
             B::StringConcat => {
                 let (left, left_ty) = self.expr(left, scope, Some(&SqlType::Text))?;
                 let (right, right_ty) = self.expr(right, scope, Some(&SqlType::Text))?;
+                if is_vector_operation(&left_ty, &right_ty) {
+                    return bind_call("vector_concat", vec![(left, left_ty), (right, right_ty)]);
+                }
                 let left = coerce(left, &left_ty, &SqlType::Text, true)?;
                 let right = coerce(right, &right_ty, &SqlType::Text, true)?;
                 Ok((Expr::Concat(Box::new(left), Box::new(right)), SqlType::Text))
@@ -111,11 +135,46 @@ impl<'a> Binder<'a> {
                     let (right, right_ty) = self.expr(right, scope, Some(&left_ty))?;
                     (left, left_ty, right, right_ty)
                 };
+                let vector_function = match op {
+                    B::Plus => Some("vector_add"),
+                    B::Minus => Some("vector_sub"),
+                    B::Multiply => Some("vector_mul"),
+                    _ => None,
+                };
+                if let Some(function) =
+                    vector_function.filter(|_| is_vector_operation(&left_ty, &right_ty))
+                {
+                    return bind_call(function, vec![(left, left_ty), (right, right_ty)]);
+                }
                 arithmetic_expr(arithmetic, left, &left_ty, right, &right_ty)
             }
             other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
         }
     }
+}
+
+/// pgvector's distance operators and the functions they call.
+fn vector_operator_function(op: &ast::BinaryOperator) -> Option<&'static str> {
+    use ast::BinaryOperator as B;
+    match op {
+        B::LtDashGt => Some("l2_distance"),
+        B::Spaceship => Some("cosine_distance"),
+        B::Custom(symbol) => match symbol.as_str() {
+            "<#>" => Some("vector_negative_inner_product"),
+            crate::parse::L1_OPERATOR_STAND_IN => Some("l1_distance"),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A vector operand with the other a vector or an untyped literal: pgvector's operator.
+fn is_vector_operation(left: &SqlType, right: &SqlType) -> bool {
+    matches!(
+        (left, right),
+        (SqlType::Vector(_), SqlType::Vector(_) | SqlType::Unknown)
+            | (SqlType::Unknown, SqlType::Vector(_))
+    )
 }
 
 pub(crate) fn compare_operands(

@@ -38,6 +38,10 @@ pub(crate) fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr,
 /// Functions PostgreSQL has that tierdb does not run: 0A000 at bind time, so that no
 /// statement fails halfway through its rows.
 fn refuse_unsupported(name: &str) -> Result<()> {
+    if name == "l2_norm" {
+        // pgvector defines l2_norm for halfvec and sparsevec only; tierdb has neither yet.
+        return Err(SqlError::unsupported("l2_norm() over halfvec and sparsevec is not supported"));
+    }
     if name == "currval" {
         return Err(SqlError::unsupported("currval() is not supported"));
     }

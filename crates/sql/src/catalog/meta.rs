@@ -199,6 +199,7 @@ pub(crate) fn encode_type(ty: &SqlType) -> String {
         }
         SqlType::Varchar(length) => format!("varchar:{}", length.map_or(-1, i64::from)),
         SqlType::Char(length) => format!("char:{length}"),
+        SqlType::Vector(dimensions) => format!("vector:{}", dimensions.map_or(-1, i64::from)),
         other => other.oid().to_string(),
     }
 }
@@ -215,6 +216,7 @@ pub(crate) fn decode_type(text: &str) -> Option<SqlType> {
         }
         ["varchar", length] => Some(SqlType::Varchar(optional(length)?)),
         ["char", length] => Some(SqlType::Char(length.parse().ok()?)),
+        ["vector", dimensions] => Some(SqlType::Vector(optional(dimensions)?)),
         [oid] => SqlType::from_oid(oid.parse().ok()?),
         _ => None,
     }

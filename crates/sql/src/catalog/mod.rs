@@ -221,6 +221,9 @@ impl Catalog {
                 format!("relation \"{}\" already exists", meta.name),
             ));
         }
+        for index in &meta.indexes {
+            refuse_vector_key(&meta, index)?;
+        }
         let columns = meta
             .columns
             .iter()
@@ -293,6 +296,7 @@ impl Catalog {
         mut options: tierdb_engine::IndexBuildOptions,
     ) -> Result<()> {
         let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
+        refuse_vector_key(&meta, &index)?;
         if self
             .tables()
             .iter()
@@ -440,4 +444,19 @@ pub fn sequence_of_default(default: &str) -> Option<&str> {
 /// Whether a table name is one of the SQL layer's own.
 pub fn is_internal_table(name: &str) -> bool {
     [TABLES_TABLE, SEQUENCES_TABLE, ROLES_TABLE, GRANTS_TABLE].contains(&name)
+}
+
+/// B-tree keys over vector columns are refused until the key encoding orders vectors as
+/// pgvector's btree operator class does (element by element): the stored bytes would order
+/// them differently and range scans would return wrong rows.
+fn refuse_vector_key(table: &TableMeta, index: &IndexMeta) -> Result<()> {
+    let vector_key = index.columns.iter().any(|column| {
+        table.columns.get(*column).is_some_and(|meta| matches!(meta.ty, SqlType::Vector(_)))
+    });
+    if vector_key {
+        return Err(SqlError::unsupported(
+            "btree indexes, primary keys and unique constraints on vector columns are not supported",
+        ));
+    }
+    Ok(())
 }

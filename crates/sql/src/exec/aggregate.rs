@@ -52,17 +52,23 @@ pub(crate) enum Accumulator {
     Extreme(Option<Datum>),
     Bool(Option<bool>),
     Strings(Option<String>),
+    /// pgvector's sum(vector): float sums.
+    VectorSum(Option<Vec<f32>>),
+    /// pgvector's avg(vector): double sums and the count.
+    VectorAverage(Option<Vec<f64>>, i64),
 }
 
 pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
     match call.function {
         AggregateFunction::CountStar | AggregateFunction::Count => Accumulator::Count(0),
         AggregateFunction::Sum => match call.input {
+            SqlType::Vector(_) => Accumulator::VectorSum(None),
             SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => Accumulator::SumInt(0, false),
             SqlType::Float4 | SqlType::Float8 => Accumulator::SumFloat(0.0, false),
             _ => Accumulator::SumDecimal(Decimal::ZERO, false),
         },
         AggregateFunction::Avg => match call.input {
+            SqlType::Vector(_) => Accumulator::VectorAverage(None, 0),
             SqlType::Float4 | SqlType::Float8 => Accumulator::AvgFloat(0.0, 0),
             _ => Accumulator::AvgDecimal(Decimal::ZERO, 0),
         },
@@ -111,6 +117,13 @@ pub(crate) fn accumulate(
         }
         Accumulator::AvgFloat(sum, count) => {
             *sum += value.as_f64().unwrap_or(0.0);
+            *count += 1;
+        }
+        Accumulator::VectorSum(sums) => {
+            types::vector_sum_step(sums, types::vector_elements(value)?)?
+        }
+        Accumulator::VectorAverage(sums, count) => {
+            types::vector_average_step(sums, types::vector_elements(value)?)?;
             *count += 1;
         }
         Accumulator::Extreme(best) => {
@@ -198,6 +211,13 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
         Accumulator::Extreme(best) => best.clone().unwrap_or(Datum::Null),
         Accumulator::Bool(value) => value.map_or(Datum::Null, Datum::Bool),
         Accumulator::Strings(value) => value.clone().map_or(Datum::Null, Datum::Text),
+        Accumulator::VectorSum(sums) => {
+            sums.as_ref().map_or(Datum::Null, |sums| Datum::Vector(sums.as_slice().into()))
+        }
+        Accumulator::VectorAverage(sums, count) => match sums {
+            Some(sums) => types::vector_average_finish(sums, *count)?,
+            None => Datum::Null,
+        },
     })
 }
 

@@ -442,5 +442,6 @@ pub fn datum_type(datum: &Datum) -> SqlType {
         Datum::Date(_) => SqlType::Date,
         Datum::Timestamp(_) => SqlType::Timestamp,
         Datum::TimestampTz(_) => SqlType::TimestampTz,
+        Datum::Vector(_) => SqlType::Vector(None),
     }
 }

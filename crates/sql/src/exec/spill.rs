@@ -57,6 +57,9 @@ pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
             Datum::Date(days) => tagged(out, 8, &days.to_le_bytes()),
             Datum::Timestamp(micros) => tagged(out, 9, &micros.to_le_bytes()),
             Datum::TimestampTz(micros) => tagged(out, 10, &micros.to_le_bytes()),
+            Datum::Vector(elements) => {
+                counted(out, 11, &crate::types::vector_storage_bytes(elements))
+            }
         }
     }
 }
@@ -94,6 +97,7 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
             8 => Datum::Date(i32::from_le_bytes(cursor.array()?)),
             9 => Datum::Timestamp(i64::from_le_bytes(cursor.array()?)),
             10 => Datum::TimestampTz(i64::from_le_bytes(cursor.array()?)),
+            11 => crate::types::vector_from_storage(cursor.counted()?),
             other => return Err(format!("unknown value tag {other}")),
         });
     }

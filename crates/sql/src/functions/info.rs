@@ -193,3 +193,27 @@ pub(super) fn extreme(call: Call<'_>, greatest: bool) -> Result<Datum> {
     }
     Ok(best.unwrap_or(Datum::Null))
 }
+
+/// `to_regtype(text)`: the OID of the type a name denotes (`integer`, `vector(3)`,
+/// `pg_catalog.int4`), NULL when there is no such type. Drivers look extension types up
+/// with it (psycopg's `TypeInfo.fetch`, which pgvector's `register_vector` calls).
+pub(super) fn to_regtype(call: Call<'_>) -> Result<Datum> {
+    use sqlparser::dialect::PostgreSqlDialect;
+    use sqlparser::parser::Parser;
+    let name = call.text(0).trim();
+    let unqualified = ["pg_catalog.", "public."]
+        .iter()
+        .find_map(|schema| name.strip_prefix(schema))
+        .unwrap_or(name);
+    let parsed = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(unqualified)
+        .and_then(|mut parser| parser.parse_data_type());
+    if let Some(ty) = parsed.ok().and_then(|data_type| crate::bind::sql_type(&data_type).ok()) {
+        return Ok(Datum::Int(i64::from(ty.oid())));
+    }
+    // Types listed in pg_type that tierdb does not bind yet (bit, varbit).
+    Ok(crate::system::BUILTIN_TYPES
+        .iter()
+        .find(|(_, type_name, _)| *type_name == unqualified)
+        .map_or(Datum::Null, |(oid, _, _)| Datum::Int(*oid)))
+}

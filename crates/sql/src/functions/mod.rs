@@ -7,6 +7,7 @@ mod info;
 mod math;
 mod registry;
 mod text;
+mod vector;
 
 pub use registry::FUNCTIONS;
 

@@ -1,6 +1,7 @@
 //! The table of scalar functions and the typing rules their entries share.
 
 use super::text::Side;
+use super::vector::{self, subvector_signature, vectors};
 use super::{info, math, no_function, text, Coercion, Function, Signature};
 use crate::error::{Result, SqlError};
 use crate::types::SqlType;
@@ -150,6 +151,105 @@ macro_rules! function {
 
 /// Every scalar function tierdb runs. Names are matched after identifier folding.
 pub static FUNCTIONS: &[Function] = &[
+    // pgvector (the operators bind to these; `vector_*` names are pgvector's own).
+    function!(
+        &["l2_distance"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Float8),
+        vector::l2_distance,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["vector_l2_squared_distance"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Float8),
+        vector::l2_squared_distance,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["inner_product"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Float8),
+        vector::inner_product,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["vector_negative_inner_product"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Float8),
+        vector::negative_inner_product,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["cosine_distance"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Float8),
+        vector::cosine_distance,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["l1_distance"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Float8),
+        vector::l1_distance,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["vector_dims"],
+        1..=1,
+        |n, t| vectors(n, t, SqlType::Int4),
+        vector::dimensions,
+        "'[1,2]'::vector"
+    ),
+    function!(
+        &["vector_norm"],
+        1..=1,
+        |n, t| vectors(n, t, SqlType::Float8),
+        vector::norm,
+        "'[3,4]'::vector"
+    ),
+    function!(
+        &["l2_normalize"],
+        1..=1,
+        |n, t| vectors(n, t, SqlType::Vector(None)),
+        vector::l2_normalize,
+        "'[3,4]'::vector"
+    ),
+    function!(
+        &["vector_add"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Vector(None)),
+        vector::add,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["vector_sub"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Vector(None)),
+        vector::subtract,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["vector_mul"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Vector(None)),
+        vector::multiply,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["vector_concat"],
+        2..=2,
+        |n, t| vectors(n, t, SqlType::Vector(None)),
+        vector::concatenate,
+        "'[1,2]'::vector, '[3,4]'::vector"
+    ),
+    function!(
+        &["subvector"],
+        3..=3,
+        subvector_signature,
+        vector::subvector,
+        "'[1,2,3]'::vector, 2, 1"
+    ),
     // Text.
     function!(&["length", "char_length", "character_length"], 1..=1, length, text::length, "'abc'"),
     function!(&["octet_length"], 1..=1, length, text::octet_length, "'abc'"),
@@ -275,6 +375,13 @@ pub static FUNCTIONS: &[Function] = &[
     ),
     // Conditional: not strict, NULLs are their business.
     function!(&["coalesce"], 1..=usize::MAX, common, info::coalesce, "NULL, 2", non_strict),
+    function!(
+        &["to_regtype"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Oid),
+        info::to_regtype,
+        "'integer'"
+    ),
     function!(&["nullif"], 2..=2, common, info::nullif, "1, 1", non_strict),
     function!(
         &["greatest"],

@@ -5,6 +5,9 @@ pub mod cursor;
 pub mod front;
 pub mod limits;
 mod roles;
+mod vector_operators;
+
+pub use vector_operators::L1_OPERATOR_STAND_IN;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -31,7 +34,8 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     depth::check_statement_depth(text)?;
     // CREATE USER is read as CREATE ROLE: a text of the same length, so positions stay.
     let create_user = roles::create_user_as_role(text);
-    let parsed_text = create_user.as_deref().unwrap_or(text);
+    let l1_operator = vector_operators::rewrite_l1_operator(create_user.as_deref().unwrap_or(text));
+    let parsed_text = l1_operator.as_deref().or(create_user.as_deref()).unwrap_or(text);
     let mut statements = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
         .try_with_sql(parsed_text)

@@ -23,7 +23,7 @@ const ENCODING_UTF8: i64 = 6;
 /// The tier cache's slot size.
 const TIER_SLOT_BYTES: u64 = 8192;
 
-const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
+pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (16, "bool", 1),
     (17, "bytea", -1),
     (19, "name", 64),
@@ -41,7 +41,18 @@ const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (1114, "timestamp", 8),
     (1184, "timestamptz", 8),
     (1700, "numeric", -1),
+    // PostgreSQL's bit types are listed (drivers such as pgvector's register_vector look
+    // them up) but values of them are not supported yet: using one fails (42704).
+    (1560, "bit", -1),
+    (1562, "varbit", -1),
+    (crate::types::VECTOR_OID_I64, "vector", -1),
+    (crate::types::VECTOR_ARRAY_OID_I64, "_vector", -1),
 ];
+
+/// pgvector's version whose behaviour the built-in vector types follow.
+const PGVECTOR_VERSION: &str = "0.8.2";
+/// pg_extension OID of the built-in `vector` extension (next to its types' OIDs).
+const VECTOR_EXTENSION_OID: i64 = 8402;
 
 fn oid(value: impl Into<i64>) -> Datum {
     Datum::Int(value.into())
@@ -280,11 +291,13 @@ pub static VIEWS: &[SystemView] = &[
         typnamespace: Oid = oid(NAMESPACE_CATALOG),
         typlen: Int2 = Datum::Int(i64::from(length)),
         typtype: Text = text("b"),
+        typdelim: Text = text(","),
         typbasetype: Oid = oid(0),
-        typelem: Oid = oid(0),
+        typelem: Oid = oid(if name == "_vector" { i64::from(crate::types::VECTOR_OID) } else { 0 }),
         typrelid: Oid = oid(0),
         typcollation: Oid = oid(0),
-        typarray: Oid = oid(0),
+        typarray: Oid =
+            oid(if name == "vector" { i64::from(crate::types::VECTOR_ARRAY_OID) } else { 0 }),
     }),
     view!(&["pg_index"], |c| indexes(&c.tables), |(table, index)| {
         indexrelid: Oid = oid(index.oid),
@@ -410,7 +423,11 @@ pub static VIEWS: &[SystemView] = &[
     view!(&["pg_rewrite"], { oid: Oid, rulename: Name, ev_class: Oid }),
     view!(&["pg_tablespace"], { oid: Oid, spcname: Name }),
     view!(&["pg_foreign_table"], { ftrelid: Oid, ftserver: Oid }),
-    view!(&["pg_extension"], { oid: Oid, extname: Name, extversion: Text }),
+    view!(&["pg_extension"], |_c| [(VECTOR_EXTENSION_OID, "vector")], |(extension, name)| {
+        oid: Oid = oid(extension),
+        extname: Name = text(name),
+        extversion: Text = text(PGVECTOR_VERSION),
+    }),
     view!(&["pg_proc"], { oid: Oid, proname: Name, pronamespace: Oid }),
     view!(&["pg_event_trigger"], { oid: Oid, evtname: Name }),
     view!(&["pg_sequence"], { seqrelid: Oid, seqtypid: Oid }),

@@ -112,6 +112,15 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
                 Datum::TimestampTz(micros)
             }
         }
+        SqlType::Vector(dimensions) => match &datum {
+            // pgvector's `vector(vector, typmod)` cast checks the dimension count.
+            Datum::Vector(elements) => {
+                check_expected_dimensions(*dimensions, elements.len())?;
+                datum
+            }
+            Datum::Text(text) => parse_vector(text, *dimensions)?,
+            _ => return Err(cannot_cast(from, to)),
+        },
     })
 }
 

@@ -8,13 +8,16 @@
 
 mod cast;
 mod text;
+mod vector;
 
 pub use cast::*;
 pub use text::*;
+pub use vector::*;
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
@@ -49,6 +52,8 @@ pub enum SqlType {
     Oid,
     /// PostgreSQL's `name` (catalog queries); behaves as text.
     Name,
+    /// pgvector's `vector(n)`: `Some(n)` checks the dimension count on assignment.
+    Vector(Option<u32>),
     /// An untyped literal or parameter whose type is not decided yet.
     Unknown,
 }
@@ -82,6 +87,7 @@ impl SqlType {
             SqlType::Timestamp => 1114,
             SqlType::TimestampTz => 1184,
             SqlType::Numeric { .. } => 1700,
+            SqlType::Vector(_) => VECTOR_OID,
         }
     }
 
@@ -103,6 +109,7 @@ impl SqlType {
             1114 => SqlType::Timestamp,
             1184 => SqlType::TimestampTz,
             1700 => SqlType::numeric(),
+            VECTOR_OID => SqlType::Vector(None),
             _ => return None,
         })
     }
@@ -121,6 +128,8 @@ impl SqlType {
                 let scale = bounded_i32(u64::from(scale.unwrap_or(0)));
                 ((precision << 16) | scale) + header
             }
+            // pgvector's typmod is the dimension count itself, without a header.
+            SqlType::Vector(Some(dimensions)) => bounded_i32(u64::from(*dimensions)),
             _ => -1,
         }
     }
@@ -160,6 +169,8 @@ impl SqlType {
             SqlType::TimestampTz => "timestamp with time zone".into(),
             SqlType::Oid => "oid".into(),
             SqlType::Name => "name".into(),
+            SqlType::Vector(Some(dimensions)) => format!("vector({dimensions})"),
+            SqlType::Vector(None) => "vector".into(),
             SqlType::Unknown => "unknown".into(),
         }
     }
@@ -183,6 +194,7 @@ impl SqlType {
             SqlType::TimestampTz => "timestamp with time zone",
             SqlType::Oid => "oid",
             SqlType::Name => "name",
+            SqlType::Vector(_) => "vector",
         }
     }
 
@@ -199,7 +211,7 @@ impl SqlType {
             | SqlType::TimestampTz => KeyKind::Int,
             SqlType::Float4 | SqlType::Float8 => KeyKind::Float,
             SqlType::Numeric { .. } => KeyKind::Numeric,
-            SqlType::Bytea => KeyKind::Bytes,
+            SqlType::Bytea | SqlType::Vector(_) => KeyKind::Bytes,
             SqlType::Text
             | SqlType::Varchar(_)
             | SqlType::Char(_)
@@ -283,6 +295,7 @@ impl SqlType {
                 Some(SqlType::Timestamp)
             }
             (a, b) if a.is_temporal() && b.is_temporal() => Some(SqlType::TimestampTz),
+            (SqlType::Vector(_), SqlType::Vector(_)) => Some(SqlType::Vector(None)),
             _ => None,
         }
     }
@@ -323,6 +336,8 @@ pub enum Datum {
     Timestamp(i64),
     /// Microseconds since 2000-01-01 00:00:00 UTC.
     TimestampTz(i64),
+    /// A pgvector `vector`: finite elements, 1 to `VECTOR_DIMENSIONS_MAX` of them.
+    Vector(Arc<[f32]>),
 }
 
 impl PartialEq for Datum {
@@ -410,6 +425,7 @@ impl Datum {
             (Timestamp(a) | TimestampTz(a), Date(b)) => {
                 a.cmp(&(i64::from(*b) * MICROSECONDS_PER_DAY))
             }
+            (Vector(a), Vector(b)) => compare_vectors(a, b),
             _ => return None,
         })
     }
@@ -488,6 +504,15 @@ impl Datum {
                 out.push(6);
                 out.extend_from_slice(&micros.to_le_bytes());
             }
+            Datum::Vector(elements) => {
+                // -0 = 0 as pgvector's comparison says (elements are never NaN).
+                out.push(7);
+                out.extend_from_slice(&count_u64(elements.len()).to_le_bytes());
+                for element in elements.iter() {
+                    let element = if *element == 0.0 { 0.0f32 } else { *element };
+                    out.extend_from_slice(&element.to_bits().to_le_bytes());
+                }
+            }
         }
     }
 
@@ -497,6 +522,7 @@ impl Datum {
         match self {
             Datum::Text(text) => inline + text.len(),
             Datum::Bytes(bytes) => inline + bytes.len(),
+            Datum::Vector(elements) => inline + std::mem::size_of_val(&**elements),
             _ => inline,
         }
     }
@@ -517,6 +543,7 @@ impl Datum {
             Datum::Bytes(bytes) => Value::Bytes(bytes.clone()),
             Datum::Date(days) => Value::Int(i64::from(*days)),
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Value::Int(*micros),
+            Datum::Vector(elements) => Value::Bytes(vector_storage_bytes(elements)),
         })
     }
 
@@ -539,7 +566,10 @@ impl Datum {
             Value::Float(number) => Datum::Float(*number),
             Value::Numeric(decimal) => Datum::Numeric(*decimal),
             Value::Text(text) => Datum::Text(text.clone()),
-            Value::Bytes(bytes) => Datum::Bytes(bytes.clone()),
+            Value::Bytes(bytes) => match ty {
+                SqlType::Vector(_) => vector_from_storage(bytes),
+                _ => Datum::Bytes(bytes.clone()),
+            },
         }
     }
 
@@ -547,7 +577,7 @@ impl Datum {
     pub fn from_owned_value(value: Value, ty: &SqlType) -> Datum {
         match value {
             Value::Text(text) => Datum::Text(text),
-            Value::Bytes(bytes) => Datum::Bytes(bytes),
+            Value::Bytes(bytes) if !matches!(ty, SqlType::Vector(_)) => Datum::Bytes(bytes),
             other => Datum::from_value(&other, ty),
         }
     }
@@ -578,6 +608,7 @@ impl Datum {
             Datum::Date(days) => format_date(*days),
             Datum::Timestamp(micros) => format_timestamp(*micros),
             Datum::TimestampTz(micros) => format!("{}+00", format_timestamp(*micros)),
+            Datum::Vector(elements) => format_vector(elements),
         })
     }
 }

@@ -58,13 +58,36 @@ pub(crate) fn format_special(number: f64) -> Option<String> {
 }
 
 pub fn format_float8(number: f64) -> String {
-    format_special(number).unwrap_or_else(|| format_shortest(&format!("{number:e}"), 15))
+    format_special(number).unwrap_or_else(|| {
+        format_shortest(&ryu_scientific(ryu::Buffer::new().format_finite(number)), 15)
+    })
 }
 
 pub fn format_float4(number: f64) -> String {
     #[allow(clippy::cast_possible_truncation)]
     let single = number as f32;
-    format_special(number).unwrap_or_else(|| format_shortest(&format!("{single:e}"), 6))
+    format_special(number).unwrap_or_else(|| {
+        format_shortest(&ryu_scientific(ryu::Buffer::new().format_finite(single)), 6)
+    })
+}
+
+/// Ryu's shortest digits (PostgreSQL's float output is Ryu: a tie between two shortest
+/// candidates goes to the even digit, where Rust's `{:e}` rounds up) as `d.ddde<exponent>`.
+fn ryu_scientific(text: &str) -> String {
+    let (mantissa, exponent) = text.split_once('e').unwrap_or((text, "0"));
+    let exponent: i32 = exponent.parse().expect("ryu writes a decimal exponent");
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(unsigned) => ("-", unsigned),
+        None => ("", mantissa),
+    };
+    let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{integer}{fraction}");
+    let leading_zeros = digits.len() - digits.trim_start_matches('0').len();
+    let significant = digits.trim_start_matches('0').trim_end_matches('0');
+    let significant = if significant.is_empty() { "0" } else { significant };
+    let point = i32::try_from(integer.len()).expect("a float has few integer digits");
+    let zeros = i32::try_from(leading_zeros).expect("a float has few leading zeros");
+    format!("{sign}{significant}e{}", point - zeros - 1 + exponent)
 }
 
 pub(crate) fn epoch_date() -> NaiveDate {
@@ -345,6 +368,7 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         SqlType::Date => Datum::Date(parse_date(text)?),
         SqlType::Timestamp => Datum::Timestamp(parse_timestamp(text, false)?),
         SqlType::TimestampTz => Datum::TimestampTz(parse_timestamp(text, true)?),
+        SqlType::Vector(dimensions) => parse_vector(text, *dimensions)?,
     })
 }
 

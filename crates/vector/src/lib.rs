@@ -1,0 +1,23 @@
+//! Vector values as pgvector defines them and the distance kernels over them.
+//!
+//! The kernels reproduce pgvector 0.8.2's float results bit for bit (the differential
+//! tests compare them): see `dense` for the summation order and why it is fixed. The SQL
+//! layer binds types and operators to these; the vector indexes (issue 14) will call the same
+//! kernels so an index scan orders rows exactly as a sort over the SQL operator does.
+
+mod bits;
+mod dense;
+mod half_precision;
+
+pub use bits::{hamming_distance, jaccard_distance};
+pub use dense::{
+    cosine_distance, inner_product, l1_distance, l2_squared_distance, norm, portable,
+    simd_path_name,
+};
+pub use half_precision::{
+    halfvec_cosine_distance, halfvec_inner_product, halfvec_l1_distance,
+    halfvec_l2_squared_distance, halfvec_norm,
+};
+
+/// pgvector's largest dimension count of a stored `vector` and `halfvec` value.
+pub const VECTOR_DIMENSIONS_MAX: usize = 16_000;
