@@ -1,0 +1,213 @@
+//! How a node change is logged: the smallest set of page-local copies and writes that turns
+//! the page's payload into the new one (docs/design/013-wal-node-records.md).
+//!
+//! A node edit mostly moves bytes that are already on the page: an insert shifts the tail of
+//! the slot array by one slot, a compaction slides runs of cells toward the end, and an update
+//! of a row rewrites its cell as the new version followed by the old ones. Logging the
+//! differing byte ranges logged all of those bytes again. `plan_payload_change` finds them on
+//! the page instead and logs a `Move` (source, destination, length: 7 bytes) per run, then
+//! writes whatever still differs. Redo stays physical and page-local: it copies bytes within
+//! one page, needs no B+tree code, and is idempotent through the page LSN like a write.
+//!
+//! The plan is checked as it is made: every move is applied to a scratch copy of the page, and
+//! the final writes are the differences that remain, so replaying the plan onto the old
+//! payload gives exactly the new one whatever moves were chosen (the moves only make the
+//! writes smaller).
+
+use std::ops::Range;
+
+use memchr::memmem;
+
+use crate::node::diff_ranges;
+
+/// A run shorter than this is written rather than moved: a move costs 7 bytes, and cutting a
+/// write in two costs another 5-byte write header.
+pub const MOVE_BYTES_MIN: usize = 24;
+/// Bound on the moves of one change, so a pathological page cannot make planning slow; the
+/// rest is written. A compaction of a full leaf has one run per freed hole.
+const MOVES_MAX: usize = 64;
+/// Length of the byte string searched for on the old page to find where a run came from.
+const ANCHOR_BYTES: usize = 8;
+/// Distance between the anchors tried in a differing range. With 8-byte anchors every 16
+/// bytes, any common run of `MOVE_BYTES_MIN` (24) bytes or more contains a whole anchor.
+const ANCHOR_STRIDE_BYTES: usize = 16;
+/// Occurrences of an anchor tried as a run's source (the first ones on the page).
+const CANDIDATES_PER_ANCHOR: usize = 4;
+/// Shifts tried before a search: an inserted or removed slot shifts the slot array's tail by
+/// one or two slots (2 bytes each).
+const SMALL_SHIFTS: [isize; 4] = [2, -2, 4, -4];
+
+// A common run of `MOVE_BYTES_MIN` bytes starting anywhere contains a whole anchor.
+const _: () = assert!(ANCHOR_STRIDE_BYTES + ANCHOR_BYTES <= MOVE_BYTES_MIN);
+
+/// One step of a logged payload change, applied in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PayloadChange {
+    /// Copy `length` bytes from `source` to `destination` (memmove).
+    Move { source: usize, destination: usize, length: usize },
+    /// Write the new payload's bytes of `range` at the same offsets.
+    Write(Range<usize>),
+}
+
+/// The changes that turn `before` into `after` (equal-length payloads): moves of runs found on
+/// the page, then writes of what still differs.
+pub fn plan_payload_change(before: &[u8], after: &[u8]) -> Vec<PayloadChange> {
+    assert_eq!(before.len(), after.len(), "payloads of equal length");
+    let mut current = before.to_vec();
+    let mut changes = Vec::new();
+    for range in diff_ranges(before, after) {
+        add_moves(&mut current, after, range, &mut changes);
+    }
+    for range in diff_ranges(&current, after) {
+        changes.push(PayloadChange::Write(range));
+    }
+    changes
+}
+
+/// Finds runs of `range` (of the new payload) on the current page, left to right, and applies
+/// and records a move for each.
+fn add_moves(
+    current: &mut [u8],
+    after: &[u8],
+    range: Range<usize>,
+    changes: &mut Vec<PayloadChange>,
+) {
+    let mut anchor = range.start;
+    while anchor + MOVE_BYTES_MIN <= range.end && changes.len() < MOVES_MAX {
+        let lowest = changes.last().map_or(range.start, |change| match change {
+            PayloadChange::Move { destination, length, .. } => {
+                (destination + length).max(range.start)
+            }
+            PayloadChange::Write(_) => range.start,
+        });
+        match longest_run(current, after, lowest..range.end, anchor) {
+            Some((source, destination, length)) => {
+                current.copy_within(source..source + length, destination);
+                changes.push(PayloadChange::Move { source, destination, length });
+                anchor = destination + length;
+            }
+            None => anchor += ANCHOR_STRIDE_BYTES,
+        }
+    }
+}
+
+/// The longest run of `after` within `bounds` that contains the anchor at `anchor` and equals
+/// bytes of `current` at a constant shift, as (source, destination, length), if it is at
+/// least `MOVE_BYTES_MIN` long and does not already sit in place.
+fn longest_run(
+    current: &[u8],
+    after: &[u8],
+    bounds: Range<usize>,
+    anchor: usize,
+) -> Option<(usize, usize, usize)> {
+    let needle = &after[anchor..anchor + ANCHOR_BYTES];
+    let small = SMALL_SHIFTS.iter().filter_map(|shift| anchor.checked_add_signed(-shift));
+    let searched = memmem::find_iter(current, needle).take(CANDIDATES_PER_ANCHOR);
+    let mut best: Option<(usize, usize, usize)> = None;
+    for source in small.chain(searched) {
+        if source == anchor || source + ANCHOR_BYTES > current.len() {
+            continue;
+        }
+        if current[source..source + ANCHOR_BYTES] != *needle {
+            continue;
+        }
+        let run = extend_run(current, after, &bounds, source, anchor);
+        if best.is_none_or(|(_, _, length)| run.2 > length) {
+            best = Some(run);
+        }
+        if run.2 >= bounds.end - bounds.start {
+            break;
+        }
+    }
+    best.filter(|(_, _, length)| *length >= MOVE_BYTES_MIN)
+}
+
+/// Grows the match of `after[anchor..]` with `current[source..]` both ways within `bounds`.
+fn extend_run(
+    current: &[u8],
+    after: &[u8],
+    bounds: &Range<usize>,
+    source: usize,
+    anchor: usize,
+) -> (usize, usize, usize) {
+    let mut back = 0;
+    while anchor - back > bounds.start
+        && source > back
+        && current[source - back - 1] == after[anchor - back - 1]
+    {
+        back += 1;
+    }
+    let mut forward = ANCHOR_BYTES;
+    while anchor + forward < bounds.end
+        && source + forward < current.len()
+        && current[source + forward] == after[anchor + forward]
+    {
+        forward += 1;
+    }
+    (source - back, anchor - back, back + forward)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes without repeats (a linear congruential sequence), so each run has one source.
+    fn distinct_bytes(length: usize) -> Vec<u8> {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        (0..length)
+            .map(|_| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                state.to_le_bytes()[7]
+            })
+            .collect()
+    }
+
+    fn replay(before: &[u8], after: &[u8], changes: &[PayloadChange]) -> Vec<u8> {
+        let mut bytes = before.to_vec();
+        for change in changes {
+            match change {
+                PayloadChange::Move { source, destination, length } => {
+                    bytes.copy_within(*source..source + length, *destination)
+                }
+                PayloadChange::Write(range) => {
+                    bytes[range.clone()].copy_from_slice(&after[range.clone()])
+                }
+            }
+        }
+        bytes
+    }
+
+    #[test]
+    fn a_shifted_slot_array_is_one_move() {
+        let before = distinct_bytes(400);
+        let mut after = before.clone();
+        after.copy_within(100..300, 102);
+        after[100] = 0xAA;
+        after[101] = 0xBB;
+        let changes = plan_payload_change(&before, &after);
+        assert_eq!(
+            changes,
+            vec![
+                PayloadChange::Move { source: 100, destination: 102, length: 200 },
+                PayloadChange::Write(100..102),
+            ]
+        );
+        assert_eq!(replay(&before, &after, &changes), after);
+    }
+
+    #[test]
+    fn a_cell_that_keeps_old_bytes_moves_them() {
+        let before = distinct_bytes(1000);
+        let mut after = before.clone();
+        // A new 40-byte version in front of the 200 old bytes, rewritten lower on the page.
+        after[500..540].fill(0x5A);
+        after.copy_within(800..1000, 540);
+        let changes = plan_payload_change(&before, &after);
+        assert!(changes.contains(&PayloadChange::Move {
+            source: 800,
+            destination: 540,
+            length: 200
+        }));
+        assert_eq!(replay(&before, &after, &changes), after);
+    }
+}
