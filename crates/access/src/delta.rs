@@ -53,98 +53,120 @@ pub enum PayloadChange {
 /// the page, then writes of what still differs.
 pub fn plan_payload_change(before: &[u8], after: &[u8]) -> Vec<PayloadChange> {
     assert_eq!(before.len(), after.len(), "payloads of equal length");
-    let mut current = before.to_vec();
-    let mut changes = Vec::new();
+    let mut moves = Vec::new();
     for range in diff_ranges(before, after) {
-        add_moves(&mut current, after, range, &mut changes);
+        find_moves(before, after, range, &mut moves);
     }
+    let mut current = before.to_vec();
+    let mut changes = order_moves(&mut current, after, moves);
     for range in diff_ranges(&current, after) {
         changes.push(PayloadChange::Write(range));
     }
     changes
 }
 
-/// Finds runs of `range` (of the new payload) on the current page, left to right, and applies
-/// and records a move for each.
-fn add_moves(
-    current: &mut [u8],
-    after: &[u8],
-    range: Range<usize>,
-    changes: &mut Vec<PayloadChange>,
-) {
+/// A run of the new payload found on the old page.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    source: usize,
+    destination: usize,
+    length: usize,
+}
+
+impl Run {
+    fn overwrites_source_of(&self, other: &Run) -> bool {
+        self.destination < other.source + other.length
+            && other.source < self.destination + self.length
+    }
+}
+
+/// Finds runs of `range` (of the new payload) on the old page, left to right.
+fn find_moves(before: &[u8], after: &[u8], range: Range<usize>, moves: &mut Vec<Run>) {
+    let mut lowest = range.start;
     let mut anchor = range.start;
-    while anchor + MOVE_BYTES_MIN <= range.end && changes.len() < MOVES_MAX {
-        let lowest = changes.last().map_or(range.start, |change| match change {
-            PayloadChange::Move { destination, length, .. } => {
-                (destination + length).max(range.start)
-            }
-            PayloadChange::Write(_) => range.start,
-        });
-        match longest_run(current, after, lowest..range.end, anchor) {
-            Some((source, destination, length)) => {
-                current.copy_within(source..source + length, destination);
-                changes.push(PayloadChange::Move { source, destination, length });
-                anchor = destination + length;
+    while anchor + MOVE_BYTES_MIN <= range.end && moves.len() < MOVES_MAX {
+        match longest_run(before, after, lowest..range.end, anchor) {
+            Some(run) => {
+                lowest = run.destination + run.length;
+                anchor = lowest;
+                moves.push(run);
             }
             None => anchor += ANCHOR_STRIDE_BYTES,
         }
     }
 }
 
+/// Applies the runs to `current` in an order where no move overwrites the source of one still
+/// to come (a compaction slides cells up the page: the highest must move first), and returns
+/// them as changes. Runs caught in a cycle, whose source was overwritten after all, are left
+/// to the writes: every applied move is checked against the new payload first.
+fn order_moves(current: &mut [u8], after: &[u8], mut pending: Vec<Run>) -> Vec<PayloadChange> {
+    let mut changes = Vec::with_capacity(pending.len());
+    while !pending.is_empty() {
+        let ready = (0..pending.len()).find(|&index| {
+            pending
+                .iter()
+                .enumerate()
+                .all(|(other, run)| other == index || !pending[index].overwrites_source_of(run))
+        });
+        let Run { source, destination, length } = pending.swap_remove(ready.unwrap_or(0));
+        if current[source..source + length] == after[destination..destination + length] {
+            current.copy_within(source..source + length, destination);
+            changes.push(PayloadChange::Move { source, destination, length });
+        }
+    }
+    changes
+}
+
 /// The longest run of `after` within `bounds` that contains the anchor at `anchor` and equals
-/// bytes of `current` at a constant shift, as (source, destination, length), if it is at
-/// least `MOVE_BYTES_MIN` long and does not already sit in place.
-fn longest_run(
-    current: &[u8],
-    after: &[u8],
-    bounds: Range<usize>,
-    anchor: usize,
-) -> Option<(usize, usize, usize)> {
+/// bytes of `before` at a constant shift, if it is at least `MOVE_BYTES_MIN` long and does not
+/// already sit in place.
+fn longest_run(before: &[u8], after: &[u8], bounds: Range<usize>, anchor: usize) -> Option<Run> {
     let needle = &after[anchor..anchor + ANCHOR_BYTES];
     let small = SMALL_SHIFTS.iter().filter_map(|shift| anchor.checked_add_signed(-shift));
-    let searched = memmem::find_iter(current, needle).take(CANDIDATES_PER_ANCHOR);
-    let mut best: Option<(usize, usize, usize)> = None;
+    let searched = memmem::find_iter(before, needle).take(CANDIDATES_PER_ANCHOR);
+    let mut best: Option<Run> = None;
     for source in small.chain(searched) {
-        if source == anchor || source + ANCHOR_BYTES > current.len() {
+        if source == anchor || source + ANCHOR_BYTES > before.len() {
             continue;
         }
-        if current[source..source + ANCHOR_BYTES] != *needle {
+        if before[source..source + ANCHOR_BYTES] != *needle {
             continue;
         }
-        let run = extend_run(current, after, &bounds, source, anchor);
-        if best.is_none_or(|(_, _, length)| run.2 > length) {
+        let run = extend_run(before, after, &bounds, source, anchor);
+        if best.is_none_or(|best| run.length > best.length) {
             best = Some(run);
         }
-        if run.2 >= bounds.end - bounds.start {
+        if run.length >= bounds.end - bounds.start {
             break;
         }
     }
-    best.filter(|(_, _, length)| *length >= MOVE_BYTES_MIN)
+    best.filter(|run| run.length >= MOVE_BYTES_MIN)
 }
 
-/// Grows the match of `after[anchor..]` with `current[source..]` both ways within `bounds`.
+/// Grows the match of `after[anchor..]` with `before[source..]` both ways within `bounds`.
 fn extend_run(
-    current: &[u8],
+    before: &[u8],
     after: &[u8],
     bounds: &Range<usize>,
     source: usize,
     anchor: usize,
-) -> (usize, usize, usize) {
+) -> Run {
     let mut back = 0;
     while anchor - back > bounds.start
         && source > back
-        && current[source - back - 1] == after[anchor - back - 1]
+        && before[source - back - 1] == after[anchor - back - 1]
     {
         back += 1;
     }
     let mut forward = ANCHOR_BYTES;
     while anchor + forward < bounds.end
-        && source + forward < current.len()
-        && current[source + forward] == after[anchor + forward]
+        && source + forward < before.len()
+        && before[source + forward] == after[anchor + forward]
     {
         forward += 1;
     }
-    (source - back, anchor - back, back + forward)
+    Run { source: source - back, destination: anchor - back, length: back + forward }
 }
 
 #[cfg(test)]
@@ -208,6 +230,25 @@ mod tests {
             destination: 540,
             length: 200
         }));
+        assert_eq!(replay(&before, &after, &changes), after);
+    }
+
+    #[test]
+    fn a_compaction_moves_the_highest_cells_first() {
+        // Cells A (100..200) and B (250..400) slide to the end of a 500-byte payload: B by
+        // 100 bytes, A by 150 into B's old place, so B must move before A.
+        let before = distinct_bytes(500);
+        let mut after = before.clone();
+        after.copy_within(250..400, 350);
+        after.copy_within(100..200, 250);
+        let changes = plan_payload_change(&before, &after);
+        assert_eq!(
+            changes,
+            vec![
+                PayloadChange::Move { source: 250, destination: 350, length: 150 },
+                PayloadChange::Move { source: 100, destination: 250, length: 100 },
+            ]
+        );
         assert_eq!(replay(&before, &after, &changes), after);
     }
 }
