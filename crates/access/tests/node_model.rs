@@ -156,7 +156,7 @@ proptest! {
                 *byte = byte.wrapping_add(value);
             }
         }
-        // The reference: maximal differing runs, merged across gaps under 16 bytes.
+        // The reference: maximal differing runs, merged across gaps under 6 bytes.
         let mut expected: Vec<std::ops::Range<usize>> = Vec::new();
         let mut index = 0;
         while index < length {
@@ -169,7 +169,7 @@ proptest! {
                 index += 1;
             }
             match expected.last_mut() {
-                Some(last) if start - last.end < 16 => last.end = index,
+                Some(last) if start - last.end < 6 => last.end = index,
                 _ => expected.push(start..index),
             }
         }
