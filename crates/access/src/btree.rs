@@ -23,9 +23,10 @@ use std::sync::Arc;
 use tierdb_common::{ErrorKind, Lsn, Page, PageId, PageType, PAGE_PAYLOAD_SIZE};
 use tierdb_storage::{Mtr, MtrSlot, PageStore, StorageError};
 
+use crate::delta::{plan_payload_change, PayloadChange};
 use crate::node::{
-    diff_ranges, internal_cell_bytes, leaf_cell_bytes, leaf_cell_size, CellValue, Node, NodeMut,
-    HEADER_BYTES, INLINE_VALUE_BYTES_MAX, KEY_BYTES_MAX,
+    internal_cell_bytes, leaf_cell_bytes, leaf_cell_size, CellValue, Node, NodeMut, HEADER_BYTES,
+    INLINE_VALUE_BYTES_MAX, KEY_BYTES_MAX,
 };
 
 const META_MAGIC: &[u8; 4] = b"TBT1";
@@ -181,11 +182,18 @@ fn append_split_point(sizes: &[usize]) -> usize {
     sizes.len() - 1
 }
 
-/// Replaces the payload of a latched page, logging only the bytes that changed.
+/// Replaces the payload of a latched page, logging the change as moves of bytes already on
+/// the page and writes of the rest (`plan_payload_change`).
 fn write_payload(mtr: &mut Mtr<'_>, slot: MtrSlot, after: &[u8]) {
-    for range in diff_ranges(mtr.page(slot).payload(), after) {
-        mtr.write(slot, range.start, &after[range]);
+    for change in plan_payload_change(mtr.page(slot).payload(), after) {
+        match change {
+            PayloadChange::Move { source, destination, length } => {
+                mtr.move_bytes(slot, source, destination, length)
+            }
+            PayloadChange::Write(range) => mtr.write(slot, range.start, &after[range]),
+        }
     }
+    assert!(mtr.page(slot).payload() == after, "a logged node change reproduces the node");
 }
 
 /// The first overflow page of a leaf cell's value, if it is stored out of line.

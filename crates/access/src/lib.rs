@@ -2,11 +2,13 @@
 //! values, and the B+tree that stores them in pages of the page store.
 
 mod btree;
+mod delta;
 mod key;
 mod node;
 mod sort;
 
 pub use btree::{BTree, BTreeError, Direction, RangeIter, VALUE_BYTES_MAX};
+pub use delta::{plan_payload_change, PayloadChange, MOVE_BYTES_MIN};
 pub use key::{decode_key, encode_key, KeyColumn, KeyError, KeyKind, KeyValue};
 pub use node::{
     diff_ranges, internal_cell_bytes, leaf_cell_bytes, CellValue, Node, NodeCorruption, NodeMut,

@@ -147,6 +147,27 @@ impl<'store> Mtr<'store> {
         });
     }
 
+    /// Copies `length` payload bytes from `source` to `destination` of the same page
+    /// (memmove: the ranges may overlap) and records the change: a shifted slot array or a
+    /// cell that keeps its bytes is logged in 7 bytes instead of its contents.
+    pub fn move_bytes(&mut self, slot: MtrSlot, source: usize, destination: usize, length: usize) {
+        assert!(source.max(destination) + length <= PAGE_PAYLOAD_SIZE, "move beyond the payload");
+        let page = self.entry_mut(slot);
+        let target = destination..destination + length;
+        if page.before.is_none() {
+            page.undo.push((destination, page.guard.payload()[target].to_vec()));
+        }
+        page.changed = true;
+        let op = PageOp::Move {
+            page_id: page.page_id,
+            source: u16::try_from(source).expect("offset within a page"),
+            destination: u16::try_from(destination).expect("offset within a page"),
+            length: u16::try_from(length).expect("length within a page"),
+        };
+        op.apply(&mut page.guard);
+        self.ops.push(op);
+    }
+
     /// Reformats a latched page as an empty page of `page_type`.
     pub fn reinit(&mut self, slot: MtrSlot, page_type: PageType) {
         let page = self.entry_mut(slot);
@@ -169,14 +190,7 @@ impl<'store> Mtr<'store> {
         }
         self.store.check_poisoned()?;
         self.store.check_space()?;
-        let logical: usize = self
-            .ops
-            .iter()
-            .map(|op| match op {
-                PageOp::Write { bytes, .. } => bytes.len(),
-                PageOp::Init { .. } => 0,
-            })
-            .sum();
+        let logical: usize = self.ops.iter().map(PageOp::changed_bytes).sum();
         let record = WalRecord::PageOps(std::mem::take(&mut self.ops));
         let store = self.store;
         let mut newly_dirty = Vec::new();

@@ -312,14 +312,7 @@ impl StoreInner {
             if !applies {
                 continue;
             }
-            let mut page = pin.write();
-            match op {
-                PageOp::Init { page_id, page_type } => page.init(*page_id, *page_type),
-                PageOp::Write { offset, bytes, .. } => {
-                    let offset = usize::from(*offset);
-                    page.payload_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
-                }
-            }
+            op.apply(&mut pin.write());
         }
         for (page_id, pin, applies) in touched {
             if applies {
