@@ -9,7 +9,6 @@
 
 mod call;
 mod coerce;
-mod data_type;
 mod dml;
 mod expr;
 mod from;
@@ -20,9 +19,10 @@ mod scope;
 mod select;
 mod signatures;
 
+pub(crate) use crate::parse::names::{ident, object_name};
+pub(crate) use crate::types::{is_serial, sql_type};
 pub(crate) use call::*;
 pub(crate) use coerce::*;
-pub(crate) use data_type::*;
 pub(crate) use dml::*;
 pub(crate) use expr::*;
 pub(crate) use operators::*;
@@ -46,23 +46,6 @@ pub const PARAMETERS_MAX: usize = 65_535;
 use crate::plan::*;
 use crate::system;
 use crate::types::{self, Datum, SqlType};
-
-/// Normalizes an identifier as PostgreSQL does: unquoted names fold to lower case.
-pub fn ident(ident: &ast::Ident) -> String {
-    if ident.quote_style.is_some() {
-        ident.value.clone()
-    } else {
-        ident.value.to_lowercase()
-    }
-}
-
-/// The last part of a possibly schema-qualified name (`public.t`, `pg_catalog.pg_class`).
-pub fn object_name(name: &ast::ObjectName) -> Result<String> {
-    match name.0.last() {
-        Some(ast::ObjectNamePart::Identifier(part)) => Ok(ident(part)),
-        _ => Err(SqlError::syntax(format!("invalid name {name}"))),
-    }
-}
 
 /// State for binding expressions above an aggregation.
 struct Grouping {

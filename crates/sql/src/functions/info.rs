@@ -208,11 +208,11 @@ pub(super) fn to_regtype(call: Call<'_>) -> Result<Datum> {
     let parsed = Parser::new(&PostgreSqlDialect {})
         .try_with_sql(unqualified)
         .and_then(|mut parser| parser.parse_data_type());
-    if let Some(ty) = parsed.ok().and_then(|data_type| crate::bind::sql_type(&data_type).ok()) {
+    if let Some(ty) = parsed.ok().and_then(|data_type| crate::types::sql_type(&data_type).ok()) {
         return Ok(Datum::Int(i64::from(ty.oid())));
     }
     // Types listed in pg_type that tierdb does not bind yet (bit, varbit).
-    Ok(crate::system::BUILTIN_TYPES
+    Ok(crate::types::BUILTIN_TYPES
         .iter()
         .find(|(_, type_name, _)| *type_name == unqualified)
         .map_or(Datum::Null, |(oid, _, _)| Datum::Int(*oid)))

@@ -4,6 +4,7 @@
 pub mod cursor;
 pub mod front;
 pub mod limits;
+pub mod names;
 mod roles;
 mod vector_operators;
 

@@ -18,7 +18,6 @@ use crate::catalog::{is_internal_table, Catalog, TableMeta};
 use crate::plan::{computed_column, OutputColumn};
 use crate::types::{Row, SqlType};
 pub(crate) use describe::*;
-pub(crate) use views::BUILTIN_TYPES;
 pub use views::VIEWS;
 
 /// Session facts for functions and system views.

@@ -23,32 +23,6 @@ const ENCODING_UTF8: i64 = 6;
 /// The tier cache's slot size.
 const TIER_SLOT_BYTES: u64 = 8192;
 
-pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
-    (16, "bool", 1),
-    (17, "bytea", -1),
-    (19, "name", 64),
-    (20, "int8", 8),
-    (21, "int2", 2),
-    (23, "int4", 4),
-    (25, "text", -1),
-    (26, "oid", 4),
-    (700, "float4", 4),
-    (701, "float8", 8),
-    (705, "unknown", -2),
-    (1042, "bpchar", -1),
-    (1043, "varchar", -1),
-    (1082, "date", 4),
-    (1114, "timestamp", 8),
-    (1184, "timestamptz", 8),
-    (1700, "numeric", -1),
-    // PostgreSQL's bit types are listed (drivers such as pgvector's register_vector look
-    // them up) but values of them are not supported yet: using one fails (42704).
-    (1560, "bit", -1),
-    (1562, "varbit", -1),
-    (crate::types::VECTOR_OID_I64, "vector", -1),
-    (crate::types::VECTOR_ARRAY_OID_I64, "_vector", -1),
-];
-
 /// pgvector's version whose behaviour the built-in vector types follow.
 const PGVECTOR_VERSION: &str = "0.8.2";
 /// pg_extension OID of the built-in `vector` extension (next to its types' OIDs).
@@ -285,7 +259,7 @@ pub static VIEWS: &[SystemView] = &[
         attcollation: Oid = oid(0),
         attlen: Int2 = Datum::Int(i64::from(column.ty.length())),
     }),
-    view!(&["pg_type"], |_c| BUILTIN_TYPES, |&(type_oid, name, length)| {
+    view!(&["pg_type"], |_c| crate::types::BUILTIN_TYPES, |&(type_oid, name, length)| {
         oid: Oid = oid(type_oid),
         typname: Name = text(name),
         typnamespace: Oid = oid(NAMESPACE_CATALOG),

@@ -8,10 +8,12 @@
 
 mod cast;
 mod text;
+mod type_names;
 mod vector;
 
 pub use cast::*;
 pub use text::*;
+pub use type_names::*;
 pub use vector::*;
 
 use std::cmp::Ordering;

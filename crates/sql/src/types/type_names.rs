@@ -1,6 +1,9 @@
 //! SQL type names (`varchar(10)`, `numeric(10,2)`, `serial`) as `SqlType`s.
 
+use sqlparser::ast;
+
 use super::*;
+use crate::parse::names::object_name;
 use crate::types::CHARACTER_LENGTH_MAX;
 
 /// A declared character length (`varchar(n)`, `char(n)`) checked as PostgreSQL checks it
@@ -79,7 +82,7 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         | D::Timestamp(_, ast::TimezoneInfo::Tz) => SqlType::TimestampTz,
         D::Timestamp(_, _) => SqlType::Timestamp,
         D::Custom(name, modifiers) => {
-            let name = crate::bind::object_name(name)?;
+            let name = object_name(name)?;
             match name.as_str() {
                 "serial" | "serial4" => SqlType::Int4,
                 "bigserial" | "serial8" => SqlType::Int8,
@@ -136,5 +139,33 @@ pub(crate) fn numeric_type(precision: u64, scale: u64) -> Result<SqlType> {
 /// Whether a data type is serial (an integer with a sequence default).
 pub fn is_serial(data_type: &ast::DataType) -> bool {
     matches!(data_type, ast::DataType::Custom(name, _)
-        if matches!(crate::bind::object_name(name).as_deref(), Ok("serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2")))
+        if matches!(object_name(name).as_deref(), Ok("serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2")))
 }
+
+/// The rows of `pg_type`: (OID, name, length), PostgreSQL's values. Also the names
+/// `to_regtype` knows beyond the types tierdb binds (bit, varbit: drivers look them up).
+pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
+    (16, "bool", 1),
+    (17, "bytea", -1),
+    (19, "name", 64),
+    (20, "int8", 8),
+    (21, "int2", 2),
+    (23, "int4", 4),
+    (25, "text", -1),
+    (26, "oid", 4),
+    (700, "float4", 4),
+    (701, "float8", 8),
+    (705, "unknown", -2),
+    (1042, "bpchar", -1),
+    (1043, "varchar", -1),
+    (1082, "date", 4),
+    (1114, "timestamp", 8),
+    (1184, "timestamptz", 8),
+    (1700, "numeric", -1),
+    // PostgreSQL's bit types are listed (drivers such as pgvector's register_vector look
+    // them up) but values of them are not supported yet: using one fails (42704).
+    (1560, "bit", -1),
+    (1562, "varbit", -1),
+    (crate::types::VECTOR_OID_I64, "vector", -1),
+    (crate::types::VECTOR_ARRAY_OID_I64, "_vector", -1),
+];
