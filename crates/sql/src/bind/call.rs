@@ -9,7 +9,7 @@ impl<'a> Binder<'a> {
         scope: &Scope,
         hint: Option<&SqlType>,
     ) -> Result<(Expr, SqlType)> {
-        let name = object_name(&function.name)?;
+        let name = self.namespace.function(&function.name)?;
         if function.over.is_some() {
             return Err(SqlError::unsupported("window functions are not supported"));
         }

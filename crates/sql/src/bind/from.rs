@@ -140,10 +140,11 @@ impl<'a> Binder<'a> {
     pub(crate) fn table_factor(&mut self, factor: &ast::TableFactor) -> Result<(Plan, Scope)> {
         match factor {
             ast::TableFactor::Table { name, alias, args, .. } => {
-                let table_name = object_name(name)?;
                 if let Some(args) = args {
-                    return self.table_function(&table_name, &args.args, alias.as_ref());
+                    let function = self.namespace.function(name)?;
+                    return self.table_function(&function, &args.args, alias.as_ref());
                 }
+                let table_name = object_name(name)?;
                 let qualifier =
                     alias.as_ref().map_or_else(|| table_name.clone(), |alias| ident(&alias.name));
                 // A CTE of an enclosing WITH.
@@ -155,17 +156,19 @@ impl<'a> Binder<'a> {
                     let scope = Scope::from_plan(&plan, Some(&qualifier));
                     return Ok((plan, scope));
                 }
-                if let Some(columns) = system::view_columns(&table_name) {
-                    let mut plan =
-                        self.plan(PlanKind::SystemView { name: table_name.clone() }, columns);
-                    rename_columns(&mut plan, &alias_columns(alias.as_ref()));
-                    let scope = Scope::from_plan(&plan, Some(&qualifier));
-                    return Ok((plan, scope));
-                }
-                let table = self
-                    .catalog
-                    .table(&table_name)
-                    .ok_or_else(|| SqlError::undefined_table(&table_name))?;
+                let table = match self.namespace.relation(name)? {
+                    Relation::View(view) => {
+                        let columns = system::view_columns(&view).expect("resolved as a view");
+                        let mut plan = self.plan(PlanKind::SystemView { name: view }, columns);
+                        rename_columns(&mut plan, &alias_columns(alias.as_ref()));
+                        let scope = Scope::from_plan(&plan, Some(&qualifier));
+                        return Ok((plan, scope));
+                    }
+                    Relation::Table { name, display } => self
+                        .catalog
+                        .table(&name)
+                        .ok_or_else(|| SqlError::undefined_table(&display))?,
+                };
                 let mut plan = self.scan(self.bind_table(table)?);
                 rename_columns(&mut plan, &alias_columns(alias.as_ref()));
                 let scope = Scope::from_plan(&plan, Some(&qualifier));
@@ -182,7 +185,7 @@ impl<'a> Binder<'a> {
                 Ok((plan, scope))
             }
             ast::TableFactor::Function { name, args, alias, .. } => {
-                let name = object_name(name)?;
+                let name = self.namespace.function(name)?;
                 self.table_function(&name, args, alias.as_ref())
             }
             ast::TableFactor::NestedJoin { table_with_joins, alias } => {

@@ -13,6 +13,7 @@ mod dml;
 mod expr;
 mod from;
 pub(crate) mod locking;
+mod namespace;
 mod operators;
 mod query;
 mod scope;
@@ -25,6 +26,7 @@ pub(crate) use call::*;
 pub(crate) use coerce::*;
 pub(crate) use dml::*;
 pub(crate) use expr::*;
+pub(crate) use namespace::*;
 pub(crate) use operators::*;
 pub(crate) use query::*;
 pub(crate) use scope::*;
@@ -58,6 +60,8 @@ struct Grouping {
 
 pub struct Binder<'a> {
     catalog: &'a Catalog,
+    /// The session's database and search_path, for qualified names.
+    namespace: Namespace,
     /// Parameter types ($1 is index 0); Unknown until inferred.
     pub parameters: Vec<SqlType>,
     /// Enclosing scopes (innermost last) for correlated subqueries.
@@ -75,9 +79,10 @@ pub struct Binder<'a> {
 }
 
 impl<'a> Binder<'a> {
-    pub fn new(catalog: &'a Catalog, parameters: Vec<SqlType>) -> Binder<'a> {
+    pub fn new(catalog: &'a Catalog, namespace: Namespace, parameters: Vec<SqlType>) -> Binder<'a> {
         Binder {
             catalog,
+            namespace,
             parameters,
             outer: Vec::new(),
             correlated: Vec::new(),
@@ -109,9 +114,15 @@ impl<'a> Binder<'a> {
         self.parameters.clone()
     }
 
+    /// The user table a DML statement writes (42P01 for a system view or a name in a
+    /// schema that does not exist).
     pub fn table(&self, name: &ast::ObjectName) -> Result<Arc<TableMeta>> {
-        let table = object_name(name)?;
-        self.catalog.table(&table).ok_or_else(|| SqlError::undefined_table(&table))
+        match self.namespace.relation(name)? {
+            Relation::Table { name, display } => {
+                self.catalog.table(&name).ok_or_else(|| SqlError::undefined_table(&display))
+            }
+            Relation::View(view) => Err(SqlError::undefined_table(&view)),
+        }
     }
 
     /// `table` with its engine handle, resolved once for the statement (42P01 if the engine

@@ -165,6 +165,12 @@ impl Catalog {
         &self.statement_stats
     }
 
+    /// Makes every prepared statement bind anew before its next execution (a session's
+    /// search_path changed what its names resolve to).
+    pub fn invalidate_plans(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
     }

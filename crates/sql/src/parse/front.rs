@@ -24,7 +24,12 @@ pub struct CopyOptions {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum CopySource {
-    Table { name: String, columns: Vec<String> },
+    /// `schema` holds the qualifying parts before the name (`public`, or `db`, `public`).
+    Table {
+        schema: Vec<String>,
+        name: String,
+        columns: Vec<String>,
+    },
     Query(String),
 }
 
@@ -217,7 +222,8 @@ fn parse_copy(sql: &str) -> Result<CopyStatement> {
             return Err(SqlError::syntax("syntax error at or near COPY"));
         };
         position += 1;
-        let name = name.rsplit('.').next().unwrap_or_default().to_string();
+        let mut schema: Vec<String> = name.split('.').map(str::to_string).collect();
+        let name = schema.pop().unwrap_or_default();
         let mut columns = Vec::new();
         if tokens.get(position) == Some(&Token::Symbol('(')) {
             position += 1;
@@ -234,7 +240,7 @@ fn parse_copy(sql: &str) -> Result<CopyStatement> {
                 position += 1;
             }
         }
-        CopySource::Table { name, columns }
+        CopySource::Table { schema, name, columns }
     };
     finish_copy(source, &tokens, position)
 }

@@ -56,9 +56,10 @@ pub struct CopyIn {
 impl Session {
     /// Starts a COPY FROM STDIN: resolves the table and columns and opens the statement.
     pub(super) fn copy_in_begin(&mut self, copy: &CopyStatement) -> Result<()> {
-        let CopySource::Table { name, columns } = &copy.source else {
+        let CopySource::Table { schema, name, columns } = &copy.source else {
             return Err(SqlError::syntax("COPY FROM needs a table"));
         };
+        let name = &self.copy_table_name(schema, name)?;
         let table = self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
         let table = BoundTable { handle: self.catalog.engine().table_handle(name)?, meta: table };
         let targets: Vec<usize> = if columns.is_empty() {
@@ -69,7 +70,7 @@ impl Session {
                 .map(|column| table.column_index(column).expect("checked at COPY"))
                 .collect()
         };
-        let mut binder = Binder::new(&self.catalog, Vec::new());
+        let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
         let defaults = bind_defaults(&mut binder, &table)?;
         let autocommit = self.state == super::BlockState::Idle;
         self.begin_transaction()?;

@@ -1,13 +1,14 @@
 //! DDL: CREATE/DROP/ALTER TABLE, CREATE/DROP INDEX.
 
 use super::*;
+use crate::bind::{undefined_schema, Namespace, SCHEMAS};
 use crate::catalog::COLUMNS_MAX;
 use crate::output::CommandTag;
 
 impl Session {
     pub(crate) fn create_table(&mut self, create: &ast::CreateTable) -> Result<Output> {
         refuse_table_kinds(create)?;
-        let name = object_name(&create.name)?;
+        let name = self.namespace().new_table(&create.name)?;
         let _guard = self.catalog.lock_ddl();
         if self.catalog.table(&name).is_some() {
             if create.if_not_exists {
@@ -52,7 +53,7 @@ impl Session {
                     ast::ColumnOption::Default(expr) => {
                         refuse_subquery_in_default(expr)?;
                         // Check it binds now (bad defaults fail at CREATE, as in PostgreSQL).
-                        let mut binder = Binder::new(&self.catalog, Vec::new());
+                        let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
                         let (bound, from) =
                             binder.expr(expr, &bind::Scope::default(), Some(&meta.ty))?;
                         bind::coerce(bound, &from, &meta.ty, false)?;
@@ -123,7 +124,7 @@ impl Session {
             // tierdb's build blocks writers (the DDL lock); PostgreSQL's CONCURRENTLY does not.
             return Err(SqlError::unsupported("CREATE INDEX CONCURRENTLY is not supported"));
         }
-        let table_name = object_name(&create.table_name)?;
+        let table_name = self.namespace().existing_table(&create.table_name)?;
         let _guard = self.catalog.lock_ddl();
         let table = self
             .catalog
@@ -179,7 +180,10 @@ impl Session {
         match object_type {
             ast::ObjectType::Table => {
                 for name in names {
-                    let name = object_name(name)?;
+                    let name = match self.namespace().existing_table(name) {
+                        Err(error) if error.sqlstate == "3F000" && if_exists => continue,
+                        name => name?,
+                    };
                     if self.catalog.table(&name).is_none() {
                         if if_exists {
                             continue;
@@ -195,7 +199,20 @@ impl Session {
             }
             ast::ObjectType::Index => {
                 for name in names {
-                    let name = object_name(name)?;
+                    let name = match self.namespace().existing_table(name) {
+                        Err(error) if error.sqlstate == "3F000" && if_exists => continue,
+                        Err(error) if error.sqlstate == "42P01" => {
+                            if if_exists {
+                                continue;
+                            }
+                            let name = object_name(name)?;
+                            return Err(SqlError::new(
+                                "42704",
+                                format!("index \"{name}\" does not exist"),
+                            ));
+                        }
+                        name => name?,
+                    };
                     match self.catalog.drop_index(&name) {
                         Err(error) if error.sqlstate == "42704" && if_exists => {}
                         other => other?,
@@ -203,12 +220,27 @@ impl Session {
                 }
                 Ok(Output::command(CommandTag::DropIndex))
             }
+            ast::ObjectType::Schema => {
+                for name in names {
+                    let schema = object_name(name)?;
+                    if !SCHEMAS.contains(&schema.as_str()) {
+                        if if_exists {
+                            continue;
+                        }
+                        return Err(undefined_schema(&schema));
+                    }
+                    return Err(SqlError::unsupported(format!(
+                        "DROP SCHEMA is not supported (tierdb has the fixed schemas pg_catalog, public and information_schema; \"{schema}\" stays)"
+                    )));
+                }
+                Ok(Output::command(CommandTag::DropSchema))
+            }
             other => Err(SqlError::unsupported(format!("DROP {other} is not supported"))),
         }
     }
 
     pub(crate) fn alter_table(&mut self, alter: &ast::AlterTable) -> Result<Output> {
-        let table_name = object_name(&alter.name)?;
+        let table_name = self.namespace().existing_table(&alter.name)?;
         let catalog = Arc::clone(&self.catalog);
         let _guard = catalog.lock_ddl();
         for operation in &alter.operations {
@@ -411,5 +443,36 @@ fn refuse_table_kinds(create: &ast::CreateTable) -> Result<()> {
     match refused.into_iter().find(|(present, _)| *present) {
         Some((_, feature)) => Err(SqlError::unsupported(feature)),
         None => Ok(()),
+    }
+}
+
+impl Session {
+    /// CREATE SCHEMA: tierdb has only its fixed schemas (bind/namespace.rs), so a new one
+    /// is refused (0A000) rather than accepted and ignored; an existing one is 42P06, or a
+    /// no-op with IF NOT EXISTS, as in PostgreSQL.
+    pub(crate) fn create_schema(
+        &mut self,
+        name: &ast::SchemaName,
+        if_not_exists: bool,
+    ) -> Result<Output> {
+        let schema = match name {
+            ast::SchemaName::Simple(name) => object_name(name)?,
+            _ => return Err(SqlError::unsupported("CREATE SCHEMA AUTHORIZATION is not supported")),
+        };
+        if SCHEMAS.contains(&schema.as_str()) {
+            if if_not_exists {
+                return Ok(Output::command(CommandTag::CreateSchema));
+            }
+            return Err(SqlError::new("42P06", format!("schema \"{schema}\" already exists")));
+        }
+        Err(SqlError::unsupported(format!(
+            "CREATE SCHEMA is not supported (tierdb keeps every table in schema public; \"{schema}\" was not created)"
+        )))
+    }
+
+    /// The namespace this session's names resolve in: its database and search_path.
+    pub(crate) fn namespace(&self) -> Namespace {
+        let search_path = self.setting("search_path").unwrap_or_default();
+        Namespace::new(&self.database, &search_path)
     }
 }

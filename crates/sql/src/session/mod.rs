@@ -407,7 +407,7 @@ impl Session {
         statement: &ast::Statement,
         parameter_types: &[SqlType],
     ) -> Result<Option<(Bound, Vec<SqlType>)>> {
-        let mut binder = Binder::new(&self.catalog, parameter_types.to_vec());
+        let mut binder = Binder::new(&self.catalog, self.namespace(), parameter_types.to_vec());
         let bound = match statement {
             ast::Statement::Query(query) => Bound::Query(binder.query(query)?),
             ast::Statement::Insert(insert) => Bound::Insert(bind_insert(&mut binder, insert)?),

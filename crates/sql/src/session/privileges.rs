@@ -214,7 +214,7 @@ impl Session {
             .collect::<Result<Vec<u32>>>()?;
         let mut changes = Vec::new();
         for table in tables {
-            let name = object_name(table)?;
+            let name = self.namespace().existing_table(table)?;
             if self.catalog.table(&name).is_none() {
                 return Err(SqlError::undefined_table(&name));
             }

@@ -68,7 +68,7 @@ impl Session {
             ast::Statement::Truncate(truncate) => {
                 let _guard = self.catalog.lock_ddl();
                 for target in &truncate.table_names {
-                    let name = object_name(&target.name)?;
+                    let name = self.namespace().existing_table(&target.name)?;
                     self.catalog.truncate_table(&name)?;
                 }
                 Ok(Output::command(CommandTag::TruncateTable))
@@ -77,7 +77,9 @@ impl Session {
             ast::Statement::ShowVariable { variable } => self.show(variable),
             ast::Statement::Discard { .. } => Ok(Output::command(CommandTag::DiscardAll)),
             ast::Statement::Deallocate { .. } => Ok(Output::command(CommandTag::Deallocate)),
-            ast::Statement::CreateSchema { .. } => Ok(Output::command(CommandTag::CreateSchema)),
+            ast::Statement::CreateSchema { schema_name, if_not_exists, .. } => {
+                self.create_schema(schema_name, *if_not_exists)
+            }
             ast::Statement::CreateExtension(create) => create_extension(&create.name.value),
             other => Err(SqlError::unsupported(format!(
                 "statement not supported: {}",

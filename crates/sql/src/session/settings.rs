@@ -142,6 +142,11 @@ impl Session {
                 let level = txn_modes::parse_isolation(&value)?.ok_or_else(|| SqlError::new("22023", format!("invalid value for parameter \"default_transaction_isolation\": \"{value}\"")))?;
                 self.settings.insert(name.into(), isolation_name(level).into());
             }
+            "search_path" => {
+                self.settings.insert(name.into(), value);
+                // Names in prepared statements resolve against the path: bind them anew.
+                self.catalog.invalidate_plans();
+            }
             _ => {
                 self.settings.insert(name.into(), value);
             }

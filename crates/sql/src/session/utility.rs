@@ -70,7 +70,8 @@ impl Session {
         sink: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         match (&copy.source, copy.from) {
-            (CopySource::Table { name, columns }, true) => {
+            (CopySource::Table { schema, name, columns }, true) => {
+                let name = &self.copy_table_name(schema, name)?;
                 let table =
                     self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
                 for column in columns {
@@ -87,7 +88,8 @@ impl Session {
             }
             (source, false) => {
                 let sql = match source {
-                    CopySource::Table { name, columns } => {
+                    CopySource::Table { schema, name, columns } => {
+                        let name = &self.copy_table_name(schema, name)?;
                         // Quoted: the names are the front parser's text, which may hold any
                         // character (`COPY "t x" TO STDOUT` must not read table t as x).
                         let list = match columns.is_empty() {
@@ -116,6 +118,21 @@ impl Session {
             }
             (CopySource::Query(_), true) => Err(SqlError::syntax("COPY (query) FROM is not valid")),
         }
+    }
+}
+
+impl Session {
+    /// The user table COPY names (`schema` as the front parser split it off): 3F000 for a
+    /// schema that does not exist, as in PostgreSQL.
+    pub(super) fn copy_table_name(&self, schema: &[String], name: &str) -> Result<String> {
+        // Quoted parts: the front parser has already folded case.
+        let parts = schema.iter().map(String::as_str).chain([name]);
+        let object = ast::ObjectName(
+            parts
+                .map(|part| ast::ObjectNamePart::Identifier(ast::Ident::with_quote('"', part)))
+                .collect(),
+        );
+        self.namespace().existing_table(&object)
     }
 }
 
