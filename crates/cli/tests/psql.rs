@@ -159,3 +159,23 @@ fn psql_describe_one_table() {
         "{stderr} {missing:?}"
     );
 }
+
+/// COPY's legacy option list (`DELIMITER AS '|'`, `NULL AS`, `CSV HEADER`, `E'\t'`) is read
+/// as PostgreSQL reads it: the outputs below are PostgreSQL 15's for the same commands (the
+/// delimiter was once taken from the word AS).
+#[test]
+fn psql_copy_legacy_options() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    psql(&server, "CREATE TABLE h (a int PRIMARY KEY, b text)");
+    psql(&server, "INSERT INTO h VALUES (1, 'x'), (2, NULL)");
+    let out = psql(&server, "COPY h TO STDOUT WITH DELIMITER AS '|' NULL AS 'nil'");
+    assert_eq!(out, "1|x\n2|nil\n");
+    let out = psql(&server, "COPY h TO STDOUT CSV HEADER DELIMITER ';'");
+    assert_eq!(out, "a;b\n1;x\n2;\n");
+    let out = psql(&server, "COPY h TO STDOUT (FORMAT csv, DELIMITER E'\\t', HEADER true)");
+    assert_eq!(out, "a\tb\n1\tx\n2\t\n");
+    let refused = run_psql(&server, &[], "COPY h TO STDOUT WITH (FORMAT csv, FORCE_QUOTE *)");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("COPY FORCE_QUOTE is not supported"), "{stderr}");
+}

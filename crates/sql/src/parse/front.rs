@@ -62,7 +62,7 @@ pub enum FrontStatement {
 }
 
 /// A tiny tokenizer: identifiers (lower-cased unless quoted), quoted strings, punctuation.
-fn tokens(sql: &str) -> Result<Vec<Token>> {
+pub(super) fn tokens(sql: &str) -> Result<Vec<Token>> {
     let mut out = Vec::new();
     let chars: Vec<char> = sql.chars().collect();
     let mut index = 0;
@@ -70,27 +70,14 @@ fn tokens(sql: &str) -> Result<Vec<Token>> {
         let c = chars[index];
         if c.is_whitespace() {
             index += 1;
-        } else if c == '\'' {
-            let mut text = String::new();
-            index += 1;
-            loop {
-                match chars.get(index) {
-                    None => return Err(SqlError::syntax("unterminated quoted string")),
-                    Some('\'') if chars.get(index + 1) == Some(&'\'') => {
-                        text.push('\'');
-                        index += 2;
-                    }
-                    Some('\'') => {
-                        index += 1;
-                        break;
-                    }
-                    Some(other) => {
-                        text.push(*other);
-                        index += 1;
-                    }
-                }
-            }
+        } else if matches!(c, 'e' | 'E') && chars.get(index + 1) == Some(&'\'') {
+            let (text, next) = quoted_string(&chars, index + 2, true)?;
             out.push(Token::String(text));
+            index = next;
+        } else if c == '\'' {
+            let (text, next) = quoted_string(&chars, index + 1, false)?;
+            out.push(Token::String(text));
+            index = next;
         } else if c == '"' {
             let mut text = String::new();
             index += 1;
@@ -111,8 +98,6 @@ fn tokens(sql: &str) -> Result<Vec<Token>> {
             }
             let word: String = chars[start..index].iter().collect();
             out.push(Token::Word(word.to_lowercase()));
-        } else if c == 'E' && chars.get(index + 1) == Some(&'\'') {
-            index += 1;
         } else {
             out.push(Token::Symbol(c));
             index += 1;
@@ -122,10 +107,46 @@ fn tokens(sql: &str) -> Result<Vec<Token>> {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-enum Token {
+pub(super) enum Token {
     Word(String),
     String(String),
     Symbol(char),
+}
+
+/// The body of a quoted string from `start` (after the quote), `''` read as one quote, and
+/// the index after the closing quote. In an `E'...'` string (`backslash_escapes`) backslash
+/// escapes are read as PostgreSQL reads them (`\t`, `\n`, `\r`, `\b`, `\f`, `\\`, `\'`).
+fn quoted_string(chars: &[char], start: usize, backslash_escapes: bool) -> Result<(String, usize)> {
+    let mut text = String::new();
+    let mut index = start;
+    loop {
+        match chars.get(index) {
+            None => return Err(SqlError::syntax("unterminated quoted string")),
+            Some('\'') if chars.get(index + 1) == Some(&'\'') => {
+                text.push('\'');
+                index += 2;
+            }
+            Some('\'') => return Ok((text, index + 1)),
+            Some('\\') if backslash_escapes => {
+                let escaped = chars
+                    .get(index + 1)
+                    .ok_or_else(|| SqlError::syntax("unterminated quoted string"))?;
+                text.push(match escaped {
+                    't' => '\t',
+                    'n' => '\n',
+                    'r' => '\r',
+                    'b' => '\u{8}',
+                    'f' => '\u{c}',
+                    other => *other,
+                });
+                index += 2;
+            }
+            Some(other) => {
+                text.push(*other);
+                index += 1;
+            }
+        }
+    }
 }
 
 fn first_word(sql: &str) -> String {
@@ -247,15 +268,6 @@ fn parse_copy(sql: &str) -> Result<CopyStatement> {
 
 /// COPY's QUOTE and ESCAPE: one one-byte character, as PostgreSQL requires (0A000); the
 /// record scanner of COPY FROM compares them with bytes.
-fn copy_character(option: &str, value: Option<&str>) -> Result<char> {
-    match value.map(str::as_bytes) {
-        Some(&[byte]) if byte.is_ascii() => Ok(char::from(byte)),
-        _ => {
-            Err(SqlError::unsupported(format!("COPY {option} must be a single one-byte character")))
-        }
-    }
-}
-
 fn tokens_after(rest: &str) -> Result<Vec<Token>> {
     tokens(rest)
 }
@@ -287,107 +299,8 @@ fn finish_copy(source: CopySource, tokens: &[Token], mut position: usize) -> Res
     if matches!(source, CopySource::Query(_)) && direction {
         return Err(SqlError::syntax("COPY (query) FROM is not valid"));
     }
-    let options = copy_options(&tokens[position..])?;
+    let options = super::copy_options::copy_options(&tokens[position..])?;
     Ok(CopyStatement { source, from: direction, options })
-}
-
-/// The options after `COPY ... FROM STDIN` / `TO STDOUT`: `WITH (...)` or the old unparenthesized
-/// list, with the CSV format's defaults for what it does not set.
-fn copy_options(rest: &[Token]) -> Result<CopyOptions> {
-    let mut options = CopyOptions {
-        format: CopyFormat::Text,
-        delimiter: '\t',
-        null: "\\N".into(),
-        header: false,
-        quote: '"',
-        escape: '"',
-    };
-    let mut delimiter_set = false;
-    let mut null_set = false;
-    let mut index = 0;
-    if let Some(Token::Word(word)) = rest.first() {
-        if word == "with" {
-            index += 1;
-        }
-    }
-    let parenthesized = rest.get(index) == Some(&Token::Symbol('('));
-    if parenthesized {
-        index += 1;
-    }
-    while index < rest.len() {
-        let Token::Word(option) = &rest[index] else {
-            index += 1;
-            continue;
-        };
-        let value = rest.get(index + 1).cloned();
-        let value_text = match &value {
-            Some(Token::Word(word)) => Some(word.clone()),
-            Some(Token::String(text)) => Some(text.clone()),
-            _ => None,
-        };
-        let consumed_value;
-        match option.as_str() {
-            "format" => {
-                options.format = match value_text.as_deref() {
-                    Some("csv") => CopyFormat::Csv,
-                    Some("text") => CopyFormat::Text,
-                    Some("binary") => {
-                        return Err(SqlError::unsupported("COPY binary format is not supported"))
-                    }
-                    _ => return Err(SqlError::syntax("COPY format")),
-                };
-                consumed_value = true;
-            }
-            "csv" => {
-                options.format = CopyFormat::Csv;
-                consumed_value = false;
-            }
-            "binary" => return Err(SqlError::unsupported("COPY binary format is not supported")),
-            "header" => {
-                options.header = !matches!(value_text.as_deref(), Some("false" | "off" | "0"));
-                consumed_value = parenthesized
-                    && value_text.is_some()
-                    && !matches!(value, Some(Token::Symbol(_)));
-            }
-            "delimiter" => {
-                options.delimiter = value_text
-                    .as_deref()
-                    .and_then(|text| text.chars().next())
-                    .ok_or_else(|| SqlError::syntax("COPY delimiter"))?;
-                delimiter_set = true;
-                consumed_value = true;
-            }
-            "null" => {
-                options.null = value_text.clone().unwrap_or_default();
-                null_set = true;
-                consumed_value = true;
-            }
-            "quote" => {
-                options.quote = copy_character("quote", value_text.as_deref())?;
-                consumed_value = true;
-            }
-            "escape" => {
-                options.escape = copy_character("escape", value_text.as_deref())?;
-                consumed_value = true;
-            }
-            "freeze" | "encoding" | "force_not_null" | "force_null" | "force_quote" => {
-                consumed_value =
-                    parenthesized && matches!(value, Some(Token::Word(_)) | Some(Token::String(_)));
-            }
-            "as" => consumed_value = false,
-            other => return Err(SqlError::syntax(format!("option \"{other}\" not recognized"))),
-        }
-        index += if consumed_value { 2 } else { 1 };
-    }
-    if options.format == CopyFormat::Csv {
-        if !delimiter_set {
-            options.delimiter = ',';
-        }
-        if !null_set {
-            options.null = String::new();
-        }
-    }
-    Ok(options)
 }
 
 /// Splits text-format COPY data into rows of fields (None = NULL), undoing backslash escapes.

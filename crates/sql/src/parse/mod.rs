@@ -1,6 +1,7 @@
 //! The front of the pipeline: SQL text to statements (sqlparser, plus tierdb's own parser
 //! for COPY and a few utility commands), with PostgreSQL's syntax errors and positions.
 
+mod copy_options;
 pub mod cursor;
 pub mod front;
 pub mod limits;
