@@ -120,6 +120,8 @@ fn table_kinds_tierdb_does_not_build_are_refused_not_created_as_ordinary_tables(
             ("CREATE TABLE tt (LIKE base)", "LIKE"),
             ("CREATE TABLE tt (a int) INHERITS (base)", "INHERITS"),
             ("CREATE TABLE tt (a int) PARTITION BY RANGE (a)", "PARTITION BY"),
+            ("CREATE TABLE tt (a int[])", "array types"),
+            ("CREATE TABLE tt (id int, tags text ARRAY)", "array types"),
         ];
         for (sql, feature) in refused {
             let error = message(session, sql);

@@ -37,6 +37,14 @@ impl Session {
                     format!("column \"{column_name}\" specified more than once"),
                 ));
             }
+            if matches!(column.data_type, ast::DataType::Array(_)) {
+                // Casts to array types give array text for catalog queries; a column would
+                // silently store text where PostgreSQL stores an array.
+                return Err(SqlError::unsupported(format!(
+                    "array types are not supported (column \"{column_name}\" {})",
+                    column.data_type
+                )));
+            }
             let ty = bind::sql_type(&column.data_type)?;
             let mut meta =
                 ColumnMeta { name: column_name.clone(), ty, nullable: true, default: None };
