@@ -179,3 +179,40 @@ fn psql_copy_legacy_options() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("COPY FORCE_QUOTE is not supported"), "{stderr}");
 }
+
+/// The startup packet's options (PGOPTIONS) are applied as SET applies them, a bad one
+/// refuses the connection with FATAL, and RESET returns to the startup value: as in
+/// PostgreSQL (they were ignored).
+#[test]
+fn psql_startup_options_are_applied() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    let with_options = |options: &str, command: &str| {
+        Command::new("psql")
+            .args(["-X", "-At", "-h", "127.0.0.1", "-p", &server.port.to_string()])
+            .args(["-U", "tierdb", "-d", "tierdb", "-c", command])
+            .env("PGOPTIONS", options)
+            .env("PGCONNECT_TIMEOUT", "30")
+            .output()
+            .expect("run psql")
+    };
+    let output = with_options(
+        "-c work_mem=8MB --search-path=public -c app.note=a\\ b",
+        "SHOW work_mem; SHOW search_path; SHOW app.note; SET work_mem = '16MB'; RESET work_mem; SHOW work_mem",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stdout, "8MB\npublic\na b\nSET\nRESET\n8MB\n");
+    for (options, expected) in [
+        (
+            "-c no_such_parameter=1",
+            "FATAL:  unrecognized configuration parameter \"no_such_parameter\"",
+        ),
+        ("-c enable_seqscan=off", "FATAL:  parameter \"enable_seqscan\" is not supported"),
+        ("-c work_mem=lots", "FATAL:  invalid value for parameter \"work_mem\": \"lots\""),
+    ] {
+        let output = with_options(options, "SELECT 1");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(expected), "{options}: {stderr}");
+    }
+}

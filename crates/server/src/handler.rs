@@ -860,6 +860,7 @@ impl StartupHandler for Connection {
     {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             let method = self.choose_method(client, startup)?;
+            self.apply_startup_options(startup)?;
             if self.method.set(method).is_err() {
                 return Err(crate::auth::fatal_error(SqlError::new(
                     "08P01",
@@ -906,6 +907,21 @@ impl StartupHandler for Connection {
 }
 
 impl Connection {
+    /// The startup packet's `options` (`-c name=value`, libpq's PGOPTIONS), applied to the
+    /// session as the user named there; a bad one refuses the connection (FATAL), as in
+    /// PostgreSQL.
+    fn apply_startup_options(
+        &self,
+        startup: &pgwire::messages::startup::Startup,
+    ) -> PgWireResult<()> {
+        let Some(options) = startup.parameters.get("options") else { return Ok(()) };
+        let mut session = self.session.lock();
+        if let Some(user) = startup.parameters.get("user") {
+            session.set_user(user);
+        }
+        session.apply_startup_options(options).map_err(crate::auth::fatal_error)
+    }
+
     /// The method of the first rule matching the client, or the FATAL 28000 refusal (no
     /// matching rule, a reject rule, no user name).
     fn choose_method<C: ClientInfo>(

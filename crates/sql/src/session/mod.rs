@@ -21,6 +21,8 @@ mod cursor_rows;
 mod cursors;
 pub use cursors::{Kept, KeptRows};
 mod ddl;
+mod parameters;
+mod pg_parameters;
 mod privileges;
 mod roles;
 mod run;
@@ -106,6 +108,9 @@ pub struct Session {
     /// READ ONLY (or READ WRITE) named by BEGIN, SET TRANSACTION or transaction_read_only.
     block_read_only: Option<bool>,
     settings: HashMap<String, String>,
+    /// What RESET returns each setting to when it is not PostgreSQL's built-in default: the
+    /// server's configuration (`set_default`) and the startup packet's options.
+    reset_values: HashMap<String, String>,
     /// Settings as they were at BEGIN and at each savepoint (by name): SET is transactional,
     /// so ROLLBACK (TO SAVEPOINT) restores them.
     block_settings: Option<HashMap<String, String>>,
@@ -171,6 +176,7 @@ impl Session {
             block_isolation: None,
             block_read_only: None,
             settings: HashMap::new(),
+            reset_values: HashMap::new(),
             block_settings: None,
             savepoint_settings: Vec::new(),
             database: database.to_string(),
@@ -192,10 +198,19 @@ impl Session {
         self.role_oid = std::sync::OnceLock::new();
     }
 
-    /// Sets a setting's session default (server configuration such as work_mem); RESET
-    /// returns to PostgreSQL's built-in default.
+    /// Sets a setting's session default (server configuration such as work_mem), which
+    /// RESET returns to.
     pub fn set_default(&mut self, name: &str, value: &str) -> Result<()> {
-        self.apply_setting(name, value)
+        self.apply_setting(name, value)?;
+        self.keep_reset_value(name);
+        Ok(())
+    }
+
+    /// Makes the current value of `name` the one RESET returns to.
+    pub(crate) fn keep_reset_value(&mut self, name: &str) {
+        if let Some(value) = self.settings.get(name) {
+            self.reset_values.insert(name.to_string(), value.clone());
+        }
     }
 
     pub fn state(&self) -> BlockState {

@@ -21,6 +21,16 @@ impl Session {
                     .map(|part| part.to_string().to_lowercase())
                     .collect::<Vec<_>>()
                     .join(".");
+                let is_default = |value: &ast::Expr| {
+                    matches!(value, ast::Expr::Identifier(word)
+                        if word.quote_style.is_none() && word.value.eq_ignore_ascii_case("default"))
+                };
+                if let [value] = values.as_slice() {
+                    if is_default(value) {
+                        self.reset_setting(&name)?;
+                        return Ok(Output::command(CommandTag::Set));
+                    }
+                }
                 let value = values.iter().map(setting_text).collect::<Vec<_>>().join(", ");
                 self.apply_setting(&name, &value)?;
                 Ok(Output::command(CommandTag::Set))
@@ -147,8 +157,18 @@ impl Session {
                 // Names in prepared statements resolve against the path: bind them anew.
                 self.catalog.invalidate_plans();
             }
+            "datestyle" => {
+                self.settings.insert(name.into(), check_date_style(&value)?);
+            }
+            "client_encoding" => {
+                self.settings.insert(name.into(), check_client_encoding(&value)?);
+            }
+            "extra_float_digits" => {
+                self.settings.insert(name.into(), check_extra_float_digits(&value)?);
+            }
             _ => {
-                self.settings.insert(name.into(), value);
+                let stored = parameters::check_parameter(name, &value, self.is_superuser())?;
+                self.settings.insert(name.into(), stored);
             }
         }
         Ok(())
@@ -179,6 +199,23 @@ impl Session {
             ));
         }
         Ok(if bytes == 0 { "0".into() } else { format_memory(bytes) })
+    }
+
+    /// RESET name / RESET ALL / SET name TO DEFAULT: back to the default (42704 for a
+    /// name that is neither tierdb's nor PostgreSQL's nor a custom one that was set).
+    pub(crate) fn reset_setting(&mut self, name: &str) -> Result<()> {
+        let name = name.to_lowercase();
+        if name == "all" {
+            self.settings.clone_from(&self.reset_values);
+        } else if self.settings.remove(&name).is_none() && self.setting(&name).is_none() {
+            return Err(parameters::unrecognized(&name));
+        } else if let Some(value) = self.reset_values.get(&name) {
+            self.settings.insert(name.clone(), value.clone());
+        }
+        if name == "all" || name == "search_path" {
+            self.catalog.invalidate_plans();
+        }
+        Ok(())
     }
 
     pub(crate) fn setting(&self, name: &str) -> Option<String> {
@@ -213,13 +250,18 @@ impl Session {
             "application_name" => String::new(),
             "extra_float_digits" => "1".into(),
             name if TIMEOUT_SETTINGS.contains(&name) => "0".into(),
-            _ => return None,
+            _ => return parameters::default_shown(name),
         })
     }
 
     pub(crate) fn show(&mut self, variable: &[ast::Ident]) -> Result<Output> {
-        let name =
-            variable.iter().map(|part| part.value.to_lowercase()).collect::<Vec<_>>().join(" ");
+        let parts: Vec<String> = variable.iter().map(|part| part.value.to_lowercase()).collect();
+        // Multi-word names are SQL's; any other parts are a dotted custom name (`myapp.x`).
+        let spaced = parts.join(" ");
+        let name = match spaced.as_str() {
+            "transaction isolation level" | "time zone" | "session authorization" => spaced,
+            _ => parts.join("."),
+        };
         let (name, key) = match name.as_str() {
             "transaction isolation level" => {
                 ("transaction_isolation".to_string(), "transaction_isolation".to_string())
@@ -260,9 +302,7 @@ impl Session {
                 tag: CommandTag::Show,
             });
         }
-        let value = self.setting(&key).ok_or_else(|| {
-            SqlError::new("42704", format!("unrecognized configuration parameter \"{name}\""))
-        })?;
+        let value = self.setting(&key).ok_or_else(|| parameters::unrecognized(&name))?;
         Ok(Output::Rows {
             columns: vec![computed_column(&name, SqlType::Text)],
             rows: vec![vec![Datum::Text(value)]],
@@ -332,4 +372,110 @@ pub(crate) fn on_off(value: bool) -> &'static str {
     } else {
         "off"
     }
+}
+
+/// DateStyle: tierdb writes dates as ISO and reads ambiguous ones as MDY, so `ISO`, `MDY`
+/// and `ISO, MDY` (any case) are honoured; other styles are 0A000.
+fn check_date_style(value: &str) -> Result<String> {
+    let parts: Vec<String> = value
+        .split(',')
+        .map(|part| part.trim().to_uppercase())
+        .filter(|part| !part.is_empty())
+        .collect();
+    if !parts.is_empty() && parts.iter().all(|part| part == "ISO" || part == "MDY") {
+        return Ok("ISO, MDY".into());
+    }
+    Err(SqlError::unsupported(format!(
+        "DateStyle \"{value}\" is not supported (tierdb writes dates as ISO, MDY)"
+    )))
+}
+
+/// client_encoding: tierdb speaks UTF8 only.
+fn check_client_encoding(value: &str) -> Result<String> {
+    let name = value.trim().to_uppercase().replace(['-', '_'], "");
+    if name == "UTF8" || name == "UNICODE" {
+        return Ok("UTF8".into());
+    }
+    Err(SqlError::unsupported(format!(
+        "client_encoding \"{value}\" is not supported (tierdb speaks UTF8)"
+    )))
+}
+
+/// extra_float_digits: 1 to 3 print the shortest exact form, as tierdb always does (as
+/// PostgreSQL 12 and later); 0 and below round, which tierdb does not (0A000).
+fn check_extra_float_digits(value: &str) -> Result<String> {
+    let digits = value.trim().parse::<i32>().map_err(|_| {
+        SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"extra_float_digits\": \"{value}\""),
+        )
+    })?;
+    if !(-15..=3).contains(&digits) {
+        return Err(SqlError::new(
+            "22023",
+            format!("{digits} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)"),
+        ));
+    }
+    if digits < 1 {
+        return Err(SqlError::unsupported(
+            "extra_float_digits below 1 is not supported (tierdb prints floats in their shortest exact form)",
+        ));
+    }
+    Ok(digits.to_string())
+}
+
+impl Session {
+    /// The startup packet's `options` (libpq's PGOPTIONS): `-c name=value`, `-cname=value`
+    /// or `--name=value` each, separated by spaces (a backslash keeps the next character,
+    /// so `\ ` is a space in a value), applied as SET would apply them; the caller turns an
+    /// error into a FATAL refusal, as PostgreSQL does. Other server switches are 0A000.
+    pub fn apply_startup_options(&mut self, options: &str) -> Result<()> {
+        let arguments = split_options(options);
+        let mut index = 0;
+        while index < arguments.len() {
+            let argument = &arguments[index];
+            let assignment = if argument == "-c" {
+                index += 1;
+                arguments.get(index).cloned().ok_or_else(|| {
+                    SqlError::syntax("invalid command-line argument for server process: -c")
+                })?
+            } else if let Some(rest) = argument.strip_prefix("--").or(argument.strip_prefix("-c")) {
+                rest.to_string()
+            } else {
+                return Err(SqlError::unsupported(format!(
+                    "startup option \"{argument}\" is not supported (only -c name=value)"
+                )));
+            };
+            let Some((name, value)) = assignment.split_once('=') else {
+                return Err(SqlError::syntax(format!("-c {assignment} requires a value")));
+            };
+            let name = name.replace('-', "_").to_lowercase();
+            self.apply_setting(&name, value)?;
+            self.keep_reset_value(&name);
+            index += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Splits startup options at unescaped spaces, undoing backslash escapes.
+fn split_options(options: &str) -> Vec<String> {
+    let mut arguments = Vec::new();
+    let mut current = String::new();
+    let mut characters = options.chars();
+    while let Some(character) = characters.next() {
+        match character {
+            '\\' => current.extend(characters.next()),
+            ' ' | '\t' | '\n' => {
+                if !current.is_empty() {
+                    arguments.push(std::mem::take(&mut current));
+                }
+            }
+            other => current.push(other),
+        }
+    }
+    if !current.is_empty() {
+        arguments.push(current);
+    }
+    arguments
 }

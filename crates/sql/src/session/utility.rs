@@ -34,15 +34,11 @@ impl Session {
                 Ok(Output::command(CommandTag::Analyze))
             }
             FrontStatement::Reset { name } => {
-                if name == "all" {
-                    self.settings.clear();
-                } else {
-                    self.settings.remove(&name.to_lowercase());
-                }
+                self.reset_setting(name)?;
                 Ok(Output::command(CommandTag::Reset))
             }
             FrontStatement::Discard => {
-                self.settings.clear();
+                self.reset_setting("all")?;
                 Ok(Output::command(CommandTag::DiscardAll))
             }
             FrontStatement::Checkpoint => {
