@@ -3,6 +3,7 @@
 //! Prometheus metrics and clean shutdown. docs/design/009-sql-server.md describes it.
 
 mod auth;
+mod capacity;
 mod config;
 mod connection;
 mod frontend;

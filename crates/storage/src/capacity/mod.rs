@@ -171,8 +171,11 @@ pub struct CapacityStatus {
     pub current: Capacity,
     pub target: Capacity,
     pub working_set: WorkingSetEstimate,
+    /// The last change (grow or shrink) and why.
     pub last_action: CapacityAction,
     pub last_reason: String,
+    /// Why the latest evaluation chose what it chose (often a hold).
+    pub latest_reason: String,
     /// Decisions that changed the capacity.
     pub decisions: u64,
     /// Capacity x time, in half-unit milliseconds (the cost, exactly).
@@ -215,6 +218,7 @@ impl CapacityControl {
                 working_set: WorkingSetEstimate::default(),
                 last_action: CapacityAction::Hold,
                 last_reason: "start".into(),
+                latest_reason: "start".into(),
                 decisions: 0,
                 half_unit_milliseconds: 0,
             }),
