@@ -85,12 +85,42 @@ async fn load(
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn capacity_grows_under_load_and_shrinks_after_the_delay_without_failed_queries() {
-    let server = TestServer::start(FLAGS);
-    let client = connect(&server).await;
-    let (current, _, _, _, _, _) = capacity(&client).await;
-    assert_eq!(current, 0.5, "starts at min capacity");
+/// `LOAD_CLIENTS` connections running `load`.
+struct Load {
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+    failed: Arc<AtomicU64>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    async fn start(server: &TestServer) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(AtomicU64::new(0));
+        let mut workers = Vec::new();
+        for seed in 0..LOAD_CLIENTS {
+            let worker = connect(server).await;
+            let seed = i64::try_from(seed).expect("fits");
+            let task = load(worker, seed, stop.clone(), done.clone(), failed.clone());
+            workers.push(tokio::spawn(task));
+        }
+        Load { stop, done, failed, workers }
+    }
+
+    async fn stop_without_failures(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for worker in self.workers {
+            worker.await.expect("load task");
+        }
+        let queries = self.done.load(Ordering::Relaxed);
+        assert!(queries > 0, "no load ran");
+        let failed = self.failed.load(Ordering::Relaxed);
+        assert_eq!(failed, 0, "queries failed while resizing ({queries} run)");
+    }
+}
+
+async fn create_table(client: &Client) {
     // About 12 MB: some 1,500 pages, five times the buffer pool at 0.5 units.
     client
         .batch_execute(&format!(
@@ -99,15 +129,16 @@ async fn capacity_grows_under_load_and_shrinks_after_the_delay_without_failed_qu
         ))
         .await
         .expect("load");
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
-    let mut workers = Vec::new();
-    for seed in 0..LOAD_CLIENTS {
-        let worker = connect(&server).await;
-        let seed = i64::try_from(seed).expect("fits");
-        workers.push(tokio::spawn(load(worker, seed, stop.clone(), done.clone(), failed.clone())));
-    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn capacity_grows_under_load_and_shrinks_after_the_delay_without_failed_queries() {
+    let server = TestServer::start(FLAGS);
+    let client = connect(&server).await;
+    let (current, _, _, _, _, _) = capacity(&client).await;
+    assert_eq!(current, 0.5, "starts at min capacity");
+    create_table(&client).await;
+    let load = Load::start(&server).await;
     let grown = wait_for(&client, Duration::from_secs(30), |current| current >= 2.0).await;
     let (_, _, decision, reason, decisions, _) = capacity(&client).await;
     assert!(grown >= 2.0, "capacity did not grow under load: {grown}");
@@ -115,13 +146,7 @@ async fn capacity_grows_under_load_and_shrinks_after_the_delay_without_failed_qu
     assert!(!reason.is_empty() && decision != "hold", "{decision} {reason}");
     // Keep the load on for a while: the controller may resize during it.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        worker.await.expect("load task");
-    }
-    let queries = done.load(Ordering::Relaxed);
-    assert!(queries > 0, "no load ran");
-    assert_eq!(failed.load(Ordering::Relaxed), 0, "queries failed while resizing ({queries} run)");
+    load.stop_without_failures().await;
     let during = capacity(&client).await.0;
     // Idle: the working set ages out of the 4 s window, then the 1.5 s delay passes.
     let shrunk =
@@ -148,6 +173,32 @@ async fn capacity_grows_under_load_and_shrinks_after_the_delay_without_failed_qu
     ] {
         assert!(reply.contains(metric), "missing {metric}: {reply}");
     }
+}
+
+/// Lowering max shrinks at once (no delay applies to the bounds) and raising it lets the
+/// load grow capacity again: many resizes of both directions under reads and writes.
+#[tokio::test(flavor = "multi_thread")]
+async fn resizing_back_and_forth_under_load_fails_no_query() {
+    const CYCLES: usize = 15;
+    let server = TestServer::start(FLAGS);
+    let client = connect(&server).await;
+    create_table(&client).await;
+    let load = Load::start(&server).await;
+    let before = capacity(&client).await.4;
+    let mut grown = 0;
+    for _ in 0..CYCLES {
+        client.batch_execute("SET tierdb.max_capacity = 0.5").await.expect("lower max");
+        wait_for(&client, Duration::from_secs(10), |current| current <= 0.5).await;
+        client.batch_execute("SET tierdb.max_capacity = 8").await.expect("raise max");
+        let current = wait_for(&client, Duration::from_secs(5), |current| current > 0.5).await;
+        grown += usize::from(current > 0.5);
+    }
+    load.stop_without_failures().await;
+    let decisions = capacity(&client).await.4 - before;
+    assert!(grown >= CYCLES / 2, "the load grew capacity again in only {grown} of {CYCLES} cycles");
+    assert!(decisions >= i64::try_from(CYCLES).expect("fits"), "decisions={decisions}");
+    let row = client.query_one("SELECT count(*) FROM elastic", &[]).await.expect("count");
+    assert_eq!(row.get::<_, i64>(0), ROWS);
 }
 
 #[tokio::test(flavor = "multi_thread")]
