@@ -4,7 +4,7 @@
 use clap::Args;
 use tierdb_server::ServerConfig;
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
     /// TOML configuration file (keys as in ServerConfig: data_dir, listen, buffer_pool_bytes, ...).
     #[arg(long, env = "TIERDB_CONFIG")]
@@ -236,7 +236,11 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
 }
 
 pub fn run(args: &ServeArgs) -> Result<(), String> {
-    let config = config(args)?;
+    let mut config = config(args)?;
+    // SIGHUP reads the same sources again (the file anew; flags and environment as given).
+    let sources = args.clone();
+    config.reload =
+        Some(tierdb_server::ConfigReloader(std::sync::Arc::new(move || self::config(&sources))));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(config.max_connections.max(16) + 16)

@@ -262,3 +262,40 @@ async fn fixed_capacity_refuses_runtime_changes_and_bad_flags_are_refused() {
         assert!(stderr.contains(wanted), "{flags:?}: {stderr}");
     }
 }
+
+/// (min, max) as `tierdb_stat_capacity()` shows them.
+async fn bounds(client: &Client) -> (f64, f64) {
+    let row = client
+        .query_one("SELECT min_capacity, max_capacity FROM tierdb_stat_capacity()", &[])
+        .await
+        .expect("bounds");
+    (row.get(0), row.get(1))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reloads_min_and_max_from_the_config_file() {
+    let file = tempfile::NamedTempFile::new().expect("config file");
+    let write = |text: &str| std::fs::write(file.path(), text).expect("write config");
+    write("min_capacity = 0.5\nmax_capacity = 8\ncapacity_unit_bytes = 8388608\n");
+    let path = file.path().to_str().expect("utf-8 path");
+    let server = TestServer::start(&["--config", path]);
+    let client = connect(&server).await;
+    assert_eq!(bounds(&client).await, (0.5, 8.0));
+    let hangup = || {
+        let pid = i32::try_from(server.child.id()).expect("pid fits");
+        // SAFETY: sending a signal to our own child process.
+        unsafe { libc::kill(pid, libc::SIGHUP) };
+    };
+    write("min_capacity = 1\nmax_capacity = 2.5\ncapacity_unit_bytes = 8388608\n");
+    hangup();
+    let started = Instant::now();
+    while bounds(&client).await != (1.0, 2.5) && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(bounds(&client).await, (1.0, 2.5));
+    // A bad file changes nothing, and the server keeps serving.
+    write("min_capacity = 3\nmax_capacity = 2\n");
+    hangup();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(bounds(&client).await, (1.0, 2.5));
+}

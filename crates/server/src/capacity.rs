@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use tierdb_storage::capacity::controller::{decide, Decision, Settings, Signals, State};
 use tierdb_storage::capacity::{
-    Capacity, CapacityAction, CapacityControl, CapacityUnit, WorkingSetEstimate, WORKING_SET_SLOTS,
+    Capacity, CapacityAction, CapacityBounds, CapacityControl, CapacityUnit, WorkingSetEstimate,
+    WORKING_SET_SLOTS,
 };
 use tierdb_storage::{PageStore, POOL_FRAMES_MIN};
 
-use crate::config::CapacitySettings;
+use crate::config::{CapacitySettings, ConfigReloader};
 use crate::handler::Shared;
 
 /// How often the controller evaluates (the bound: at most 250 ms).
@@ -254,6 +255,26 @@ pub fn enable(control: &CapacityControl, settings: &CapacitySettings) {
     let enabled = CapacityControl::new(true, settings.unit, settings.bounds, settings.initial());
     let status = enabled.status();
     control.update(|current| *current = status);
+}
+
+/// SIGHUP: reads the configuration again and applies its min_capacity and max_capacity
+/// (every other setting needs a restart), logging the outcome.
+pub fn reload(control: &CapacityControl, reloader: &ConfigReloader) {
+    let settings = (reloader.0)().and_then(|config| config.capacity_settings());
+    match settings {
+        Ok(Some(settings)) => {
+            let CapacityBounds { min, max } = settings.bounds;
+            match control.set_bounds(Some(min), Some(max)) {
+                Ok(()) => tracing::info!(%min, %max, "SIGHUP: capacity bounds reloaded"),
+                Err(error) => tracing::warn!(%error, "SIGHUP: capacity bounds not changed"),
+            }
+        }
+        Ok(None) if control.status().enabled => tracing::warn!(
+            "SIGHUP: max_capacity is no longer set; capacity stays elastic until a restart"
+        ),
+        Ok(None) => tracing::info!("SIGHUP: capacity is fixed; nothing to reload"),
+        Err(error) => tracing::warn!(%error, "SIGHUP: configuration not reloaded"),
+    }
 }
 
 /// utime + stime of this process, in ticks.

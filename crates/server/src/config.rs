@@ -2,6 +2,7 @@
 //! `TIERDB_*` environment variables / command-line flags layered on top by the CLI.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer};
 use tierdb_storage::capacity::{
@@ -82,6 +83,20 @@ pub struct ServerConfig {
     pub capacity_unit_bytes: u64,
     /// How long every signal must ask for less before the controller shrinks.
     pub scale_down_delay_ms: u64,
+    /// Reads the configuration again from its sources (file, environment, flags) on
+    /// SIGHUP; only min_capacity and max_capacity take effect without a restart.
+    #[serde(skip)]
+    pub reload: Option<ConfigReloader>,
+}
+
+/// How the binary reads its configuration again (SIGHUP).
+#[derive(Clone)]
+pub struct ConfigReloader(pub Arc<dyn Fn() -> Result<ServerConfig, String> + Send + Sync>);
+
+impl std::fmt::Debug for ConfigReloader {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("ConfigReloader")
+    }
 }
 
 /// A capacity in TOML: `2`, `1.5` or `"1.5"`.
@@ -155,6 +170,7 @@ impl Default for ServerConfig {
             max_capacity: None,
             capacity_unit_bytes: CAPACITY_UNIT_DEFAULT_BYTES,
             scale_down_delay_ms: 60_000,
+            reload: None,
         }
     }
 }

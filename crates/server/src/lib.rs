@@ -19,7 +19,7 @@ mod streaming;
 mod tls;
 mod wire;
 
-pub use config::ServerConfig;
+pub use config::{ConfigReloader, ServerConfig};
 pub use memory::set_release_hook as set_memory_release_hook;
 pub use metrics::render as render_metrics;
 pub use server::serve;

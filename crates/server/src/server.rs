@@ -198,6 +198,21 @@ pub async fn serve(
         }
         None => None,
     };
+    if let Some(reloader) = config.reload.clone() {
+        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|error| error.to_string())?;
+        let store = Arc::clone(shared.catalog.engine().store());
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                let store = Arc::clone(&store);
+                let reloader = reloader.clone();
+                let reloaded = tokio::task::spawn_blocking(move || {
+                    crate::capacity::reload(store.capacity(), &reloader);
+                });
+                let _ = reloaded.await;
+            }
+        });
+    }
     let limits = ConnectionLimits {
         authentication_timeout: Duration::from_millis(config.authentication_timeout_ms),
         message_bytes_max: config.max_message_bytes,
