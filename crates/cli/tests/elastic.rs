@@ -299,3 +299,41 @@ async fn sighup_reloads_min_and_max_from_the_config_file() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(bounds(&client).await, (1.0, 2.5));
 }
+
+/// The metrics text of `server`.
+fn metrics(server: &TestServer) -> String {
+    let mut socket =
+        std::net::TcpStream::connect(("127.0.0.1", server.metrics_port)).expect("metrics");
+    socket.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").expect("request");
+    let mut reply = String::new();
+    socket.read_to_string(&mut reply).expect("reply");
+    reply
+}
+
+/// With min 0 and no connection, the server goes down to capacity 0 (the buffer pool at its
+/// 16-frame minimum, no operator memory), keeps listening, and serves the next connection.
+#[tokio::test(flavor = "multi_thread")]
+async fn min_zero_idles_down_to_zero_and_resumes_on_the_next_connection() {
+    let flags = ["--min-capacity", "0", "--max-capacity", "4", "--capacity-unit", "8MB"];
+    let server = TestServer::start(&[&flags[..], &["--scale-down-delay-ms", "500"]].concat());
+    {
+        let client = connect(&server).await;
+        create_table(&client).await;
+    }
+    let started = Instant::now();
+    let idle = |reply: &str| reply.contains("tierdb_capacity_current_units 0\n");
+    while !idle(&metrics(&server)) && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let reply = metrics(&server);
+    assert!(idle(&reply), "did not reach capacity 0 when idle: {reply}");
+    assert!(reply.contains("tierdb_buffer_pool_frames 16\n"), "{reply}");
+    eprintln!("idle release after {:?} (includes the 4 s working-set window)", started.elapsed());
+    let resumed = Instant::now();
+    let client = connect(&server).await;
+    let row = client.query_one("SELECT count(*) FROM elastic", &[]).await.expect("count");
+    eprintln!("resume from capacity 0 to first row: {:?}", resumed.elapsed());
+    assert_eq!(row.get::<_, i64>(0), ROWS);
+    let current = wait_for(&client, Duration::from_secs(5), |current| current > 0.0).await;
+    assert!(current > 0.0, "a connection did not bring capacity back");
+}

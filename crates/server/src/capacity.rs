@@ -201,6 +201,11 @@ impl Runner {
         if decision.action == CapacityAction::Grow {
             set_memory();
         }
+        if decision.action == CapacityAction::Shrink {
+            // Frames and operator memory freed: give what this thread's allocator holds free
+            // back to the system (memory freed by other threads is returned as they run).
+            crate::memory::release();
+        }
         match resized {
             Ok(frames) => {
                 tracing::info!(
