@@ -65,7 +65,8 @@ fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TIERDB_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+                // Capacity changes are rare and operators want each one with its reason.
+                .unwrap_or_else(|_| "warn,tierdb_server::capacity=info".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -4,7 +4,7 @@
 use clap::Args;
 use tierdb_server::ServerConfig;
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
     /// TOML configuration file (keys as in ServerConfig: data_dir, listen, buffer_pool_bytes, ...).
     #[arg(long, env = "TIERDB_CONFIG")]
@@ -88,6 +88,26 @@ pub struct ServeArgs {
     /// visible to every user in `ps`.
     #[arg(long, env = "TIERDB_PASSWORD_FILE")]
     password_file: Option<std::path::PathBuf>,
+    /// Elastic capacity: the lowest capacity in units (0.5 steps, may be 0; needs
+    /// --max-capacity).
+    #[arg(long, env = "TIERDB_MIN_CAPACITY")]
+    min_capacity: Option<String>,
+    /// Elastic capacity: the highest capacity in units (0.5 steps). Set, a controller sizes
+    /// the buffer pool and operator memory between min and max (--buffer-pool and
+    /// --operator-memory are then ignored).
+    #[arg(long, env = "TIERDB_MAX_CAPACITY")]
+    max_capacity: Option<String>,
+    /// DRAM of one capacity unit (suffixes accepted; default 1GB, at least 1MB).
+    #[arg(long, env = "TIERDB_CAPACITY_UNIT")]
+    capacity_unit: Option<String>,
+    /// How long every signal must ask for less capacity before a shrink, in milliseconds
+    /// (default 60000).
+    #[arg(long, env = "TIERDB_SCALE_DOWN_DELAY_MS")]
+    scale_down_delay_ms: Option<u64>,
+}
+
+fn capacity(name: &str, text: &str) -> Result<tierdb_storage::capacity::Capacity, String> {
+    tierdb_storage::capacity::Capacity::parse(text).map_err(|error| format!("{name}: {error}"))
 }
 
 /// A size flag: bytes, or a number with a unit (PostgreSQL's kB, MB, GB, TB, or k, m, g),
@@ -183,6 +203,19 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     if let Some(value) = &args.superuser {
         config.superuser = value.clone();
     }
+    if let Some(value) = &args.min_capacity {
+        config.min_capacity = capacity("min_capacity", value)?;
+    }
+    if let Some(value) = &args.max_capacity {
+        config.max_capacity = Some(capacity("max_capacity", value)?);
+    }
+    if let Some(value) = &args.capacity_unit {
+        config.capacity_unit_bytes = bytes(value)?;
+    }
+    if let Some(value) = args.scale_down_delay_ms {
+        config.scale_down_delay_ms = value;
+    }
+    config.capacity_settings()?;
     if let Some(path) = &args.password_file {
         let text = std::fs::read_to_string(path)
             .map_err(|error| format!("cannot read password_file={}: {error}", path.display()))?;
@@ -203,7 +236,11 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
 }
 
 pub fn run(args: &ServeArgs) -> Result<(), String> {
-    let config = config(args)?;
+    let mut config = config(args)?;
+    // SIGHUP reads the same sources again (the file anew; flags and environment as given).
+    let sources = args.clone();
+    config.reload =
+        Some(tierdb_server::ConfigReloader(std::sync::Arc::new(move || self::config(&sources))));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(config.max_connections.max(16) + 16)

@@ -2,8 +2,12 @@
 //! `TIERDB_*` environment variables / command-line flags layered on top by the CLI.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
+use tierdb_storage::capacity::{
+    Capacity, CapacityBounds, CapacityUnit, CAPACITY_UNIT_DEFAULT_BYTES, CAPACITY_UNIT_MIN_BYTES,
+};
 
 use crate::hba::Rules;
 
@@ -68,6 +72,69 @@ pub struct ServerConfig {
     /// The bootstrap superuser's password (from password_file or TIERDB_PASSWORD, never a
     /// flag); when given, it is set again at every start.
     pub password: Option<String>,
+    /// Elastic capacity (design 015): the lowest capacity in units (0.5 steps, may be 0).
+    #[serde(deserialize_with = "capacity_value")]
+    pub min_capacity: Capacity,
+    /// The highest capacity in units; unset, the controller is off and buffer_pool_bytes
+    /// and operator_memory_bytes are fixed.
+    #[serde(deserialize_with = "optional_capacity_value")]
+    pub max_capacity: Option<Capacity>,
+    /// DRAM of one capacity unit: 5/8 buffer pool, 1/4 operator memory, 1/8 connections.
+    pub capacity_unit_bytes: u64,
+    /// How long every signal must ask for less before the controller shrinks.
+    pub scale_down_delay_ms: u64,
+    /// Reads the configuration again from its sources (file, environment, flags) on
+    /// SIGHUP; only min_capacity and max_capacity take effect without a restart.
+    #[serde(skip)]
+    pub reload: Option<ConfigReloader>,
+}
+
+/// How the binary reads its configuration again (SIGHUP).
+#[derive(Clone)]
+pub struct ConfigReloader(pub Arc<dyn Fn() -> Result<ServerConfig, String> + Send + Sync>);
+
+impl std::fmt::Debug for ConfigReloader {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("ConfigReloader")
+    }
+}
+
+/// A capacity in TOML: `2`, `1.5` or `"1.5"`.
+fn capacity_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Capacity, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Integer(i64),
+        Float(f64),
+        Text(String),
+    }
+    let text = match Raw::deserialize(deserializer)? {
+        Raw::Integer(value) => value.to_string(),
+        Raw::Float(value) => value.to_string(),
+        Raw::Text(text) => text,
+    };
+    Capacity::parse(&text).map_err(serde::de::Error::custom)
+}
+
+fn optional_capacity_value<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Capacity>, D::Error> {
+    capacity_value(deserializer).map(Some)
+}
+
+/// The controller's fixed settings, when max_capacity is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CapacitySettings {
+    pub unit: CapacityUnit,
+    pub bounds: CapacityBounds,
+    pub scale_down_delay_ms: u64,
+}
+
+impl CapacitySettings {
+    /// The capacity the server starts at: min, at least half a unit.
+    pub fn initial(&self) -> Capacity {
+        self.bounds.min.max(Capacity::STEP)
+    }
 }
 
 impl Default for ServerConfig {
@@ -99,6 +166,11 @@ impl Default for ServerConfig {
             hba_file: String::new(),
             superuser: "tierdb".into(),
             password: None,
+            min_capacity: Capacity::ZERO,
+            max_capacity: None,
+            capacity_unit_bytes: CAPACITY_UNIT_DEFAULT_BYTES,
+            scale_down_delay_ms: 60_000,
+            reload: None,
         }
     }
 }
@@ -106,6 +178,30 @@ impl Default for ServerConfig {
 impl ServerConfig {
     pub fn from_toml(text: &str) -> Result<ServerConfig, String> {
         toml::from_str(text).map_err(|error| format!("invalid config file: {error}"))
+    }
+
+    /// The elastic capacity settings, checked: None when max_capacity is unset.
+    pub fn capacity_settings(&self) -> Result<Option<CapacitySettings>, String> {
+        let Some(max) = self.max_capacity else {
+            if self.min_capacity != Capacity::ZERO {
+                return Err(format!(
+                    "min_capacity={} needs max_capacity (without it capacity is fixed)",
+                    self.min_capacity
+                ));
+            }
+            return Ok(None);
+        };
+        if self.capacity_unit_bytes < CAPACITY_UNIT_MIN_BYTES {
+            return Err(format!(
+                "capacity_unit_bytes={} is below the minimum of {CAPACITY_UNIT_MIN_BYTES}",
+                self.capacity_unit_bytes
+            ));
+        }
+        Ok(Some(CapacitySettings {
+            unit: CapacityUnit::new(self.capacity_unit_bytes),
+            bounds: CapacityBounds::new(self.min_capacity, max)?,
+            scale_down_delay_ms: self.scale_down_delay_ms,
+        }))
     }
 
     /// The authentication rules in force: hba_file's, or those auth stands for.
@@ -149,5 +245,30 @@ mod tests {
         assert_eq!(default.source, "auth=trust-loopback");
         let scram = ServerConfig::from_toml("auth = \"scram\"\n").expect("valid");
         assert_eq!(scram.authentication_rules().expect("rules").rules.len(), 1);
+    }
+
+    #[test]
+    fn capacity_settings_take_half_steps_and_min_at_most_max() {
+        let config =
+            ServerConfig::from_toml("min_capacity = 0.5\nmax_capacity = 4\n").expect("valid");
+        let settings = config.capacity_settings().expect("valid").expect("enabled");
+        assert_eq!((settings.bounds.min.half_units(), settings.bounds.max.half_units()), (1, 8));
+        let text = ServerConfig::from_toml("max_capacity = \"1.5\"\n").expect("valid");
+        assert_eq!(text.max_capacity.map(Capacity::half_units), Some(3));
+        assert_eq!(ServerConfig::default().capacity_settings(), Ok(None));
+        for bad in ["min_capacity = -1\n", "max_capacity = 0.25\n", "max_capacity = \"x\"\n"] {
+            let error = ServerConfig::from_toml(bad).expect_err(bad);
+            assert!(error.contains("invalid capacity"), "{bad}: {error}");
+        }
+        for (bad, wanted) in [
+            ("min_capacity = 2\nmax_capacity = 1\n", "is above max_capacity"),
+            ("max_capacity = 0\n", "at least 0.5"),
+            ("min_capacity = 1\n", "needs max_capacity"),
+            ("max_capacity = 1\ncapacity_unit_bytes = 1000\n", "below the minimum"),
+        ] {
+            let config = ServerConfig::from_toml(bad).expect("parses");
+            let error = config.capacity_settings().expect_err(bad);
+            assert!(error.contains(wanted), "{bad}: {error}");
+        }
     }
 }

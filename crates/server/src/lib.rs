@@ -3,6 +3,7 @@
 //! Prometheus metrics and clean shutdown. docs/design/009-sql-server.md describes it.
 
 mod auth;
+mod capacity;
 mod config;
 mod connection;
 mod frontend;
@@ -18,7 +19,7 @@ mod streaming;
 mod tls;
 mod wire;
 
-pub use config::ServerConfig;
+pub use config::{ConfigReloader, ServerConfig};
 pub use memory::set_release_hook as set_memory_release_hook;
 pub use metrics::render as render_metrics;
 pub use server::serve;

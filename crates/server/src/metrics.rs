@@ -17,10 +17,62 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
 }
 
+fn metric_float(out: &mut String, name: &str, kind: &str, help: &str, value: f64) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+}
+
+/// Elastic capacity (design 015): the same figures as `tierdb_stat_capacity()`.
+fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::CapacityStatus) {
+    for (name, help, value) in [
+        ("tierdb_capacity_current_units", "Capacity in force, in units.", status.current.units()),
+        ("tierdb_capacity_target_units", "Capacity the controller chose.", status.target.units()),
+        ("tierdb_capacity_min_units", "Lowest capacity allowed.", status.bounds.min.units()),
+        ("tierdb_capacity_max_units", "Highest capacity allowed.", status.bounds.max.units()),
+    ] {
+        metric_float(out, name, "gauge", help, value);
+    }
+    for (name, help, value) in [
+        ("tierdb_capacity_enabled", "1 when a controller sizes memory.", u64::from(status.enabled)),
+        ("tierdb_capacity_unit_bytes", "DRAM of one capacity unit.", status.unit.bytes),
+        (
+            "tierdb_capacity_working_set_dram_pages",
+            "Distinct pages hit in DRAM in the window.",
+            status.working_set.dram_pages,
+        ),
+        (
+            "tierdb_capacity_working_set_tier_pages",
+            "Distinct pages loaded from the tier or volume in the window.",
+            status.working_set.below_dram_pages,
+        ),
+        (
+            "tierdb_capacity_working_set_pages",
+            "Distinct pages touched in the window.",
+            status.working_set.pages,
+        ),
+    ] {
+        metric(out, name, "gauge", help, value);
+    }
+    metric(
+        out,
+        "tierdb_capacity_decisions_total",
+        "counter",
+        "Capacity changes.",
+        status.decisions,
+    );
+    metric_float(
+        out,
+        "tierdb_capacity_unit_seconds_total",
+        "counter",
+        "Capacity units x seconds (the cost).",
+        status.capacity_unit_seconds(),
+    );
+}
+
 /// The metrics text.
 pub fn render(shared: &Shared) -> String {
     let store = shared.catalog.engine().store();
     let mut out = String::new();
+    render_capacity(&mut out, &store.capacity().status());
     let pool = store.pool_stats();
     metric(
         &mut out,

@@ -36,7 +36,15 @@ fn store_config(config: &ServerConfig) -> Result<StoreConfig, String> {
             config.volume
         ));
     };
-    store.buffer_pool_bytes = config.buffer_pool_bytes;
+    let capacity = config.capacity_settings()?;
+    store.buffer_pool_bytes = match capacity {
+        Some(settings) => crate::capacity::buffer_pool_bytes(settings.initial(), settings.unit),
+        None => config.buffer_pool_bytes,
+    };
+    let operator_memory_bytes = match capacity {
+        Some(settings) => crate::capacity::operator_memory_bytes(settings.initial(), settings.unit),
+        None => config.operator_memory_bytes,
+    };
     store.wal_in_volume = config.wal_on_volume;
     store.tier = if config.tier_bytes == 0 {
         None
@@ -59,9 +67,8 @@ fn store_config(config: &ServerConfig) -> Result<StoreConfig, String> {
             config.temp_dir.clone().into()
         },
         quota_bytes: config.temp_quota_bytes,
-        operator_memory_bytes: usize::try_from(config.operator_memory_bytes).map_err(|_| {
-            format!("operator_memory_bytes={} is too large", config.operator_memory_bytes)
-        })?,
+        operator_memory_bytes: usize::try_from(operator_memory_bytes)
+            .map_err(|_| format!("operator_memory_bytes={operator_memory_bytes} is too large"))?,
     };
     Ok(store)
 }
@@ -178,6 +185,34 @@ pub async fn serve(
         config.max_startup_connections,
         config.work_mem_bytes,
     );
+    let capacity_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let capacity_runner = match config.capacity_settings()? {
+        Some(settings) => {
+            let store = Arc::clone(shared.catalog.engine().store());
+            crate::capacity::enable(store.capacity(), &settings);
+            let stop = Arc::clone(&capacity_stop);
+            Some(
+                crate::capacity::start(store, Arc::clone(&shared), settings, stop)
+                    .map_err(|error| format!("cannot start the capacity runner: {error}"))?,
+            )
+        }
+        None => None,
+    };
+    if let Some(reloader) = config.reload.clone() {
+        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|error| error.to_string())?;
+        let store = Arc::clone(shared.catalog.engine().store());
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                let store = Arc::clone(&store);
+                let reloader = reloader.clone();
+                let reloaded = tokio::task::spawn_blocking(move || {
+                    crate::capacity::reload(store.capacity(), &reloader);
+                });
+                let _ = reloaded.await;
+            }
+        });
+    }
     let limits = ConnectionLimits {
         authentication_timeout: Duration::from_millis(config.authentication_timeout_ms),
         message_bytes_max: config.max_message_bytes,
@@ -225,6 +260,10 @@ pub async fn serve(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let drained = shared.connections.load(Ordering::Acquire) == 0;
+    capacity_stop.store(true, Ordering::Release);
+    if let Some(runner) = capacity_runner {
+        let _ = tokio::task::spawn_blocking(move || runner.join()).await;
+    }
     let catalog = Arc::clone(&shared.catalog);
     drop(shared);
     tokio::task::spawn_blocking(move || {

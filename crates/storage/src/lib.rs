@@ -4,6 +4,7 @@
 //! See ARCHITECTURE.md for the map and docs/design/ for the formats.
 
 mod buffer_pool;
+pub mod capacity;
 mod codec;
 mod device;
 mod error;

@@ -266,6 +266,17 @@ impl TierCache {
         }
     }
 
+    /// `admit`, but waits for room in the queue (the tier's writer drains it) instead of
+    /// dropping the page: a shrink of the buffer pool demotes every page it evicts. The
+    /// queue's lock is not held while waiting, so foreground admissions are not held up.
+    pub fn admit_waiting(&self, page_id: PageId, version: SegmentId, image: Box<Page>) {
+        debug_assert!(image.verify_version(page_id, version).is_ok(), "admitted image is sealed");
+        let Some(sender) = self.queue.lock().clone() else { return };
+        if sender.send(Admission { page_id, version, image }).is_err() {
+            self.shared.stats.dropped_admissions.increment();
+        }
+    }
+
     /// Whether the tier holds (or is writing) image `version` of `page_id`. Eviction asks
     /// first so that a page read from the tier is not copied and written back again.
     pub fn contains(&self, page_id: PageId, version: SegmentId) -> bool {

@@ -407,3 +407,37 @@ fn concurrent_pool_shrinks_keep_the_pool_at_its_target() {
         "frames left after two concurrent shrinks to 16 (per round): {outcomes:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Demotion on shrink (design 015).
+
+/// A shrink evicts far more pages than the tier's admission queue holds (256); every one of
+/// them must reach the tier (none dropped), so reading them all back reads no volume object.
+#[test]
+fn shrink_demotes_every_page_to_the_tier() {
+    const PAGES: u64 = 2_000;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let store =
+        PageStore::open(store_config(dir, local_volume(dir), 2_048, Some(4 * PAGES))).unwrap();
+    let ids = create_pages(&store, PAGES, FILL_BYTES);
+    store.flush_all().unwrap();
+    for &page_id in &ids {
+        read(&store, page_id, FILL_BYTES);
+    }
+    settle_tier(&store);
+    let tier = store.tier_stats().expect("tier enabled");
+    let dropped_before = tier.dropped_admissions.get();
+    store.resize_buffer_pool(16 * PAGE_BYTES, RESIZE_TIMEOUT).unwrap();
+    settle_tier(&store);
+    assert_eq!(tier.dropped_admissions.get(), dropped_before, "a shrink dropped admissions");
+    let volume_reads_before = store.stats().volume_reads.get();
+    for &page_id in &ids {
+        read(&store, page_id, FILL_BYTES);
+    }
+    assert_eq!(
+        store.stats().volume_reads.get(),
+        volume_reads_before,
+        "pages the shrink took out of DRAM were read from the volume, not the tier"
+    );
+}

@@ -3,6 +3,7 @@
 use super::*;
 use crate::output::CommandTag;
 use crate::sizes::format_memory;
+use tierdb_storage::capacity::Capacity;
 
 /// PostgreSQL's bounds of work_mem: 64 kB to 2147483647 kB.
 const WORK_MEM_MIN_BYTES: u64 = 64 << 10;
@@ -10,6 +11,9 @@ const WORK_MEM_MAX_BYTES: u64 = 2_147_483_647 << 10;
 /// PostgreSQL 15's lower bound of maintenance_work_mem: 1024 kB (its upper bound is
 /// work_mem's).
 const MAINTENANCE_WORK_MEM_MIN_BYTES: u64 = 1024 << 10;
+/// The server-wide capacity bounds a superuser may change at run time (design 015).
+const CAPACITY_MIN_SETTING: &str = "tierdb.min_capacity";
+const CAPACITY_MAX_SETTING: &str = "tierdb.max_capacity";
 
 impl Session {
     pub(crate) fn set(&mut self, set: &ast::Set) -> Result<Output> {
@@ -83,6 +87,7 @@ impl Session {
     pub(crate) fn apply_setting(&mut self, name: &str, value: &str) -> Result<()> {
         let value = value.trim_matches('\'').to_string();
         match name {
+            CAPACITY_MIN_SETTING | CAPACITY_MAX_SETTING => self.set_capacity_bound(name, &value)?,
             "work_mem" => {
                 let bytes = check_memory_setting(name, &value, WORK_MEM_MIN_BYTES)?;
                 self.settings.insert(name.into(), format_memory(bytes));
@@ -174,6 +179,37 @@ impl Session {
         Ok(())
     }
 
+    /// tierdb.min_capacity / tierdb.max_capacity: server-wide at once (design 015), by a
+    /// superuser; not kept in the session (SHOW reads the server's value).
+    fn set_capacity_bound(&self, name: &str, value: &str) -> Result<()> {
+        if !self.is_superuser() {
+            return Err(SqlError::new(
+                "42501",
+                format!("permission denied to set parameter \"{name}\""),
+            ));
+        }
+        let capacity = Capacity::parse(value).map_err(|_| {
+            SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
+        })?;
+        let control = self.catalog.engine().store().capacity();
+        if !control.status().enabled {
+            return Err(SqlError::new(
+                "55000",
+                format!("parameter \"{name}\" cannot be changed: capacity is fixed (start the server with max_capacity)"),
+            ));
+        }
+        let (min, max) = match name {
+            CAPACITY_MIN_SETTING => (Some(capacity), None),
+            _ => (None, Some(capacity)),
+        };
+        control.set_bounds(min, max).map_err(|detail| {
+            SqlError::new(
+                "22023",
+                format!("invalid value for parameter \"{name}\": \"{value}\" ({detail})"),
+            )
+        })
+    }
+
     /// temp_file_limit and log_temp_files: superuser settings (PostgreSQL's PGC_SUSET) of
     /// -1 or a size in kB up to INT_MAX kB. Returns the value as SHOW prints it.
     fn check_kilobyte_setting(&self, name: &str, value: &str) -> Result<String> {
@@ -249,6 +285,12 @@ impl Session {
             "is_superuser" => on_off(self.is_superuser()).into(),
             "application_name" => String::new(),
             "extra_float_digits" => "1".into(),
+            CAPACITY_MIN_SETTING => {
+                self.catalog.engine().store().capacity().status().bounds.min.to_string()
+            }
+            CAPACITY_MAX_SETTING => {
+                self.catalog.engine().store().capacity().status().bounds.max.to_string()
+            }
             name if TIMEOUT_SETTINGS.contains(&name) => "0".into(),
             _ => return parameters::default_shown(name),
         })
@@ -268,6 +310,11 @@ impl Session {
             }
             "time zone" => ("TimeZone".to_string(), "timezone".to_string()),
             "timezone" => ("TimeZone".to_string(), "timezone".to_string()),
+            // A qualified name (`tierdb.min_capacity`) arrives as two identifiers.
+            other if variable.len() == 2 && other.starts_with("tierdb ") => {
+                let qualified = other.replacen(' ', ".", 1);
+                (qualified.clone(), qualified)
+            }
             other => (other.to_string(), other.to_string()),
         };
         if key == "all" {

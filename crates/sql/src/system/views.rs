@@ -6,6 +6,7 @@ use crate::catalog::{
     Catalog, ColumnMeta, IndexMeta, RoleMeta, TableMeta, BOOTSTRAP_SUPERUSER_OID,
 };
 use crate::types::{Datum, SqlType};
+use tierdb_storage::capacity::controller::working_set_capacity;
 
 const NAMESPACE_CATALOG: i64 = 11;
 const NAMESPACE_PUBLIC: i64 = 2200;
@@ -22,6 +23,8 @@ const DATABASE: i64 = 16_384;
 const ENCODING_UTF8: i64 = 6;
 /// The tier cache's slot size.
 const TIER_SLOT_BYTES: u64 = 8192;
+/// A page's bytes (working-set sizes).
+const PAGE_BYTES: u64 = 8192;
 
 /// pgvector's version whose behaviour the built-in vector types follow.
 const PGVECTOR_VERSION: &str = "0.8.2";
@@ -184,6 +187,12 @@ fn tier_cache(context: &ViewContext<'_>) -> [u64; 6] {
         }
         None => [0; 6],
     }
+}
+
+/// The buffer pool's allocated bytes.
+fn buffer_pool_bytes(context: &ViewContext<'_>) -> u64 {
+    let (allocated_frames, _) = context.catalog.engine().store().buffer_pool_frames();
+    crate::convert::count_u64(allocated_frames).saturating_mul(PAGE_BYTES)
 }
 
 /// A view: `view!(names, |context| items, |item| { column: Type = value, ... })`, or with
@@ -495,6 +504,26 @@ pub static VIEWS: &[SystemView] = &[
         quota_bytes: Int8 = counter(space.stats().quota_bytes),
         operator_memory_bytes: Int8 = counter(crate::convert::count_u64(space.memory().used_bytes())),
         operator_memory_limit_bytes: Int8 = counter(crate::convert::count_u64(space.memory().limit_bytes())),
+    }),
+    view!(&["tierdb_stat_capacity"], |c| [c.catalog.engine().store().capacity().status()], |status| {
+        enabled: Bool = Datum::Bool(status.enabled),
+        current_capacity: Float8 = Datum::Float(status.current.units()),
+        target_capacity: Float8 = Datum::Float(status.target.units()),
+        min_capacity: Float8 = Datum::Float(status.bounds.min.units()),
+        max_capacity: Float8 = Datum::Float(status.bounds.max.units()),
+        capacity_unit_bytes: Int8 = counter(status.unit.bytes),
+        buffer_pool_bytes: Int8 = counter(buffer_pool_bytes(c)),
+        operator_memory_bytes: Int8 = counter(crate::convert::count_u64(c.catalog.engine().store().temp_space().memory().limit_bytes())),
+        working_set_dram_pages: Int8 = counter(status.working_set.dram_pages),
+        working_set_tier_pages: Int8 = counter(status.working_set.below_dram_pages),
+        working_set_pages: Int8 = counter(status.working_set.pages),
+        working_set_bytes: Int8 = counter(status.working_set.pages.saturating_mul(PAGE_BYTES)),
+        working_set_capacity: Float8 = Datum::Float(working_set_capacity(status.working_set.pages, status.unit).units()),
+        last_decision: Text = text(status.last_action.name()),
+        last_reason: Text = text(&status.last_reason),
+        latest_reason: Text = text(&status.latest_reason),
+        decisions: Int8 = counter(status.decisions),
+        capacity_unit_seconds: Float8 = Datum::Float(status.capacity_unit_seconds()),
     }),
     view!(&["tierdb_stat_buffer_pool"], |c| [c.catalog.engine().store().pool_stats()], |stats| {
         hits: Int8 = counter(stats.hits.get()),

@@ -29,6 +29,9 @@ use tierdb_common::{
 pub use mtr::{Mtr, MtrSlot};
 
 use crate::buffer_pool::{Acquire, BufferPool, FetchOutcome, PageRef, Pinned, PoolStats};
+use crate::capacity::{
+    Capacity, CapacityControl, CapacityUnit, Level, WorkingSet, CAPACITY_UNIT_DEFAULT_BYTES,
+};
 use crate::device::{Device, FileDevice};
 use crate::error::{Result, StorageError};
 use crate::page_map::{PageLocation, PageMap};
@@ -207,6 +210,8 @@ pub(crate) struct StoreInner {
     pub shutdown: AtomicBool,
     pub wake: (Mutex<bool>, Condvar),
     pub stats: StoreStats,
+    /// Distinct pages touched recently, per level (design 015).
+    pub working_set: crate::capacity::WorkingSet,
     _lock_file: File,
 }
 
@@ -214,6 +219,8 @@ pub(crate) struct StoreInner {
 pub struct PageStore {
     inner: Arc<StoreInner>,
     background: Mutex<Option<JoinHandle<()>>>,
+    /// The capacity the server's controller chose (fixed until a server enables it).
+    capacity: CapacityControl,
 }
 
 fn lock_data_dir(data_dir: &Path) -> Result<File> {
@@ -235,7 +242,13 @@ impl PageStore {
     pub fn open(config: StoreConfig) -> Result<PageStore> {
         let lock_file = lock_data_dir(&config.data_dir)?;
         let inner = recovery::recover(config, lock_file)?;
-        let store = PageStore { inner: Arc::new(inner), background: Mutex::new(None) };
+        let unit = CapacityUnit::new(CAPACITY_UNIT_DEFAULT_BYTES);
+        let current = Capacity::holding(inner.config.buffer_pool_bytes, unit.buffer_pool_bytes());
+        let store = PageStore {
+            inner: Arc::new(inner),
+            background: Mutex::new(None),
+            capacity: CapacityControl::fixed(unit, current),
+        };
         store.inner.checkpoint()?;
         if store.inner.config.background {
             let inner = Arc::clone(&store.inner);
@@ -313,14 +326,13 @@ impl PageStore {
     pub fn resize_buffer_pool(&self, bytes: u64, timeout: Duration) -> Result<usize> {
         let inner = &self.inner;
         let deadline = Instant::now() + timeout;
-        let mut remaining = inner.pool.set_target(frames_for(bytes), &|page_id, version, image| {
-            inner.admit(page_id, version, image)
-        });
+        // Pages a shrink takes out of DRAM are demoted to the tier, waiting for room in its
+        // admission queue rather than dropping them (design 015).
+        let demote = |page_id, version, image: &Page| inner.demote(page_id, version, image);
+        let mut remaining = inner.pool.set_target(frames_for(bytes), &demote);
         while remaining > 0 {
             inner.flush_some(crate::segment::SEGMENT_SLOTS_MAX)?;
-            remaining = inner
-                .pool
-                .release_excess(&|page_id, version, image| inner.admit(page_id, version, image));
+            remaining = inner.pool.release_excess(&demote);
             if remaining > 0 && Instant::now() >= deadline {
                 return Err(StorageError::PoolExhausted { frames: inner.pool.allocated_frames() });
             }
@@ -339,6 +351,14 @@ impl PageStore {
         }
     }
 
+    /// Distinct pages touched recently (design 015); the capacity runner rotates its slots.
+    pub fn working_set(&self) -> &WorkingSet {
+        &self.inner.working_set
+    }
+    /// The capacity status the server's controller publishes.
+    pub fn capacity(&self) -> &CapacityControl {
+        &self.capacity
+    }
     pub fn pool_stats(&self) -> &PoolStats {
         &self.inner.pool.stats
     }
@@ -453,6 +473,16 @@ impl StoreInner {
 
     /// Hands a clean page leaving DRAM to the tier.
     pub(crate) fn admit(&self, page_id: PageId, version: SegmentId, image: &Page) {
+        self.admit_to_tier(page_id, version, image, false);
+    }
+
+    /// `admit`, waiting for room in the tier's admission queue instead of dropping the page
+    /// when it is full: for shrinks, which evict many pages at once.
+    pub(crate) fn demote(&self, page_id: PageId, version: SegmentId, image: &Page) {
+        self.admit_to_tier(page_id, version, image, true);
+    }
+
+    fn admit_to_tier(&self, page_id: PageId, version: SegmentId, image: &Page, wait: bool) {
         if let Some(tier) = &self.tier {
             if tier.contains(page_id, version) {
                 return;
@@ -460,7 +490,11 @@ impl StoreInner {
             let mut copy = Box::new(image.clone());
             copy.set_image_version(version);
             copy.seal();
-            tier.admit(page_id, version, copy);
+            if wait {
+                tier.admit_waiting(page_id, version, copy);
+            } else {
+                tier.admit(page_id, version, copy);
+            }
         }
     }
 
@@ -507,6 +541,7 @@ impl StoreInner {
             });
             let started = sampled.then(Instant::now);
             if let Some(pinned) = self.pool.lookup(page_id)? {
+                self.working_set.record(page_id, Level::Dram);
                 self.pool.stats.hits.increment();
                 self.stats.dram_hits.increment();
                 if let Some(started) = started {
@@ -535,6 +570,8 @@ impl StoreInner {
             });
             match installed {
                 Ok(Some((pinned, outcome))) => {
+                    let level = if loaded.is_some() { Level::BelowDram } else { Level::Dram };
+                    self.working_set.record(page_id, level);
                     self.count_fetch(outcome, loaded);
                     return Ok(pinned);
                 }

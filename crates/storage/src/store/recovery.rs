@@ -130,6 +130,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
         shutdown: AtomicBool::new(false),
         wake: (Mutex::new(false), Condvar::new()),
         stats: StoreStats::default(),
+        working_set: crate::capacity::WorkingSet::new(),
         volume,
         config,
         _lock_file: lock_file,

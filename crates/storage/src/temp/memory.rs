@@ -8,7 +8,7 @@
 //! operator always makes progress (a sort needs room for a run, a merge for its buffers);
 //! the floor is small enough that the connection limit bounds it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The pool is taken from in steps of this many bytes (fewer atomic operations per row).
@@ -19,13 +19,31 @@ pub const MEMORY_GRANT_FLOOR_BYTES: usize = 64 * 1024;
 /// Memory all operators of the server may hold together.
 #[derive(Debug)]
 pub struct MemoryPool {
-    limit_bytes: usize,
+    /// Changed at run time by the capacity controller (design 015).
+    limit_bytes: AtomicUsize,
     used_bytes: AtomicUsize,
+    /// Steps refused because the pool was spent: operators that spilled sooner for want of
+    /// memory (the controller's "waiting for memory" signal).
+    refusals: AtomicU64,
 }
 
 impl MemoryPool {
     pub fn new(limit_bytes: usize) -> Arc<MemoryPool> {
-        Arc::new(MemoryPool { limit_bytes, used_bytes: AtomicUsize::new(0) })
+        Arc::new(MemoryPool {
+            limit_bytes: AtomicUsize::new(limit_bytes),
+            used_bytes: AtomicUsize::new(0),
+            refusals: AtomicU64::new(0),
+        })
+    }
+
+    /// Changes the bound. Memory already lent above a lowered bound stays lent until its
+    /// grants give it back; no new step is lent until use is below the bound.
+    pub fn set_limit_bytes(&self, limit_bytes: usize) {
+        self.limit_bytes.store(limit_bytes, Ordering::Relaxed);
+    }
+
+    pub fn refusals(&self) -> u64 {
+        self.refusals.load(Ordering::Relaxed)
     }
 
     /// A pool without a bound, for tools and tests.
@@ -34,7 +52,7 @@ impl MemoryPool {
     }
 
     pub fn limit_bytes(&self) -> usize {
-        self.limit_bytes
+        self.limit_bytes.load(Ordering::Relaxed)
     }
 
     pub fn used_bytes(&self) -> usize {
@@ -42,10 +60,11 @@ impl MemoryPool {
     }
 
     fn try_take(&self, bytes: usize) -> bool {
+        let limit_bytes = self.limit_bytes();
         let mut current = self.used_bytes.load(Ordering::Relaxed);
         loop {
-            let Some(next) = current.checked_add(bytes).filter(|&next| next <= self.limit_bytes)
-            else {
+            let Some(next) = current.checked_add(bytes).filter(|&next| next <= limit_bytes) else {
+                self.refusals.fetch_add(1, Ordering::Relaxed);
                 return false;
             };
             match self.used_bytes.compare_exchange_weak(
