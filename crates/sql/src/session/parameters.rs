@@ -27,13 +27,26 @@ const VACUOUS: [&str; 6] = [
     "xmloption",
 ];
 
+/// Prefixes of custom names that belong to tierdb (its own settings) and to pgvector's
+/// index settings: a name under them that tierdb does not know is an error, not a new
+/// placeholder (a misspelt `hnsw.ef_serch` must not be accepted and ignored).
+const RESERVED_PREFIXES: [&str; 3] = ["tierdb", "hnsw", "ivfflat"];
+
 /// The levels `client_min_messages` takes.
 const MESSAGE_LEVELS: [&str; 9] =
     ["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"];
 
 /// The value to store for SET `name` = `value`, or PostgreSQL's (or tierdb's 0A000) error.
 pub(super) fn check_parameter(name: &str, value: &str, superuser: bool) -> Result<String> {
-    if name.contains('.') {
+    if let Some((prefix, _)) = name.split_once('.') {
+        if RESERVED_PREFIXES.contains(&prefix) {
+            // As PostgreSQL answers for a prefix an extension reserved (pgvector reserves
+            // hnsw and ivfflat): the names tierdb knows were matched before this.
+            return Err(SqlError::new(
+                "42602",
+                format!("invalid configuration parameter name \"{name}\""),
+            ));
+        }
         return Ok(value.to_string());
     }
     let parameter = pg_parameter(name).ok_or_else(|| unrecognized(name))?;
@@ -154,6 +167,8 @@ mod tests {
     fn contexts_and_names_answer_as_postgresql() {
         assert_eq!(sqlstate("no_such_parameter", "1"), "42704");
         assert!(check_parameter("myapp.tenant", "42", false).is_ok());
+        assert_eq!(sqlstate("hnsw.ef_serch", "40"), "42602");
+        assert_eq!(sqlstate("tierdb.min_capcity", "1"), "42602");
         assert_eq!(sqlstate("shared_buffers", "1GB"), "55P02");
         assert_eq!(sqlstate("server_version", "16"), "55P02");
         assert_eq!(sqlstate("max_wal_size", "2GB"), "55P02");

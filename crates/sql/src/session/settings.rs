@@ -310,11 +310,6 @@ impl Session {
             }
             "time zone" => ("TimeZone".to_string(), "timezone".to_string()),
             "timezone" => ("TimeZone".to_string(), "timezone".to_string()),
-            // A qualified name (`tierdb.min_capacity`) arrives as two identifiers.
-            other if variable.len() == 2 && other.starts_with("tierdb ") => {
-                let qualified = other.replacen(' ', ".", 1);
-                (qualified.clone(), qualified)
-            }
             other => (other.to_string(), other.to_string()),
         };
         if key == "all" {
