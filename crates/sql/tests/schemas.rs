@@ -62,3 +62,30 @@ fn prepared_statements_bind_anew_when_search_path_changes() {
         session.execute_prepared(&mut prepared, &[]).expect("public is back on the path");
     });
 }
+
+/// DROP TABLE in a block drops at COMMIT and is undone by ROLLBACK; DROP then CREATE of one
+/// name in a block (a migration that recreates a table) works, the drop then happening at
+/// the CREATE. TRUNCATE in a block rolls back. (tests/slt/transactions.slt checks the same
+/// against PostgreSQL.)
+#[test]
+fn drop_and_truncate_in_a_block_roll_back() {
+    with_session(|session| {
+        setup(session, &["CREATE TABLE k (id int PRIMARY KEY)", "INSERT INTO k VALUES (1), (2)"]);
+        let count = |session: &mut Session| rows(session, "SELECT count(*) FROM k").unwrap();
+        let two = vec![vec![Datum::Int(2)]];
+        setup(session, &["BEGIN", "DROP TABLE k"]);
+        assert_eq!(sqlstate(session, "INSERT INTO k VALUES (3)"), "42P01");
+        setup(session, &["ROLLBACK"]);
+        assert_eq!(count(session), two);
+        setup(session, &["BEGIN", "TRUNCATE k", "ROLLBACK"]);
+        assert_eq!(count(session), two);
+        setup(session, &["BEGIN", "DROP TABLE k", "CREATE TABLE k (id int, note text)"]);
+        setup(session, &["INSERT INTO k VALUES (7, 'new')", "COMMIT"]);
+        assert_eq!(
+            rows(session, "SELECT id, note FROM k").unwrap(),
+            vec![vec![Datum::Int(7), Datum::Text("new".into())]]
+        );
+        setup(session, &["BEGIN", "DROP TABLE k", "COMMIT"]);
+        assert_eq!(sqlstate(session, "SELECT * FROM k"), "42P01");
+    });
+}

@@ -44,6 +44,9 @@ pub fn view_schema(view: &str) -> &'static str {
 pub struct Namespace {
     pub database: String,
     pub public_on_path: bool,
+    /// Tables the session dropped in its open transaction block: gone for it (42P01)
+    /// though the drop happens at COMMIT.
+    pub hidden: Vec<String>,
 }
 
 /// A name split into its optional schema and its object name.
@@ -54,9 +57,12 @@ pub struct QualifiedName {
 }
 
 impl QualifiedName {
-    fn into_table(self) -> Relation {
+    fn into_table(self, hidden: &[String]) -> Result<Relation> {
         let display = self.display();
-        Relation::Table { name: self.name, display }
+        if hidden.contains(&self.name) {
+            return Err(SqlError::undefined_table(&display));
+        }
+        Ok(Relation::Table { name: self.name, display })
     }
 
     /// `schema.name` as PostgreSQL prints it in errors, or just `name`.
@@ -87,7 +93,7 @@ impl Namespace {
             .split(',')
             .map(|part| part.trim().trim_matches('"'))
             .any(|schema| schema == SCHEMA_PUBLIC);
-        Namespace { database: database.to_string(), public_on_path }
+        Namespace { database: database.to_string(), public_on_path, hidden: Vec::new() }
     }
 
     /// Splits `name` into schema and object name: 0A000 for another database, 42601 for
@@ -132,9 +138,9 @@ impl Namespace {
         };
         match qualified.schema.as_deref() {
             None if is_view(SCHEMA_CATALOG) => Ok(Relation::View(qualified.name)),
-            None if self.public_on_path => Ok(qualified.into_table()),
+            None if self.public_on_path => qualified.into_table(&self.hidden),
             None => Err(missing()),
-            Some(SCHEMA_PUBLIC) => Ok(qualified.into_table()),
+            Some(SCHEMA_PUBLIC) => qualified.into_table(&self.hidden),
             Some(schema @ (SCHEMA_CATALOG | SCHEMA_INFORMATION)) if is_view(schema) => {
                 Ok(Relation::View(qualified.name))
             }
@@ -147,6 +153,9 @@ impl Namespace {
     /// pg_catalog or information_schema (tierdb's views there are not tables).
     pub fn existing_table(&self, name: &ast::ObjectName) -> Result<String> {
         let qualified = self.split(name)?;
+        if self.hidden.contains(&qualified.name) && self.is_public(&qualified) {
+            return Err(SqlError::undefined_table(&qualified.display()));
+        }
         match qualified.schema.as_deref() {
             None if self.public_on_path => Ok(qualified.name),
             Some(SCHEMA_PUBLIC) => Ok(qualified.name),
@@ -154,6 +163,14 @@ impl Namespace {
                 Err(SqlError::undefined_table(&qualified.display()))
             }
             Some(schema) => Err(undefined_schema(schema)),
+        }
+    }
+
+    /// Whether `qualified` names a table of public (explicitly or through the path).
+    fn is_public(&self, qualified: &QualifiedName) -> bool {
+        match qualified.schema.as_deref() {
+            None => self.public_on_path,
+            Some(schema) => schema == SCHEMA_PUBLIC,
         }
     }
 

@@ -8,8 +8,9 @@
 //! is made durable before any value of it is used, so a crash skips values (as PostgreSQL's
 //! sequences do) but never repeats one.
 //!
-//! DDL is not transactional: it takes effect (durably) when the statement completes, even
-//! inside a transaction block. PostgreSQL's DDL is transactional; this is a documented gap.
+//! CREATE and ALTER DDL is not transactional: it takes effect (durably) when the statement
+//! completes, even inside a transaction block. DROP TABLE and TRUNCATE inside a block are
+//! transactional at the session level (session/ddl.rs `drop_in_block`, session/run.rs).
 
 mod grants;
 mod meta;

@@ -10,6 +10,13 @@ impl Session {
         refuse_table_kinds(create)?;
         let name = self.namespace().new_table(&create.name)?;
         let _guard = self.catalog.lock_ddl();
+        if let Some(position) = self.pending_drops.iter().position(|pending| *pending == name) {
+            // DROP then CREATE of one name in a block (a migration that recreates a
+            // table): the drop cannot wait for COMMIT any longer, so it happens now and
+            // is no longer undone by ROLLBACK.
+            self.pending_drops.remove(position);
+            self.catalog.drop_table(&name)?;
+        }
         if self.catalog.table(&name).is_some() {
             if create.if_not_exists {
                 return Ok(Output::command(CommandTag::CreateTable));
@@ -184,7 +191,8 @@ impl Session {
         if_exists: bool,
         names: &[ast::ObjectName],
     ) -> Result<Output> {
-        let _guard = self.catalog.lock_ddl();
+        let catalog = Arc::clone(&self.catalog);
+        let _guard = catalog.lock_ddl();
         match object_type {
             ast::ObjectType::Table => {
                 for name in names {
@@ -200,6 +208,10 @@ impl Session {
                             "42P01",
                             format!("table \"{name}\" does not exist"),
                         ));
+                    }
+                    if self.state != BlockState::Idle {
+                        self.drop_in_block(name);
+                        continue;
                     }
                     self.catalog.drop_table(&name)?;
                 }
@@ -481,6 +493,46 @@ impl Session {
     /// The namespace this session's names resolve in: its database and search_path.
     pub(crate) fn namespace(&self) -> Namespace {
         let search_path = self.setting("search_path").unwrap_or_default();
-        Namespace::new(&self.database, &search_path)
+        Namespace {
+            hidden: self.pending_drops.clone(),
+            ..Namespace::new(&self.database, &search_path)
+        }
+    }
+}
+
+impl Session {
+    /// DROP TABLE inside a transaction block: the table is gone for this session at once
+    /// and is dropped when the block commits; ROLLBACK (or ROLLBACK TO a savepoint set
+    /// before it) keeps it with its rows, as in PostgreSQL. Other sessions use it until the
+    /// commit (PostgreSQL would make them wait for the block's lock).
+    fn drop_in_block(&mut self, name: String) {
+        debug_assert!(self.state != BlockState::Idle, "only inside a block");
+        self.pending_drops.push(name);
+        // This session's prepared statements naming the table must bind anew (42P01).
+        self.catalog.invalidate_plans();
+    }
+
+    /// After COMMIT: drops the tables the block dropped. A crash between the commit and
+    /// these drops keeps the tables (the DROP is then lost, never data).
+    pub(super) fn finish_pending_drops(&mut self) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending_drops);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let _guard = self.catalog.lock_ddl();
+        for name in pending {
+            if self.catalog.table(&name).is_some() {
+                self.catalog.drop_table(&name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After ROLLBACK: the dropped tables stay.
+    pub(super) fn forget_pending_drops(&mut self) {
+        if !self.pending_drops.is_empty() {
+            self.pending_drops.clear();
+            self.catalog.invalidate_plans();
+        }
     }
 }

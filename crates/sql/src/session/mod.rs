@@ -114,7 +114,11 @@ pub struct Session {
     /// Settings as they were at BEGIN and at each savepoint (by name): SET is transactional,
     /// so ROLLBACK (TO SAVEPOINT) restores them.
     block_settings: Option<HashMap<String, String>>,
-    savepoint_settings: Vec<(String, HashMap<String, String>)>,
+    /// Per savepoint: its name, the settings and how many DROP TABLEs were pending then.
+    savepoint_settings: Vec<(String, HashMap<String, String>, usize)>,
+    /// Tables this block dropped: hidden from this session at once, dropped when the block
+    /// commits, kept if it rolls back (ddl.rs `drop_in_block`).
+    pending_drops: Vec<String>,
     pub database: String,
     pub user: String,
     /// The OID of the role the session logged in as, fixed at its first lookup: a session
@@ -179,6 +183,7 @@ impl Session {
             reset_values: HashMap::new(),
             block_settings: None,
             savepoint_settings: Vec::new(),
+            pending_drops: Vec::new(),
             database: database.to_string(),
             user: user.to_string(),
             role_oid: std::sync::OnceLock::new(),
@@ -599,6 +604,7 @@ impl Session {
                         if let Some(settings) = saved_settings {
                             self.settings = settings;
                         }
+                        self.forget_pending_drops();
                         CommandTag::Rollback
                     }
                     _ => {
@@ -607,8 +613,12 @@ impl Session {
                             self.state = BlockState::Idle;
                             self.block_isolation = None;
                             self.block_read_only = None;
+                            if outcome.is_err() {
+                                self.pending_drops.clear();
+                            }
                             outcome?;
                         }
+                        self.finish_pending_drops()?;
                         CommandTag::Commit
                     }
                 };
@@ -631,10 +641,11 @@ impl Session {
                 self.state = BlockState::InBlock;
                 let name = ident(name);
                 if let Some(position) =
-                    self.savepoint_settings.iter().rposition(|(saved, _)| *saved == name)
+                    self.savepoint_settings.iter().rposition(|(saved, _, _)| *saved == name)
                 {
                     self.savepoint_settings.truncate(position + 1);
                     self.settings = self.savepoint_settings[position].1.clone();
+                    self.pending_drops.truncate(self.savepoint_settings[position].2);
                 }
                 Output::command(CommandTag::Rollback)
             }
@@ -644,6 +655,7 @@ impl Session {
                     self.settings = settings;
                 }
                 self.savepoint_settings.clear();
+                self.forget_pending_drops();
                 if let Some(transaction) = self.transaction.take() {
                     transaction.rollback()?;
                 }
@@ -656,7 +668,11 @@ impl Session {
                 self.require_open_block("SAVEPOINT")?;
                 self.begin_transaction()?;
                 self.transaction.as_mut().expect("begun").savepoint(&ident(name))?;
-                self.savepoint_settings.push((ident(name), self.settings.clone()));
+                self.savepoint_settings.push((
+                    ident(name),
+                    self.settings.clone(),
+                    self.pending_drops.len(),
+                ));
                 Output::command(CommandTag::Savepoint)
             }
             ast::Statement::ReleaseSavepoint { name } => {
@@ -665,7 +681,7 @@ impl Session {
                 self.transaction.as_mut().expect("begun").release_savepoint(&ident(name))?;
                 let name = ident(name);
                 if let Some(position) =
-                    self.savepoint_settings.iter().rposition(|(saved, _)| *saved == name)
+                    self.savepoint_settings.iter().rposition(|(saved, _, _)| *saved == name)
                 {
                     self.savepoint_settings.truncate(position);
                 }
@@ -684,6 +700,7 @@ impl Session {
     pub fn terminate(&mut self) {
         self.copy_in = None;
         self.cursors.clear();
+        self.pending_drops.clear();
         if let Some(transaction) = self.transaction.take() {
             let _ = transaction.rollback();
         }

@@ -66,10 +66,24 @@ impl Session {
             }
             ast::Statement::AlterTable(alter) => self.alter_table(alter),
             ast::Statement::Truncate(truncate) => {
+                let names = truncate
+                    .table_names
+                    .iter()
+                    .map(|target| self.namespace().existing_table(&target.name))
+                    .collect::<Result<Vec<String>>>()?;
+                if self.state != BlockState::Idle {
+                    // Inside a block TRUNCATE must roll back with it: the rows are deleted
+                    // in the block's transaction (slower than the fresh trees of an
+                    // autocommit TRUNCATE, and rows committed after a REPEATABLE READ
+                    // snapshot stay).
+                    for name in &names {
+                        self.delete_all_rows(name)?;
+                    }
+                    return Ok(Output::command(CommandTag::TruncateTable));
+                }
                 let _guard = self.catalog.lock_ddl();
-                for target in &truncate.table_names {
-                    let name = self.namespace().existing_table(&target.name)?;
-                    self.catalog.truncate_table(&name)?;
+                for name in &names {
+                    self.catalog.truncate_table(name)?;
                 }
                 Ok(Output::command(CommandTag::TruncateTable))
             }
@@ -226,4 +240,17 @@ fn create_extension(name: &str) -> Result<Output> {
             "could not open extension control file \"/usr/share/postgresql/15/extension/{name}.control\": No such file or directory"
         ),
     ))
+}
+
+impl Session {
+    /// Deletes every row of `table` in the current transaction (TRUNCATE in a block).
+    fn delete_all_rows(&mut self, table: &str) -> Result<()> {
+        if self.catalog.table(table).is_none() {
+            return Err(SqlError::undefined_table(table));
+        }
+        let sql = format!("DELETE FROM public.\"{}\"", table.replace('"', "\"\""));
+        let mut prepared = self.prepare(&sql, &[])?;
+        self.execute_prepared(&mut prepared, &[])?;
+        Ok(())
+    }
 }
