@@ -1,0 +1,188 @@
+//! Reading the graph: node pages, the best-first search of one layer, and queries.
+
+use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use tierdb_common::PageId;
+
+use super::layout::{decode_code, NodeRef, NODE_PAGE_TYPE};
+use super::{read_meta, Distance, Hnsw, HnswError, Result, SearchResult};
+
+/// Exact vectors of the nodes one operation has read, by page.
+pub(super) type VectorCache = HashMap<PageId, Vec<f32>>;
+
+/// A node and its distance to the query (or to the node being linked).
+pub(super) type Candidate = (Distance, PageId);
+
+/// How a layer search computes the distance to a neighbour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Distances {
+    /// From the neighbour's own page: one read per neighbour (cached per operation).
+    Exact,
+    /// From the code beside the link on the expanded node's page: no further read.
+    Codes,
+}
+
+impl Hnsw {
+    /// Runs `visit` on the node in `page_id`, holding its shared latch only meanwhile.
+    pub(super) fn read_node<T>(
+        &self,
+        page_id: PageId,
+        visit: impl FnOnce(&NodeRef<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let page = self.store.read(page_id)?;
+        if page.page_type() != NODE_PAGE_TYPE {
+            return Err(HnswError::Corrupt {
+                page_id,
+                detail: format!("not an hnsw node page type={:?}", page.page_type()),
+            });
+        }
+        visit(&NodeRef::open(self.layout, page_id, page.payload())?)
+    }
+
+    /// Loads the exact vector of `page_id` into `cache` (once per operation).
+    pub(super) fn load_vector(&self, page_id: PageId, cache: &mut VectorCache) -> Result<()> {
+        if let Entry::Vacant(slot) = cache.entry(page_id) {
+            slot.insert(self.read_node(page_id, |node| Ok(node.vector()))?);
+        }
+        Ok(())
+    }
+
+    pub(super) fn exact_distance(
+        &self,
+        query: &[f32],
+        page_id: PageId,
+        cache: &mut VectorCache,
+    ) -> Result<Distance> {
+        self.load_vector(page_id, cache)?;
+        Ok(Distance(self.metric.distance(query, &cache[&page_id])))
+    }
+
+    /// The unvisited neighbours of `page_id` on `layer` with their distances to `query`
+    /// (marked visited).
+    fn expand(
+        &self,
+        query: &[f32],
+        page_id: PageId,
+        layer: usize,
+        distances: Distances,
+        visited: &mut HashSet<PageId>,
+        cache: &mut VectorCache,
+    ) -> Result<Vec<Candidate>> {
+        let use_codes = distances == Distances::Codes && layer == 0 && self.layout.code_bytes > 0;
+        let mut decoded = Vec::with_capacity(self.layout.dimensions);
+        let mut coded = Vec::new();
+        let links = self.read_node(page_id, |node| {
+            if usize::from(node.level()) < layer {
+                return Err(HnswError::Corrupt {
+                    page_id,
+                    detail: format!("reached on layer={layer} above its level={}", node.level()),
+                });
+            }
+            let mut unvisited = Vec::new();
+            for index in 0..node.count(layer) {
+                let neighbour = node.link(layer, index);
+                if !visited.insert(neighbour) {
+                    continue;
+                }
+                if use_codes {
+                    decode_code(node.code(index), &mut decoded);
+                    coded.push((Distance(self.metric.distance(query, &decoded)), neighbour));
+                } else {
+                    unvisited.push(neighbour);
+                }
+            }
+            Ok(unvisited)
+        })?;
+        for neighbour in links {
+            coded.push((self.exact_distance(query, neighbour, cache)?, neighbour));
+        }
+        Ok(coded)
+    }
+
+    /// Best-first search of `layer` from `entries`: the `ef` nearest nodes found, nearest
+    /// first (HNSW's SEARCH-LAYER).
+    pub(super) fn search_layer(
+        &self,
+        query: &[f32],
+        entries: &[Candidate],
+        ef: usize,
+        layer: usize,
+        distances: Distances,
+        cache: &mut VectorCache,
+    ) -> Result<Vec<Candidate>> {
+        assert!(ef > 0 && !entries.is_empty(), "a layer search needs an entry and ef > 0");
+        let mut visited: HashSet<PageId> = entries.iter().map(|entry| entry.1).collect();
+        let mut candidates: BinaryHeap<Reverse<Candidate>> =
+            entries.iter().copied().map(Reverse).collect();
+        let mut results: BinaryHeap<Candidate> = entries.iter().copied().collect();
+        while results.len() > ef {
+            results.pop();
+        }
+        while let Some(Reverse((distance, page_id))) = candidates.pop() {
+            let furthest = results.peek().expect("results are never empty").0;
+            if results.len() >= ef && distance > furthest {
+                break;
+            }
+            for found in self.expand(query, page_id, layer, distances, &mut visited, cache)? {
+                let furthest = results.peek().expect("results are never empty").0;
+                if results.len() < ef || found.0 < furthest {
+                    candidates.push(Reverse(found));
+                    results.push(found);
+                    if results.len() > ef {
+                        results.pop();
+                    }
+                }
+            }
+        }
+        Ok(results.into_sorted_vec())
+    }
+
+    /// Greedy descent from `entry` (on `top_level`) to the nearest node on `layer`.
+    pub(super) fn descend(
+        &self,
+        query: &[f32],
+        entry: PageId,
+        top_level: u8,
+        layer: usize,
+        cache: &mut VectorCache,
+    ) -> Result<Vec<Candidate>> {
+        let mut nearest = vec![(self.exact_distance(query, entry, cache)?, entry)];
+        for upper in (layer + 1..=usize::from(top_level)).rev() {
+            nearest = self.search_layer(query, &nearest, 1, upper, Distances::Exact, cache)?;
+        }
+        Ok(nearest)
+    }
+
+    /// The `ef_search` entries nearest to `query` as the graph finds them, in exact
+    /// distance order (nearest first). An empty index gives none.
+    pub fn search(&self, query: &[f32], ef_search: usize) -> Result<Vec<SearchResult>> {
+        self.check_vector(query)?;
+        if ef_search == 0 {
+            return Err(HnswError::InvalidArgument("ef_search must be positive".into()));
+        }
+        let meta = read_meta(&self.store, self.meta)?;
+        let Some(entry) = meta.entry else {
+            return Ok(Vec::new());
+        };
+        let mut cache = VectorCache::new();
+        let nearest = self.descend(query, entry, meta.top_level, 0, &mut cache)?;
+        let found =
+            self.search_layer(query, &nearest, ef_search, 0, Distances::Codes, &mut cache)?;
+        // Re-rank by exact distance: the pages were mostly read as expanded nodes already.
+        let mut results = found
+            .iter()
+            .map(|&(_, page_id)| {
+                self.read_node(page_id, |node| {
+                    Ok(SearchResult {
+                        distance: self.metric.distance(query, &node.vector()),
+                        key: node.key().to_vec(),
+                    })
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+        Ok(results)
+    }
+}
