@@ -50,3 +50,60 @@ fn keys_over_vector_columns_are_refused() {
         }
     });
 }
+
+#[test]
+fn index_methods_and_clauses_that_would_be_ignored_are_refused() {
+    with_session(|session| {
+        setup(
+            session,
+            &["CREATE TABLE embeddings (id integer PRIMARY KEY, n integer, v vector(3))"],
+        );
+        for (sql, message) in [
+            (
+                "CREATE INDEX ON embeddings USING hnsw (v vector_l2_ops)",
+                "index access method \"hnsw\" is not supported",
+            ),
+            (
+                "CREATE INDEX ON embeddings USING hnsw (v vector_cosine_ops) WITH (m = 16)",
+                "index access method \"hnsw\" is not supported",
+            ),
+            (
+                "CREATE INDEX ON embeddings USING ivfflat (v vector_l2_ops) WITH (lists = 10)",
+                "index access method \"ivfflat\" is not supported",
+            ),
+            (
+                "CREATE INDEX ON embeddings USING hash (n)",
+                "index access method \"hash\" is not supported",
+            ),
+            (
+                "CREATE INDEX ON embeddings USING gin (n)",
+                "index access method \"gin\" is not supported",
+            ),
+            (
+                "CREATE INDEX ON embeddings (n int4_ops)",
+                "index operator class int4_ops is not supported",
+            ),
+            ("CREATE INDEX ON embeddings (n) WHERE n > 0", "partial indexes"),
+            ("CREATE UNIQUE INDEX ON embeddings (n) WHERE n > 0", "partial indexes"),
+            ("CREATE INDEX ON embeddings (n) INCLUDE (id)", "INCLUDE"),
+            ("CREATE UNIQUE INDEX ON embeddings (n) NULLS NOT DISTINCT", "NULLS NOT DISTINCT"),
+            ("CREATE INDEX ON embeddings (n) WITH (fillfactor = 70)", "storage parameters"),
+        ] {
+            let error = run(session, sql).expect_err(sql);
+            assert_eq!(error.sqlstate, "0A000", "{sql}");
+            assert!(error.message.contains(message), "{sql}: {}", error.message);
+        }
+        let error =
+            run(session, "CREATE INDEX ON embeddings USING no_such_method (n)").unwrap_err();
+        assert_eq!(error.sqlstate, "42704");
+        assert_eq!(error.message, "access method \"no_such_method\" does not exist");
+        // Nothing was created by the refused statements; btree still works, named or not.
+        run(session, "CREATE INDEX embeddings_n ON embeddings USING btree (n)").unwrap();
+        run(session, "CREATE INDEX ON embeddings (id, n)").unwrap();
+        assert_eq!(
+            value(session, "SELECT count(*) FROM pg_indexes WHERE tablename = 'embeddings'")
+                .unwrap(),
+            Datum::Int(3)
+        );
+    });
+}
