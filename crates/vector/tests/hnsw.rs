@@ -202,3 +202,73 @@ fn options_and_inputs_are_checked() {
         Err(HnswError::InvalidArgument(_))
     ));
 }
+
+/// Page fetches (buffer pool hits plus misses) per query at ef_search 40: the design's
+/// central figure (docs/design/014-vector-indexes.md), printed for the document. With codes
+/// a layer-0 hop costs one fetch, so a query stays within a few fetches per result slot;
+/// without codes every neighbour's distance is one more fetch.
+#[test]
+fn page_fetches_per_query() {
+    for (dimensions, count) in [(64, 3000), (300, 1000)] {
+        let directory = tempfile::tempdir().unwrap();
+        let store = open_store(directory.path());
+        let data = clustered(7, count, dimensions, 20);
+        let queries = clustered(8, 50, dimensions, 20);
+        let index = build(&store, &data, Metric::L2);
+        let fetches = || store.pool_stats().hits.get() + store.pool_stats().misses.get();
+        let before = fetches();
+        for query in &queries {
+            index.search(query, 40).unwrap();
+        }
+        let per_query = (fetches() - before) / u64::try_from(queries.len()).unwrap();
+        let codes = index.layout().code_bytes > 0;
+        eprintln!("d={dimensions} n={count} codes={codes}: {per_query} page fetches per query");
+        if codes {
+            assert!(per_query <= 4 * 40, "{per_query} fetches per query with codes");
+        } else {
+            assert!(per_query > 4 * 40, "without codes a query reads its neighbours' pages");
+        }
+    }
+}
+
+/// Searches run while a writer inserts: each sees a consistent graph (results sorted, keys
+/// of inserted entries only, no corrupt-page error), and the final graph checks out.
+#[test]
+fn searches_run_concurrently_with_inserts() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = Arc::new(clustered(21, 1500, 16, 10));
+    let index = Arc::new(build(&store, &data[..100], Metric::L2));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|reader| {
+            let (index, data, done) = (Arc::clone(&index), Arc::clone(&data), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut searches = 0u32;
+                while !done.load(std::sync::atomic::Ordering::Acquire) || searches < 10 {
+                    let query =
+                        &data[(usize::try_from(searches).unwrap() * 7 + reader) % data.len()];
+                    let results = index.search(query, 20).unwrap();
+                    assert!(!results.is_empty());
+                    assert!(results.windows(2).all(|pair| pair[0].distance <= pair[1].distance));
+                    let valid = |key: &Vec<u8>| {
+                        let position = u32::from_be_bytes(key[..4].try_into().unwrap());
+                        usize::try_from(position).unwrap() < data.len()
+                    };
+                    assert!(results.iter().all(|result| valid(&result.key)));
+                    searches += 1;
+                }
+                searches
+            })
+        })
+        .collect();
+    for (position, vector) in data.iter().enumerate().skip(100) {
+        index.insert(vector, &key_of(position)).unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    for reader in readers {
+        assert!(reader.join().unwrap() >= 10);
+    }
+    let report = index.check().unwrap();
+    assert_eq!((report.node_count, report.nodes_reached), (1500, 1500));
+}

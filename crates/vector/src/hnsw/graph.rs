@@ -65,8 +65,8 @@ impl Hnsw {
         // Nothing links to the new page until this mtr commits, so holding its exclusive
         // latch through the search blocks no reader.
         let (node_slot, node_id) = mtr.allocate(NODE_PAGE_TYPE)?;
-        let mut cache = VectorCache::new();
-        cache.insert(node_id, vector.to_vec());
+        let mut cache = VectorCache::default();
+        cache.vectors.insert(node_id, vector.to_vec());
         let mut lists = vec![Vec::new(); usize::from(level) + 1];
         let mut changes = Vec::new();
         if let Some(entry) = meta.entry {
@@ -95,7 +95,7 @@ impl Hnsw {
             }
         }
         let with_vectors = |list: &[PageId]| -> Vec<(PageId, &[f32])> {
-            list.iter().map(|page| (*page, cache[page].as_slice())).collect()
+            list.iter().map(|page| (*page, cache.vectors[page].as_slice())).collect()
         };
         let node_links: Vec<_> = lists.iter().map(|list| with_vectors(list)).collect();
         mtr.write(node_slot, 0, &self.layout.encode_node(vector, key, &node_links));
@@ -139,10 +139,10 @@ impl Hnsw {
             if kept.len() == capacity {
                 break;
             }
-            let vector = &cache[&page_id];
-            let nearer_to_base = kept
-                .iter()
-                .all(|other| Distance(self.metric.distance(vector, &cache[other])) > distance);
+            let vector = &cache.vectors[&page_id];
+            let nearer_to_base = kept.iter().all(|other| {
+                Distance(self.metric.distance(vector, &cache.vectors[other])) > distance
+            });
             if nearer_to_base {
                 kept.push(page_id);
             }
@@ -164,7 +164,7 @@ impl Hnsw {
             return Ok(Some(ListChange::Append { count: links.len() }));
         }
         self.load_vector(neighbour, cache)?;
-        let base = cache[&neighbour].clone();
+        let base = cache.vectors[&neighbour].clone();
         let mut candidates = Vec::with_capacity(links.len() + 1);
         for &page_id in links.iter().chain(std::iter::once(&node_id)) {
             candidates.push((self.exact_distance(&base, page_id, cache)?, page_id));

@@ -9,8 +9,13 @@ use tierdb_common::PageId;
 use super::layout::{decode_code, NodeRef, NODE_PAGE_TYPE};
 use super::{read_meta, Distance, Hnsw, HnswError, Result, SearchResult};
 
-/// Exact vectors of the nodes one operation has read, by page.
-pub(super) type VectorCache = HashMap<PageId, Vec<f32>>;
+/// What one operation has read, by page: exact vectors, and for a query the exact result of
+/// each node expanded on layer 0 (its page was read then, so re-ranking needs no re-read).
+#[derive(Default)]
+pub(super) struct VectorCache {
+    pub vectors: HashMap<PageId, Vec<f32>>,
+    expanded: HashMap<PageId, SearchResult>,
+}
 
 /// A node and its distance to the query (or to the node being linked).
 pub(super) type Candidate = (Distance, PageId);
@@ -43,7 +48,7 @@ impl Hnsw {
 
     /// Loads the exact vector of `page_id` into `cache` (once per operation).
     pub(super) fn load_vector(&self, page_id: PageId, cache: &mut VectorCache) -> Result<()> {
-        if let Entry::Vacant(slot) = cache.entry(page_id) {
+        if let Entry::Vacant(slot) = cache.vectors.entry(page_id) {
             slot.insert(self.read_node(page_id, |node| Ok(node.vector()))?);
         }
         Ok(())
@@ -56,7 +61,7 @@ impl Hnsw {
         cache: &mut VectorCache,
     ) -> Result<Distance> {
         self.load_vector(page_id, cache)?;
-        Ok(Distance(self.metric.distance(query, &cache[&page_id])))
+        Ok(Distance(self.metric.distance(query, &cache.vectors[&page_id])))
     }
 
     /// The unvisited neighbours of `page_id` on `layer` with their distances to `query`
@@ -79,6 +84,13 @@ impl Hnsw {
                     page_id,
                     detail: format!("reached on layer={layer} above its level={}", node.level()),
                 });
+            }
+            if use_codes {
+                let result = SearchResult {
+                    distance: self.metric.distance(query, &node.vector()),
+                    key: node.key().to_vec(),
+                };
+                cache.expanded.insert(page_id, result);
             }
             let mut unvisited = Vec::new();
             for index in 0..node.count(layer) {
@@ -166,14 +178,17 @@ impl Hnsw {
         let Some(entry) = meta.entry else {
             return Ok(Vec::new());
         };
-        let mut cache = VectorCache::new();
+        let mut cache = VectorCache::default();
         let nearest = self.descend(query, entry, meta.top_level, 0, &mut cache)?;
         let found =
             self.search_layer(query, &nearest, ef_search, 0, Distances::Codes, &mut cache)?;
-        // Re-rank by exact distance: the pages were mostly read as expanded nodes already.
+        // Re-rank by exact distance; only results never expanded need their page read.
         let mut results = found
             .iter()
             .map(|&(_, page_id)| {
+                if let Some(result) = cache.expanded.remove(&page_id) {
+                    return Ok(result);
+                }
                 self.read_node(page_id, |node| {
                     Ok(SearchResult {
                         distance: self.metric.distance(query, &node.vector()),
