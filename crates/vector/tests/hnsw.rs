@@ -325,3 +325,36 @@ fn acknowledged_inserts_survive_crash_cycles() {
     }
     assert_eq!(acknowledged.len(), 2000);
 }
+
+/// A scan continues past its first batch (which is what `search` returns): batch by batch,
+/// each in exact distance order, every entry exactly once, until the graph is exhausted.
+#[test]
+fn scans_continue_until_every_entry_is_returned() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(41, 700, 16, 10);
+    let index = build(&store, &data, Metric::L2);
+    let query = &clustered(42, 1, 16, 10)[0];
+    let mut scan = index.scan(query, 40).unwrap();
+    let first = scan.next_batch().unwrap();
+    assert_eq!(first, index.search(query, 40).unwrap());
+    let mut keys: Vec<Vec<u8>> = first.iter().map(|result| result.key.clone()).collect();
+    loop {
+        let batch = scan.next_batch().unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        assert!(batch.len() <= 40);
+        assert!(batch.windows(2).all(|pair| pair[0].distance <= pair[1].distance));
+        keys.extend(batch.into_iter().map(|result| result.key));
+    }
+    assert_eq!(scan.evaluated(), 700);
+    keys.sort();
+    let mut expected: Vec<Vec<u8>> = (0..700).map(key_of).collect();
+    expected.sort();
+    assert_eq!(keys, expected, "every entry exactly once");
+    let streamed: Vec<_> = index.scan(query, 10).unwrap().take(25).map(Result::unwrap).collect();
+    assert_eq!(streamed.len(), 25);
+    assert_eq!(streamed[..10], index.search(query, 10).unwrap()[..]);
+    assert!(index.scan(&[0.0; 3], 10).is_err(), "dimensions are checked");
+}

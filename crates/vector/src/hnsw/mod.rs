@@ -8,6 +8,7 @@
 
 mod graph;
 mod layout;
+mod scan;
 mod search;
 
 use std::cmp::Ordering;
@@ -23,6 +24,7 @@ pub use layout::{
     ROW_KEY_BYTES_MAX,
 };
 use layout::{Meta, META_PAGE_TYPE};
+pub use scan::Scan;
 
 /// pgvector's defaults.
 pub const M_DEFAULT: usize = 16;

@@ -1,20 +1,20 @@
 //! Reading the graph: node pages, the best-first search of one layer, and queries.
 
-use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use tierdb_common::PageId;
 
 use super::layout::{decode_code, NodeRef, NODE_PAGE_TYPE};
-use super::{read_meta, Distance, Hnsw, HnswError, Result, SearchResult};
+use super::scan::LayerScan;
+use super::{Distance, Hnsw, HnswError, Result, SearchResult};
 
 /// What one operation has read, by page: exact vectors, and for a query the exact result of
 /// each node expanded on layer 0 (its page was read then, so re-ranking needs no re-read).
 #[derive(Default)]
 pub(super) struct VectorCache {
     pub vectors: HashMap<PageId, Vec<f32>>,
-    expanded: HashMap<PageId, SearchResult>,
+    pub expanded: HashMap<PageId, SearchResult>,
 }
 
 /// A node and its distance to the query (or to the node being linked).
@@ -66,7 +66,7 @@ impl Hnsw {
 
     /// The unvisited neighbours of `page_id` on `layer` with their distances to `query`
     /// (marked visited).
-    fn expand(
+    pub(super) fn expand(
         &self,
         query: &[f32],
         page_id: PageId,
@@ -124,31 +124,9 @@ impl Hnsw {
         distances: Distances,
         cache: &mut VectorCache,
     ) -> Result<Vec<Candidate>> {
-        assert!(ef > 0 && !entries.is_empty(), "a layer search needs an entry and ef > 0");
-        let mut visited: HashSet<PageId> = entries.iter().map(|entry| entry.1).collect();
-        let mut candidates: BinaryHeap<Reverse<Candidate>> =
-            entries.iter().copied().map(Reverse).collect();
-        let mut results: BinaryHeap<Candidate> = entries.iter().copied().collect();
-        while results.len() > ef {
-            results.pop();
-        }
-        while let Some(Reverse((distance, page_id))) = candidates.pop() {
-            let furthest = results.peek().expect("results are never empty").0;
-            if results.len() >= ef && distance > furthest {
-                break;
-            }
-            for found in self.expand(query, page_id, layer, distances, &mut visited, cache)? {
-                let furthest = results.peek().expect("results are never empty").0;
-                if results.len() < ef || found.0 < furthest {
-                    candidates.push(Reverse(found));
-                    results.push(found);
-                    if results.len() > ef {
-                        results.pop();
-                    }
-                }
-            }
-        }
-        Ok(results.into_sorted_vec())
+        let mut scan = LayerScan::new(entries, layer, distances);
+        scan.advance(self, query, ef, cache)?;
+        Ok(scan.nearest(ef))
     }
 
     /// Greedy descent from `entry` (on `top_level`) to the nearest node on `layer`.
@@ -165,39 +143,5 @@ impl Hnsw {
             nearest = self.search_layer(query, &nearest, 1, upper, Distances::Exact, cache)?;
         }
         Ok(nearest)
-    }
-
-    /// The `ef_search` entries nearest to `query` as the graph finds them, in exact
-    /// distance order (nearest first). An empty index gives none.
-    pub fn search(&self, query: &[f32], ef_search: usize) -> Result<Vec<SearchResult>> {
-        self.check_vector(query)?;
-        if ef_search == 0 {
-            return Err(HnswError::InvalidArgument("ef_search must be positive".into()));
-        }
-        let meta = read_meta(&self.store, self.meta)?;
-        let Some(entry) = meta.entry else {
-            return Ok(Vec::new());
-        };
-        let mut cache = VectorCache::default();
-        let nearest = self.descend(query, entry, meta.top_level, 0, &mut cache)?;
-        let found =
-            self.search_layer(query, &nearest, ef_search, 0, Distances::Codes, &mut cache)?;
-        // Re-rank by exact distance; only results never expanded need their page read.
-        let mut results = found
-            .iter()
-            .map(|&(_, page_id)| {
-                if let Some(result) = cache.expanded.remove(&page_id) {
-                    return Ok(result);
-                }
-                self.read_node(page_id, |node| {
-                    Ok(SearchResult {
-                        distance: self.metric.distance(query, &node.vector()),
-                        key: node.key().to_vec(),
-                    })
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
-        Ok(results)
     }
 }
