@@ -42,6 +42,7 @@ mod index_build;
 mod purge;
 mod table;
 mod transaction;
+mod vector_index;
 
 pub use index_build::{
     IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
@@ -51,6 +52,7 @@ pub use table::{
     ColumnDef, IndexDef, Projection, RowKey, RowPage, TableDef, TableHandle, TableRef,
 };
 pub use transaction::Transaction;
+pub use vector_index::VectorIndexDef;
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
 /// writers of different rows rarely share a mutex, and the memory stays bounded.
@@ -272,6 +274,12 @@ impl Engine {
         options: &IndexBuildOptions,
     ) -> Result<()> {
         self.shared.create_index(table, index, options)
+    }
+
+    /// Creates an HNSW index on a table that may hold rows (built from every row version;
+    /// blocks writers of every table meanwhile). 42P07 if an index or table has the name.
+    pub fn create_vector_index(&self, table: &str, index: VectorIndexDef) -> Result<()> {
+        self.shared.create_vector_index(table, index)
     }
 
     /// The index builds running now (`pg_stat_progress_create_index`).

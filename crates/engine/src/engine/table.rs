@@ -215,6 +215,8 @@ pub(super) struct Table {
     /// Shared with later handles (`create_index` keeps the existing ones), so the
     /// unique-index mutex is one per index whatever handle a writer holds.
     pub(super) indexes: Vec<Arc<Index>>,
+    /// HNSW indexes, kept apart from the B+tree indexes (no unique checks, no entry undo).
+    pub(super) vector_indexes: Vec<Arc<super::vector_index::VectorIndex>>,
     /// Names the catalog object: a table dropped and created again under the same name gets a
     /// new identity, while the handles swapped in by index DDL and truncation keep it.
     pub(super) identity: u64,

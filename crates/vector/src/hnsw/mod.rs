@@ -70,7 +70,8 @@ pub enum Metric {
 }
 
 impl Metric {
-    fn code(self) -> u8 {
+    /// The metric's code in the meta page and in catalogs.
+    pub fn code(self) -> u8 {
         match self {
             Metric::L2 => 1,
             Metric::InnerProduct => 2,
@@ -79,7 +80,7 @@ impl Metric {
         }
     }
 
-    fn from_code(code: u8) -> Option<Metric> {
+    pub fn from_code(code: u8) -> Option<Metric> {
         Some(match code {
             1 => Metric::L2,
             2 => Metric::InnerProduct,
