@@ -60,14 +60,6 @@ fn index_methods_and_clauses_that_would_be_ignored_are_refused() {
         );
         for (sql, message) in [
             (
-                "CREATE INDEX ON embeddings USING hnsw (v vector_l2_ops)",
-                "index access method \"hnsw\" is not supported",
-            ),
-            (
-                "CREATE INDEX ON embeddings USING hnsw (v vector_cosine_ops) WITH (m = 16)",
-                "index access method \"hnsw\" is not supported",
-            ),
-            (
                 "CREATE INDEX ON embeddings USING ivfflat (v vector_l2_ops) WITH (lists = 10)",
                 "index access method \"ivfflat\" is not supported",
             ),
@@ -104,6 +96,83 @@ fn index_methods_and_clauses_that_would_be_ignored_are_refused() {
             value(session, "SELECT count(*) FROM pg_indexes WHERE tablename = 'embeddings'")
                 .unwrap(),
             Datum::Int(3)
+        );
+    });
+}
+
+/// `CREATE INDEX ... USING hnsw` with pgvector 0.8.2's errors (SQLSTATE and message, taken
+/// from a real server), built on a populated table and maintained by inserts; pg_indexes
+/// shows pgvector's definition; `hnsw.ef_search` has pgvector's bounds and default.
+#[test]
+fn hnsw_indexes_are_created_with_pgvector_checks() {
+    with_session(|session| {
+        setup(
+            session,
+            &[
+                "CREATE TABLE t (id integer PRIMARY KEY, v vector(3), u vector, h vector(2001))",
+                "INSERT INTO t VALUES (1, '[1,2,3]', NULL, NULL), (2, '[3,2,1]', NULL, NULL), (3, NULL, NULL, NULL)",
+            ],
+        );
+        for (sql, state, message) in [
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 1)", "22023", "value 1 out of bounds for option \"m\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 101)", "22023", "value 101 out of bounds for option \"m\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (ef_construction = 3)", "22023", "value 3 out of bounds for option \"ef_construction\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 31)", "22023", "ef_construction must be greater than or equal to 2 * m"),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (foo = 3)", "22023", "unrecognized parameter \"foo\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 'x')", "22023", "invalid value for integer option \"m\": x"),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 16, m = 8)", "22023", "parameter \"m\" specified more than once"),
+            ("CREATE INDEX ON t USING hnsw (u vector_l2_ops)", "22023", "column does not have dimensions"),
+            ("CREATE INDEX ON t USING hnsw (h vector_l2_ops)", "54000", "column cannot have more than 2000 dimensions for hnsw index"),
+            ("CREATE INDEX ON t USING hnsw (v)", "42704", "data type vector has no default operator class for access method \"hnsw\""),
+            ("CREATE INDEX ON t USING hnsw (id)", "42704", "data type integer has no default operator class for access method \"hnsw\""),
+            ("CREATE INDEX ON t USING hnsw (v int4_ops)", "42704", "operator class \"int4_ops\" does not exist for access method \"hnsw\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops, id)", "0A000", "access method \"hnsw\" does not support multicolumn indexes"),
+            ("CREATE UNIQUE INDEX ON t USING hnsw (v vector_l2_ops)", "0A000", "access method \"hnsw\" does not support unique indexes"),
+            ("CREATE INDEX ON t USING hnsw (v halfvec_l2_ops)", "0A000", "hnsw operator class \"halfvec_l2_ops\" is not supported"),
+            ("SET hnsw.ef_search = 0", "22023", "0 is outside the valid range for parameter \"hnsw.ef_search\" (1 .. 1000)"),
+            ("SET hnsw.ef_search = 1001", "22023", "1001 is outside the valid range for parameter \"hnsw.ef_search\" (1 .. 1000)"),
+            ("SET hnsw.ef_search = 'x'", "22023", "invalid value for parameter \"hnsw.ef_search\": \"x\""),
+        ] {
+            let error = run(session, sql).expect_err(sql);
+            assert_eq!((error.sqlstate, error.message.as_str()), (state, message), "{sql}");
+        }
+        run(session, "CREATE INDEX tv ON t USING hnsw (v vector_cosine_ops) WITH (m = 4, ef_construction = 10)").unwrap();
+        run(session, "CREATE INDEX tv2 ON t USING hnsw (v vector_ip_ops)").unwrap();
+        assert_eq!(
+            sqlstate(session, "CREATE INDEX tv2 ON t USING hnsw (v vector_l2_ops)"),
+            "42P07"
+        );
+        run(session, "CREATE INDEX IF NOT EXISTS tv2 ON t USING hnsw (v vector_l2_ops)").unwrap();
+        assert_eq!(
+            value(session, "SELECT indexdef FROM pg_indexes WHERE indexname = 'tv'").unwrap(),
+            Datum::Text("CREATE INDEX tv ON public.t USING hnsw (v vector_cosine_ops) WITH (m='4', ef_construction='10')".into())
+        );
+        assert_eq!(
+            value(session, "SELECT indexdef FROM pg_indexes WHERE indexname = 'tv2'").unwrap(),
+            Datum::Text("CREATE INDEX tv2 ON public.t USING hnsw (v vector_ip_ops)".into())
+        );
+        assert_eq!(
+            value(session, "SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.relname = 'tv'").unwrap(),
+            Datum::Text("hnsw".into())
+        );
+        run(session, "INSERT INTO t VALUES (4, '[1,2,2]', NULL, NULL)").unwrap();
+        run(session, "UPDATE t SET v = '[9,9,9]' WHERE id = 2").unwrap();
+        for (offset, id) in [(0, 1), (1, 4), (2, 2)] {
+            let sql = format!(
+                "SELECT id FROM t WHERE v IS NOT NULL ORDER BY v <-> '[1,2,3]' LIMIT 1 OFFSET {offset}"
+            );
+            assert_eq!(value(session, &sql).unwrap(), Datum::Int(id), "{sql}");
+        }
+        assert_eq!(value(session, "SHOW hnsw.ef_search").unwrap(), Datum::Text("40".into()));
+        run(session, "SET hnsw.ef_search = 100").unwrap();
+        assert_eq!(value(session, "SHOW hnsw.ef_search").unwrap(), Datum::Text("100".into()));
+        run(session, "RESET hnsw.ef_search").unwrap();
+        assert_eq!(value(session, "SHOW hnsw.ef_search").unwrap(), Datum::Text("40".into()));
+        run(session, "DROP INDEX tv").unwrap();
+        run(session, "DROP INDEX tv2").unwrap();
+        assert_eq!(
+            value(session, "SELECT count(*) FROM pg_indexes WHERE tablename = 't'").unwrap(),
+            Datum::Int(1)
         );
     });
 }

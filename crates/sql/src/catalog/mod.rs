@@ -297,16 +297,7 @@ impl Catalog {
     ) -> Result<()> {
         let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
         refuse_vector_key(&meta, &index)?;
-        if self
-            .tables()
-            .iter()
-            .any(|other| other.indexes.iter().any(|existing| existing.name == index.name))
-        {
-            return Err(SqlError::new(
-                "42P07",
-                format!("relation \"{}\" already exists", index.name),
-            ));
-        }
+        self.refuse_taken_index_name(&index.name)?;
         index.oid = self.next_oid()?;
         options.relid = meta.oid;
         options.index_relid = index.oid;
@@ -325,6 +316,39 @@ impl Catalog {
                 updated.columns[column].nullable = false;
             }
         }
+        updated.indexes.push(index);
+        self.store_meta(&updated)?;
+        self.publish(updated);
+        Ok(())
+    }
+
+    /// 42P07 if an index is named `name`.
+    fn refuse_taken_index_name(&self, name: &str) -> Result<()> {
+        if self.tables().iter().any(|other| other.indexes.iter().any(|known| known.name == name)) {
+            return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
+        }
+        Ok(())
+    }
+
+    /// Creates an HNSW index (`index.kind` is `IndexKind::Hnsw`) over `parameters`, built by
+    /// the engine from the table's rows.
+    pub fn create_vector_index(
+        &self,
+        table: &str,
+        mut index: IndexMeta,
+        parameters: tierdb_engine::VectorIndexParameters,
+    ) -> Result<()> {
+        let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
+        assert!(matches!(index.kind, IndexKind::Hnsw(_)) && index.columns.len() == 1);
+        self.refuse_taken_index_name(&index.name)?;
+        index.oid = self.next_oid()?;
+        let definition = tierdb_engine::VectorIndexDef {
+            name: index.name.clone(),
+            column: index.columns[0],
+            parameters,
+        };
+        self.engine.create_vector_index(table, definition)?;
+        let mut updated = (*meta).clone();
         updated.indexes.push(index);
         self.store_meta(&updated)?;
         self.publish(updated);

@@ -123,6 +123,9 @@ impl Session {
             // tierdb's build blocks writers (the DDL lock); PostgreSQL's CONCURRENTLY does not.
             return Err(SqlError::unsupported("CREATE INDEX CONCURRENTLY is not supported"));
         }
+        if super::vector_ddl::is_hnsw(create) {
+            return self.create_hnsw_index(create);
+        }
         refuse_index_clauses(create)?;
         let table_name = object_name(&create.table_name)?;
         let _guard = self.catalog.lock_ddl();
@@ -381,9 +384,9 @@ fn table_indexes(
 
 /// PostgreSQL's 0A000 for a subquery in a column default (a default runs with the inserting
 /// role's privileges: a subquery would read tables that role cannot).
-/// PostgreSQL's index access methods (and pgvector's) other than btree: refused by name.
-const UNSUPPORTED_ACCESS_METHODS: [&str; 7] =
-    ["hash", "gist", "gin", "spgist", "brin", "hnsw", "ivfflat"];
+/// PostgreSQL's index access methods (and pgvector's) other than btree and hnsw: refused by
+/// name.
+const UNSUPPORTED_ACCESS_METHODS: [&str; 6] = ["hash", "gist", "gin", "spgist", "brin", "ivfflat"];
 
 /// Refuses what CREATE INDEX would otherwise ignore (each changes what the index is):
 /// access methods other than btree, operator classes, partial indexes, INCLUDE, NULLS NOT

@@ -94,6 +94,10 @@ impl Session {
                 }
                 self.settings.insert(name.into(), factor.to_string());
             }
+            "hnsw.ef_search" => {
+                let searched = check_ef_search(&value)?;
+                self.settings.insert(name.into(), searched.to_string());
+            }
             "temp_file_limit" | "log_temp_files" => {
                 let formatted = self.check_kilobyte_setting(name, &value)?;
                 self.settings.insert(name.into(), formatted);
@@ -186,6 +190,7 @@ impl Session {
                 tierdb_engine::MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
             )),
             "hash_mem_multiplier" => HASH_MEM_MULTIPLIER_DEFAULT.to_string(),
+            "hnsw.ef_search" => tierdb_vector::hnsw::EF_SEARCH_DEFAULT.to_string(),
             "temp_file_limit" | "log_temp_files" => "-1".into(),
             "timezone" => "UTC".into(),
             "datestyle" => "ISO, MDY".into(),
@@ -221,6 +226,8 @@ impl Session {
             }
             "time zone" => ("TimeZone".to_string(), "timezone".to_string()),
             "timezone" => ("TimeZone".to_string(), "timezone".to_string()),
+            // A qualified name (an extension's setting) arrives as two identifiers.
+            "hnsw ef_search" => ("hnsw.ef_search".to_string(), "hnsw.ef_search".to_string()),
             other => (other.to_string(), other.to_string()),
         };
         if key == "all" {
@@ -327,4 +334,21 @@ pub(crate) fn on_off(value: bool) -> &'static str {
     } else {
         "off"
     }
+}
+
+/// pgvector's `hnsw.ef_search`: an integer from 1 to 1000 (PostgreSQL's messages).
+fn check_ef_search(value: &str) -> Result<usize> {
+    let name = "hnsw.ef_search";
+    let parsed = value.trim().parse::<i64>().map_err(|_| {
+        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
+    })?;
+    let (low, high) = (tierdb_vector::hnsw::EF_SEARCH_MIN, tierdb_vector::hnsw::EF_SEARCH_MAX);
+    usize::try_from(parsed).ok().filter(|searched| (low..=high).contains(searched)).ok_or_else(
+        || {
+            SqlError::new(
+                "22023",
+                format!("{parsed} is outside the valid range for parameter \"{name}\" ({low} .. {high})"),
+            )
+        },
+    )
 }
