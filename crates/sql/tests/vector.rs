@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use support::{run, setup, sqlstate, value, with_session};
 use tierdb_sql::Datum;
 
@@ -175,4 +177,42 @@ fn hnsw_indexes_are_created_with_pgvector_checks() {
             Datum::Int(1)
         );
     });
+}
+
+/// An HNSW index the engine built but whose SQL definition was never stored (a crash
+/// between the two) is dropped when the catalog opens, so the name can be used again.
+#[test]
+fn an_interrupted_hnsw_build_leaves_no_index() {
+    std::thread::Builder::new()
+        .stack_size(support::CONNECTION_STACK_BYTES)
+        .spawn(|| {
+            let directory = tempfile::tempdir().unwrap();
+            let config = tierdb_storage::StoreConfig::local(directory.path()).unwrap();
+            let store = Arc::new(tierdb_storage::PageStore::open(config).unwrap());
+            let engine = tierdb_engine::Engine::open(store).unwrap();
+            let catalog = tierdb_sql::Catalog::open(Arc::clone(&engine)).unwrap();
+            catalog.bootstrap_superuser("tierdb", None).unwrap();
+            let statistics = Arc::new(tierdb_sql::StatementStats::default());
+            let mut session = tierdb_sql::Session::new(catalog, statistics, "tierdb", "tierdb", 1);
+            setup(&mut session, &["CREATE TABLE t (id integer PRIMARY KEY, v vector(2))"]);
+            drop(session);
+            let parameters = tierdb_engine::VectorIndexParameters {
+                dimensions: 2,
+                metric: tierdb_engine::VectorMetric::L2,
+                m: 16,
+                ef_construction: 64,
+            };
+            let orphan =
+                tierdb_engine::VectorIndexDef { name: "t_v_idx".into(), column: 1, parameters };
+            engine.create_vector_index("t", orphan).unwrap();
+            let catalog = tierdb_sql::Catalog::open(Arc::clone(&engine)).unwrap();
+            assert!(engine.vector_index_defs("t").unwrap().is_empty(), "the orphan is dropped");
+            let statistics = Arc::new(tierdb_sql::StatementStats::default());
+            let mut session = tierdb_sql::Session::new(catalog, statistics, "tierdb", "tierdb", 1);
+            run(&mut session, "CREATE INDEX ON t USING hnsw (v vector_l2_ops)").unwrap();
+            assert_eq!(engine.vector_index_defs("t").unwrap().len(), 1);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }

@@ -244,6 +244,12 @@ impl Engine {
         Ok(self.shared.table(name)?.def.clone())
     }
 
+    /// The definitions of a table's vector indexes (kept apart from `TableDef::indexes`).
+    pub fn vector_index_defs(&self, name: &str) -> Result<Vec<VectorIndexDef>> {
+        let table = self.shared.table(name)?;
+        Ok(table.vector_indexes.iter().map(|index| index.def.clone()).collect())
+    }
+
     /// Drops a table, durably and at once (not transactional). Transactions using it get
     /// 42P01 at their next operation on it. Its pages are leaked (the page store cannot free
     /// pages).

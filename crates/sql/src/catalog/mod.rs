@@ -111,10 +111,15 @@ impl Catalog {
                     self.engine.drop_table(&name)?;
                 }
                 Some(meta) => {
-                    for index in self.engine.table_def(&name)?.indexes {
-                        if !meta.indexes.iter().any(|known| known.name == index.name) {
-                            tracing::warn!(table = %name, index = %index.name, "dropping an index without an SQL definition (interrupted CREATE INDEX)");
-                            self.engine.drop_index(&name, &index.name)?;
+                    let tree_indexes = self.engine.table_def(&name)?.indexes.into_iter();
+                    let vector_indexes = self.engine.vector_index_defs(&name)?.into_iter();
+                    let names = tree_indexes
+                        .map(|index| index.name)
+                        .chain(vector_indexes.map(|index| index.name));
+                    for index in names {
+                        if !meta.indexes.iter().any(|known| known.name == index) {
+                            tracing::warn!(table = %name, %index, "dropping an index without an SQL definition (interrupted CREATE INDEX)");
+                            self.engine.drop_index(&name, &index)?;
                         }
                     }
                 }
