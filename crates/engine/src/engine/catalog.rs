@@ -19,8 +19,9 @@ use tierdb_vector::hnsw::{Hnsw, IndexParameters as VectorIndexParameters};
 use super::index_build::{IndexBuild, IndexBuildOptions};
 use super::table::{
     index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef, TableHandle,
+    VectorIndex, VectorIndexDef,
 };
-use super::vector_index::{metric_code, metric_of, VectorIndex, VectorIndexDef};
+use super::vector_index::{metric_code, metric_of};
 use super::Shared;
 
 /// A vector index's definition and its graph's meta page, as the catalog stores them.

@@ -50,9 +50,9 @@ pub use index_build::{
 pub use purge::PurgeStats;
 pub use table::{
     ColumnDef, IndexDef, Projection, RowKey, RowPage, TableDef, TableHandle, TableRef,
+    VectorIndexDef,
 };
 pub use transaction::Transaction;
-pub use vector_index::VectorIndexDef;
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
 /// writers of different rows rarely share a mutex, and the memory stays bounded.

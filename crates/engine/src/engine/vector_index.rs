@@ -10,27 +10,13 @@ use std::sync::Arc;
 
 use tierdb_access::Direction;
 use tierdb_common::PageId;
-use tierdb_vector::hnsw::{Hnsw, IndexParameters, Metric};
+use tierdb_vector::hnsw::{Hnsw, Metric};
 
 use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, Row, Value, Version};
 
-use super::table::{RowKey, Table, TableRef};
+use super::table::{RowKey, Table, TableRef, VectorIndex, VectorIndexDef};
 use super::{Shared, Transaction};
-
-/// A vector index: its name, the indexed column and the graph's options.
-#[derive(Clone, Debug, PartialEq)]
-pub struct VectorIndexDef {
-    pub name: String,
-    pub column: usize,
-    pub parameters: IndexParameters,
-}
-
-/// An open vector index.
-pub(super) struct VectorIndex {
-    pub(super) def: VectorIndexDef,
-    pub(super) graph: Hnsw,
-}
 
 pub(super) fn metric_code(metric: Metric) -> i64 {
     i64::from(metric.code())

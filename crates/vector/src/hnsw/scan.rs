@@ -141,6 +141,38 @@ impl Iterator for Scan<'_> {
 }
 
 impl Hnsw {
+    /// Best-first search of `layer` from `entries`: the `ef` nearest nodes found, nearest
+    /// first (HNSW's SEARCH-LAYER).
+    pub(super) fn search_layer(
+        &self,
+        query: &[f32],
+        entries: &[Candidate],
+        ef: usize,
+        layer: usize,
+        distances: Distances,
+        cache: &mut VectorCache,
+    ) -> Result<Vec<Candidate>> {
+        let mut scan = LayerScan::new(entries, layer, distances);
+        scan.advance(self, query, ef, cache)?;
+        Ok(scan.nearest(ef))
+    }
+
+    /// Greedy descent from `entry` (on `top_level`) to the nearest node on `layer`.
+    pub(super) fn descend(
+        &self,
+        query: &[f32],
+        entry: PageId,
+        top_level: u8,
+        layer: usize,
+        cache: &mut VectorCache,
+    ) -> Result<Vec<Candidate>> {
+        let mut nearest = vec![(self.exact_distance(query, entry, cache)?, entry)];
+        for upper in (layer + 1..=usize::from(top_level)).rev() {
+            nearest = self.search_layer(query, &nearest, 1, upper, Distances::Exact, cache)?;
+        }
+        Ok(nearest)
+    }
+
     /// Starts a query: greedy descent through the upper layers, then a resumable search of
     /// layer 0 with `ef_search` candidates (distances from codes, exact re-ranking).
     pub fn scan(&self, query: &[f32], ef_search: usize) -> Result<Scan<'_>> {

@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 use tierdb_common::PageId;
 
 use super::layout::{decode_code, NodeRef, NODE_PAGE_TYPE};
-use super::scan::LayerScan;
 use super::{Distance, Hnsw, HnswError, Result, SearchResult};
 
 /// What one operation has read, by page: exact vectors, and for a query the exact result of
@@ -111,37 +110,5 @@ impl Hnsw {
             coded.push((self.exact_distance(query, neighbour, cache)?, neighbour));
         }
         Ok(coded)
-    }
-
-    /// Best-first search of `layer` from `entries`: the `ef` nearest nodes found, nearest
-    /// first (HNSW's SEARCH-LAYER).
-    pub(super) fn search_layer(
-        &self,
-        query: &[f32],
-        entries: &[Candidate],
-        ef: usize,
-        layer: usize,
-        distances: Distances,
-        cache: &mut VectorCache,
-    ) -> Result<Vec<Candidate>> {
-        let mut scan = LayerScan::new(entries, layer, distances);
-        scan.advance(self, query, ef, cache)?;
-        Ok(scan.nearest(ef))
-    }
-
-    /// Greedy descent from `entry` (on `top_level`) to the nearest node on `layer`.
-    pub(super) fn descend(
-        &self,
-        query: &[f32],
-        entry: PageId,
-        top_level: u8,
-        layer: usize,
-        cache: &mut VectorCache,
-    ) -> Result<Vec<Candidate>> {
-        let mut nearest = vec![(self.exact_distance(query, entry, cache)?, entry)];
-        for upper in (layer + 1..=usize::from(top_level)).rev() {
-            nearest = self.search_layer(query, &nearest, 1, upper, Distances::Exact, cache)?;
-        }
-        Ok(nearest)
     }
 }
