@@ -216,3 +216,84 @@ fn an_interrupted_hnsw_build_leaves_no_index() {
         .join()
         .unwrap();
 }
+
+fn explain(session: &mut tierdb_sql::Session, sql: &str) -> String {
+    let rows = support::rows(session, &format!("EXPLAIN {sql}")).unwrap();
+    rows.iter()
+        .map(|row| match &row[0] {
+            Datum::Text(line) => line.clone(),
+            other => panic!("plan line {other:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ids(session: &mut tierdb_sql::Session, sql: &str) -> Vec<i64> {
+    support::rows(session, sql)
+        .unwrap()
+        .into_iter()
+        .map(|row| match row[0] {
+            Datum::Int(id) => id,
+            ref other => panic!("id {other:?}"),
+        })
+        .collect()
+}
+
+/// `ORDER BY col <op> const LIMIT k` reads the HNSW index of that operator (EXPLAIN shows
+/// PostgreSQL's lines), returns what the exact sort returns on a small table, skips deleted
+/// and updated rows' stale entries, returns at most hnsw.ef_search rows as pgvector does, and
+/// the function form, other operators, DESC and filtered queries keep the sort.
+#[test]
+fn nearest_neighbour_queries_use_the_hnsw_index() {
+    with_session(|session| {
+        let values: Vec<String> = (1..=200)
+            .map(|id| {
+                // Distinct distances: no ties, whose order an index leaves open.
+                let offset = f64::from(id) / 997.0;
+                format!("({id}, '[{},{},{}]')", f64::from(id % 17) + offset, id % 5, id / 10)
+            })
+            .collect();
+        setup(
+            session,
+            &[
+                "CREATE TABLE items (id integer PRIMARY KEY, v vector(3))",
+                &format!("INSERT INTO items VALUES {}", values.join(", ")),
+                "CREATE INDEX items_l2 ON items USING hnsw (v vector_l2_ops)",
+                "CREATE INDEX items_cosine ON items USING hnsw (v vector_cosine_ops)",
+                "SET hnsw.ef_search = 300",
+            ],
+        );
+        let nearest = "SELECT id FROM items ORDER BY v <-> '[3,1,4]' LIMIT 7";
+        let plan = explain(session, nearest);
+        assert!(plan.contains("Index Scan using items_l2 on items"), "{plan}");
+        assert!(plan.contains("Order By: (v <-> '[3,1,4]'::vector)"), "{plan}");
+        assert!(!plan.contains("Sort"), "{plan}");
+        let exact = "SELECT id FROM items ORDER BY l2_distance(v, '[3,1,4]'), id LIMIT 7";
+        assert!(explain(session, exact).contains("Sort"), "the function form sorts");
+        assert_eq!(ids(session, nearest), ids(session, exact));
+        let cosine = "SELECT id, v <=> '[1,1,1]' FROM items ORDER BY v <=> '[1,1,1]' LIMIT 3";
+        assert!(explain(session, cosine).contains("Index Scan using items_cosine"));
+        for sql in [
+            "SELECT id FROM items ORDER BY v <+> '[3,1,4]' LIMIT 7",
+            "SELECT id FROM items ORDER BY v <-> '[3,1,4]' DESC LIMIT 7",
+            "SELECT id FROM items WHERE id % 2 = 0 ORDER BY v <-> '[3,1,4]' LIMIT 7",
+            "SELECT id FROM items ORDER BY v <-> '[3,1,4]'",
+        ] {
+            assert!(!explain(session, sql).contains("Order By"), "{sql}");
+        }
+        // Stale entries: the nearest row deleted, the next moved away.
+        let before = ids(session, nearest);
+        run(session, &format!("DELETE FROM items WHERE id = {}", before[0])).unwrap();
+        run(session, &format!("UPDATE items SET v = '[100,100,100]' WHERE id = {}", before[1]))
+            .unwrap();
+        let after = ids(session, nearest);
+        assert_eq!(after, ids(session, exact));
+        assert!(!after.contains(&before[0]) && !after.contains(&before[1]));
+        // pgvector without iterative scans: at most ef_search rows, and stale entries take
+        // their slots (here the two nearest entries are the deleted and the moved row's).
+        run(session, "SET hnsw.ef_search = 2").unwrap();
+        assert!(ids(session, nearest).is_empty());
+        let elsewhere = "SELECT id FROM items ORDER BY v <-> '[16,4,19]' LIMIT 7";
+        assert_eq!(ids(session, elsewhere).len(), 2);
+    });
+}

@@ -180,6 +180,14 @@ impl Session {
         Ok(if bytes == 0 { "0".into() } else { format_memory(bytes) })
     }
 
+    /// `hnsw.ef_search` as a number (stored only once checked by `check_ef_search`).
+    pub(crate) fn hnsw_ef_search(&self) -> usize {
+        self.settings
+            .get("hnsw.ef_search")
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(tierdb_vector::hnsw::EF_SEARCH_DEFAULT)
+    }
+
     pub(crate) fn setting(&self, name: &str) -> Option<String> {
         if let Some(value) = self.settings.get(name) {
             return Some(value.clone());
