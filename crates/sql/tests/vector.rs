@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 
 use support::{run, setup, sqlstate, value, with_session};
-use tierdb_sql::Datum;
+use tierdb_sql::{Datum, Output};
 
 #[test]
 fn stored_vectors_read_back_and_keep_their_typmod() {
@@ -271,6 +271,19 @@ fn nearest_neighbour_queries_use_the_hnsw_index() {
         let exact = "SELECT id FROM items ORDER BY l2_distance(v, '[3,1,4]'), id LIMIT 7";
         assert!(explain(session, exact).contains("Sort"), "the function form sorts");
         assert_eq!(ids(session, nearest), ids(session, exact));
+        // A parameter (the extended protocol) uses the index too.
+        let sql = "SELECT id FROM items ORDER BY v <-> $1 LIMIT 7";
+        let mut prepared = session.prepare(sql, &[tierdb_sql::SqlType::Vector(None)]).unwrap();
+        let query = Datum::Vector(vec![3.0f32, 1.0, 4.0].into());
+        let Output::Rows { rows, .. } = session.execute_prepared(&mut prepared, &[query]).unwrap()
+        else {
+            panic!("rows")
+        };
+        let parameter_ids: Vec<Datum> = rows.into_iter().map(|row| row[0].clone()).collect();
+        let literal_ids: Vec<Datum> = ids(session, nearest).into_iter().map(Datum::Int).collect();
+        assert_eq!(parameter_ids, literal_ids);
+        let plan = explain(session, "SELECT id FROM items ORDER BY v <-> $1::vector LIMIT 7");
+        assert!(plan.contains("Index Scan using items_l2"), "{plan}");
         let cosine = "SELECT id, v <=> '[1,1,1]' FROM items ORDER BY v <=> '[1,1,1]' LIMIT 3";
         assert!(explain(session, cosine).contains("Index Scan using items_cosine"));
         for sql in [
