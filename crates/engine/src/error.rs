@@ -3,6 +3,7 @@
 use tierdb_access::BTreeError;
 use tierdb_common::ErrorKind;
 use tierdb_storage::StorageError;
+use tierdb_vector::hnsw::HnswError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -10,6 +11,8 @@ pub enum EngineError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Tree(#[from] BTreeError),
+    #[error(transparent)]
+    Vector(#[from] HnswError),
     #[error("could not serialize access due to concurrent update")]
     SerializationFailure,
     #[error("deadlock detected: transaction {waiter} waits for {holder}, which waits for it")]
@@ -51,6 +54,7 @@ impl EngineError {
         match self {
             EngineError::Storage(error) => error.kind().sqlstate(),
             EngineError::Tree(error) => error.kind().sqlstate(),
+            EngineError::Vector(error) => error.kind().sqlstate(),
             EngineError::SerializationFailure => "40001",
             EngineError::Deadlock { .. } => "40P01",
             EngineError::UniqueViolation { .. } => "23505",

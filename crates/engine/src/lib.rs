@@ -13,11 +13,12 @@ mod wait;
 pub use engine::{
     ColumnDef, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, IndexDef,
     Projection, PurgeStats, RowKey, RowPage, TableDef, TableHandle, TableRef, Transaction,
-    MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
+    VectorIndexDef, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
 pub use error::{EngineError, Result};
 pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};
 pub use row::{Row, Value};
 pub use tierdb_access::{Decimal, Direction, KeyKind};
+pub use tierdb_vector::hnsw::{IndexParameters as VectorIndexParameters, Metric as VectorMetric};
 pub use txn::{IsolationLevel, TxnId};
 pub use wait::WaitLimits;

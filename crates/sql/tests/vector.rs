@@ -4,8 +4,10 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use support::{run, setup, sqlstate, value, with_session};
-use tierdb_sql::Datum;
+use tierdb_sql::{Datum, Output};
 
 #[test]
 fn stored_vectors_read_back_and_keep_their_typmod() {
@@ -48,5 +50,263 @@ fn keys_over_vector_columns_are_refused() {
             assert_eq!(error.sqlstate, "0A000", "{sql}");
             assert!(error.message.contains("on vector columns"), "{sql}: {}", error.message);
         }
+    });
+}
+
+#[test]
+fn index_methods_and_clauses_that_would_be_ignored_are_refused() {
+    with_session(|session| {
+        setup(
+            session,
+            &["CREATE TABLE embeddings (id integer PRIMARY KEY, n integer, v vector(3))"],
+        );
+        for (sql, message) in [
+            (
+                "CREATE INDEX ON embeddings USING ivfflat (v vector_l2_ops) WITH (lists = 10)",
+                "index access method \"ivfflat\" is not supported",
+            ),
+            (
+                "CREATE INDEX ON embeddings USING hash (n)",
+                "index access method \"hash\" is not supported",
+            ),
+            (
+                "CREATE INDEX ON embeddings USING gin (n)",
+                "index access method \"gin\" is not supported",
+            ),
+            (
+                "CREATE INDEX ON embeddings (n int4_ops)",
+                "index operator class int4_ops is not supported",
+            ),
+            ("CREATE INDEX ON embeddings (n) WHERE n > 0", "partial indexes"),
+            ("CREATE UNIQUE INDEX ON embeddings (n) WHERE n > 0", "partial indexes"),
+            ("CREATE INDEX ON embeddings (n) INCLUDE (id)", "INCLUDE"),
+            ("CREATE UNIQUE INDEX ON embeddings (n) NULLS NOT DISTINCT", "NULLS NOT DISTINCT"),
+            ("CREATE INDEX ON embeddings (n) WITH (fillfactor = 70)", "storage parameters"),
+        ] {
+            let error = run(session, sql).expect_err(sql);
+            assert_eq!(error.sqlstate, "0A000", "{sql}");
+            assert!(error.message.contains(message), "{sql}: {}", error.message);
+        }
+        let error =
+            run(session, "CREATE INDEX ON embeddings USING no_such_method (n)").unwrap_err();
+        assert_eq!(error.sqlstate, "42704");
+        assert_eq!(error.message, "access method \"no_such_method\" does not exist");
+        // Nothing was created by the refused statements; btree still works, named or not.
+        run(session, "CREATE INDEX embeddings_n ON embeddings USING btree (n)").unwrap();
+        run(session, "CREATE INDEX ON embeddings (id, n)").unwrap();
+        assert_eq!(
+            value(session, "SELECT count(*) FROM pg_indexes WHERE tablename = 'embeddings'")
+                .unwrap(),
+            Datum::Int(3)
+        );
+    });
+}
+
+/// `CREATE INDEX ... USING hnsw` with pgvector 0.8.2's errors (SQLSTATE and message, taken
+/// from a real server), built on a populated table and maintained by inserts; pg_indexes
+/// shows pgvector's definition; `hnsw.ef_search` has pgvector's bounds and default.
+#[test]
+fn hnsw_indexes_are_created_with_pgvector_checks() {
+    with_session(|session| {
+        setup(
+            session,
+            &[
+                "CREATE TABLE t (id integer PRIMARY KEY, v vector(3), u vector, h vector(2001))",
+                "INSERT INTO t VALUES (1, '[1,2,3]', NULL, NULL), (2, '[3,2,1]', NULL, NULL), (3, NULL, NULL, NULL)",
+            ],
+        );
+        for (sql, state, message) in [
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 1)", "22023", "value 1 out of bounds for option \"m\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 101)", "22023", "value 101 out of bounds for option \"m\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (ef_construction = 3)", "22023", "value 3 out of bounds for option \"ef_construction\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 31)", "22023", "ef_construction must be greater than or equal to 2 * m"),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (foo = 3)", "22023", "unrecognized parameter \"foo\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 'x')", "22023", "invalid value for integer option \"m\": x"),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops) WITH (m = 16, m = 8)", "22023", "parameter \"m\" specified more than once"),
+            ("CREATE INDEX ON t USING hnsw (u vector_l2_ops)", "22023", "column does not have dimensions"),
+            ("CREATE INDEX ON t USING hnsw (h vector_l2_ops)", "54000", "column cannot have more than 2000 dimensions for hnsw index"),
+            ("CREATE INDEX ON t USING hnsw (v)", "42704", "data type vector has no default operator class for access method \"hnsw\""),
+            ("CREATE INDEX ON t USING hnsw (id)", "42704", "data type integer has no default operator class for access method \"hnsw\""),
+            ("CREATE INDEX ON t USING hnsw (v int4_ops)", "42704", "operator class \"int4_ops\" does not exist for access method \"hnsw\""),
+            ("CREATE INDEX ON t USING hnsw (v vector_l2_ops, id)", "0A000", "access method \"hnsw\" does not support multicolumn indexes"),
+            ("CREATE UNIQUE INDEX ON t USING hnsw (v vector_l2_ops)", "0A000", "access method \"hnsw\" does not support unique indexes"),
+            ("CREATE INDEX ON t USING hnsw (v halfvec_l2_ops)", "0A000", "hnsw operator class \"halfvec_l2_ops\" is not supported"),
+            ("SET hnsw.ef_search = 0", "22023", "0 is outside the valid range for parameter \"hnsw.ef_search\" (1 .. 1000)"),
+            ("SET hnsw.ef_search = 1001", "22023", "1001 is outside the valid range for parameter \"hnsw.ef_search\" (1 .. 1000)"),
+            ("SET hnsw.ef_search = 'x'", "22023", "invalid value for parameter \"hnsw.ef_search\": \"x\""),
+        ] {
+            let error = run(session, sql).expect_err(sql);
+            assert_eq!((error.sqlstate, error.message.as_str()), (state, message), "{sql}");
+        }
+        run(session, "CREATE INDEX tv ON t USING hnsw (v vector_cosine_ops) WITH (m = 4, ef_construction = 10)").unwrap();
+        run(session, "CREATE INDEX tv2 ON t USING hnsw (v vector_ip_ops)").unwrap();
+        assert_eq!(
+            sqlstate(session, "CREATE INDEX tv2 ON t USING hnsw (v vector_l2_ops)"),
+            "42P07"
+        );
+        run(session, "CREATE INDEX IF NOT EXISTS tv2 ON t USING hnsw (v vector_l2_ops)").unwrap();
+        assert_eq!(
+            value(session, "SELECT indexdef FROM pg_indexes WHERE indexname = 'tv'").unwrap(),
+            Datum::Text("CREATE INDEX tv ON public.t USING hnsw (v vector_cosine_ops) WITH (m='4', ef_construction='10')".into())
+        );
+        assert_eq!(
+            value(session, "SELECT indexdef FROM pg_indexes WHERE indexname = 'tv2'").unwrap(),
+            Datum::Text("CREATE INDEX tv2 ON public.t USING hnsw (v vector_ip_ops)".into())
+        );
+        assert_eq!(
+            value(session, "SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.relname = 'tv'").unwrap(),
+            Datum::Text("hnsw".into())
+        );
+        run(session, "INSERT INTO t VALUES (4, '[1,2,2]', NULL, NULL)").unwrap();
+        run(session, "UPDATE t SET v = '[9,9,9]' WHERE id = 2").unwrap();
+        for (offset, id) in [(0, 1), (1, 4), (2, 2)] {
+            let sql = format!(
+                "SELECT id FROM t WHERE v IS NOT NULL ORDER BY v <-> '[1,2,3]' LIMIT 1 OFFSET {offset}"
+            );
+            assert_eq!(value(session, &sql).unwrap(), Datum::Int(id), "{sql}");
+        }
+        assert_eq!(value(session, "SHOW hnsw.ef_search").unwrap(), Datum::Text("40".into()));
+        run(session, "SET hnsw.ef_search = 100").unwrap();
+        assert_eq!(value(session, "SHOW hnsw.ef_search").unwrap(), Datum::Text("100".into()));
+        run(session, "RESET hnsw.ef_search").unwrap();
+        assert_eq!(value(session, "SHOW hnsw.ef_search").unwrap(), Datum::Text("40".into()));
+        run(session, "DROP INDEX tv").unwrap();
+        run(session, "DROP INDEX tv2").unwrap();
+        assert_eq!(
+            value(session, "SELECT count(*) FROM pg_indexes WHERE tablename = 't'").unwrap(),
+            Datum::Int(1)
+        );
+    });
+}
+
+/// An HNSW index the engine built but whose SQL definition was never stored (a crash
+/// between the two) is dropped when the catalog opens, so the name can be used again.
+#[test]
+fn an_interrupted_hnsw_build_leaves_no_index() {
+    std::thread::Builder::new()
+        .stack_size(support::CONNECTION_STACK_BYTES)
+        .spawn(|| {
+            let directory = tempfile::tempdir().unwrap();
+            let config = tierdb_storage::StoreConfig::local(directory.path()).unwrap();
+            let store = Arc::new(tierdb_storage::PageStore::open(config).unwrap());
+            let engine = tierdb_engine::Engine::open(store).unwrap();
+            let catalog = tierdb_sql::Catalog::open(Arc::clone(&engine)).unwrap();
+            catalog.bootstrap_superuser("tierdb", None).unwrap();
+            let statistics = Arc::new(tierdb_sql::StatementStats::default());
+            let mut session = tierdb_sql::Session::new(catalog, statistics, "tierdb", "tierdb", 1);
+            setup(&mut session, &["CREATE TABLE t (id integer PRIMARY KEY, v vector(2))"]);
+            drop(session);
+            let parameters = tierdb_engine::VectorIndexParameters {
+                dimensions: 2,
+                metric: tierdb_engine::VectorMetric::L2,
+                m: 16,
+                ef_construction: 64,
+            };
+            let orphan =
+                tierdb_engine::VectorIndexDef { name: "t_v_idx".into(), column: 1, parameters };
+            engine.create_vector_index("t", orphan).unwrap();
+            let catalog = tierdb_sql::Catalog::open(Arc::clone(&engine)).unwrap();
+            assert!(engine.vector_index_defs("t").unwrap().is_empty(), "the orphan is dropped");
+            let statistics = Arc::new(tierdb_sql::StatementStats::default());
+            let mut session = tierdb_sql::Session::new(catalog, statistics, "tierdb", "tierdb", 1);
+            run(&mut session, "CREATE INDEX ON t USING hnsw (v vector_l2_ops)").unwrap();
+            assert_eq!(engine.vector_index_defs("t").unwrap().len(), 1);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+fn explain(session: &mut tierdb_sql::Session, sql: &str) -> String {
+    let rows = support::rows(session, &format!("EXPLAIN {sql}")).unwrap();
+    rows.iter()
+        .map(|row| match &row[0] {
+            Datum::Text(line) => line.clone(),
+            other => panic!("plan line {other:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ids(session: &mut tierdb_sql::Session, sql: &str) -> Vec<i64> {
+    support::rows(session, sql)
+        .unwrap()
+        .into_iter()
+        .map(|row| match row[0] {
+            Datum::Int(id) => id,
+            ref other => panic!("id {other:?}"),
+        })
+        .collect()
+}
+
+/// `ORDER BY col <op> const LIMIT k` reads the HNSW index of that operator (EXPLAIN shows
+/// PostgreSQL's lines), returns what the exact sort returns on a small table, skips deleted
+/// and updated rows' stale entries, returns at most hnsw.ef_search rows as pgvector does, and
+/// the function form, other operators, DESC and filtered queries keep the sort.
+#[test]
+fn nearest_neighbour_queries_use_the_hnsw_index() {
+    with_session(|session| {
+        let values: Vec<String> = (1..=200)
+            .map(|id| {
+                // Distinct distances: no ties, whose order an index leaves open.
+                let offset = f64::from(id) / 997.0;
+                format!("({id}, '[{},{},{}]')", f64::from(id % 17) + offset, id % 5, id / 10)
+            })
+            .collect();
+        setup(
+            session,
+            &[
+                "CREATE TABLE items (id integer PRIMARY KEY, v vector(3))",
+                &format!("INSERT INTO items VALUES {}", values.join(", ")),
+                "CREATE INDEX items_l2 ON items USING hnsw (v vector_l2_ops)",
+                "CREATE INDEX items_cosine ON items USING hnsw (v vector_cosine_ops)",
+                "SET hnsw.ef_search = 300",
+            ],
+        );
+        let nearest = "SELECT id FROM items ORDER BY v <-> '[3,1,4]' LIMIT 7";
+        let plan = explain(session, nearest);
+        assert!(plan.contains("Index Scan using items_l2 on items"), "{plan}");
+        assert!(plan.contains("Order By: (v <-> '[3,1,4]'::vector)"), "{plan}");
+        assert!(!plan.contains("Sort"), "{plan}");
+        let exact = "SELECT id FROM items ORDER BY l2_distance(v, '[3,1,4]'), id LIMIT 7";
+        assert!(explain(session, exact).contains("Sort"), "the function form sorts");
+        assert_eq!(ids(session, nearest), ids(session, exact));
+        // A parameter (the extended protocol) uses the index too.
+        let sql = "SELECT id FROM items ORDER BY v <-> $1 LIMIT 7";
+        let mut prepared = session.prepare(sql, &[tierdb_sql::SqlType::Vector(None)]).unwrap();
+        let query = Datum::Vector(vec![3.0f32, 1.0, 4.0].into());
+        let Output::Rows { rows, .. } = session.execute_prepared(&mut prepared, &[query]).unwrap()
+        else {
+            panic!("rows")
+        };
+        let parameter_ids: Vec<Datum> = rows.into_iter().map(|row| row[0].clone()).collect();
+        let literal_ids: Vec<Datum> = ids(session, nearest).into_iter().map(Datum::Int).collect();
+        assert_eq!(parameter_ids, literal_ids);
+        let plan = explain(session, "SELECT id FROM items ORDER BY v <-> $1::vector LIMIT 7");
+        assert!(plan.contains("Index Scan using items_l2"), "{plan}");
+        let cosine = "SELECT id, v <=> '[1,1,1]' FROM items ORDER BY v <=> '[1,1,1]' LIMIT 3";
+        assert!(explain(session, cosine).contains("Index Scan using items_cosine"));
+        for sql in [
+            "SELECT id FROM items ORDER BY v <+> '[3,1,4]' LIMIT 7",
+            "SELECT id FROM items ORDER BY v <-> '[3,1,4]' DESC LIMIT 7",
+            "SELECT id FROM items WHERE id % 2 = 0 ORDER BY v <-> '[3,1,4]' LIMIT 7",
+            "SELECT id FROM items ORDER BY v <-> '[3,1,4]'",
+        ] {
+            assert!(!explain(session, sql).contains("Order By"), "{sql}");
+        }
+        // Stale entries: the nearest row deleted, the next moved away.
+        let before = ids(session, nearest);
+        run(session, &format!("DELETE FROM items WHERE id = {}", before[0])).unwrap();
+        run(session, &format!("UPDATE items SET v = '[100,100,100]' WHERE id = {}", before[1]))
+            .unwrap();
+        let after = ids(session, nearest);
+        assert_eq!(after, ids(session, exact));
+        assert!(!after.contains(&before[0]) && !after.contains(&before[1]));
+        // pgvector without iterative scans: at most ef_search rows, and stale entries take
+        // their slots (here the two nearest entries are the deleted and the moved row's).
+        run(session, "SET hnsw.ef_search = 2").unwrap();
+        assert!(ids(session, nearest).is_empty());
+        let elsewhere = "SELECT id FROM items ORDER BY v <-> '[16,4,19]' LIMIT 7";
+        assert_eq!(ids(session, elsewhere).len(), 2);
     });
 }

@@ -8,6 +8,7 @@
 mod bits;
 mod dense;
 mod half_precision;
+pub mod hnsw;
 
 pub use bits::{hamming_distance, jaccard_distance};
 pub use dense::{

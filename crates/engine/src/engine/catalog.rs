@@ -14,13 +14,25 @@ use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, encode_row, Value, Version};
 use crate::txn::TxnStatus;
 
+use tierdb_vector::hnsw::{Hnsw, IndexParameters as VectorIndexParameters};
+
 use super::index_build::{IndexBuild, IndexBuildOptions};
 use super::table::{
     index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef, TableHandle,
+    VectorIndex, VectorIndexDef,
 };
+use super::vector_index::{metric_code, metric_of};
 use super::Shared;
 
-fn encode_def(def: &TableDef, tree: PageId, index_trees: &[PageId]) -> Vec<u8> {
+/// A vector index's definition and its graph's meta page, as the catalog stores them.
+type VectorEntry = (VectorIndexDef, PageId);
+
+fn encode_def(
+    def: &TableDef,
+    tree: PageId,
+    index_trees: &[PageId],
+    vector_indexes: &[VectorEntry],
+) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(&tree.0.to_le_bytes());
     let mut row = vec![Value::Text(def.name.clone())];
@@ -48,6 +60,20 @@ fn encode_def(def: &TableDef, tree: PageId, index_trees: &[PageId]) -> Vec<u8> {
         row.extend(
             index.columns.iter().map(|&column| Value::Int(i64::try_from(column).expect("fits"))),
         );
+    }
+    // Vector indexes follow, if any: entries written before they existed end here.
+    if !vector_indexes.is_empty() {
+        row.push(Value::Int(i64::try_from(vector_indexes.len()).expect("fits")));
+    }
+    for (index, meta) in vector_indexes {
+        let parameters = &index.parameters;
+        row.push(Value::Text(index.name.clone()));
+        row.extend(
+            [index.column, parameters.m, parameters.ef_construction, parameters.dimensions]
+                .map(|number| Value::Int(i64::try_from(number).expect("fits"))),
+        );
+        row.push(Value::Int(metric_code(parameters.metric)));
+        row.push(Value::Int(i64::try_from(meta.0).expect("page ids fit")));
     }
     encode_row(&row, &mut out);
     out
@@ -81,7 +107,10 @@ fn kind_of(code: i64) -> Result<KeyKind> {
     })
 }
 
-fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
+/// A catalog entry: the table, its tree, its B+tree indexes' trees and its vector indexes.
+type DecodedDef = (TableDef, PageId, Vec<PageId>, Vec<VectorEntry>);
+
+fn decode_def(bytes: &[u8]) -> Result<DecodedDef> {
     let bad = |detail: &str| EngineError::Corrupt { what: "catalog", detail: detail.to_string() };
     let tree = PageId(u64::from_le_bytes(
         bytes.get(..8).ok_or_else(|| bad("short entry"))?.try_into().expect("8"),
@@ -131,6 +160,26 @@ fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
         }
         indexes.push(IndexDef { name: index_name, columns: index_columns, unique });
     }
+    let mut vector_indexes = Vec::new();
+    if let Some(count) = values.next() {
+        let mut next = || values.next().ok_or_else(|| bad("short vector index"));
+        for _ in 0..int(count)? {
+            let name = text(next()?)?;
+            let mut number = || -> Result<usize> {
+                usize::try_from(int(next()?)?).map_err(|_| bad("bad vector index field"))
+            };
+            let (column, m, ef_construction, dimensions) =
+                (number()?, number()?, number()?, number()?);
+            let metric = metric_of(int(next()?)?).ok_or_else(|| bad("bad vector metric"))?;
+            let meta =
+                PageId(u64::try_from(int(next()?)?).map_err(|_| bad("bad vector index page"))?);
+            if column >= columns.len() {
+                return Err(bad("vector index column out of range"));
+            }
+            let parameters = VectorIndexParameters { dimensions, metric, m, ef_construction };
+            vector_indexes.push((VectorIndexDef { name, column, parameters }, meta));
+        }
+    }
     let in_range = |column: &usize| *column < columns.len();
     let columns_valid = primary_key.as_ref().is_none_or(|key| key.iter().all(in_range))
         && indexes
@@ -139,7 +188,7 @@ fn decode_def(bytes: &[u8]) -> Result<(TableDef, PageId, Vec<PageId>)> {
     if !columns_valid {
         return Err(bad("column position out of range"));
     }
-    Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees))
+    Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees, vector_indexes))
 }
 
 impl Shared {
@@ -147,8 +196,8 @@ impl Shared {
         let mut tables = self.tables.write();
         for entry in self.catalog.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (_, value) = entry?;
-            let (def, tree, index_trees) = decode_def(&value)?;
-            let table = self.open_table(def, tree, &index_trees)?;
+            let (def, tree, index_trees, vector_indexes) = decode_def(&value)?;
+            let table = self.open_table(def, tree, &index_trees, vector_indexes)?;
             tables.insert(table.def.name.clone(), TableHandle::new(table));
         }
         Ok(())
@@ -159,7 +208,12 @@ impl Shared {
         def: TableDef,
         tree_meta: PageId,
         index_trees: &[PageId],
+        vector_entries: Vec<VectorEntry>,
     ) -> Result<Arc<Table>> {
+        let mut vector_indexes = Vec::with_capacity(vector_entries.len());
+        for (def, meta) in vector_entries {
+            vector_indexes.push(Arc::new(self.open_vector_index(def, meta)?));
+        }
         let mut indexes = Vec::with_capacity(def.indexes.len());
         for (index, &tree) in def.indexes.iter().zip(index_trees) {
             indexes.push(Arc::new(index_handle(
@@ -188,6 +242,7 @@ impl Shared {
             key_columns,
             next_row_id: Arc::new(AtomicU64::new(next_row_id)),
             indexes,
+            vector_indexes,
             identity: self.next_identity.fetch_add(1, Ordering::Relaxed),
         }))
     }
@@ -219,10 +274,10 @@ impl Shared {
         for _ in &def.indexes {
             index_trees.push(BTree::create(Arc::clone(&self.store))?.meta_page());
         }
-        let entry = encode_def(&def, tree.meta_page(), &index_trees);
+        let entry = encode_def(&def, tree.meta_page(), &index_trees, &[]);
         let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
         self.store.wait_durable(lsn)?;
-        let table = self.open_table(def, tree.meta_page(), &index_trees)?;
+        let table = self.open_table(def, tree.meta_page(), &index_trees, Vec::new())?;
         tables.insert(table.def.name.clone(), TableHandle::new(table));
         Ok(())
     }
@@ -265,6 +320,7 @@ impl Shared {
         def: TableDef,
         tree: BTree,
         indexes: Vec<Arc<Index>>,
+        vector_indexes: Vec<Arc<VectorIndex>>,
     ) -> Arc<Table> {
         assert_eq!(def.indexes.len(), indexes.len(), "one index handle per index definition");
         assert!(
@@ -277,14 +333,25 @@ impl Shared {
             key_columns: old.key_columns.clone(),
             next_row_id: Arc::clone(&old.next_row_id),
             indexes,
+            vector_indexes,
             identity: old.identity,
         })
     }
 
     /// Writes a table's catalog entry and waits until it is durable.
-    fn write_catalog(&self, def: &TableDef, tree: PageId, indexes: &[Arc<Index>]) -> Result<()> {
+    fn write_catalog(
+        &self,
+        def: &TableDef,
+        tree: PageId,
+        indexes: &[Arc<Index>],
+        vector_indexes: &[Arc<VectorIndex>],
+    ) -> Result<()> {
         let index_trees: Vec<PageId> = indexes.iter().map(|index| index.tree.meta_page()).collect();
-        let entry = encode_def(def, tree, &index_trees);
+        let vector_entries: Vec<VectorEntry> = vector_indexes
+            .iter()
+            .map(|index| (index.def.clone(), index.graph.meta_page()))
+            .collect();
+        let entry = encode_def(def, tree, &index_trees, &vector_entries);
         let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
         self.store.wait_durable(lsn)?;
         Ok(())
@@ -322,8 +389,13 @@ impl Shared {
             let fresh = BTree::create(Arc::clone(&self.store))?;
             indexes.push(Arc::new(index_handle(&old.def, index.def.clone(), fresh)));
         }
-        self.write_catalog(&old.def, tree.meta_page(), &indexes)?;
-        slot.replace(Self::derived_handle(&old, old.def.clone(), tree, indexes));
+        let mut vector_indexes = Vec::with_capacity(old.vector_indexes.len());
+        for index in &old.vector_indexes {
+            let graph = Hnsw::create(Arc::clone(&self.store), index.def.parameters)?;
+            vector_indexes.push(Arc::new(VectorIndex { def: index.def.clone(), graph }));
+        }
+        self.write_catalog(&old.def, tree.meta_page(), &indexes, &vector_indexes)?;
+        slot.replace(Self::derived_handle(&old, old.def.clone(), tree, indexes, vector_indexes));
         Ok(())
     }
 
@@ -343,16 +415,8 @@ impl Shared {
         let _ddl = self.ddl.write();
         let slot = self.handle(table_name)?;
         let old = slot.table()?;
-        {
-            let tables = self.tables.read();
-            let taken = tables.contains_key(&def.name)
-                || tables
-                    .values()
-                    .filter_map(|handle| handle.table().ok())
-                    .any(|table| table.def.indexes.iter().any(|index| index.name == def.name));
-            if taken {
-                return Err(EngineError::DuplicateTable { name: def.name });
-            }
+        if self.name_taken(&def.name) {
+            return Err(EngineError::DuplicateTable { name: def.name });
         }
         if def.columns.is_empty()
             || def.columns.iter().any(|&column| column >= old.def.columns.len())
@@ -396,9 +460,46 @@ impl Shared {
         new_def.indexes.push(def.clone());
         let mut indexes = old.indexes.clone();
         indexes.push(Arc::new(index_handle(&new_def, def, tree)));
-        self.write_catalog(&new_def, old.tree.meta_page(), &indexes)?;
-        slot.replace(Self::derived_handle(&old, new_def, old.tree.clone(), indexes));
+        self.install(&slot, &old, new_def, indexes, old.vector_indexes.clone())
+    }
+
+    /// Durably records `old`'s table with a new set of indexes (same rows) and swaps in the
+    /// handle that uses them.
+    fn install(
+        &self,
+        slot: &TableHandle,
+        old: &Table,
+        def: TableDef,
+        indexes: Vec<Arc<Index>>,
+        vector_indexes: Vec<Arc<VectorIndex>>,
+    ) -> Result<()> {
+        self.write_catalog(&def, old.tree.meta_page(), &indexes, &vector_indexes)?;
+        slot.replace(Self::derived_handle(old, def, old.tree.clone(), indexes, vector_indexes));
         Ok(())
+    }
+
+    /// Whether a table, an index or a vector index is named `name`.
+    fn name_taken(&self, name: &str) -> bool {
+        let tables = self.tables.read();
+        tables.contains_key(name)
+            || tables.values().filter_map(|handle| handle.table().ok()).any(|table| {
+                table.def.indexes.iter().any(|index| index.name == name)
+                    || table.vector_indexes.iter().any(|index| index.def.name == name)
+            })
+    }
+
+    /// Adds an HNSW index to a populated table (every row version gets its entry), durable
+    /// in the catalog only once built: a failure or a crash leaves no index.
+    pub(super) fn create_vector_index(&self, table_name: &str, def: VectorIndexDef) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let slot = self.handle(table_name)?;
+        let old = slot.table()?;
+        if self.name_taken(&def.name) {
+            return Err(EngineError::DuplicateTable { name: def.name });
+        }
+        let mut vector_indexes = old.vector_indexes.clone();
+        vector_indexes.push(Arc::new(self.build_vector_index(&old, def)?));
+        self.install(&slot, &old, old.def.clone(), old.indexes.clone(), vector_indexes)
     }
 
     /// The unique check of `create_index` for one version, newest first: `None` if its
@@ -426,17 +527,20 @@ impl Shared {
         let _ddl = self.ddl.write();
         let slot = self.handle(table_name)?;
         let old = slot.table()?;
-        let Some(position) = old.def.indexes.iter().position(|index| index.name == index_name)
-        else {
-            return Err(EngineError::UndefinedTable { name: index_name.to_string() });
-        };
         let mut new_def = old.def.clone();
-        new_def.indexes.remove(position);
         let mut indexes = old.indexes.clone();
-        indexes.remove(position);
-        self.write_catalog(&new_def, old.tree.meta_page(), &indexes)?;
-        slot.replace(Self::derived_handle(&old, new_def, old.tree.clone(), indexes));
-        Ok(())
+        let mut vector_indexes = old.vector_indexes.clone();
+        if let Some(position) = old.def.indexes.iter().position(|index| index.name == index_name) {
+            new_def.indexes.remove(position);
+            indexes.remove(position);
+        } else if let Some(position) =
+            vector_indexes.iter().position(|index| index.def.name == index_name)
+        {
+            vector_indexes.remove(position);
+        } else {
+            return Err(EngineError::UndefinedTable { name: index_name.to_string() });
+        }
+        self.install(&slot, &old, new_def, indexes, vector_indexes)
     }
 }
 

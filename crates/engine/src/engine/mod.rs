@@ -42,6 +42,7 @@ mod index_build;
 mod purge;
 mod table;
 mod transaction;
+mod vector_index;
 
 pub use index_build::{
     IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
@@ -49,6 +50,7 @@ pub use index_build::{
 pub use purge::PurgeStats;
 pub use table::{
     ColumnDef, IndexDef, Projection, RowKey, RowPage, TableDef, TableHandle, TableRef,
+    VectorIndexDef,
 };
 pub use transaction::Transaction;
 
@@ -242,6 +244,12 @@ impl Engine {
         Ok(self.shared.table(name)?.def.clone())
     }
 
+    /// The definitions of a table's vector indexes (kept apart from `TableDef::indexes`).
+    pub fn vector_index_defs(&self, name: &str) -> Result<Vec<VectorIndexDef>> {
+        let table = self.shared.table(name)?;
+        Ok(table.vector_indexes.iter().map(|index| index.def.clone()).collect())
+    }
+
     /// Drops a table, durably and at once (not transactional). Transactions using it get
     /// 42P01 at their next operation on it. Its pages are leaked (the page store cannot free
     /// pages).
@@ -272,6 +280,12 @@ impl Engine {
         options: &IndexBuildOptions,
     ) -> Result<()> {
         self.shared.create_index(table, index, options)
+    }
+
+    /// Creates an HNSW index on a table that may hold rows (built from every row version;
+    /// blocks writers of every table meanwhile). 42P07 if an index or table has the name.
+    pub fn create_vector_index(&self, table: &str, index: VectorIndexDef) -> Result<()> {
+        self.shared.create_vector_index(table, index)
     }
 
     /// The index builds running now (`pg_stat_progress_create_index`).

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
+use tierdb_vector::hnsw::{Hnsw, IndexParameters};
 
 use crate::error::{EngineError, Result};
 use crate::row::{decode_row, Row, Value, Version};
@@ -38,6 +39,20 @@ pub struct IndexDef {
     pub name: String,
     pub columns: Vec<usize>,
     pub unique: bool,
+}
+
+/// A vector index: its name, the indexed column and the graph's options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VectorIndexDef {
+    pub name: String,
+    pub column: usize,
+    pub parameters: IndexParameters,
+}
+
+/// An open vector index (its maintenance and search: `vector_index.rs`).
+pub(super) struct VectorIndex {
+    pub(super) def: VectorIndexDef,
+    pub(super) graph: Hnsw,
 }
 
 /// A secondary index's B+tree: key = encoded index columns followed by the row's primary key
@@ -215,6 +230,8 @@ pub(super) struct Table {
     /// Shared with later handles (`create_index` keeps the existing ones), so the
     /// unique-index mutex is one per index whatever handle a writer holds.
     pub(super) indexes: Vec<Arc<Index>>,
+    /// HNSW indexes, kept apart from the B+tree indexes (no unique checks, no entry undo).
+    pub(super) vector_indexes: Vec<Arc<VectorIndex>>,
     /// Names the catalog object: a table dropped and created again under the same name gets a
     /// new identity, while the handles swapped in by index DDL and truncation keep it.
     pub(super) identity: u64,

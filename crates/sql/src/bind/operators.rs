@@ -47,7 +47,11 @@ impl<'a> Binder<'a> {
                     format!("operator is not unique: unknown {symbol} unknown"),
                 ));
             }
-            return bind_call(function, vec![(left, left_ty), (right, right_ty)]);
+            let (mut call, ty) = bind_call(function, vec![(left, left_ty), (right, right_ty)])?;
+            if let Expr::Function(call) = &mut call {
+                call.operator = Some(vector_operator_symbol(function));
+            }
+            return Ok((call, ty));
         }
         match op {
             B::And | B::Or => {
@@ -150,6 +154,16 @@ impl<'a> Binder<'a> {
             }
             other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
         }
+    }
+}
+
+/// The operator of a pgvector distance function (`vector_operator_function` reversed).
+fn vector_operator_symbol(function: &str) -> &'static str {
+    match function {
+        "l2_distance" => "<->",
+        "cosine_distance" => "<=>",
+        "vector_negative_inner_product" => "<#>",
+        _ => "<+>",
     }
 }
 

@@ -31,7 +31,8 @@ pub(crate) fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr,
         arg_types.push(ty);
     }
     let output = signature.output;
-    let call = FunctionCall { function, args: bound, arg_types, output: output.clone() };
+    let call =
+        FunctionCall { function, args: bound, arg_types, output: output.clone(), operator: None };
     Ok((Expr::Function(call), output))
 }
 

@@ -28,6 +28,48 @@ pub enum IndexKind {
     Clustered,
     /// An engine secondary index.
     Secondary,
+    /// An HNSW vector index (pgvector's `USING hnsw`) on one vector column.
+    Hnsw(HnswOptions),
+}
+
+/// An HNSW index's operator class and the options given in WITH (None: pgvector's
+/// default, which `pg_get_indexdef` then does not print).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HnswOptions {
+    pub metric: tierdb_vector::hnsw::Metric,
+    pub m: Option<usize>,
+    pub ef_construction: Option<usize>,
+}
+
+impl HnswOptions {
+    /// The operator class's name.
+    pub fn operator_class(&self) -> &'static str {
+        match self.metric {
+            tierdb_vector::hnsw::Metric::L2 => "vector_l2_ops",
+            tierdb_vector::hnsw::Metric::InnerProduct => "vector_ip_ops",
+            tierdb_vector::hnsw::Metric::Cosine => "vector_cosine_ops",
+            tierdb_vector::hnsw::Metric::L1 => "vector_l1_ops",
+        }
+    }
+
+    /// The stored form: `hnsw:<metric code>:<m or ->:<ef_construction or ->`.
+    fn encode(&self) -> String {
+        let option =
+            |value: Option<usize>| value.map_or_else(|| "-".to_string(), |value| value.to_string());
+        format!("hnsw:{}:{}:{}", self.metric.code(), option(self.m), option(self.ef_construction))
+    }
+
+    fn decode(text: &str) -> Option<HnswOptions> {
+        let mut fields = text.strip_prefix("hnsw:")?.split(':');
+        let metric = tierdb_vector::hnsw::Metric::from_code(fields.next()?.parse().ok()?)?;
+        let mut option = || -> Option<Option<usize>> {
+            match fields.next()? {
+                "-" => Some(None),
+                number => number.parse().ok().map(Some),
+            }
+        };
+        Some(HnswOptions { metric, m: option()?, ef_construction: option()? })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -113,7 +155,11 @@ impl TableMeta {
                 columns.join(","),
                 u8::from(index.unique),
                 u8::from(index.primary),
-                if index.kind == IndexKind::Clustered { "clustered" } else { "secondary" }
+                match &index.kind {
+                    IndexKind::Clustered => "clustered".to_string(),
+                    IndexKind::Secondary => "secondary".to_string(),
+                    IndexKind::Hnsw(options) => options.encode(),
+                }
             ));
         }
         out
@@ -156,10 +202,12 @@ impl TableMeta {
                         columns,
                         unique: fields[4] == "1",
                         primary: fields[5] == "1",
-                        kind: if fields[6] == "clustered" {
-                            IndexKind::Clustered
-                        } else {
-                            IndexKind::Secondary
+                        kind: match fields[6] {
+                            "clustered" => IndexKind::Clustered,
+                            "secondary" => IndexKind::Secondary,
+                            other => IndexKind::Hnsw(
+                                HnswOptions::decode(other).ok_or_else(|| bad("index kind"))?,
+                            ),
                         },
                     });
                 }

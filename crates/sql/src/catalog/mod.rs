@@ -112,10 +112,15 @@ impl Catalog {
                     self.engine.drop_table(&name)?;
                 }
                 Some(meta) => {
-                    for index in self.engine.table_def(&name)?.indexes {
-                        if !meta.indexes.iter().any(|known| known.name == index.name) {
-                            tracing::warn!(table = %name, index = %index.name, "dropping an index without an SQL definition (interrupted CREATE INDEX)");
-                            self.engine.drop_index(&name, &index.name)?;
+                    let tree_indexes = self.engine.table_def(&name)?.indexes.into_iter();
+                    let vector_indexes = self.engine.vector_index_defs(&name)?.into_iter();
+                    let names = tree_indexes
+                        .map(|index| index.name)
+                        .chain(vector_indexes.map(|index| index.name));
+                    for index in names {
+                        if !meta.indexes.iter().any(|known| known.name == index) {
+                            tracing::warn!(table = %name, %index, "dropping an index without an SQL definition (interrupted CREATE INDEX)");
+                            self.engine.drop_index(&name, &index)?;
                         }
                     }
                 }
@@ -304,16 +309,7 @@ impl Catalog {
     ) -> Result<()> {
         let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
         refuse_vector_key(&meta, &index)?;
-        if self
-            .tables()
-            .iter()
-            .any(|other| other.indexes.iter().any(|existing| existing.name == index.name))
-        {
-            return Err(SqlError::new(
-                "42P07",
-                format!("relation \"{}\" already exists", index.name),
-            ));
-        }
+        self.refuse_taken_index_name(&index.name)?;
         index.oid = self.next_oid()?;
         options.relid = meta.oid;
         options.index_relid = index.oid;
@@ -332,6 +328,39 @@ impl Catalog {
                 updated.columns[column].nullable = false;
             }
         }
+        updated.indexes.push(index);
+        self.store_meta(&updated)?;
+        self.publish(updated);
+        Ok(())
+    }
+
+    /// 42P07 if an index is named `name`.
+    fn refuse_taken_index_name(&self, name: &str) -> Result<()> {
+        if self.tables().iter().any(|other| other.indexes.iter().any(|known| known.name == name)) {
+            return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
+        }
+        Ok(())
+    }
+
+    /// Creates an HNSW index (`index.kind` is `IndexKind::Hnsw`) over `parameters`, built by
+    /// the engine from the table's rows.
+    pub fn create_vector_index(
+        &self,
+        table: &str,
+        mut index: IndexMeta,
+        parameters: tierdb_engine::VectorIndexParameters,
+    ) -> Result<()> {
+        let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
+        assert!(matches!(index.kind, IndexKind::Hnsw(_)) && index.columns.len() == 1);
+        self.refuse_taken_index_name(&index.name)?;
+        index.oid = self.next_oid()?;
+        let definition = tierdb_engine::VectorIndexDef {
+            name: index.name.clone(),
+            column: index.columns[0],
+            parameters,
+        };
+        self.engine.create_vector_index(table, definition)?;
+        let mut updated = (*meta).clone();
         updated.indexes.push(index);
         self.store_meta(&updated)?;
         self.publish(updated);

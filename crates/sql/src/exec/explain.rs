@@ -3,7 +3,8 @@
 //! under BUFFERS (read = tier hits + storage reads; inclusive of the node's children).
 
 use crate::exec::{NodeStats, OperatorMemory, SortMethod};
-use crate::plan::{Access, JoinKind, Plan, PlanKind};
+use crate::plan::{Access, Expr, JoinKind, Plan, PlanKind};
+use crate::types::Datum;
 
 pub fn render(plan: &Plan, stats: Option<&[NodeStats]>, buffers: bool) -> Vec<String> {
     let mut lines = Vec::new();
@@ -20,7 +21,9 @@ fn title(plan: &Plan) -> String {
             Access::Primary { .. } => {
                 format!("Index Scan using {}_pkey on {}", table.name, table.name)
             }
-            Access::Index { name, .. } => format!("Index Scan using {} on {}", name, table.name),
+            Access::Index { name, .. } | Access::Nearest { name, .. } => {
+                format!("Index Scan using {} on {}", name, table.name)
+            }
         },
         PlanKind::SystemView { name } => format!("Function Scan on {name}"),
         PlanKind::Series { .. } => "Function Scan on generate_series".into(),
@@ -143,10 +146,21 @@ fn node(
 
 fn detail(plan: &Plan, indent: &str, lines: &mut Vec<String>) {
     match &plan.kind {
-        PlanKind::Scan { access, filter, .. } => {
+        PlanKind::Scan { table, access, filter, .. } => {
             match access {
                 Access::Primary { .. } | Access::Index { .. } => {
                     lines.push(format!("{indent}Index Cond: key range from WHERE"))
+                }
+                Access::Nearest { column, operator, query, .. } => {
+                    let query = match query {
+                        Expr::Literal(Datum::Vector(elements)) => {
+                            format!("'{}'::vector", crate::types::format_vector(elements))
+                        }
+                        Expr::Parameter(index) => format!("${}", index + 1),
+                        _ => "(query)".into(),
+                    };
+                    let column = &table.columns[*column].name;
+                    lines.push(format!("{indent}Order By: ({column} {operator} {query})"));
                 }
                 Access::Full => {}
             }

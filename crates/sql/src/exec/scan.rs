@@ -171,6 +171,22 @@ pub(crate) fn scan(
                 }
             }
         }
+        Access::Nearest { name, query, .. } => {
+            let query = match eval(query, probe, ctx)? {
+                Datum::Vector(elements) => elements,
+                // NULL is nearest to nothing: pgvector's index scan returns no rows.
+                _ => return Ok(true),
+            };
+            let ef_search = ctx.session.hnsw_ef_search;
+            let rows =
+                ctx.txn()?.nearest_rows(&table.handle, name, &query, ef_search, ef_search)?;
+            for (_, key, values) in rows {
+                if !emit(ctx, key, values)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
         Access::Index { name, lower, upper } => {
             let index = table
                 .indexes

@@ -123,6 +123,10 @@ pub(crate) fn key_access(
     conjuncts: &[Expr],
     probe_width: Option<usize>,
 ) -> (usize, Option<Access>) {
+    // An HNSW index answers nearest-neighbour orderings, not key bounds.
+    if matches!(index.kind, IndexKind::Hnsw(_)) {
+        return (0, None);
+    }
     let mut equal = Vec::new();
     let mut lower = Bound::Unbounded;
     let mut upper = Bound::Unbounded;
@@ -178,6 +182,7 @@ pub(crate) fn key_access(
     let access = match index.kind {
         IndexKind::Clustered => Access::Primary { lower, upper },
         IndexKind::Secondary => Access::Index { name: index.name.clone(), lower, upper },
+        IndexKind::Hnsw(_) => unreachable!("returned above"),
     };
     (equal_count, Some(access))
 }

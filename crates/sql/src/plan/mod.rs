@@ -7,11 +7,13 @@
 mod access;
 mod dml;
 mod join;
+mod nearest;
 mod size;
 
 pub(crate) use access::*;
 pub(crate) use dml::*;
 pub(crate) use join::*;
+pub(crate) use nearest::use_vector_indexes;
 pub(crate) use size::is_small_result;
 
 use std::ops::Bound;
@@ -96,6 +98,9 @@ pub struct FunctionCall {
     /// Argument types after coercion (bpchar's padding and concat's output functions).
     pub arg_types: Vec<SqlType>,
     pub output: SqlType,
+    /// The operator written, when the call came from one (pgvector's `<->`, `<#>`, `<=>`,
+    /// `<+>`): an HNSW index orders by the operator, never by the function call.
+    pub operator: Option<&'static str>,
 }
 
 #[derive(Clone, Debug)]
@@ -319,6 +324,14 @@ pub enum Access {
         name: String,
         lower: Bound<Vec<Expr>>,
         upper: Bound<Vec<Expr>>,
+    },
+    /// The rows nearest to `query` by an HNSW index's operator, nearest first (at most
+    /// `hnsw.ef_search` of them, as pgvector without iterative scans).
+    Nearest {
+        name: String,
+        column: usize,
+        operator: &'static str,
+        query: Expr,
     },
 }
 

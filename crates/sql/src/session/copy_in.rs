@@ -195,6 +195,7 @@ impl Session {
             user: &self.user,
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
+            hnsw_ef_search: self.hnsw_ef_search(),
         };
         let transaction = self.transaction.as_mut().expect("COPY runs in a transaction");
         let mut ctx = Ctx {

@@ -139,6 +139,10 @@ impl Session {
             // tierdb's build blocks writers (the DDL lock); PostgreSQL's CONCURRENTLY does not.
             return Err(SqlError::unsupported("CREATE INDEX CONCURRENTLY is not supported"));
         }
+        if super::vector_ddl::is_hnsw(create) {
+            return self.create_hnsw_index(create);
+        }
+        refuse_index_clauses(create)?;
         let table_name = self.namespace().existing_table(&create.table_name)?;
         let _guard = self.catalog.lock_ddl();
         let table = self
@@ -432,6 +436,49 @@ fn table_indexes(
 
 /// PostgreSQL's 0A000 for a subquery in a column default (a default runs with the inserting
 /// role's privileges: a subquery would read tables that role cannot).
+/// PostgreSQL's index access methods (and pgvector's) other than btree and hnsw: refused by
+/// name.
+const UNSUPPORTED_ACCESS_METHODS: [&str; 6] = ["hash", "gist", "gin", "spgist", "brin", "ivfflat"];
+
+/// Refuses what CREATE INDEX would otherwise ignore (each changes what the index is):
+/// access methods other than btree, operator classes, partial indexes, INCLUDE, NULLS NOT
+/// DISTINCT and storage parameters.
+fn refuse_index_clauses(create: &ast::CreateIndex) -> Result<()> {
+    let method = match &create.using {
+        None | Some(ast::IndexType::BTree) => None,
+        Some(ast::IndexType::Custom(name)) => Some(ident(name)),
+        Some(other) => Some(other.to_string().to_lowercase()),
+    };
+    if let Some(method) = method.filter(|method| method != "btree") {
+        if UNSUPPORTED_ACCESS_METHODS.contains(&method.as_str()) {
+            return Err(SqlError::unsupported(format!(
+                "index access method \"{method}\" is not supported"
+            )));
+        }
+        return Err(SqlError::new("42704", format!("access method \"{method}\" does not exist")));
+    }
+    if let Some(class) = create.columns.iter().find_map(|column| column.operator_class.as_ref()) {
+        return Err(SqlError::unsupported(format!(
+            "index operator class {class} is not supported"
+        )));
+    }
+    let refused = if create.predicate.is_some() {
+        Some("partial indexes (CREATE INDEX ... WHERE) are not supported")
+    } else if !create.include.is_empty() {
+        Some("CREATE INDEX ... INCLUDE is not supported")
+    } else if create.nulls_distinct == Some(false) {
+        Some("NULLS NOT DISTINCT indexes are not supported")
+    } else if !create.with.is_empty() {
+        Some("index storage parameters (CREATE INDEX ... WITH) are not supported")
+    } else {
+        None
+    };
+    match refused {
+        Some(message) => Err(SqlError::unsupported(message)),
+        None => Ok(()),
+    }
+}
+
 fn refuse_subquery_in_default(expr: &ast::Expr) -> Result<()> {
     let mut found = false;
     let _ = ast::visit_expressions(expr, |inner| {

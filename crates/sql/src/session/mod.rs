@@ -30,6 +30,7 @@ mod settings;
 mod stream;
 mod txn_modes;
 mod utility;
+mod vector_ddl;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;

@@ -146,6 +146,7 @@ impl Session {
             user: &self.user,
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
+            hnsw_ef_search: self.hnsw_ef_search(),
         };
         let budget = self.memory_budget();
         let limits = self.wait_limits();

@@ -109,6 +109,10 @@ impl Session {
                 }
                 self.settings.insert(name.into(), factor.to_string());
             }
+            "hnsw.ef_search" => {
+                let searched = check_ef_search(&value)?;
+                self.settings.insert(name.into(), searched.to_string());
+            }
             "temp_file_limit" | "log_temp_files" => {
                 let formatted = self.check_kilobyte_setting(name, &value)?;
                 self.settings.insert(name.into(), formatted);
@@ -254,6 +258,14 @@ impl Session {
         Ok(())
     }
 
+    /// `hnsw.ef_search` as a number (stored only once checked by `check_ef_search`).
+    pub(crate) fn hnsw_ef_search(&self) -> usize {
+        self.settings
+            .get("hnsw.ef_search")
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(tierdb_vector::hnsw::EF_SEARCH_DEFAULT)
+    }
+
     pub(crate) fn setting(&self, name: &str) -> Option<String> {
         if let Some(value) = self.settings.get(name) {
             return Some(value.clone());
@@ -264,6 +276,7 @@ impl Session {
                 tierdb_engine::MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
             )),
             "hash_mem_multiplier" => HASH_MEM_MULTIPLIER_DEFAULT.to_string(),
+            "hnsw.ef_search" => tierdb_vector::hnsw::EF_SEARCH_DEFAULT.to_string(),
             "temp_file_limit" | "log_temp_files" => "-1".into(),
             "timezone" => "UTC".into(),
             "datestyle" => "ISO, MDY".into(),
@@ -520,4 +533,21 @@ fn split_options(options: &str) -> Vec<String> {
         arguments.push(current);
     }
     arguments
+}
+
+/// pgvector's `hnsw.ef_search`: an integer from 1 to 1000 (PostgreSQL's messages).
+fn check_ef_search(value: &str) -> Result<usize> {
+    let name = "hnsw.ef_search";
+    let parsed = value.trim().parse::<i64>().map_err(|_| {
+        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
+    })?;
+    let (low, high) = (tierdb_vector::hnsw::EF_SEARCH_MIN, tierdb_vector::hnsw::EF_SEARCH_MAX);
+    usize::try_from(parsed).ok().filter(|searched| (low..=high).contains(searched)).ok_or_else(
+        || {
+            SqlError::new(
+                "22023",
+                format!("{parsed} is outside the valid range for parameter \"{name}\" ({low} .. {high})"),
+            )
+        },
+    )
 }

@@ -1,6 +1,7 @@
 //! Descriptions of catalog objects: format_type and pg_get_indexdef.
 
 use super::*;
+use crate::catalog::{HnswOptions, IndexKind};
 
 /// `format_type(type_oid, typmod)`.
 pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
@@ -26,6 +27,25 @@ pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
     Some(ty.display_name())
 }
 
+/// An HNSW index's definition as PostgreSQL prints pgvector's: the options given in WITH
+/// as quoted strings, none when none were given.
+fn hnsw_definition(name: &str, table: &str, columns: &[&str], options: &HnswOptions) -> String {
+    let mut given = Vec::new();
+    if let Some(m) = options.m {
+        given.push(format!("m='{m}'"));
+    }
+    if let Some(ef_construction) = options.ef_construction {
+        given.push(format!("ef_construction='{ef_construction}'"));
+    }
+    let with =
+        if given.is_empty() { String::new() } else { format!(" WITH ({})", given.join(", ")) };
+    format!(
+        "CREATE INDEX {name} ON public.{table} USING hnsw ({} {}){with}",
+        columns.join(", "),
+        options.operator_class()
+    )
+}
+
 /// `pg_get_indexdef(index_oid)`.
 pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {
     for table in catalog.tables() {
@@ -36,6 +56,9 @@ pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {
                     .iter()
                     .map(|&column| table.columns[column].name.as_str())
                     .collect();
+                if let IndexKind::Hnsw(options) = &index.kind {
+                    return Some(hnsw_definition(&index.name, &table.name, &columns, options));
+                }
                 return Some(format!(
                     "CREATE {}INDEX {} ON public.{} USING btree ({})",
                     if index.unique { "UNIQUE " } else { "" },

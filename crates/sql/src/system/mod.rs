@@ -26,6 +26,8 @@ pub struct SessionInfo<'a> {
     pub user: &'a str,
     pub backend_pid: i32,
     pub catalog: &'a Catalog,
+    /// pgvector's `hnsw.ef_search`, read by HNSW index scans when they run.
+    pub hnsw_ef_search: usize,
 }
 
 /// What a view's rows are computed from.

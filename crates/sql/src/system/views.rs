@@ -3,7 +3,7 @@
 
 use super::{index_definition, SystemView, ViewContext};
 use crate::catalog::{
-    Catalog, ColumnMeta, IndexMeta, RoleMeta, TableMeta, BOOTSTRAP_SUPERUSER_OID,
+    Catalog, ColumnMeta, IndexKind, IndexMeta, RoleMeta, TableMeta, BOOTSTRAP_SUPERUSER_OID,
 };
 use crate::types::{Datum, SqlType};
 use tierdb_storage::capacity::controller::working_set_capacity;
@@ -12,6 +12,8 @@ const NAMESPACE_CATALOG: i64 = 11;
 const NAMESPACE_PUBLIC: i64 = 2200;
 const NAMESPACE_INFORMATION: i64 = 13_000;
 const AM_BTREE: i64 = 403;
+/// pgvector's access method has an extension's OID; tierdb's built-in one a fixed one.
+const AM_HNSW: i64 = 16_400;
 const AM_HEAP: i64 = 2;
 /// The bootstrap superuser's OID, the owner of everything.
 const OWNER: i64 = 10;
@@ -111,7 +113,11 @@ fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> 
             oid: index.oid,
             name: &index.name,
             kind: "i",
-            access_method: AM_BTREE,
+            access_method: if matches!(index.kind, IndexKind::Hnsw(_)) {
+                AM_HNSW
+            } else {
+                AM_BTREE
+            },
             has_index: false,
             attributes: index.columns.len(),
             owner,
@@ -294,7 +300,7 @@ pub static VIEWS: &[SystemView] = &[
         indisreplident: Bool = Datum::Bool(false),
         indkey: Text = text(&key_attributes(index).join(" ")),
     }),
-    view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i")], |(am, name, kind)| {
+    view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HNSW, "hnsw", "i")], |(am, name, kind)| {
         oid: Oid = oid(am),
         amname: Name = text(name),
         amtype: Text = text(kind),

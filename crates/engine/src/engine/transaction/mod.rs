@@ -148,7 +148,10 @@ impl Transaction {
     /// Runs an operation; an error fails the transaction until rollback (PostgreSQL's 25P02),
     /// except that a failed statement inside a savepoint can be rolled back to it. The undo
     /// goes back to the operation's start, or in statement mode to the statement's.
-    fn run<T>(&mut self, body: impl FnOnce(&mut Transaction) -> Result<T>) -> Result<T> {
+    pub(in crate::engine) fn run<T>(
+        &mut self,
+        body: impl FnOnce(&mut Transaction) -> Result<T>,
+    ) -> Result<T> {
         self.statement()?;
         let undo_mark = if self.statement_mode { self.statement_mark } else { self.undo.len() };
         assert!(undo_mark <= self.undo.len(), "the statement mark is within the undo list");

@@ -26,7 +26,7 @@ impl Transaction {
     }
 
     /// `visible_row` over a stored value, decoding only the visible version's row.
-    fn visible_row_stored(&self, stored: &[u8]) -> Result<Option<Row>> {
+    pub(in crate::engine) fn visible_row_stored(&self, stored: &[u8]) -> Result<Option<Row>> {
         self.visible_row_columns(stored, None)
     }
 

@@ -15,6 +15,7 @@ use super::locking::update_mode;
 use super::{Transaction, UndoEntry};
 use crate::engine::purge::prune_versions;
 use crate::engine::table::{drop_stale_entries, Index, Table, TableHandle, TableRef};
+use crate::engine::vector_index::maintain_vector_indexes;
 
 /// What a write does to a row's newest state.
 enum Action<'a> {
@@ -195,6 +196,8 @@ impl Transaction {
             // Index values that only the replaced or pruned versions carried: their entries go
             // now, under the row lock, once the row itself is written (undo restores both).
             drop_stale_entries(table, key, &original, &versions)?;
+            // Vector entries are never undone: a rolled-back one is stale, and scans skip it.
+            maintain_vector_indexes(table, key, &versions, self.id)?;
             drop(guard);
             drop(ddl);
             return Ok(true);

@@ -1,0 +1,174 @@
+//! HNSW vector indexes of a table (docs/design/014-vector-indexes.md, "MVCC"): one graph per
+//! index (crate tierdb-vector) over one vector column, whose values are stored as pgvector's
+//! little-endian f32 bytes. Entries are (vector, row key) with no visibility: a search reads
+//! each row through the table and keeps it only if the snapshot sees it with the entry's
+//! vector. DELETE leaves entries; an UPDATE that keeps the vector adds none.
+
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use tierdb_access::Direction;
+use tierdb_common::PageId;
+use tierdb_vector::hnsw::{Hnsw, Metric};
+
+use crate::error::{EngineError, Result};
+use crate::row::{decode_row, decode_versions, Row, Value, Version};
+
+use super::table::{RowKey, Table, TableRef, VectorIndex, VectorIndexDef};
+use super::{Shared, Transaction};
+
+pub(super) fn metric_code(metric: Metric) -> i64 {
+    i64::from(metric.code())
+}
+
+pub(super) fn metric_of(code: i64) -> Option<Metric> {
+    u8::try_from(code).ok().and_then(Metric::from_code)
+}
+
+/// The vector in `row[column]` (None for NULL). The SQL layer stores a vector as its f32
+/// values, little-endian, in a bytes value.
+fn vector_of(row: &[Value], column: usize) -> Result<Option<Vec<f32>>> {
+    match row.get(column) {
+        Some(Value::Null) => Ok(None),
+        Some(Value::Bytes(bytes)) if bytes.len() % 4 == 0 => Ok(Some(
+            bytes
+                .chunks_exact(4)
+                .map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes")))
+                .collect(),
+        )),
+        _ => Err(EngineError::InvalidRow {
+            detail: format!("column={column} of a vector index holds no vector"),
+        }),
+    }
+}
+
+impl VectorIndex {
+    /// Adds the entry of one row version (nothing for NULL or, under cosine, a zero vector).
+    fn add(&self, row: &[Value], key: &[u8]) -> Result<()> {
+        if let Some(vector) = vector_of(row, self.def.column)? {
+            if vector.len() != self.def.parameters.dimensions {
+                return Err(EngineError::InvalidRow {
+                    detail: format!(
+                        "expected {} dimensions, not {}",
+                        self.def.parameters.dimensions,
+                        vector.len()
+                    ),
+                });
+            }
+            self.graph.insert(&vector, key)?;
+        }
+        Ok(())
+    }
+}
+
+/// Adds entries for the row's new newest version if this transaction (`writer`) made it
+/// and it changed the indexed vector. Durable with the commit, whose record follows.
+pub(super) fn maintain_vector_indexes(
+    table: &Table,
+    key: &[u8],
+    versions: &[Version],
+    writer: u64,
+) -> Result<()> {
+    if table.vector_indexes.is_empty() {
+        return Ok(());
+    }
+    let Some(newest) =
+        versions.first().filter(|version| version.xmin == writer && version.xmax == 0)
+    else {
+        return Ok(());
+    };
+    let row = decode_row(&newest.row)?;
+    let previous = versions.get(1).map(|version| decode_row(&version.row)).transpose()?;
+    for index in &table.vector_indexes {
+        let column = index.def.column;
+        if previous.as_ref().is_some_and(|previous| previous.get(column) == row.get(column)) {
+            continue;
+        }
+        index.add(&row, key)?;
+    }
+    Ok(())
+}
+
+impl Shared {
+    /// Builds a vector index over every version of every row of `table` (in-progress
+    /// versions too, so their rows are found once they commit), as `create_index` does.
+    /// The caller holds the exclusive DDL lock and installs the index durably.
+    pub(super) fn build_vector_index(
+        &self,
+        table: &Table,
+        def: VectorIndexDef,
+    ) -> Result<VectorIndex> {
+        if def.column >= table.def.columns.len() {
+            return Err(EngineError::InvalidRow { detail: "index column out of range".into() });
+        }
+        let index =
+            VectorIndex { graph: Hnsw::create(Arc::clone(&self.store), def.parameters)?, def };
+        for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            let (key, bytes) = stored?;
+            let mut added: Vec<Option<Value>> = Vec::new();
+            for version in decode_versions(&bytes)? {
+                let row = decode_row(&version.row)?;
+                let value = row.get(index.def.column).cloned();
+                if !added.contains(&value) {
+                    index.add(&row, &key)?;
+                    added.push(value);
+                }
+            }
+        }
+        Ok(index)
+    }
+
+    pub(super) fn open_vector_index(
+        &self,
+        def: VectorIndexDef,
+        meta: PageId,
+    ) -> Result<VectorIndex> {
+        Ok(VectorIndex { graph: Hnsw::open(Arc::clone(&self.store), meta)?, def })
+    }
+}
+
+impl Transaction {
+    /// Up to `limit` rows visible to this transaction among the `ef_search` entries of the
+    /// vector index `index` nearest to `query`, nearest first, with the operator's value.
+    /// Entries whose row is invisible or now holds another vector are skipped, so fewer than
+    /// `limit` rows may come back (pgvector without iterative scans does the same).
+    pub fn nearest_rows(
+        &mut self,
+        table: &(impl TableRef + ?Sized),
+        index: &str,
+        query: &[f32],
+        ef_search: usize,
+        limit: usize,
+    ) -> Result<Vec<(f64, RowKey, Row)>> {
+        self.run(|txn| {
+            let table = table.resolve(txn)?.table()?;
+            let Some(index) = table.vector_indexes.iter().find(|found| found.def.name == index)
+            else {
+                return Err(EngineError::UndefinedTable { name: index.to_string() });
+            };
+            let mut rows = Vec::new();
+            let mut seen = HashSet::new();
+            for result in index.graph.search(query, ef_search)? {
+                if rows.len() == limit {
+                    break;
+                }
+                if !seen.insert(result.key.clone()) {
+                    continue;
+                }
+                let Some(bytes) = table.tree.get(&result.key)? else { continue };
+                let Some(row) = txn.visible_row_stored(&bytes)? else { continue };
+                let current = vector_of(&row, index.def.column)?;
+                // A stale entry: the visible version holds another vector.
+                let matches = current.is_some_and(|vector| {
+                    index.graph.metric().distance(query, &vector).to_bits()
+                        == result.distance.to_bits()
+                });
+                if matches {
+                    rows.push((result.distance, result.key, row));
+                }
+            }
+            Ok(rows)
+        })
+    }
+}

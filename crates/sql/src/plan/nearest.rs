@@ -1,0 +1,100 @@
+//! The HNSW index scan (docs/design/014-vector-indexes.md): `SELECT ... FROM t ORDER BY col
+//! <op> query LIMIT k`, where `<op>` is the operator of an HNSW index on `col` and `query` a
+//! constant or a parameter, reads the index's nearest rows instead of sorting the table.
+
+use crate::catalog::{IndexKind, TableMeta};
+use crate::plan::*;
+use crate::types::{Datum, SqlType};
+use tierdb_vector::hnsw::Metric;
+
+/// The metric an operator orders by.
+fn metric_of(operator: &str) -> Option<Metric> {
+    Some(match operator {
+        "<->" => Metric::L2,
+        "<#>" => Metric::InnerProduct,
+        "<=>" => Metric::Cosine,
+        "<+>" => Metric::L1,
+        _ => return None,
+    })
+}
+
+/// The HNSW index on `column` ordering by `operator`, if the table has one.
+fn hnsw_index<'t>(table: &'t TableMeta, column: usize, operator: &str) -> Option<&'t str> {
+    let metric = metric_of(operator)?;
+    table
+        .indexes
+        .iter()
+        .find(|index| {
+            index.columns == [column]
+                && matches!(index.kind, IndexKind::Hnsw(options) if options.metric == metric)
+        })
+        .map(|index| index.name.as_str())
+}
+
+/// Rewrites a query plan whose root is `Limit` over a sort by one distance operator on an
+/// unfiltered scan of one table (the binder's `Limit(Project(Sort(Project(Scan))))`, the
+/// outer projection present when the sort key is not selected) into a scan of the HNSW
+/// index: the sort goes, the scan returns rows nearest first and the limit stops it.
+pub(crate) fn use_vector_indexes(plan: &mut Plan) {
+    let PlanKind::Limit { input, limit: Some(_), .. } = &mut plan.kind else { return };
+    let sort = match &mut input.kind {
+        PlanKind::Project { input: inner, .. } if matches!(inner.kind, PlanKind::Sort { .. }) => {
+            inner
+        }
+        _ => input,
+    };
+    if let Some(scan) = nearest_scan(sort) {
+        **sort = scan;
+    }
+}
+
+/// The table column an operand reads: a vector column, possibly coerced from `vector(n)` to
+/// the operator's `vector`.
+fn vector_column(operand: &Expr) -> Option<usize> {
+    match operand {
+        Expr::Column(column) => Some(*column),
+        Expr::Cast { expr, from: SqlType::Vector(_), to: SqlType::Vector(None), .. } => {
+            match expr.as_ref() {
+                Expr::Column(column) => Some(*column),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The sort's input with its scan reading the index, when the sort has that shape.
+fn nearest_scan(sort: &Plan) -> Option<Plan> {
+    let PlanKind::Sort { input: project, keys } = &sort.kind else { return None };
+    // pgvector's index orders ascending with NULL distances left out: NULLS FIRST and DESC
+    // need the sort.
+    let [key] = keys.as_slice() else { return None };
+    if key.descending || key.nulls_first {
+        return None;
+    }
+    let PlanKind::Project { input: scan, exprs } = &project.kind else { return None };
+    let PlanKind::Scan {
+        table,
+        access: Access::Full,
+        filter: None,
+        emit_key: false,
+        backward: false,
+        projection: None,
+    } = &scan.kind
+    else {
+        return None;
+    };
+    let Expr::Function(call) = exprs.get(key.column)? else { return None };
+    let operator = call.operator?;
+    let [column, query] = call.args.as_slice() else { return None };
+    let column = vector_column(column)?;
+    if !matches!(query, Expr::Literal(Datum::Vector(_)) | Expr::Parameter(_)) {
+        return None;
+    }
+    let name = hnsw_index(table, column, operator)?.to_string();
+    let mut project = (**project).clone();
+    let PlanKind::Project { input: scan, .. } = &mut project.kind else { unreachable!() };
+    let PlanKind::Scan { access, .. } = &mut scan.kind else { unreachable!() };
+    *access = Access::Nearest { name, column, operator, query: query.clone() };
+    Some(project)
+}

@@ -1,0 +1,206 @@
+//! `CREATE INDEX ... USING hnsw (column opclass) [WITH (m = .., ef_construction = ..)]`:
+//! pgvector's HNSW index, with its defaults, bounds and error messages (checked against
+//! pgvector 0.8.2), built and maintained by the engine (docs/design/014-vector-indexes.md).
+
+use tierdb_vector::hnsw::{
+    dimensions_max, Metric, EF_CONSTRUCTION_DEFAULT, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN,
+    M_DEFAULT, M_MAX, M_MIN,
+};
+
+use super::*;
+use crate::catalog::HnswOptions;
+use crate::output::CommandTag;
+use crate::types::SqlType;
+
+/// pgvector's largest dimension count of an HNSW index on `vector`.
+const HNSW_DIMENSIONS_MAX: u32 = 2000;
+
+/// Whether the statement asks for pgvector's HNSW access method.
+pub(crate) fn is_hnsw(create: &ast::CreateIndex) -> bool {
+    matches!(&create.using, Some(ast::IndexType::Custom(name)) if ident(name) == "hnsw")
+}
+
+fn invalid(message: String) -> SqlError {
+    SqlError::new("22023", message)
+}
+
+/// The metric of an operator class on a vector column, with pgvector's errors.
+fn metric_of(class: Option<&ast::ObjectName>, column_type: &SqlType) -> Result<Metric> {
+    let Some(class) = class else {
+        return Err(SqlError::new(
+            "42704",
+            format!(
+                "data type {} has no default operator class for access method \"hnsw\"",
+                column_type.message_name()
+            ),
+        ));
+    };
+    let name = object_name(class)?;
+    let metric = match name.as_str() {
+        "vector_l2_ops" => Metric::L2,
+        "vector_ip_ops" => Metric::InnerProduct,
+        "vector_cosine_ops" => Metric::Cosine,
+        "vector_l1_ops" => Metric::L1,
+        "halfvec_l2_ops"
+        | "halfvec_ip_ops"
+        | "halfvec_cosine_ops"
+        | "halfvec_l1_ops"
+        | "bit_hamming_ops"
+        | "bit_jaccard_ops"
+        | "sparsevec_l2_ops"
+        | "sparsevec_ip_ops"
+        | "sparsevec_cosine_ops"
+        | "sparsevec_l1_ops" => {
+            return Err(SqlError::unsupported(format!(
+                "hnsw operator class \"{name}\" is not supported"
+            )))
+        }
+        _ => {
+            return Err(SqlError::new(
+                "42704",
+                format!("operator class \"{name}\" does not exist for access method \"hnsw\""),
+            ))
+        }
+    };
+    if !matches!(column_type, SqlType::Vector(_)) {
+        return Err(SqlError::new(
+            "42804",
+            format!(
+                "operator class \"{name}\" does not accept data type {}",
+                column_type.message_name()
+            ),
+        ));
+    }
+    Ok(metric)
+}
+
+/// One integer option of WITH, as PostgreSQL's reloptions parse it (a fractional value is
+/// rounded), within `bounds`.
+fn integer_option(name: &str, value: &ast::Expr, bounds: (usize, usize)) -> Result<usize> {
+    let text = match value {
+        ast::Expr::Value(value) => match &value.value {
+            ast::Value::Number(number, _) => number.clone(),
+            ast::Value::SingleQuotedString(text) => text.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    };
+    let parsed = text.trim().parse::<f64>().ok().filter(|value| value.is_finite());
+    let Some(parsed) = parsed.map(f64::round_ties_even) else {
+        return Err(invalid(format!("invalid value for integer option \"{name}\": {text}")));
+    };
+    let (low, high) = bounds;
+    let exact = |candidate: usize| f64::from(u32::try_from(candidate).expect("small bounds"));
+    let in_bounds = (low..=high).find(|&candidate| exact(candidate) == parsed);
+    in_bounds.ok_or_else(|| invalid(format!("value {text} out of bounds for option \"{name}\"")))
+}
+
+/// `m` and `ef_construction` from WITH (None: not given).
+fn hnsw_options(with: &[ast::Expr]) -> Result<(Option<usize>, Option<usize>)> {
+    let (mut m, mut ef_construction) = (None, None);
+    for option in with {
+        let ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } = option else {
+            return Err(invalid(format!("invalid index option {option}")));
+        };
+        let name = match left.as_ref() {
+            ast::Expr::Identifier(name) => ident(name),
+            other => other.to_string(),
+        };
+        let (slot, bounds) = match name.as_str() {
+            "m" => (&mut m, (M_MIN, M_MAX)),
+            "ef_construction" => (&mut ef_construction, (EF_CONSTRUCTION_MIN, EF_CONSTRUCTION_MAX)),
+            _ => return Err(invalid(format!("unrecognized parameter \"{name}\""))),
+        };
+        if slot.is_some() {
+            return Err(invalid(format!("parameter \"{name}\" specified more than once")));
+        }
+        *slot = Some(integer_option(&name, right, bounds)?);
+    }
+    Ok((m, ef_construction))
+}
+
+impl Session {
+    pub(crate) fn create_hnsw_index(&mut self, create: &ast::CreateIndex) -> Result<Output> {
+        if create.unique {
+            return Err(SqlError::unsupported(
+                "access method \"hnsw\" does not support unique indexes",
+            ));
+        }
+        if create.columns.len() != 1 {
+            return Err(SqlError::unsupported(
+                "access method \"hnsw\" does not support multicolumn indexes",
+            ));
+        }
+        if create.predicate.is_some() || !create.include.is_empty() {
+            return Err(SqlError::unsupported(
+                "partial hnsw indexes and INCLUDE are not supported",
+            ));
+        }
+        let table_name = self.namespace().existing_table(&create.table_name)?;
+        let _guard = self.catalog.lock_ddl();
+        let table = self
+            .catalog
+            .table(&table_name)
+            .ok_or_else(|| SqlError::undefined_table(&table_name))?;
+        let column = &create.columns[0];
+        let ast::Expr::Identifier(column_name) = &column.column.expr else {
+            return Err(SqlError::unsupported("hnsw index on an expression is not supported"));
+        };
+        let column_name = ident(column_name);
+        let position = table.column_index(&column_name).ok_or_else(|| {
+            SqlError::new("42703", format!("column \"{column_name}\" does not exist"))
+        })?;
+        let column_type = &table.columns[position].ty;
+        let metric = metric_of(column.operator_class.as_ref(), column_type)?;
+        let (m, ef_construction) = hnsw_options(&create.with)?;
+        let (m_value, ef_value) =
+            (m.unwrap_or(M_DEFAULT), ef_construction.unwrap_or(EF_CONSTRUCTION_DEFAULT));
+        if ef_value < 2 * m_value {
+            return Err(invalid("ef_construction must be greater than or equal to 2 * m".into()));
+        }
+        let dimensions = match column_type {
+            SqlType::Vector(Some(dimensions)) => *dimensions,
+            _ => return Err(invalid("column does not have dimensions".into())),
+        };
+        if dimensions > HNSW_DIMENSIONS_MAX {
+            return Err(SqlError::new(
+                "54000",
+                format!(
+                    "column cannot have more than {HNSW_DIMENSIONS_MAX} dimensions for hnsw index"
+                ),
+            ));
+        }
+        let dimensions = usize::try_from(dimensions).expect("at most 2000");
+        if dimensions > dimensions_max(m_value) {
+            return Err(SqlError::unsupported(format!(
+                "hnsw indexes on more than {} dimensions at m = {m_value} are not supported",
+                dimensions_max(m_value)
+            )));
+        }
+        let name = match &create.name {
+            Some(name) => object_name(name)?,
+            None => format!("{table_name}_{column_name}_idx"),
+        };
+        let exists =
+            self.catalog.tables().iter().any(|t| t.indexes.iter().any(|index| index.name == name));
+        if create.if_not_exists && exists {
+            return Ok(Output::command(CommandTag::CreateIndex));
+        }
+        let index = IndexMeta {
+            name,
+            oid: 0,
+            columns: vec![position],
+            unique: false,
+            primary: false,
+            kind: IndexKind::Hnsw(HnswOptions { metric, m, ef_construction }),
+        };
+        let parameters = tierdb_engine::VectorIndexParameters {
+            dimensions,
+            metric,
+            m: m_value,
+            ef_construction: ef_value,
+        };
+        self.catalog.create_vector_index(&table_name, index, parameters)?;
+        Ok(Output::command(CommandTag::CreateIndex))
+    }
+}

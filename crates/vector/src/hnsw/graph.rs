@@ -1,0 +1,256 @@
+//! Changing the graph: insert (pgvector's algorithm, one mini-transaction per insert) and
+//! the invariant check.
+
+use std::collections::{HashMap, VecDeque};
+
+use tierdb_common::{Lsn, PageId, SplitMix64};
+
+use super::layout::{
+    Meta, META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE,
+    ROW_KEY_BYTES_MAX,
+};
+use super::search::{Candidate, Distances, VectorCache};
+use super::{read_meta, Distance, Hnsw, HnswError, Result};
+
+/// How an insert changes one neighbour's list on one layer.
+enum ListChange {
+    /// The list has room: the new node is appended after `count` links.
+    Append { count: usize },
+    /// The list was full: rebuilt by the heuristic over its links and the new node.
+    Rewrite(Vec<PageId>),
+}
+
+/// What `Hnsw::check` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Nodes reachable from the entry point over all layers.
+    pub nodes_reached: u64,
+    /// The meta page's node count.
+    pub node_count: u64,
+    pub top_level: u8,
+    /// Links followed, all layers.
+    pub links: u64,
+}
+
+/// A level drawn with pgvector's distribution, `floor(-ln(U) / ln(m))`: level `l` or higher
+/// has probability `m^-l`, drawn as consecutive 1-in-m events (no float rounding).
+fn draw_level(random: &mut SplitMix64, m: usize, cap: u8) -> u8 {
+    let bound = u64::try_from(m).expect("m fits in u64");
+    let mut level = 0;
+    while level < cap && random.below(bound) == 0 {
+        level += 1;
+    }
+    level
+}
+
+impl Hnsw {
+    /// Adds `vector` with its row key; returns the LSN of its WAL record (to wait for with
+    /// `PageStore::wait_durable`). Returns None, adding nothing, for a vector with no
+    /// distance under the metric (a zero vector under cosine), as pgvector does.
+    pub fn insert(&self, vector: &[f32], key: &[u8]) -> Result<Option<Lsn>> {
+        self.check_vector(vector)?;
+        if key.len() > ROW_KEY_BYTES_MAX {
+            return Err(HnswError::InvalidArgument(format!(
+                "hnsw row key of {} bytes above {ROW_KEY_BYTES_MAX}",
+                key.len()
+            )));
+        }
+        if !self.metric.indexable(vector) {
+            return Ok(None);
+        }
+        let mut random = self.writer.lock();
+        let meta = read_meta(&self.store, self.meta)?;
+        let level = draw_level(&mut random, self.layout.m, self.layout.level_cap);
+        let mut mtr = self.store.mtr();
+        // Nothing links to the new page until this mtr commits, so holding its exclusive
+        // latch through the search blocks no reader.
+        let (node_slot, node_id) = mtr.allocate(NODE_PAGE_TYPE)?;
+        let mut cache = VectorCache::default();
+        cache.vectors.insert(node_id, vector.to_vec());
+        let mut lists = vec![Vec::new(); usize::from(level) + 1];
+        let mut changes = Vec::new();
+        if let Some(entry) = meta.entry {
+            let start = usize::from(level.min(meta.top_level));
+            let mut nearest = self.descend(vector, entry, meta.top_level, start, &mut cache)?;
+            for layer in (0..=start).rev() {
+                let found = self.search_layer(
+                    vector,
+                    &nearest,
+                    self.ef_construction,
+                    layer,
+                    Distances::Exact,
+                    &mut cache,
+                )?;
+                let selected =
+                    self.select_neighbours(&found, self.layout.capacity(layer), &mut cache)?;
+                for &neighbour in &selected {
+                    if let Some(change) =
+                        self.reverse_link(neighbour, node_id, layer, &mut cache)?
+                    {
+                        changes.push((neighbour, layer, change));
+                    }
+                }
+                lists[layer] = selected;
+                nearest = found;
+            }
+        }
+        let with_vectors = |list: &[PageId]| -> Vec<(PageId, &[f32])> {
+            list.iter().map(|page| (*page, cache.vectors[page].as_slice())).collect()
+        };
+        let node_links: Vec<_> = lists.iter().map(|list| with_vectors(list)).collect();
+        mtr.write(node_slot, 0, &self.layout.encode_node(vector, key, &node_links));
+        for (neighbour, layer, change) in changes {
+            let slot = mtr.latch(neighbour)?;
+            match change {
+                ListChange::Append { count } => {
+                    for (offset, bytes) in self.layout.append_link(layer, count, (node_id, vector))
+                    {
+                        mtr.write(slot, offset, &bytes);
+                    }
+                }
+                ListChange::Rewrite(list) => {
+                    let bytes = self.layout.encode_list(layer, &with_vectors(&list));
+                    mtr.write(slot, self.layout.list_offset(layer), &bytes);
+                }
+            }
+        }
+        let meta_slot = mtr.latch(self.meta)?;
+        mtr.write(meta_slot, META_COUNT_OFFSET, &(meta.node_count + 1).to_le_bytes());
+        if meta.entry.is_none() || level > meta.top_level {
+            mtr.write(meta_slot, META_TOP_LEVEL_OFFSET, &[level]);
+            mtr.write(meta_slot, META_ENTRY_OFFSET, &node_id.0.to_le_bytes());
+        }
+        Ok(Some(mtr.commit()?))
+    }
+
+    /// pgvector's neighbour selection heuristic: walking `candidates` nearest first, keep one
+    /// if it is nearer to the base than to every neighbour already kept, up to `capacity`.
+    fn select_neighbours(
+        &self,
+        candidates: &[Candidate],
+        capacity: usize,
+        cache: &mut VectorCache,
+    ) -> Result<Vec<PageId>> {
+        for &(_, page_id) in candidates {
+            self.load_vector(page_id, cache)?;
+        }
+        let mut kept: Vec<PageId> = Vec::with_capacity(capacity);
+        for &(distance, page_id) in candidates {
+            if kept.len() == capacity {
+                break;
+            }
+            let vector = &cache.vectors[&page_id];
+            let nearer_to_base = kept.iter().all(|other| {
+                Distance(self.metric.distance(vector, &cache.vectors[other])) > distance
+            });
+            if nearer_to_base {
+                kept.push(page_id);
+            }
+        }
+        Ok(kept)
+    }
+
+    /// The change that links `neighbour` back to the new node on `layer` (None: the
+    /// heuristic keeps the neighbour's full list as it is).
+    fn reverse_link(
+        &self,
+        neighbour: PageId,
+        node_id: PageId,
+        layer: usize,
+        cache: &mut VectorCache,
+    ) -> Result<Option<ListChange>> {
+        let links = self.read_node(neighbour, |node| Ok(node.links(layer)))?;
+        if links.len() < self.layout.capacity(layer) {
+            return Ok(Some(ListChange::Append { count: links.len() }));
+        }
+        self.load_vector(neighbour, cache)?;
+        let base = cache.vectors[&neighbour].clone();
+        let mut candidates = Vec::with_capacity(links.len() + 1);
+        for &page_id in links.iter().chain(std::iter::once(&node_id)) {
+            candidates.push((self.exact_distance(&base, page_id, cache)?, page_id));
+        }
+        candidates.sort();
+        let kept = self.select_neighbours(&candidates, self.layout.capacity(layer), cache)?;
+        Ok(kept.contains(&node_id).then_some(ListChange::Rewrite(kept)))
+    }
+
+    /// Walks every layer from the entry point and checks the graph's invariants
+    /// (docs/design/014-vector-indexes.md, "Invariant check"). Blocks inserts meanwhile.
+    pub fn check(&self) -> Result<CheckReport> {
+        let _writer = self.writer.lock();
+        let meta = read_meta(&self.store, self.meta)?;
+        let corrupt = |page_id: PageId, detail: String| HnswError::Corrupt { page_id, detail };
+        let Some(entry) = meta.entry else {
+            if meta.node_count != 0 {
+                return Err(corrupt(
+                    self.meta,
+                    format!("no entry point but count={}", meta.node_count),
+                ));
+            }
+            return Ok(CheckReport { nodes_reached: 0, node_count: 0, top_level: 0, links: 0 });
+        };
+        let mut levels: HashMap<PageId, u8> = HashMap::new();
+        let mut edges: Vec<(PageId, PageId, usize)> = Vec::new();
+        let mut queue = VecDeque::from([entry]);
+        while let Some(page_id) = queue.pop_front() {
+            if levels.contains_key(&page_id) {
+                continue;
+            }
+            let (level, links) = self.read_node(page_id, |node| {
+                let lists: Vec<Vec<PageId>> =
+                    (0..=usize::from(node.level())).map(|layer| node.links(layer)).collect();
+                Ok((node.level(), lists))
+            })?;
+            if level > meta.top_level {
+                return Err(corrupt(
+                    page_id,
+                    format!("level={level} above top={}", meta.top_level),
+                ));
+            }
+            levels.insert(page_id, level);
+            for (layer, list) in links.into_iter().enumerate() {
+                for target in list {
+                    if target == page_id {
+                        return Err(corrupt(page_id, format!("links to itself on layer={layer}")));
+                    }
+                    edges.push((page_id, target, layer));
+                    queue.push_back(target);
+                }
+            }
+        }
+        for &(source, target, layer) in &edges {
+            if usize::from(levels[&target]) < layer {
+                return Err(corrupt(
+                    source,
+                    format!("links on layer={layer} to {target} of level={}", levels[&target]),
+                ));
+            }
+        }
+        self.check_meta(&meta, entry, &levels, u64::try_from(edges.len()).expect("fits"))
+    }
+
+    fn check_meta(
+        &self,
+        meta: &Meta,
+        entry: PageId,
+        levels: &HashMap<PageId, u8>,
+        links: u64,
+    ) -> Result<CheckReport> {
+        let reached = u64::try_from(levels.len()).expect("fits");
+        if levels[&entry] != meta.top_level || reached > meta.node_count {
+            return Err(HnswError::Corrupt {
+                page_id: self.meta,
+                detail: format!(
+                    "entry level={} top={} reached={reached} count={}",
+                    levels[&entry], meta.top_level, meta.node_count
+                ),
+            });
+        }
+        Ok(CheckReport {
+            nodes_reached: reached,
+            node_count: meta.node_count,
+            top_level: meta.top_level,
+            links,
+        })
+    }
+}

@@ -1,0 +1,397 @@
+//! Page formats of an HNSW index (docs/design/014-vector-indexes.md): the meta page and one
+//! node per page, whose layer-0 neighbour list carries a compact code (per-vector SQ8) of
+//! each neighbour so that one page read gives a hop's distances.
+
+use tierdb_common::{PageId, PageType, PAGE_PAYLOAD_SIZE};
+
+use super::{HnswError, Metric, Result};
+
+pub(crate) const META_PAGE_TYPE: PageType = PageType::Other(30);
+pub(crate) const NODE_PAGE_TYPE: PageType = PageType::Other(31);
+const META_MAGIC: &[u8; 4] = b"THN1";
+const NODE_KIND: u8 = 1;
+/// Largest row key stored with a node: the B+tree's key limit, which bounds primary keys.
+pub const ROW_KEY_BYTES_MAX: usize = 1024;
+/// Highest level a node may have, whatever fits.
+pub const LEVELS_MAX: u8 = 16;
+/// pgvector's bounds of the `m` and `ef_construction` options.
+pub const M_MIN: usize = 2;
+pub const M_MAX: usize = 100;
+pub const EF_CONSTRUCTION_MIN: usize = 4;
+pub const EF_CONSTRUCTION_MAX: usize = 1000;
+/// Levels wanted for 10^9 nodes; the index uses codes only if a node of this many levels
+/// with a full row key still fits with them.
+const NODES_PLANNED: u128 = 1_000_000_000;
+const NODE_HEADER_BYTES: usize = 8;
+const LIST_HEADER_BYTES: usize = 4;
+const PAGE_ID_BYTES: usize = 8;
+/// A code's `min` and `step` (f32 each) before its one byte per dimension.
+const CODE_HEADER_BYTES: usize = 8;
+const CODE_LEVELS: f32 = 255.0;
+
+fn get_u16(bytes: &[u8], offset: usize) -> u16 {
+    u16::from_le_bytes(bytes[offset..offset + 2].try_into().expect("2 bytes"))
+}
+
+fn get_u64(bytes: &[u8], offset: usize) -> u64 {
+    u64::from_le_bytes(bytes[offset..offset + 8].try_into().expect("8 bytes"))
+}
+
+fn get_f32(bytes: &[u8], offset: usize) -> f32 {
+    f32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"))
+}
+
+fn to_u16(value: usize) -> u16 {
+    u16::try_from(value).expect("a page offset or count fits in u16")
+}
+
+/// The fixed geometry of one index's node pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub dimensions: usize,
+    pub m: usize,
+    /// Bytes of each layer-0 neighbour's code (0: the index keeps no codes).
+    pub code_bytes: usize,
+    /// Highest level a node of this index may have.
+    pub level_cap: u8,
+}
+
+impl Layout {
+    /// The layout for `dimensions` and `m`: codes if a node of the planned number of levels
+    /// fits with them, else none; the level cap is the highest level that then fits.
+    pub fn choose(dimensions: usize, m: usize) -> Result<Layout> {
+        assert!((M_MIN..=M_MAX).contains(&m), "m is validated by IndexParameters");
+        if dimensions == 0 {
+            return Err(HnswError::InvalidArgument("an hnsw index needs dimensions".into()));
+        }
+        let planned = planned_levels(m);
+        let with_codes =
+            Layout { dimensions, m, code_bytes: CODE_HEADER_BYTES + dimensions, level_cap: 0 };
+        if with_codes.fitting_level().is_some_and(|level| level >= planned) {
+            return Ok(Layout {
+                level_cap: with_codes.fitting_level().expect("checked"),
+                ..with_codes
+            });
+        }
+        let without_codes = Layout { code_bytes: 0, ..with_codes };
+        match without_codes.fitting_level() {
+            Some(level) if level >= 1 => Ok(Layout { level_cap: level, ..without_codes }),
+            _ => Err(HnswError::InvalidArgument(format!(
+                "hnsw index on vectors of more than {} dimensions at m={m}",
+                dimensions_max(m)
+            ))),
+        }
+    }
+
+    /// Highest level (at most `LEVELS_MAX`) whose node with a full row key fits a page.
+    fn fitting_level(&self) -> Option<u8> {
+        (0..=LEVELS_MAX)
+            .rev()
+            .find(|&level| self.node_bytes(level, ROW_KEY_BYTES_MAX) <= PAGE_PAYLOAD_SIZE)
+    }
+
+    pub fn capacity(&self, layer: usize) -> usize {
+        if layer == 0 {
+            2 * self.m
+        } else {
+            self.m
+        }
+    }
+
+    fn slot_bytes(&self, layer: usize) -> usize {
+        if layer == 0 {
+            PAGE_ID_BYTES + self.code_bytes
+        } else {
+            PAGE_ID_BYTES
+        }
+    }
+
+    fn list_bytes(&self, layer: usize) -> usize {
+        LIST_HEADER_BYTES + self.capacity(layer) * self.slot_bytes(layer)
+    }
+
+    fn vector_offset(&self) -> usize {
+        NODE_HEADER_BYTES
+    }
+
+    /// Payload offset of the neighbour list of `layer`.
+    pub fn list_offset(&self, layer: usize) -> usize {
+        let layer_zero = self.vector_offset() + 4 * self.dimensions;
+        if layer == 0 {
+            layer_zero
+        } else {
+            layer_zero + self.list_bytes(0) + (layer - 1) * self.list_bytes(1)
+        }
+    }
+
+    fn slot_offset(&self, layer: usize, index: usize) -> usize {
+        self.list_offset(layer) + LIST_HEADER_BYTES + index * self.slot_bytes(layer)
+    }
+
+    fn key_offset(&self, level: u8) -> usize {
+        self.list_offset(usize::from(level) + 1)
+    }
+
+    pub fn node_bytes(&self, level: u8, key_bytes: usize) -> usize {
+        self.key_offset(level) + key_bytes
+    }
+
+    /// A new node's payload: its vector, key and neighbour lists (`links[layer]`, each
+    /// with the neighbour's vector for its code on layer 0).
+    pub fn encode_node(
+        &self,
+        vector: &[f32],
+        key: &[u8],
+        links: &[Vec<(PageId, &[f32])>],
+    ) -> Vec<u8> {
+        assert!(vector.len() == self.dimensions && key.len() <= ROW_KEY_BYTES_MAX);
+        assert!(!links.is_empty() && links.len() <= usize::from(self.level_cap) + 1);
+        let level = u8::try_from(links.len() - 1).expect("level within the cap");
+        let mut bytes = vec![0u8; self.node_bytes(level, key.len())];
+        bytes[0] = NODE_KIND;
+        bytes[1] = level;
+        bytes[2..4].copy_from_slice(&to_u16(self.dimensions).to_le_bytes());
+        bytes[4..6].copy_from_slice(&to_u16(key.len()).to_le_bytes());
+        for (index, value) in vector.iter().enumerate() {
+            let offset = self.vector_offset() + 4 * index;
+            bytes[offset..offset + 4].copy_from_slice(&value.to_le_bytes());
+        }
+        for (layer, list) in links.iter().enumerate() {
+            let encoded = self.encode_list(layer, list);
+            let offset = self.list_offset(layer);
+            bytes[offset..offset + encoded.len()].copy_from_slice(&encoded);
+        }
+        let key_offset = self.key_offset(level);
+        bytes[key_offset..].copy_from_slice(key);
+        bytes
+    }
+
+    /// A neighbour list's bytes from its count on: count, zero, then the slots in use.
+    pub fn encode_list(&self, layer: usize, links: &[(PageId, &[f32])]) -> Vec<u8> {
+        assert!(links.len() <= self.capacity(layer), "a list within its capacity");
+        let mut bytes =
+            Vec::with_capacity(LIST_HEADER_BYTES + links.len() * self.slot_bytes(layer));
+        bytes.extend_from_slice(&to_u16(links.len()).to_le_bytes());
+        bytes.extend_from_slice(&[0, 0]);
+        for (page_id, vector) in links {
+            bytes.extend_from_slice(&page_id.0.to_le_bytes());
+            if layer == 0 && self.code_bytes > 0 {
+                encode_code(vector, &mut bytes);
+            }
+        }
+        bytes
+    }
+
+    /// The bytes (offset, contents) that append one link to a list holding `count`.
+    pub fn append_link(
+        &self,
+        layer: usize,
+        count: usize,
+        link: (PageId, &[f32]),
+    ) -> [(usize, Vec<u8>); 2] {
+        assert!(count < self.capacity(layer), "appending to a full list");
+        let mut slot = link.0 .0.to_le_bytes().to_vec();
+        if layer == 0 && self.code_bytes > 0 {
+            encode_code(link.1, &mut slot);
+        }
+        [
+            (self.slot_offset(layer, count), slot),
+            (self.list_offset(layer), to_u16(count + 1).to_le_bytes().to_vec()),
+        ]
+    }
+}
+
+/// Levels needed so that `NODES_PLANNED` nodes leave about one on the top layer:
+/// the smallest `l` with `m^l >= NODES_PLANNED`, at most `LEVELS_MAX`.
+fn planned_levels(m: usize) -> u8 {
+    let base = u128::try_from(m).expect("m fits");
+    let mut reach = 1u128;
+    let mut levels = 0;
+    while reach < NODES_PLANNED && levels < LEVELS_MAX {
+        reach = reach.saturating_mul(base);
+        levels += 1;
+    }
+    levels
+}
+
+/// Largest dimension count an index with `m` accepts (no codes, one upper layer, a full key).
+pub fn dimensions_max(m: usize) -> usize {
+    let fixed = NODE_HEADER_BYTES
+        + LIST_HEADER_BYTES
+        + 2 * m * PAGE_ID_BYTES
+        + LIST_HEADER_BYTES
+        + m * PAGE_ID_BYTES
+        + ROW_KEY_BYTES_MAX;
+    PAGE_PAYLOAD_SIZE.saturating_sub(fixed) / 4
+}
+
+/// Appends the per-vector SQ8 code of `vector`: min, step, one byte per dimension.
+fn encode_code(vector: &[f32], out: &mut Vec<u8>) {
+    let minimum = vector.iter().copied().fold(f32::INFINITY, f32::min);
+    let maximum = vector.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let step = (maximum - minimum) / CODE_LEVELS;
+    out.extend_from_slice(&minimum.to_le_bytes());
+    out.extend_from_slice(&step.to_le_bytes());
+    out.extend(vector.iter().map(|&value| quantize(value, minimum, step)));
+}
+
+// The value is clamped to [0, 255] first (vectors are finite: the SQL type rejects NaN
+// and infinities), so the conversion to u8 is exact rounding, not truncation.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn quantize(value: f32, minimum: f32, step: f32) -> u8 {
+    if step > 0.0 {
+        ((value - minimum) / step).round().clamp(0.0, CODE_LEVELS) as u8
+    } else {
+        0
+    }
+}
+
+/// Decodes a code into `out` (the approximate vector).
+pub(crate) fn decode_code(code: &[u8], out: &mut Vec<f32>) {
+    let minimum = get_f32(code, 0);
+    let step = get_f32(code, 4);
+    out.clear();
+    out.extend(
+        code[CODE_HEADER_BYTES..].iter().map(|&level| step.mul_add(f32::from(level), minimum)),
+    );
+}
+
+/// A node page's payload, checked against the index's layout when opened.
+pub(crate) struct NodeRef<'page> {
+    layout: Layout,
+    bytes: &'page [u8],
+}
+
+impl<'page> NodeRef<'page> {
+    pub fn open(layout: Layout, page_id: PageId, bytes: &'page [u8]) -> Result<NodeRef<'page>> {
+        let corrupt = |detail: String| HnswError::Corrupt { page_id, detail };
+        if bytes[0] != NODE_KIND {
+            return Err(corrupt(format!("not an hnsw node kind={}", bytes[0])));
+        }
+        if usize::from(get_u16(bytes, 2)) != layout.dimensions {
+            return Err(corrupt(format!(
+                "dimensions={} expected={}",
+                get_u16(bytes, 2),
+                layout.dimensions
+            )));
+        }
+        let level = bytes[1];
+        if level > layout.level_cap {
+            return Err(corrupt(format!("level={level} above cap={}", layout.level_cap)));
+        }
+        let key_bytes = usize::from(get_u16(bytes, 4));
+        if key_bytes > ROW_KEY_BYTES_MAX || layout.node_bytes(level, key_bytes) > bytes.len() {
+            return Err(corrupt(format!("row key bytes={key_bytes} does not fit")));
+        }
+        let node = NodeRef { layout, bytes };
+        for layer in 0..=usize::from(level) {
+            if node.count(layer) > layout.capacity(layer) {
+                return Err(corrupt(format!(
+                    "layer={layer} count={} above capacity",
+                    node.count(layer)
+                )));
+            }
+        }
+        Ok(node)
+    }
+
+    pub fn level(&self) -> u8 {
+        self.bytes[1]
+    }
+
+    pub fn vector(&self) -> Vec<f32> {
+        let start = self.layout.vector_offset();
+        (0..self.layout.dimensions).map(|index| get_f32(self.bytes, start + 4 * index)).collect()
+    }
+
+    pub fn key(&self) -> &'page [u8] {
+        let offset = self.layout.key_offset(self.level());
+        &self.bytes[offset..offset + usize::from(get_u16(self.bytes, 4))]
+    }
+
+    /// Links on `layer` (callers check `layer <= level`).
+    pub fn count(&self, layer: usize) -> usize {
+        usize::from(get_u16(self.bytes, self.layout.list_offset(layer)))
+    }
+
+    pub fn link(&self, layer: usize, index: usize) -> PageId {
+        PageId(get_u64(self.bytes, self.layout.slot_offset(layer, index)))
+    }
+
+    pub fn links(&self, layer: usize) -> Vec<PageId> {
+        (0..self.count(layer)).map(|index| self.link(layer, index)).collect()
+    }
+
+    /// The code of the layer-0 link `index` (the index has codes).
+    pub fn code(&self, index: usize) -> &'page [u8] {
+        let start = self.layout.slot_offset(0, index) + PAGE_ID_BYTES;
+        &self.bytes[start..start + self.layout.code_bytes]
+    }
+}
+
+/// The meta page's fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub layout: Layout,
+    pub metric: Metric,
+    pub ef_construction: usize,
+    pub top_level: u8,
+    /// The entry point (`None`: the index is empty).
+    pub entry: Option<PageId>,
+    pub node_count: u64,
+}
+
+pub(crate) const META_TOP_LEVEL_OFFSET: usize = 12;
+pub(crate) const META_ENTRY_OFFSET: usize = 16;
+pub(crate) const META_COUNT_OFFSET: usize = 24;
+
+impl Meta {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut bytes = vec![0u8; 32];
+        bytes[0..4].copy_from_slice(META_MAGIC);
+        bytes[4..6].copy_from_slice(&to_u16(self.layout.dimensions).to_le_bytes());
+        bytes[6] = u8::try_from(self.layout.m).expect("m <= 100");
+        bytes[7] = self.metric.code();
+        bytes[8..10].copy_from_slice(&to_u16(self.ef_construction).to_le_bytes());
+        bytes[10..12].copy_from_slice(&to_u16(self.layout.code_bytes).to_le_bytes());
+        bytes[META_TOP_LEVEL_OFFSET] = self.top_level;
+        bytes[13] = self.layout.level_cap;
+        bytes[16..24].copy_from_slice(&self.entry.map_or(0, |page| page.0).to_le_bytes());
+        bytes[24..32].copy_from_slice(&self.node_count.to_le_bytes());
+        bytes
+    }
+
+    pub fn decode(page_id: PageId, bytes: &[u8]) -> Result<Meta> {
+        let corrupt = |detail: &str| HnswError::Corrupt { page_id, detail: detail.into() };
+        if &bytes[0..4] != META_MAGIC {
+            return Err(corrupt("not an hnsw meta page"));
+        }
+        let metric = Metric::from_code(bytes[7]).ok_or_else(|| corrupt("bad metric"))?;
+        let m = usize::from(bytes[6]);
+        let dimensions = usize::from(get_u16(bytes, 4));
+        if !(M_MIN..=M_MAX).contains(&m) || dimensions == 0 {
+            return Err(corrupt("bad m or dimensions"));
+        }
+        let layout = Layout {
+            dimensions,
+            m,
+            code_bytes: usize::from(get_u16(bytes, 10)),
+            level_cap: bytes[13],
+        };
+        let top_level = bytes[META_TOP_LEVEL_OFFSET];
+        if top_level > layout.level_cap
+            || layout.node_bytes(layout.level_cap, 0) > PAGE_PAYLOAD_SIZE
+        {
+            return Err(corrupt("bad level cap or top level"));
+        }
+        let entry = get_u64(bytes, META_ENTRY_OFFSET);
+        Ok(Meta {
+            layout,
+            metric,
+            ef_construction: usize::from(get_u16(bytes, 8)),
+            top_level,
+            entry: (entry != 0).then_some(PageId(entry)),
+            node_count: get_u64(bytes, META_COUNT_OFFSET),
+        })
+    }
+}

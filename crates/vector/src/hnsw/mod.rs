@@ -1,0 +1,242 @@
+//! HNSW, the graph vector index, in pages of the page store (docs/design/014-vector-indexes.md).
+//!
+//! One node per page: the exact vector, the row key, and a neighbour list per layer; the
+//! layer-0 list carries an SQ8 code of each neighbour, so that a query's hop costs one page
+//! read. Every insert is one mini-transaction (one WAL record), so recovery is physical and
+//! needs no HNSW code. Entries carry no visibility: the engine checks rows like it does for
+//! B+tree secondary indexes.
+
+mod graph;
+mod layout;
+mod scan;
+mod search;
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tierdb_common::{ErrorKind, PageId, SplitMix64};
+use tierdb_storage::{PageStore, StorageError};
+
+pub use graph::CheckReport;
+pub use layout::{
+    dimensions_max, Layout, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, LEVELS_MAX, M_MAX, M_MIN,
+    ROW_KEY_BYTES_MAX,
+};
+use layout::{Meta, META_PAGE_TYPE};
+pub use scan::Scan;
+
+/// pgvector's defaults.
+pub const M_DEFAULT: usize = 16;
+pub const EF_CONSTRUCTION_DEFAULT: usize = 64;
+pub const EF_SEARCH_DEFAULT: usize = 40;
+/// pgvector's bounds of `hnsw.ef_search`.
+pub const EF_SEARCH_MIN: usize = 1;
+pub const EF_SEARCH_MAX: usize = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HnswError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("corrupt hnsw page page_id={page_id}: {detail}")]
+    Corrupt { page_id: PageId, detail: String },
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+impl HnswError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            HnswError::Storage(error) => error.kind(),
+            HnswError::Corrupt { .. } => ErrorKind::Corruption,
+            HnswError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+        }
+    }
+}
+
+pub type Result<T, E = HnswError> = std::result::Result<T, E>;
+
+/// The distance an index orders by: the SQL operator of its operator class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// `<->`, vector_l2_ops.
+    L2,
+    /// `<#>` (the negated inner product), vector_ip_ops.
+    InnerProduct,
+    /// `<=>`, vector_cosine_ops.
+    Cosine,
+    /// `<+>`, vector_l1_ops.
+    L1,
+}
+
+impl Metric {
+    /// The metric's code in the meta page and in catalogs.
+    pub fn code(self) -> u8 {
+        match self {
+            Metric::L2 => 1,
+            Metric::InnerProduct => 2,
+            Metric::Cosine => 3,
+            Metric::L1 => 4,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Metric> {
+        Some(match code {
+            1 => Metric::L2,
+            2 => Metric::InnerProduct,
+            3 => Metric::Cosine,
+            4 => Metric::L1,
+            _ => return None,
+        })
+    }
+
+    /// The value of the SQL operator, computed by the same kernels, so an index scan orders
+    /// rows as a sort on the operator does.
+    pub fn distance(self, a: &[f32], b: &[f32]) -> f64 {
+        match self {
+            Metric::L2 => f64::from(crate::l2_squared_distance(a, b)).sqrt(),
+            Metric::InnerProduct => f64::from(-crate::inner_product(a, b)),
+            Metric::Cosine => crate::cosine_distance(a, b),
+            Metric::L1 => f64::from(crate::l1_distance(a, b)),
+        }
+    }
+
+    /// Whether a vector has a defined distance under this metric (a zero vector has no
+    /// cosine distance; pgvector does not index it).
+    pub fn indexable(self, vector: &[f32]) -> bool {
+        self != Metric::Cosine || vector.iter().any(|&value| value != 0.0)
+    }
+}
+
+/// The options of `CREATE INDEX ... USING hnsw ... WITH (...)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexParameters {
+    pub dimensions: usize,
+    pub metric: Metric,
+    pub m: usize,
+    pub ef_construction: usize,
+}
+
+impl IndexParameters {
+    /// Checks the options against pgvector's bounds (its messages are the SQL layer's).
+    pub fn validate(&self) -> Result<Layout> {
+        if !(M_MIN..=M_MAX).contains(&self.m) {
+            return Err(HnswError::InvalidArgument(format!("m={} out of bounds", self.m)));
+        }
+        if !(EF_CONSTRUCTION_MIN..=EF_CONSTRUCTION_MAX).contains(&self.ef_construction)
+            || self.ef_construction < 2 * self.m
+        {
+            return Err(HnswError::InvalidArgument(format!(
+                "ef_construction={} out of bounds for m={}",
+                self.ef_construction, self.m
+            )));
+        }
+        Layout::choose(self.dimensions, self.m)
+    }
+}
+
+/// One result of a search: the operator's value and the row key of the entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchResult {
+    pub distance: f64,
+    pub key: Vec<u8>,
+}
+
+/// A distance for heaps: ordered by `total_cmp` (a NaN cosine distance sorts last).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Distance(pub f64);
+
+impl Eq for Distance {}
+
+impl PartialOrd for Distance {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Distance {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// A handle on one HNSW index. Inserts are serialized by the handle; searches run
+/// concurrently with them and with each other.
+pub struct Hnsw {
+    store: Arc<PageStore>,
+    meta: PageId,
+    layout: Layout,
+    metric: Metric,
+    ef_construction: usize,
+    /// The single writer's lock and its level generator.
+    writer: Mutex<SplitMix64>,
+}
+
+impl Hnsw {
+    /// Creates an empty index; its meta page id is its durable name.
+    pub fn create(store: Arc<PageStore>, parameters: IndexParameters) -> Result<Hnsw> {
+        let layout = parameters.validate()?;
+        let mut mtr = store.mtr();
+        let (slot, meta) = mtr.allocate(META_PAGE_TYPE)?;
+        let fields = Meta {
+            layout,
+            metric: parameters.metric,
+            ef_construction: parameters.ef_construction,
+            top_level: 0,
+            entry: None,
+            node_count: 0,
+        };
+        mtr.write(slot, 0, &fields.encode());
+        mtr.commit()?;
+        Ok(Hnsw::from_meta(store, meta, fields))
+    }
+
+    pub fn open(store: Arc<PageStore>, meta: PageId) -> Result<Hnsw> {
+        let fields = read_meta(&store, meta)?;
+        Ok(Hnsw::from_meta(store, meta, fields))
+    }
+
+    fn from_meta(store: Arc<PageStore>, meta: PageId, fields: Meta) -> Hnsw {
+        Hnsw {
+            store,
+            meta,
+            layout: fields.layout,
+            metric: fields.metric,
+            ef_construction: fields.ef_construction,
+            writer: Mutex::new(SplitMix64::new(meta.0 ^ fields.node_count.rotate_left(32))),
+        }
+    }
+
+    pub fn meta_page(&self) -> PageId {
+        self.meta
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Nodes in the graph (the meta page's count).
+    pub fn node_count(&self) -> Result<u64> {
+        Ok(read_meta(&self.store, self.meta)?.node_count)
+    }
+
+    fn check_vector(&self, vector: &[f32]) -> Result<()> {
+        if vector.len() != self.layout.dimensions {
+            return Err(HnswError::InvalidArgument(format!(
+                "expected {} dimensions, not {}",
+                self.layout.dimensions,
+                vector.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn read_meta(store: &PageStore, meta: PageId) -> Result<Meta> {
+    let page = store.read(meta)?;
+    Meta::decode(meta, page.payload())
+}

@@ -1,0 +1,207 @@
+//! The best-first search of one layer as a resumable state, and queries: a `Scan` returns
+//! the `ef_search` nearest entries first and can continue past them (for iterative scans
+//! that must fill a LIMIT after filtering), batch by batch.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashSet, VecDeque};
+
+use tierdb_common::PageId;
+
+use super::search::{Candidate, Distances, VectorCache};
+use super::{read_meta, Hnsw, HnswError, Result, SearchResult};
+
+/// A layer search that can be resumed. Every node it has evaluated is in `pending` until
+/// taken, and in `frontier` until expanded. `advance(ef)` expands the nearest unexpanded
+/// node until `ef` pending nodes are nearer than all unexpanded ones: from fresh entries
+/// this is HNSW's SEARCH-LAYER; after `take_nearest` it continues where it stopped
+/// (pgvector's relaxed-order iterative scan).
+pub(super) struct LayerScan {
+    layer: usize,
+    distances: Distances,
+    visited: HashSet<PageId>,
+    frontier: BinaryHeap<Reverse<Candidate>>,
+    pending: BTreeSet<Candidate>,
+}
+
+impl LayerScan {
+    pub(super) fn new(entries: &[Candidate], layer: usize, distances: Distances) -> LayerScan {
+        assert!(!entries.is_empty(), "a layer search needs an entry");
+        LayerScan {
+            layer,
+            distances,
+            visited: entries.iter().map(|entry| entry.1).collect(),
+            frontier: entries.iter().copied().map(Reverse).collect(),
+            pending: entries.iter().copied().collect(),
+        }
+    }
+
+    pub(super) fn advance(
+        &mut self,
+        index: &Hnsw,
+        query: &[f32],
+        ef: usize,
+        cache: &mut VectorCache,
+    ) -> Result<()> {
+        assert!(ef > 0, "a layer search needs ef > 0");
+        while let Some(&Reverse(nearest)) = self.frontier.peek() {
+            if self.pending.range(..nearest).take(ef).count() >= ef {
+                break;
+            }
+            self.frontier.pop();
+            let neighbours = index.expand(
+                query,
+                nearest.1,
+                self.layer,
+                self.distances,
+                &mut self.visited,
+                cache,
+            )?;
+            for found in neighbours {
+                self.frontier.push(Reverse(found));
+                self.pending.insert(found);
+            }
+        }
+        Ok(())
+    }
+
+    /// The `ef` nearest pending nodes, nearest first.
+    pub(super) fn nearest(&self, ef: usize) -> Vec<Candidate> {
+        self.pending.iter().take(ef).copied().collect()
+    }
+
+    /// Removes and returns the `ef` nearest pending nodes, nearest first.
+    fn take_nearest(&mut self, ef: usize) -> Vec<Candidate> {
+        (0..ef).map_while(|_| self.pending.pop_first()).collect()
+    }
+
+    /// Nodes evaluated so far (what bounds a scan's memory).
+    fn evaluated(&self) -> usize {
+        self.visited.len()
+    }
+}
+
+/// A query's results, batch by batch: each batch is the `ef_search` nearest entries not yet
+/// returned, in exact distance order. The first batch is what `Hnsw::search` returns; later
+/// ones are in relaxed order across batches (a later batch may hold an entry nearer than the
+/// end of an earlier one), as pgvector's `hnsw.iterative_scan = relaxed_order`.
+pub struct Scan<'index> {
+    index: &'index Hnsw,
+    query: Vec<f32>,
+    ef_search: usize,
+    /// `None` for an empty index.
+    layer: Option<LayerScan>,
+    cache: VectorCache,
+    ready: VecDeque<SearchResult>,
+}
+
+impl Scan<'_> {
+    /// The next batch (empty once the graph reachable from the entry point is exhausted).
+    pub fn next_batch(&mut self) -> Result<Vec<SearchResult>> {
+        let Some(layer) = self.layer.as_mut() else {
+            return Ok(Vec::new());
+        };
+        layer.advance(self.index, &self.query, self.ef_search, &mut self.cache)?;
+        let mut results = Vec::with_capacity(self.ef_search);
+        for (_, page_id) in layer.take_nearest(self.ef_search) {
+            // An expanded node's exact result was taken when its page was read.
+            if let Some(result) = self.cache.expanded.remove(&page_id) {
+                results.push(result);
+                continue;
+            }
+            results.push(self.index.read_node(page_id, |node| {
+                Ok(SearchResult {
+                    distance: self.index.metric.distance(&self.query, &node.vector()),
+                    key: node.key().to_vec(),
+                })
+            })?);
+        }
+        results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+        Ok(results)
+    }
+
+    /// Nodes whose distance the scan has computed so far: a caller bounds a long iterative
+    /// scan with it (pgvector's `hnsw.max_scan_tuples`).
+    pub fn evaluated(&self) -> usize {
+        self.layer.as_ref().map_or(0, LayerScan::evaluated)
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<SearchResult>;
+
+    fn next(&mut self) -> Option<Result<SearchResult>> {
+        if self.ready.is_empty() {
+            match self.next_batch() {
+                Ok(batch) => self.ready.extend(batch),
+                Err(error) => return Some(Err(error)),
+            }
+        }
+        self.ready.pop_front().map(Ok)
+    }
+}
+
+impl Hnsw {
+    /// Best-first search of `layer` from `entries`: the `ef` nearest nodes found, nearest
+    /// first (HNSW's SEARCH-LAYER).
+    pub(super) fn search_layer(
+        &self,
+        query: &[f32],
+        entries: &[Candidate],
+        ef: usize,
+        layer: usize,
+        distances: Distances,
+        cache: &mut VectorCache,
+    ) -> Result<Vec<Candidate>> {
+        let mut scan = LayerScan::new(entries, layer, distances);
+        scan.advance(self, query, ef, cache)?;
+        Ok(scan.nearest(ef))
+    }
+
+    /// Greedy descent from `entry` (on `top_level`) to the nearest node on `layer`.
+    pub(super) fn descend(
+        &self,
+        query: &[f32],
+        entry: PageId,
+        top_level: u8,
+        layer: usize,
+        cache: &mut VectorCache,
+    ) -> Result<Vec<Candidate>> {
+        let mut nearest = vec![(self.exact_distance(query, entry, cache)?, entry)];
+        for upper in (layer + 1..=usize::from(top_level)).rev() {
+            nearest = self.search_layer(query, &nearest, 1, upper, Distances::Exact, cache)?;
+        }
+        Ok(nearest)
+    }
+
+    /// Starts a query: greedy descent through the upper layers, then a resumable search of
+    /// layer 0 with `ef_search` candidates (distances from codes, exact re-ranking).
+    pub fn scan(&self, query: &[f32], ef_search: usize) -> Result<Scan<'_>> {
+        self.check_vector(query)?;
+        if ef_search == 0 {
+            return Err(HnswError::InvalidArgument("ef_search must be positive".into()));
+        }
+        let meta = read_meta(&self.store, self.meta)?;
+        let mut cache = VectorCache::default();
+        let layer = match meta.entry {
+            Some(entry) => {
+                let nearest = self.descend(query, entry, meta.top_level, 0, &mut cache)?;
+                Some(LayerScan::new(&nearest, 0, Distances::Codes))
+            }
+            None => None,
+        };
+        Ok(Scan {
+            index: self,
+            query: query.to_vec(),
+            ef_search,
+            layer,
+            cache,
+            ready: VecDeque::new(),
+        })
+    }
+
+    /// The `ef_search` entries nearest to `query` as the graph finds them, in exact
+    /// distance order (nearest first): the first batch of `scan`. An empty index gives none.
+    pub fn search(&self, query: &[f32], ef_search: usize) -> Result<Vec<SearchResult>> {
+        self.scan(query, ef_search)?.next_batch()
+    }
+}

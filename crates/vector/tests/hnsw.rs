@@ -1,0 +1,360 @@
+//! The HNSW index on the page store: recall@10 against brute force on seeded clustered data
+//! for each metric (with and without layer-0 codes), the invariant check, entries surviving
+//! a clean reopen and a crash (recovery from the WAL alone), and the option bounds.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tierdb_common::SplitMix64;
+use tierdb_storage::{PageStore, StoreConfig};
+use tierdb_vector::hnsw::{Hnsw, HnswError, IndexParameters, Metric};
+
+fn open_store(directory: &Path) -> Arc<PageStore> {
+    let mut config = StoreConfig::local(directory).unwrap();
+    config.buffer_pool_bytes = 4096 * 8192;
+    Arc::new(PageStore::open(config).unwrap())
+}
+
+fn uniform(random: &mut SplitMix64) -> f32 {
+    // 24 random bits: exact in an f32.
+    let bits = u32::try_from(random.next_u64() >> 40).unwrap();
+    f32::from(u16::try_from(bits >> 8).unwrap()) / 65_536.0
+}
+
+/// Latent dimensions of the test data: embeddings and SIFT descriptors have a low intrinsic
+/// dimension; uniform noise in every dimension would make any graph index need a far larger
+/// ef_search for the same recall.
+const LATENT_DIMENSIONS: usize = 16;
+
+/// `count` vectors around `clusters` random centres of a 16-dimensional latent space,
+/// mapped into `dimensions` by a seeded random linear map (non-negative, like SIFT): the
+/// data depends only on the seed, so queries drawn with another seed share the map.
+fn clustered(seed: u64, count: usize, dimensions: usize, clusters: usize) -> Vec<Vec<f32>> {
+    let mut shared = SplitMix64::new(1);
+    let map: Vec<Vec<f32>> = (0..dimensions)
+        .map(|_| (0..LATENT_DIMENSIONS).map(|_| uniform(&mut shared)).collect())
+        .collect();
+    let centres: Vec<Vec<f32>> = (0..clusters)
+        .map(|_| (0..LATENT_DIMENSIONS).map(|_| uniform(&mut shared)).collect())
+        .collect();
+    let mut random = SplitMix64::new(seed);
+    (0..count)
+        .map(|_| {
+            let centre = &centres[usize::try_from(random.below(clusters as u64)).unwrap()];
+            let latent: Vec<f32> = centre
+                .iter()
+                .map(|&value| value + (uniform(&mut random) + uniform(&mut random) - 1.0) * 0.2)
+                .collect();
+            map.iter()
+                .map(|row| row.iter().zip(&latent).map(|(a, b)| a * b).sum::<f32>().max(0.0))
+                .collect()
+        })
+        .collect()
+}
+
+fn key_of(index: usize) -> Vec<u8> {
+    u32::try_from(index).unwrap().to_be_bytes().to_vec()
+}
+
+fn parameters(dimensions: usize, metric: Metric) -> IndexParameters {
+    IndexParameters { dimensions, metric, m: 16, ef_construction: 64 }
+}
+
+fn build(store: &Arc<PageStore>, data: &[Vec<f32>], metric: Metric) -> Hnsw {
+    let index = Hnsw::create(Arc::clone(store), parameters(data[0].len(), metric)).unwrap();
+    for (position, vector) in data.iter().enumerate() {
+        assert!(index.insert(vector, &key_of(position)).unwrap().is_some());
+    }
+    index
+}
+
+/// Mean recall@10 of the index at `ef_search` over `queries`, against brute force.
+fn recall_at_10(index: &Hnsw, data: &[Vec<f32>], queries: &[Vec<f32>], ef_search: usize) -> f64 {
+    let metric = index.metric();
+    let mut found = 0usize;
+    for query in queries {
+        let mut exact: Vec<(f64, usize)> =
+            data.iter().enumerate().map(|(i, v)| (metric.distance(query, v), i)).collect();
+        exact.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let truth: Vec<Vec<u8>> = exact[..10].iter().map(|&(_, i)| key_of(i)).collect();
+        let results = index.search(query, ef_search).unwrap();
+        assert!(results.windows(2).all(|pair| pair[0].distance <= pair[1].distance));
+        found += results.iter().take(10).filter(|result| truth.contains(&result.key)).count();
+    }
+    f64::from(u32::try_from(found).unwrap()) / f64::from(u32::try_from(queries.len() * 10).unwrap())
+}
+
+fn assert_recall(metric: Metric, dimensions: usize, count: usize, minimum: f64) {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(7, count, dimensions, 20);
+    let queries = clustered(8, 50, dimensions, 20);
+    let index = build(&store, &data, metric);
+    let report = index.check().unwrap();
+    assert_eq!(report.node_count, u64::try_from(count).unwrap());
+    if metric != Metric::InnerProduct {
+        // The negated inner product is no metric: the heuristic lets large-norm nodes
+        // shadow others, so some nodes lose every in-link (pgvector's graph does the same).
+        assert_eq!(report.nodes_reached, report.node_count, "every node reachable");
+    }
+    let recall = recall_at_10(&index, &data, &queries, 40);
+    eprintln!("{metric:?} d={dimensions} n={count}: recall@10={recall:.3} {report:?}");
+    assert!(recall >= minimum, "{metric:?} recall@10={recall} below {minimum}");
+}
+
+#[test]
+fn l2_recall_with_codes() {
+    assert_recall(Metric::L2, 64, 3000, 0.95);
+}
+
+#[test]
+fn cosine_recall_with_codes() {
+    assert_recall(Metric::Cosine, 32, 2000, 0.95);
+}
+
+#[test]
+fn inner_product_and_l1_recall() {
+    assert_recall(Metric::InnerProduct, 32, 2000, 0.95);
+    assert_recall(Metric::L1, 32, 2000, 0.95);
+}
+
+#[test]
+fn l2_recall_without_codes() {
+    let layout =
+        IndexParameters { dimensions: 300, ..parameters(300, Metric::L2) }.validate().unwrap();
+    assert_eq!(layout.code_bytes, 0, "300 dimensions at m=16 leave no room for codes");
+    assert_recall(Metric::L2, 300, 600, 0.95);
+}
+
+#[test]
+fn entries_survive_reopen_and_crash() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = clustered(11, 400, 16, 8);
+    let store = open_store(directory.path());
+    let index = build(&store, &data[..300], Metric::L2);
+    let meta = index.meta_page();
+    let before = index.search(&data[5], 20).unwrap();
+    drop(index);
+    Arc::try_unwrap(store).ok().expect("only owner").close().unwrap();
+
+    let store = open_store(directory.path());
+    let index = Hnsw::open(Arc::clone(&store), meta).unwrap();
+    assert_eq!(index.search(&data[5], 20).unwrap(), before, "same results after reopen");
+    let mut last = None;
+    for (position, vector) in data.iter().enumerate().skip(300) {
+        last = index.insert(vector, &key_of(position)).unwrap();
+    }
+    store.wait_durable(last.unwrap()).unwrap();
+    drop(index);
+    // A crash: no flush, no checkpoint; the inserts after the reopen live only in the WAL.
+    Arc::try_unwrap(store).ok().expect("only owner").abandon();
+
+    let store = open_store(directory.path());
+    let index = Hnsw::open(Arc::clone(&store), meta).unwrap();
+    let report = index.check().unwrap();
+    assert_eq!((report.node_count, report.nodes_reached), (400, 400));
+    for (position, vector) in data.iter().enumerate() {
+        let nearest = &index.search(vector, 40).unwrap()[0];
+        assert_eq!(nearest.distance, 0.0);
+        assert_eq!(nearest.key, key_of(position), "entry {position} found by its own vector");
+    }
+}
+
+#[test]
+fn zero_vectors_are_not_indexed_for_cosine() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let index = Hnsw::create(Arc::clone(&store), parameters(3, Metric::Cosine)).unwrap();
+    assert!(index.insert(&[0.0, 0.0, 0.0], b"zero").unwrap().is_none());
+    assert!(index.insert(&[1.0, 0.0, 0.0], b"one").unwrap().is_some());
+    let results = index.search(&[1.0, 1.0, 0.0], 10).unwrap();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].key, b"one");
+    assert_eq!(index.check().unwrap().node_count, 1);
+}
+
+#[test]
+fn options_and_inputs_are_checked() {
+    let invalid = |m, ef_construction, dimensions| {
+        let options = IndexParameters { dimensions, metric: Metric::L2, m, ef_construction };
+        matches!(options.validate(), Err(HnswError::InvalidArgument(_)))
+    };
+    assert!(invalid(1, 64, 3));
+    assert!(invalid(101, 1000, 3));
+    assert!(invalid(16, 31, 3), "ef_construction below 2 * m");
+    assert!(invalid(2, 3, 3));
+    assert!(invalid(16, 1001, 3));
+    assert!(invalid(16, 64, 0));
+    assert!(invalid(16, 64, tierdb_vector::hnsw::dimensions_max(16) + 1));
+    assert!(!invalid(16, 64, tierdb_vector::hnsw::dimensions_max(16)));
+    assert!(!invalid(100, 1000, 3));
+    assert!(!invalid(2, 4, 3));
+
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let index = Hnsw::create(Arc::clone(&store), parameters(3, Metric::L2)).unwrap();
+    assert!(index.search(&[1.0, 2.0, 3.0], 40).unwrap().is_empty(), "empty index");
+    assert!(matches!(index.insert(&[1.0, 2.0], b"k"), Err(HnswError::InvalidArgument(_))));
+    assert!(matches!(index.search(&[1.0], 40), Err(HnswError::InvalidArgument(_))));
+    let long_key = vec![7u8; tierdb_vector::hnsw::ROW_KEY_BYTES_MAX + 1];
+    assert!(matches!(
+        index.insert(&[1.0, 2.0, 3.0], &long_key),
+        Err(HnswError::InvalidArgument(_))
+    ));
+}
+
+/// Page fetches (buffer pool hits plus misses) per query at ef_search 40: the design's
+/// central figure (docs/design/014-vector-indexes.md), printed for the document. With codes
+/// a layer-0 hop costs one fetch, so a query stays within a few fetches per result slot;
+/// without codes every neighbour's distance is one more fetch.
+#[test]
+fn page_fetches_per_query() {
+    for (dimensions, count) in [(64, 3000), (300, 1000)] {
+        let directory = tempfile::tempdir().unwrap();
+        let store = open_store(directory.path());
+        let data = clustered(7, count, dimensions, 20);
+        let queries = clustered(8, 50, dimensions, 20);
+        let index = build(&store, &data, Metric::L2);
+        let fetches = || store.pool_stats().hits.get() + store.pool_stats().misses.get();
+        let before = fetches();
+        for query in &queries {
+            index.search(query, 40).unwrap();
+        }
+        let per_query = (fetches() - before) / u64::try_from(queries.len()).unwrap();
+        let codes = index.layout().code_bytes > 0;
+        eprintln!("d={dimensions} n={count} codes={codes}: {per_query} page fetches per query");
+        if codes {
+            assert!(per_query <= 4 * 40, "{per_query} fetches per query with codes");
+        } else {
+            assert!(per_query > 4 * 40, "without codes a query reads its neighbours' pages");
+        }
+    }
+}
+
+/// Searches run while a writer inserts: each sees a consistent graph (results sorted, keys
+/// of inserted entries only, no corrupt-page error), and the final graph checks out.
+#[test]
+fn searches_run_concurrently_with_inserts() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = Arc::new(clustered(21, 1500, 16, 10));
+    let index = Arc::new(build(&store, &data[..100], Metric::L2));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|reader| {
+            let (index, data, done) = (Arc::clone(&index), Arc::clone(&data), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut searches = 0u32;
+                while !done.load(std::sync::atomic::Ordering::Acquire) || searches < 10 {
+                    let query =
+                        &data[(usize::try_from(searches).unwrap() * 7 + reader) % data.len()];
+                    let results = index.search(query, 20).unwrap();
+                    assert!(!results.is_empty());
+                    assert!(results.windows(2).all(|pair| pair[0].distance <= pair[1].distance));
+                    let valid = |key: &Vec<u8>| {
+                        let position = u32::from_be_bytes(key[..4].try_into().unwrap());
+                        usize::try_from(position).unwrap() < data.len()
+                    };
+                    assert!(results.iter().all(|result| valid(&result.key)));
+                    searches += 1;
+                }
+                searches
+            })
+        })
+        .collect();
+    for (position, vector) in data.iter().enumerate().skip(100) {
+        index.insert(vector, &key_of(position)).unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    for reader in readers {
+        assert!(reader.join().unwrap() >= 10);
+    }
+    let report = index.check().unwrap();
+    assert_eq!((report.node_count, report.nodes_reached), (1500, 1500));
+}
+
+/// 20 crash cycles: two threads insert concurrently, each waiting for its insert's WAL
+/// record to be durable before counting it acknowledged, then inserting a few more without
+/// waiting; the store is then abandoned (no flush, no checkpoint: what a SIGKILL leaves, the
+/// unacknowledged records durable or not). After each recovery every acknowledged entry is
+/// found by an exact-match search (recall 1.0) and the graph passes its check, whichever
+/// unacknowledged inserts survived (each is one WAL record: all of it or none).
+#[test]
+fn acknowledged_inserts_survive_crash_cycles() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = Arc::new(clustered(31, 2400, 8, 10));
+    let store = open_store(directory.path());
+    let meta = Hnsw::create(Arc::clone(&store), parameters(8, Metric::L2)).unwrap().meta_page();
+    Arc::try_unwrap(store).ok().expect("only owner").close().unwrap();
+    let mut acknowledged: Vec<usize> = Vec::new();
+    let mut next = 0usize;
+    for cycle in 0..20 {
+        let store = open_store(directory.path());
+        let index = Arc::new(Hnsw::open(Arc::clone(&store), meta).unwrap());
+        let report = index.check().unwrap();
+        assert_eq!(report.nodes_reached, report.node_count, "cycle {cycle}");
+        assert!(report.node_count >= u64::try_from(acknowledged.len()).unwrap());
+        for &position in &acknowledged {
+            let nearest = &index.search(&data[position], 10).unwrap()[0];
+            assert_eq!((nearest.distance, &nearest.key), (0.0, &key_of(position)), "cycle {cycle}");
+        }
+        let writers: Vec<_> = (0..2)
+            .map(|writer| {
+                let (index, store, data) =
+                    (Arc::clone(&index), Arc::clone(&store), Arc::clone(&data));
+                let positions: Vec<usize> = (next + writer..next + 120).step_by(2).collect();
+                std::thread::spawn(move || {
+                    let mut done = Vec::new();
+                    for (count, position) in positions.into_iter().enumerate() {
+                        let lsn = index.insert(&data[position], &key_of(position)).unwrap();
+                        if count < 50 {
+                            store.wait_durable(lsn.unwrap()).unwrap();
+                            done.push(position);
+                        }
+                    }
+                    done
+                })
+            })
+            .collect();
+        for writer in writers {
+            acknowledged.extend(writer.join().unwrap());
+        }
+        next += 120;
+        drop(index);
+        Arc::try_unwrap(store).ok().expect("only owner").abandon();
+    }
+    assert_eq!(acknowledged.len(), 2000);
+}
+
+/// A scan continues past its first batch (which is what `search` returns): batch by batch,
+/// each in exact distance order, every entry exactly once, until the graph is exhausted.
+#[test]
+fn scans_continue_until_every_entry_is_returned() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(41, 700, 16, 10);
+    let index = build(&store, &data, Metric::L2);
+    let query = &clustered(42, 1, 16, 10)[0];
+    let mut scan = index.scan(query, 40).unwrap();
+    let first = scan.next_batch().unwrap();
+    assert_eq!(first, index.search(query, 40).unwrap());
+    let mut keys: Vec<Vec<u8>> = first.iter().map(|result| result.key.clone()).collect();
+    loop {
+        let batch = scan.next_batch().unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        assert!(batch.len() <= 40);
+        assert!(batch.windows(2).all(|pair| pair[0].distance <= pair[1].distance));
+        keys.extend(batch.into_iter().map(|result| result.key));
+    }
+    assert_eq!(scan.evaluated(), 700);
+    keys.sort();
+    let mut expected: Vec<Vec<u8>> = (0..700).map(key_of).collect();
+    expected.sort();
+    assert_eq!(keys, expected, "every entry exactly once");
+    let streamed: Vec<_> = index.scan(query, 10).unwrap().take(25).map(Result::unwrap).collect();
+    assert_eq!(streamed.len(), 25);
+    assert_eq!(streamed[..10], index.search(query, 10).unwrap()[..]);
+    assert!(index.scan(&[0.0; 3], 10).is_err(), "dimensions are checked");
+}
