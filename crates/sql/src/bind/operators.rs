@@ -29,29 +29,7 @@ impl<'a> Binder<'a> {
             ));
         }
         if let Some(function) = vector_operator_function(op) {
-            // A parameter is a vector; an untyped literal stays unknown until the call is
-            // resolved (two of them are ambiguous, as in PostgreSQL with pgvector).
-            let vector = SqlType::Vector(None);
-            let hint = |side: &ast::Expr| is_placeholder(side).then_some(&vector);
-            let (left, left_ty) = self.expr(left, scope, hint(left))?;
-            let (right, right_ty) = self.expr(right, scope, hint(right))?;
-            if left_ty == SqlType::Unknown && right_ty == SqlType::Unknown {
-                let symbol = match op {
-                    B::Custom(symbol) if symbol == crate::parse::L1_OPERATOR_STAND_IN => {
-                        "<+>".into()
-                    }
-                    other => other.to_string(),
-                };
-                return Err(SqlError::new(
-                    "42725",
-                    format!("operator is not unique: unknown {symbol} unknown"),
-                ));
-            }
-            let (mut call, ty) = bind_call(function, vec![(left, left_ty), (right, right_ty)])?;
-            if let Expr::Function(call) = &mut call {
-                call.operator = Some(vector_operator_symbol(function));
-            }
-            return Ok((call, ty));
+            return self.vector_operator(function, left, op, right, scope);
         }
         match op {
             B::And | B::Or => {
@@ -122,38 +100,83 @@ impl<'a> Binder<'a> {
                 bind_call(name, vec![(value, SqlType::Text), (pattern, SqlType::Text)])
             }
             B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::PGExp => {
-                let arithmetic = match op {
-                    B::Plus => ArithmeticOp::Add,
-                    B::Minus => ArithmeticOp::Subtract,
-                    B::Multiply => ArithmeticOp::Multiply,
-                    B::Divide => ArithmeticOp::Divide,
-                    B::Modulo => ArithmeticOp::Modulo,
-                    _ => ArithmeticOp::Power,
-                };
-                let (left, left_ty, right, right_ty) = if is_placeholder(left) {
-                    let (right, right_ty) = self.expr(right, scope, hint)?;
-                    let (left, left_ty) = self.expr(left, scope, Some(&right_ty))?;
-                    (left, left_ty, right, right_ty)
-                } else {
-                    let (left, left_ty) = self.expr(left, scope, hint)?;
-                    let (right, right_ty) = self.expr(right, scope, Some(&left_ty))?;
-                    (left, left_ty, right, right_ty)
-                };
-                let vector_function = match op {
-                    B::Plus => Some("vector_add"),
-                    B::Minus => Some("vector_sub"),
-                    B::Multiply => Some("vector_mul"),
-                    _ => None,
-                };
-                if let Some(function) =
-                    vector_function.filter(|_| is_vector_operation(&left_ty, &right_ty))
-                {
-                    return bind_call(function, vec![(left, left_ty), (right, right_ty)]);
-                }
-                arithmetic_expr(arithmetic, left, &left_ty, right, &right_ty)
+                self.arithmetic(left, op, right, scope, hint)
             }
             other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
         }
+    }
+
+    /// pgvector's distance operators, bound as calls of their functions.
+    fn vector_operator(
+        &mut self,
+        function: &'static str,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        use ast::BinaryOperator as B;
+        // A parameter is a vector; an untyped literal stays unknown until the call is
+        // resolved (two of them are ambiguous, as in PostgreSQL with pgvector).
+        let vector = SqlType::Vector(None);
+        let hint = |side: &ast::Expr| is_placeholder(side).then_some(&vector);
+        let (left, left_ty) = self.expr(left, scope, hint(left))?;
+        let (right, right_ty) = self.expr(right, scope, hint(right))?;
+        if left_ty == SqlType::Unknown && right_ty == SqlType::Unknown {
+            let symbol = match op {
+                B::Custom(symbol) if symbol == crate::parse::L1_OPERATOR_STAND_IN => "<+>".into(),
+                other => other.to_string(),
+            };
+            return Err(SqlError::new(
+                "42725",
+                format!("operator is not unique: unknown {symbol} unknown"),
+            ));
+        }
+        let (mut call, ty) = bind_call(function, vec![(left, left_ty), (right, right_ty)])?;
+        if let Expr::Function(call) = &mut call {
+            call.operator = Some(vector_operator_symbol(function));
+        }
+        Ok((call, ty))
+    }
+
+    /// `+ - * / % ^`: numeric arithmetic, or pgvector's element-wise vector operations.
+    fn arithmetic(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+        hint: Option<&SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        use ast::BinaryOperator as B;
+        let arithmetic = match op {
+            B::Plus => ArithmeticOp::Add,
+            B::Minus => ArithmeticOp::Subtract,
+            B::Multiply => ArithmeticOp::Multiply,
+            B::Divide => ArithmeticOp::Divide,
+            B::Modulo => ArithmeticOp::Modulo,
+            _ => ArithmeticOp::Power,
+        };
+        let (left, left_ty, right, right_ty) = if is_placeholder(left) {
+            let (right, right_ty) = self.expr(right, scope, hint)?;
+            let (left, left_ty) = self.expr(left, scope, Some(&right_ty))?;
+            (left, left_ty, right, right_ty)
+        } else {
+            let (left, left_ty) = self.expr(left, scope, hint)?;
+            let (right, right_ty) = self.expr(right, scope, Some(&left_ty))?;
+            (left, left_ty, right, right_ty)
+        };
+        let vector_function = match op {
+            B::Plus => Some("vector_add"),
+            B::Minus => Some("vector_sub"),
+            B::Multiply => Some("vector_mul"),
+            _ => None,
+        };
+        if let Some(function) = vector_function.filter(|_| is_vector_operation(&left_ty, &right_ty))
+        {
+            return bind_call(function, vec![(left, left_ty), (right, right_ty)]);
+        }
+        arithmetic_expr(arithmetic, left, &left_ty, right, &right_ty)
     }
 }
 

@@ -116,110 +116,143 @@ pub(crate) fn scan(
     };
     match access {
         Access::Full | Access::Primary { .. } => {
-            let (lower, upper) = match access {
-                Access::Primary { lower, upper } => {
-                    let columns = &table.clustered_key().expect("primary access has a key").columns;
-                    let lower = bound_values(lower, columns, table, probe, ctx)?;
-                    let upper = bound_values(upper, columns, table, probe, ctx)?;
-                    match (lower, upper) {
-                        (Some(lower), Some(upper)) => (lower, upper),
-                        _ => return Ok(true),
-                    }
-                }
-                _ => (Bound::Unbounded, Bound::Unbounded),
-            };
-            // A point lookup on the whole key.
-            if let (Bound::Included(low), Bound::Included(high), Some(key)) =
-                (&lower, &upper, table.clustered_key())
-            {
-                if low.len() == key.columns.len() && low == high {
-                    let found = ctx.txn()?.get_keyed(&table.handle, low)?;
-                    return match found {
-                        Some((key, values)) => emit(ctx, key, values),
-                        None => Ok(true),
-                    };
-                }
-            }
-            let direction = if backward {
-                tierdb_engine::Direction::Backward
-            } else {
-                tierdb_engine::Direction::Forward
-            };
-            let projection = tierdb_engine::Projection {
-                columns: projection.map(|projection| projection.decode.as_slice()),
-                keys: emit_key,
-            };
-            let mut resume: Option<Vec<u8>> = None;
-            loop {
-                ctx.check_cancel()?;
-                let page = ctx.txn()?.scan_page_projected(
-                    &table.handle,
-                    direction,
-                    (as_ref_bound(&lower), as_ref_bound(&upper)),
-                    resume.as_deref(),
-                    SCAN_PAGE_ROWS,
-                    projection,
-                )?;
-                for (key, values) in page.rows {
-                    if !emit(ctx, key, values)? {
-                        return Ok(false);
-                    }
-                }
-                match page.resume_after {
-                    Some(key) => resume = Some(key),
-                    None => return Ok(true),
-                }
-            }
+            scan_clustered(table, access, backward, (projection, emit_key), ctx, probe, &mut emit)
         }
         Access::Nearest { name, query, .. } => {
-            let query = match eval(query, probe, ctx)? {
-                Datum::Vector(elements) => elements,
-                // NULL is nearest to nothing: pgvector's index scan returns no rows.
-                _ => return Ok(true),
-            };
-            let ef_search = ctx.session.hnsw_ef_search;
-            let rows =
-                ctx.txn()?.nearest_rows(&table.handle, name, &query, ef_search, ef_search)?;
-            for (_, key, values) in rows {
-                if !emit(ctx, key, values)? {
-                    return Ok(false);
-                }
-            }
-            Ok(true)
+            scan_nearest(table, name, query, ctx, probe, &mut emit)
         }
         Access::Index { name, lower, upper } => {
-            let index = table
-                .indexes
-                .iter()
-                .find(|index| index.name == *name)
-                .expect("planned index exists");
-            let lower = bound_values(lower, &index.columns, table, probe, ctx)?;
-            let upper = bound_values(upper, &index.columns, table, probe, ctx)?;
-            let (Some(lower), Some(upper)) = (lower, upper) else { return Ok(true) };
-            let mut resume: Option<Vec<u8>> = None;
-            loop {
-                ctx.check_cancel()?;
-                let page = ctx.txn()?.index_scan_page(
-                    &table.handle,
-                    name,
-                    as_ref_bound(&lower),
-                    as_ref_bound(&upper),
-                    resume.as_deref(),
-                    SCAN_PAGE_ROWS,
-                )?;
-                let complete = page.len() < SCAN_PAGE_ROWS;
-                if !complete {
-                    resume = page.last().map(|(entry, _, _)| entry.clone());
-                }
-                for (_, key, values) in page {
-                    if !emit(ctx, key, values)? {
-                        return Ok(false);
-                    }
-                }
-                if complete {
-                    return Ok(true);
-                }
+            scan_index(table, name, (lower, upper), ctx, probe, &mut emit)
+        }
+    }
+}
+
+/// A scan of the clustered tree: a point lookup on the whole key, else pages of a range.
+fn scan_clustered<'s>(
+    table: &BoundTable,
+    access: &Access,
+    backward: bool,
+    (projection, emit_key): (Option<&ScanProjection>, bool),
+    ctx: &mut Ctx<'s>,
+    probe: &[Datum],
+    emit: &mut impl FnMut(&mut Ctx<'s>, Vec<u8>, Vec<Value>) -> Result<bool>,
+) -> Result<bool> {
+    let (lower, upper) = match access {
+        Access::Primary { lower, upper } => {
+            let columns = &table.clustered_key().expect("primary access has a key").columns;
+            let lower = bound_values(lower, columns, table, probe, ctx)?;
+            let upper = bound_values(upper, columns, table, probe, ctx)?;
+            match (lower, upper) {
+                (Some(lower), Some(upper)) => (lower, upper),
+                _ => return Ok(true),
             }
+        }
+        _ => (Bound::Unbounded, Bound::Unbounded),
+    };
+    // A point lookup on the whole key.
+    if let (Bound::Included(low), Bound::Included(high), Some(key)) =
+        (&lower, &upper, table.clustered_key())
+    {
+        if low.len() == key.columns.len() && low == high {
+            let found = ctx.txn()?.get_keyed(&table.handle, low)?;
+            return match found {
+                Some((key, values)) => emit(ctx, key, values),
+                None => Ok(true),
+            };
+        }
+    }
+    let direction = if backward {
+        tierdb_engine::Direction::Backward
+    } else {
+        tierdb_engine::Direction::Forward
+    };
+    let projection = tierdb_engine::Projection {
+        columns: projection.map(|projection| projection.decode.as_slice()),
+        keys: emit_key,
+    };
+    let mut resume: Option<Vec<u8>> = None;
+    loop {
+        ctx.check_cancel()?;
+        let page = ctx.txn()?.scan_page_projected(
+            &table.handle,
+            direction,
+            (as_ref_bound(&lower), as_ref_bound(&upper)),
+            resume.as_deref(),
+            SCAN_PAGE_ROWS,
+            projection,
+        )?;
+        for (key, values) in page.rows {
+            if !emit(ctx, key, values)? {
+                return Ok(false);
+            }
+        }
+        match page.resume_after {
+            Some(key) => resume = Some(key),
+            None => return Ok(true),
+        }
+    }
+}
+
+/// pgvector's nearest-neighbour index scan: up to hnsw.ef_search rows, nearest first.
+fn scan_nearest<'s>(
+    table: &BoundTable,
+    name: &str,
+    query: &Expr,
+    ctx: &mut Ctx<'s>,
+    probe: &[Datum],
+    emit: &mut impl FnMut(&mut Ctx<'s>, Vec<u8>, Vec<Value>) -> Result<bool>,
+) -> Result<bool> {
+    let query = match eval(query, probe, ctx)? {
+        Datum::Vector(elements) => elements,
+        // NULL is nearest to nothing: pgvector's index scan returns no rows.
+        _ => return Ok(true),
+    };
+    let ef_search = ctx.session.hnsw_ef_search;
+    let rows = ctx.txn()?.nearest_rows(&table.handle, name, &query, ef_search, ef_search)?;
+    for (_, key, values) in rows {
+        if !emit(ctx, key, values)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// A secondary-index range scan, a page of entries at a time.
+fn scan_index<'s>(
+    table: &BoundTable,
+    name: &str,
+    (lower, upper): (&Bound<Vec<Expr>>, &Bound<Vec<Expr>>),
+    ctx: &mut Ctx<'s>,
+    probe: &[Datum],
+    emit: &mut impl FnMut(&mut Ctx<'s>, Vec<u8>, Vec<Value>) -> Result<bool>,
+) -> Result<bool> {
+    let index =
+        table.indexes.iter().find(|index| index.name == *name).expect("planned index exists");
+    let lower = bound_values(lower, &index.columns, table, probe, ctx)?;
+    let upper = bound_values(upper, &index.columns, table, probe, ctx)?;
+    let (Some(lower), Some(upper)) = (lower, upper) else { return Ok(true) };
+    let mut resume: Option<Vec<u8>> = None;
+    loop {
+        ctx.check_cancel()?;
+        let page = ctx.txn()?.index_scan_page(
+            &table.handle,
+            name,
+            as_ref_bound(&lower),
+            as_ref_bound(&upper),
+            resume.as_deref(),
+            SCAN_PAGE_ROWS,
+        )?;
+        let complete = page.len() < SCAN_PAGE_ROWS;
+        if !complete {
+            resume = page.last().map(|(entry, _, _)| entry.clone());
+        }
+        for (_, key, values) in page {
+            if !emit(ctx, key, values)? {
+                return Ok(false);
+            }
+        }
+        if complete {
+            return Ok(true);
         }
     }
 }

@@ -135,36 +135,7 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
         | PlanKind::SystemView { .. }
         | PlanKind::Series { .. } => identity(plan.columns.len()),
         PlanKind::Scan { table, filter, emit_key, projection, .. } => {
-            // Rows with keys are written back or locked: they need every column.
-            if *emit_key {
-                return identity(plan.columns.len());
-            }
-            // The scan may be pruned already (a derived table's query was pruned when it
-            // was bound): `needed` is over its current output.
-            let width = table.columns.len();
-            let current: Vec<usize> = match projection {
-                Some(projection) => projection.output.clone(),
-                None => (0..width).collect(),
-            };
-            let output: Vec<usize> = current
-                .iter()
-                .zip(&needed.columns)
-                .filter_map(|(&column, &keep)| keep.then_some(column))
-                .collect();
-            let mapping = kept(&needed.columns);
-            if output.len() == width {
-                *projection = None;
-                return mapping;
-            }
-            let mut decode = Needed::none(width);
-            for &column in &output {
-                decode.columns[column] = true;
-            }
-            if let Some(filter) = filter {
-                decode.add_expr(filter);
-            }
-            *projection = Some(ScanProjection { decode: decode.columns, output });
-            mapping
+            prune_scan(table, filter.as_ref(), *emit_key, projection, &needed)
         }
         PlanKind::Filter { input, predicate } => {
             let mut needed = needed;
@@ -218,22 +189,7 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
             mapping
         }
         PlanKind::HashJoin { left, right, left_keys, right_keys, residual, .. } => {
-            let mut needed = needed;
-            if let Some(residual) = residual {
-                needed.add_expr(residual);
-            }
-            let (mut left_needed, mut right_needed) = needed.split(left.arity());
-            left_needed.add_exprs(left_keys.iter());
-            right_needed.add_exprs(right_keys.iter());
-            let left_mapping = prune(left, left_needed);
-            let right_mapping = prune(right, right_needed);
-            left_keys.iter_mut().for_each(|expr| renumber(expr, &left_mapping));
-            right_keys.iter_mut().for_each(|expr| renumber(expr, &right_mapping));
-            let mapping = combined(&left_mapping, &right_mapping);
-            if let Some(residual) = residual {
-                renumber(residual, &mapping);
-            }
-            mapping
+            prune_hash_join((left, right), (left_keys, right_keys), residual.as_mut(), needed)
         }
         PlanKind::IndexJoin { left, right, .. } | PlanKind::SetDifference { left, right, .. } => {
             let (left_width, right_width) = (left.arity(), right.arity());
@@ -255,6 +211,71 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
         }
     };
     narrow_columns(plan, &mapping);
+    mapping
+}
+
+/// A table scan decodes and returns only the needed columns (and the filter's).
+fn prune_scan(
+    table: &crate::plan::BoundTable,
+    filter: Option<&Expr>,
+    emit_key: bool,
+    projection: &mut Option<ScanProjection>,
+    needed: &Needed,
+) -> Mapping {
+    // Rows with keys are written back or locked: they need every column.
+    if emit_key {
+        return identity(needed.columns.len());
+    }
+    // The scan may be pruned already (a derived table's query was pruned when it
+    // was bound): `needed` is over its current output.
+    let width = table.columns.len();
+    let current: Vec<usize> = match projection {
+        Some(projection) => projection.output.clone(),
+        None => (0..width).collect(),
+    };
+    let output: Vec<usize> = current
+        .iter()
+        .zip(&needed.columns)
+        .filter_map(|(&column, &keep)| keep.then_some(column))
+        .collect();
+    let mapping = kept(&needed.columns);
+    if output.len() == width {
+        *projection = None;
+        return mapping;
+    }
+    let mut decode = Needed::none(width);
+    for &column in &output {
+        decode.columns[column] = true;
+    }
+    if let Some(filter) = filter {
+        decode.add_expr(filter);
+    }
+    *projection = Some(ScanProjection { decode: decode.columns, output });
+    mapping
+}
+
+/// A hash join reads its keys and residual besides what is needed above it.
+fn prune_hash_join(
+    (left, right): (&mut Plan, &mut Plan),
+    (left_keys, right_keys): (&mut [Expr], &mut [Expr]),
+    residual: Option<&mut Expr>,
+    needed: Needed,
+) -> Mapping {
+    let mut needed = needed;
+    if let Some(residual) = residual.as_deref() {
+        needed.add_expr(residual);
+    }
+    let (mut left_needed, mut right_needed) = needed.split(left.arity());
+    left_needed.add_exprs(left_keys.iter());
+    right_needed.add_exprs(right_keys.iter());
+    let left_mapping = prune(left, left_needed);
+    let right_mapping = prune(right, right_needed);
+    left_keys.iter_mut().for_each(|expr| renumber(expr, &left_mapping));
+    right_keys.iter_mut().for_each(|expr| renumber(expr, &right_mapping));
+    let mapping = combined(&left_mapping, &right_mapping);
+    if let Some(residual) = residual {
+        renumber(residual, &mapping);
+    }
     mapping
 }
 

@@ -7,8 +7,24 @@
 //! encoding other than UTF8): none is read and ignored. Errors follow PostgreSQL's
 //! wording: 42601 for an unknown or repeated option, 0A000 for misplaced CSV options.
 
-use super::front::{CopyFormat, CopyOptions, Token};
+use super::tokens::Token;
 use crate::error::{Result, SqlError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyFormat {
+    Text,
+    Csv,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CopyOptions {
+    pub format: CopyFormat,
+    pub delimiter: char,
+    pub null: String,
+    pub header: bool,
+    pub quote: char,
+    pub escape: char,
+}
 
 /// The options the list set explicitly (None: the format's default applies).
 #[derive(Default)]
@@ -268,7 +284,7 @@ mod tests {
     use super::*;
 
     fn options(text: &str) -> Result<CopyOptions> {
-        copy_options(&super::super::front::tokens(text)?)
+        copy_options(&super::super::tokens::tokens(text)?)
     }
 
     #[test]

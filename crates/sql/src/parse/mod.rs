@@ -7,6 +7,7 @@ pub mod front;
 pub mod limits;
 pub mod names;
 mod roles;
+mod tokens;
 mod vector_operators;
 
 pub use vector_operators::L1_OPERATOR_STAND_IN;

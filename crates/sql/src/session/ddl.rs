@@ -9,14 +9,9 @@ impl Session {
     pub(crate) fn create_table(&mut self, create: &ast::CreateTable) -> Result<Output> {
         refuse_table_kinds(create)?;
         let name = self.namespace().new_table(&create.name)?;
-        let _guard = self.catalog.lock_ddl();
-        if let Some(position) = self.pending_drops.iter().position(|pending| *pending == name) {
-            // DROP then CREATE of one name in a block (a migration that recreates a
-            // table): the drop cannot wait for COMMIT any longer, so it happens now and
-            // is no longer undone by ROLLBACK.
-            self.pending_drops.remove(position);
-            self.catalog.drop_table(&name)?;
-        }
+        let catalog = Arc::clone(&self.catalog);
+        let _guard = catalog.lock_ddl();
+        self.drop_pending_now(&name)?;
         if self.catalog.table(&name).is_some() {
             if create.if_not_exists {
                 return Ok(Output::command(CommandTag::CreateTable));
@@ -44,15 +39,7 @@ impl Session {
                     format!("column \"{column_name}\" specified more than once"),
                 ));
             }
-            if matches!(column.data_type, ast::DataType::Array(_)) {
-                // Casts to array types give array text for catalog queries; a column would
-                // silently store text where PostgreSQL stores an array.
-                return Err(SqlError::unsupported(format!(
-                    "array types are not supported (column \"{column_name}\" {})",
-                    column.data_type
-                )));
-            }
-            let ty = bind::sql_type(&column.data_type)?;
+            let ty = column_type(&column_name, &column.data_type)?;
             let mut meta =
                 ColumnMeta { name: column_name.clone(), ty, nullable: true, default: None };
             if bind::is_serial(&column.data_type) {
@@ -559,6 +546,17 @@ impl Session {
         self.catalog.invalidate_plans();
     }
 
+    /// DROP then CREATE of one name in a block (a migration that recreates a table): the
+    /// drop cannot wait for COMMIT any longer, so it happens now and is no longer undone by
+    /// ROLLBACK. The caller holds the DDL lock.
+    fn drop_pending_now(&mut self, name: &str) -> Result<()> {
+        if let Some(position) = self.pending_drops.iter().position(|pending| pending == name) {
+            self.pending_drops.remove(position);
+            self.catalog.drop_table(name)?;
+        }
+        Ok(())
+    }
+
     /// After COMMIT: drops the tables the block dropped. A crash between the commit and
     /// these drops keeps the tables (the DROP is then lost, never data).
     pub(super) fn finish_pending_drops(&mut self) -> Result<()> {
@@ -582,4 +580,15 @@ impl Session {
             self.catalog.invalidate_plans();
         }
     }
+}
+
+/// A column's SQL type. Array types are refused: casts to them give array text for catalog
+/// queries, but a column would silently store text where PostgreSQL stores an array.
+fn column_type(column: &str, data_type: &ast::DataType) -> Result<SqlType> {
+    if matches!(data_type, ast::DataType::Array(_)) {
+        return Err(SqlError::unsupported(format!(
+            "array types are not supported (column \"{column}\" {data_type})"
+        )));
+    }
+    bind::sql_type(data_type)
 }
