@@ -132,3 +132,25 @@ fn table_kinds_tierdb_does_not_build_are_refused_not_created_as_ordinary_tables(
         assert_eq!(tables, vec![vec![Datum::Int(0)]], "no table was created");
     });
 }
+
+/// Aggregate clauses tierdb does not evaluate are refused: they were read and ignored, so
+/// `count(*) FILTER (WHERE ...)` counted every row and `string_agg(... ORDER BY ...)`
+/// concatenated in scan order.
+#[test]
+fn aggregate_clauses_are_refused_not_ignored() {
+    with_session(|session| {
+        setup(
+            session,
+            &["CREATE TABLE g (id int PRIMARY KEY)", "INSERT INTO g VALUES (1), (2), (3)"],
+        );
+        for (sql, feature) in [
+            ("SELECT count(*) FILTER (WHERE id > 1) FROM g", "FILTER"),
+            ("SELECT string_agg(id::text, ',' ORDER BY id DESC) FROM g", "ORDER BY"),
+            ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY id) FROM g", "WITHIN GROUP"),
+        ] {
+            let error = message(session, sql);
+            assert!(error.starts_with("0A000 ") && error.contains(feature), "{sql}: {error}");
+        }
+        assert_eq!(rows(session, "SELECT count(*) FROM g").unwrap(), vec![vec![Datum::Int(3)]]);
+    });
+}

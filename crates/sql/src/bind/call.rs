@@ -13,6 +13,7 @@ impl<'a> Binder<'a> {
         if function.over.is_some() {
             return Err(SqlError::unsupported("window functions are not supported"));
         }
+        refuse_call_clauses(function, &name)?;
         let (args, distinct, star) = match &function.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
             ast::FunctionArguments::Subquery(query) if name == "array" => {
@@ -187,4 +188,37 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
         "string_agg" => AggregateFunction::StringAgg,
         _ => return None,
     })
+}
+
+/// Clauses of a call that tierdb does not evaluate are refused, never read and ignored
+/// (an ignored `FILTER (WHERE ...)` counts rows it should not; an ignored `ORDER BY` in
+/// string_agg concatenates in the wrong order).
+fn refuse_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
+    if function.filter.is_some() {
+        return Err(SqlError::unsupported(format!(
+            "FILTER (WHERE ...) on aggregate {name} is not supported"
+        )));
+    }
+    if !function.within_group.is_empty() {
+        return Err(SqlError::unsupported(format!("WITHIN GROUP on {name} is not supported")));
+    }
+    if function.null_treatment.is_some() {
+        return Err(SqlError::unsupported(format!(
+            "IGNORE/RESPECT NULLS on {name} is not supported"
+        )));
+    }
+    if !matches!(function.parameters, ast::FunctionArguments::None) {
+        return Err(SqlError::syntax(format!("syntax error in the call of {name}")));
+    }
+    if let ast::FunctionArguments::List(list) = &function.args {
+        if let Some(clause) = list.clauses.first() {
+            let what = match clause {
+                ast::FunctionArgumentClause::OrderBy(_) => "ORDER BY inside an aggregate call",
+                ast::FunctionArgumentClause::Limit(_) => "LIMIT inside a call",
+                _ => "this clause inside a call",
+            };
+            return Err(SqlError::unsupported(format!("{what} ({name}) is not supported")));
+        }
+    }
+    Ok(())
 }
