@@ -19,6 +19,10 @@ pub enum EngineError {
     Deadlock { waiter: u64, holder: u64 },
     #[error("duplicate key value violates unique constraint \"{constraint}\"")]
     UniqueViolation { constraint: String },
+    /// An INSERT ... ON CONFLICT's arbiter value is taken by the live row `key`. Internal:
+    /// `Transaction::insert_unless_conflict` turns it into `InsertOutcome::Conflict`.
+    #[error("duplicate key value violates unique constraint \"{constraint}\"")]
+    Conflict { key: Vec<u8>, constraint: String },
     #[error("null value in column \"{column}\" violates not-null constraint")]
     NotNullViolation { column: String },
     #[error("relation \"{name}\" does not exist")]
@@ -57,7 +61,7 @@ impl EngineError {
             EngineError::Vector(error) => error.kind().sqlstate(),
             EngineError::SerializationFailure => "40001",
             EngineError::Deadlock { .. } => "40P01",
-            EngineError::UniqueViolation { .. } => "23505",
+            EngineError::UniqueViolation { .. } | EngineError::Conflict { .. } => "23505",
             EngineError::NotNullViolation { .. } => "23502",
             EngineError::UndefinedTable { .. } => "42P01",
             EngineError::DuplicateTable { .. } => "42P07",

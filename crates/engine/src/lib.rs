@@ -11,9 +11,9 @@ mod txn;
 mod wait;
 
 pub use engine::{
-    ColumnDef, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, IndexDef,
-    Projection, PurgeStats, RowKey, RowPage, TableDef, TableHandle, TableRef, Transaction,
-    VectorIndexDef, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
+    ColumnDef, ConflictArbiters, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress,
+    IndexDef, InsertOutcome, Projection, PurgeStats, RowKey, RowPage, TableDef, TableHandle,
+    TableRef, Transaction, VectorIndexDef, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
 pub use error::{EngineError, Result};
 pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};

@@ -52,7 +52,7 @@ pub use table::{
     ColumnDef, IndexDef, Projection, RowKey, RowPage, TableDef, TableHandle, TableRef,
     VectorIndexDef,
 };
-pub use transaction::Transaction;
+pub use transaction::{ConflictArbiters, InsertOutcome, Transaction};
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
 /// writers of different rows rarely share a mutex, and the memory stays bounded.

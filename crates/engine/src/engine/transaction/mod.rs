@@ -19,6 +19,8 @@ mod locking;
 mod read;
 mod write;
 
+pub use write::{ConflictArbiters, InsertOutcome};
+
 struct UndoEntry {
     table: Arc<Table>,
     key: Vec<u8>,

@@ -19,10 +19,51 @@ use crate::engine::vector_index::maintain_vector_indexes;
 
 /// What a write does to a row's newest state.
 enum Action<'a> {
-    Insert(Vec<u8>),
+    /// Insert the encoded row; a conflict on one of the arbiters (if any) is
+    /// `EngineError::Conflict` instead of a violation, and changes nothing.
+    Insert(Vec<u8>, Option<&'a ConflictArbiters>),
     Update(&'a mut dyn FnMut(&Row) -> Option<Row>),
     /// Delete, if the check (on the latest version) passes.
     Delete(Option<&'a mut dyn FnMut(&Row) -> bool>),
+}
+
+/// The unique constraints an INSERT ... ON CONFLICT turns from a violation into a conflict
+/// it handles (PostgreSQL's arbiter indexes).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConflictArbiters {
+    /// Every unique constraint (ON CONFLICT DO NOTHING without a target).
+    Every,
+    /// The named ones: the primary key by its constraint name (`{table}_pkey`) or unique
+    /// indexes by their names.
+    Named(Vec<String>),
+}
+
+impl ConflictArbiters {
+    fn includes(&self, constraint: &str) -> bool {
+        match self {
+            ConflictArbiters::Every => true,
+            ConflictArbiters::Named(names) => names.iter().any(|name| name == constraint),
+        }
+    }
+}
+
+/// What a speculative insert (`insert_unless_conflict`) did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InsertOutcome {
+    /// The row was inserted under this row key.
+    Inserted { key: Vec<u8> },
+    /// A live row (committed, or this transaction's) holds an arbiter's value: nothing was
+    /// written. `key` is that row's key (for `update_by_key`), `constraint` the arbiter.
+    Conflict { key: Vec<u8>, constraint: String },
+}
+
+/// What a unique index says about a new value.
+enum UniqueCheck {
+    Free,
+    /// A running transaction writes or deletes a row with the value: its outcome decides.
+    Wait(TxnId),
+    /// A live row holds the value: its key and the transaction that created its version.
+    Taken((Vec<u8>, TxnId)),
 }
 
 enum IndexOutcome<'t> {
@@ -40,7 +81,36 @@ impl Transaction {
             let key = table.key_of(&row)?;
             let mut encoded = Vec::new();
             encode_row(&row, &mut encoded);
-            txn.modify(&handle, &key, Action::Insert(encoded)).map(|_| ())
+            txn.modify(&handle, &key, Action::Insert(encoded, None)).map(|_| ())
+        })
+    }
+
+    /// INSERT ... ON CONFLICT: inserts `row` unless a live row holds the value of one of
+    /// `arbiters` (after waiting for a running transaction that writes it, as `insert`
+    /// does); then nothing is written, the transaction goes on, and the outcome names the
+    /// row that holds it. A violation of a unique constraint that is not an arbiter is 23505
+    /// as in `insert`. Under REPEATABLE READ a holder this snapshot does not see is 40001
+    /// (PostgreSQL's ExecCheckTupleVisible).
+    pub fn insert_unless_conflict(
+        &mut self,
+        table: &(impl TableRef + ?Sized),
+        row: Row,
+        arbiters: &ConflictArbiters,
+    ) -> Result<InsertOutcome> {
+        self.run(|txn| {
+            let handle = table.resolve(txn)?;
+            let table = handle.table()?;
+            table.check_row(&row)?;
+            let key = table.key_of(&row)?;
+            let mut encoded = Vec::new();
+            encode_row(&row, &mut encoded);
+            match txn.modify(&handle, &key, Action::Insert(encoded, Some(arbiters))) {
+                Ok(_) => Ok(InsertOutcome::Inserted { key }),
+                Err(EngineError::Conflict { key, constraint }) => {
+                    Ok(InsertOutcome::Conflict { key, constraint })
+                }
+                Err(error) => Err(error),
+            }
         })
     }
 
@@ -156,7 +226,7 @@ impl Transaction {
                 engine.txns.wait_for(self.id, holder, &self.wait_limits)?;
                 continue;
             }
-            let Some(mode) = self.apply(table, &mut versions, &mut action)? else {
+            let Some(mode) = self.apply(table, key, &mut versions, &mut action)? else {
                 return Ok(false);
             };
             // A locking read's lock on the row (locks.rs) blocks a conflicting write.
@@ -168,7 +238,11 @@ impl Transaction {
                 continue;
             }
             self.prune(&mut versions)?;
-            let _index_guards = match self.maintain_indexes(table, key, &versions)? {
+            let arbiters = match &action {
+                Action::Insert(_, arbiters) => *arbiters,
+                _ => None,
+            };
+            let _index_guards = match self.maintain_indexes(table, key, &versions, arbiters)? {
                 IndexOutcome::Written(guards, added) => {
                     let table_entries = added.into_iter().map(|(position, entry)| {
                         let index = Arc::clone(&table.indexes[position]);
@@ -205,13 +279,15 @@ impl Transaction {
     }
 
     /// Adds index entries for the row's new newest version (if this transaction made one),
-    /// after checking unique indexes. Returns the unique-index guards, held until the row is
-    /// written, or the transaction to wait for.
+    /// after checking every unique index first, so that a violation or conflict leaves no
+    /// entry behind. Returns the unique-index guards, held until the row is written, or the
+    /// transaction to wait for.
     fn maintain_indexes<'t>(
         &self,
         table: &'t Table,
         key: &[u8],
         versions: &[Version],
+        arbiters: Option<&ConflictArbiters>,
     ) -> Result<IndexOutcome<'t>> {
         let mut guards = Vec::new();
         let mut added = Vec::new();
@@ -225,14 +301,23 @@ impl Transaction {
             Some(version) => Some(decode_row(&version.row)?),
             None => None,
         };
-        for (position, index) in table.indexes.iter().enumerate() {
+        let mut prefixes = Vec::with_capacity(table.indexes.len());
+        for index in &table.indexes {
             let prefix = index.prefix(&row)?;
             if index.def.unique && !index.has_null(&row) {
                 guards.push(index.unique_lock.lock());
-                if let Some(holder) = self.unique_conflict(table, index, &prefix, key)? {
-                    return Ok(IndexOutcome::Wait(holder));
+                match self.unique_conflict(table, index, &prefix, key)? {
+                    UniqueCheck::Free => {}
+                    UniqueCheck::Wait(holder) => return Ok(IndexOutcome::Wait(holder)),
+                    UniqueCheck::Taken((other_key, xmin)) => {
+                        let constraint = index.def.name.clone();
+                        return Err(self.taken(&other_key, xmin, constraint, arbiters)?);
+                    }
                 }
             }
+            prefixes.push(prefix);
+        }
+        for (position, (index, prefix)) in table.indexes.iter().zip(prefixes).enumerate() {
             let unchanged = match &previous {
                 Some(previous) => index.prefix(previous)? == prefix,
                 None => false,
@@ -247,16 +332,16 @@ impl Transaction {
         Ok(IndexOutcome::Written(guards, added))
     }
 
-    /// Checks that no other row holds `prefix` in a unique index: a live committed version is
-    /// a violation (23505); one being written or deleted by a running transaction must be
-    /// waited for (its outcome decides).
+    /// Checks whether another row holds `prefix` in a unique index: a live committed version
+    /// takes it (with its row key and creator); one being written or deleted by a running
+    /// transaction must be waited for (its outcome decides).
     fn unique_conflict(
         &self,
         table: &Table,
         index: &Index,
         prefix: &[u8],
         own_key: &[u8],
-    ) -> Result<Option<TxnId>> {
+    ) -> Result<UniqueCheck> {
         let mut upper = prefix.to_vec();
         upper.push(0xFF);
         for entry in
@@ -272,16 +357,36 @@ impl Transaction {
                     continue;
                 }
                 if let Some(holder) = self.holder(&version) {
-                    return Ok(Some(holder));
+                    return Ok(UniqueCheck::Wait(holder));
                 }
                 if self.is_live(Some(&version))? {
-                    return Err(EngineError::UniqueViolation {
-                        constraint: index.def.name.clone(),
-                    });
+                    return Ok(UniqueCheck::Taken((other_key, version.xmin)));
                 }
             }
         }
-        Ok(None)
+        Ok(UniqueCheck::Free)
+    }
+
+    /// The error for a value of `constraint` taken by the live row `key` (created by
+    /// `xmin`): a conflict if the constraint is an arbiter of this insert (40001 under
+    /// REPEATABLE READ if this snapshot does not see the row), else 23505.
+    fn taken(
+        &self,
+        key: &[u8],
+        xmin: TxnId,
+        constraint: String,
+        arbiters: Option<&ConflictArbiters>,
+    ) -> Result<EngineError> {
+        if !arbiters.is_some_and(|arbiters| arbiters.includes(&constraint)) {
+            return Ok(EngineError::UniqueViolation { constraint });
+        }
+        if self.isolation == IsolationLevel::RepeatableRead
+            && xmin != self.id
+            && !self.engine.txns.visible(&self.snapshot, xmin)?
+        {
+            return Ok(EngineError::SerializationFailure);
+        }
+        Ok(EngineError::Conflict { key: key.to_vec(), constraint })
     }
 
     /// Whether `version` (the newest of its row, or a version holding a unique value) is a
@@ -301,17 +406,18 @@ impl Transaction {
     fn apply(
         &self,
         table: &Table,
+        key: &[u8],
         versions: &mut Vec<Version>,
         action: &mut Action<'_>,
     ) -> Result<Option<LockMode>> {
         let txns = &self.engine.txns;
         let newest = versions.first().cloned();
         let live = self.is_live(newest.as_ref())?;
-        if let Action::Insert(row) = action {
+        if let Action::Insert(row, arbiters) = action {
             if live {
-                return Err(EngineError::UniqueViolation {
-                    constraint: format!("{}_pkey", table.def.name),
-                });
+                let constraint = format!("{}_pkey", table.def.name);
+                let newest = newest.as_ref().expect("a live row has a newest version");
+                return Err(self.taken(key, newest.xmin, constraint, *arbiters)?);
             }
             versions.insert(0, Version { xmin: self.id, xmax: 0, row: row.clone() });
             // A new row conflicts with no lock but a FOR UPDATE on a deleted one.
@@ -335,7 +441,7 @@ impl Transaction {
         }
         let current = decode_row(&newest.row)?;
         let mode = match action {
-            Action::Insert(_) => unreachable!("handled above"),
+            Action::Insert(..) => unreachable!("handled above"),
             Action::Delete(check) => {
                 if check.as_mut().is_some_and(|check| !check(&current)) {
                     return Ok(None);
