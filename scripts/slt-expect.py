@@ -50,10 +50,14 @@ for block in blocks:
         out.append(f"{kind} error {msg}\n{sql}" if head.strip() in ("statement error", "query error") else block)
     else:
         with conn.cursor() as cur:
+            # The column types come from a run that is rolled back: a query with side effects
+            # (INSERT ... RETURNING) must run once only, by psql below.
+            cur.execute("BEGIN")
             for setting in session:
                 cur.execute(setting)
             cur.execute(sql)
             types = letters(cur.description)
+            cur.execute("ROLLBACK")
         r = psql(sql)
         assert r.returncode == 0, (sql, r.stderr)
         rows = [line.split("\t") for line in r.stdout.rstrip("\n").split("\n")] if r.stdout.strip() else []

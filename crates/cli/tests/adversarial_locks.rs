@@ -194,6 +194,35 @@ async fn read_committed_delete_rechecks_its_where() {
     assert_eq!(one_int(&first, "SELECT n FROM counter WHERE id = 1").await, 1);
 }
 
+/// DELETE ... RETURNING that waited for a concurrent update returns the version it deleted,
+/// the updated one (as PostgreSQL): a stale RETURNING loses the update for whoever archives
+/// the deleted rows.
+#[tokio::test(flavor = "multi_thread")]
+async fn read_committed_delete_returns_the_version_it_deleted() {
+    let server = TestServer::start(&[]);
+    let (first, second) = (Arc::new(connect(&server).await), connect(&server).await);
+    counter_table(&first).await;
+    second.batch_execute("BEGIN; UPDATE counter SET n = n + 100 WHERE id < 3").await.unwrap();
+    let deleting = {
+        let first = Arc::clone(&first);
+        tokio::spawn(async move {
+            let with_filter = "DELETE FROM counter WHERE id = 1 RETURNING n";
+            let rows = first.query(with_filter, &[]).await?;
+            let without_filter = first.query("DELETE FROM counter RETURNING id, n", &[]).await?;
+            Ok::<_, tokio_postgres::Error>((rows, without_filter))
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!deleting.is_finished(), "the DELETE waits for the update");
+    second.batch_execute("COMMIT").await.unwrap();
+    let (rows, rest) =
+        tokio::time::timeout(STEP, deleting).await.expect("in time").unwrap().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, i32>(0), 100, "the updated version");
+    let mut rest: Vec<(i32, i32)> = rest.iter().map(|row| (row.get(0), row.get(1))).collect();
+    rest.sort_unstable();
+    assert_eq!(rest, vec![(2, 100), (3, 0)]);
+}
 /// SERIALIZABLE is refused (0A000) in every form, so write skew can never commit under a
 /// level that promises to prevent it; the session keeps its level and stays usable.
 #[tokio::test(flavor = "multi_thread")]

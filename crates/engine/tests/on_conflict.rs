@@ -41,8 +41,11 @@ fn user(id: i64, email: &str, city: &str) -> Vec<Value> {
     vec![Value::Int(id), Value::Text(email.into()), Value::Text(city.into())]
 }
 
-fn named(names: &[&str]) -> ConflictArbiters {
-    ConflictArbiters::Named(names.iter().map(|name| name.to_string()).collect())
+fn named(primary_key: bool, names: &[&str]) -> ConflictArbiters {
+    ConflictArbiters::Named {
+        primary_key,
+        indexes: names.iter().map(|name| name.to_string()).collect(),
+    }
 }
 
 fn city_count(engine: &Arc<Engine>, city: &str) -> usize {
@@ -73,8 +76,11 @@ fn conflict_on_an_arbiter_writes_nothing_and_the_transaction_goes_on() {
     };
     assert_eq!(constraint, "users_pkey");
     // On the unique index: the row key named is the one that holds the value.
-    let outcome =
-        txn.insert_unless_conflict("users", user(2, "a@x", "oslo"), &named(&["users_email_key"]));
+    let outcome = txn.insert_unless_conflict(
+        "users",
+        user(2, "a@x", "oslo"),
+        &named(false, &["users_email_key"]),
+    );
     let InsertOutcome::Conflict { key, constraint } = outcome.unwrap() else {
         panic!("expected a conflict on the unique index");
     };
@@ -98,9 +104,8 @@ fn a_constraint_that_is_not_an_arbiter_is_a_violation() {
     txn.insert("users", user(1, "a@x", "paris")).unwrap();
     txn.commit().unwrap();
     let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
-    let error = txn
-        .insert_unless_conflict("users", user(2, "a@x", "oslo"), &named(&["users_pkey"]))
-        .unwrap_err();
+    let error =
+        txn.insert_unless_conflict("users", user(2, "a@x", "oslo"), &named(true, &[])).unwrap_err();
     assert_eq!(error.sqlstate(), "23505");
     assert!(error.to_string().contains("users_email_key"), "{error}");
     assert!(txn.is_failed());

@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{rows, setup, with_session};
+use support::{rows, setup, sqlstate, with_session};
 use tierdb_sql::{Datum, Session};
 
 fn tables(session: &mut Session) {
@@ -95,5 +95,56 @@ fn a_filter_the_key_range_guarantees_is_not_tested_again() {
         assert!(!lines.iter().any(|line| line.starts_with("Filter")), "{lines:#?}");
         let lines = plan(session, "SELECT * FROM t WHERE id >= 1 AND c = 'x'");
         assert!(lines.iter().any(|line| line.starts_with("Filter")), "{lines:#?}");
+    });
+}
+
+/// INSERT, UPDATE and DELETE show their own node above the source plan, and INSERT ... ON
+/// CONFLICT its resolution and arbiter indexes, in PostgreSQL's layout.
+#[test]
+fn data_modifying_statements_show_their_node_and_arbiters() {
+    with_session(|session| {
+        tables(session);
+        setup(session, &["CREATE UNIQUE INDEX t_c ON t (c)"]);
+        let lines = plan(
+            session,
+            "INSERT INTO t VALUES (3, 1, 1, 'q') ON CONFLICT (id) DO UPDATE SET a = t.a + 1",
+        );
+        assert_eq!(
+            lines[..3],
+            ["Insert on t", "Conflict Resolution: UPDATE", "Conflict Arbiter Indexes: t_pkey"]
+        );
+        assert!(lines[3].starts_with("->  Values Scan"), "{lines:#?}");
+        let lines = plan(session, "INSERT INTO t VALUES (3, 1, 1, 'q') ON CONFLICT DO NOTHING");
+        assert_eq!(lines[..2], ["Insert on t", "Conflict Resolution: NOTHING"]);
+        let lines = plan(session, "INSERT INTO t VALUES (3, 1, 1, 'q') ON CONFLICT (c) DO NOTHING");
+        assert_eq!(lines[2], "Conflict Arbiter Indexes: t_c");
+        assert_eq!(
+            plan(session, "UPDATE t SET a = 2 WHERE id = 1")[..2],
+            ["Update on t", "->  Index Scan using t_pkey on t"]
+        );
+        assert_eq!(plan(session, "DELETE FROM t WHERE id = 1")[0], "Delete on t");
+        // EXPLAIN ANALYZE of an upsert runs it.
+        rows(session, "EXPLAIN ANALYZE INSERT INTO t VALUES (1, 9, 9, 'z') ON CONFLICT (id) DO UPDATE SET b = 7")
+            .unwrap();
+        assert_eq!(
+            rows(session, "SELECT b FROM t WHERE id = 1").unwrap(),
+            vec![vec![Datum::Int(7)]]
+        );
+    });
+}
+
+/// EXPLAIN options: the ones that only change details tierdb's text does not have are
+/// accepted, FORMAT other than TEXT is 0A000, an unknown option is PostgreSQL's 42601.
+#[test]
+fn explain_options_are_checked() {
+    with_session(|session| {
+        tables(session);
+        for sql in ["EXPLAIN (COSTS OFF, VERBOSE) SELECT 1", "EXPLAIN (FORMAT TEXT) SELECT 1"] {
+            rows(session, sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
+        }
+        let error = rows(session, "EXPLAIN (FORMAT JSON) SELECT 1").unwrap_err();
+        assert_eq!(error.sqlstate, "0A000", "{error}");
+        assert!(error.message.contains("FORMAT JSON"), "{error}");
+        assert_eq!(sqlstate(session, "EXPLAIN (FOO) SELECT 1"), "42601");
     });
 }

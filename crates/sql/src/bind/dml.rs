@@ -1,56 +1,16 @@
-//! INSERT, UPDATE and DELETE binding: targets, defaults, assignments, RETURNING.
+//! INSERT, UPDATE and DELETE binding: targets, sources, the rows UPDATE and DELETE touch,
+//! RETURNING.
 
+use super::assignments::{assignable, assignment_error, bind_assignments, bind_defaults};
 use super::*;
-use crate::catalog::sequence_of_default;
-use crate::catalog::ColumnMeta;
 use crate::plan::{DeletePlan, InsertPlan, UpdatePlan};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
-
-pub(crate) fn bind_defaults(
-    binder: &mut Binder<'_>,
-    table: &TableMeta,
-) -> Result<Vec<Option<Expr>>> {
-    let scope = super::Scope::default();
-    table
-        .columns
-        .iter()
-        .map(|column| match &column.default {
-            Some(text) => {
-                if let Some(sequence) = sequence_of_default(text) {
-                    let name = Expr::Literal(Datum::Text(sequence.to_string()));
-                    let (call, _) = bind_call("nextval", vec![(name, SqlType::Text)])?;
-                    return Ok(Some(Expr::Cast {
-                        expr: Box::new(call),
-                        from: SqlType::Int8,
-                        to: column.ty.clone(),
-                        explicit: false,
-                    }));
-                }
-                // Parsed with the limit its CREATE TABLE was parsed with.
-                let expr = Parser::new(&PostgreSqlDialect {})
-                    .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
-                    .try_with_sql(text)
-                    .and_then(|mut parser| parser.parse_expr())
-                    .map_err(|error| {
-                        SqlError::internal(format!("stored default does not parse: {error}"))
-                    })?;
-                let (bound, from) = binder.expr(&expr, &scope, Some(&column.ty))?;
-                Ok(Some(super::coerce(bound, &from, &column.ty, false)?))
-            }
-            None => Ok(None),
-        })
-        .collect()
-}
 
 pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Result<InsertPlan> {
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(SqlError::unsupported("INSERT into a table function"));
     };
     let table = binder.bind_table(binder.table(name)?)?;
-    if insert.on.is_some() {
-        return Err(SqlError::unsupported("ON CONFLICT is not supported"));
-    }
+    let alias = insert.table_alias.as_ref().map(|alias| ident(&alias.alias));
     let targets: Vec<usize> = if insert.columns.is_empty() {
         (0..table.columns.len()).collect()
     } else {
@@ -138,32 +98,21 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
         },
     };
     let targets = targets[..source.arity().min(targets.len())].to_vec();
+    let on_conflict = match &insert.on {
+        None => None,
+        Some(ast::OnInsert::OnConflict(on_conflict)) => Some(super::on_conflict::bind_on_conflict(
+            binder,
+            &table,
+            alias.as_deref(),
+            on_conflict,
+        )?),
+        Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY UPDATE")),
+    };
     let returning = match &insert.returning {
-        Some(items) => Some(binder.returning(items, &table)?),
+        Some(items) => Some(binder.returning_as(items, &table, alias.as_deref())?),
         None => None,
     };
-    Ok(InsertPlan { table, targets, source, defaults, returning })
-}
-
-pub(crate) fn assignable(from: &SqlType, to: &SqlType) -> bool {
-    from == to
-        || *from == SqlType::Unknown
-        || (from.is_numeric_family() && to.is_numeric_family())
-        || to.is_text()
-        || (from.is_temporal() && to.is_temporal())
-}
-
-pub(crate) fn assignment_error(error: SqlError, column: &ColumnMeta, from: &SqlType) -> SqlError {
-    if error.sqlstate == "42804" {
-        SqlError::datatype_mismatch(format!(
-            "column \"{}\" is of type {} but expression is of type {}",
-            column.name,
-            column.ty.display_name(),
-            from.display_name()
-        ))
-    } else {
-        error
-    }
+    Ok(InsertPlan { table, targets, source, defaults, on_conflict, returning })
 }
 
 pub(crate) fn bind_update(binder: &mut Binder<'_>, update: &ast::Update) -> Result<UpdatePlan> {
@@ -178,29 +127,7 @@ pub(crate) fn bind_update(binder: &mut Binder<'_>, update: &ast::Update) -> Resu
         _ => return Err(SqlError::unsupported("UPDATE of a non-table")),
     };
     let (scan, scope) = binder.table_scope(&table, alias.as_deref());
-    let mut assignments = Vec::new();
-    for assignment in &update.assignments {
-        let ast::AssignmentTarget::ColumnName(column) = &assignment.target else {
-            return Err(SqlError::unsupported("multi-column assignment"));
-        };
-        let column = object_name(column)?;
-        let position = table.column_index(&column).ok_or_else(|| {
-            SqlError::new(
-                "42703",
-                format!("column \"{column}\" of relation \"{}\" does not exist", table.name),
-            )
-        })?;
-        let ty = table.columns[position].ty.clone();
-        let is_default = matches!(&assignment.value, ast::Expr::Identifier(name) if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("default"));
-        let expr = if is_default {
-            bind_defaults(binder, &table)?[position].clone().unwrap_or(Expr::Literal(Datum::Null))
-        } else {
-            let (expr, from) = binder.expr(&assignment.value, &scope, Some(&ty))?;
-            super::coerce(expr, &from, &ty, false)
-                .map_err(|error| assignment_error(error, &table.columns[position], &from))?
-        };
-        assignments.push((position, expr));
-    }
+    let assignments = bind_assignments(binder, &table, &update.assignments, &scope)?;
     let (scan, filter, returning) = bind_target_rows(
         binder,
         scan,

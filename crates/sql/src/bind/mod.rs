@@ -7,6 +7,7 @@
 //! conjuncts) and join strategies (`plan/join.rs`: index nested loop when the inner side has
 //! a usable key, else hash join on equality conjuncts, else nested loop) are the planner's.
 
+mod assignments;
 mod call;
 mod coerce;
 mod dml;
@@ -14,6 +15,7 @@ mod expr;
 mod from;
 pub(crate) mod locking;
 mod namespace;
+mod on_conflict;
 mod operators;
 mod query;
 mod scope;
@@ -22,6 +24,7 @@ mod signatures;
 
 pub(crate) use crate::parse::names::{ident, object_name};
 pub(crate) use crate::types::{is_serial, sql_type};
+pub(crate) use assignments::bind_defaults;
 pub(crate) use call::*;
 pub(crate) use coerce::*;
 pub(crate) use dml::*;
@@ -140,8 +143,18 @@ impl<'a> Binder<'a> {
         items: &[ast::SelectItem],
         table: &BoundTable,
     ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
+        self.returning_as(items, table, None)
+    }
+
+    /// RETURNING over `table` seen under `alias` (INSERT INTO t AS alias) or its name.
+    pub fn returning_as(
+        &mut self,
+        items: &[ast::SelectItem],
+        table: &BoundTable,
+        alias: Option<&str>,
+    ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
         let scan = self.scan(table.clone());
-        let scope = Scope::from_plan(&scan, Some(&table.name));
+        let scope = Scope::from_plan(&scan, Some(alias.unwrap_or(&table.name)));
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         for item in items {

@@ -1,35 +1,22 @@
 //! INSERT, UPDATE and DELETE execution: one NOT NULL and key check per stored row,
 //! READ COMMITTED rechecks of rows a concurrent transaction changed, RETURNING.
 
+use super::on_conflict::Upsert;
+use super::rows::{apply_assignments, complete_row, detached_ctx, recheck_filter, table_row};
 use super::spill::store_rows;
 use super::*;
-use crate::catalog::TableMeta;
 use crate::output::{CommandTag, Output};
 use crate::plan::{DeletePlan, InsertPlan, UpdatePlan};
-use crate::system::SessionInfo;
 use tierdb_engine::Value;
 
 /// Completes a row (defaults, casts, NOT NULL) and inserts it. Returns the stored row.
 pub(crate) fn insert_row(
     table: &BoundTable,
-    mut row: Vec<Option<Datum>>,
+    row: Vec<Option<Datum>>,
     defaults: &[Option<Expr>],
     ctx: &mut Ctx<'_>,
 ) -> Result<Row> {
-    let mut values = Vec::with_capacity(table.columns.len());
-    let mut datums = Vec::with_capacity(table.columns.len());
-    for (index, column) in table.columns.iter().enumerate() {
-        let datum = match row[index].take() {
-            Some(datum) => datum,
-            None => match &defaults[index] {
-                Some(default) => super::eval(default, &[], ctx)?,
-                None => Datum::Null,
-            },
-        };
-        table.check_not_null(index, datum.is_null(), false)?;
-        values.push(datum.to_value(&column.ty)?);
-        datums.push(datum);
-    }
+    let (values, datums) = complete_row(table, row, defaults, ctx)?;
     let transaction = ctx.txn.as_deref_mut().expect("insert runs in a transaction");
     transaction.insert(&table.handle, values).map_err(|error| constraint_error(error.into()))?;
     Ok(datums)
@@ -72,13 +59,18 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let mut inserted = Vec::new();
     let keep = insert.returning.is_some();
     let mut count = 0u64;
+    let mut upsert = insert.on_conflict.as_ref().map(Upsert::new);
     while let Some(source) = sources.next_row()? {
         let mut row: Vec<Option<Datum>> = vec![None; insert.table.columns.len()];
         for ((value, &target), from) in source.into_iter().zip(&insert.targets).zip(&source_types) {
             let column = &insert.table.columns[target];
             row[target] = Some(types::cast(value, from, &column.ty, false)?);
         }
-        let stored = insert_row(&insert.table, row, &insert.defaults, ctx)?;
+        let stored = match &mut upsert {
+            None => Some(insert_row(&insert.table, row, &insert.defaults, ctx)?),
+            Some(upsert) => upsert.row(&insert.table, row, &insert.defaults, ctx)?,
+        };
+        let Some(stored) = stored else { continue };
         count += 1;
         if keep {
             inserted.push(stored);
@@ -192,63 +184,6 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     returning_rows(&update.returning, updated_rows, ctx, CommandTag::Update, count)
 }
 
-/// A context for expressions evaluated inside an engine callback (no transaction access).
-/// A context for expressions over one row outside the statement's transaction (rechecks of
-/// a row a concurrent update changed), with the statement's memory budget.
-pub(crate) fn detached_ctx<'a>(
-    params: &'a [Datum],
-    session: &'a SessionInfo<'a>,
-    time: i64,
-    budget: &MemoryBudget,
-) -> Ctx<'a> {
-    Ctx {
-        txn: None,
-        params,
-        outer: Vec::new(),
-        subquery_cache: HashMap::new(),
-        stats: Vec::new(),
-        analyze: false,
-        budget: budget.clone(),
-        session,
-        statement_time_micros: time,
-        interrupt: None,
-    }
-}
-
-/// A row of `table` from engine values.
-pub(crate) fn table_row(table: &TableMeta, values: &[Value]) -> Row {
-    values
-        .iter()
-        .zip(&table.columns)
-        .map(|(value, column)| Datum::from_value(value, &column.ty))
-        .collect()
-}
-
-/// Whether the latest version of a row still passes the statement's WHERE clause (READ
-/// COMMITTED, after a concurrent update committed: PostgreSQL's EvalPlanQual).
-pub(crate) fn recheck_filter(
-    filter: &Expr,
-    table: &TableMeta,
-    latest: &[Value],
-    ctx: &mut Ctx<'_>,
-) -> Result<bool> {
-    Ok(matches!(super::eval(filter, &table_row(table, latest), ctx)?, Datum::Bool(true)))
-}
-
-pub(crate) fn apply_assignments(
-    table: &TableMeta,
-    assignments: &[(usize, Expr)],
-    row: &[Datum],
-    ctx: &mut Ctx<'_>,
-) -> Result<Row> {
-    let mut new_row = row.to_vec();
-    for (position, expr) in assignments {
-        new_row[*position] = super::eval(expr, row, ctx)?;
-    }
-    table.check_row_not_null(&new_row)?;
-    Ok(new_row)
-}
-
 pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Output> {
     let mut targets = store_rows(&delete.scan, ctx)?;
     let mut count = 0u64;
@@ -267,18 +202,27 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             .zip(&delete.table.columns)
             .map(|(datum, column)| datum.to_value(&column.ty))
             .collect::<Result<_>>()?;
+        // The version deleted, when it is not the one the scan read: RETURNING shows it.
+        let mut newer: Option<Vec<Value>> = None;
         let mut recheck = |latest: &Vec<Value>| match &delete.filter {
-            Some(filter) if *latest != expected => {
+            _ if *latest == expected => true,
+            None => {
+                newer = Some(latest.clone());
+                true
+            }
+            Some(filter) => {
                 let mut detached = detached_ctx(params, session, time, &budget);
                 match recheck_filter(filter, &delete.table, latest, &mut detached) {
-                    Ok(matches) => matches,
+                    Ok(matches) => {
+                        newer = Some(latest.clone());
+                        matches
+                    }
                     Err(error) => {
                         failure = Some(error);
                         false
                     }
                 }
             }
-            _ => true,
         };
         let transaction = ctx.txn.as_deref_mut().expect("delete runs in a transaction");
         let removed = transaction.delete_by_key_if(&delete.table.handle, &key, &mut recheck)?;
@@ -288,7 +232,10 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         if removed {
             count += 1;
             if delete.returning.is_some() {
-                deleted.push(row);
+                deleted.push(match newer {
+                    Some(latest) => table_row(&delete.table, &latest),
+                    None => row,
+                });
             }
         }
     }

@@ -12,6 +12,18 @@ pub fn render(plan: &Plan, stats: Option<&[NodeStats]>, buffers: bool) -> Vec<St
     lines
 }
 
+/// An INSERT's, UPDATE's or DELETE's plan as PostgreSQL shows it: its own node on top
+/// ("Insert on t" and details such as ON CONFLICT's), the source plan as its child.
+pub fn render_modify(title: String, details: Vec<String>, source: Vec<String>) -> Vec<String> {
+    let mut lines = Vec::with_capacity(1 + details.len() + source.len());
+    lines.push(title);
+    lines.extend(details.into_iter().map(|detail| format!("  {detail}")));
+    for (position, line) in source.into_iter().enumerate() {
+        lines.push(if position == 0 { format!("  ->  {line}") } else { format!("      {line}") });
+    }
+    lines
+}
+
 fn title(plan: &Plan) -> String {
     match &plan.kind {
         PlanKind::OneRow => "Result".into(),

@@ -17,6 +17,8 @@ pub(crate) mod explain;
 mod hash;
 mod join;
 pub(crate) mod locking;
+mod on_conflict;
+mod rows;
 mod scan;
 mod sort;
 pub(crate) mod spill;

@@ -8,7 +8,28 @@ pub(crate) struct InsertPlan {
     pub targets: Vec<usize>,
     pub source: Plan,
     pub defaults: Vec<Option<Expr>>,
+    pub on_conflict: Option<OnConflictPlan>,
     pub returning: Option<(Vec<Expr>, Vec<OutputColumn>)>,
+}
+
+/// INSERT ... ON CONFLICT: which unique constraints are arbiters, and what a conflict does.
+#[derive(Debug)]
+pub(crate) struct OnConflictPlan {
+    pub arbiters: tierdb_engine::ConflictArbiters,
+    /// The arbiter indexes' names, for EXPLAIN (empty for DO NOTHING without a target).
+    pub arbiter_names: Vec<String>,
+    pub action: ConflictAction,
+}
+
+#[derive(Debug)]
+pub(crate) enum ConflictAction {
+    Nothing,
+    /// SET and WHERE over the existing row's columns followed by the proposed row's
+    /// (EXCLUDED).
+    Update {
+        assignments: Vec<(usize, Expr)>,
+        filter: Option<Expr>,
+    },
 }
 
 #[derive(Debug)]

@@ -757,6 +757,31 @@ fn bound_plan(bound: &Bound) -> &Plan {
     }
 }
 
+/// EXPLAIN's node for a data-modifying statement above its source plan: PostgreSQL's title
+/// and, for ON CONFLICT, the resolution and arbiter indexes.
+fn modify_node(bound: &Bound) -> Option<(String, Vec<String>)> {
+    match bound {
+        Bound::Query(_) => None,
+        Bound::Insert(insert) => {
+            let mut details = Vec::new();
+            if let Some(on_conflict) = &insert.on_conflict {
+                let resolution = match on_conflict.action {
+                    crate::plan::ConflictAction::Nothing => "NOTHING",
+                    crate::plan::ConflictAction::Update { .. } => "UPDATE",
+                };
+                details.push(format!("Conflict Resolution: {resolution}"));
+                if !on_conflict.arbiter_names.is_empty() {
+                    let names = on_conflict.arbiter_names.join(", ");
+                    details.push(format!("Conflict Arbiter Indexes: {names}"));
+                }
+            }
+            Some((format!("Insert on {}", insert.table.name), details))
+        }
+        Bound::Update(update) => Some((format!("Update on {}", update.table.name), Vec::new())),
+        Bound::Delete(delete) => Some((format!("Delete on {}", delete.table.name), Vec::new())),
+    }
+}
+
 fn check_parameters(types: &[SqlType], params: &[Datum]) -> Result<()> {
     if params.len() < types.len() {
         return Err(SqlError::new(

@@ -199,7 +199,23 @@ impl Session {
             match ident(&option.name).as_str() {
                 "analyze" => analyze = enabled,
                 "buffers" => buffers = enabled,
-                _ => {}
+                // Details of the text layout that tierdb's plans do not have (costs, output
+                // lists, settings, WAL counters): the plan shown is the same.
+                "verbose" | "costs" | "settings" | "wal" | "timing" | "summary" => {}
+                "format" => {
+                    let format = option.arg.as_ref().map(|arg| arg.to_string().to_lowercase());
+                    if format.as_deref() != Some("text") {
+                        let format = format.unwrap_or_default().to_uppercase();
+                        return Err(SqlError::unsupported(format!(
+                            "EXPLAIN (FORMAT {format}) is not supported"
+                        )));
+                    }
+                }
+                other => {
+                    return Err(SqlError::syntax(format!(
+                        "unrecognized EXPLAIN option \"{other}\""
+                    )))
+                }
             }
         }
         let (bound, parameters) = self.bind(inner, &[])?.ok_or_else(|| {
@@ -207,18 +223,22 @@ impl Session {
         })?;
         let params = coerce_parameters(&parameters, params)?;
         let root = bound_plan(&bound);
+        let with_modify = |lines: Vec<String>| match modify_node(&bound) {
+            Some((title, details)) => explain::render_modify(title, details, lines),
+            None => lines,
+        };
         let lines = if analyze {
             let started = Instant::now();
             let (_, stats) =
                 self.in_transaction(|session| session.run_bound(&bound, &params, true))?;
-            let mut lines = explain::render(root, Some(&stats), buffers);
+            let mut lines = with_modify(explain::render(root, Some(&stats), buffers));
             lines.push(format!(
                 "Execution Time: {:.3} ms",
                 started.elapsed().as_secs_f64() * 1000.0
             ));
             lines
         } else {
-            explain::render(root, None, false)
+            with_modify(explain::render(root, None, false))
         };
         let rows = lines.into_iter().map(|line| vec![Datum::Text(line)]).collect::<Vec<_>>();
         let columns = vec![computed_column("QUERY PLAN", SqlType::Text)];

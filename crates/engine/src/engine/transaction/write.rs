@@ -33,16 +33,22 @@ enum Action<'a> {
 pub enum ConflictArbiters {
     /// Every unique constraint (ON CONFLICT DO NOTHING without a target).
     Every,
-    /// The named ones: the primary key by its constraint name (`{table}_pkey`) or unique
-    /// indexes by their names.
-    Named(Vec<String>),
+    /// The primary key (if `primary_key`) and the unique indexes named.
+    Named { primary_key: bool, indexes: Vec<String> },
 }
 
 impl ConflictArbiters {
-    fn includes(&self, constraint: &str) -> bool {
+    /// Whether the constraint (the primary key, or the unique index `name`) is an arbiter.
+    fn includes(&self, is_primary_key: bool, name: &str) -> bool {
         match self {
             ConflictArbiters::Every => true,
-            ConflictArbiters::Named(names) => names.iter().any(|name| name == constraint),
+            ConflictArbiters::Named { primary_key, indexes } => {
+                if is_primary_key {
+                    *primary_key
+                } else {
+                    indexes.iter().any(|index| index == name)
+                }
+            }
         }
     }
 }
@@ -311,7 +317,8 @@ impl Transaction {
                     UniqueCheck::Wait(holder) => return Ok(IndexOutcome::Wait(holder)),
                     UniqueCheck::Taken((other_key, xmin)) => {
                         let constraint = index.def.name.clone();
-                        return Err(self.taken(&other_key, xmin, constraint, arbiters)?);
+                        let holder = (false, constraint);
+                        return Err(self.taken(&other_key, xmin, holder, arbiters)?);
                     }
                 }
             }
@@ -367,17 +374,18 @@ impl Transaction {
         Ok(UniqueCheck::Free)
     }
 
-    /// The error for a value of `constraint` taken by the live row `key` (created by
-    /// `xmin`): a conflict if the constraint is an arbiter of this insert (40001 under
-    /// REPEATABLE READ if this snapshot does not see the row), else 23505.
+    /// The error for a value of a constraint (whether it is the primary key, and its name)
+    /// taken by the live row `key` (created by `xmin`): a conflict if the constraint is an
+    /// arbiter of this insert (40001 under REPEATABLE READ if this snapshot does not see the
+    /// row), else 23505.
     fn taken(
         &self,
         key: &[u8],
         xmin: TxnId,
-        constraint: String,
+        (is_primary_key, constraint): (bool, String),
         arbiters: Option<&ConflictArbiters>,
     ) -> Result<EngineError> {
-        if !arbiters.is_some_and(|arbiters| arbiters.includes(&constraint)) {
+        if !arbiters.is_some_and(|arbiters| arbiters.includes(is_primary_key, &constraint)) {
             return Ok(EngineError::UniqueViolation { constraint });
         }
         if self.isolation == IsolationLevel::RepeatableRead
@@ -417,7 +425,7 @@ impl Transaction {
             if live {
                 let constraint = format!("{}_pkey", table.def.name);
                 let newest = newest.as_ref().expect("a live row has a newest version");
-                return Err(self.taken(key, newest.xmin, constraint, *arbiters)?);
+                return Err(self.taken(key, newest.xmin, (true, constraint), *arbiters)?);
             }
             versions.insert(0, Version { xmin: self.id, xmax: 0, row: row.clone() });
             // A new row conflicts with no lock but a FOR UPDATE on a deleted one.

@@ -1,0 +1,89 @@
+//! Rows on their way between SQL and the engine, shared by INSERT, UPDATE, DELETE and
+//! INSERT ... ON CONFLICT: completing a proposed row, engine values as a row, and the READ
+//! COMMITTED re-evaluation of a row's latest version outside the statement's transaction.
+
+use super::*;
+use crate::catalog::TableMeta;
+use crate::system::SessionInfo;
+use tierdb_engine::Value;
+
+/// A row to insert completed: defaults for the columns not given, NOT NULL checked. Returns
+/// the engine's values and the row.
+pub(crate) fn complete_row(
+    table: &BoundTable,
+    mut row: Vec<Option<Datum>>,
+    defaults: &[Option<Expr>],
+    ctx: &mut Ctx<'_>,
+) -> Result<(Vec<Value>, Row)> {
+    let mut values = Vec::with_capacity(table.columns.len());
+    let mut datums = Vec::with_capacity(table.columns.len());
+    for (index, column) in table.columns.iter().enumerate() {
+        let datum = match row[index].take() {
+            Some(datum) => datum,
+            None => match &defaults[index] {
+                Some(default) => super::eval(default, &[], ctx)?,
+                None => Datum::Null,
+            },
+        };
+        table.check_not_null(index, datum.is_null(), false)?;
+        values.push(datum.to_value(&column.ty)?);
+        datums.push(datum);
+    }
+    Ok((values, datums))
+}
+
+/// A context for expressions over one row outside the statement's transaction (rechecks of
+/// a row a concurrent update changed), with the statement's memory budget.
+pub(crate) fn detached_ctx<'a>(
+    params: &'a [Datum],
+    session: &'a SessionInfo<'a>,
+    time: i64,
+    budget: &MemoryBudget,
+) -> Ctx<'a> {
+    Ctx {
+        txn: None,
+        params,
+        outer: Vec::new(),
+        subquery_cache: HashMap::new(),
+        stats: Vec::new(),
+        analyze: false,
+        budget: budget.clone(),
+        session,
+        statement_time_micros: time,
+        interrupt: None,
+    }
+}
+
+/// A row of `table` from engine values.
+pub(crate) fn table_row(table: &TableMeta, values: &[Value]) -> Row {
+    values
+        .iter()
+        .zip(&table.columns)
+        .map(|(value, column)| Datum::from_value(value, &column.ty))
+        .collect()
+}
+
+/// Whether the latest version of a row still passes the statement's WHERE clause (READ
+/// COMMITTED, after a concurrent update committed: PostgreSQL's EvalPlanQual).
+pub(crate) fn recheck_filter(
+    filter: &Expr,
+    table: &TableMeta,
+    latest: &[Value],
+    ctx: &mut Ctx<'_>,
+) -> Result<bool> {
+    Ok(matches!(super::eval(filter, &table_row(table, latest), ctx)?, Datum::Bool(true)))
+}
+
+pub(crate) fn apply_assignments(
+    table: &TableMeta,
+    assignments: &[(usize, Expr)],
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<Row> {
+    let mut new_row = row.to_vec();
+    for (position, expr) in assignments {
+        new_row[*position] = super::eval(expr, row, ctx)?;
+    }
+    table.check_row_not_null(&new_row)?;
+    Ok(new_row)
+}
