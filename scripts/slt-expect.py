@@ -23,6 +23,16 @@ def letters(desc):
         s += "I" if oid in (20, 21, 23, 26) else "R" if oid in (700, 701, 1700) else "T"
     return s
 
+def described_types(sql):
+    script = "".join(s + ";\n" for s in session) + sql + " \\gdesc\n"
+    r = subprocess.run([os.environ.get("PSQL", "psql"), "-h", "127.0.0.1", "-p", PORT, "-U", "postgres", "-X", "-q", "-A", "-t",
+                        "-F", "\t", "-v", "ON_ERROR_STOP=1", "-f", "-"], input=script, capture_output=True, text=True)
+    assert r.returncode == 0, (sql, r.stderr)
+    names = [line.split("\t")[1] for line in r.stdout.strip().split("\n") if "\t" in line]
+    integer = ("smallint", "integer", "bigint", "oid")
+    real = ("real", "double precision")
+    return "".join("I" if t in integer else "R" if t in real or t.startswith("numeric") else "T" for t in names)
+
 blocks = open(sys.argv[1]).read().split("\n\n")
 out = []
 for block in blocks:
@@ -50,14 +60,16 @@ for block in blocks:
         out.append(f"{kind} error {msg}\n{sql}" if head.strip() in ("statement error", "query error") else block)
     else:
         with conn.cursor() as cur:
-            # The column types come from a run that is rolled back: a query with side effects
-            # (INSERT ... RETURNING) must run once only, by psql below.
-            cur.execute("BEGIN")
             for setting in session:
                 cur.execute(setting)
-            cur.execute(sql)
-            types = letters(cur.description)
-            cur.execute("ROLLBACK")
+            if sql.lstrip().upper().startswith(("SELECT", "VALUES", "WITH", "TABLE", "SHOW")):
+                cur.execute(sql)
+                types = letters(cur.description)
+            else:
+                # A query with side effects (INSERT ... RETURNING) runs once only, by psql
+                # below: its column types come from a description (psql's \gdesc), since
+                # even a rolled-back run would consume sequence values.
+                types = described_types(sql)
         r = psql(sql)
         assert r.returncode == 0, (sql, r.stderr)
         rows = [line.split("\t") for line in r.stdout.rstrip("\n").split("\n")] if r.stdout.strip() else []

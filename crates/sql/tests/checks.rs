@@ -154,3 +154,43 @@ fn aggregate_clauses_are_refused_not_ignored() {
         assert_eq!(rows(session, "SELECT count(*) FROM g").unwrap(), vec![vec![Datum::Int(3)]]);
     });
 }
+
+/// Column options tierdb does not implement are 0A000 naming them, never accepted and
+/// ignored (an ignored GENERATED ... AS IDENTITY left the column NULL): generated columns,
+/// identity sequence options, collations other than C; OVERRIDING SYSTEM VALUE is a syntax
+/// error (the parser has none), not an insert that drops the override.
+#[test]
+fn column_options_tierdb_lacks_are_refused() {
+    with_session(|session| {
+        for (sql, feature) in [
+            (
+                "CREATE TABLE g (a int, b int GENERATED ALWAYS AS (a * 2) STORED)",
+                "generated columns",
+            ),
+            (
+                "CREATE TABLE g (id int GENERATED ALWAYS AS IDENTITY (START WITH 10))",
+                "identity sequence options",
+            ),
+            ("CREATE TABLE g (a text COLLATE \"en_US\")", "collation \"en_US\""),
+        ] {
+            let message = message(session, sql);
+            assert!(message.starts_with("0A000") && message.contains(feature), "{sql}: {message}");
+        }
+        assert!(rows(session, "SELECT 1 FROM pg_class WHERE relname = 'g'").unwrap().is_empty());
+        setup(
+            session,
+            &[
+                "CREATE TABLE g (id int GENERATED ALWAYS AS IDENTITY, a text COLLATE \"C\")",
+                "INSERT INTO g (a) VALUES ('x'), ('y')",
+            ],
+        );
+        assert_eq!(
+            sqlstate(session, "INSERT INTO g (id, a) OVERRIDING SYSTEM VALUE VALUES (7, 'z')"),
+            "42601"
+        );
+        assert_eq!(
+            rows(session, "SELECT id FROM g ORDER BY id").unwrap(),
+            vec![vec![Datum::Int(1)], vec![Datum::Int(2)]]
+        );
+    });
+}

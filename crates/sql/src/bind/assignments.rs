@@ -88,6 +88,13 @@ pub(crate) fn bind_assignments(
         })?;
         let ty = table.columns[position].ty.clone();
         let is_default = matches!(&assignment.value, ast::Expr::Identifier(name) if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("default"));
+        if !is_default && table.columns[position].identity == Some(crate::catalog::Identity::Always)
+        {
+            return Err(SqlError::new(
+                "428C9",
+                format!("column \"{column}\" can only be updated to DEFAULT"),
+            ));
+        }
         let expr = if is_default {
             bind_defaults(binder, table)?[position].clone().unwrap_or(Expr::Literal(Datum::Null))
         } else {

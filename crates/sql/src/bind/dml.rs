@@ -31,6 +31,7 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
             })
             .collect::<Result<Vec<usize>>>()?
     };
+    check_identity_values(&table, &targets, insert.source.as_deref())?;
     let defaults = bind_defaults(binder, &table)?;
     let target_types: Vec<SqlType> =
         targets.iter().map(|&target| table.columns[target].ty.clone()).collect();
@@ -113,6 +114,37 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
         None => None,
     };
     Ok(InsertPlan { table, targets, source, defaults, on_conflict, returning })
+}
+
+/// A GENERATED ALWAYS AS IDENTITY column takes only DEFAULT (PostgreSQL's 428C9; tierdb's
+/// parser has no OVERRIDING SYSTEM VALUE, so the override is a syntax error, never ignored).
+fn check_identity_values(
+    table: &BoundTable,
+    targets: &[usize],
+    source: Option<&ast::Query>,
+) -> Result<()> {
+    let Some(source) = source else { return Ok(()) };
+    for (index, &target) in targets.iter().enumerate() {
+        let column = &table.columns[target];
+        if column.identity != Some(crate::catalog::Identity::Always) {
+            continue;
+        }
+        let only_defaults = match source.body.as_ref() {
+            ast::SetExpr::Values(values) => values.rows.iter().all(|row| {
+                row.get(index).is_none_or(|item| {
+                    matches!(item, ast::Expr::Identifier(name) if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("default"))
+                })
+            }),
+            _ => false,
+        };
+        if !only_defaults {
+            return Err(SqlError::new(
+                "428C9",
+                format!("cannot insert a non-DEFAULT value into column \"{}\"", column.name),
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn bind_update(binder: &mut Binder<'_>, update: &ast::Update) -> Result<UpdatePlan> {

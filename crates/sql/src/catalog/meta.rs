@@ -18,8 +18,28 @@ pub struct ColumnMeta {
     pub name: String,
     pub ty: SqlType,
     pub nullable: bool,
-    /// The DEFAULT expression as SQL text (serial columns: `nextval('<sequence>')`).
+    /// The DEFAULT expression as SQL text (serial and identity columns:
+    /// `nextval('<sequence>')`).
     pub default: Option<String>,
+    /// GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY: the values come from `default`'s
+    /// sequence; ALWAYS refuses other values (428C9).
+    pub identity: Option<Identity>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identity {
+    Always,
+    ByDefault,
+}
+
+impl Identity {
+    /// pg_attribute.attidentity's code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Identity::Always => "a",
+            Identity::ByDefault => "d",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,7 +156,7 @@ impl TableMeta {
         let mut out = format!("v1\t{}\t{}\n", self.oid, escape(&self.name));
         for column in &self.columns {
             out.push_str(&format!(
-                "c\t{}\t{}\t{}\t{}\n",
+                "c\t{}\t{}\t{}\t{}",
                 escape(&column.name),
                 encode_type(&column.ty),
                 u8::from(column.nullable),
@@ -145,6 +165,11 @@ impl TableMeta {
                     .as_deref()
                     .map_or_else(|| "-".to_string(), |text| format!("={}", escape(text)))
             ));
+            // A sixth field only for identity columns: entries written before it decode.
+            if let Some(identity) = column.identity {
+                out.push_str(&format!("\t{}", identity.code()));
+            }
+            out.push('\n');
         }
         for index in &self.indexes {
             let columns: Vec<String> = index.columns.iter().map(usize::to_string).collect();
@@ -182,12 +207,20 @@ impl TableMeta {
         for line in lines {
             let fields: Vec<&str> = line.split('\t').collect();
             match fields.first().copied() {
-                Some("c") if fields.len() == 5 => meta.columns.push(ColumnMeta {
-                    name: unescape(fields[1]),
-                    ty: decode_type(fields[2]).ok_or_else(|| bad("column type"))?,
-                    nullable: fields[3] == "1",
-                    default: fields[4].strip_prefix('=').map(unescape),
-                }),
+                Some("c") if fields.len() == 5 || fields.len() == 6 => {
+                    meta.columns.push(ColumnMeta {
+                        name: unescape(fields[1]),
+                        ty: decode_type(fields[2]).ok_or_else(|| bad("column type"))?,
+                        nullable: fields[3] == "1",
+                        default: fields[4].strip_prefix('=').map(unescape),
+                        identity: match fields.get(5).copied() {
+                            None => None,
+                            Some("a") => Some(Identity::Always),
+                            Some("d") => Some(Identity::ByDefault),
+                            Some(_) => return Err(bad("column identity")),
+                        },
+                    });
+                }
                 Some("i") if fields.len() == 7 => {
                     let columns = fields[3]
                         .split(',')

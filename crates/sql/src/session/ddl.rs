@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::bind::{undefined_schema, Namespace, SCHEMAS};
-use crate::catalog::COLUMNS_MAX;
+use crate::catalog::{Identity, COLUMNS_MAX};
 use crate::output::CommandTag;
 
 impl Session {
@@ -39,49 +39,14 @@ impl Session {
                     format!("column \"{column_name}\" specified more than once"),
                 ));
             }
-            let ty = column_type(&column_name, &column.data_type)?;
-            let mut meta =
-                ColumnMeta { name: column_name.clone(), ty, nullable: true, default: None };
-            if bind::is_serial(&column.data_type) {
-                let sequence = format!("{name}_{column_name}_seq");
-                meta.default = Some(format!("nextval('{sequence}')"));
-                meta.nullable = false;
-                sequences.push(sequence);
-            }
-            for option in &column.options {
-                match &option.option {
-                    ast::ColumnOption::NotNull => meta.nullable = false,
-                    ast::ColumnOption::Null => {}
-                    ast::ColumnOption::Default(expr) => {
-                        refuse_subquery_in_default(expr)?;
-                        // Check it binds now (bad defaults fail at CREATE, as in PostgreSQL).
-                        let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
-                        let (bound, from) =
-                            binder.expr(expr, &bind::Scope::default(), Some(&meta.ty))?;
-                        bind::coerce(bound, &from, &meta.ty, false)?;
-                        meta.default = Some(expr.to_string());
-                    }
-                    ast::ColumnOption::PrimaryKey(_) => {
-                        if primary.is_some() {
-                            return Err(SqlError::new(
-                                "42P16",
-                                format!(
-                                    "multiple primary keys for table \"{name}\" are not allowed"
-                                ),
-                            ));
-                        }
-                        primary = Some(vec![position]);
-                        meta.nullable = false;
-                    }
-                    ast::ColumnOption::Unique(_) => uniques.push((None, vec![position])),
-                    ast::ColumnOption::Check(_) | ast::ColumnOption::ForeignKey(_) => {
-                        return Err(SqlError::unsupported(
-                            "CHECK and FOREIGN KEY constraints are not supported",
-                        ));
-                    }
-                    _ => {}
-                }
-            }
+            let meta = self.column_meta(
+                &name,
+                position,
+                column,
+                &mut primary,
+                &mut uniques,
+                &mut sequences,
+            )?;
             columns.push(meta);
         }
         for constraint in &create.constraints {
@@ -119,6 +84,78 @@ impl Session {
         self.catalog.create_table(TableMeta { name: name.clone(), oid: 0, columns, indexes })?;
         self.own_new_table(&name)?;
         Ok(Output::command(CommandTag::CreateTable))
+    }
+
+    /// One column of CREATE TABLE: its type, serial or identity sequence, options. Column
+    /// PRIMARY KEY and UNIQUE are added to `primary` and `uniques`.
+    fn column_meta(
+        &self,
+        name: &str,
+        position: usize,
+        column: &ast::ColumnDef,
+        primary: &mut Option<Vec<usize>>,
+        uniques: &mut Vec<(Option<String>, Vec<usize>)>,
+        sequences: &mut Vec<String>,
+    ) -> Result<ColumnMeta> {
+        let column_name = ident(&column.name);
+        let ty = column_type(&column_name, &column.data_type)?;
+        let mut meta = ColumnMeta {
+            name: column_name.clone(),
+            ty,
+            nullable: true,
+            default: None,
+            identity: None,
+        };
+        let identity = identity_of(&column.options)?;
+        if bind::is_serial(&column.data_type) || identity.is_some() {
+            if identity.is_some() {
+                check_identity_column(name, &meta, &column.options)?;
+            }
+            let sequence = format!("{name}_{column_name}_seq");
+            meta.default = Some(format!("nextval('{sequence}')"));
+            meta.nullable = false;
+            meta.identity = identity;
+            sequences.push(sequence);
+        }
+        for option in &column.options {
+            match &option.option {
+                ast::ColumnOption::NotNull => meta.nullable = false,
+                ast::ColumnOption::Null => {}
+                ast::ColumnOption::Default(expr) => {
+                    refuse_subquery_in_default(expr)?;
+                    // Check it binds now (bad defaults fail at CREATE, as in PostgreSQL).
+                    let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
+                    let (bound, from) =
+                        binder.expr(expr, &bind::Scope::default(), Some(&meta.ty))?;
+                    bind::coerce(bound, &from, &meta.ty, false)?;
+                    meta.default = Some(expr.to_string());
+                }
+                ast::ColumnOption::PrimaryKey(_) => {
+                    if primary.is_some() {
+                        return Err(SqlError::new(
+                            "42P16",
+                            format!("multiple primary keys for table \"{name}\" are not allowed"),
+                        ));
+                    }
+                    *primary = Some(vec![position]);
+                    meta.nullable = false;
+                }
+                ast::ColumnOption::Unique(_) => uniques.push((None, vec![position])),
+                ast::ColumnOption::Check(_) | ast::ColumnOption::ForeignKey(_) => {
+                    return Err(SqlError::unsupported(
+                        "CHECK and FOREIGN KEY constraints are not supported",
+                    ));
+                }
+                ast::ColumnOption::Generated { .. } => {} // identity_of
+                ast::ColumnOption::Collation(collation) => check_collation(collation)?,
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "column option {other} is not supported"
+                    )))
+                }
+            }
+        }
+        Ok(meta)
     }
 
     pub(crate) fn create_index(&mut self, create: &ast::CreateIndex) -> Result<Output> {
@@ -483,6 +520,66 @@ fn refuse_subquery_in_default(expr: &ast::Expr) -> Result<()> {
 
 /// Kinds of CREATE TABLE that tierdb does not build: refused by name (0A000), never
 /// created as an ordinary table.
+/// GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY among a column's options. Generated
+/// columns (AS (expression) STORED) and identity sequence options are 0A000.
+fn identity_of(options: &[ast::ColumnOptionDef]) -> Result<Option<Identity>> {
+    let mut identity = None;
+    for option in options {
+        let ast::ColumnOption::Generated {
+            generated_as, sequence_options, generation_expr, ..
+        } = &option.option
+        else {
+            continue;
+        };
+        if generation_expr.is_some() || matches!(generated_as, ast::GeneratedAs::ExpStored) {
+            return Err(SqlError::unsupported("generated columns are not supported"));
+        }
+        if sequence_options.as_ref().is_some_and(|options| !options.is_empty()) {
+            return Err(SqlError::unsupported("identity sequence options are not supported"));
+        }
+        if identity.is_some() {
+            return Err(SqlError::syntax("multiple identity specifications for column"));
+        }
+        identity = Some(match generated_as {
+            ast::GeneratedAs::Always => Identity::Always,
+            _ => Identity::ByDefault,
+        });
+    }
+    Ok(identity)
+}
+
+/// PostgreSQL's checks of an identity column: an integer type, no DEFAULT beside it.
+fn check_identity_column(
+    table: &str,
+    meta: &ColumnMeta,
+    options: &[ast::ColumnOptionDef],
+) -> Result<()> {
+    if !matches!(meta.ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8) {
+        return Err(SqlError::new(
+            "22023",
+            "identity column type must be smallint, integer, or bigint",
+        ));
+    }
+    if options.iter().any(|option| matches!(option.option, ast::ColumnOption::Default(_))) {
+        return Err(SqlError::syntax(format!(
+            "both default and identity specified for column \"{}\" of table \"{table}\"",
+            meta.name
+        )));
+    }
+    Ok(())
+}
+
+/// COLLATE on a column: tierdb compares text by code point, which is the "C" collation
+/// (the database's, as pg_database shows); another collation would sort differently, so it
+/// is refused rather than ignored.
+fn check_collation(collation: &ast::ObjectName) -> Result<()> {
+    let name = collation.to_string().trim_matches('"').to_string();
+    match name.as_str() {
+        "C" | "POSIX" | "default" | "pg_catalog.\"C\"" | "pg_catalog.\"POSIX\"" => Ok(()),
+        _ => Err(SqlError::unsupported(format!("collation \"{name}\" is not supported"))),
+    }
+}
+
 fn refuse_table_kinds(create: &ast::CreateTable) -> Result<()> {
     let refused = [
         (create.temporary || create.global.is_some(), "temporary tables are not supported"),
