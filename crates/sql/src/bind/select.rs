@@ -2,12 +2,21 @@
 
 use super::*;
 
+/// The name of an ORDER BY expression's hidden output column (a sort key that is not in
+/// the select list); `*` over a subquery skips it. Other names starting with `?` are real
+/// (an unnamed expression's `?column?`).
+const HIDDEN_SORT_COLUMN: &str = "?sort?";
+
 impl<'a> Binder<'a> {
     pub(crate) fn select(
         &mut self,
         select: &ast::Select,
         order_by: &[ast::OrderByExpr],
     ) -> Result<Plan> {
+        if select.into.is_some() {
+            // The top-level SELECT ... INTO was made CREATE TABLE AS by the parser.
+            return Err(SqlError::syntax("SELECT ... INTO is not allowed here"));
+        }
         let locking = self.locking.take();
         if let Some(locking) = &locking {
             locking.check_from(&select.from)?;
@@ -72,7 +81,7 @@ impl<'a> Binder<'a> {
             output.push(OutputColumn { name: name.clone(), ty, table_oid, attribute });
         }
         for (_, ty) in &hidden {
-            output.push(computed_column("?sort?", ty.clone()));
+            output.push(computed_column(HIDDEN_SORT_COLUMN, ty.clone()));
         }
         items.extend(hidden.into_iter().map(|(expr, _)| expr));
         let identity = items.len() == plan.arity()
@@ -264,7 +273,8 @@ impl<'a> Binder<'a> {
                     };
                     let mut any = false;
                     for (index, column) in input_scope.columns.iter().enumerate() {
-                        if column.name.starts_with("?") || column.merged && qualifier.is_none() {
+                        if column.name == HIDDEN_SORT_COLUMN || column.merged && qualifier.is_none()
+                        {
                             continue;
                         }
                         if qualifier.is_none() || column.qualifier == qualifier {

@@ -7,6 +7,7 @@ pub mod front;
 pub mod limits;
 pub mod names;
 mod roles;
+mod select_into;
 mod tokens;
 mod vector_operators;
 
@@ -56,7 +57,10 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     for statement in &statements {
         check_reserved_names(text, statement).map_err(|error| map_position(error, &checked))?;
     }
-    Ok(statements.into_iter().map(|statement| Statement::Sql(Box::new(statement))).collect())
+    statements
+        .into_iter()
+        .map(|statement| Ok(Statement::Sql(Box::new(select_into::as_create_table(statement)?))))
+        .collect()
 }
 
 /// An error's position in the text the client sent (parsing saw it with whitespace shrunk).

@@ -18,8 +18,9 @@ impl Session {
             }
             return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
         }
-        if create.query.is_some() {
-            return Err(SqlError::unsupported("CREATE TABLE AS is not supported"));
+        if let Some(query) = &create.query {
+            drop(_guard);
+            return self.create_table_as(&name, create, query);
         }
         if create.columns.len() > COLUMNS_MAX {
             return Err(SqlError::new(

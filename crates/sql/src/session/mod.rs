@@ -17,6 +17,7 @@
 
 mod copy_in;
 mod copy_out;
+mod create_table_as;
 mod cursor_rows;
 mod cursors;
 pub use cursors::{Kept, KeptRows};

@@ -1,0 +1,108 @@
+//! CREATE TABLE ... AS query (and SELECT ... INTO, which the parser turns into it): the
+//! table takes the query's column names and types (an untyped literal's column is text, as
+//! in PostgreSQL), then the query's rows are inserted through INSERT's path. The command
+//! tag is `SELECT n`. The statement is atomic: if the insert fails, the table it created is
+//! dropped before the error is returned.
+
+use super::*;
+use crate::catalog::COLUMNS_MAX;
+use crate::output::CommandTag;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+impl Session {
+    pub(crate) fn create_table_as(
+        &mut self,
+        name: &str,
+        create: &ast::CreateTable,
+        query: &ast::Query,
+    ) -> Result<Output> {
+        if !create.columns.is_empty() || !create.constraints.is_empty() {
+            return Err(SqlError::unsupported(
+                "column definitions or constraints in CREATE TABLE AS are not supported",
+            ));
+        }
+        let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
+        let plan = binder.query(query)?;
+        if binder.finish_parameters().iter().len() > 0 {
+            return Err(SqlError::new("42P02", "there is no parameter $1"));
+        }
+        let columns = query_columns(&plan.columns)?;
+        {
+            let catalog = Arc::clone(&self.catalog);
+            let _guard = catalog.lock_ddl();
+            if self.catalog.table(name).is_some() {
+                return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
+            }
+            let indexes = Vec::new();
+            self.catalog.create_table(TableMeta { name: name.into(), oid: 0, columns, indexes })?;
+            self.own_new_table(name)?;
+        }
+        match self.insert_query_rows(name, query) {
+            Ok(rows) => Ok(Output::Command { tag: CommandTag::Select, rows }),
+            Err(error) => {
+                let catalog = Arc::clone(&self.catalog);
+                let _guard = catalog.lock_ddl();
+                // The table is this statement's own: nobody else has written to it.
+                if let Err(drop_error) = self.catalog.drop_table(name) {
+                    tracing::warn!("CREATE TABLE AS: dropping {name} after {error}: {drop_error}");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// `INSERT INTO name <query>` in the session's transaction; returns the rows inserted.
+    fn insert_query_rows(&mut self, name: &str, query: &ast::Query) -> Result<u64> {
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        let mut statement =
+            Parser::parse_sql(&PostgreSqlDialect {}, &format!("INSERT INTO {quoted} SELECT 1"))
+                .map_err(|error| SqlError::internal(format!("CREATE TABLE AS insert: {error}")))?
+                .pop()
+                .ok_or_else(|| SqlError::internal("CREATE TABLE AS insert: no statement"))?;
+        let ast::Statement::Insert(insert) = &mut statement else {
+            return Err(SqlError::internal("CREATE TABLE AS insert: not an INSERT"));
+        };
+        insert.source = Some(Box::new(query.clone()));
+        let (bound, _) = self
+            .bind(&statement, &[])?
+            .ok_or_else(|| SqlError::internal("CREATE TABLE AS insert did not bind"))?;
+        let (output, _) = self.in_transaction(|session| session.run_bound(&bound, &[], false))?;
+        match output {
+            Output::Command { rows, .. } => Ok(rows),
+            other => Err(SqlError::internal(format!("CREATE TABLE AS insert gave {other:?}"))),
+        }
+    }
+}
+
+/// The new table's columns from the query's: names must be distinct (42701), untyped
+/// columns become text.
+fn query_columns(output: &[crate::plan::OutputColumn]) -> Result<Vec<ColumnMeta>> {
+    if output.len() > COLUMNS_MAX {
+        return Err(SqlError::new(
+            "54011",
+            format!("tables can have at most {COLUMNS_MAX} columns"),
+        ));
+    }
+    let mut columns: Vec<ColumnMeta> = Vec::with_capacity(output.len());
+    for column in output {
+        if columns.iter().any(|existing| existing.name == column.name) {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{}\" specified more than once", column.name),
+            ));
+        }
+        let ty = match &column.ty {
+            SqlType::Unknown => SqlType::Text,
+            other => other.clone(),
+        };
+        columns.push(ColumnMeta {
+            name: column.name.clone(),
+            ty,
+            nullable: true,
+            default: None,
+            identity: None,
+        });
+    }
+    Ok(columns)
+}
