@@ -15,11 +15,13 @@
 mod grants;
 mod meta;
 mod roles;
+mod schema_grants;
 mod verifier;
 
 pub use grants::*;
 pub use meta::*;
 pub use roles::*;
+pub use schema_grants::*;
 pub use verifier::*;
 
 use std::collections::HashMap;
@@ -54,6 +56,8 @@ pub struct Catalog {
     /// Owners and grants of tables not owned by the bootstrap superuser or with grants
     /// (grants.rs), by table name.
     grants: RwLock<HashMap<String, TableAcl>>,
+    /// Privileges on schemas whose ACL is not PostgreSQL's default (schema_grants.rs).
+    schema_grants: RwLock<HashMap<String, TableAcl>>,
     sequences: Mutex<HashMap<String, SequenceState>>,
     /// Serializes DDL statements.
     ddl: Mutex<()>,
@@ -73,7 +77,7 @@ impl Catalog {
         if !names.iter().any(|name| name == SEQUENCES_TABLE) {
             engine.create_table(text_key_table(SEQUENCES_TABLE, "last_value", KeyKind::Int))?;
         }
-        for internal in [ROLES_TABLE, GRANTS_TABLE] {
+        for internal in [ROLES_TABLE, GRANTS_TABLE, SCHEMA_GRANTS_TABLE] {
             if !names.iter().any(|name| name == internal) {
                 engine.create_table(text_key_table(internal, "definition", KeyKind::Text))?;
             }
@@ -83,6 +87,7 @@ impl Catalog {
             tables: RwLock::new(HashMap::new()),
             roles: RwLock::new(HashMap::new()),
             grants: RwLock::new(HashMap::new()),
+            schema_grants: RwLock::new(HashMap::new()),
             sequences: Mutex::new(HashMap::new()),
             ddl: Mutex::new(()),
             version: AtomicU64::new(1),
@@ -91,6 +96,7 @@ impl Catalog {
         catalog.load()?;
         catalog.load_roles()?;
         catalog.load_grants()?;
+        catalog.load_schema_grants()?;
         catalog.drop_orphans()?;
         Ok(Arc::new(catalog))
     }
@@ -479,7 +485,7 @@ pub fn sequence_of_default(default: &str) -> Option<&str> {
 
 /// Whether a table name is one of the SQL layer's own.
 pub fn is_internal_table(name: &str) -> bool {
-    [TABLES_TABLE, SEQUENCES_TABLE, ROLES_TABLE, GRANTS_TABLE].contains(&name)
+    [TABLES_TABLE, SEQUENCES_TABLE, ROLES_TABLE, GRANTS_TABLE, SCHEMA_GRANTS_TABLE].contains(&name)
 }
 
 /// B-tree keys over vector columns are refused until the key encoding orders vectors as

@@ -26,6 +26,7 @@ mod pg_parameters;
 mod privileges;
 mod roles;
 mod run;
+mod schema_privileges;
 mod settings;
 mod stream;
 mod txn_modes;

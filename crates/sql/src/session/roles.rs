@@ -273,6 +273,7 @@ impl Session {
                     ),
                 ));
             }
+            self.refuse_schema_dependencies(&name, role.oid)?;
             if !self.catalog.tables_mentioning(role.oid).is_empty() {
                 return Err(SqlError::new(
                     "2BP01",
