@@ -1,18 +1,28 @@
 //! Who may log in (docs/design/010-roles-and-privileges.md): SCRAM-SHA-256 against the
 //! connecting role's stored verifier, and the role checks of trust rules.
 //!
-//! A SCRAM exchange must not tell a client whether a role exists: for an unknown role, a
-//! NOLOGIN role or one without a password, the exchange runs against a mock verifier whose
-//! salt is derived from a per-server random secret and the user name (as PostgreSQL's
-//! `scram_mock_salt`), so that asking twice for one name shows the same salt, and it ends
-//! with the same 28P01 as a wrong password.
+//! A SCRAM exchange must not tell a client whether a role exists: for an unknown role or
+//! one without a password, the exchange runs against a mock verifier whose salt is derived
+//! from a per-server random secret and the user name (as PostgreSQL's `scram_mock_salt`),
+//! so that asking twice for one name shows the same salt, and it ends with the same 28P01
+//! as a wrong password. As in PostgreSQL, a NOLOGIN role is authenticated against its real
+//! verifier and refused after (FATAL 28000), so only its right password reveals it.
 
+use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pgwire::api::auth::sasl::scram::ScramSecret;
-use pgwire::api::auth::{AuthSource, LoginInfo, Password};
+use futures::sink::{Sink, SinkExt};
+use pgwire::api::auth::mechanism::AuthMechanismFactory;
+use pgwire::api::auth::sasl::scram::{ScramAuth, ScramSecret};
+use pgwire::api::auth::sasl::SaslMechanisms;
+use pgwire::api::auth::{
+    AuthDriver, AuthOutcome, AuthSource, LoginInfo, Password, ServerParameterProvider,
+};
+use pgwire::api::{ClientInfo, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::startup::Authentication;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use ring::hmac;
 use tierdb_sql::{Catalog, ScramVerifier, SqlError};
 
@@ -43,9 +53,9 @@ impl RoleVerifiers {
         Ok(RoleVerifiers { catalog, mock_secret: hmac::Key::new(hmac::HMAC_SHA256, &secret) })
     }
 
-    /// The verifier of a role that may log in with a password.
+    /// The verifier of a role with a password (NOLOGIN roles too: refused after).
     fn verifier(&self, user: &str) -> Option<ScramVerifier> {
-        let role = self.catalog.role(user).filter(|role| role.login)?;
+        let role = self.catalog.role(user)?;
         ScramVerifier::parse(role.verifier.as_deref()?)
     }
 
@@ -97,8 +107,67 @@ pub fn password_failed(user: &str) -> PgWireError {
     ))
 }
 
-/// Why a trusted client may not log in as `user`, in PostgreSQL's words (FATAL 28000).
-pub fn trust_refusal(catalog: &Catalog, user: &str) -> Option<SqlError> {
+/// SCRAM-SHA-256 startup: pgwire's SASLAuthStartupHandler, plus PostgreSQL's role check
+/// after authentication (InitializeSessionUserId): a NOLOGIN role (or one dropped meanwhile)
+/// that proved its password gets SCRAM's final message and AuthenticationOk, then FATAL
+/// 28000, as PostgreSQL sends them.
+pub(crate) struct ScramStartup<P> {
+    driver: AuthDriver<Arc<P>>,
+    mechanisms: SaslMechanisms,
+    catalog: Arc<Catalog>,
+}
+
+impl<P: ServerParameterProvider> ScramStartup<P> {
+    pub(crate) fn new(parameters: Arc<P>, verifiers: Arc<RoleVerifiers>) -> ScramStartup<P> {
+        let catalog = Arc::clone(&verifiers.catalog);
+        let scram = ScramAuth::new(verifiers as Arc<dyn AuthSource>);
+        ScramStartup {
+            driver: AuthDriver::new(parameters),
+            mechanisms: SaslMechanisms::new(vec![Arc::new(scram)]),
+            catalog,
+        }
+    }
+
+    /// One startup message: the startup packet begins the exchange, password messages
+    /// continue it; after the client is verified, the role check, then AuthenticationOk,
+    /// parameters and ReadyForQuery.
+    pub(crate) async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let outcome = match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                pgwire::api::auth::protocol_negotiation(client, startup).await?;
+                pgwire::api::auth::save_startup_parameters_to_metadata(client, startup);
+                self.driver.begin_authentication(client, self.mechanisms.create()).await?
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(message) => {
+                self.driver.advance_authentication(client, message).await?
+            }
+            _ => return Ok(()),
+        };
+        let AuthOutcome::Authenticated { final_message, .. } = outcome else { return Ok(()) };
+        let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+        if let Some(refusal) = login_refusal(&self.catalog, &user) {
+            if let Some(message) = final_message {
+                client.send(PgWireBackendMessage::Authentication(message)).await?;
+            }
+            client.send(PgWireBackendMessage::Authentication(Authentication::Ok)).await?;
+            return Err(fatal_error(refusal));
+        }
+        self.driver.complete_authentication(client, final_message).await
+    }
+}
+
+/// Why an authenticated client (or a trusted one) may not log in as `user`, in PostgreSQL's
+/// words (FATAL 28000).
+pub fn login_refusal(catalog: &Catalog, user: &str) -> Option<SqlError> {
     match catalog.role(user) {
         None => Some(SqlError::new("28000", format!("role \"{user}\" does not exist"))),
         Some(role) if !role.login => {

@@ -15,10 +15,8 @@ use async_trait::async_trait;
 use futures::sink::Sink;
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
-use pgwire::api::auth::sasl::scram::ScramAuth;
-use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
 use pgwire::api::cancel::CancelHandler;
@@ -52,7 +50,7 @@ use tierdb_sql::{
     SqlType, StatementStats,
 };
 
-use crate::auth::RoleVerifiers;
+use crate::auth::{RoleVerifiers, ScramStartup};
 use crate::hba::{self, Method, Rules};
 use crate::results::{response, tag_of, user_error};
 use crate::streaming::Executor;
@@ -189,7 +187,7 @@ impl ServerParameterProvider for Parameters {
 pub struct Connection {
     shared: Arc<Shared>,
     session: Arc<Mutex<Session>>,
-    scram: SASLAuthStartupHandler<Parameters>,
+    scram: ScramStartup<Parameters>,
     registered: AtomicBool,
     pid: Mutex<Option<i32>>,
     /// Holds one of max_connections' slots (from the startup packet on).
@@ -237,11 +235,8 @@ impl Connection {
         {
             tracing::warn!(%error, "configured work_mem refused; using the default");
         }
-        let verifiers = Arc::clone(&shared.verifiers) as Arc<dyn AuthSource>;
-        let scram = SASLAuthStartupHandler::new(Arc::new(Parameters {
-            catalog: Arc::clone(&shared.catalog),
-        }))
-        .with_scram(ScramAuth::new(verifiers));
+        let parameters = Arc::new(Parameters { catalog: Arc::clone(&shared.catalog) });
+        let scram = ScramStartup::new(parameters, Arc::clone(&shared.verifiers));
         Arc::new(Connection {
             shared,
             session: Arc::new(Mutex::new(session)),
@@ -869,7 +864,7 @@ impl StartupHandler for Connection {
             }
             if method == Method::Trust {
                 let user = startup.parameters.get("user").map_or("", String::as_str);
-                if let Some(refusal) = crate::auth::trust_refusal(&self.shared.catalog, user) {
+                if let Some(refusal) = crate::auth::login_refusal(&self.shared.catalog, user) {
                     return Err(crate::auth::fatal_error(refusal));
                 }
                 protocol_negotiation(client, startup).await?;
