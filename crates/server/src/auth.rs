@@ -3,7 +3,7 @@
 //!
 //! A SCRAM exchange must not tell a client whether a role exists: for an unknown role or
 //! one without a password, the exchange runs against a mock verifier whose salt is derived
-//! from a per-server random secret and the user name (as PostgreSQL's `scram_mock_salt`),
+//! from the cluster's random secret (stored once in the catalog) and the user name (as PostgreSQL's `scram_mock_salt`),
 //! so that asking twice for one name shows the same salt, and it ends with the same 28P01
 //! as a wrong password. As in PostgreSQL, a NOLOGIN role is authenticated against its real
 //! verifier and refused after (FATAL 28000), so only its right password reveals it.
@@ -24,9 +24,9 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use ring::hmac;
-use tierdb_sql::{Catalog, ScramVerifier, SqlError};
+use tierdb_sql::{Catalog, ScramVerifier, SqlError, MOCK_AUTH_SECRET};
 
-/// Bytes of the per-server secret behind mock salts.
+/// Bytes of the cluster's secret behind mock salts.
 const MOCK_SECRET_BYTES: usize = 32;
 /// Bytes of a mock salt (PostgreSQL's SCRAM_DEFAULT_SALT_LEN).
 const MOCK_SALT_BYTES: usize = 16;
@@ -47,9 +47,10 @@ impl std::fmt::Debug for RoleVerifiers {
 }
 
 impl RoleVerifiers {
-    pub fn new(catalog: Arc<Catalog>) -> std::io::Result<RoleVerifiers> {
-        let mut secret = [0u8; MOCK_SECRET_BYTES];
-        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut secret)?;
+    /// The catalog's roles, with mock salts from the cluster's stored secret (the same
+    /// across restarts, so a restart does not tell unknown roles from known ones).
+    pub fn new(catalog: Arc<Catalog>) -> tierdb_sql::Result<RoleVerifiers> {
+        let secret = catalog.cluster_secret(MOCK_AUTH_SECRET, MOCK_SECRET_BYTES)?;
         Ok(RoleVerifiers { catalog, mock_secret: hmac::Key::new(hmac::HMAC_SHA256, &secret) })
     }
 
@@ -199,19 +200,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn mock_salts_are_stable_per_name_and_differ_between_names_and_servers() {
-        let directory = tempfile::tempdir().expect("tempdir");
-        let config = tierdb_storage::StoreConfig::local(directory.path()).expect("config");
+    fn verifiers_in(directory: &std::path::Path) -> RoleVerifiers {
+        let config = tierdb_storage::StoreConfig::local(directory).expect("config");
         let store = Arc::new(tierdb_storage::PageStore::open(config).expect("store"));
         let catalog =
             Catalog::open(tierdb_engine::Engine::open(store).expect("engine")).expect("catalog");
-        let first = RoleVerifiers::new(Arc::clone(&catalog)).expect("random");
-        let second = RoleVerifiers::new(catalog).expect("random");
+        RoleVerifiers::new(catalog).expect("secret")
+    }
+
+    /// PostgreSQL's mock salts come from the cluster's nonce: the same across restarts
+    /// (else comparing salts before and after one tells unknown roles from known ones).
+    #[test]
+    fn mock_salts_are_stable_per_name_and_cluster_across_restarts() {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let first = verifiers_in(directory.path());
         let alice = salt_of(&first.mock("alice"));
         assert_eq!(alice.len(), MOCK_SALT_BYTES);
         assert_eq!(alice, salt_of(&first.mock("alice")));
         assert_ne!(alice, salt_of(&first.mock("bob")));
-        assert_ne!(alice, salt_of(&second.mock("alice")));
+        drop(first);
+        let restarted = verifiers_in(directory.path());
+        assert_eq!(alice, salt_of(&restarted.mock("alice")));
+        let other_directory = tempfile::tempdir().expect("tempdir");
+        let other_cluster = verifiers_in(other_directory.path());
+        assert_ne!(alice, salt_of(&other_cluster.mock("alice")));
     }
 }

@@ -12,12 +12,14 @@
 //! completes, even inside a transaction block. DROP TABLE and TRUNCATE inside a block are
 //! transactional at the session level (session/ddl.rs `drop_in_block`, session/run.rs).
 
+mod cluster;
 mod grants;
 mod meta;
 mod roles;
 mod schema_grants;
 mod verifier;
 
+pub use cluster::MOCK_AUTH_SECRET;
 pub use grants::*;
 pub use meta::*;
 pub use roles::*;
@@ -77,7 +79,7 @@ impl Catalog {
         if !names.iter().any(|name| name == SEQUENCES_TABLE) {
             engine.create_table(text_key_table(SEQUENCES_TABLE, "last_value", KeyKind::Int))?;
         }
-        for internal in [ROLES_TABLE, GRANTS_TABLE, SCHEMA_GRANTS_TABLE] {
+        for internal in [ROLES_TABLE, GRANTS_TABLE, SCHEMA_GRANTS_TABLE, cluster::CLUSTER_TABLE] {
             if !names.iter().any(|name| name == internal) {
                 engine.create_table(text_key_table(internal, "definition", KeyKind::Text))?;
             }
@@ -485,7 +487,15 @@ pub fn sequence_of_default(default: &str) -> Option<&str> {
 
 /// Whether a table name is one of the SQL layer's own.
 pub fn is_internal_table(name: &str) -> bool {
-    [TABLES_TABLE, SEQUENCES_TABLE, ROLES_TABLE, GRANTS_TABLE, SCHEMA_GRANTS_TABLE].contains(&name)
+    [
+        TABLES_TABLE,
+        SEQUENCES_TABLE,
+        ROLES_TABLE,
+        GRANTS_TABLE,
+        SCHEMA_GRANTS_TABLE,
+        cluster::CLUSTER_TABLE,
+    ]
+    .contains(&name)
 }
 
 /// B-tree keys over vector columns are refused until the key encoding orders vectors as
