@@ -319,6 +319,26 @@ impl Connection {
         body(&mut self.session.lock())
     }
 
+    /// Sends the warnings the session's last statements left (NoticeResponse), before
+    /// their completion where the result goes out whole.
+    async fn send_warnings<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let warnings = self.session.lock().take_warnings();
+        for warning in warnings {
+            let info = pgwire::error::ErrorInfo::new(
+                "WARNING".to_string(),
+                warning.sqlstate.to_string(),
+                warning.message,
+            );
+            client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
+        }
+        Ok(())
+    }
+
     /// Registers the connection's cancel key and names the session after the client's
     /// user and database (once).
     fn register<C: ClientInfo>(&self, client: &C) {
@@ -375,7 +395,11 @@ impl SimpleQueryHandler for Connection {
             self.executor.start(&self.session, Box::new(|_| false), move |session, sink| {
                 session.execute_streaming(&sql, sink)
             })?;
-        crate::results::simple_query(client, events).await
+        crate::results::simple_query(client, events).await?;
+        // Late (after the statements' completions), but not lost.
+        self.send_warnings(client).await?;
+        client.flush().await?;
+        Ok(())
     }
 
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -394,6 +418,7 @@ impl SimpleQueryHandler for Connection {
                 (outputs, state)
             })
             .await;
+        self.send_warnings(client).await?;
         let mut responses = Vec::with_capacity(outputs.len());
         for output in outputs {
             match output {
@@ -750,6 +775,7 @@ impl ExtendedQueryHandler for Connection {
                     (session.execute_prepared(&mut prepared, &params), session.state())
                 })
                 .await;
+            self.send_warnings(client).await?;
             return match outcome {
                 Ok(output) => response(output, state, &|index| format.is_binary(index)),
                 Err(error) => Err(user_error(error)),

@@ -6,19 +6,8 @@ mod support;
 
 use std::sync::Arc;
 
-use support::{rows, run, setup, sqlstate, value, with_session};
-use tierdb_sql::{Datum, ScramVerifier, Session, StatementStats};
-
-/// Another session on the same catalog, as role `user`.
-fn session_as(session: &Session, user: &str) -> Session {
-    let statistics = Arc::new(StatementStats::default());
-    Session::new(Arc::clone(session.catalog()), statistics, "tierdb", user, 2)
-}
-
-fn message(session: &mut Session, sql: &str) -> (&'static str, String) {
-    let error = run(session, sql).expect_err(sql);
-    (error.sqlstate, error.message)
-}
+use support::{message, rows, session_as, setup, sqlstate, value, with_session};
+use tierdb_sql::{Datum, ScramVerifier, Session};
 
 fn verifier_of(session: &Session, role: &str) -> Option<String> {
     session.catalog().role(role).expect("role exists").verifier.clone()

@@ -31,6 +31,7 @@ mod settings;
 mod stream;
 mod txn_modes;
 mod utility;
+mod vacuum;
 mod vector_ddl;
 
 use std::collections::HashMap;
@@ -140,6 +141,10 @@ pub struct Session {
     /// `execute_streaming` to run without parsing and binding it again (one entry: the
     /// server asks, then runs the same string).
     checked_simple: Option<(String, Prepared)>,
+    /// Warnings for the client (vacuum.rs), at most WARNINGS_MAX.
+    warnings: Vec<SqlError>,
+    /// Warnings beyond WARNINGS_MAX, counted.
+    warnings_dropped: u64,
 }
 
 /// COPY TO and FETCH may return any number of rows; the other front statements none.
@@ -196,6 +201,8 @@ impl Session {
             cursors: cursors::Cursors::new(),
             temp_usage: Arc::default(),
             checked_simple: None,
+            warnings: Vec::new(),
+            warnings_dropped: 0,
         }
     }
 

@@ -70,3 +70,15 @@ pub fn sqlstate(session: &mut Session, sql: &str) -> &'static str {
         Err(error) => error.sqlstate,
     }
 }
+
+/// Another session on the same catalog, as role `user`.
+pub fn session_as(session: &Session, user: &str) -> Session {
+    let statistics = Arc::new(StatementStats::default());
+    Session::new(Arc::clone(session.catalog()), statistics, "tierdb", user, 2)
+}
+
+/// The error of a statement that must fail: (SQLSTATE, message).
+pub fn message(session: &mut Session, sql: &str) -> (&'static str, String) {
+    let error = run(session, sql).expect_err(sql);
+    (error.sqlstate, error.message)
+}

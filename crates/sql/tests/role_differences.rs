@@ -1,0 +1,44 @@
+//! Role and privilege behaviours that once differed from PostgreSQL 15 (issue 10's list),
+//! each checked against a PostgreSQL 15 server: VACUUM by a non-owner.
+
+mod support;
+
+use support::{message, run, session_as, setup, with_session};
+
+/// PostgreSQL 15 (vacuum_is_relation_owner): a non-owner's VACUUM skips each table it does
+/// not own with WARNING 01000, named or reached by a bare VACUUM, and succeeds.
+#[test]
+fn vacuum_by_a_non_owner_skips_other_tables_with_a_warning() {
+    with_session(|session| {
+        setup(
+            session,
+            &[
+                "CREATE USER alice",
+                "CREATE TABLE boss (a int)",
+                "GRANT CREATE ON SCHEMA public TO alice",
+            ],
+        );
+        let mut alice = session_as(session, "alice");
+        setup(&mut alice, &["CREATE TABLE mine (a int)"]);
+        let skipped = |table: &str| {
+            (
+                "01000",
+                format!("skipping \"{table}\" --- only table or database owner can vacuum it"),
+            )
+        };
+        let warnings = |session: &mut tierdb_sql::Session| -> Vec<(&'static str, String)> {
+            session.take_warnings().into_iter().map(|w| (w.sqlstate, w.message)).collect()
+        };
+        run(&mut alice, "VACUUM boss").expect("a skipped table is no error");
+        assert_eq!(warnings(&mut alice), [skipped("boss")]);
+        run(&mut alice, "VACUUM mine").expect("its own table");
+        assert_eq!(warnings(&mut alice), []);
+        run(&mut alice, "VACUUM").expect("a bare VACUUM");
+        assert_eq!(warnings(&mut alice), [skipped("boss")]);
+        run(&mut alice, "VACUUM mine, boss").expect("both");
+        assert_eq!(warnings(&mut alice), [skipped("boss")]);
+        assert_eq!(message(&mut alice, "VACUUM nosuch").0, "42P01");
+        run(session, "VACUUM").expect("the superuser vacuums everything");
+        assert_eq!(warnings(session), []);
+    });
+}
