@@ -1,9 +1,11 @@
 //! Role and privilege behaviours that once differed from PostgreSQL 15 (issue 10's list),
-//! each checked against a PostgreSQL 15 server: VACUUM by a non-owner.
+//! each checked against a PostgreSQL 15 server: VACUUM by a non-owner, other roles'
+//! statement texts in tierdb_stat_statements.
 
 mod support;
 
-use support::{message, run, session_as, setup, with_session};
+use support::{message, rows, run, session_as, setup, with_session};
+use tierdb_sql::Datum;
 
 /// PostgreSQL 15 (vacuum_is_relation_owner): a non-owner's VACUUM skips each table it does
 /// not own with WARNING 01000, named or reached by a bare VACUUM, and succeeds.
@@ -40,5 +42,35 @@ fn vacuum_by_a_non_owner_skips_other_tables_with_a_warning() {
         assert_eq!(message(&mut alice, "VACUUM nosuch").0, "42P01");
         run(session, "VACUUM").expect("the superuser vacuums everything");
         assert_eq!(warnings(session), []);
+    });
+}
+
+/// As pg_stat_statements read without pg_read_all_stats: entries are kept per role
+/// (`userid`), and other roles' texts read `<insufficient privilege>` to a non-superuser.
+#[test]
+fn other_roles_statement_texts_are_hidden_from_non_superusers() {
+    with_session(|session| {
+        setup(session, &["CREATE USER alice", "CREATE TABLE boss (a int)"]);
+        setup(session, &["GRANT SELECT ON boss TO alice", "SELECT a FROM boss WHERE a = 1"]);
+        let mut alice = session_as(session, "alice");
+        setup(&mut alice, &["SELECT a FROM boss WHERE a = 2"]);
+        let alice_oid = i64::from(session.catalog().role("alice").unwrap().oid);
+        let sql = "SELECT userid, query FROM tierdb_stat_statements \
+                   WHERE query LIKE '%boss%' OR query LIKE '<insuff%' ORDER BY userid";
+        let text = |text: &str| Datum::Text(text.to_string());
+        let own = text("SELECT a FROM boss WHERE a = ?");
+        let seen_by_alice = rows(&mut alice, sql).unwrap();
+        assert!(
+            seen_by_alice.contains(&vec![Datum::Int(alice_oid), own.clone()]),
+            "{seen_by_alice:?}"
+        );
+        assert!(
+            seen_by_alice.contains(&vec![Datum::Int(10), text("<insufficient privilege>")]),
+            "{seen_by_alice:?}"
+        );
+        assert!(!seen_by_alice.contains(&vec![Datum::Int(10), own.clone()]), "{seen_by_alice:?}");
+        let seen_by_superuser = rows(session, sql).unwrap();
+        assert!(seen_by_superuser.contains(&vec![Datum::Int(10), own.clone()]));
+        assert!(seen_by_superuser.contains(&vec![Datum::Int(alice_oid), own]));
     });
 }

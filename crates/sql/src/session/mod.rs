@@ -490,7 +490,8 @@ impl Session {
                 let key = prepared.normalized.get_or_insert_with(|| {
                     crate::stats::normalize(&sql_statement.to_string()).into()
                 });
-                self.statistics.record(key, started.elapsed(), rows, &counters);
+                let userid = self.role_oid();
+                self.statistics.record(userid, key, started.elapsed(), rows, &counters);
             }
         }
         outcome
