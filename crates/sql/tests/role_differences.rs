@@ -74,3 +74,30 @@ fn other_roles_statement_texts_are_hidden_from_non_superusers() {
         assert!(seen_by_superuser.contains(&vec![Datum::Int(alice_oid), own]));
     });
 }
+
+/// Role DDL, GRANT and REVOKE write their catalog rows at once: inside a transaction block
+/// they are refused (0A000 naming the command), never done beyond a ROLLBACK's reach.
+#[test]
+fn role_ddl_inside_a_transaction_block_is_refused_not_made_permanent() {
+    with_session(|session| {
+        setup(session, &["CREATE USER alice", "CREATE TABLE t (a int)"]);
+        for (sql, command) in [
+            ("CREATE ROLE bob", "CREATE ROLE"),
+            ("CREATE USER bob", "CREATE ROLE"),
+            ("ALTER ROLE alice SUPERUSER", "ALTER ROLE"),
+            ("DROP ROLE alice", "DROP ROLE"),
+            ("GRANT SELECT ON t TO alice", "GRANT"),
+            ("REVOKE CREATE ON SCHEMA public FROM alice", "REVOKE"),
+        ] {
+            setup(session, &["BEGIN"]);
+            let refused = format!("{command} inside a transaction block is not supported");
+            assert_eq!(message(session, sql), ("0A000", refused), "{sql}");
+            setup(session, &["ROLLBACK"]);
+        }
+        assert!(session.catalog().role("bob").is_none());
+        let alice = session.catalog().role("alice").expect("alice stays");
+        assert!(!alice.superuser);
+        let mut alice_session = session_as(session, "alice");
+        assert_eq!(message(&mut alice_session, "SELECT a FROM t").0, "42501");
+    });
+}

@@ -141,6 +141,8 @@ pub struct Session {
     /// `execute_streaming` to run without parsing and binding it again (one entry: the
     /// server asks, then runs the same string).
     checked_simple: Option<(String, Prepared)>,
+    /// The block is the implicit one of a multi-statement string (stream.rs), not BEGIN's.
+    implicit_block: bool,
     /// Warnings for the client (vacuum.rs), at most WARNINGS_MAX.
     warnings: Vec<SqlError>,
     /// Warnings beyond WARNINGS_MAX, counted.
@@ -201,6 +203,7 @@ impl Session {
             cursors: cursors::Cursors::new(),
             temp_usage: Arc::default(),
             checked_simple: None,
+            implicit_block: false,
             warnings: Vec::new(),
             warnings_dropped: 0,
         }

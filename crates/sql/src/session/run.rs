@@ -19,6 +19,9 @@ impl Session {
             Statement::Front(front) => return self.front(front, sink),
             Statement::Sql(sql) => sql,
         };
+        if self.state != BlockState::Idle && !self.implicit_block {
+            roles::refuse_role_ddl_in_block(sql)?;
+        }
         if self.read_only() {
             if let Some(command) = txn_modes::write_command(sql) {
                 return Err(txn_modes::read_only_error(&command));
