@@ -101,3 +101,25 @@ fn role_ddl_inside_a_transaction_block_is_refused_not_made_permanent() {
         assert_eq!(message(&mut alice_session, "SELECT a FROM t").0, "42501");
     });
 }
+
+/// `TO PUBLIC, role` is read as PostgreSQL reads it (sqlparser alone: a syntax error).
+#[test]
+fn public_may_come_first_in_a_grantee_list() {
+    with_session(|session| {
+        setup(session, &["CREATE USER alice", "CREATE USER bob", "CREATE TABLE t (a int)"]);
+        setup(
+            session,
+            &["GRANT SELECT ON t TO PUBLIC, alice", "GRANT INSERT ON t TO bob, PUBLIC, alice"],
+        );
+        let mut bob = session_as(session, "bob");
+        setup(&mut bob, &["SELECT a FROM t", "INSERT INTO t VALUES (1)"]);
+        let outcomes = session
+            .execute("REVOKE ALL ON t FROM PUBLIC, alice; REVOKE INSERT ON t FROM public , bob");
+        assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+        assert_eq!(message(&mut bob, "SELECT a FROM t").0, "42501");
+        assert_eq!(message(&mut bob, "INSERT INTO t VALUES (1)").0, "42501");
+        setup(session, &["DROP ROLE alice, bob"]);
+        // A quoted "public" is a role name, not PUBLIC.
+        assert_eq!(message(session, "GRANT SELECT ON t TO \"public\", x").0, "42704");
+    });
+}
