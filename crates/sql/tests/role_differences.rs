@@ -123,3 +123,23 @@ fn public_may_come_first_in_a_grantee_list() {
         assert_eq!(message(session, "GRANT SELECT ON t TO \"public\", x").0, "42704");
     });
 }
+
+/// As PostgreSQL, a session follows its role's OID: after ALTER ROLE ... RENAME,
+/// current_user and session_user show the new name, and its privileges stay.
+#[test]
+fn current_user_shows_a_renamed_roles_new_name() {
+    with_session(|session| {
+        setup(
+            session,
+            &["CREATE USER alice", "CREATE TABLE t (a int)", "GRANT SELECT ON t TO alice"],
+        );
+        let mut alice = session_as(session, "alice");
+        setup(&mut alice, &["SELECT a FROM t"]);
+        setup(session, &["ALTER ROLE alice RENAME TO alicia"]);
+        let names = rows(&mut alice, "SELECT current_user, session_user").unwrap();
+        let alicia = Datum::Text("alicia".to_string());
+        assert_eq!(names, [vec![alicia.clone(), alicia]]);
+        setup(&mut alice, &["SELECT a FROM t"]);
+        assert_eq!(message(&mut alice, "INSERT INTO t VALUES (1)").0, "42501");
+    });
+}

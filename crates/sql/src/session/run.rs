@@ -144,9 +144,12 @@ impl Session {
         analyze: bool,
         sink: Option<&mut dyn RowSink>,
     ) -> Result<(Output, Vec<NodeStats>)> {
+        // current_user follows the role's OID: a renamed role shows its new name.
+        let role = self.current_role();
+        let user = role.as_ref().map_or(self.user.as_str(), |role| role.name.as_str());
         let info = SessionInfo {
             database: &self.database,
-            user: &self.user,
+            user,
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),
