@@ -143,3 +143,21 @@ fn current_user_shows_a_renamed_roles_new_name() {
         assert_eq!(message(&mut alice, "INSERT INTO t VALUES (1)").0, "42501");
     });
 }
+
+/// COPY (query) TO checks the query once, as it runs: SELECT on what it reads.
+#[test]
+fn copy_of_a_query_needs_select_on_what_it_reads() {
+    with_session(|session| {
+        setup(session, &["CREATE USER alice", "CREATE TABLE t (a int)", "CREATE TABLE u (a int)"]);
+        setup(session, &["GRANT SELECT ON u TO alice"]);
+        let mut alice = session_as(session, "alice");
+        let denied = ("42501", "permission denied for table t".to_string());
+        assert_eq!(message(&mut alice, "COPY (SELECT a FROM t) TO STDOUT"), denied);
+        let joined = "COPY (SELECT u.a FROM u JOIN t ON t.a = u.a) TO STDOUT";
+        assert_eq!(message(&mut alice, joined), denied);
+        setup(&mut alice, &["COPY (SELECT a FROM u) TO STDOUT"]);
+        // The role found by OID follows a drop: the session holds nothing any more.
+        setup(session, &["REVOKE ALL ON u FROM alice", "DROP ROLE alice"]);
+        assert_eq!(message(&mut alice, "COPY (SELECT a FROM u) TO STDOUT").0, "42501");
+    });
+}

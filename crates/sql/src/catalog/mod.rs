@@ -54,7 +54,7 @@ pub struct Catalog {
     engine: Arc<Engine>,
     tables: RwLock<HashMap<String, Arc<TableMeta>>>,
     /// Every role by name (roles.rs).
-    roles: RwLock<HashMap<String, Arc<RoleMeta>>>,
+    roles: RwLock<RoleMaps>,
     /// Owners and grants of tables not owned by the bootstrap superuser or with grants
     /// (grants.rs), by table name.
     grants: RwLock<HashMap<String, TableAcl>>,
@@ -87,7 +87,7 @@ impl Catalog {
         let catalog = Catalog {
             engine,
             tables: RwLock::new(HashMap::new()),
-            roles: RwLock::new(HashMap::new()),
+            roles: RwLock::new(RoleMaps::default()),
             grants: RwLock::new(HashMap::new()),
             schema_grants: RwLock::new(HashMap::new()),
             sequences: Mutex::new(HashMap::new()),
