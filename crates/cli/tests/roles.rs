@@ -1,7 +1,7 @@
 //! Roles against a real server: each role logs in with its own password over SCRAM
-//! (tokio-postgres), a wrong password is FATAL 28P01, an unknown role, a NOLOGIN role and a
-//! role without a password get the very same refusal as a wrong password (nothing tells a
-//! client which roles exist), trust rules let in existing LOGIN roles only (28000 in
+//! (tokio-postgres), a wrong password is FATAL 28P01, an unknown role and a role without a
+//! password get the very same refusal as a wrong password (nothing tells a client which
+//! roles exist), a NOLOGIN role 28000 after its right password (as PostgreSQL), trust rules let in existing LOGIN roles only (28000 in
 //! PostgreSQL's words), the bootstrap superuser (--superuser, password from a file, reset at
 //! every start), and roles and grants surviving SIGKILL and a restart.
 
@@ -89,11 +89,13 @@ fn each_role_logs_in_with_its_own_password_and_refusals_reveal_nothing() {
         refusal(run_as(&server, "tierdb", Some("alice-pass"), &[])),
         failed_password("tierdb")
     );
-    // Unknown, NOLOGIN (even with its right password) and password-less roles: the same.
+    // Unknown roles, password-less roles and NOLOGIN roles with a wrong password: the same.
     assert_eq!(refusal(run_as(&server, "ghost", Some("x"), &[])), failed_password("ghost"));
+    assert_eq!(refusal(run_as(&server, "locked", Some("wrong"), &[])), failed_password("locked"));
+    // As PostgreSQL: a NOLOGIN role that proves its password is refused after, with 28000.
     assert_eq!(
         refusal(run_as(&server, "locked", Some("locked-pass"), &[])),
-        failed_password("locked")
+        ("28000".into(), "role \"locked\" is not permitted to log in".into())
     );
     assert_eq!(
         refusal(run_as(&server, "nopass", Some("anything"), &[])),

@@ -1,22 +1,32 @@
 //! Who may log in (docs/design/010-roles-and-privileges.md): SCRAM-SHA-256 against the
 //! connecting role's stored verifier, and the role checks of trust rules.
 //!
-//! A SCRAM exchange must not tell a client whether a role exists: for an unknown role, a
-//! NOLOGIN role or one without a password, the exchange runs against a mock verifier whose
-//! salt is derived from a per-server random secret and the user name (as PostgreSQL's
-//! `scram_mock_salt`), so that asking twice for one name shows the same salt, and it ends
-//! with the same 28P01 as a wrong password.
+//! A SCRAM exchange must not tell a client whether a role exists: for an unknown role or
+//! one without a password, the exchange runs against a mock verifier whose salt is derived
+//! from the cluster's random secret (stored once in the catalog) and the user name (as PostgreSQL's `scram_mock_salt`),
+//! so that asking twice for one name shows the same salt, and it ends with the same 28P01
+//! as a wrong password. As in PostgreSQL, a NOLOGIN role is authenticated against its real
+//! verifier and refused after (FATAL 28000), so only its right password reveals it.
 
+use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pgwire::api::auth::sasl::scram::ScramSecret;
-use pgwire::api::auth::{AuthSource, LoginInfo, Password};
+use futures::sink::{Sink, SinkExt};
+use pgwire::api::auth::mechanism::AuthMechanismFactory;
+use pgwire::api::auth::sasl::scram::{ScramAuth, ScramSecret};
+use pgwire::api::auth::sasl::SaslMechanisms;
+use pgwire::api::auth::{
+    AuthDriver, AuthOutcome, AuthSource, LoginInfo, Password, ServerParameterProvider,
+};
+use pgwire::api::{ClientInfo, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::startup::Authentication;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use ring::hmac;
-use tierdb_sql::{Catalog, ScramVerifier, SqlError};
+use tierdb_sql::{Catalog, ScramVerifier, SqlError, MOCK_AUTH_SECRET};
 
-/// Bytes of the per-server secret behind mock salts.
+/// Bytes of the cluster's secret behind mock salts.
 const MOCK_SECRET_BYTES: usize = 32;
 /// Bytes of a mock salt (PostgreSQL's SCRAM_DEFAULT_SALT_LEN).
 const MOCK_SALT_BYTES: usize = 16;
@@ -37,15 +47,16 @@ impl std::fmt::Debug for RoleVerifiers {
 }
 
 impl RoleVerifiers {
-    pub fn new(catalog: Arc<Catalog>) -> std::io::Result<RoleVerifiers> {
-        let mut secret = [0u8; MOCK_SECRET_BYTES];
-        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut secret)?;
+    /// The catalog's roles, with mock salts from the cluster's stored secret (the same
+    /// across restarts, so a restart does not tell unknown roles from known ones).
+    pub fn new(catalog: Arc<Catalog>) -> tierdb_sql::Result<RoleVerifiers> {
+        let secret = catalog.cluster_secret(MOCK_AUTH_SECRET, MOCK_SECRET_BYTES)?;
         Ok(RoleVerifiers { catalog, mock_secret: hmac::Key::new(hmac::HMAC_SHA256, &secret) })
     }
 
-    /// The verifier of a role that may log in with a password.
+    /// The verifier of a role with a password (NOLOGIN roles too: refused after).
     fn verifier(&self, user: &str) -> Option<ScramVerifier> {
-        let role = self.catalog.role(user).filter(|role| role.login)?;
+        let role = self.catalog.role(user)?;
         ScramVerifier::parse(role.verifier.as_deref()?)
     }
 
@@ -97,8 +108,67 @@ pub fn password_failed(user: &str) -> PgWireError {
     ))
 }
 
-/// Why a trusted client may not log in as `user`, in PostgreSQL's words (FATAL 28000).
-pub fn trust_refusal(catalog: &Catalog, user: &str) -> Option<SqlError> {
+/// SCRAM-SHA-256 startup: pgwire's SASLAuthStartupHandler, plus PostgreSQL's role check
+/// after authentication (InitializeSessionUserId): a NOLOGIN role (or one dropped meanwhile)
+/// that proved its password gets SCRAM's final message and AuthenticationOk, then FATAL
+/// 28000, as PostgreSQL sends them.
+pub(crate) struct ScramStartup<P> {
+    driver: AuthDriver<Arc<P>>,
+    mechanisms: SaslMechanisms,
+    catalog: Arc<Catalog>,
+}
+
+impl<P: ServerParameterProvider> ScramStartup<P> {
+    pub(crate) fn new(parameters: Arc<P>, verifiers: Arc<RoleVerifiers>) -> ScramStartup<P> {
+        let catalog = Arc::clone(&verifiers.catalog);
+        let scram = ScramAuth::new(verifiers as Arc<dyn AuthSource>);
+        ScramStartup {
+            driver: AuthDriver::new(parameters),
+            mechanisms: SaslMechanisms::new(vec![Arc::new(scram)]),
+            catalog,
+        }
+    }
+
+    /// One startup message: the startup packet begins the exchange, password messages
+    /// continue it; after the client is verified, the role check, then AuthenticationOk,
+    /// parameters and ReadyForQuery.
+    pub(crate) async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let outcome = match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                pgwire::api::auth::protocol_negotiation(client, startup).await?;
+                pgwire::api::auth::save_startup_parameters_to_metadata(client, startup);
+                self.driver.begin_authentication(client, self.mechanisms.create()).await?
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(message) => {
+                self.driver.advance_authentication(client, message).await?
+            }
+            _ => return Ok(()),
+        };
+        let AuthOutcome::Authenticated { final_message, .. } = outcome else { return Ok(()) };
+        let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+        if let Some(refusal) = login_refusal(&self.catalog, &user) {
+            if let Some(message) = final_message {
+                client.send(PgWireBackendMessage::Authentication(message)).await?;
+            }
+            client.send(PgWireBackendMessage::Authentication(Authentication::Ok)).await?;
+            return Err(fatal_error(refusal));
+        }
+        self.driver.complete_authentication(client, final_message).await
+    }
+}
+
+/// Why an authenticated client (or a trusted one) may not log in as `user`, in PostgreSQL's
+/// words (FATAL 28000).
+pub fn login_refusal(catalog: &Catalog, user: &str) -> Option<SqlError> {
     match catalog.role(user) {
         None => Some(SqlError::new("28000", format!("role \"{user}\" does not exist"))),
         Some(role) if !role.login => {
@@ -130,19 +200,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn mock_salts_are_stable_per_name_and_differ_between_names_and_servers() {
-        let directory = tempfile::tempdir().expect("tempdir");
-        let config = tierdb_storage::StoreConfig::local(directory.path()).expect("config");
+    fn verifiers_in(directory: &std::path::Path) -> RoleVerifiers {
+        let config = tierdb_storage::StoreConfig::local(directory).expect("config");
         let store = Arc::new(tierdb_storage::PageStore::open(config).expect("store"));
         let catalog =
             Catalog::open(tierdb_engine::Engine::open(store).expect("engine")).expect("catalog");
-        let first = RoleVerifiers::new(Arc::clone(&catalog)).expect("random");
-        let second = RoleVerifiers::new(catalog).expect("random");
+        RoleVerifiers::new(catalog).expect("secret")
+    }
+
+    /// PostgreSQL's mock salts come from the cluster's nonce: the same across restarts
+    /// (else comparing salts before and after one tells unknown roles from known ones).
+    #[test]
+    fn mock_salts_are_stable_per_name_and_cluster_across_restarts() {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let first = verifiers_in(directory.path());
         let alice = salt_of(&first.mock("alice"));
         assert_eq!(alice.len(), MOCK_SALT_BYTES);
         assert_eq!(alice, salt_of(&first.mock("alice")));
         assert_ne!(alice, salt_of(&first.mock("bob")));
-        assert_ne!(alice, salt_of(&second.mock("alice")));
+        drop(first);
+        let restarted = verifiers_in(directory.path());
+        assert_eq!(alice, salt_of(&restarted.mock("alice")));
+        let other_directory = tempfile::tempdir().expect("tempdir");
+        let other_cluster = verifiers_in(other_directory.path());
+        assert_ne!(alice, salt_of(&other_cluster.mock("alice")));
     }
 }

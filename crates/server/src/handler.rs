@@ -15,10 +15,8 @@ use async_trait::async_trait;
 use futures::sink::Sink;
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
-use pgwire::api::auth::sasl::scram::ScramAuth;
-use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
 use pgwire::api::cancel::CancelHandler;
@@ -52,7 +50,7 @@ use tierdb_sql::{
     SqlType, StatementStats,
 };
 
-use crate::auth::RoleVerifiers;
+use crate::auth::{RoleVerifiers, ScramStartup};
 use crate::hba::{self, Method, Rules};
 use crate::results::{response, tag_of, user_error};
 use crate::streaming::Executor;
@@ -189,7 +187,7 @@ impl ServerParameterProvider for Parameters {
 pub struct Connection {
     shared: Arc<Shared>,
     session: Arc<Mutex<Session>>,
-    scram: SASLAuthStartupHandler<Parameters>,
+    scram: ScramStartup<Parameters>,
     registered: AtomicBool,
     pid: Mutex<Option<i32>>,
     /// Holds one of max_connections' slots (from the startup packet on).
@@ -237,11 +235,8 @@ impl Connection {
         {
             tracing::warn!(%error, "configured work_mem refused; using the default");
         }
-        let verifiers = Arc::clone(&shared.verifiers) as Arc<dyn AuthSource>;
-        let scram = SASLAuthStartupHandler::new(Arc::new(Parameters {
-            catalog: Arc::clone(&shared.catalog),
-        }))
-        .with_scram(ScramAuth::new(verifiers));
+        let parameters = Arc::new(Parameters { catalog: Arc::clone(&shared.catalog) });
+        let scram = ScramStartup::new(parameters, Arc::clone(&shared.verifiers));
         Arc::new(Connection {
             shared,
             session: Arc::new(Mutex::new(session)),
@@ -324,6 +319,26 @@ impl Connection {
         body(&mut self.session.lock())
     }
 
+    /// Sends the warnings the session's last statements left (NoticeResponse), before
+    /// their completion where the result goes out whole.
+    async fn send_warnings<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let warnings = self.session.lock().take_warnings();
+        for warning in warnings {
+            let info = pgwire::error::ErrorInfo::new(
+                "WARNING".to_string(),
+                warning.sqlstate.to_string(),
+                warning.message,
+            );
+            client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
+        }
+        Ok(())
+    }
+
     /// Registers the connection's cancel key and names the session after the client's
     /// user and database (once).
     fn register<C: ClientInfo>(&self, client: &C) {
@@ -380,7 +395,11 @@ impl SimpleQueryHandler for Connection {
             self.executor.start(&self.session, Box::new(|_| false), move |session, sink| {
                 session.execute_streaming(&sql, sink)
             })?;
-        crate::results::simple_query(client, events).await
+        crate::results::simple_query(client, events).await?;
+        // Late (after the statements' completions), but not lost.
+        self.send_warnings(client).await?;
+        client.flush().await?;
+        Ok(())
     }
 
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -399,6 +418,7 @@ impl SimpleQueryHandler for Connection {
                 (outputs, state)
             })
             .await;
+        self.send_warnings(client).await?;
         let mut responses = Vec::with_capacity(outputs.len());
         for output in outputs {
             match output {
@@ -755,6 +775,7 @@ impl ExtendedQueryHandler for Connection {
                     (session.execute_prepared(&mut prepared, &params), session.state())
                 })
                 .await;
+            self.send_warnings(client).await?;
             return match outcome {
                 Ok(output) => response(output, state, &|index| format.is_binary(index)),
                 Err(error) => Err(user_error(error)),
@@ -869,7 +890,7 @@ impl StartupHandler for Connection {
             }
             if method == Method::Trust {
                 let user = startup.parameters.get("user").map_or("", String::as_str);
-                if let Some(refusal) = crate::auth::trust_refusal(&self.shared.catalog, user) {
+                if let Some(refusal) = crate::auth::login_refusal(&self.shared.catalog, user) {
                     return Err(crate::auth::fatal_error(refusal));
                 }
                 protocol_negotiation(client, startup).await?;

@@ -175,7 +175,7 @@ pub async fn serve(
     eprintln!("tierdb: bootstrap superuser {superuser} ({password_note})");
     let verifiers = Arc::new(
         RoleVerifiers::new(Arc::clone(&catalog))
-            .map_err(|error| format!("cannot read the random source: {error}"))?,
+            .map_err(|error| format!("cannot read the mock authentication secret: {error}"))?,
     );
     let shared = Shared::new(
         catalog,

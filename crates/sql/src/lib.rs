@@ -21,7 +21,9 @@ mod stats;
 mod system;
 mod types;
 
-pub use catalog::{Catalog, RoleMeta, ScramVerifier, BOOTSTRAP_SUPERUSER_OID};
+pub use catalog::{
+    Catalog, RoleMeta, SchemaPrivilege, ScramVerifier, BOOTSTRAP_SUPERUSER_OID, MOCK_AUTH_SECRET,
+};
 pub use durations::{format_duration_ms, parse_duration_ms, TIMEOUT_MAX_MS, TIMEOUT_SETTINGS};
 pub use error::{Result, SqlError};
 pub use functions::{Function, FUNCTIONS};

@@ -1,6 +1,7 @@
 //! Per-statement statistics (`tierdb_stat_statements`): calls, time, rows and page accesses
-//! per normalized statement (literals replaced by `?`), bounded to `STATEMENTS_MAX` entries
-//! (new statements past the bound are counted in one `<other>` entry).
+//! per role and normalized statement (literals replaced by `?`), as pg_stat_statements keys
+//! them by userid; bounded to `STATEMENTS_MAX` entries (new statements past the bound are
+//! counted in one `<other>` entry of their role).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -35,7 +36,8 @@ impl StatementEntry {
 
 #[derive(Default)]
 pub struct StatementStats {
-    entries: Mutex<HashMap<String, StatementEntry>>,
+    /// By role OID, then statement.
+    entries: Mutex<HashMap<u32, HashMap<String, StatementEntry>>>,
 }
 
 /// Replaces quoted strings and numbers with `?`.
@@ -100,22 +102,39 @@ fn bounded_key(key: &str) -> std::borrow::Cow<'_, str> {
 }
 
 impl StatementStats {
-    pub fn record(&self, key: &str, elapsed: Duration, rows: u64, counters: &OpCounters) {
+    /// Counts one run of statement `key` by role `userid`.
+    pub fn record(
+        &self,
+        userid: u32,
+        key: &str,
+        elapsed: Duration,
+        rows: u64,
+        counters: &OpCounters,
+    ) {
         let key = &*bounded_key(key);
         let mut entries = self.entries.lock();
-        // A known statement (nearly every call) costs one lookup.
-        if let Some(entry) = entries.get_mut(key) {
+        // A known statement (nearly every call) costs two lookups.
+        if let Some(entry) = entries.get_mut(&userid).and_then(|role| role.get_mut(key)) {
             entry.add(elapsed, rows, counters);
             return;
         }
-        let name = if entries.len() >= STATEMENTS_MAX { "<other>" } else { key };
-        entries.entry(name.to_string()).or_default().add(elapsed, rows, counters);
+        let tracked: usize = entries.values().map(HashMap::len).sum();
+        let name = if tracked >= STATEMENTS_MAX { "<other>" } else { key };
+        let role = entries.entry(userid).or_default();
+        role.entry(name.to_string()).or_default().add(elapsed, rows, counters);
     }
 
-    pub fn snapshot(&self) -> Vec<(String, StatementEntry)> {
-        let mut entries: Vec<(String, StatementEntry)> =
-            self.entries.lock().iter().map(|(key, entry)| (key.clone(), entry.clone())).collect();
-        entries.sort_by_key(|entry| std::cmp::Reverse(entry.1.total_time_ns));
+    /// Every (role OID, statement, counts), the most time first.
+    pub fn snapshot(&self) -> Vec<(u32, String, StatementEntry)> {
+        let mut entries: Vec<(u32, String, StatementEntry)> = self
+            .entries
+            .lock()
+            .iter()
+            .flat_map(|(userid, role)| {
+                role.iter().map(|(key, entry)| (*userid, key.clone(), entry.clone()))
+            })
+            .collect();
+        entries.sort_by_key(|entry| std::cmp::Reverse(entry.2.total_time_ns));
         entries
     }
 
@@ -133,12 +152,12 @@ mod tests {
         let stats = StatementStats::default();
         let long = |last: &str| format!("SELECT {}{last}", "é".repeat(STATEMENT_KEY_BYTES_MAX));
         let counters = OpCounters::default();
-        stats.record(&long("a"), Duration::ZERO, 1, &counters);
-        stats.record(&long("a"), Duration::ZERO, 1, &counters);
-        stats.record(&long("b"), Duration::ZERO, 1, &counters);
+        stats.record(10, &long("a"), Duration::ZERO, 1, &counters);
+        stats.record(10, &long("a"), Duration::ZERO, 1, &counters);
+        stats.record(10, &long("b"), Duration::ZERO, 1, &counters);
         let snapshot = stats.snapshot();
         assert_eq!(snapshot.len(), 2, "two statements, told apart by their hash");
-        for (key, entry) in &snapshot {
+        for (_, key, entry) in &snapshot {
             assert!(key.len() < STATEMENT_KEY_BYTES_MAX + 64, "{} bytes", key.len());
             assert!(entry.calls == 1 || entry.calls == 2);
         }

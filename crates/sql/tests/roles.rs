@@ -6,19 +6,8 @@ mod support;
 
 use std::sync::Arc;
 
-use support::{rows, run, setup, sqlstate, value, with_session};
-use tierdb_sql::{Datum, ScramVerifier, Session, StatementStats};
-
-/// Another session on the same catalog, as role `user`.
-fn session_as(session: &Session, user: &str) -> Session {
-    let statistics = Arc::new(StatementStats::default());
-    Session::new(Arc::clone(session.catalog()), statistics, "tierdb", user, 2)
-}
-
-fn message(session: &mut Session, sql: &str) -> (&'static str, String) {
-    let error = run(session, sql).expect_err(sql);
-    (error.sqlstate, error.message)
-}
+use support::{message, rows, session_as, setup, sqlstate, value, with_session};
+use tierdb_sql::{Datum, ScramVerifier, Session};
 
 fn verifier_of(session: &Session, role: &str) -> Option<String> {
     session.catalog().role(role).expect("role exists").verifier.clone()
@@ -263,6 +252,7 @@ fn owners_manage_their_tables_and_owning_roles_cannot_be_dropped() {
         setup(session, &["CREATE USER alice", "CREATE USER bob"]);
         let mut alice = session_as(session, "alice");
         let mut bob = session_as(session, "bob");
+        setup(session, &["GRANT CREATE ON SCHEMA public TO alice"]);
         setup(&mut alice, &["CREATE TABLE mine (a int)", "INSERT INTO mine VALUES (1)"]);
         assert_eq!(denied(&mut bob, "SELECT * FROM mine"), "permission denied for table mine");
         setup(&mut alice, &["GRANT SELECT ON mine TO bob"]);
@@ -274,7 +264,9 @@ fn owners_manage_their_tables_and_owning_roles_cannot_be_dropped() {
         let bob_depends = "role \"bob\" cannot be dropped because some objects depend on it";
         assert_eq!(message(session, "DROP ROLE bob"), ("2BP01", bob_depends.to_string()));
         setup(&mut alice, &["CREATE INDEX mine_a ON mine (a)", "DROP TABLE mine"]);
-        setup(session, &["DROP ROLE alice, bob"]);
+        // Its privilege on schema public is a dependency too, as in PostgreSQL.
+        assert_eq!(message(session, "DROP ROLE alice"), (depends.0, depends.1.to_string()));
+        setup(session, &["REVOKE CREATE ON SCHEMA public FROM alice", "DROP ROLE alice, bob"]);
     });
 }
 
@@ -287,7 +279,7 @@ fn unsupported_grants_are_0a000_and_unknown_grantees_42704() {
             "GRANT SELECT ON t TO alice WITH GRANT OPTION",
             "GRANT SELECT ON ALL TABLES IN SCHEMA public TO alice",
             "GRANT USAGE ON SEQUENCE s TO alice",
-            "GRANT CREATE ON SCHEMA public TO alice",
+            "GRANT CREATE ON SCHEMA pg_catalog TO alice",
             "GRANT REFERENCES ON t TO alice",
         ] {
             assert_eq!(sqlstate(session, sql), "0A000", "{sql}");
@@ -303,7 +295,14 @@ fn unsupported_grants_are_0a000_and_unknown_grantees_42704() {
 #[test]
 fn pg_class_and_pg_tables_show_owners() {
     with_session(|session| {
-        setup(session, &["CREATE USER alice", "CREATE TABLE boss_table (a int)"]);
+        setup(
+            session,
+            &[
+                "CREATE USER alice",
+                "CREATE TABLE boss_table (a int)",
+                "GRANT CREATE ON SCHEMA public TO alice",
+            ],
+        );
         let mut alice = session_as(session, "alice");
         setup(&mut alice, &["CREATE TABLE alice_table (a int PRIMARY KEY)"]);
         let owners = rows(
@@ -368,6 +367,7 @@ fn review_findings_stay_closed() {
             "must be superuser or have privileges of pg_checkpoint to do CHECKPOINT"
         );
         // Defaults cannot hold subqueries (they would read with the inserter's rights).
+        setup(session, &["GRANT CREATE ON SCHEMA public TO mallory"]);
         let (code, text) =
             message(&mut mallory, "CREATE TABLE leak (x text DEFAULT (SELECT max(s) FROM secret))");
         assert_eq!((code, text.as_str()), ("0A000", "cannot use subquery in DEFAULT expression"));
@@ -395,6 +395,7 @@ fn review_findings_stay_closed() {
             session,
             &[
                 "REVOKE ALL ON secret FROM mallory",
+                "REVOKE ALL ON SCHEMA public FROM mallory",
                 "DROP ROLE mallory",
                 "CREATE ROLE mallory SUPERUSER LOGIN",
             ],
@@ -402,5 +403,64 @@ fn review_findings_stay_closed() {
         assert!(!mallory.is_superuser(), "the old session became the new role");
         let (code, _) = message(&mut mallory, "CREATE ROLE escalated SUPERUSER");
         assert_eq!(code, "42501");
+    });
+}
+
+/// PostgreSQL 15 revoked CREATE on schema public from PUBLIC: a role that is neither a
+/// superuser nor the database owner creates tables and indexes there only once granted
+/// CREATE, and reaches public's tables only while it holds USAGE (PUBLIC has it).
+#[test]
+fn create_in_public_needs_the_schema_privilege_as_in_postgresql_15() {
+    with_session(|session| {
+        setup(session, &["CREATE USER alice", "CREATE TABLE shared (a int)"]);
+        setup(session, &["GRANT SELECT ON shared TO alice"]);
+        let mut alice = session_as(session, "alice");
+        let schema_denied = "permission denied for schema public";
+        for sql in [
+            "CREATE TABLE mine (a int)",
+            "CREATE TABLE public.mine (a int)",
+            "CREATE TABLE IF NOT EXISTS shared (a int)",
+        ] {
+            assert_eq!(denied(&mut alice, sql), schema_denied, "{sql}");
+        }
+        assert_eq!(message(&mut alice, "CREATE TABLE pg_catalog.mine (a int)").0, "42501");
+        setup(session, &["GRANT CREATE ON SCHEMA public TO alice"]);
+        setup(&mut alice, &["CREATE TABLE mine (a int)", "CREATE INDEX mine_a ON mine (a)"]);
+        setup(session, &["REVOKE CREATE ON SCHEMA public FROM alice"]);
+        // Ownership is checked first, then CREATE in the table's schema (DefineIndex).
+        let index_on_shared = "CREATE INDEX shared_a ON shared (a)";
+        assert_eq!(denied(&mut alice, index_on_shared), "must be owner of table shared");
+        assert_eq!(denied(&mut alice, "CREATE INDEX mine_b ON mine (a)"), schema_denied);
+        assert_eq!(denied(&mut alice, "ALTER TABLE mine ADD PRIMARY KEY (a)"), schema_denied);
+        setup(&mut alice, &["INSERT INTO mine VALUES (1)", "DROP INDEX mine_a"]);
+
+        // USAGE: PUBLIC holds it; without it no table of public is reachable (PostgreSQL
+        // answers 42P01 for the unqualified name: a difference SECURITY.md states).
+        setup(session, &["REVOKE USAGE ON SCHEMA public FROM PUBLIC"]);
+        assert_eq!(denied(&mut alice, "SELECT a FROM public.shared"), schema_denied);
+        assert_eq!(denied(&mut alice, "SELECT a FROM mine"), schema_denied);
+        assert_eq!(rows(session, "SELECT a FROM mine").unwrap().len(), 1, "superusers bypass");
+        setup(session, &["GRANT USAGE ON SCHEMA public TO alice"]);
+        assert_eq!(rows(&mut alice, "SELECT a FROM shared").unwrap().len(), 0);
+        setup(session, &["GRANT ALL ON SCHEMA public TO PUBLIC"]);
+        setup(&mut alice, &["CREATE TABLE again (a int)"]);
+
+        // Only the owner (the database owner) or a superuser grants; errors as PostgreSQL's.
+        let cases: &[(&str, &str, &str)] = &[
+            ("GRANT CREATE ON SCHEMA public TO alice", "42501", schema_denied),
+            (
+                "GRANT SELECT ON SCHEMA public TO alice",
+                "0LP01",
+                "invalid privilege type SELECT for schema",
+            ),
+            ("GRANT USAGE ON SCHEMA nosuch TO alice", "3F000", "schema \"nosuch\" does not exist"),
+        ];
+        for (sql, code, text) in cases {
+            assert_eq!(message(&mut alice, sql), (*code, text.to_string()), "{sql}");
+        }
+        // The ACL survives a restart of the catalog.
+        let reopened = tierdb_sql::Catalog::open(Arc::clone(session.catalog().engine())).unwrap();
+        let acl = reopened.schema_acl("public");
+        assert!(acl.allows_bits(16_999, tierdb_sql::SchemaPrivilege::Create.bit()), "{acl:?}");
     });
 }

@@ -312,6 +312,11 @@ impl Engine {
         self.shared.purge()
     }
 
+    /// Runs one purge pass over the named tables only.
+    pub fn purge_tables(&self, names: &[String]) -> Result<PurgeStats> {
+        self.shared.purge_tables(names)
+    }
+
     /// Versions stored in a table and entries in each of its indexes (for tests of purge).
     #[doc(hidden)]
     pub fn storage_counts(&self, table: &str) -> Result<(u64, Vec<u64>)> {

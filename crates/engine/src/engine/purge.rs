@@ -117,6 +117,21 @@ impl Shared {
     fn purge_every_row(&self, stats: &mut PurgeStats) -> Result<bool> {
         let tables: Vec<Arc<Table>> =
             self.tables.read().values().filter_map(|handle| handle.table().ok()).collect();
+        self.purge_rows_of(tables, stats)
+    }
+
+    /// One pass over the named tables only (VACUUM by a role that may vacuum only some).
+    /// It leaves the owed full pass, if any, to the purge thread.
+    pub(super) fn purge_tables(&self, names: &[String]) -> Result<PurgeStats> {
+        let tables = names.iter().map(|name| self.table(name)).collect::<Result<Vec<_>>>()?;
+        let mut stats = PurgeStats::default();
+        let finished = self.purge_rows_of(tables, &mut stats);
+        self.note_unfinished(&finished);
+        finished.map(|_| stats)
+    }
+
+    /// Prunes every row and index entry of `tables`; Ok(false) if it stopped for shutdown.
+    fn purge_rows_of(&self, tables: Vec<Arc<Table>>, stats: &mut PurgeStats) -> Result<bool> {
         for table in tables {
             // A handle made stale by DDL during the pass only means purging trees nobody reads
             // any more, or missing a new index's entries until the next pass: both harmless.

@@ -57,9 +57,15 @@ impl Default for TableAcl {
 impl TableAcl {
     /// Whether role `oid` holds `privilege` (itself or through PUBLIC); owners hold all.
     pub fn allows(&self, oid: u32, privilege: Privilege) -> bool {
+        self.allows_bits(oid, privilege.bit())
+    }
+
+    /// Whether role `oid` holds the privilege `bit` (itself or through PUBLIC); owners
+    /// hold all.
+    pub fn allows_bits(&self, oid: u32, bit: u8) -> bool {
         oid == self.owner
             || self.grants.iter().any(|&(grantee, bits)| {
-                (grantee == oid || grantee == PUBLIC_GRANTEE) && bits & privilege.bit() != 0
+                (grantee == oid || grantee == PUBLIC_GRANTEE) && bits & bit != 0
             })
     }
 
@@ -79,13 +85,13 @@ impl TableAcl {
         self.owner == oid || self.grants.iter().any(|&(grantee, _)| grantee == oid)
     }
 
-    fn encode(&self) -> String {
+    pub(super) fn encode(&self) -> String {
         let grants: Vec<String> =
             self.grants.iter().map(|(grantee, bits)| format!("{grantee}={bits}")).collect();
         format!("v1\t{}\t{}", self.owner, grants.join(","))
     }
 
-    fn decode(table: &str, text: &str) -> Result<TableAcl> {
+    pub(super) fn decode(table: &str, text: &str) -> Result<TableAcl> {
         let bad = || SqlError::new("XX001", format!("corrupt privileges entry for {table}"));
         let fields: Vec<&str> = text.split('\t').collect();
         let ["v1", owner, grants] = fields.as_slice() else { return Err(bad()) };
@@ -101,16 +107,24 @@ impl TableAcl {
 
 impl Catalog {
     pub(super) fn load_grants(&self) -> Result<()> {
-        let rows = self.scan_internal(GRANTS_TABLE)?;
-        let mut grants = self.grants.write();
-        for row in rows {
-            let (Some(Value::Text(table)), Some(Value::Text(text))) = (row.first(), row.get(1))
-            else {
-                return Err(SqlError::new("XX001", "corrupt privileges row"));
-            };
-            grants.insert(table.clone(), TableAcl::decode(table, text)?);
-        }
+        *self.grants.write() = self.load_acls(GRANTS_TABLE)?;
         Ok(())
+    }
+
+    /// Every ACL stored in the internal table `internal`, by object name.
+    pub(super) fn load_acls(&self, internal: &str) -> Result<HashMap<String, TableAcl>> {
+        let mut acls = HashMap::new();
+        for row in self.scan_internal(internal)? {
+            let (Some(Value::Text(name)), Some(Value::Text(text))) = (row.first(), row.get(1))
+            else {
+                return Err(SqlError::new(
+                    "XX001",
+                    format!("corrupt privileges row in {internal}"),
+                ));
+            };
+            acls.insert(name.clone(), TableAcl::decode(name, text)?);
+        }
+        Ok(acls)
     }
 
     /// A table's owner and grants.

@@ -12,14 +12,18 @@
 //! completes, even inside a transaction block. DROP TABLE and TRUNCATE inside a block are
 //! transactional at the session level (session/ddl.rs `drop_in_block`, session/run.rs).
 
+mod cluster;
 mod grants;
 mod meta;
 mod roles;
+mod schema_grants;
 mod verifier;
 
+pub use cluster::MOCK_AUTH_SECRET;
 pub use grants::*;
 pub use meta::*;
 pub use roles::*;
+pub use schema_grants::*;
 pub use verifier::*;
 
 use std::collections::HashMap;
@@ -50,10 +54,12 @@ pub struct Catalog {
     engine: Arc<Engine>,
     tables: RwLock<HashMap<String, Arc<TableMeta>>>,
     /// Every role by name (roles.rs).
-    roles: RwLock<HashMap<String, Arc<RoleMeta>>>,
+    roles: RwLock<RoleMaps>,
     /// Owners and grants of tables not owned by the bootstrap superuser or with grants
     /// (grants.rs), by table name.
     grants: RwLock<HashMap<String, TableAcl>>,
+    /// Privileges on schemas whose ACL is not PostgreSQL's default (schema_grants.rs).
+    schema_grants: RwLock<HashMap<String, TableAcl>>,
     sequences: Mutex<HashMap<String, SequenceState>>,
     /// Serializes DDL statements.
     ddl: Mutex<()>,
@@ -73,7 +79,7 @@ impl Catalog {
         if !names.iter().any(|name| name == SEQUENCES_TABLE) {
             engine.create_table(text_key_table(SEQUENCES_TABLE, "last_value", KeyKind::Int))?;
         }
-        for internal in [ROLES_TABLE, GRANTS_TABLE] {
+        for internal in [ROLES_TABLE, GRANTS_TABLE, SCHEMA_GRANTS_TABLE, cluster::CLUSTER_TABLE] {
             if !names.iter().any(|name| name == internal) {
                 engine.create_table(text_key_table(internal, "definition", KeyKind::Text))?;
             }
@@ -81,8 +87,9 @@ impl Catalog {
         let catalog = Catalog {
             engine,
             tables: RwLock::new(HashMap::new()),
-            roles: RwLock::new(HashMap::new()),
+            roles: RwLock::new(RoleMaps::default()),
             grants: RwLock::new(HashMap::new()),
+            schema_grants: RwLock::new(HashMap::new()),
             sequences: Mutex::new(HashMap::new()),
             ddl: Mutex::new(()),
             version: AtomicU64::new(1),
@@ -91,6 +98,7 @@ impl Catalog {
         catalog.load()?;
         catalog.load_roles()?;
         catalog.load_grants()?;
+        catalog.load_schema_grants()?;
         catalog.drop_orphans()?;
         Ok(Arc::new(catalog))
     }
@@ -479,7 +487,15 @@ pub fn sequence_of_default(default: &str) -> Option<&str> {
 
 /// Whether a table name is one of the SQL layer's own.
 pub fn is_internal_table(name: &str) -> bool {
-    [TABLES_TABLE, SEQUENCES_TABLE, ROLES_TABLE, GRANTS_TABLE].contains(&name)
+    [
+        TABLES_TABLE,
+        SEQUENCES_TABLE,
+        ROLES_TABLE,
+        GRANTS_TABLE,
+        SCHEMA_GRANTS_TABLE,
+        cluster::CLUSTER_TABLE,
+    ]
+    .contains(&name)
 }
 
 /// B-tree keys over vector columns are refused until the key encoding orders vectors as

@@ -59,6 +59,33 @@ pub fn undefined_role(name: &str) -> SqlError {
     SqlError::new("42704", format!("role \"{name}\" does not exist"))
 }
 
+/// The roles in memory, by name and by OID (each statement finds its session's role by
+/// OID: `Session::current_role`).
+#[derive(Default)]
+pub(super) struct RoleMaps {
+    by_name: HashMap<String, Arc<RoleMeta>>,
+    by_oid: HashMap<u32, Arc<RoleMeta>>,
+}
+
+impl RoleMaps {
+    /// Adds or replaces a role (a rename replaces the entry of its old name).
+    fn insert(&mut self, role: Arc<RoleMeta>) {
+        if let Some(previous) = self.by_oid.insert(role.oid, Arc::clone(&role)) {
+            if previous.name != role.name {
+                self.by_name.remove(&previous.name);
+            }
+        }
+        self.by_name.insert(role.name.clone(), role);
+        debug_assert_eq!(self.by_name.len(), self.by_oid.len(), "one entry per role in each map");
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Some(role) = self.by_name.remove(name) {
+            self.by_oid.remove(&role.oid);
+        }
+    }
+}
+
 impl Catalog {
     pub(super) fn load_roles(&self) -> Result<()> {
         let rows = self.scan_internal(ROLES_TABLE)?;
@@ -69,29 +96,29 @@ impl Catalog {
             else {
                 return Err(SqlError::new("XX001", "corrupt role catalog row"));
             };
-            roles.insert(name.clone(), Arc::new(RoleMeta::decode(name, definition)?));
+            roles.insert(Arc::new(RoleMeta::decode(name, definition)?));
         }
         Ok(())
     }
 
     pub fn role(&self, name: &str) -> Option<Arc<RoleMeta>> {
-        self.roles.read().get(name).cloned()
+        self.roles.read().by_name.get(name).cloned()
     }
 
     pub fn role_by_oid(&self, oid: u32) -> Option<Arc<RoleMeta>> {
-        self.roles.read().values().find(|role| role.oid == oid).cloned()
+        self.roles.read().by_oid.get(&oid).cloned()
     }
 
     /// Every role, by OID.
     pub fn roles(&self) -> Vec<Arc<RoleMeta>> {
-        let mut roles: Vec<Arc<RoleMeta>> = self.roles.read().values().cloned().collect();
+        let mut roles: Vec<Arc<RoleMeta>> = self.roles.read().by_oid.values().cloned().collect();
         roles.sort_by_key(|role| role.oid);
         roles
     }
 
     /// Creates a role (OID assigned here). The caller holds the DDL lock.
     pub fn create_role(&self, mut role: RoleMeta) -> Result<()> {
-        if self.roles.read().contains_key(&role.name) {
+        if self.roles.read().by_name.contains_key(&role.name) {
             return Err(SqlError::new("42710", format!("role \"{}\" already exists", role.name)));
         }
         if role.oid == 0 {
@@ -124,9 +151,7 @@ impl Catalog {
             vec![Value::Text(new_name.to_string()), Value::Text(renamed.encode())],
         )?;
         transaction.commit()?;
-        let mut roles = self.roles.write();
-        roles.remove(name);
-        roles.insert(new_name.to_string(), Arc::new(renamed));
+        self.roles.write().insert(Arc::new(renamed));
         Ok(())
     }
 
@@ -152,7 +177,7 @@ impl Catalog {
         let _guard = self.lock_ddl();
         let verifier = password.map(|text| ScramVerifier::generate(text).map(|v| v.encode()));
         let verifier = verifier.transpose()?;
-        let existing = self.roles().into_iter().find(|role| role.oid == BOOTSTRAP_SUPERUSER_OID);
+        let existing = self.role_by_oid(BOOTSTRAP_SUPERUSER_OID);
         match existing {
             Some(role) => {
                 if verifier.is_some() {
@@ -162,7 +187,7 @@ impl Catalog {
                 }
                 Ok(role.name.clone())
             }
-            None if self.roles.read().is_empty() => {
+            None if self.roles.read().by_name.is_empty() => {
                 let role = RoleMeta {
                     name: name.to_string(),
                     oid: BOOTSTRAP_SUPERUSER_OID,
@@ -179,7 +204,7 @@ impl Catalog {
 
     fn store_role(&self, role: &RoleMeta) -> Result<()> {
         self.upsert_text(ROLES_TABLE, &role.name, role.encode())?;
-        self.roles.write().insert(role.name.clone(), Arc::new(role.clone()));
+        self.roles.write().insert(Arc::new(role.clone()));
         Ok(())
     }
 }

@@ -38,8 +38,11 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     depth::check_statement_depth(text)?;
     // CREATE USER is read as CREATE ROLE: a text of the same length, so positions stay.
     let create_user = roles::create_user_as_role(text);
-    let l1_operator = vector_operators::rewrite_l1_operator(create_user.as_deref().unwrap_or(text));
-    let parsed_text = l1_operator.as_deref().or(create_user.as_deref()).unwrap_or(text);
+    // `TO PUBLIC, role` read as `TO role, PUBLIC` (sqlparser reads only the latter).
+    let grantees = roles::public_grantee_last(create_user.as_deref().unwrap_or(text));
+    let before_l1 = grantees.as_deref().or(create_user.as_deref()).unwrap_or(text);
+    let l1_operator = vector_operators::rewrite_l1_operator(before_l1);
+    let parsed_text = l1_operator.as_deref().unwrap_or(before_l1);
     let mut statements = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
         .try_with_sql(parsed_text)

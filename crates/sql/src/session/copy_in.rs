@@ -190,9 +190,12 @@ impl Session {
     /// Inserts parsed records; returns how many.
     fn insert_records(&mut self, copy: &CopyIn, records: Vec<Vec<Option<String>>>) -> Result<u64> {
         let budget = self.memory_budget();
+        // current_user follows the role's OID: a renamed role shows its new name.
+        let role = self.current_role();
+        let user = role.as_ref().map_or(self.user.as_str(), |role| role.name.as_str());
         let info = SessionInfo {
             database: &self.database,
-            user: &self.user,
+            user,
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),

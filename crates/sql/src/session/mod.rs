@@ -27,10 +27,12 @@ mod pg_parameters;
 mod privileges;
 mod roles;
 mod run;
+mod schema_privileges;
 mod settings;
 mod stream;
 mod txn_modes;
 mod utility;
+mod vacuum;
 mod vector_ddl;
 
 use std::collections::HashMap;
@@ -140,6 +142,12 @@ pub struct Session {
     /// `execute_streaming` to run without parsing and binding it again (one entry: the
     /// server asks, then runs the same string).
     checked_simple: Option<(String, Prepared)>,
+    /// The block is the implicit one of a multi-statement string (stream.rs), not BEGIN's.
+    implicit_block: bool,
+    /// Warnings for the client (vacuum.rs), at most WARNINGS_MAX.
+    warnings: Vec<SqlError>,
+    /// Warnings beyond WARNINGS_MAX, counted.
+    warnings_dropped: u64,
 }
 
 /// COPY TO and FETCH may return any number of rows; the other front statements none.
@@ -196,6 +204,9 @@ impl Session {
             cursors: cursors::Cursors::new(),
             temp_usage: Arc::default(),
             checked_simple: None,
+            implicit_block: false,
+            warnings: Vec::new(),
+            warnings_dropped: 0,
         }
     }
 
@@ -483,7 +494,8 @@ impl Session {
                 let key = prepared.normalized.get_or_insert_with(|| {
                     crate::stats::normalize(&sql_statement.to_string()).into()
                 });
-                self.statistics.record(key, started.elapsed(), rows, &counters);
+                let userid = self.role_oid();
+                self.statistics.record(userid, key, started.elapsed(), rows, &counters);
             }
         }
         outcome

@@ -6,8 +6,9 @@
 //! UPDATE's or DELETE's target when its WHERE clause, RETURNING or SET values read columns),
 //! INSERT, UPDATE or DELETE on its target, TRUNCATE for TRUNCATE, ownership for DDL.
 
+use super::schema_privileges::CreateCheck;
 use super::*;
-use crate::catalog::{undefined_role, Privilege, TableAcl, PUBLIC_GRANTEE};
+use crate::catalog::{undefined_role, Privilege, SchemaPrivilege, TableAcl, PUBLIC_GRANTEE};
 use crate::output::CommandTag;
 
 fn permission_denied(table: &str) -> SqlError {
@@ -121,7 +122,7 @@ fn has_locking_clause(statement: &ast::Statement) -> bool {
 
 impl Session {
     /// The session role's OID; a dropped role holds nothing (u32::MAX names no role).
-    fn role_oid(&self) -> u32 {
+    pub(super) fn role_oid(&self) -> u32 {
         self.current_role().map_or(u32::MAX, |role| role.oid)
     }
 
@@ -137,21 +138,23 @@ impl Session {
                     let privilege = if copy.from { Privilege::Insert } else { Privilege::Select };
                     vec![(name.clone(), Some(privilege))]
                 }
-                CopySource::Query(query) => {
-                    for inner in parse_sql(query)? {
-                        self.check_privileges(&inner)?;
-                    }
-                    Vec::new()
-                }
+                // The query is checked once, as it runs (Session::copy: it is parsed there).
+                CopySource::Query(_) => Vec::new(),
             },
             Statement::Front(_) => Vec::new(),
             Statement::Sql(sql) => sql_needs(&self.catalog, sql)?,
         };
+        let create_check = self.create_check(statement);
+        if create_check == CreateCheck::First {
+            self.require_public(SchemaPrivilege::Create)?;
+        }
         let oid = self.role_oid();
         for (table, privilege) in needs {
             if self.catalog.table(&table).is_none() {
                 continue;
             }
+            // Every user table is in public: reaching it needs USAGE there.
+            self.require_public(SchemaPrivilege::Usage)?;
             let acl = self.catalog.table_acl(&table);
             match privilege {
                 Some(privilege) if !acl.allows(oid, privilege) => {
@@ -160,6 +163,9 @@ impl Session {
                 None if acl.owner != oid => return Err(not_owner(&table)),
                 _ => {}
             }
+        }
+        if create_check == CreateCheck::AfterOwnership {
+            self.require_public(SchemaPrivilege::Create)?;
         }
         Ok(())
     }
@@ -185,14 +191,13 @@ impl Session {
         if let Some(clauses) = unsupported_clauses {
             return Err(SqlError::unsupported(format!("{clauses} not supported")));
         }
-        let bits = privilege_bits(privileges)?;
         let tables = match objects {
             Some(ast::GrantObjects::Tables(tables)) => tables,
             Some(ast::GrantObjects::Sequences(_)) => {
                 return Err(SqlError::unsupported("privileges on sequences are not supported"))
             }
-            Some(ast::GrantObjects::Schemas(_)) => {
-                return Err(SqlError::unsupported("privileges on schemas are not supported"))
+            Some(ast::GrantObjects::Schemas(schemas)) => {
+                return self.grant_on_schemas(privileges, schemas, grantees, grant)
             }
             Some(ast::GrantObjects::Databases(_)) => {
                 return Err(SqlError::unsupported("privileges on databases are not supported"))
@@ -207,33 +212,52 @@ impl Session {
                 )))
             }
         };
+        let bits = privilege_bits(privileges)?;
         let _guard = self.catalog.lock_ddl();
-        let grantees = grantees
-            .iter()
-            .map(|grantee| self.grantee_oid(grantee))
-            .collect::<Result<Vec<u32>>>()?;
-        let mut changes = Vec::new();
+        let mut acls = Vec::new();
         for table in tables {
             let name = self.namespace().existing_table(table)?;
             if self.catalog.table(&name).is_none() {
                 return Err(SqlError::undefined_table(&name));
             }
-            let mut acl = self.catalog.table_acl(&name);
-            if !self.is_superuser() && acl.owner != self.role_oid() {
-                return Err(permission_denied(&name));
-            }
-            for &grantee in &grantees {
-                acl.change(grantee, bits, grant);
-            }
-            changes.push((name, acl));
+            let acl = self.catalog.table_acl(&name);
+            acls.push((name, acl));
         }
-        for (name, acl) in changes {
+        for (name, acl) in self.changed_acls(acls, grantees, bits, grant, permission_denied)? {
             self.catalog.set_table_acl(&name, acl)?;
         }
         Ok(Output::command(if grant { CommandTag::Grant } else { CommandTag::Revoke }))
     }
 
-    fn grantee_oid(&self, grantee: &ast::Grantee) -> Result<u32> {
+    /// The objects' ACLs after granting (or revoking) `bits` to `grantees`: 42501 from
+    /// `denied` unless the session's role is a superuser or owns every object. The caller
+    /// holds the DDL lock.
+    pub(super) fn changed_acls(
+        &self,
+        acls: Vec<(String, TableAcl)>,
+        grantees: &[ast::Grantee],
+        bits: u8,
+        grant: bool,
+        denied: fn(&str) -> SqlError,
+    ) -> Result<Vec<(String, TableAcl)>> {
+        let grantees = grantees
+            .iter()
+            .map(|grantee| self.grantee_oid(grantee))
+            .collect::<Result<Vec<u32>>>()?;
+        let mut changed = Vec::with_capacity(acls.len());
+        for (name, mut acl) in acls {
+            if !self.is_superuser() && acl.owner != self.role_oid() {
+                return Err(denied(&name));
+            }
+            for &grantee in &grantees {
+                acl.change(grantee, bits, grant);
+            }
+            changed.push((name, acl));
+        }
+        Ok(changed)
+    }
+
+    pub(super) fn grantee_oid(&self, grantee: &ast::Grantee) -> Result<u32> {
         match (&grantee.grantee_type, &grantee.name) {
             (ast::GranteesType::Public, _) => Ok(PUBLIC_GRANTEE),
             (

@@ -273,6 +273,7 @@ impl Session {
                     ),
                 ));
             }
+            self.refuse_schema_dependencies(&name, role.oid)?;
             if !self.catalog.tables_mentioning(role.oid).is_empty() {
                 return Err(SqlError::new(
                     "2BP01",
@@ -286,4 +287,21 @@ impl Session {
         }
         Ok(Output::command(CommandTag::DropRole))
     }
+}
+
+/// Role and privilege changes are written at once, outside the session's transaction (their
+/// catalog rows are not MVCC-versioned with it): inside a transaction block, where a
+/// ROLLBACK could not undo them, they are refused (0A000) rather than done for good. (A
+/// multi-statement string's implicit block runs them: PostgreSQL accepts them there too.)
+pub(super) fn refuse_role_ddl_in_block(statement: &ast::Statement) -> Result<()> {
+    let command = match statement {
+        ast::Statement::CreateRole(_) => "CREATE ROLE",
+        ast::Statement::AlterRole { .. } => "ALTER ROLE",
+        ast::Statement::Drop { object_type: ast::ObjectType::Role, .. } => "DROP ROLE",
+        ast::Statement::Drop { object_type: ast::ObjectType::User, .. } => "DROP USER",
+        ast::Statement::Grant(_) => "GRANT",
+        ast::Statement::Revoke(_) => "REVOKE",
+        _ => return Ok(()),
+    };
+    Err(SqlError::unsupported(format!("{command} inside a transaction block is not supported")))
 }

@@ -19,6 +19,9 @@ impl Session {
             Statement::Front(front) => return self.front(front, sink),
             Statement::Sql(sql) => sql,
         };
+        if self.state != BlockState::Idle && !self.implicit_block {
+            roles::refuse_role_ddl_in_block(sql)?;
+        }
         if self.read_only() {
             if let Some(command) = txn_modes::write_command(sql) {
                 return Err(txn_modes::read_only_error(&command));
@@ -141,9 +144,12 @@ impl Session {
         analyze: bool,
         sink: Option<&mut dyn RowSink>,
     ) -> Result<(Output, Vec<NodeStats>)> {
+        // current_user follows the role's OID: a renamed role shows its new name.
+        let role = self.current_role();
+        let user = role.as_ref().map_or(self.user.as_str(), |role| role.name.as_str());
         let info = SessionInfo {
             database: &self.database,
-            user: &self.user,
+            user,
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),

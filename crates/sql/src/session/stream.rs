@@ -34,6 +34,7 @@ impl Session {
             });
         if implicit {
             self.state = BlockState::InBlock;
+            self.implicit_block = true;
         }
         let mut failed = false;
         for mut prepared in statements {
@@ -46,6 +47,7 @@ impl Session {
         }
         if implicit {
             self.state = BlockState::Idle;
+            self.implicit_block = false;
             self.cursors.clear();
             if let Some(transaction) = self.transaction.take() {
                 if failed {

@@ -11,18 +11,7 @@ impl Session {
     ) -> Result<Output> {
         match statement {
             FrontStatement::Vacuum { tables, .. } => {
-                if self.state != BlockState::Idle {
-                    return Err(SqlError::new(
-                        "25001",
-                        "VACUUM cannot run inside a transaction block",
-                    ));
-                }
-                for table in tables {
-                    if self.catalog.table(table).is_none() {
-                        return Err(SqlError::undefined_table(table));
-                    }
-                }
-                self.catalog.engine().purge()?;
+                self.vacuum(tables)?;
                 Ok(Output::command(CommandTag::Vacuum))
             }
             FrontStatement::Analyze { tables } => {

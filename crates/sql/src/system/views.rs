@@ -472,7 +472,10 @@ pub static VIEWS: &[SystemView] = &[
         invalidations: Int8 = counter(invalidations),
         hit_ratio: Float8 = ratio(hits, misses),
     }),
-    view!(&["tierdb_stat_statements"], |c| c.catalog.statement_stats().snapshot(), |(query, entry)| {
+    // As pg_stat_statements without pg_read_all_stats: other roles' texts are hidden from a
+    // role that is not a superuser.
+    view!(&["tierdb_stat_statements"], |c| statement_rows(c), |(userid, query, entry)| {
+        userid: Oid = oid(userid),
         query: Text = Datum::Text(query),
         calls: Int8 = counter(entry.calls),
         total_exec_time: Float8 = Datum::Float(milliseconds(entry.total_time_ns)),
@@ -544,3 +547,18 @@ pub static VIEWS: &[SystemView] = &[
         hit_ratio: Float8 = ratio(stats.hits.get(), stats.misses.get()),
     }),
 ];
+
+/// The statement statistics a session may see: every entry, the query text of other roles'
+/// only for superusers (pg_stat_statements' `<insufficient privilege>`).
+fn statement_rows(c: &ViewContext<'_>) -> Vec<(u32, String, crate::stats::StatementEntry)> {
+    let role = c.catalog.role(c.session.user);
+    let reads_all = role.as_ref().is_some_and(|role| role.superuser);
+    let own = role.map_or(u32::MAX, |role| role.oid);
+    let mut entries = c.catalog.statement_stats().snapshot();
+    for (userid, query, _) in &mut entries {
+        if !reads_all && *userid != own {
+            *query = "<insufficient privilege>".to_string();
+        }
+    }
+    entries
+}

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use tierdb_engine::Engine;
-use tierdb_sql::{Catalog, Datum, Output, Session, SqlError, StatementStats};
+use tierdb_sql::{Catalog, Datum, Output, Session, SqlError};
 use tierdb_storage::{PageStore, StoreConfig};
 
 /// The server's connection-thread stack (crates/server/src/server.rs CONNECTION_STACK_BYTES).
@@ -23,7 +23,7 @@ pub fn with_session(body: impl FnOnce(&mut Session) + Send + 'static) {
             let catalog = Catalog::open(engine).unwrap();
             // As the server does at its first start: the session's user is the superuser.
             catalog.bootstrap_superuser("tierdb", None).unwrap();
-            let statistics = Arc::new(StatementStats::default());
+            let statistics = Arc::clone(catalog.statement_stats());
             let mut session = Session::new(catalog, statistics, "tierdb", "tierdb", 1);
             body(&mut session);
         })
@@ -69,4 +69,16 @@ pub fn sqlstate(session: &mut Session, sql: &str) -> &'static str {
         Ok(output) => panic!("{sql} succeeded: {output:?}"),
         Err(error) => error.sqlstate,
     }
+}
+
+/// Another session on the same catalog (and statement statistics), as role `user`.
+pub fn session_as(session: &Session, user: &str) -> Session {
+    let statistics = Arc::clone(session.catalog().statement_stats());
+    Session::new(Arc::clone(session.catalog()), statistics, "tierdb", user, 2)
+}
+
+/// The error of a statement that must fail: (SQLSTATE, message).
+pub fn message(session: &mut Session, sql: &str) -> (&'static str, String) {
+    let error = run(session, sql).expect_err(sql);
+    (error.sqlstate, error.message)
 }
