@@ -28,6 +28,16 @@ fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::Capacity
         ("tierdb_capacity_target_units", "Capacity the controller chose.", status.target.units()),
         ("tierdb_capacity_min_units", "Lowest capacity allowed.", status.bounds.min.units()),
         ("tierdb_capacity_max_units", "Highest capacity allowed.", status.bounds.max.units()),
+        (
+            "tierdb_capacity_resume_last_ms",
+            "Time to first row of the last resume after an idle release.",
+            status.resume.last_ms,
+        ),
+        (
+            "tierdb_capacity_resume_p95_ms",
+            "p95 time to first row over the last resumes after an idle release.",
+            status.resume.p95_ms,
+        ),
     ] {
         metric_float(out, name, "gauge", help, value);
     }
@@ -49,6 +59,11 @@ fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::Capacity
             "Distinct pages touched in the window.",
             status.working_set.pages,
         ),
+        (
+            "tierdb_capacity_idle_released",
+            "1 while memory is released for idleness.",
+            u64::from(status.released),
+        ),
     ] {
         metric(out, name, "gauge", help, value);
     }
@@ -58,6 +73,20 @@ fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::Capacity
         "counter",
         "Capacity changes.",
         status.decisions,
+    );
+    metric(
+        out,
+        "tierdb_capacity_idle_releases_total",
+        "counter",
+        "Idle releases.",
+        status.resume.releases,
+    );
+    metric(
+        out,
+        "tierdb_capacity_resumes_total",
+        "counter",
+        "Resumes after an idle release.",
+        status.resume.count,
     );
     metric_float(
         out,

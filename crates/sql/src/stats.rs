@@ -19,10 +19,13 @@ pub struct StatementEntry {
     pub shared_hits: u64,
     pub tier_hits: u64,
     pub storage_reads: u64,
+    /// Capacity-unit-seconds attributed to the statement (design 015): each call's time x
+    /// the capacity in force / the statements running at its end.
+    pub capacity_unit_seconds: f64,
 }
 
 impl StatementEntry {
-    fn add(&mut self, elapsed: Duration, rows: u64, counters: &OpCounters) {
+    fn add(&mut self, elapsed: Duration, rows: u64, counters: &OpCounters, capacity_share: f64) {
         self.calls += 1;
         self.total_time_ns =
             self.total_time_ns.saturating_add(crate::convert::duration_ns(elapsed));
@@ -30,6 +33,7 @@ impl StatementEntry {
         self.shared_hits += counters.dram_hits;
         self.tier_hits += counters.tier_hits;
         self.storage_reads += counters.volume_reads;
+        self.capacity_unit_seconds += capacity_share;
     }
 }
 
@@ -100,16 +104,23 @@ fn bounded_key(key: &str) -> std::borrow::Cow<'_, str> {
 }
 
 impl StatementStats {
-    pub fn record(&self, key: &str, elapsed: Duration, rows: u64, counters: &OpCounters) {
+    pub fn record(
+        &self,
+        key: &str,
+        elapsed: Duration,
+        rows: u64,
+        counters: &OpCounters,
+        capacity_share: f64,
+    ) {
         let key = &*bounded_key(key);
         let mut entries = self.entries.lock();
         // A known statement (nearly every call) costs one lookup.
         if let Some(entry) = entries.get_mut(key) {
-            entry.add(elapsed, rows, counters);
+            entry.add(elapsed, rows, counters, capacity_share);
             return;
         }
         let name = if entries.len() >= STATEMENTS_MAX { "<other>" } else { key };
-        entries.entry(name.to_string()).or_default().add(elapsed, rows, counters);
+        entries.entry(name.to_string()).or_default().add(elapsed, rows, counters, capacity_share);
     }
 
     pub fn snapshot(&self) -> Vec<(String, StatementEntry)> {
@@ -133,9 +144,9 @@ mod tests {
         let stats = StatementStats::default();
         let long = |last: &str| format!("SELECT {}{last}", "é".repeat(STATEMENT_KEY_BYTES_MAX));
         let counters = OpCounters::default();
-        stats.record(&long("a"), Duration::ZERO, 1, &counters);
-        stats.record(&long("a"), Duration::ZERO, 1, &counters);
-        stats.record(&long("b"), Duration::ZERO, 1, &counters);
+        stats.record(&long("a"), Duration::ZERO, 1, &counters, 0.0);
+        stats.record(&long("a"), Duration::ZERO, 1, &counters, 0.0);
+        stats.record(&long("b"), Duration::ZERO, 1, &counters, 0.0);
         let snapshot = stats.snapshot();
         assert_eq!(snapshot.len(), 2, "two statements, told apart by their hash");
         for (key, entry) in &snapshot {

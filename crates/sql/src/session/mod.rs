@@ -464,7 +464,11 @@ impl Session {
         let statement: &Statement = &statement;
         let started = Instant::now();
         let counters_before = tierdb_common::op_counters_snapshot();
+        let catalog = Arc::clone(&self.catalog);
+        // Elastic capacity (design 015): idle release, resume times, the statement's share.
+        let activity = catalog.engine().store().capacity().activity().statement_started();
         let outcome = self.dispatch(statement, prepared, params, sink);
+        let capacity_share = activity.finish();
         if let Statement::Sql(sql_statement) = statement {
             if matches!(
                 sql_statement.as_ref(),
@@ -482,7 +486,8 @@ impl Session {
                 let key = prepared.normalized.get_or_insert_with(|| {
                     crate::stats::normalize(&sql_statement.to_string()).into()
                 });
-                self.statistics.record(key, started.elapsed(), rows, &counters);
+                let elapsed = started.elapsed();
+                self.statistics.record(key, elapsed, rows, &counters, capacity_share);
             }
         }
         outcome

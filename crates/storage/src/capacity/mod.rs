@@ -3,6 +3,7 @@
 //! controller (a pure function of signals); the status the runner publishes for
 //! `tierdb_stat_capacity()` and `/metrics`.
 
+mod activity;
 pub mod controller;
 mod working_set;
 
@@ -10,6 +11,7 @@ use std::fmt;
 
 use parking_lot::Mutex;
 
+pub use activity::{Activity, ResumeStats, StatementActivity, RESUMES_KEPT};
 pub use working_set::{Level, WorkingSet, WorkingSetEstimate, WORKING_SET_SLOTS};
 
 /// The largest capacity accepted, in units: 1 TiB of DRAM at the default unit.
@@ -180,6 +182,10 @@ pub struct CapacityStatus {
     pub decisions: u64,
     /// Capacity x time, in half-unit milliseconds (the cost, exactly).
     pub half_unit_milliseconds: u64,
+    /// Whether memory is released for idleness (idle_release_ms) until the next statement.
+    pub released: bool,
+    /// Resumes after idle releases (filled by `CapacityControl::status`).
+    pub resume: ResumeStats,
 }
 
 impl CapacityStatus {
@@ -194,6 +200,7 @@ impl CapacityStatus {
 #[derive(Debug)]
 pub struct CapacityControl {
     status: Mutex<CapacityStatus>,
+    activity: Activity,
 }
 
 impl CapacityControl {
@@ -208,7 +215,7 @@ impl CapacityControl {
         bounds: CapacityBounds,
         current: Capacity,
     ) -> CapacityControl {
-        CapacityControl {
+        let control = CapacityControl {
             status: Mutex::new(CapacityStatus {
                 enabled,
                 unit,
@@ -221,12 +228,26 @@ impl CapacityControl {
                 latest_reason: "start".into(),
                 decisions: 0,
                 half_unit_milliseconds: 0,
+                released: false,
+                resume: ResumeStats::default(),
             }),
-        }
+            activity: Activity::default(),
+        };
+        control.activity.set_current_half_units(current.half_units());
+        control
     }
 
     pub fn status(&self) -> CapacityStatus {
-        self.status.lock().clone()
+        let mut status = self.status.lock().clone();
+        status.released = self.activity.released();
+        status.resume = self.activity.resume_stats();
+        status
+    }
+
+    /// Statement activity: sessions report statements here (idle release, resume times,
+    /// per-statement capacity share).
+    pub fn activity(&self) -> &Activity {
+        &self.activity
     }
 
     pub fn update(&self, change: impl FnOnce(&mut CapacityStatus)) {
