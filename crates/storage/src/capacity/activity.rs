@@ -128,7 +128,8 @@ impl Activity {
         *woken = false;
     }
 
-    fn wake_runner(&self) {
+    /// Wakes the runner now (a resume, or bounds changed at run time).
+    pub fn wake_runner(&self) {
         *self.wake.lock() = true;
         self.woken.notify_one();
     }

@@ -267,6 +267,9 @@ impl CapacityControl {
             max.unwrap_or(status.bounds.max),
         )?;
         status.bounds = bounds;
+        drop(status);
+        // A SET takes effect at once, not at the next 250 ms evaluation.
+        self.activity.wake_runner();
         Ok(())
     }
 }
