@@ -43,6 +43,10 @@ pub struct ElasticArgs {
     /// Write the timeline (capacity, working set, hit ratio over time) as SVG here.
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Write the elastic run's samples as CSV here (seconds, current, target, working set
+    /// in units, buffer pool hits, misses).
+    #[arg(long)]
+    samples_csv: Option<PathBuf>,
     /// DRAM of one capacity unit (capacity goes from 0 to 4 units).
     #[arg(long, default_value = "32MB")]
     capacity_unit: String,
@@ -258,6 +262,9 @@ async fn run_server(args: &ElasticArgs, fixed: bool, idle_s: f64) -> BenchResult
     let samples = sampler.stop();
     if let (Some(path), false) = (&args.svg, fixed) {
         std::fs::write(path, report::timeline_svg(&samples, &run.phases, 4.0))?;
+    }
+    if let (Some(path), false) = (&args.samples_csv, fixed) {
+        std::fs::write(path, report::samples_csv(&samples))?;
     }
     Ok(run)
 }

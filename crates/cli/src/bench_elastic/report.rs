@@ -84,6 +84,26 @@ impl Figures {
     }
 }
 
+/// The samples, one CSV line each.
+pub fn samples_csv(samples: &[Sample]) -> String {
+    let mut csv = String::from(
+        "seconds,current_units,target_units,working_set_units,pool_hits,pool_misses\n",
+    );
+    for sample in samples {
+        let _ = writeln!(
+            csv,
+            "{:.3},{},{},{:.3},{},{}",
+            sample.at_s,
+            sample.current_units,
+            sample.target_units,
+            sample.working_set_units,
+            sample.pool_hits,
+            sample.pool_misses
+        );
+    }
+    csv
+}
+
 const WIDTH: f64 = 1200.0;
 const HEIGHT: f64 = 420.0;
 const MARGIN: f64 = 50.0;
