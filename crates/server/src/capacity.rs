@@ -18,6 +18,7 @@ use tierdb_storage::capacity::{
 use tierdb_storage::{PageStore, POOL_FRAMES_MIN};
 
 use crate::config::{CapacitySettings, ConfigReloader};
+use crate::dashboard::Totals;
 use crate::handler::Shared;
 
 /// How often the controller evaluates (the bound: at most 250 ms).
@@ -146,6 +147,23 @@ impl Runner {
         }
         self.store.capacity().activity().set_current_half_units(self.state.current.half_units());
         self.publish(&decision, applied, estimate, cost);
+        self.record_history(now);
+    }
+
+    /// One point of the dashboard's history (`/dashboard`).
+    fn record_history(&self, now: Instant) {
+        let stats = self.store.stats();
+        let (statements, statement_time_ns) = self.shared.statistics.totals();
+        let totals = Totals {
+            dram_hits: stats.dram_hits.get(),
+            tier_hits: stats.tier_hits.get(),
+            volume_reads: stats.volume_reads.get(),
+            statements,
+            statement_time_ns,
+        };
+        let temp_bytes = self.store.temp_space().stats().bytes_in_use;
+        let seconds = now.duration_since(self.started).as_secs_f64();
+        self.shared.history.record(seconds, &self.store.capacity().status(), totals, temp_bytes);
     }
 
     fn signals(&mut self, now: Instant, estimate: WorkingSetEstimate) -> Signals {

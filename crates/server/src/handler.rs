@@ -86,6 +86,8 @@ pub struct Shared {
     /// (pid, secret key bytes) -> the session's cancel flag.
     cancels: Mutex<HashMap<i32, CancelEntry>>,
     pid_generator: RandomPidSecretKeyGenerator,
+    /// The capacity runner's recent history, for `/dashboard` (design 015).
+    pub history: crate::dashboard::History,
 }
 
 impl Shared {
@@ -111,6 +113,7 @@ impl Shared {
             startup_slot_freed: tokio::sync::Notify::new(),
             cancels: Mutex::new(HashMap::new()),
             pid_generator: RandomPidSecretKeyGenerator::default(),
+            history: crate::dashboard::History::default(),
         })
     }
 }

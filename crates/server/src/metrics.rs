@@ -309,13 +309,16 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             let mut request = vec![0u8; REQUEST_BYTES_MAX];
             let read = socket.read(&mut request).await.unwrap_or(0);
             let head = String::from_utf8_lossy(&request[..read]);
-            let (status, body) = if head.starts_with("GET /metrics") {
-                ("200 OK", render(&shared))
-            } else {
-                ("404 Not Found", "not found: try /metrics\n".to_string())
+            let path = head.strip_prefix("GET ").and_then(|rest| rest.split(' ').next());
+            let text = "text/plain; version=0.0.4";
+            let (status, content_type, body) = match path {
+                Some("/metrics") => ("200 OK", text, render(&shared)),
+                Some("/dashboard") => ("200 OK", "text/html; charset=utf-8", shared.history.page()),
+                Some("/dashboard.json") => ("200 OK", "application/json", shared.history.json()),
+                _ => ("404 Not Found", text, "not found: try /metrics or /dashboard\n".to_string()),
             };
             let reply = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = socket.write_all(reply.as_bytes()).await;

@@ -123,6 +123,13 @@ impl StatementStats {
         entries.entry(name.to_string()).or_default().add(elapsed, rows, counters, capacity_share);
     }
 
+    /// (calls, total time in ns) over every statement, without copying the entries.
+    pub fn totals(&self) -> (u64, u64) {
+        self.entries.lock().values().fold((0, 0), |(calls, time_ns), entry| {
+            (calls + entry.calls, time_ns.saturating_add(entry.total_time_ns))
+        })
+    }
+
     pub fn snapshot(&self) -> Vec<(String, StatementEntry)> {
         let mut entries: Vec<(String, StatementEntry)> =
             self.entries.lock().iter().map(|(key, entry)| (key.clone(), entry.clone())).collect();
