@@ -105,7 +105,7 @@ pub struct ServeArgs {
     #[arg(long, env = "TIERDB_SCALE_DOWN_DELAY_MS")]
     scale_down_delay_ms: Option<u64>,
     /// With --min-capacity 0: release the buffer pool and operator memory after this long
-    /// without a statement, until the next one (milliseconds; default 60000, 0: never).
+    /// without a statement, until the next one (milliseconds; default 50000, 0: never).
     #[arg(long, env = "TIERDB_IDLE_RELEASE_MS")]
     idle_release_ms: Option<u64>,
 }

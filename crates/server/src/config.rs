@@ -175,8 +175,9 @@ impl Default for ServerConfig {
             max_capacity: None,
             capacity_unit_bytes: CAPACITY_UNIT_DEFAULT_BYTES,
             scale_down_delay_ms: 60_000,
-            // The goal for releasing an idle server's memory.
-            idle_release_ms: 60_000,
+            // The goal is a release within 60 s of idleness; the shrink to 0 (flush,
+            // demotion to the tier) takes a few seconds more than the setting.
+            idle_release_ms: 50_000,
             reload: None,
         }
     }

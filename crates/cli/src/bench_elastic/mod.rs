@@ -71,7 +71,8 @@ pub struct ElasticArgs {
     /// Client connections of the load.
     #[arg(long, default_value_t = 4)]
     clients: usize,
-    /// More `tierdb serve` flags for both servers (e.g. `--server-arg=--volume=s3://...`).
+    /// More `tierdb serve` flags for both servers (e.g. `--server-arg=--volume=s3://b/{server}`:
+    /// `{server}` becomes `elastic` or `fixed`, so the two do not share a volume).
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
 }
@@ -81,7 +82,7 @@ impl ElasticArgs {
         Duration::from_secs(if self.quick { 6 } else { 15 })
     }
 
-    fn server_flags(&self, min: &str, max: &str) -> Vec<String> {
+    fn server_flags(&self, min: &str, max: &str, name: &str) -> Vec<String> {
         let mut flags: Vec<String> = [
             "--min-capacity",
             min,
@@ -97,7 +98,7 @@ impl ElasticArgs {
         .collect();
         flags.push(format!("--scale-down-delay-ms={}", self.scale_down_delay_ms));
         flags.push(format!("--idle-release-ms={}", self.idle_release_ms));
-        flags.extend(self.server_args.iter().cloned());
+        flags.extend(self.server_args.iter().map(|flag| flag.replace("{server}", name)));
         flags
     }
 }
@@ -187,7 +188,11 @@ fn counter(value: u64) -> f64 {
 /// One server's phases: elastic (min 0, max 4) or fixed at 4 (`idle_s`: the elastic run's
 /// idle phase, slept through).
 async fn run_server(args: &ElasticArgs, fixed: bool, idle_s: f64) -> BenchResult<Run> {
-    let flags = if fixed { args.server_flags("4", "4") } else { args.server_flags("0", "4") };
+    let flags = if fixed {
+        args.server_flags("4", "4", "fixed")
+    } else {
+        args.server_flags("0", "4", "elastic")
+    };
     let server = Arc::new(BenchServer::start(&flags)?);
     let clients = Clients::connect(&server.connection_string(), args.clients).await?;
     let rows_1x = load::rows_for_one_unit(&server.metrics()?);
