@@ -393,3 +393,29 @@ async fn idle_release_frees_memory_and_the_next_statement_resumes() {
         .get(0);
     assert!(share > 0.0, "the load ran at capacity 0.5: {share}");
 }
+
+/// Connections count against max capacity's connection share (1/8 of a unit, 512 KiB
+/// each: 2 per 8 MB unit): beyond it a new connection gets 53300 as at max_connections,
+/// and raising max capacity makes room.
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_beyond_the_share_of_max_capacity_are_refused_with_53300() {
+    let server = TestServer::start(&[
+        "--min-capacity",
+        "0.5",
+        "--max-capacity",
+        "1",
+        "--capacity-unit",
+        "8MB",
+    ]);
+    let admin = connect(&server).await;
+    let _second = connect(&server).await;
+    let refused = tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls)
+        .await
+        .err()
+        .expect("a third connection is beyond 1 unit's share");
+    assert_eq!(sqlstate(&refused), "53300", "{refused:?}");
+    admin.batch_execute("SET tierdb.max_capacity = 2").await.expect("raise max");
+    let third = connect(&server).await;
+    let current = wait_for(&third, Duration::from_secs(5), |current| current >= 1.5).await;
+    assert!(current >= 1.5, "three connections ask for 1.5 units: {current}");
+}

@@ -91,6 +91,16 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// max_connections, lowered with elastic capacity to what max capacity's connection
+    /// share holds (design 015); below that, connections make the controller grow.
+    pub fn connection_limit(&self) -> usize {
+        let status = self.catalog.engine().store().capacity().status();
+        let share = status
+            .connections_allowed()
+            .map_or(usize::MAX, |allowed| usize::try_from(allowed).unwrap_or(usize::MAX));
+        self.max_connections.min(share)
+    }
+
     pub fn new(
         catalog: Arc<Catalog>,
         rules: Rules,
@@ -265,7 +275,7 @@ impl Connection {
         if self.holds_session_slot.load(Ordering::Acquire) {
             return true;
         }
-        let limit = self.shared.max_connections;
+        let limit = self.shared.connection_limit();
         let reserved = self
             .shared
             .connections

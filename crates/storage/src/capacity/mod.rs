@@ -189,6 +189,14 @@ pub struct CapacityStatus {
 }
 
 impl CapacityStatus {
+    /// Connections max capacity's connection share holds (design 015: 1/8 of a unit,
+    /// `CONNECTION_BYTES` each), at least 1; None with the controller off. Beyond it a new
+    /// connection is refused (53300) as at max_connections.
+    pub fn connections_allowed(&self) -> Option<u64> {
+        let max_bytes = u64::from(self.bounds.max.half_units()).saturating_mul(self.unit.bytes / 2);
+        self.enabled.then(|| (max_bytes / 8 / CONNECTION_BYTES).max(1))
+    }
+
     pub fn capacity_unit_seconds(&self) -> f64 {
         #[allow(clippy::cast_precision_loss)] // A cost: the low bits of huge totals do not matter.
         let seconds = self.half_unit_milliseconds as f64 / 2000.0;
