@@ -4,12 +4,13 @@
 #
 # MinIO (the real S3 server for the S3 volume tests), built from the Go module proxy;
 # PostgreSQL 15 (the reference the SQL suite is compared with, and pgbench), sysbench, psql;
-# psycopg 3 and pytest from PyPI for the Python client tests.
+# psycopg 3 and pytest from PyPI for the Python client tests; Chromium, headless, for the
+# /dashboard test (crates/cli/tests/dashboard.rs).
 # Debian packages are installed only when missing (apt-get update runs at most once).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-apt_packages=(postgresql-15 postgresql-client-15 sysbench python3-pip openssl)
+apt_packages=(postgresql-15 postgresql-client-15 sysbench python3-pip openssl chromium)
 missing=()
 for package in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -2,6 +2,7 @@
 //! that print their figures, and drivers used by the test suite.
 
 mod bank_worker;
+mod bench_elastic;
 mod crash_worker;
 mod serve;
 
@@ -51,6 +52,8 @@ enum BenchCommand {
     Writes(tierdb_bench::WritesArgs),
     /// Transactional point lookups and single-row updates per second.
     Kv(tierdb_bench::KvArgs),
+    /// Elastic capacity over the wire: scale-up, resize cycles, idle release, resume.
+    Elastic(bench_elastic::ElasticArgs),
 }
 
 #[derive(Subcommand)]
@@ -77,6 +80,7 @@ fn main() {
         Command::Bench(BenchCommand::Pages(args)) => tierdb_bench::run_pages(&args),
         Command::Bench(BenchCommand::Writes(args)) => tierdb_bench::run_writes(&args),
         Command::Bench(BenchCommand::Kv(args)) => tierdb_bench::run_kv(&args),
+        Command::Bench(BenchCommand::Elastic(args)) => bench_elastic::run(&args),
         Command::Debug(DebugCommand::CrashWorker(args)) => crash_worker::run(&args),
         Command::Debug(DebugCommand::BankWorker(args)) => bank_worker::run(&args),
     };

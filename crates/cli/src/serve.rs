@@ -104,6 +104,10 @@ pub struct ServeArgs {
     /// (default 60000).
     #[arg(long, env = "TIERDB_SCALE_DOWN_DELAY_MS")]
     scale_down_delay_ms: Option<u64>,
+    /// With --min-capacity 0: release the buffer pool and operator memory after this long
+    /// without a statement, until the next one (milliseconds; default 50000, 0: never).
+    #[arg(long, env = "TIERDB_IDLE_RELEASE_MS")]
+    idle_release_ms: Option<u64>,
 }
 
 fn capacity(name: &str, text: &str) -> Result<tierdb_storage::capacity::Capacity, String> {
@@ -214,6 +218,9 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     }
     if let Some(value) = args.scale_down_delay_ms {
         config.scale_down_delay_ms = value;
+    }
+    if let Some(value) = args.idle_release_ms {
+        config.idle_release_ms = value;
     }
     config.capacity_settings()?;
     if let Some(path) = &args.password_file {

@@ -337,3 +337,85 @@ async fn min_zero_idles_down_to_zero_and_resumes_on_the_next_connection() {
     let current = wait_for(&client, Duration::from_secs(5), |current| current > 0.0).await;
     assert!(current > 0.0, "a connection did not bring capacity back");
 }
+
+/// Idle release (design 015): with min 0, an idle connection open and a shrink delay far
+/// longer than the test, the server releases its memory after --idle-release-ms without a
+/// statement; the next statement on that connection resumes it, is counted with its time
+/// to first row, and gets its share of capacity in tierdb_stat_statements.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_release_frees_memory_and_the_next_statement_resumes() {
+    let flags = ["--min-capacity", "0", "--max-capacity", "4", "--capacity-unit", "8MB"];
+    let idle = ["--scale-down-delay-ms", "600000", "--idle-release-ms", "1500"];
+    let server = TestServer::start(&[&flags[..], &idle[..]].concat());
+    let client = connect(&server).await;
+    create_table(&client).await;
+    let started = Instant::now();
+    let released = |reply: &str| reply.contains("tierdb_capacity_idle_released 1\n");
+    while !released(&metrics(&server)) && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let reply = metrics(&server);
+    assert!(released(&reply), "not released with a connection idle: {reply}");
+    assert!(reply.contains("tierdb_capacity_current_units 0\n"), "{reply}");
+    assert!(reply.contains("tierdb_buffer_pool_frames 16\n"), "{reply}");
+    assert!(reply.contains("tierdb_capacity_idle_releases_total 1\n"), "{reply}");
+    eprintln!("idle release {:?} after the last statement", started.elapsed());
+    let row = client.query_one("SELECT count(*) FROM elastic", &[]).await.expect("resume");
+    assert_eq!(row.get::<_, i64>(0), ROWS, "the resuming statement sees every row");
+    let current = wait_for(&client, Duration::from_secs(5), |current| current > 0.0).await;
+    assert!(current > 0.0, "the resume did not bring capacity back");
+    let row = client
+        .query_one(
+            "SELECT idle_released, idle_releases, resumes, resume_last_ms, resume_p95_ms
+             FROM tierdb_stat_capacity()",
+            &[],
+        )
+        .await
+        .expect("resume statistics");
+    let (idle_released, releases, resumes): (bool, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    let (last_ms, p95_ms): (f64, f64) = (row.get(3), row.get(4));
+    eprintln!("resume to first row: {last_ms} ms");
+    assert!(
+        !idle_released && releases == 1 && resumes == 1,
+        "{idle_released} {releases} {resumes}"
+    );
+    assert!(last_ms > 0.0 && p95_ms == last_ms, "{last_ms} {p95_ms}");
+    let reply = metrics(&server);
+    assert!(reply.contains("tierdb_capacity_resumes_total 1\n"), "{reply}");
+    let share: f64 = client
+        .query_one(
+            "SELECT capacity_unit_seconds FROM tierdb_stat_statements
+             WHERE query LIKE 'INSERT INTO elastic%'",
+            &[],
+        )
+        .await
+        .expect("statement share")
+        .get(0);
+    assert!(share > 0.0, "the load ran at capacity 0.5: {share}");
+}
+
+/// Connections count against max capacity's connection share (1/8 of a unit, 512 KiB
+/// each: 2 per 8 MB unit): beyond it a new connection gets 53300 as at max_connections,
+/// and raising max capacity makes room.
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_beyond_the_share_of_max_capacity_are_refused_with_53300() {
+    let server = TestServer::start(&[
+        "--min-capacity",
+        "0.5",
+        "--max-capacity",
+        "1",
+        "--capacity-unit",
+        "8MB",
+    ]);
+    let admin = connect(&server).await;
+    let _second = connect(&server).await;
+    let refused = tokio_postgres::connect(&server.connection_string(), tokio_postgres::NoTls)
+        .await
+        .err()
+        .expect("a third connection is beyond 1 unit's share");
+    assert_eq!(sqlstate(&refused), "53300", "{refused:?}");
+    admin.batch_execute("SET tierdb.max_capacity = 2").await.expect("raise max");
+    let third = connect(&server).await;
+    let current = wait_for(&third, Duration::from_secs(5), |current| current >= 1.5).await;
+    assert!(current >= 1.5, "three connections ask for 1.5 units: {current}");
+}

@@ -83,6 +83,10 @@ pub struct ServerConfig {
     pub capacity_unit_bytes: u64,
     /// How long every signal must ask for less before the controller shrinks.
     pub scale_down_delay_ms: u64,
+    /// With min_capacity 0: after this long without a statement, release the buffer pool
+    /// and operator memory (flushed first; the tier stays) until the next statement or
+    /// connection. 0: never (the working set and the shrink delay decide alone).
+    pub idle_release_ms: u64,
     /// Reads the configuration again from its sources (file, environment, flags) on
     /// SIGHUP; only min_capacity and max_capacity take effect without a restart.
     #[serde(skip)]
@@ -128,6 +132,7 @@ pub struct CapacitySettings {
     pub unit: CapacityUnit,
     pub bounds: CapacityBounds,
     pub scale_down_delay_ms: u64,
+    pub idle_release_ms: u64,
 }
 
 impl CapacitySettings {
@@ -170,6 +175,9 @@ impl Default for ServerConfig {
             max_capacity: None,
             capacity_unit_bytes: CAPACITY_UNIT_DEFAULT_BYTES,
             scale_down_delay_ms: 60_000,
+            // The goal is a release within 60 s of idleness; the shrink to 0 (flush,
+            // demotion to the tier) takes a few seconds more than the setting.
+            idle_release_ms: 50_000,
             reload: None,
         }
     }
@@ -201,6 +209,7 @@ impl ServerConfig {
             unit: CapacityUnit::new(self.capacity_unit_bytes),
             bounds: CapacityBounds::new(self.min_capacity, max)?,
             scale_down_delay_ms: self.scale_down_delay_ms,
+            idle_release_ms: self.idle_release_ms,
         }))
     }
 

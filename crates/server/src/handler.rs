@@ -84,9 +84,21 @@ pub struct Shared {
     /// (pid, secret key bytes) -> the session's cancel flag.
     cancels: Mutex<HashMap<i32, CancelEntry>>,
     pid_generator: RandomPidSecretKeyGenerator,
+    /// The capacity runner's recent history, for `/dashboard` (design 015).
+    pub history: crate::dashboard::History,
 }
 
 impl Shared {
+    /// max_connections, lowered with elastic capacity to what max capacity's connection
+    /// share holds (design 015); below that, connections make the controller grow.
+    pub fn connection_limit(&self) -> usize {
+        let status = self.catalog.engine().store().capacity().status();
+        let share = status
+            .connections_allowed()
+            .map_or(usize::MAX, |allowed| usize::try_from(allowed).unwrap_or(usize::MAX));
+        self.max_connections.min(share)
+    }
+
     pub fn new(
         catalog: Arc<Catalog>,
         rules: Rules,
@@ -109,6 +121,7 @@ impl Shared {
             startup_slot_freed: tokio::sync::Notify::new(),
             cancels: Mutex::new(HashMap::new()),
             pid_generator: RandomPidSecretKeyGenerator::default(),
+            history: crate::dashboard::History::default(),
         })
     }
 }
@@ -257,7 +270,7 @@ impl Connection {
         if self.holds_session_slot.load(Ordering::Acquire) {
             return true;
         }
-        let limit = self.shared.max_connections;
+        let limit = self.shared.connection_limit();
         let reserved = self
             .shared
             .connections

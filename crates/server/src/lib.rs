@@ -6,6 +6,7 @@ mod auth;
 mod capacity;
 mod config;
 mod connection;
+mod dashboard;
 mod frontend;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

@@ -28,6 +28,16 @@ fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::Capacity
         ("tierdb_capacity_target_units", "Capacity the controller chose.", status.target.units()),
         ("tierdb_capacity_min_units", "Lowest capacity allowed.", status.bounds.min.units()),
         ("tierdb_capacity_max_units", "Highest capacity allowed.", status.bounds.max.units()),
+        (
+            "tierdb_capacity_resume_last_ms",
+            "Time to first row of the last resume after an idle release.",
+            status.resume.last_ms,
+        ),
+        (
+            "tierdb_capacity_resume_p95_ms",
+            "p95 time to first row over the last resumes after an idle release.",
+            status.resume.p95_ms,
+        ),
     ] {
         metric_float(out, name, "gauge", help, value);
     }
@@ -49,6 +59,11 @@ fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::Capacity
             "Distinct pages touched in the window.",
             status.working_set.pages,
         ),
+        (
+            "tierdb_capacity_idle_released",
+            "1 while memory is released for idleness.",
+            u64::from(status.released),
+        ),
     ] {
         metric(out, name, "gauge", help, value);
     }
@@ -58,6 +73,20 @@ fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::Capacity
         "counter",
         "Capacity changes.",
         status.decisions,
+    );
+    metric(
+        out,
+        "tierdb_capacity_idle_releases_total",
+        "counter",
+        "Idle releases.",
+        status.resume.releases,
+    );
+    metric(
+        out,
+        "tierdb_capacity_resumes_total",
+        "counter",
+        "Resumes after an idle release.",
+        status.resume.count,
     );
     metric_float(
         out,
@@ -280,13 +309,16 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             let mut request = vec![0u8; REQUEST_BYTES_MAX];
             let read = socket.read(&mut request).await.unwrap_or(0);
             let head = String::from_utf8_lossy(&request[..read]);
-            let (status, body) = if head.starts_with("GET /metrics") {
-                ("200 OK", render(&shared))
-            } else {
-                ("404 Not Found", "not found: try /metrics\n".to_string())
+            let path = head.strip_prefix("GET ").and_then(|rest| rest.split(' ').next());
+            let text = "text/plain; version=0.0.4";
+            let (status, content_type, body) = match path {
+                Some("/metrics") => ("200 OK", text, render(&shared)),
+                Some("/dashboard") => ("200 OK", "text/html; charset=utf-8", shared.history.page()),
+                Some("/dashboard.json") => ("200 OK", "application/json", shared.history.json()),
+                _ => ("404 Not Found", text, "not found: try /metrics or /dashboard\n".to_string()),
             };
             let reply = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = socket.write_all(reply.as_bytes()).await;

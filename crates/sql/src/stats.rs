@@ -20,10 +20,13 @@ pub struct StatementEntry {
     pub shared_hits: u64,
     pub tier_hits: u64,
     pub storage_reads: u64,
+    /// Capacity-unit-seconds attributed to the statement (design 015): each call's time x
+    /// the capacity in force / the statements running at its end.
+    pub capacity_unit_seconds: f64,
 }
 
 impl StatementEntry {
-    fn add(&mut self, elapsed: Duration, rows: u64, counters: &OpCounters) {
+    fn add(&mut self, elapsed: Duration, rows: u64, counters: &OpCounters, capacity_share: f64) {
         self.calls += 1;
         self.total_time_ns =
             self.total_time_ns.saturating_add(crate::convert::duration_ns(elapsed));
@@ -31,6 +34,7 @@ impl StatementEntry {
         self.shared_hits += counters.dram_hits;
         self.tier_hits += counters.tier_hits;
         self.storage_reads += counters.volume_reads;
+        self.capacity_unit_seconds += capacity_share;
     }
 }
 
@@ -110,18 +114,29 @@ impl StatementStats {
         elapsed: Duration,
         rows: u64,
         counters: &OpCounters,
+        capacity_share: f64,
     ) {
         let key = &*bounded_key(key);
         let mut entries = self.entries.lock();
         // A known statement (nearly every call) costs two lookups.
         if let Some(entry) = entries.get_mut(&userid).and_then(|role| role.get_mut(key)) {
-            entry.add(elapsed, rows, counters);
+            entry.add(elapsed, rows, counters, capacity_share);
             return;
         }
         let tracked: usize = entries.values().map(HashMap::len).sum();
         let name = if tracked >= STATEMENTS_MAX { "<other>" } else { key };
         let role = entries.entry(userid).or_default();
-        role.entry(name.to_string()).or_default().add(elapsed, rows, counters);
+        role.entry(name.to_string()).or_default().add(elapsed, rows, counters, capacity_share);
+    }
+
+    /// (calls, total time in ns) over every statement, without copying the entries.
+    pub fn totals(&self) -> (u64, u64) {
+        self.entries.lock().values().flat_map(HashMap::values).fold(
+            (0, 0),
+            |(calls, time_ns), entry| {
+                (calls + entry.calls, time_ns.saturating_add(entry.total_time_ns))
+            },
+        )
     }
 
     /// Every (role OID, statement, counts), the most time first.
@@ -152,9 +167,9 @@ mod tests {
         let stats = StatementStats::default();
         let long = |last: &str| format!("SELECT {}{last}", "é".repeat(STATEMENT_KEY_BYTES_MAX));
         let counters = OpCounters::default();
-        stats.record(10, &long("a"), Duration::ZERO, 1, &counters);
-        stats.record(10, &long("a"), Duration::ZERO, 1, &counters);
-        stats.record(10, &long("b"), Duration::ZERO, 1, &counters);
+        stats.record(10, &long("a"), Duration::ZERO, 1, &counters, 0.0);
+        stats.record(10, &long("a"), Duration::ZERO, 1, &counters, 0.0);
+        stats.record(10, &long("b"), Duration::ZERO, 1, &counters, 0.0);
         let snapshot = stats.snapshot();
         assert_eq!(snapshot.len(), 2, "two statements, told apart by their hash");
         for (_, key, entry) in &snapshot {

@@ -27,6 +27,9 @@ fn settings() -> impl Strategy<Value = Settings> {
                 .expect("min <= max, max > 0"),
                 unit: CapacityUnit::new(CAPACITY_UNIT_MIN_BYTES << unit_shift),
                 scale_down_delay_ms: delay_ms,
+                // Off here: idle release overrides the working-set floor on purpose, and
+                // has its own property below.
+                idle_release_ms: 0,
             }
         },
     )
@@ -51,7 +54,29 @@ fn signals() -> impl Strategy<Value = Signals> {
             cpu_millicores: host.0,
             memory_pressure_hundredths: host.1,
             cgroup_memory_limit_bytes: host.2,
+            idle_ms: 0,
         })
+}
+
+proptest! {
+    /// Idle release: to 0 exactly when min is 0 and no statement ran for idle_release_ms;
+    /// otherwise the same decision as without it.
+    #[test]
+    fn idle_release_goes_to_zero_only_with_min_zero_and_only_when_idle(
+        settings in settings(), signals in signals(), state in state(),
+        idle_release_ms in 1u64..120_000, idle_ms in 0u64..240_000, now_ms in 0u64..400_000,
+    ) {
+        let with_idle = Settings { idle_release_ms, ..settings };
+        let idle_signals = Signals { idle_ms, ..signals };
+        let decision = decide(&idle_signals, &state, &with_idle, now_ms);
+        let due = settings.bounds.min == Capacity::ZERO && idle_ms >= idle_release_ms;
+        if due {
+            prop_assert_eq!(decision.target, Capacity::ZERO);
+            prop_assert_eq!(decision.reason, Reason::Idle);
+        } else {
+            prop_assert_eq!(decision, decide(&signals, &state, &settings, now_ms));
+        }
+    }
 }
 
 fn state() -> impl Strategy<Value = State> {
@@ -147,6 +172,7 @@ fn growth_is_immediate_and_shrink_waits_exactly_the_delay() {
         bounds: CapacityBounds::new(Capacity::ZERO, Capacity::from_half_units(16)).expect("valid"),
         unit,
         scale_down_delay_ms: 1_000,
+        idle_release_ms: 0,
     };
     // 640 KiB of pool per unit: 80 pages. 300 pages with headroom need 4.125 units -> 4.5.
     let busy = Signals { working_set_pages: 300, window_ms: 1_000, ..Signals::default() };

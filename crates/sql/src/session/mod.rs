@@ -476,7 +476,11 @@ impl Session {
         let statement: &Statement = &statement;
         let started = Instant::now();
         let counters_before = tierdb_common::op_counters_snapshot();
+        let catalog = Arc::clone(&self.catalog);
+        // Elastic capacity (design 015): idle release, resume times, the statement's share.
+        let activity = catalog.engine().store().capacity().activity().statement_started();
         let outcome = self.dispatch(statement, prepared, params, sink);
+        let capacity_share = activity.finish();
         if let Statement::Sql(sql_statement) = statement {
             if matches!(
                 sql_statement.as_ref(),
@@ -495,7 +499,8 @@ impl Session {
                     crate::stats::normalize(&sql_statement.to_string()).into()
                 });
                 let userid = self.role_oid();
-                self.statistics.record(userid, key, started.elapsed(), rows, &counters);
+                let elapsed = started.elapsed();
+                self.statistics.record(userid, key, elapsed, rows, &counters, capacity_share);
             }
         }
         outcome

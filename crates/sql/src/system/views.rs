@@ -484,6 +484,7 @@ pub static VIEWS: &[SystemView] = &[
         shared_blks_hit: Int8 = counter(entry.shared_hits),
         tier_blks_hit: Int8 = counter(entry.tier_hits),
         storage_blks_read: Int8 = counter(entry.storage_reads),
+        capacity_unit_seconds: Float8 = Datum::Float(entry.capacity_unit_seconds),
     }),
     view!(&["pg_stat_database"], |c| [(c.session, c.catalog.engine().store().temp_space().stats())], |(session, temp)| {
         datid: Oid = oid(DATABASE),
@@ -539,6 +540,11 @@ pub static VIEWS: &[SystemView] = &[
         latest_reason: Text = text(&status.latest_reason),
         decisions: Int8 = counter(status.decisions),
         capacity_unit_seconds: Float8 = Datum::Float(status.capacity_unit_seconds()),
+        idle_released: Bool = Datum::Bool(status.released),
+        idle_releases: Int8 = counter(status.resume.releases),
+        resumes: Int8 = counter(status.resume.count),
+        resume_last_ms: Float8 = Datum::Float(status.resume.last_ms),
+        resume_p95_ms: Float8 = Datum::Float(status.resume.p95_ms),
     }),
     view!(&["tierdb_stat_buffer_pool"], |c| [c.catalog.engine().store().pool_stats()], |stats| {
         hits: Int8 = counter(stats.hits.get()),

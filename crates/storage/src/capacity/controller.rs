@@ -39,6 +39,8 @@ pub struct Signals {
     pub memory_pressure_hundredths: u64,
     /// The smaller of the cgroup's memory.max and memory.high, when inside one.
     pub cgroup_memory_limit_bytes: Option<u64>,
+    /// How long no statement has run (0 while one runs).
+    pub idle_ms: u64,
 }
 
 /// The controller's settings.
@@ -47,6 +49,9 @@ pub struct Settings {
     pub bounds: CapacityBounds,
     pub unit: CapacityUnit,
     pub scale_down_delay_ms: u64,
+    /// With min capacity 0, release all memory after this long without a statement (0:
+    /// never; the working set and the shrink delay then decide alone).
+    pub idle_release_ms: u64,
 }
 
 /// What the controller remembers between evaluations.
@@ -73,6 +78,8 @@ pub enum Reason {
     ShrinkDelayed,
     /// A signal asks for more, but the host is short of memory.
     MemoryPressure,
+    /// No statement for `idle_release_ms` with min capacity 0: everything released.
+    Idle,
 }
 
 impl Reason {
@@ -87,6 +94,7 @@ impl Reason {
             Reason::Steady => "steady",
             Reason::ShrinkDelayed => "waiting for scale_down_delay_ms",
             Reason::MemoryPressure => "host memory pressure",
+            Reason::Idle => "idle_release_ms",
         }
     }
 }
@@ -150,6 +158,14 @@ fn ceiling(signals: &Signals, settings: &Settings, current: Capacity) -> Capacit
     ceiling.max(settings.bounds.min)
 }
 
+/// Idle release (design 015): min capacity 0, idle release on, and no statement for that
+/// long. It overrides the working set and the shrink delay: an idle server costs nothing.
+pub fn idle_release_due(signals: &Signals, settings: &Settings) -> bool {
+    settings.idle_release_ms > 0
+        && settings.bounds.min == Capacity::ZERO
+        && signals.idle_ms >= settings.idle_release_ms
+}
+
 /// The next capacity (design 015): up at once when any signal asks, down only after every
 /// evaluation for `scale_down_delay_ms` asked for less and never below the working set,
 /// always within [min, max].
@@ -176,6 +192,9 @@ pub fn decide(signals: &Signals, state: &State, settings: &Settings, now_ms: u64
         asked,
         state: State { current: target, low_since_ms },
     };
+    if idle_release_due(signals, settings) {
+        return decision(Capacity::ZERO, Reason::Idle, None);
+    }
     if current < bounds.min || current > bounds.max {
         let target = current.clamp(bounds.min, bounds.max).max(asked.min(bounds.max));
         return decision(target, Reason::Bounds, None);

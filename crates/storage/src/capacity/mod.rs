@@ -3,6 +3,7 @@
 //! controller (a pure function of signals); the status the runner publishes for
 //! `tierdb_stat_capacity()` and `/metrics`.
 
+mod activity;
 pub mod controller;
 mod working_set;
 
@@ -10,6 +11,7 @@ use std::fmt;
 
 use parking_lot::Mutex;
 
+pub use activity::{Activity, ResumeStats, StatementActivity, RESUMES_KEPT};
 pub use working_set::{Level, WorkingSet, WorkingSetEstimate, WORKING_SET_SLOTS};
 
 /// The largest capacity accepted, in units: 1 TiB of DRAM at the default unit.
@@ -180,9 +182,21 @@ pub struct CapacityStatus {
     pub decisions: u64,
     /// Capacity x time, in half-unit milliseconds (the cost, exactly).
     pub half_unit_milliseconds: u64,
+    /// Whether memory is released for idleness (idle_release_ms) until the next statement.
+    pub released: bool,
+    /// Resumes after idle releases (filled by `CapacityControl::status`).
+    pub resume: ResumeStats,
 }
 
 impl CapacityStatus {
+    /// Connections max capacity's connection share holds (design 015: 1/8 of a unit,
+    /// `CONNECTION_BYTES` each), at least 1; None with the controller off. Beyond it a new
+    /// connection is refused (53300) as at max_connections.
+    pub fn connections_allowed(&self) -> Option<u64> {
+        let max_bytes = u64::from(self.bounds.max.half_units()).saturating_mul(self.unit.bytes / 2);
+        self.enabled.then(|| (max_bytes / 8 / CONNECTION_BYTES).max(1))
+    }
+
     pub fn capacity_unit_seconds(&self) -> f64 {
         #[allow(clippy::cast_precision_loss)] // A cost: the low bits of huge totals do not matter.
         let seconds = self.half_unit_milliseconds as f64 / 2000.0;
@@ -194,6 +208,7 @@ impl CapacityStatus {
 #[derive(Debug)]
 pub struct CapacityControl {
     status: Mutex<CapacityStatus>,
+    activity: Activity,
 }
 
 impl CapacityControl {
@@ -208,7 +223,7 @@ impl CapacityControl {
         bounds: CapacityBounds,
         current: Capacity,
     ) -> CapacityControl {
-        CapacityControl {
+        let control = CapacityControl {
             status: Mutex::new(CapacityStatus {
                 enabled,
                 unit,
@@ -221,12 +236,26 @@ impl CapacityControl {
                 latest_reason: "start".into(),
                 decisions: 0,
                 half_unit_milliseconds: 0,
+                released: false,
+                resume: ResumeStats::default(),
             }),
-        }
+            activity: Activity::default(),
+        };
+        control.activity.set_current_half_units(current.half_units());
+        control
     }
 
     pub fn status(&self) -> CapacityStatus {
-        self.status.lock().clone()
+        let mut status = self.status.lock().clone();
+        status.released = self.activity.released();
+        status.resume = self.activity.resume_stats();
+        status
+    }
+
+    /// Statement activity: sessions report statements here (idle release, resume times,
+    /// per-statement capacity share).
+    pub fn activity(&self) -> &Activity {
+        &self.activity
     }
 
     pub fn update(&self, change: impl FnOnce(&mut CapacityStatus)) {
@@ -246,6 +275,9 @@ impl CapacityControl {
             max.unwrap_or(status.bounds.max),
         )?;
         status.bounds = bounds;
+        drop(status);
+        // A SET takes effect at once, not at the next 250 ms evaluation.
+        self.activity.wake_runner();
         Ok(())
     }
 }
