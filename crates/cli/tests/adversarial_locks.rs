@@ -332,3 +332,35 @@ async fn timeouts_and_cancel_end_waits() {
         3
     );
 }
+
+/// FOR NO KEY UPDATE and FOR KEY SHARE are read (were syntax errors) and taken as FOR UPDATE
+/// and FOR SHARE: every conflict PostgreSQL has between them is there (checked with NOWAIT,
+/// 55P03), two KEY SHARE holders share the row, and the locks go at COMMIT.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_key_update_and_key_share_lock_rows() {
+    let server = TestServer::start(&[]);
+    let (first, second) = (connect(&server).await, connect(&server).await);
+    counter_table(&first).await;
+    first
+        .batch_execute("BEGIN; SELECT * FROM counter WHERE id = 1 FOR NO KEY UPDATE")
+        .await
+        .unwrap();
+    for conflicting in ["FOR UPDATE", "FOR NO KEY UPDATE", "FOR SHARE"] {
+        second.batch_execute("BEGIN").await.unwrap();
+        let sql = format!("SELECT * FROM counter WHERE id = 1 {conflicting} NOWAIT");
+        expect_error(&second, &sql, "55P03").await;
+        second.batch_execute("ROLLBACK").await.unwrap();
+    }
+    first.batch_execute("COMMIT").await.unwrap();
+    first.batch_execute("BEGIN; SELECT n FROM counter WHERE id = 2 FOR KEY SHARE").await.unwrap();
+    second.batch_execute("BEGIN").await.unwrap();
+    let shared =
+        second.query("SELECT n FROM counter WHERE id = 2 FOR KEY SHARE NOWAIT", &[]).await.unwrap();
+    assert_eq!(shared.len(), 1, "KEY SHARE holders share the row");
+    second.batch_execute("ROLLBACK; BEGIN").await.unwrap();
+    expect_error(&second, "SELECT * FROM counter WHERE id = 2 FOR UPDATE NOWAIT", "55P03").await;
+    second.batch_execute("ROLLBACK").await.unwrap();
+    first.batch_execute("COMMIT").await.unwrap();
+    let free = second.query("SELECT id FROM counter FOR NO KEY UPDATE NOWAIT", &[]).await.unwrap();
+    assert_eq!(free.len(), 3, "released at COMMIT");
+}

@@ -5,6 +5,7 @@ mod copy_options;
 pub mod cursor;
 pub mod front;
 pub mod limits;
+mod lock_strengths;
 pub mod names;
 mod roles;
 mod select_into;
@@ -40,7 +41,10 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     let create_user = roles::create_user_as_role(text);
     // `TO PUBLIC, role` read as `TO role, PUBLIC` (sqlparser reads only the latter).
     let grantees = roles::public_grantee_last(create_user.as_deref().unwrap_or(text));
-    let before_l1 = grantees.as_deref().or(create_user.as_deref()).unwrap_or(text);
+    let before_locks = grantees.as_deref().or(create_user.as_deref()).unwrap_or(text);
+    // FOR NO KEY UPDATE / FOR KEY SHARE read as FOR UPDATE / FOR SHARE (same length).
+    let locks = lock_strengths::as_supported_strengths(before_locks);
+    let before_l1 = locks.as_deref().unwrap_or(before_locks);
     let l1_operator = vector_operators::rewrite_l1_operator(before_l1);
     let parsed_text = l1_operator.as_deref().unwrap_or(before_l1);
     let mut statements = Parser::new(&PostgreSqlDialect {})
