@@ -392,6 +392,17 @@ async fn idle_release_frees_memory_and_the_next_statement_resumes() {
         .expect("statement share")
         .get(0);
     assert!(share > 0.0, "the load ran at capacity 0.5: {share}");
+    // The same share on /metrics, labelled with the role and the statement's text.
+    let reply = metrics(&server);
+    let line = reply
+        .lines()
+        .find(|line| {
+            line.starts_with("tierdb_statement_capacity_unit_seconds{userid=\"")
+                && line.contains(",query=\"INSERT INTO elastic")
+        })
+        .unwrap_or_else(|| panic!("no statement share on /metrics: {reply}"));
+    let value: f64 = line.rsplit(' ').next().and_then(|value| value.parse().ok()).expect(line);
+    assert!(value >= share, "{line} against {share}");
 }
 
 /// Connections count against max capacity's connection share (1/8 of a unit, 512 KiB

@@ -21,6 +21,43 @@ fn metric_float(out: &mut String, name: &str, kind: &str, help: &str, value: f64
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
 }
 
+/// Statements shown on `/metrics` by their capacity share: the largest only, so the page's
+/// size (and a Prometheus server's series count) stays bounded whatever the workload.
+const STATEMENTS_ON_METRICS: usize = 20;
+/// Bytes of a statement's normalized text kept in its label.
+const STATEMENT_LABEL_BYTES_MAX: usize = 200;
+
+/// Per-statement capacity share (design 015): capacity-unit-seconds attributed to each
+/// statement, as `tierdb_stat_statements.capacity_unit_seconds`, for the
+/// `STATEMENTS_ON_METRICS` largest, with their role OID and normalized text as labels.
+fn render_statement_shares(out: &mut String, statistics: &tierdb_sql::StatementStats) {
+    let name = "tierdb_statement_capacity_unit_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Capacity-unit-seconds attributed to a statement (the {STATEMENTS_ON_METRICS} largest).\n# TYPE {name} counter"
+    );
+    let mut entries = statistics.snapshot();
+    entries.sort_by(|a, b| b.2.capacity_unit_seconds.total_cmp(&a.2.capacity_unit_seconds));
+    for (userid, query, entry) in entries.into_iter().take(STATEMENTS_ON_METRICS) {
+        let _ = writeln!(
+            out,
+            "{name}{{userid=\"{userid}\",query=\"{}\"}} {}",
+            label_value(&query),
+            entry.capacity_unit_seconds
+        );
+    }
+}
+
+/// A Prometheus label value: backslash, double quote and newline escaped, at most
+/// `STATEMENT_LABEL_BYTES_MAX` bytes of the text (cut at a character boundary).
+fn label_value(text: &str) -> String {
+    let mut end = text.len().min(STATEMENT_LABEL_BYTES_MAX);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 /// Elastic capacity (design 015): the same figures as `tierdb_stat_capacity()`.
 fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::CapacityStatus) {
     for (name, help, value) in [
@@ -102,6 +139,7 @@ pub fn render(shared: &Shared) -> String {
     let store = shared.catalog.engine().store();
     let mut out = String::new();
     render_capacity(&mut out, &store.capacity().status());
+    render_statement_shares(&mut out, &shared.statistics);
     let pool = store.pool_stats();
     metric(
         &mut out,
@@ -323,5 +361,18 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             );
             let _ = socket.write_all(reply.as_bytes()).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{label_value, STATEMENT_LABEL_BYTES_MAX};
+
+    #[test]
+    fn label_values_are_escaped_and_bounded() {
+        assert_eq!(label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        let long = "é".repeat(STATEMENT_LABEL_BYTES_MAX);
+        let value = label_value(&long);
+        assert!(value.len() <= STATEMENT_LABEL_BYTES_MAX && value.chars().all(|c| c == 'é'));
     }
 }
