@@ -87,7 +87,7 @@ pub(crate) fn bind_assignments(
             )
         })?;
         let ty = table.columns[position].ty.clone();
-        let is_default = matches!(&assignment.value, ast::Expr::Identifier(name) if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("default"));
+        let is_default = is_default_keyword(&assignment.value);
         if !is_default && table.columns[position].identity == Some(crate::catalog::Identity::Always)
         {
             return Err(SqlError::new(
@@ -105,4 +105,9 @@ pub(crate) fn bind_assignments(
         bound.push((position, expr));
     }
     Ok(bound)
+}
+
+/// Whether a value is the keyword DEFAULT (unquoted), in a VALUES row or a SET list.
+pub(crate) fn is_default_keyword(expr: &ast::Expr) -> bool {
+    matches!(expr, ast::Expr::Identifier(name) if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("default"))
 }

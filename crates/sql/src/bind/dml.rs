@@ -1,7 +1,9 @@
 //! INSERT, UPDATE and DELETE binding: targets, sources, the rows UPDATE and DELETE touch,
 //! RETURNING.
 
-use super::assignments::{assignable, assignment_error, bind_assignments, bind_defaults};
+use super::assignments::{
+    assignable, assignment_error, bind_assignments, bind_defaults, is_default_keyword,
+};
 use super::*;
 use crate::plan::{DeletePlan, InsertPlan, UpdatePlan};
 
@@ -53,7 +55,7 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
                     for (index, item) in row.iter().enumerate() {
                         let target = targets[index];
                         let ty = &target_types[index];
-                        let is_default = matches!(item, ast::Expr::Identifier(name) if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("default"));
+                        let is_default = is_default_keyword(item);
                         if is_default {
                             bound.push(
                                 defaults[target].clone().unwrap_or(Expr::Literal(Datum::Null)),
@@ -130,11 +132,9 @@ fn check_identity_values(
             continue;
         }
         let only_defaults = match source.body.as_ref() {
-            ast::SetExpr::Values(values) => values.rows.iter().all(|row| {
-                row.get(index).is_none_or(|item| {
-                    matches!(item, ast::Expr::Identifier(name) if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("default"))
-                })
-            }),
+            ast::SetExpr::Values(values) => {
+                values.rows.iter().all(|row| row.get(index).is_none_or(is_default_keyword))
+            }
             _ => false,
         };
         if !only_defaults {

@@ -15,6 +15,8 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
+use super::roles::keyword;
+
 /// The text with FOR NO KEY UPDATE read as FOR UPDATE and FOR KEY SHARE as FOR SHARE; None
 /// when it has neither.
 pub(super) fn as_supported_strengths(sql: &str) -> Option<String> {
@@ -50,14 +52,6 @@ pub(super) fn as_supported_strengths(sql: &str) -> Option<String> {
         tokens.splice(index..=index, spaces);
     }
     Some(tokens.iter().map(ToString::to_string).collect())
-}
-
-/// An unquoted word's keyword.
-fn keyword(token: &Token) -> Option<Keyword> {
-    match token {
-        Token::Word(word) if word.quote_style.is_none() => Some(word.keyword),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub(super) fn public_grantee_last(sql: &str) -> Option<String> {
 }
 
 /// An unquoted word's keyword.
-fn keyword(token: &Token) -> Option<Keyword> {
+pub(super) fn keyword(token: &Token) -> Option<Keyword> {
     match token {
         Token::Word(word) if word.quote_style.is_none() => Some(word.keyword),
         _ => None,

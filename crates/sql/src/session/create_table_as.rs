@@ -24,7 +24,7 @@ impl Session {
         }
         let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
         let plan = binder.query(query)?;
-        if binder.finish_parameters().iter().len() > 0 {
+        if !binder.finish_parameters().is_empty() {
             return Err(SqlError::new("42P02", "there is no parameter $1"));
         }
         let columns = query_columns(&plan.columns)?;

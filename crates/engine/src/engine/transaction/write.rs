@@ -80,15 +80,7 @@ enum IndexOutcome<'t> {
 
 impl Transaction {
     pub fn insert(&mut self, table: &(impl TableRef + ?Sized), row: Row) -> Result<()> {
-        self.run(|txn| {
-            let handle = table.resolve(txn)?;
-            let table = handle.table()?;
-            table.check_row(&row)?;
-            let key = table.key_of(&row)?;
-            let mut encoded = Vec::new();
-            encode_row(&row, &mut encoded);
-            txn.modify(&handle, &key, Action::Insert(encoded, None)).map(|_| ())
-        })
+        self.insert_checked(table, row, None).map(|_| ())
     }
 
     /// INSERT ... ON CONFLICT: inserts `row` unless a live row holds the value of one of
@@ -103,6 +95,17 @@ impl Transaction {
         row: Row,
         arbiters: &ConflictArbiters,
     ) -> Result<InsertOutcome> {
+        self.insert_checked(table, row, Some(arbiters))
+    }
+
+    /// `insert` and `insert_unless_conflict`: without arbiters every unique violation is
+    /// 23505, so the outcome is always Inserted.
+    fn insert_checked(
+        &mut self,
+        table: &(impl TableRef + ?Sized),
+        row: Row,
+        arbiters: Option<&ConflictArbiters>,
+    ) -> Result<InsertOutcome> {
         self.run(|txn| {
             let handle = table.resolve(txn)?;
             let table = handle.table()?;
@@ -110,7 +113,7 @@ impl Transaction {
             let key = table.key_of(&row)?;
             let mut encoded = Vec::new();
             encode_row(&row, &mut encoded);
-            match txn.modify(&handle, &key, Action::Insert(encoded, Some(arbiters))) {
+            match txn.modify(&handle, &key, Action::Insert(encoded, arbiters)) {
                 Ok(_) => Ok(InsertOutcome::Inserted { key }),
                 Err(EngineError::Conflict { key, constraint }) => {
                     Ok(InsertOutcome::Conflict { key, constraint })
