@@ -31,14 +31,14 @@ impl WaitLimits {
     }
 
     /// The deadline of a wait starting now.
-    pub(crate) fn lock_deadline(&self) -> Option<Instant> {
+    pub fn lock_deadline(&self) -> Option<Instant> {
         (self.lock_timeout_ms > 0)
             .then(|| Instant::now() + Duration::from_millis(self.lock_timeout_ms))
     }
 
     /// Fails if the wait must end (cancel, statement timeout, lock timeout); else how long to
     /// sleep at most before checking again (`recheck`, or less near a deadline).
-    pub(crate) fn check_wait(
+    pub fn check_wait(
         &self,
         lock_deadline: Option<Instant>,
         recheck: Duration,

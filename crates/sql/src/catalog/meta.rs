@@ -111,6 +111,10 @@ pub struct TableMeta {
 }
 
 impl TableMeta {
+    /// Whether `index` is the table's clustering key (its engine primary key).
+    pub fn is_clustering_index(&self, index: &str) -> bool {
+        self.indexes.iter().any(|known| known.name == index && known.kind == IndexKind::Clustered)
+    }
     /// The one NOT NULL check: 23502 when a value of a NOT NULL column is NULL. `stored`
     /// says whether the row is already in the table (ALTER TABLE ... SET NOT NULL finding
     /// one, PostgreSQL's "contains null values") or is being written (INSERT, UPDATE, COPY).

@@ -8,15 +8,17 @@
 //! is made durable before any value of it is used, so a crash skips values (as PostgreSQL's
 //! sequences do) but never repeats one.
 //!
-//! CREATE and ALTER DDL is not transactional: it takes effect (durably) when the statement
-//! completes, even inside a transaction block. DROP TABLE and TRUNCATE inside a block are
-//! transactional at the session level (session/ddl.rs `drop_in_block`, session/run.rs).
+//! CREATE TABLE, CREATE INDEX and ALTER TABLE ... ADD write the definition row in the
+//! statement's transaction, so they commit or roll back with it (transactional.rs). DROP
+//! TABLE, DROP INDEX and TRUNCATE inside a block are transactional at the session level
+//! (session/ddl.rs `drop_in_block`, session/run.rs).
 
 mod cluster;
 mod grants;
 mod meta;
 mod roles;
 mod schema_grants;
+mod transactional;
 mod verifier;
 
 pub use cluster::MOCK_AUTH_SECRET;
@@ -30,8 +32,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
-use tierdb_engine::{ColumnDef, Engine, IndexDef, IsolationLevel, KeyKind, TableDef, Value};
+use parking_lot::{Condvar, Mutex, RwLock};
+use tierdb_engine::{
+    ColumnDef, Engine, IndexDef, IsolationLevel, KeyKind, TableDef, Transaction, Value,
+};
 
 use crate::error::{Result, SqlError};
 use crate::types::SqlType;
@@ -63,6 +67,12 @@ pub struct Catalog {
     sequences: Mutex<HashMap<String, SequenceState>>,
     /// Serializes DDL statements.
     ddl: Mutex<()>,
+    /// Tables whose definitions open transactions changed (transactional.rs).
+    claims: Mutex<transactional::Claims>,
+    /// Signalled when a transaction's claims are released.
+    claims_released: Condvar,
+    /// Tables created by open transactions -> the creating session: hidden from the others.
+    uncommitted: RwLock<HashMap<String, u64>>,
     /// Bumped by every DDL statement: prepared plans bound against an older version re-bind.
     version: AtomicU64,
     /// Per-statement statistics of every session (`tierdb_stat_statements`).
@@ -92,6 +102,9 @@ impl Catalog {
             schema_grants: RwLock::new(HashMap::new()),
             sequences: Mutex::new(HashMap::new()),
             ddl: Mutex::new(()),
+            claims: Mutex::new(transactional::Claims::default()),
+            claims_released: Condvar::new(),
+            uncommitted: RwLock::new(HashMap::new()),
             version: AtomicU64::new(1),
             statement_stats: Arc::new(crate::stats::StatementStats::default()),
         };
@@ -103,11 +116,11 @@ impl Catalog {
         Ok(Arc::new(catalog))
     }
 
-    /// CREATE TABLE makes the engine table, then stores its SQL definition: a crash between
-    /// the two leaves an engine table without one. Such a table never held committed rows
-    /// visible to SQL, so recovery drops it (and CREATE TABLE may then reuse the name).
-    /// Likewise an engine index that the SQL definition does not list (CREATE INDEX
-    /// interrupted after the backfill) is dropped.
+    /// CREATE TABLE makes the engine table, then its transaction stores the SQL definition:
+    /// a crash before that transaction commits leaves an engine table without one. Such a
+    /// table never held committed rows visible to SQL, so recovery drops it (and CREATE
+    /// TABLE may then reuse the name). Likewise an engine index that the SQL definition
+    /// does not list (CREATE INDEX whose transaction did not commit) is dropped.
     fn drop_orphans(&self) -> Result<()> {
         let tables = self.tables.read().clone();
         for name in self.engine.table_names() {
@@ -119,19 +132,7 @@ impl Catalog {
                     tracing::warn!(table = %name, "dropping an engine table without an SQL definition (interrupted CREATE TABLE)");
                     self.engine.drop_table(&name)?;
                 }
-                Some(meta) => {
-                    let tree_indexes = self.engine.table_def(&name)?.indexes.into_iter();
-                    let vector_indexes = self.engine.vector_index_defs(&name)?.into_iter();
-                    let names = tree_indexes
-                        .map(|index| index.name)
-                        .chain(vector_indexes.map(|index| index.name));
-                    for index in names {
-                        if !meta.indexes.iter().any(|known| known.name == index) {
-                            tracing::warn!(table = %name, %index, "dropping an index without an SQL definition (interrupted CREATE INDEX)");
-                            self.engine.drop_index(&name, &index)?;
-                        }
-                    }
-                }
+                Some(meta) => self.drop_unlisted_indexes(meta)?,
             }
         }
         // ACL rows of tables whose drop was interrupted after its first transaction.
@@ -233,8 +234,15 @@ impl Catalog {
         u32::try_from(value).map_err(|_| SqlError::new("54000", "oid space exhausted"))
     }
 
-    /// Creates a table. The caller holds the DDL lock.
-    pub fn create_table(&self, mut meta: TableMeta) -> Result<()> {
+    /// Creates a table in `transaction` (transactional.rs): hidden from sessions other than
+    /// `session` until the transaction commits and `release_claims` runs. The caller holds
+    /// the DDL lock and the claim on the name.
+    pub fn create_table(
+        &self,
+        transaction: &mut Transaction,
+        session: u64,
+        mut meta: TableMeta,
+    ) -> Result<()> {
         if self.tables.read().contains_key(&meta.name) {
             return Err(SqlError::new(
                 "42P07",
@@ -274,7 +282,8 @@ impl Catalog {
             primary_key,
             indexes,
         })?;
-        self.store_meta(&meta)?;
+        self.store_meta_in(transaction, &meta)?;
+        self.uncommitted.write().insert(meta.name.clone(), session);
         self.publish(meta);
         Ok(())
     }
@@ -284,16 +293,22 @@ impl Catalog {
         self.engine.drop_table(name)?;
         let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
         transaction.delete(TABLES_TABLE, &[Value::Text(name.to_string())])?;
+        self.delete_sequences(&mut transaction, &meta)?;
+        transaction.commit()?;
+        self.remove_table_acl(name)?;
+        self.tables.write().remove(name);
+        self.version.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Deletes the sequences of `meta`'s serial and identity columns in `transaction`.
+    fn delete_sequences(&self, transaction: &mut Transaction, meta: &TableMeta) -> Result<()> {
         for column in &meta.columns {
             if let Some(sequence) = column.default.as_deref().and_then(sequence_of_default) {
                 transaction.delete(SEQUENCES_TABLE, &[Value::Text(sequence.to_string())])?;
                 self.sequences.lock().remove(sequence);
             }
         }
-        transaction.commit()?;
-        self.remove_table_acl(name)?;
-        self.tables.write().remove(name);
-        self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -311,6 +326,7 @@ impl Catalog {
     /// become NOT NULL.
     pub fn create_index(
         &self,
+        transaction: &mut Transaction,
         table: &str,
         mut index: IndexMeta,
         mut options: tierdb_engine::IndexBuildOptions,
@@ -337,7 +353,7 @@ impl Catalog {
             }
         }
         updated.indexes.push(index);
-        self.store_meta(&updated)?;
+        self.store_meta_in(transaction, &updated)?;
         self.publish(updated);
         Ok(())
     }
@@ -354,6 +370,7 @@ impl Catalog {
     /// the engine from the table's rows.
     pub fn create_vector_index(
         &self,
+        transaction: &mut Transaction,
         table: &str,
         mut index: IndexMeta,
         parameters: tierdb_engine::VectorIndexParameters,
@@ -370,9 +387,14 @@ impl Catalog {
         self.engine.create_vector_index(table, definition)?;
         let mut updated = (*meta).clone();
         updated.indexes.push(index);
-        self.store_meta(&updated)?;
+        self.store_meta_in(transaction, &updated)?;
         self.publish(updated);
         Ok(())
+    }
+
+    /// The table of the index named `name`.
+    pub fn index_table(&self, name: &str) -> Option<Arc<TableMeta>> {
+        self.tables().into_iter().find(|table| table.indexes.iter().any(|index| index.name == name))
     }
 
     pub fn drop_index(&self, name: &str) -> Result<()> {
@@ -383,8 +405,7 @@ impl Catalog {
         else {
             return Err(SqlError::new("42704", format!("index \"{name}\" does not exist")));
         };
-        let index = meta.indexes.iter().find(|index| index.name == name).expect("found above");
-        if index.kind == IndexKind::Clustered {
+        if meta.is_clustering_index(name) {
             return Err(SqlError::new(
                 "2BP01",
                 format!("cannot drop index {name} because it is the table's clustering key"),

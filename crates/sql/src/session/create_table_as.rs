@@ -1,8 +1,9 @@
 //! CREATE TABLE ... AS query (and SELECT ... INTO, which the parser turns into it): the
 //! table takes the query's column names and types (an untyped literal's column is text, as
 //! in PostgreSQL), then the query's rows are inserted through INSERT's path. The command
-//! tag is `SELECT n`. The statement is atomic: if the insert fails, the table it created is
-//! dropped before the error is returned.
+//! tag is `SELECT n`. The table's definition and its rows are written by the statement's
+//! transaction (session/transactional_ddl.rs): if the insert fails, or a crash comes before
+//! the commit, the table is gone with them.
 
 use super::*;
 use crate::catalog::COLUMNS_MAX;
@@ -34,25 +35,16 @@ impl Session {
             if self.catalog.table(name).is_some() {
                 return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
             }
-            let indexes = Vec::new();
-            self.catalog.create_table(TableMeta { name: name.into(), oid: 0, columns, indexes })?;
+            let meta = TableMeta { name: name.into(), oid: 0, columns, indexes: Vec::new() };
+            let session_id = self.session_id;
+            catalog.create_table(self.ddl_transaction(), session_id, meta)?;
             self.own_new_table(name)?;
         }
-        match self.insert_query_rows(name, query) {
-            Ok(rows) => Ok(Output::Command { tag: CommandTag::Select, rows }),
-            Err(error) => {
-                let catalog = Arc::clone(&self.catalog);
-                let _guard = catalog.lock_ddl();
-                // The table is this statement's own: nobody else has written to it.
-                if let Err(drop_error) = self.catalog.drop_table(name) {
-                    tracing::warn!("CREATE TABLE AS: dropping {name} after {error}: {drop_error}");
-                }
-                Err(error)
-            }
-        }
+        let rows = self.insert_query_rows(name, query)?;
+        Ok(Output::Command { tag: CommandTag::Select, rows })
     }
 
-    /// `INSERT INTO name <query>` in the session's transaction; returns the rows inserted.
+    /// `INSERT INTO name <query>` in the statement's transaction; returns the rows inserted.
     fn insert_query_rows(&mut self, name: &str, query: &ast::Query) -> Result<u64> {
         let quoted = format!("\"{}\"", name.replace('"', "\"\""));
         let mut statement =
@@ -67,7 +59,8 @@ impl Session {
         let (bound, _) = self
             .bind(&statement, &[])?
             .ok_or_else(|| SqlError::internal("CREATE TABLE AS insert did not bind"))?;
-        let (output, _) = self.in_transaction(|session| session.run_bound(&bound, &[], false))?;
+        // Already in the statement's transaction (transactional_ddl).
+        let (output, _) = self.run_bound(&bound, &[], false)?;
         match output {
             Output::Command { rows, .. } => Ok(rows),
             other => Err(SqlError::internal(format!("CREATE TABLE AS insert gave {other:?}"))),

@@ -82,7 +82,9 @@ impl Session {
         for sequence in &sequences {
             self.catalog.create_sequence(sequence)?;
         }
-        self.catalog.create_table(TableMeta { name: name.clone(), oid: 0, columns, indexes })?;
+        let meta = TableMeta { name: name.clone(), oid: 0, columns, indexes };
+        let session_id = self.session_id;
+        Arc::clone(&self.catalog).create_table(self.ddl_transaction(), session_id, meta)?;
         self.own_new_table(&name)?;
         Ok(Output::command(CommandTag::CreateTable))
     }
@@ -169,7 +171,8 @@ impl Session {
         }
         refuse_index_clauses(create)?;
         let table_name = self.namespace().existing_table(&create.table_name)?;
-        let _guard = self.catalog.lock_ddl();
+        let catalog = Arc::clone(&self.catalog);
+        let _guard = catalog.lock_ddl();
         let table = self
             .catalog
             .table(&table_name)
@@ -208,8 +211,9 @@ impl Session {
             primary: false,
             kind: IndexKind::Secondary,
         };
-        self.catalog
-            .create_index(&table_name, index, self.index_build_options())
+        let options = self.index_build_options();
+        Arc::clone(&self.catalog)
+            .create_index(self.ddl_transaction(), &table_name, index, options)
             .map_err(|error| unique_index_error(error, &name))?;
         Ok(Output::command(CommandTag::CreateIndex))
     }
@@ -239,7 +243,7 @@ impl Session {
                         ));
                     }
                     if self.state != BlockState::Idle {
-                        self.drop_in_block(name);
+                        self.drop_in_block(PendingDrop::Table(name));
                         continue;
                     }
                     self.catalog.drop_table(&name)?;
@@ -262,6 +266,18 @@ impl Session {
                         }
                         name => name?,
                     };
+                    if self.state != BlockState::Idle {
+                        match self.catalog.index_table(&name) {
+                            None if if_exists => {}
+                            None => return Err(undefined_index(&name)),
+                            Some(table) if table.is_clustering_index(&name) => {
+                                // 2BP01, as the drop would give at COMMIT.
+                                self.catalog.drop_index(&name)?;
+                            }
+                            Some(_) => self.drop_in_block(PendingDrop::Index(name)),
+                        }
+                        continue;
+                    }
                     match self.catalog.drop_index(&name) {
                         Err(error) if error.sqlstate == "42704" && if_exists => {}
                         other => other?,
@@ -321,7 +337,20 @@ impl Session {
                 ast::TableConstraint::Unique(unique) => (
                     &unique.columns,
                     false,
-                    unique.name.as_ref().map_or_else(|| format!("{table_name}_key"), ident),
+                    unique.name.as_ref().map_or_else(
+                        || {
+                            let columns: Vec<String> = unique
+                                .columns
+                                .iter()
+                                .map(|column| match &column.column.expr {
+                                    ast::Expr::Identifier(name) => ident(name),
+                                    other => other.to_string(),
+                                })
+                                .collect();
+                            format!("{table_name}_{}_key", columns.join("_"))
+                        },
+                        ident,
+                    ),
                 ),
                 _ => {
                     return Err(SqlError::unsupported(
@@ -355,8 +384,9 @@ impl Session {
                 primary,
                 kind: IndexKind::Secondary,
             };
-            self.catalog
-                .create_index(&table_name, index, self.index_build_options())
+            let options = self.index_build_options();
+            Arc::clone(&self.catalog)
+                .create_index(self.ddl_transaction(), &table_name, index, options)
                 .map_err(|error| unique_index_error(error, &name))?;
         }
         Ok(Output::command(CommandTag::AlterTable))
@@ -625,53 +655,87 @@ impl Session {
     /// The namespace this session's names resolve in: its database and search_path.
     pub(crate) fn namespace(&self) -> Namespace {
         let search_path = self.setting("search_path").unwrap_or_default();
-        Namespace {
-            hidden: self.pending_drops.clone(),
-            ..Namespace::new(&self.database, &search_path)
-        }
+        let mut hidden = self.dropped_tables();
+        hidden.extend(self.catalog.hidden_tables(self.session_id));
+        Namespace { hidden, ..Namespace::new(&self.database, &search_path) }
     }
 }
 
+/// A DROP inside a transaction block, done when the block commits.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum PendingDrop {
+    Table(String),
+    Index(String),
+}
+
+fn undefined_index(name: &str) -> SqlError {
+    SqlError::new("42704", format!("index \"{name}\" does not exist"))
+}
+
 impl Session {
-    /// DROP TABLE inside a transaction block: the table is gone for this session at once
-    /// and is dropped when the block commits; ROLLBACK (or ROLLBACK TO a savepoint set
-    /// before it) keeps it with its rows, as in PostgreSQL. Other sessions use it until the
-    /// commit (PostgreSQL would make them wait for the block's lock).
-    fn drop_in_block(&mut self, name: String) {
+    /// DROP TABLE or DROP INDEX inside a transaction block: a table is gone for this session
+    /// at once; both are dropped when the block commits; ROLLBACK (or ROLLBACK TO a
+    /// savepoint set before it) keeps them, a table with its rows, as in PostgreSQL. Other
+    /// sessions use them until the commit (PostgreSQL would make them wait for the block's
+    /// lock); an index stays maintained by every writer meanwhile.
+    fn drop_in_block(&mut self, drop: PendingDrop) {
         debug_assert!(self.state != BlockState::Idle, "only inside a block");
-        self.pending_drops.push(name);
+        if !self.pending_drops.contains(&drop) {
+            self.pending_drops.push(drop);
+        }
         // This session's prepared statements naming the table must bind anew (42P01).
         self.catalog.invalidate_plans();
+    }
+
+    /// The tables this block dropped (hidden from it).
+    pub(super) fn dropped_tables(&self) -> Vec<String> {
+        self.pending_drops
+            .iter()
+            .filter_map(|drop| match drop {
+                PendingDrop::Table(name) => Some(name.clone()),
+                PendingDrop::Index(_) => None,
+            })
+            .collect()
     }
 
     /// DROP then CREATE of one name in a block (a migration that recreates a table): the
     /// drop cannot wait for COMMIT any longer, so it happens now and is no longer undone by
     /// ROLLBACK. The caller holds the DDL lock.
     fn drop_pending_now(&mut self, name: &str) -> Result<()> {
-        if let Some(position) = self.pending_drops.iter().position(|pending| pending == name) {
+        let table = PendingDrop::Table(name.to_string());
+        if let Some(position) = self.pending_drops.iter().position(|pending| *pending == table) {
             self.pending_drops.remove(position);
             self.catalog.drop_table(name)?;
         }
         Ok(())
     }
 
-    /// After COMMIT: drops the tables the block dropped. A crash between the commit and
-    /// these drops keeps the tables (the DROP is then lost, never data).
+    /// After COMMIT: drops the tables and indexes the block dropped. A crash between the
+    /// commit and these drops keeps them (the DROP is then lost, never data).
     pub(super) fn finish_pending_drops(&mut self) -> Result<()> {
         let pending = std::mem::take(&mut self.pending_drops);
         if pending.is_empty() {
             return Ok(());
         }
         let _guard = self.catalog.lock_ddl();
-        for name in pending {
-            if self.catalog.table(&name).is_some() {
-                self.catalog.drop_table(&name)?;
+        for drop in pending {
+            match drop {
+                PendingDrop::Table(name) => {
+                    if self.catalog.table(&name).is_some() {
+                        self.catalog.drop_table(&name)?;
+                    }
+                }
+                PendingDrop::Index(name) => {
+                    if self.catalog.index_table(&name).is_some() {
+                        self.catalog.drop_index(&name)?;
+                    }
+                }
             }
         }
         Ok(())
     }
 
-    /// After ROLLBACK: the dropped tables stay.
+    /// After ROLLBACK: the dropped tables and indexes stay.
     pub(super) fn forget_pending_drops(&mut self) {
         if !self.pending_drops.is_empty() {
             self.pending_drops.clear();

@@ -30,6 +30,7 @@ mod run;
 mod schema_privileges;
 mod settings;
 mod stream;
+mod transactional_ddl;
 mod txn_modes;
 mod utility;
 mod vacuum;
@@ -118,11 +119,17 @@ pub struct Session {
     /// Settings as they were at BEGIN and at each savepoint (by name): SET is transactional,
     /// so ROLLBACK (TO SAVEPOINT) restores them.
     block_settings: Option<HashMap<String, String>>,
-    /// Per savepoint: its name, the settings and how many DROP TABLEs were pending then.
-    savepoint_settings: Vec<(String, HashMap<String, String>, usize)>,
+    /// Per savepoint: its name, the settings, how many DROP TABLEs were pending then and
+    /// the length of `ddl_tables` then.
+    savepoint_settings: Vec<(String, HashMap<String, String>, usize, usize)>,
     /// Tables this block dropped: hidden from this session at once, dropped when the block
     /// commits, kept if it rolls back (ddl.rs `drop_in_block`).
-    pending_drops: Vec<String>,
+    pending_drops: Vec<ddl::PendingDrop>,
+    /// Identifies the session to the catalog's DDL claims (transactional_ddl.rs).
+    session_id: u64,
+    /// Tables the open transaction's DDL claimed, in order (repeats allowed): repaired if
+    /// it rolls back, released when it ends.
+    ddl_tables: Vec<String>,
     pub database: String,
     pub user: String,
     /// The OID of the role the session logged in as, fixed at its first lookup: a session
@@ -194,6 +201,8 @@ impl Session {
             block_settings: None,
             savepoint_settings: Vec::new(),
             pending_drops: Vec::new(),
+            session_id: transactional_ddl::next_session_id(),
+            ddl_tables: Vec::new(),
             database: database.to_string(),
             user: user.to_string(),
             role_oid: std::sync::OnceLock::new(),
@@ -596,6 +605,48 @@ impl Session {
         }
     }
 
+    /// COMMIT: commits the block (a failed block rolls back instead), then its pending drops
+    /// and claims.
+    fn commit_block(&mut self) -> Result<Output> {
+        self.cursors.clear();
+        let saved_settings = self.block_settings.take();
+        self.savepoint_settings.clear();
+        let tag = match self.state {
+            BlockState::Failed => {
+                if let Some(transaction) = self.transaction.take() {
+                    let _ = transaction.rollback();
+                }
+                if let Some(settings) = saved_settings {
+                    self.settings = settings;
+                }
+                self.forget_pending_drops();
+                self.end_transaction_ddl(false);
+                CommandTag::Rollback
+            }
+            _ => {
+                if let Some(transaction) = self.transaction.take() {
+                    let outcome = transaction.commit();
+                    self.state = BlockState::Idle;
+                    self.block_isolation = None;
+                    self.block_read_only = None;
+                    if outcome.is_err() {
+                        self.pending_drops.clear();
+                        self.end_transaction_ddl(false);
+                    }
+                    outcome?;
+                }
+                let dropped = self.finish_pending_drops();
+                self.end_transaction_ddl(true);
+                dropped?;
+                CommandTag::Commit
+            }
+        };
+        self.state = BlockState::Idle;
+        self.block_isolation = None;
+        self.block_read_only = None;
+        Ok(Output::command(tag))
+    }
+
     fn transaction_control(&mut self, statement: &ast::Statement) -> Result<Option<Output>> {
         Ok(Some(match statement {
             ast::Statement::StartTransaction { modes, .. } => {
@@ -611,41 +662,7 @@ impl Session {
                 self.savepoint_settings.clear();
                 Output::command(CommandTag::Begin)
             }
-            ast::Statement::Commit { .. } => {
-                self.cursors.clear();
-                let saved_settings = self.block_settings.take();
-                self.savepoint_settings.clear();
-                let tag = match self.state {
-                    BlockState::Failed => {
-                        if let Some(transaction) = self.transaction.take() {
-                            let _ = transaction.rollback();
-                        }
-                        if let Some(settings) = saved_settings {
-                            self.settings = settings;
-                        }
-                        self.forget_pending_drops();
-                        CommandTag::Rollback
-                    }
-                    _ => {
-                        if let Some(transaction) = self.transaction.take() {
-                            let outcome = transaction.commit();
-                            self.state = BlockState::Idle;
-                            self.block_isolation = None;
-                            self.block_read_only = None;
-                            if outcome.is_err() {
-                                self.pending_drops.clear();
-                            }
-                            outcome?;
-                        }
-                        self.finish_pending_drops()?;
-                        CommandTag::Commit
-                    }
-                };
-                self.state = BlockState::Idle;
-                self.block_isolation = None;
-                self.block_read_only = None;
-                Output::command(tag)
-            }
+            ast::Statement::Commit { .. } => self.commit_block()?,
             ast::Statement::Rollback { savepoint: Some(name), .. } => {
                 if self.state == BlockState::Idle {
                     return Err(SqlError::new(
@@ -660,11 +677,13 @@ impl Session {
                 self.state = BlockState::InBlock;
                 let name = ident(name);
                 if let Some(position) =
-                    self.savepoint_settings.iter().rposition(|(saved, _, _)| *saved == name)
+                    self.savepoint_settings.iter().rposition(|(saved, ..)| *saved == name)
                 {
                     self.savepoint_settings.truncate(position + 1);
                     self.settings = self.savepoint_settings[position].1.clone();
                     self.pending_drops.truncate(self.savepoint_settings[position].2);
+                    let ddl_mark = self.savepoint_settings[position].3;
+                    self.rollback_ddl_to(ddl_mark)?;
                 }
                 Output::command(CommandTag::Rollback)
             }
@@ -676,8 +695,11 @@ impl Session {
                 self.savepoint_settings.clear();
                 self.forget_pending_drops();
                 if let Some(transaction) = self.transaction.take() {
-                    transaction.rollback()?;
+                    let outcome = transaction.rollback();
+                    self.end_transaction_ddl(false);
+                    outcome?;
                 }
+                self.end_transaction_ddl(false);
                 self.state = BlockState::Idle;
                 self.block_isolation = None;
                 self.block_read_only = None;
@@ -691,6 +713,7 @@ impl Session {
                     ident(name),
                     self.settings.clone(),
                     self.pending_drops.len(),
+                    self.ddl_tables.len(),
                 ));
                 Output::command(CommandTag::Savepoint)
             }
@@ -700,7 +723,7 @@ impl Session {
                 self.transaction.as_mut().expect("begun").release_savepoint(&ident(name))?;
                 let name = ident(name);
                 if let Some(position) =
-                    self.savepoint_settings.iter().rposition(|(saved, _, _)| *saved == name)
+                    self.savepoint_settings.iter().rposition(|(saved, ..)| *saved == name)
                 {
                     self.savepoint_settings.truncate(position);
                 }
@@ -723,6 +746,7 @@ impl Session {
         if let Some(transaction) = self.transaction.take() {
             let _ = transaction.rollback();
         }
+        self.end_transaction_ddl(false);
         self.state = BlockState::Idle;
     }
 }

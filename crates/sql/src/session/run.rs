@@ -42,8 +42,14 @@ impl Session {
             ast::Statement::Explain { statement: inner, analyze, options, .. } => {
                 self.explain(inner, *analyze, options.as_deref(), params)
             }
-            ast::Statement::CreateTable(create) => self.create_table(create),
-            ast::Statement::CreateIndex(create) => self.create_index(create),
+            ast::Statement::CreateTable(create) => {
+                let tables = [self.namespace().new_table(&create.name)?];
+                self.transactional_ddl(&tables, |session| session.create_table(create))
+            }
+            ast::Statement::CreateIndex(create) => {
+                let tables = [self.namespace().existing_table(&create.table_name)?];
+                self.transactional_ddl(&tables, |session| session.create_index(create))
+            }
             ast::Statement::CreateRole(create) => self.create_role(create),
             ast::Statement::Grant(grant) => {
                 let refused = grant.with_grant_option || grant.granted_by.is_some();
@@ -65,30 +71,27 @@ impl Session {
                 ..
             } => self.drop_roles(*if_exists, names),
             ast::Statement::Drop { object_type, if_exists, names, .. } => {
-                self.drop(object_type, *if_exists, names)
+                let tables = self.drop_targets(object_type, names);
+                self.transactional_ddl(&tables, |session| {
+                    session.drop(object_type, *if_exists, names)
+                })
             }
-            ast::Statement::AlterTable(alter) => self.alter_table(alter),
+            ast::Statement::AlterTable(alter) => {
+                let tables = [self.namespace().existing_table(&alter.name)?];
+                self.transactional_ddl(&tables, |session| session.alter_table(alter))
+            }
             ast::Statement::Truncate(truncate) => {
                 let names = truncate
                     .table_names
                     .iter()
                     .map(|target| self.namespace().existing_table(&target.name))
                     .collect::<Result<Vec<String>>>()?;
-                if self.state != BlockState::Idle {
-                    // Inside a block TRUNCATE must roll back with it: the rows are deleted
-                    // in the block's transaction (slower than the fresh trees of an
-                    // autocommit TRUNCATE, and rows committed after a REPEATABLE READ
-                    // snapshot stay).
-                    for name in &names {
-                        self.delete_all_rows(name)?;
-                    }
-                    return Ok(Output::command(CommandTag::TruncateTable));
+                self.claim_for_ddl(&names)?;
+                let outcome = self.truncate(&names);
+                if self.state == BlockState::Idle {
+                    self.end_transaction_ddl(outcome.is_ok());
                 }
-                let _guard = self.catalog.lock_ddl();
-                for name in &names {
-                    self.catalog.truncate_table(name)?;
-                }
-                Ok(Output::command(CommandTag::TruncateTable))
+                outcome
             }
             ast::Statement::Set(set) => self.set(set),
             ast::Statement::ShowVariable { variable } => self.show(variable),
@@ -153,6 +156,7 @@ impl Session {
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),
+            hidden_tables: self.namespace().hidden,
         };
         let budget = self.memory_budget();
         let limits = self.wait_limits();
@@ -271,6 +275,49 @@ fn create_extension(name: &str) -> Result<Output> {
 
 impl Session {
     /// Deletes every row of `table` in the current transaction (TRUNCATE in a block).
+    /// TRUNCATE of `names` (claimed by the caller).
+    fn truncate(&mut self, names: &[String]) -> Result<Output> {
+        if self.state != BlockState::Idle {
+            // Inside a block TRUNCATE must roll back with it: the rows are deleted in the
+            // block's transaction (slower than the fresh trees of an autocommit TRUNCATE,
+            // and rows committed after a REPEATABLE READ snapshot stay).
+            for name in names {
+                self.delete_all_rows(name)?;
+            }
+            return Ok(Output::command(CommandTag::TruncateTable));
+        }
+        let _guard = self.catalog.lock_ddl();
+        for name in names {
+            self.catalog.truncate_table(name)?;
+        }
+        Ok(Output::command(CommandTag::TruncateTable))
+    }
+
+    /// The tables a DROP changes, as far as its names resolve (the DROP itself reports the
+    /// names that do not): the tables, or the tables of the indexes.
+    fn drop_targets(
+        &self,
+        object_type: &ast::ObjectType,
+        names: &[ast::ObjectName],
+    ) -> Vec<String> {
+        let resolved = names.iter().filter_map(|name| self.namespace().existing_table(name).ok());
+        match object_type {
+            ast::ObjectType::Table => resolved.collect(),
+            ast::ObjectType::Index => {
+                let tables = self.catalog.tables();
+                resolved
+                    .filter_map(|index| {
+                        tables
+                            .iter()
+                            .find(|table| table.indexes.iter().any(|known| known.name == index))
+                            .map(|table| table.name.clone())
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     fn delete_all_rows(&mut self, table: &str) -> Result<()> {
         if self.catalog.table(table).is_none() {
             return Err(SqlError::undefined_table(table));

@@ -49,13 +49,28 @@ impl Session {
             self.state = BlockState::Idle;
             self.implicit_block = false;
             self.cursors.clear();
-            if let Some(transaction) = self.transaction.take() {
-                if failed {
+            let committed = match self.transaction.take() {
+                Some(transaction) if failed => {
                     let _ = transaction.rollback();
-                } else if let Err(error) = transaction.commit() {
-                    sink.finished(Err(error.into()), self.state);
+                    false
                 }
+                Some(transaction) => match transaction.commit() {
+                    Ok(()) => true,
+                    Err(error) => {
+                        sink.finished(Err(error.into()), self.state);
+                        false
+                    }
+                },
+                None => !failed,
+            };
+            if committed {
+                if let Err(error) = self.finish_pending_drops() {
+                    sink.finished(Err(error), self.state);
+                }
+            } else {
+                self.forget_pending_drops();
             }
+            self.end_transaction_ddl(committed);
         }
     }
 }

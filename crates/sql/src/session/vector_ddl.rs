@@ -137,7 +137,8 @@ impl Session {
             ));
         }
         let table_name = self.namespace().existing_table(&create.table_name)?;
-        let _guard = self.catalog.lock_ddl();
+        let catalog = Arc::clone(&self.catalog);
+        let _guard = catalog.lock_ddl();
         let table = self
             .catalog
             .table(&table_name)
@@ -200,7 +201,12 @@ impl Session {
             m: m_value,
             ef_construction: ef_value,
         };
-        self.catalog.create_vector_index(&table_name, index, parameters)?;
+        Arc::clone(&self.catalog).create_vector_index(
+            self.ddl_transaction(),
+            &table_name,
+            index,
+            parameters,
+        )?;
         Ok(Output::command(CommandTag::CreateIndex))
     }
 }

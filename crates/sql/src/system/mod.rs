@@ -28,6 +28,9 @@ pub struct SessionInfo<'a> {
     pub catalog: &'a Catalog,
     /// pgvector's `hnsw.ef_search`, read by HNSW index scans when they run.
     pub hnsw_ef_search: usize,
+    /// Tables the session does not see: created by other sessions' open transactions, or
+    /// dropped by its own open block.
+    pub hidden_tables: Vec<String>,
 }
 
 /// What a view's rows are computed from.
@@ -66,8 +69,12 @@ pub fn view_columns(name: &str) -> Option<Vec<OutputColumn>> {
 /// of views it found).
 pub fn view_rows(name: &str, catalog: &Catalog, session: &SessionInfo<'_>) -> Vec<Row> {
     let Some(view) = view(name) else { return Vec::new() };
-    let tables =
-        catalog.tables().into_iter().filter(|table| !is_internal_table(&table.name)).collect();
+    let tables = catalog
+        .tables()
+        .into_iter()
+        .filter(|table| !is_internal_table(&table.name))
+        .filter(|table| !session.hidden_tables.contains(&table.name))
+        .collect();
     let context = ViewContext { catalog, session, tables };
     let rows = (view.rows)(&context);
     debug_assert!(rows.iter().all(|row| row.len() == view.columns.len()), "{name}: row width");
