@@ -10,42 +10,19 @@ impl<'a> Binder<'a> {
         hint: Option<&SqlType>,
     ) -> Result<(Expr, SqlType)> {
         let name = self.namespace.function(&function.name)?;
-        if function.over.is_some() {
-            return Err(SqlError::unsupported("window functions are not supported"));
-        }
         refuse_call_clauses(function, &name)?;
-        let (args, distinct, star) = match &function.args {
-            ast::FunctionArguments::None => (Vec::new(), false, false),
-            ast::FunctionArguments::Subquery(query) if name == "array" => {
+        if function.over.is_some() {
+            return self.window_call(function, &name, scope);
+        }
+        if let ast::FunctionArguments::Subquery(query) = &function.args {
+            if name == "array" {
                 // ARRAY(subquery): the rows as a PostgreSQL array literal ({a,b}), text.
                 let (plan, correlated) = self.subquery(query, scope)?;
                 let id = self.id();
                 return Ok((Expr::ArraySubquery { plan, correlated, id }, SqlType::Text));
             }
-            ast::FunctionArguments::Subquery(_) => {
-                return Err(SqlError::unsupported("function over a subquery"))
-            }
-            ast::FunctionArguments::List(list) => {
-                let mut args = Vec::new();
-                let mut star = false;
-                for arg in &list.args {
-                    match arg {
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) => {
-                            args.push(expr.clone())
-                        }
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
-                        _ => {
-                            return Err(SqlError::unsupported(format!(
-                                "unsupported argument in {name}"
-                            )))
-                        }
-                    }
-                }
-                let distinct =
-                    matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
-                (args, distinct, star)
-            }
-        };
+        }
+        let (args, distinct, star) = call_arguments(function, &name)?;
         if let Some(aggregate) = aggregate_function(&name, star) {
             return self.aggregate(function, aggregate, &args, distinct);
         }
@@ -107,37 +84,7 @@ impl<'a> Binder<'a> {
             bound.push(expr2);
         }
         self.grouping = saved;
-        let output = match aggregate {
-            AggregateFunction::CountStar | AggregateFunction::Count => SqlType::Int8,
-            AggregateFunction::Sum => match &input {
-                SqlType::Vector(_) => SqlType::Vector(None),
-                SqlType::Int2 | SqlType::Int4 => SqlType::Int8,
-                SqlType::Int8 | SqlType::Numeric { .. } => SqlType::numeric(),
-                SqlType::Float4 => SqlType::Float4,
-                SqlType::Float8 => SqlType::Float8,
-                other => {
-                    return Err(SqlError::undefined_function(&format!(
-                        "sum({})",
-                        other.display_name()
-                    )))
-                }
-            },
-            AggregateFunction::Avg => match &input {
-                SqlType::Vector(_) => SqlType::Vector(None),
-                ty if ty.is_integer() => SqlType::numeric(),
-                SqlType::Numeric { .. } => SqlType::numeric(),
-                SqlType::Float4 | SqlType::Float8 => SqlType::Float8,
-                other => {
-                    return Err(SqlError::undefined_function(&format!(
-                        "avg({})",
-                        other.display_name()
-                    )))
-                }
-            },
-            AggregateFunction::Min | AggregateFunction::Max => text_if_char(&input),
-            AggregateFunction::BoolAnd | AggregateFunction::BoolOr => SqlType::Bool,
-            AggregateFunction::StringAgg => SqlType::Text,
-        };
+        let output = aggregate_output(aggregate, &input)?;
         let expected_args = match aggregate {
             AggregateFunction::CountStar => 0,
             AggregateFunction::StringAgg => 2,
@@ -175,6 +122,68 @@ impl<'a> Binder<'a> {
     // ----- INSERT, UPDATE, DELETE helpers -----
 }
 
+/// The result type of an aggregate over an argument of type `input` (42883 when it has none).
+pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) -> Result<SqlType> {
+    Ok(match aggregate {
+        AggregateFunction::CountStar | AggregateFunction::Count => SqlType::Int8,
+        AggregateFunction::Sum => match input {
+            SqlType::Vector(_) => SqlType::Vector(None),
+            SqlType::Int2 | SqlType::Int4 => SqlType::Int8,
+            SqlType::Int8 | SqlType::Numeric { .. } => SqlType::numeric(),
+            SqlType::Float4 => SqlType::Float4,
+            SqlType::Float8 => SqlType::Float8,
+            other => {
+                return Err(SqlError::undefined_function(&format!("sum({})", other.display_name())))
+            }
+        },
+        AggregateFunction::Avg => match input {
+            SqlType::Vector(_) => SqlType::Vector(None),
+            ty if ty.is_integer() => SqlType::numeric(),
+            SqlType::Numeric { .. } => SqlType::numeric(),
+            SqlType::Float4 | SqlType::Float8 => SqlType::Float8,
+            other => {
+                return Err(SqlError::undefined_function(&format!("avg({})", other.display_name())))
+            }
+        },
+        AggregateFunction::Min | AggregateFunction::Max => text_if_char(input),
+        AggregateFunction::BoolAnd | AggregateFunction::BoolOr => SqlType::Bool,
+        AggregateFunction::StringAgg => SqlType::Text,
+    })
+}
+
+/// The arguments of a call: expressions, DISTINCT, and `*`.
+pub(crate) fn call_arguments(
+    function: &ast::Function,
+    name: &str,
+) -> Result<(Vec<ast::Expr>, bool, bool)> {
+    match &function.args {
+        ast::FunctionArguments::None => Ok((Vec::new(), false, false)),
+        ast::FunctionArguments::Subquery(_) => {
+            Err(SqlError::unsupported("function over a subquery"))
+        }
+        ast::FunctionArguments::List(list) => {
+            let mut args = Vec::new();
+            let mut star = false;
+            for arg in &list.args {
+                match arg {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) => {
+                        args.push(expr.clone())
+                    }
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                    _ => {
+                        return Err(SqlError::unsupported(format!(
+                            "unsupported argument in {name}"
+                        )))
+                    }
+                }
+            }
+            let distinct =
+                matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+            Ok((args, distinct, star))
+        }
+    }
+}
+
 pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunction> {
     Some(match name {
         "count" if star => AggregateFunction::CountStar,
@@ -193,7 +202,7 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
 /// Clauses of a call that tierdb does not evaluate are refused, never read and ignored
 /// (an ignored `FILTER (WHERE ...)` counts rows it should not; an ignored `ORDER BY` in
 /// string_agg concatenates in the wrong order).
-fn refuse_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
+pub(crate) fn refuse_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
     if function.filter.is_some() {
         return Err(SqlError::unsupported(format!(
             "FILTER (WHERE ...) on aggregate {name} is not supported"

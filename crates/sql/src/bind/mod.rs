@@ -21,6 +21,7 @@ mod query;
 mod scope;
 mod select;
 mod signatures;
+mod window;
 
 pub(crate) use crate::parse::names::{ident, object_name};
 pub(crate) use crate::types::{is_serial, sql_type};
@@ -35,6 +36,7 @@ pub(crate) use query::*;
 pub(crate) use scope::*;
 pub(crate) use select::*;
 pub(crate) use signatures::*;
+pub(crate) use window::{has_window, place_windows};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -73,6 +75,10 @@ pub struct Binder<'a> {
     correlated: Vec<bool>,
     ctes: Vec<HashMap<String, (ast::Query, Vec<String>)>>,
     grouping: Option<Grouping>,
+    /// The window calls of the select list being bound (None where they are not allowed).
+    windows: Option<Vec<window::PendingWindow>>,
+    /// Binding a window call's arguments or window (calls cannot nest).
+    in_window_call: bool,
     next_id: usize,
     /// The clause being bound where aggregates are not allowed ("WHERE", "JOIN conditions"),
     /// for PostgreSQL's error message.
@@ -91,6 +97,8 @@ impl<'a> Binder<'a> {
             correlated: Vec::new(),
             ctes: Vec::new(),
             grouping: None,
+            windows: None,
+            in_window_call: false,
             next_id: 0,
             locking: None,
             clause: None,

@@ -17,6 +17,19 @@ impl<'a> Binder<'a> {
             // The top-level SELECT ... INTO was made CREATE TABLE AS by the parser.
             return Err(SqlError::syntax("SELECT ... INTO is not allowed here"));
         }
+        // Window calls belong to this SELECT's list only (not to WHERE, nor to an enclosing
+        // query's list while a subquery is bound).
+        let enclosing_windows = self.windows.take();
+        let outcome = self.select_with_windows(select, order_by);
+        self.windows = enclosing_windows;
+        outcome
+    }
+
+    fn select_with_windows(
+        &mut self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+    ) -> Result<Plan> {
         let locking = self.locking.take();
         if let Some(locking) = &locking {
             locking.check_from(&select.from)?;
@@ -41,15 +54,30 @@ impl<'a> Binder<'a> {
         // Select list (and, with aggregation, everything above the aggregate).
         let grouping_scope =
             if self.bind_grouping(select, order_by, &scope)? { Scope::default() } else { scope };
+        self.windows = Some(Vec::new());
         let outcome = self.select_list(select, order_by, &grouping_scope);
         let grouping = self.grouping.take();
+        let windows = self.windows.take().unwrap_or_default();
         let (mut items, mut names, item_types, mut sort_keys, having) = outcome?;
+        if having.as_ref().is_some_and(has_window) {
+            return Err(SqlError::new("42P20", "window functions are not allowed in HAVING"));
+        }
         // Checked from the text before parsing too; here after `*` is expanded.
         if items.len() > crate::parse::limits::TARGET_LIST_ENTRIES_MAX {
             return Err(crate::parse::limits::target_list_error());
         }
         if let Some(grouping) = grouping {
             plan = self.aggregate_plan(plan, grouping, having);
+        }
+        if !windows.is_empty() {
+            let (windowed, positions) = self.window_plan(plan, windows);
+            plan = windowed;
+            items.iter_mut().for_each(|item| place_windows(item, &positions));
+            for (target, _) in &mut sort_keys {
+                if let SortTarget::Expr(expr, _) = target {
+                    place_windows(expr, &positions);
+                }
+            }
         }
         let visible = items.len();
         // Sort keys that are not output columns become hidden columns.

@@ -56,6 +56,7 @@ fn title(plan: &Plan) -> String {
                 "HashAggregate".into()
             }
         }
+        PlanKind::Window { .. } => "WindowAgg".into(),
         PlanKind::Sort { .. } => "Sort".into(),
         PlanKind::Limit { .. } => "Limit".into(),
         PlanKind::Distinct { .. } => "HashAggregate (distinct)".into(),
@@ -90,6 +91,7 @@ fn children(plan: &Plan) -> Vec<&Plan> {
         | PlanKind::LockRows { input, .. }
         | PlanKind::Project { input, .. }
         | PlanKind::Aggregate { input, .. }
+        | PlanKind::Window { input, .. }
         | PlanKind::Sort { input, .. }
         | PlanKind::Limit { input, .. }
         | PlanKind::Distinct { input } => vec![input],

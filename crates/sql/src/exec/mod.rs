@@ -22,6 +22,7 @@ mod rows;
 mod scan;
 mod sort;
 pub(crate) mod spill;
+mod window;
 
 pub(crate) use aggregate::*;
 pub(crate) use dml::*;
@@ -275,6 +276,9 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         }
         PlanKind::Aggregate { input, groups, aggregates } => {
             aggregate(input, groups, aggregates, plan.id, ctx, probe, sink)
+        }
+        PlanKind::Window { input, spec, calls } => {
+            window::run_window(input, spec, calls, ctx, probe, sink)
         }
         PlanKind::Sort { input, keys } => run_sorted(input, keys, None, plan.id, ctx, probe, sink),
         PlanKind::Limit { input, limit, offset } => {

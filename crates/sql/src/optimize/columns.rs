@@ -24,7 +24,7 @@
 //! | Aggregate                     | the columns of the groups and of every aggregate argument |
 //! | NestedLoopJoin, HashJoin      | `needed`, the keys and the condition, split by side        |
 //! | Scan                          | decodes `needed` and its filter's columns, returns `needed` |
-//! | IndexJoin, LockRows, Distinct, Union, SetDifference | everything                         |
+//! | IndexJoin, LockRows, Distinct, Window, Union, SetDifference | everything                 |
 //!
 //! Everything is read wherever the answer depends on whole rows (DISTINCT and set
 //! operations compare every column), where a row is a probe for an inner plan (index joins
@@ -197,7 +197,9 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
             prune(right, Needed::all(right_width));
             identity(plan.columns.len())
         }
-        PlanKind::LockRows { input, .. } | PlanKind::Distinct { input } => {
+        PlanKind::LockRows { input, .. }
+        | PlanKind::Distinct { input }
+        | PlanKind::Window { input, .. } => {
             let width = input.arity();
             prune(input, Needed::all(width));
             identity(plan.columns.len())

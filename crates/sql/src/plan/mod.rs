@@ -9,6 +9,9 @@ mod dml;
 mod join;
 mod nearest;
 mod size;
+mod window;
+
+pub use window::{FrameBound, WindowCall, WindowFrame, WindowFunction, WindowSpec};
 
 pub(crate) use access::*;
 pub(crate) use dml::*;
@@ -447,6 +450,13 @@ pub enum PlanKind {
         input: Box<Plan>,
         groups: Vec<Expr>,
         aggregates: Vec<AggregateCall>,
+    },
+    /// Window functions over `input` sorted by the spec's partition and order columns: the
+    /// input row, then one value per call.
+    Window {
+        input: Box<Plan>,
+        spec: WindowSpec,
+        calls: Vec<WindowCall>,
     },
     Sort {
         input: Box<Plan>,

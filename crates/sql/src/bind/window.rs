@@ -1,0 +1,322 @@
+//! Window function calls (`f(...) OVER (PARTITION BY ... ORDER BY ... frame)`) in the select
+//! list and ORDER BY.
+//!
+//! While the select list is bound, each call is recorded (`PendingWindow`) and stands for a
+//! placeholder column, `WINDOW_COLUMN_BASE + its index`. After the aggregate (if any), the
+//! calls are planned: one Window node per distinct window, each over a Sort by the window's
+//! PARTITION BY and ORDER BY expressions (appended to the row by a Project), and the
+//! placeholders are renumbered to the Window nodes' output columns.
+
+use super::*;
+use crate::plan::{FrameBound, WindowCall, WindowFrame, WindowFunction, WindowSpec};
+
+/// Placeholder columns of window calls start here (far above any real row width).
+pub(super) const WINDOW_COLUMN_BASE: usize = usize::MAX / 2;
+
+/// A window call of the SELECT being bound.
+pub(crate) struct PendingWindow {
+    /// The OVER clause's text: calls with the same window share a Window node.
+    key: String,
+    partition: Vec<Expr>,
+    /// ORDER BY expressions with (descending, nulls_first).
+    order: Vec<(Expr, bool, bool)>,
+    frame: WindowFrame,
+    call: WindowCall,
+}
+
+impl<'a> Binder<'a> {
+    /// Binds a call with OVER; its value is a placeholder column (module docs).
+    pub(crate) fn window_call(
+        &mut self,
+        function: &ast::Function,
+        name: &str,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let Some(ast::WindowType::WindowSpec(spec)) = &function.over else {
+            return Err(SqlError::unsupported(
+                "named windows (the WINDOW clause) are not supported",
+            ));
+        };
+        if spec.window_name.is_some() {
+            return Err(SqlError::unsupported(
+                "named windows (the WINDOW clause) are not supported",
+            ));
+        }
+        if self.in_window_call {
+            return Err(SqlError::new("42P20", "window function calls cannot be nested"));
+        }
+        if self.windows.is_none() {
+            let place =
+                self.clause.map_or_else(|| "here".to_string(), |clause| format!("in {clause}"));
+            return Err(SqlError::new(
+                "42P20",
+                format!("window functions are not allowed {place}"),
+            ));
+        }
+        let (args, distinct, star) = call_arguments(function, name)?;
+        if distinct {
+            return Err(SqlError::unsupported("DISTINCT is not implemented for window functions"));
+        }
+        self.in_window_call = true;
+        let bound = self.bind_window_parts(spec, &args, scope);
+        self.in_window_call = false;
+        let (partition, order, args) = bound?;
+        let call = window_function(name, star, args)?;
+        let frame = frame_of(spec.window_frame.as_ref())?;
+        let output = call.output.clone();
+        let windows = self.windows.as_mut().expect("checked above");
+        let index = windows.len();
+        windows.push(PendingWindow { key: spec.to_string(), partition, order, frame, call });
+        Ok((Expr::Column(WINDOW_COLUMN_BASE + index), output))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn bind_window_parts(
+        &mut self,
+        spec: &ast::WindowSpec,
+        args: &[ast::Expr],
+        scope: &Scope,
+    ) -> Result<(Vec<Expr>, Vec<(Expr, bool, bool)>, Vec<(Expr, SqlType)>)> {
+        let mut partition = Vec::new();
+        for expr in &spec.partition_by {
+            partition.push(self.expr(expr, scope, None)?.0);
+        }
+        let mut order = Vec::new();
+        for item in &spec.order_by {
+            let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+            let nulls_first = item.options.nulls_first.unwrap_or(descending);
+            order.push((self.expr(&item.expr, scope, None)?.0, descending, nulls_first));
+        }
+        let mut bound = Vec::new();
+        for arg in args {
+            bound.push(self.expr(arg, scope, None)?);
+        }
+        Ok((partition, order, bound))
+    }
+
+    /// Plans the window calls over `plan`; returns the plan and each call's output column.
+    pub(crate) fn window_plan(
+        &mut self,
+        mut plan: Plan,
+        windows: Vec<PendingWindow>,
+    ) -> (Plan, Vec<usize>) {
+        let mut positions = vec![0; windows.len()];
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        for (index, window) in windows.iter().enumerate() {
+            match groups.iter_mut().find(|(key, _)| *key == window.key) {
+                Some((_, members)) => members.push(index),
+                None => groups.push((window.key.clone(), vec![index])),
+            }
+        }
+        for (_, members) in groups {
+            let first = &windows[members[0]];
+            let base = plan.arity();
+            let keys: Vec<Expr> = first
+                .partition
+                .iter()
+                .cloned()
+                .chain(first.order.iter().map(|(expr, ..)| expr.clone()))
+                .collect();
+            let mut columns = plan.columns.clone();
+            if !keys.is_empty() {
+                let mut exprs: Vec<Expr> = (0..base).map(Expr::Column).collect();
+                exprs.extend(keys.iter().cloned());
+                columns.extend(keys.iter().map(|_| computed_column("?window?", SqlType::Text)));
+                plan =
+                    self.plan(PlanKind::Project { input: Box::new(plan), exprs }, columns.clone());
+                let partition_count = first.partition.len();
+                let mut sort_keys: Vec<SortKey> = (0..partition_count)
+                    .map(|offset| SortKey {
+                        column: base + offset,
+                        descending: false,
+                        nulls_first: false,
+                    })
+                    .collect();
+                for (offset, (_, descending, nulls_first)) in first.order.iter().enumerate() {
+                    sort_keys.push(SortKey {
+                        column: base + partition_count + offset,
+                        descending: *descending,
+                        nulls_first: *nulls_first,
+                    });
+                }
+                plan = self.plan(
+                    PlanKind::Sort { input: Box::new(plan), keys: sort_keys },
+                    columns.clone(),
+                );
+            }
+            let partition_count = first.partition.len();
+            let spec = WindowSpec {
+                partition: (base..base + partition_count).collect(),
+                order: first
+                    .order
+                    .iter()
+                    .enumerate()
+                    .map(|(offset, (_, descending, nulls_first))| SortKey {
+                        column: base + partition_count + offset,
+                        descending: *descending,
+                        nulls_first: *nulls_first,
+                    })
+                    .collect(),
+                frame: first.frame,
+            };
+            let width = columns.len();
+            let mut calls = Vec::new();
+            for (slot, &member) in members.iter().enumerate() {
+                positions[member] = width + slot;
+                let call = windows[member].call.clone();
+                columns.push(computed_column(&call.function.name(), call.output.clone()));
+                calls.push(call);
+            }
+            plan = self.plan(PlanKind::Window { input: Box::new(plan), spec, calls }, columns);
+        }
+        (plan, positions)
+    }
+}
+
+/// Renumbers window placeholders in `expr` to the planned columns.
+pub(crate) fn place_windows(expr: &mut Expr, positions: &[usize]) {
+    expr.map_columns(&mut |column| {
+        if column >= WINDOW_COLUMN_BASE {
+            positions[column - WINDOW_COLUMN_BASE]
+        } else {
+            column
+        }
+    });
+}
+
+/// Whether `expr` holds a window call's placeholder.
+pub(crate) fn has_window(expr: &Expr) -> bool {
+    let mut columns = Vec::new();
+    expr.columns(&mut columns);
+    columns.iter().any(|&column| column >= WINDOW_COLUMN_BASE)
+}
+
+/// The call for a window function name and its bound arguments, with PostgreSQL's types.
+fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result<WindowCall> {
+    let types: Vec<SqlType> = args.iter().map(|(_, ty)| ty.clone()).collect();
+    let signature = || {
+        let list: Vec<String> = types.iter().map(SqlType::display_name).collect();
+        SqlError::undefined_function(&format!("{name}({})", list.join(", ")))
+    };
+    let value_type =
+        |ty: &SqlType| if *ty == SqlType::Unknown { SqlType::Text } else { ty.clone() };
+    if let Some(aggregate) = aggregate_function(name, star) {
+        let input = types.first().map_or(SqlType::Int8, value_type);
+        let output = aggregate_output(aggregate, &input)?;
+        let call = AggregateCall {
+            function: aggregate,
+            args: args.into_iter().map(|(expr, _)| expr).collect(),
+            distinct: false,
+            input,
+            output: output.clone(),
+        };
+        return Ok(WindowCall {
+            function: WindowFunction::Aggregate(call),
+            args: Vec::new(),
+            output,
+        });
+    }
+    let (function, output) = match (name, args.len()) {
+        ("row_number", 0) => (WindowFunction::RowNumber, SqlType::Int8),
+        ("rank", 0) => (WindowFunction::Rank, SqlType::Int8),
+        ("dense_rank", 0) => (WindowFunction::DenseRank, SqlType::Int8),
+        ("percent_rank", 0) => (WindowFunction::PercentRank, SqlType::Float8),
+        ("cume_dist", 0) => (WindowFunction::CumeDist, SqlType::Float8),
+        ("ntile", 1) => (WindowFunction::Ntile, SqlType::Int4),
+        ("lag", 1..=3) => (WindowFunction::Lag, value_type(&types[0])),
+        ("lead", 1..=3) => (WindowFunction::Lead, value_type(&types[0])),
+        ("first_value", 1) => (WindowFunction::FirstValue, value_type(&types[0])),
+        ("last_value", 1) => (WindowFunction::LastValue, value_type(&types[0])),
+        ("nth_value", 2) => (WindowFunction::NthValue, value_type(&types[0])),
+        (
+            "row_number" | "rank" | "dense_rank" | "percent_rank" | "cume_dist" | "ntile" | "lag"
+            | "lead" | "first_value" | "last_value" | "nth_value",
+            _,
+        ) => return Err(signature()),
+        _ => {
+            return Err(SqlError::new(
+                "42809",
+                format!(
+                    "OVER specified, but {name} is not a window function nor an aggregate function"
+                ),
+            ))
+        }
+    };
+    let mut bound = Vec::with_capacity(args.len());
+    for (position, (expr, ty)) in args.into_iter().enumerate() {
+        // The value keeps its type; offsets and counts are integers; lag/lead's default
+        // takes the value's type.
+        let target = match (position, &function) {
+            (0, WindowFunction::Ntile) | (1, _) => SqlType::Int4,
+            (0, _) => value_type(&ty),
+            _ => output.clone(),
+        };
+        bound.push(coerce(expr, &ty, &target, false)?);
+    }
+    Ok(WindowCall { function, args: bound, output })
+}
+
+/// The frame clause, as far as tierdb evaluates it (ROWS with constant offsets, RANGE
+/// between UNBOUNDED and CURRENT ROW); the rest is 0A000, never ignored.
+fn frame_of(frame: Option<&ast::WindowFrame>) -> Result<WindowFrame> {
+    let Some(frame) = frame else { return Ok(WindowFrame::DEFAULT) };
+    let rows = match frame.units {
+        ast::WindowFrameUnits::Rows => true,
+        ast::WindowFrameUnits::Range => false,
+        ast::WindowFrameUnits::Groups => {
+            return Err(SqlError::unsupported("GROUPS window frames are not supported"))
+        }
+    };
+    let start = frame_bound(&frame.start_bound, rows, "starting")?;
+    let end = match &frame.end_bound {
+        Some(bound) => frame_bound(bound, rows, "ending")?,
+        None => FrameBound::CurrentRow,
+    };
+    let invalid = |message: &str| Err(SqlError::new("42P20", message.to_string()));
+    match (start, end) {
+        (FrameBound::UnboundedFollowing, _) => invalid("frame start cannot be UNBOUNDED FOLLOWING"),
+        (_, FrameBound::UnboundedPreceding) => invalid("frame end cannot be UNBOUNDED PRECEDING"),
+        (FrameBound::CurrentRow, FrameBound::Preceding(_)) => {
+            invalid("frame starting from current row cannot have preceding rows")
+        }
+        (FrameBound::Following(_), FrameBound::Preceding(_) | FrameBound::CurrentRow) => {
+            invalid("frame starting from following row cannot have preceding rows")
+        }
+        _ => Ok(WindowFrame { rows, start, end }),
+    }
+}
+
+fn frame_bound(bound: &ast::WindowFrameBound, rows: bool, which: &str) -> Result<FrameBound> {
+    let offset = |expr: &ast::Expr| -> Result<u64> {
+        if !rows {
+            return Err(SqlError::unsupported(
+                "RANGE with offset PRECEDING/FOLLOWING is not supported",
+            ));
+        }
+        match expr {
+            ast::Expr::Value(value) => match &value.value {
+                ast::Value::Number(text, _) => text.parse::<u64>().map_err(|_| {
+                    SqlError::unsupported(
+                        "window frame offsets other than integer constants are not supported",
+                    )
+                }),
+                _ => Err(SqlError::unsupported(
+                    "window frame offsets other than integer constants are not supported",
+                )),
+            },
+            ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, .. } => {
+                Err(SqlError::new("22013", format!("frame {which} offset must not be negative")))
+            }
+            _ => Err(SqlError::unsupported(
+                "window frame offsets other than integer constants are not supported",
+            )),
+        }
+    };
+    Ok(match bound {
+        ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
+        ast::WindowFrameBound::Preceding(None) => FrameBound::UnboundedPreceding,
+        ast::WindowFrameBound::Following(None) => FrameBound::UnboundedFollowing,
+        ast::WindowFrameBound::Preceding(Some(expr)) => FrameBound::Preceding(offset(expr)?),
+        ast::WindowFrameBound::Following(Some(expr)) => FrameBound::Following(offset(expr)?),
+    })
+}
