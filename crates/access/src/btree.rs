@@ -589,10 +589,16 @@ impl BTree {
         let overflow = found.and_then(|index| overflow_of(node, index));
         let mut after = mtr.page(slot).payload().to_vec();
         let mut editable = NodeMut::open(&mut after).map_err(|error| corrupt(page_id, error.0))?;
-        if let Some(index) = found {
+        let in_place = match (found, stored) {
+            (Some(index), Some(stored)) if overflow.is_none() => {
+                editable.overwrite_leaf_value(index, stored)
+            }
+            _ => false,
+        };
+        if let Some(index) = found.filter(|_| !in_place) {
             editable.remove(index);
         }
-        if let Some(stored) = stored {
+        if let Some(stored) = stored.filter(|_| !in_place) {
             let index = editable.view().search(key).expect_err("removed above");
             assert!(editable.insert_leaf(index, key, stored), "caller checked the room");
         }
