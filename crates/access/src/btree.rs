@@ -24,6 +24,8 @@ use tierdb_common::{ErrorKind, Lsn, Page, PageId, PageType, PAGE_PAYLOAD_SIZE};
 use tierdb_storage::{Mtr, MtrSlot, PageStore, StorageError};
 
 use crate::delta::{plan_payload_change, PayloadChange};
+mod batch;
+
 use crate::node::{
     internal_cell_bytes, leaf_cell_bytes, leaf_cell_size, CellValue, Node, NodeMut, HEADER_BYTES,
     INLINE_VALUE_BYTES_MAX, KEY_BYTES_MAX,
@@ -456,8 +458,16 @@ impl BTree {
         self.insert_pessimistic(key, value)
     }
 
-    /// Latches the leaf for `key` exclusively (its parent shared while latching it).
-    fn latch_leaf(&self, mtr: &mut Mtr<'_>, key: &[u8]) -> Result<(MtrSlot, PageId, bool)> {
+    /// Latches the leaf for `key` exclusively (its parent shared while latching it). With
+    /// `upper`, sets it to the separator bounding the leaf above (exclusive; left as is for the
+    /// rightmost leaf): it holds while the leaf stays latched, because only a split, merge or
+    /// rebalance that latches the leaf moves its range.
+    fn latch_leaf(
+        &self,
+        mtr: &mut Mtr<'_>,
+        key: &[u8],
+        mut upper: Option<&mut Option<Vec<u8>>>,
+    ) -> Result<(MtrSlot, PageId, bool)> {
         let meta_page = self.store.read(self.meta)?;
         let meta = read_meta(self.meta, &meta_page)?;
         if meta.height == 1 {
@@ -476,7 +486,11 @@ impl BTree {
             if node.level() != level || level == 0 {
                 return Err(corrupt(page_id, format!("level={} expected={level}", node.level())));
             }
-            let child = PageId(child_at(node, child_position(node, key)));
+            let position = child_position(node, key);
+            if let Some(upper) = upper.as_deref_mut().filter(|_| position < node.count()) {
+                *upper = Some(node.key(position).to_vec());
+            }
+            let child = PageId(child_at(node, position));
             if child == page_id || child == self.meta {
                 // Latching it would wait on our own shared latch forever.
                 return Err(corrupt(
@@ -512,7 +526,7 @@ impl BTree {
         stored_bytes: usize,
     ) -> Result<Option<(Option<Vec<u8>>, Lsn)>> {
         let mut mtr = self.store.mtr();
-        let (slot, page_id, _) = self.latch_leaf(&mut mtr, key)?;
+        let (slot, page_id, _) = self.latch_leaf(&mut mtr, key, None)?;
         let node = open_node(page_id, mtr.page(slot))?;
         let existing = node.search(key);
         let freed = match existing {
@@ -575,10 +589,16 @@ impl BTree {
         let overflow = found.and_then(|index| overflow_of(node, index));
         let mut after = mtr.page(slot).payload().to_vec();
         let mut editable = NodeMut::open(&mut after).map_err(|error| corrupt(page_id, error.0))?;
-        if let Some(index) = found {
+        let in_place = match (found, stored) {
+            (Some(index), Some(stored)) if overflow.is_none() => {
+                editable.overwrite_leaf_value(index, stored)
+            }
+            _ => false,
+        };
+        if let Some(index) = found.filter(|_| !in_place) {
             editable.remove(index);
         }
-        if let Some(stored) = stored {
+        if let Some(stored) = stored.filter(|_| !in_place) {
             let index = editable.view().search(key).expect_err("removed above");
             assert!(editable.insert_leaf(index, key, stored), "caller checked the room");
         }
@@ -874,7 +894,7 @@ impl BTree {
         Self::check_sizes(key, None)?;
         {
             let mut mtr = self.store.mtr();
-            let (slot, page_id, is_root) = self.latch_leaf(&mut mtr, key)?;
+            let (slot, page_id, is_root) = self.latch_leaf(&mut mtr, key, None)?;
             let node = open_node(page_id, mtr.page(slot))?;
             let Ok(index) = node.search(key) else { return Ok(None) };
             let cell = match node.value(index) {

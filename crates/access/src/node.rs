@@ -502,6 +502,24 @@ impl<'a> NodeMut<'a> {
         put_u16(self.bytes, COUNT_OFFSET, to_u16(count + 1));
     }
 
+    /// Overwrites the value of leaf cell `index` in place with `value` if it has the old
+    /// value's length (returns false otherwise): the cell keeps its place, so the change is
+    /// the changed bytes only (a version's `xmin` frozen or `xmax` set), not a cell moved.
+    pub fn overwrite_leaf_value(&mut self, index: usize, value: &[u8]) -> bool {
+        let view = self.view();
+        debug_assert!(view.is_leaf(), "leaf value of an internal node");
+        assert!(index < view.count(), "slot index out of range");
+        let offset = view.slot(index);
+        let key = usize::from(get_u16(self.bytes, offset));
+        let length = usize::try_from(get_u32(self.bytes, offset + 2)).expect("fits");
+        if length != value.len() {
+            return false;
+        }
+        let start = offset + LEAF_CELL_HEADER_BYTES + key;
+        self.bytes[start..start + length].copy_from_slice(value);
+        true
+    }
+
     /// Removes the cell at `index`.
     pub fn remove(&mut self, index: usize) {
         let view = self.view();
@@ -573,6 +591,28 @@ fn next_difference(before: &[u8], after: &[u8], from: usize) -> Option<usize> {
     (index..before.len()).find(|&position| before[position] != after[position])
 }
 
+/// The first index at or after `from` where `before` and `after` hold the same byte (or the
+/// end), eight bytes at a time: a word is skipped when none of its bytes is equal (no zero
+/// byte in the XOR of the words). New cells written over free space differ over kilobytes.
+fn next_equal(before: &[u8], after: &[u8], from: usize) -> usize {
+    const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let mut index = from;
+    while index + 8 <= before.len() {
+        let left = u64::from_le_bytes(before[index..index + 8].try_into().expect("8 bytes"));
+        let right = u64::from_le_bytes(after[index..index + 8].try_into().expect("8 bytes"));
+        let differing = left ^ right;
+        if differing.wrapping_sub(LOW_BITS) & !differing & HIGH_BITS != 0 {
+            break;
+        }
+        index += 8;
+    }
+    while index < before.len() && before[index] != after[index] {
+        index += 1;
+    }
+    index
+}
+
 /// The byte ranges where `after` differs from `before`, with ranges closer than `GAP_BYTES`
 /// merged: a write after another on the same page costs 5 bytes besides its data
 /// (docs/design/013-wal-node-records.md), so logging a gap of up to 5 equal bytes is no
@@ -583,10 +623,7 @@ pub fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
     let mut index = 0;
     while let Some(start) = next_difference(before, after, index) {
-        index = start;
-        while index < before.len() && before[index] != after[index] {
-            index += 1;
-        }
+        index = next_equal(before, after, start);
         match ranges.last_mut() {
             Some(last) if start - last.end < GAP_BYTES => last.end = index,
             _ => ranges.push(start..index),

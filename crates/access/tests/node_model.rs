@@ -269,3 +269,21 @@ fn failed_high_key_change_keeps_the_old_one() {
     assert!(!node.set_high_key(Some(&[9; 1000])));
     assert_eq!(node.view().high_key(), Some(&b"old"[..]));
 }
+
+#[test]
+fn a_value_of_the_same_length_is_overwritten_in_place() {
+    let mut bytes = vec![0u8; PAGE_PAYLOAD_SIZE];
+    let mut node = NodeMut::init(&mut bytes, 0);
+    assert!(node.insert_leaf(0, b"a", b"one"));
+    assert!(node.insert_leaf(1, b"b", b"two"));
+    let before = bytes.clone();
+    let mut node = NodeMut::open(&mut bytes).unwrap();
+    assert!(!node.overwrite_leaf_value(1, b"three"), "another length is not written in place");
+    assert!(node.overwrite_leaf_value(1, b"TWO"));
+    assert_eq!(node.view().value(1), CellValue::Leaf(b"TWO"));
+    assert_eq!(node.view().value(0), CellValue::Leaf(b"one"));
+    // Only the value's bytes changed: no header, slot or other cell.
+    let ranges = diff_ranges(&before, &bytes);
+    assert_eq!(ranges.len(), 1, "{ranges:?}");
+    assert_eq!(ranges[0].len(), 3, "{ranges:?}");
+}

@@ -180,4 +180,63 @@ async fn uncommitted_ddl_is_gone_after_sigkill() {
     let copied: i64 =
         client.query_one("SELECT count(*) FROM doomed_copy", &[]).await.expect("copy").get(0);
     assert_eq!(copied, 2000);
+
+/// A bulk load (INSERT ... SELECT, the bulk insert path) killed with SIGKILL midway, several
+/// times: after each restart none of its rows is visible, through the table or through its
+/// index, the rows committed before it are intact, and the same keys then load and commit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_load_killed_midway_leaves_nothing_visible() {
+    const LOAD_ROWS: i64 = 400_000;
+    let mut server = TestServer::start(&[]);
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    {
+        let client = server.connect().await;
+        client
+            .batch_execute(
+                "CREATE TABLE loaded (id bigint PRIMARY KEY, v int NOT NULL, s text);
+                 CREATE INDEX loaded_v ON loaded (v);
+                 INSERT INTO loaded SELECT i, i % 7, 'kept' FROM generate_series(1, 1000) AS i;",
+            )
+            .await
+            .expect("schema and committed rows");
+    }
+    for cycle in 0..cycles().min(4) {
+        let connection_string = server.connection_string();
+        let load = tokio::spawn(async move {
+            let Ok((client, connection)) = tokio_postgres::connect(&connection_string, NoTls).await
+            else {
+                return;
+            };
+            tokio::spawn(connection);
+            let sql = format!(
+                "INSERT INTO loaded SELECT i, i % 7, 'loading' FROM generate_series(1001, {LOAD_ROWS}) AS i"
+            );
+            let _ = client.batch_execute(&sql).await;
+        });
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        tokio::time::sleep(Duration::from_millis(150 + seed % 500)).await;
+        let data_dir = server.kill();
+        let _ = load.await;
+        server = TestServer::start_in(data_dir, &[]);
+        let client = server.connect().await;
+        let count = |sql: &'static str| {
+            let client = &client;
+            async move { client.query_one(sql, &[]).await.expect(sql).get::<_, i64>(0) }
+        };
+        assert_eq!(count("SELECT count(*) FROM loaded").await, 1000, "cycle {cycle}: table");
+        assert_eq!(count("SELECT count(*) FROM loaded WHERE v = 3").await, 143, "cycle {cycle}");
+        assert_eq!(count("SELECT count(*) FROM loaded WHERE s = 'loading'").await, 0);
+        eprintln!("cycle {cycle}: the killed load left nothing visible");
+    }
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "INSERT INTO loaded SELECT i, i % 7, 'loaded' FROM generate_series(1001, 5000) AS i",
+        )
+        .await
+        .expect("the killed loads' keys are free");
+    let total = client.query_one("SELECT count(*) FROM loaded", &[]).await.expect("count");
+    assert_eq!(total.get::<_, i64>(0), 5000);
 }

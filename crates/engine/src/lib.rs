@@ -13,7 +13,8 @@ mod wait;
 pub use engine::{
     ColumnDef, ConflictArbiters, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress,
     IndexDef, InsertOutcome, Projection, PurgeStats, RowKey, RowPage, TableDef, TableHandle,
-    TableRef, Transaction, VectorIndexDef, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
+    TableRef, Transaction, VectorIndexDef, INSERT_BATCH_ROWS_MAX,
+    MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
 pub use error::{EngineError, Result};
 pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};

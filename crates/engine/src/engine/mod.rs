@@ -52,7 +52,7 @@ pub use table::{
     ColumnDef, IndexDef, Projection, RowKey, RowPage, TableDef, TableHandle, TableRef,
     VectorIndexDef,
 };
-pub use transaction::{ConflictArbiters, InsertOutcome, Transaction};
+pub use transaction::{ConflictArbiters, InsertOutcome, Transaction, INSERT_BATCH_ROWS_MAX};
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
 /// writers of different rows rarely share a mutex, and the memory stays bounded.
@@ -192,11 +192,7 @@ impl Shared {
     }
 
     fn row_lock(&self, key: &[u8], table: &str) -> MutexGuard<'_, StripeLocks> {
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for &byte in table.as_bytes().iter().chain(key) {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.row_locks[usize::try_from(hash % ROW_LOCK_STRIPES as u64).expect("fits")].lock()
+        self.row_locks[row_lock_stripe(key, table)].lock()
     }
 }
 
@@ -392,4 +388,13 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.stop_purger();
     }
+}
+
+/// The stripe of `row_locks` that guards the row `key` of `table`.
+fn row_lock_stripe(key: &[u8], table: &str) -> usize {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in table.as_bytes().iter().chain(key) {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    usize::try_from(hash % ROW_LOCK_STRIPES as u64).expect("fits")
 }

@@ -7,23 +7,44 @@ use super::spill::store_rows;
 use super::*;
 use crate::output::{CommandTag, Output};
 use crate::plan::{DeletePlan, InsertPlan, UpdatePlan};
-use tierdb_engine::Value;
+use tierdb_engine::{Value, INSERT_BATCH_ROWS_MAX};
 
-/// Completes a row (defaults, casts, NOT NULL) and inserts it. Returns the stored row.
-pub(crate) fn insert_row(
-    table: &BoundTable,
-    row: Vec<Option<Datum>>,
-    defaults: &[Option<Expr>],
-    ctx: &mut Ctx<'_>,
-) -> Result<Row> {
-    let (values, datums) = complete_row(table, row, defaults, ctx)?;
-    let transaction = ctx.txn.as_deref_mut().expect("insert runs in a transaction");
-    transaction.insert(&table.handle, values).map_err(|error| constraint_error(error.into()))?;
-    Ok(datums)
+/// Rows of an INSERT or a COPY on their way to the engine's bulk path (`insert_batch`:
+/// sorted per batch, written leaf by leaf). Errors come when a batch is written: a duplicate
+/// key fails the statement as it would row by row, with the same 23505.
+#[derive(Default)]
+pub(crate) struct InsertBatch {
+    rows: Vec<Vec<Value>>,
 }
 
-pub(crate) fn constraint_error(error: SqlError) -> SqlError {
-    error
+impl InsertBatch {
+    /// Completes a row (defaults, casts, NOT NULL) and queues it; a full batch goes to the
+    /// engine. Returns the stored row.
+    pub(crate) fn push(
+        &mut self,
+        table: &BoundTable,
+        row: Vec<Option<Datum>>,
+        defaults: &[Option<Expr>],
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Row> {
+        let (values, datums) = complete_row(table, row, defaults, ctx)?;
+        self.rows.push(values);
+        if self.rows.len() >= INSERT_BATCH_ROWS_MAX {
+            self.flush(table, ctx)?;
+        }
+        Ok(datums)
+    }
+
+    /// Writes the queued rows.
+    pub(crate) fn flush(&mut self, table: &BoundTable, ctx: &mut Ctx<'_>) -> Result<()> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let rows = std::mem::take(&mut self.rows);
+        let transaction = ctx.txn.as_deref_mut().expect("insert runs in a transaction");
+        transaction.insert_batch(&table.handle, rows)?;
+        Ok(())
+    }
 }
 
 pub(crate) fn returning_rows(
@@ -60,6 +81,7 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let keep = insert.returning.is_some();
     let mut count = 0u64;
     let mut upsert = insert.on_conflict.as_ref().map(Upsert::new);
+    let mut batch = InsertBatch::default();
     while let Some(source) = sources.next_row()? {
         let mut row: Vec<Option<Datum>> = vec![None; insert.table.columns.len()];
         for ((value, &target), from) in source.into_iter().zip(&insert.targets).zip(&source_types) {
@@ -67,7 +89,7 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             row[target] = Some(types::cast(value, from, &column.ty, false)?);
         }
         let stored = match &mut upsert {
-            None => Some(insert_row(&insert.table, row, &insert.defaults, ctx)?),
+            None => Some(batch.push(&insert.table, row, &insert.defaults, ctx)?),
             Some(upsert) => upsert.row(&insert.table, row, &insert.defaults, ctx)?,
         };
         let Some(stored) = stored else { continue };
@@ -76,6 +98,7 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             inserted.push(stored);
         }
     }
+    batch.flush(&insert.table, ctx)?;
     returning_rows(&insert.returning, inserted, ctx, CommandTag::Insert, count)
 }
 

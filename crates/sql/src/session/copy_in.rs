@@ -19,7 +19,7 @@ use crate::bind::bind_defaults;
 use crate::bind::Binder;
 
 use crate::error::{Result, SqlError};
-use crate::exec::{insert_row, Ctx};
+use crate::exec::{Ctx, InsertBatch};
 use crate::parse::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
 use crate::plan::{BoundTable, Expr};
 use crate::system::SessionInfo;
@@ -215,6 +215,7 @@ impl Session {
             interrupt: None,
         };
         let mut inserted = 0u64;
+        let mut batch = InsertBatch::default();
         for fields in records {
             let line = copy.lines + inserted + 1;
             if fields.len() != copy.targets.len() {
@@ -236,9 +237,10 @@ impl Session {
                     Some(text) => types::parse_text(&text, ty)?,
                 });
             }
-            insert_row(&copy.table, row, &copy.defaults, &mut ctx)?;
+            batch.push(&copy.table, row, &copy.defaults, &mut ctx)?;
             inserted += 1;
         }
+        batch.flush(&copy.table, &mut ctx)?;
         Ok(inserted)
     }
 }

@@ -15,10 +15,12 @@ use super::table::TableHandle;
 use super::table::{drop_stale_entries, Table};
 use super::Shared;
 
+mod bulk;
 mod locking;
 mod read;
 mod write;
 
+pub use bulk::INSERT_BATCH_ROWS_MAX;
 pub use write::{ConflictArbiters, InsertOutcome};
 
 struct UndoEntry {

@@ -123,6 +123,17 @@ impl Transaction {
         })
     }
 
+    /// Inserts the encoded row `encoded` under `key` through the one-row path (the bulk path's
+    /// fallback for keys already in the tree and rows under a locking read's lock).
+    pub(super) fn insert_encoded(
+        &mut self,
+        handle: &TableHandle,
+        key: &[u8],
+        encoded: Vec<u8>,
+    ) -> Result<()> {
+        self.modify(handle, key, Action::Insert(encoded, None)).map(|_| ())
+    }
+
     /// Updates the row with primary key `key`: `change` gets the latest committed version (in
     /// READ COMMITTED, after waiting for a concurrent writer) and returns the new row, or
     /// `None` to leave it. Returns whether a row was updated.
