@@ -8,6 +8,7 @@
 #
 #   ROWS=10000000 REPS=3 scripts/bench-spill.sh     # the size (about 1 GB a table)
 #   ROWS=1000000 REPS=1 scripts/bench-spill.sh      # a quick look
+#   TIERDB_PORT=55452 PG_PORT=55453 ...             # other ports than 55442 and 55443
 #
 # Needs: PostgreSQL 15 server binaries, python3 with psycopg (scripts/install-deps.sh), and
 # a release build (cargo build --release -p tierdb).
@@ -35,8 +36,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tierdb_port=55442
-pg_port=55443
+# Ports of the two servers (override to keep clear of other servers on the machine).
+tierdb_port="${TIERDB_PORT:-55442}"
+pg_port="${PG_PORT:-55443}"
 # Same memory for pages: tierdb's buffer pool = PostgreSQL's shared_buffers; both fsync.
 # PostgreSQL keeps its defaults otherwise (parallel query on: up to 2 workers per query).
 "$binary" serve --data-dir "$work/tierdb" --listen "127.0.0.1:$tierdb_port" --metrics-listen "" \

@@ -64,7 +64,28 @@ enum DebugCommand {
     BankWorker(bank_worker::BankWorkerArgs),
 }
 
+/// mimalloc's option number of `allow_thp` (mimalloc 3's `mi_option_e`; libmimalloc-sys
+/// names no constant for it).
+const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
+
+/// Turns transparent huge pages off for this process. The server gives a statement's
+/// memory back after it (`release_free_memory`), so the next large statement faults its
+/// memory in again; with huge pages each fault zeroes 2 MiB, far more than the statement
+/// touches: 46% of a 500,000-group GROUP BY's CPU time in `clear_page_erms` (perf, 1 M
+/// rows), 4% without. mimalloc is the only part of tierdb that asks for huge pages (its
+/// arenas, `madvise`), so this changes nothing else.
+fn disable_transparent_huge_pages() {
+    // SAFETY: mi_option_set takes no pointers; options may change at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0) };
+    // Arenas mimalloc reserved before main asked for huge pages already: the process-wide
+    // flag covers them (checked at each page fault). SAFETY: integer arguments only.
+    let outcome = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    // A kernel without the flag keeps huge pages: slower statements, nothing wrong.
+    debug_assert!(outcome == 0 || outcome == -1, "prctl returns 0 or -1");
+}
+
 fn main() {
+    disable_transparent_huge_pages();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TIERDB_LOG")

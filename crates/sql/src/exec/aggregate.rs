@@ -3,7 +3,7 @@
 
 use tierdb_access::{ExternalSort, SortRecord};
 
-use super::spill::{decode_row, encode_row, storage_error, KeySet, SpillTarget};
+use super::spill::{decode_row, encode_row, storage_error, GroupKeySet, SpillTarget};
 use super::*;
 
 pub(crate) fn group_key(row: &[Datum]) -> Vec<u8> {
@@ -431,7 +431,10 @@ impl SortRecord for KeyedRow {
 /// work_mem; past it, an external sort of (value, flag) records: flag 0 for a value
 /// already folded in, 1 for one to fold in at the end unless a 0 or an earlier 1 has it.
 pub(crate) struct DistinctFilter {
-    seen: KeySet,
+    seen: GroupKeySet,
+    /// The current value's key (one buffer for every value: a key is copied only when it
+    /// is new).
+    key: Vec<u8>,
     target: SpillTarget,
     /// Memory of `seen` while it is in memory; then the sort's.
     grant: tierdb_storage::MemoryGrant,
@@ -442,21 +445,25 @@ impl DistinctFilter {
     fn new(ctx: &Ctx<'_>) -> DistinctFilter {
         let target = SpillTarget::of(ctx);
         let grant = target.grant(ctx.budget.hash_mem_bytes);
-        DistinctFilter { seen: KeySet::default(), target, grant, spill: None }
+        DistinctFilter { seen: GroupKeySet::default(), key: Vec::new(), target, grant, spill: None }
     }
 
     /// `Some(args)` when the value is new and fits: fold it in now.
     fn offer(&mut self, args: Row) -> Result<Option<Row>> {
-        let key = group_key(&args);
+        self.key.clear();
+        for datum in &args {
+            datum.group_key(&mut self.key);
+        }
         if let Some(sort) = &mut self.spill {
+            let key = self.key.clone();
             sort.push(KeyedRow { key, flag: 1, row: args }).map_err(storage_error)?;
             return Ok(None);
         }
-        if self.seen.contains(&key) {
+        if self.seen.contains(self.key.as_slice()) {
             return Ok(None);
         }
-        if self.grant.try_grow(key.len() + 48) {
-            self.seen.insert(key);
+        if self.grant.try_grow(self.key.len() + 48) {
+            self.seen.insert(self.key.as_slice().into());
             return Ok(Some(args));
         }
         // The sort takes over the memory the set held.
@@ -465,8 +472,10 @@ impl DistinctFilter {
         let compare: KeyedCompare = KeyedRow::compare;
         let mut sort = ExternalSort::new(&self.target.space, &self.target.usage, grant, compare);
         for seen in std::mem::take(&mut self.seen) {
-            sort.push(KeyedRow { key: seen, flag: 0, row: Vec::new() }).map_err(storage_error)?;
+            let key = seen.as_slice().to_vec();
+            sort.push(KeyedRow { key, flag: 0, row: Vec::new() }).map_err(storage_error)?;
         }
+        let key = self.key.clone();
         sort.push(KeyedRow { key, flag: 1, row: args }).map_err(storage_error)?;
         self.spill = Some(sort);
         Ok(None)

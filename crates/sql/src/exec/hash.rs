@@ -108,7 +108,7 @@ pub(crate) fn run_hash<O: HashOp>(
             grant.force_grow(bytes);
         }
         let (state, more) = op.first(ctx, row, sink)?;
-        slots.insert(key.clone(), states.len());
+        slots.insert(key.as_slice().into(), states.len());
         states.push(state);
         Ok(more)
     })?;

@@ -22,9 +22,9 @@ use super::*;
 /// Emits `left_row` joined with each of `candidates` that satisfies `condition`; for a left
 /// join, a row without a match is emitted once padded with `width` NULLs. The one body of
 /// the nested-loop, index and hash joins. Returns false if the sink stopped.
-pub(crate) fn join_row(
+pub(crate) fn join_row<'r>(
     left_row: Row,
-    candidates: &[Row],
+    candidates: impl IntoIterator<Item = &'r Row>,
     condition: Option<&Expr>,
     kind: JoinKind,
     width: usize,
@@ -43,9 +43,9 @@ pub(crate) fn join_row(
 
 /// Emits `left_row` joined with each candidate that satisfies `condition`; returns whether
 /// any did and whether to go on.
-fn join_matches(
+fn join_matches<'r>(
     left_row: &Row,
-    candidates: &[Row],
+    candidates: impl IntoIterator<Item = &'r Row>,
     condition: Option<&Expr>,
     ctx: &mut Ctx<'_>,
     sink: &mut Sink<'_>,
@@ -127,9 +127,87 @@ fn join_key(keys: &[Expr], row: &Row, ctx: &mut Ctx<'_>) -> Result<Option<Vec<u8
     Ok(encode_keys(keys, row, ctx, &mut key)?.then_some(key))
 }
 
+/// No further row in a key's chain.
+const CHAIN_END: usize = usize::MAX;
+
+/// The build side's rows by key: one table entry per key, holding the first and last row
+/// of the key's chain through `next` (in arrival order), rather than a vector of rows per
+/// key (an allocation per key, and one more cache miss per probe).
+#[derive(Default)]
+struct JoinTable {
+    chains: KeyMap<(usize, usize)>,
+    rows: Vec<Row>,
+    /// The next row of the same key, per row (`CHAIN_END` after the last).
+    next: Vec<usize>,
+}
+
+impl JoinTable {
+    fn push(&mut self, key: &[u8], row: Row) {
+        let index = self.rows.len();
+        self.rows.push(row);
+        self.next.push(CHAIN_END);
+        match self.chains.get_mut(key) {
+            Some((_, last)) => {
+                self.next[*last] = index;
+                *last = index;
+            }
+            None => {
+                self.chains.insert(key.into(), (index, index));
+            }
+        }
+        debug_assert_eq!(self.rows.len(), self.next.len());
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The rows with key `key`, in arrival order.
+    fn matches<'t>(&'t self, key: &[u8]) -> Chain<'t> {
+        let first = self.chains.get(key).map_or(CHAIN_END, |&(first, _)| first);
+        Chain { table: self, at: first }
+    }
+
+    fn no_matches(&self) -> Chain<'_> {
+        Chain { table: self, at: CHAIN_END }
+    }
+
+    /// Hands every row with its key to `each`, emptying the table.
+    fn drain(&mut self, mut each: impl FnMut(&[u8], &Row) -> Result<()>) -> Result<()> {
+        for (key, (first, _)) in self.chains.drain() {
+            let mut at = first;
+            while at != CHAIN_END {
+                each(key.as_slice(), &self.rows[at])?;
+                at = self.next[at];
+            }
+        }
+        self.rows = Vec::new();
+        self.next = Vec::new();
+        Ok(())
+    }
+}
+
+/// The rows of one key in a `JoinTable`.
+struct Chain<'t> {
+    table: &'t JoinTable,
+    at: usize,
+}
+
+impl<'t> Iterator for Chain<'t> {
+    type Item = &'t Row;
+    fn next(&mut self) -> Option<&'t Row> {
+        if self.at == CHAIN_END {
+            return None;
+        }
+        let row = &self.table.rows[self.at];
+        self.at = self.table.next[self.at];
+        Some(row)
+    }
+}
+
 /// The build side: a hash table while its grant allows, then partitions.
 struct Build {
-    table: KeyMap<Vec<Row>>,
+    table: JoinTable,
     grant: MemoryGrant,
     partitions: Option<Partitions>,
     level: u32,
@@ -141,7 +219,7 @@ struct Build {
 impl Build {
     fn new(ctx: &Ctx<'_>, level: u32) -> Build {
         let grant = SpillTarget::of(ctx).grant(ctx.budget.hash_mem_bytes);
-        Build { table: KeyMap::default(), grant, partitions: None, level, key: Vec::new() }
+        Build { table: JoinTable::default(), grant, partitions: None, level, key: Vec::new() }
     }
 
     /// Adds a right row (rows with a NULL key are dropped: they match nothing).
@@ -154,20 +232,11 @@ impl Build {
             return partitions.write(key, &row);
         }
         if grant.try_grow(row_size(&row) + key.len()) {
-            match table.get_mut(key.as_slice()) {
-                Some(rows) => rows.push(row),
-                None => {
-                    table.insert(key.clone(), vec![row]);
-                }
-            }
+            table.push(key, row);
             return Ok(());
         }
         let mut spilled = Partitions::new(ctx, *level);
-        for (held_key, rows) in table.drain() {
-            for held in rows {
-                spilled.write(&held_key, &held)?;
-            }
-        }
+        table.drain(|held_key, held| spilled.write(held_key, held))?;
         grant.reset();
         spilled.write(key, &row)?;
         *partitions = Some(spilled);
@@ -221,15 +290,15 @@ pub(crate) fn hash_join(
 /// Joins one left row with its matches in `table`; `key` is a buffer for its key.
 fn probe_row(
     join: &HashJoin<'_>,
-    table: &KeyMap<Vec<Row>>,
+    table: &JoinTable,
     left_row: Row,
     key: &mut Vec<u8>,
     ctx: &mut Ctx<'_>,
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
     let present = encode_keys(join.left_keys, &left_row, ctx, key)?;
-    let matches = if present { table.get(key.as_slice()) } else { None };
-    let candidates = matches.map_or(&[][..], Vec::as_slice);
+    // A NULL key matches nothing.
+    let candidates = if present { table.matches(key) } else { table.no_matches() };
     join_row(left_row, candidates, join.residual, join.kind, join.width, ctx, sink)
 }
 
@@ -312,7 +381,7 @@ fn join_in_chunks(
     let mut pending = read_row(&mut reader)?;
     while pending.is_some() {
         let mut grant = SpillTarget::of(ctx).grant(ctx.budget.hash_mem_bytes);
-        let mut table: KeyMap<Vec<Row>> = KeyMap::default();
+        let mut table = JoinTable::default();
         while let Some(row) = pending.take() {
             let key = join_key(join.right_keys, &row, ctx)?.expect("NULL keys are not spilled");
             let bytes = row_size(&row) + key.len();
@@ -320,14 +389,14 @@ fn join_in_chunks(
                 pending = Some(row);
                 break;
             }
-            table.entry(key).or_default().push(row);
+            table.push(&key, row);
             pending = read_row(&mut reader)?;
         }
         let mut position = 0usize;
         let more = replay(probe_run, ctx, &mut |ctx, left_row| {
             let key = join_key(join.left_keys, &left_row, ctx)?.expect("NULL keys are not spilled");
-            let candidates = table.get(&key).map_or(&[][..], Vec::as_slice);
-            let (any, more) = join_matches(&left_row, candidates, join.residual, ctx, sink)?;
+            let (any, more) =
+                join_matches(&left_row, table.matches(&key), join.residual, ctx, sink)?;
             matched[position] |= any;
             position += 1;
             Ok(more)

@@ -14,6 +14,7 @@ mod aggregate;
 mod dml;
 mod eval;
 pub(crate) mod explain;
+mod group_key;
 mod hash;
 mod join;
 pub(crate) mod locking;

@@ -36,9 +36,14 @@ pub(crate) const SPILL_READ_BUFFER_BYTES: usize = 64 * 1024;
 /// no partitioning (a key too frequent to split: every row of it hashes alike).
 pub(crate) const SPILL_LEVELS_MAX: u32 = 4;
 
-/// A hash map keyed by `group_key` encodings: foldhash, seeded per process (fast on short
-/// keys; the seed keeps a client from choosing keys that collide on every server).
-pub(crate) type KeyMap<V> = std::collections::HashMap<Vec<u8>, V, foldhash::fast::RandomState>;
+/// A hash map keyed by `group_key` encodings (short ones inline, `GroupKey`), probed with
+/// a `&[u8]`: foldhash, seeded per process (fast on short keys; the seed keeps a client
+/// from choosing keys that collide on every server).
+pub(crate) type KeyMap<V> =
+    std::collections::HashMap<super::group_key::GroupKey, V, foldhash::fast::RandomState>;
+/// A set of `group_key` encodings held as `GroupKey`s (see `KeyMap`).
+pub(crate) type GroupKeySet =
+    std::collections::HashSet<super::group_key::GroupKey, foldhash::fast::RandomState>;
 /// A set of `group_key` encodings (see `KeyMap`).
 pub(crate) type KeySet = std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>;
 
