@@ -180,6 +180,7 @@ async fn uncommitted_ddl_is_gone_after_sigkill() {
     let copied: i64 =
         client.query_one("SELECT count(*) FROM doomed_copy", &[]).await.expect("copy").get(0);
     assert_eq!(copied, 2000);
+}
 
 /// A bulk load (INSERT ... SELECT, the bulk insert path) killed with SIGKILL midway, several
 /// times: after each restart none of its rows is visible, through the table or through its
