@@ -36,7 +36,7 @@ pub(crate) use query::*;
 pub(crate) use scope::*;
 pub(crate) use select::*;
 pub(crate) use signatures::*;
-pub(crate) use window::{has_window, place_windows};
+pub(crate) use window::{check_distinct_on_order, has_window, place_windows};
 
 use std::collections::HashMap;
 use std::sync::Arc;

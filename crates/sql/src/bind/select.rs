@@ -56,9 +56,16 @@ impl<'a> Binder<'a> {
             if self.bind_grouping(select, order_by, &scope)? { Scope::default() } else { scope };
         self.windows = Some(Vec::new());
         let outcome = self.select_list(select, order_by, &grouping_scope);
+        let on = match (&select.distinct, &outcome) {
+            (Some(ast::Distinct::On(exprs)), Ok((items, ..))) => {
+                Some(self.distinct_on_exprs(exprs, items, &grouping_scope))
+            }
+            _ => None,
+        };
         let grouping = self.grouping.take();
         let windows = self.windows.take().unwrap_or_default();
         let (mut items, mut names, item_types, mut sort_keys, having) = outcome?;
+        let on = on.transpose()?;
         if having.as_ref().is_some_and(has_window) {
             return Err(SqlError::new("42P20", "window functions are not allowed in HAVING"));
         }
@@ -70,14 +77,10 @@ impl<'a> Binder<'a> {
             plan = self.aggregate_plan(plan, grouping, having);
         }
         if !windows.is_empty() {
-            let (windowed, positions) = self.window_plan(plan, windows);
-            plan = windowed;
-            items.iter_mut().for_each(|item| place_windows(item, &positions));
-            for (target, _) in &mut sort_keys {
-                if let SortTarget::Expr(expr, _) = target {
-                    place_windows(expr, &positions);
-                }
-            }
+            plan = self.windows_plan(plan, windows, &mut items, &mut sort_keys);
+        }
+        if let Some(on) = on {
+            plan = self.distinct_on_plan(plan, on, &items, &sort_keys)?;
         }
         let visible = items.len();
         // Sort keys that are not output columns become hidden columns.
@@ -88,13 +91,8 @@ impl<'a> Binder<'a> {
                 key.0 = SortTarget::Column(visible + hidden.len() - 1);
             }
         }
-        let distinct = match &select.distinct {
-            None | Some(ast::Distinct::All) => false,
-            Some(ast::Distinct::Distinct) => true,
-            Some(ast::Distinct::On(_)) => {
-                return Err(SqlError::unsupported("DISTINCT ON is not supported"))
-            }
-        };
+        // DISTINCT ON was planned above.
+        let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
         if distinct && !hidden.is_empty() {
             return Err(SqlError::new(
                 "42P10",
@@ -144,6 +142,48 @@ impl<'a> Binder<'a> {
             plan = self.plan(PlanKind::Project { input: Box::new(plan), exprs }, output);
         }
         Ok(plan)
+    }
+
+    /// The Window nodes of the select list's window calls over `plan`; the placeholders in
+    /// `items` and the ORDER BY expressions become their columns.
+    fn windows_plan(
+        &mut self,
+        plan: Plan,
+        windows: Vec<window::PendingWindow>,
+        items: &mut [Expr],
+        sort_keys: &mut [(SortTarget, ast::OrderByOptions)],
+    ) -> Plan {
+        let (plan, positions) = self.window_plan(plan, windows);
+        items.iter_mut().for_each(|item| place_windows(item, &positions));
+        for (target, _) in sort_keys.iter_mut() {
+            if let SortTarget::Expr(expr, _) = target {
+                place_windows(expr, &positions);
+            }
+        }
+        plan
+    }
+
+    /// DISTINCT ON (`on`) over `plan`, in the order of the query's ORDER BY.
+    fn distinct_on_plan(
+        &mut self,
+        plan: Plan,
+        on: Vec<Expr>,
+        items: &[Expr],
+        sort_keys: &[(SortTarget, ast::OrderByOptions)],
+    ) -> Result<Plan> {
+        let order: Vec<(Expr, bool, bool)> = sort_keys
+            .iter()
+            .map(|(target, options)| {
+                let key = sort_key(0, options);
+                let expr = match target {
+                    SortTarget::Column(column) => items[*column].clone(),
+                    SortTarget::Expr(expr, _) => expr.clone(),
+                };
+                (expr, key.descending, key.nulls_first)
+            })
+            .collect();
+        check_distinct_on_order(&on, &order)?;
+        Ok(self.distinct_on(plan, on, order))
     }
 
     /// With GROUP BY, HAVING or an aggregate in the select list or ORDER BY: binds the

@@ -173,6 +173,94 @@ impl<'a> Binder<'a> {
     }
 }
 
+impl<'a> Binder<'a> {
+    /// SELECT DISTINCT ON (`on`): the first row of each group of equal `on` values in the
+    /// ORDER BY's order (`order`), planned as `row_number() OVER (PARTITION BY on ORDER BY
+    /// order) = 1` over `plan`.
+    pub(crate) fn distinct_on(
+        &mut self,
+        plan: Plan,
+        on: Vec<Expr>,
+        order: Vec<(Expr, bool, bool)>,
+    ) -> Plan {
+        let call = WindowCall {
+            function: WindowFunction::RowNumber,
+            args: Vec::new(),
+            output: SqlType::Int8,
+        };
+        let window = PendingWindow {
+            key: String::new(),
+            partition: on,
+            order,
+            frame: WindowFrame::DEFAULT,
+            call,
+        };
+        let (plan, positions) = self.window_plan(plan, vec![window]);
+        let first = Expr::Compare {
+            op: CompareOp::Eq,
+            left: Box::new(Expr::Column(positions[0])),
+            right: Box::new(Expr::Literal(Datum::Int(1))),
+            bpchar: false,
+        };
+        self.filter(plan, first)
+    }
+
+    /// The DISTINCT ON expressions over the select list's input (a number is a select-list
+    /// position, as in ORDER BY).
+    pub(crate) fn distinct_on_exprs(
+        &mut self,
+        exprs: &[ast::Expr],
+        items: &[Expr],
+        scope: &Scope,
+    ) -> Result<Vec<Expr>> {
+        let mut bound = Vec::with_capacity(exprs.len());
+        for expr in exprs {
+            let value = match literal_position(expr) {
+                Some(position) if (1..=items.len()).contains(&position) => {
+                    items[position - 1].clone()
+                }
+                Some(position) => {
+                    return Err(SqlError::new(
+                        "42P10",
+                        format!("DISTINCT ON position {position} is not in select list"),
+                    ))
+                }
+                None => self.expr(expr, scope, None)?.0,
+            };
+            if has_window(&value) {
+                return Err(SqlError::unsupported(
+                    "window functions in DISTINCT ON are not supported",
+                ));
+            }
+            bound.push(value);
+        }
+        Ok(bound)
+    }
+}
+
+/// The ORDER BY must start with the DISTINCT ON expressions (in any order), as PostgreSQL
+/// requires: 42P10 otherwise.
+pub(crate) fn check_distinct_on_order(on: &[Expr], order: &[(Expr, bool, bool)]) -> Result<()> {
+    let on: Vec<String> = on.iter().map(|expr| format!("{expr:?}")).collect();
+    let mut matched = Vec::new();
+    for (expr, ..) in order {
+        if matched.len() == on.len() {
+            break;
+        }
+        let text = format!("{expr:?}");
+        if !on.contains(&text) {
+            return Err(SqlError::new(
+                "42P10",
+                "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+            ));
+        }
+        if !matched.contains(&text) {
+            matched.push(text);
+        }
+    }
+    Ok(())
+}
+
 /// Renumbers window placeholders in `expr` to the planned columns.
 pub(crate) fn place_windows(expr: &mut Expr, positions: &[usize]) {
     expr.map_columns(&mut |column| {
