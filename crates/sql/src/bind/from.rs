@@ -77,11 +77,21 @@ impl<'a> Binder<'a> {
         let (mut plan, mut scope) = self.table_factor(&item.relation)?;
         for join in &item.joins {
             let (right, right_scope) = self.table_factor(&join.relation)?;
+            // RIGHT JOIN is planned as a LEFT JOIN with the sides swapped (`right_join`).
+            let mut right_outer = false;
             let (kind, constraint) = match &join.join_operator {
                 ast::JoinOperator::Join(constraint) | ast::JoinOperator::Inner(constraint) => {
                     (JoinKind::Inner, Some(constraint))
                 }
                 ast::JoinOperator::Left(constraint) | ast::JoinOperator::LeftOuter(constraint) => {
+                    (JoinKind::Left, Some(constraint))
+                }
+                ast::JoinOperator::Right(constraint)
+                | ast::JoinOperator::RightOuter(constraint) => {
+                    if matches!(constraint, ast::JoinConstraint::Using(_)) {
+                        return Err(SqlError::unsupported("RIGHT JOIN ... USING is not supported"));
+                    }
+                    right_outer = true;
                     (JoinKind::Left, Some(constraint))
                 }
                 ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
@@ -131,7 +141,11 @@ impl<'a> Binder<'a> {
                 }
                 Some(ast::JoinConstraint::None) | None => {}
             }
-            plan = self.join(plan, right, kind, conjuncts, left_width)?;
+            plan = if right_outer {
+                self.right_join(plan, right, conjuncts, left_width)?
+            } else {
+                self.join(plan, right, kind, conjuncts, left_width)?
+            };
             scope = combined;
         }
         Ok((plan, scope))
@@ -319,6 +333,40 @@ impl<'a> Binder<'a> {
     }
 
     /// Joins `left` (columns 0..left_width) with `right` on `conjuncts` (over the combined row).
+    /// `left RIGHT JOIN right ON conjuncts` (conjuncts over left's columns then right's): a
+    /// LEFT JOIN of right with left, then a projection back to left's columns then right's.
+    fn right_join(
+        &mut self,
+        left: Plan,
+        right: Plan,
+        mut conjuncts: Vec<Expr>,
+        left_width: usize,
+    ) -> Result<Plan> {
+        if conjuncts.iter().any(Expr::has_correlated_subquery) {
+            // Such a subquery reads the joined row by position, which the swap reorders.
+            return Err(SqlError::unsupported(
+                "RIGHT JOIN with a correlated subquery in its condition is not supported",
+            ));
+        }
+        let right_width = right.arity();
+        let swap = |column: usize| {
+            if column < left_width {
+                right_width + column
+            } else {
+                column - left_width
+            }
+        };
+        for conjunct in &mut conjuncts {
+            conjunct.map_columns(&mut |column| swap(column));
+        }
+        let mut columns = left.columns.clone();
+        columns.extend(right.columns.iter().cloned());
+        let swapped = self.join(right, left, JoinKind::Left, conjuncts, right_width)?;
+        let exprs =
+            (0..left_width + right_width).map(|column| Expr::Column(swap(column))).collect();
+        Ok(self.plan(PlanKind::Project { input: Box::new(swapped), exprs }, columns))
+    }
+
     pub(crate) fn join(
         &mut self,
         left: Plan,
