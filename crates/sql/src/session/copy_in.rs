@@ -199,7 +199,7 @@ impl Session {
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),
-            hidden_tables: self.namespace().hidden,
+            hidden_tables: self.hidden_tables(),
         };
         let transaction = self.transaction.as_mut().expect("COPY runs in a transaction");
         let mut ctx = Ctx {

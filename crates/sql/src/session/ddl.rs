@@ -655,8 +655,7 @@ impl Session {
     /// The namespace this session's names resolve in: its database and search_path.
     pub(crate) fn namespace(&self) -> Namespace {
         let search_path = self.setting("search_path").unwrap_or_default();
-        let mut hidden = self.dropped_tables();
-        hidden.extend(self.catalog.hidden_tables(self.session_id));
+        let hidden = self.hidden_tables();
         Namespace { hidden, ..Namespace::new(&self.database, &search_path) }
     }
 }
@@ -685,6 +684,14 @@ impl Session {
         }
         // This session's prepared statements naming the table must bind anew (42P01).
         self.catalog.invalidate_plans();
+    }
+
+    /// The tables this session does not see: dropped by its open block, or created by other
+    /// sessions' open transactions. Without such DDL (the common case) this allocates nothing.
+    pub(crate) fn hidden_tables(&self) -> Vec<String> {
+        let mut hidden = self.dropped_tables();
+        hidden.extend(self.catalog.hidden_tables(self.session_id));
+        hidden
     }
 
     /// The tables this block dropped (hidden from it).

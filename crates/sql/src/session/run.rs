@@ -156,7 +156,7 @@ impl Session {
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),
-            hidden_tables: self.namespace().hidden,
+            hidden_tables: self.hidden_tables(),
         };
         let budget = self.memory_budget();
         let limits = self.wait_limits();
