@@ -117,33 +117,7 @@ impl<'a> Binder<'a> {
                 .cloned()
                 .chain(first.order.iter().map(|(expr, ..)| expr.clone()))
                 .collect();
-            let mut columns = plan.columns.clone();
-            if !keys.is_empty() {
-                let mut exprs: Vec<Expr> = (0..base).map(Expr::Column).collect();
-                exprs.extend(keys.iter().cloned());
-                columns.extend(keys.iter().map(|_| computed_column("?window?", SqlType::Text)));
-                plan =
-                    self.plan(PlanKind::Project { input: Box::new(plan), exprs }, columns.clone());
-                let partition_count = first.partition.len();
-                let mut sort_keys: Vec<SortKey> = (0..partition_count)
-                    .map(|offset| SortKey {
-                        column: base + offset,
-                        descending: false,
-                        nulls_first: false,
-                    })
-                    .collect();
-                for (offset, (_, descending, nulls_first)) in first.order.iter().enumerate() {
-                    sort_keys.push(SortKey {
-                        column: base + partition_count + offset,
-                        descending: *descending,
-                        nulls_first: *nulls_first,
-                    });
-                }
-                plan = self.plan(
-                    PlanKind::Sort { input: Box::new(plan), keys: sort_keys },
-                    columns.clone(),
-                );
-            }
+            // The window's columns: PARTITION BY then ORDER BY, appended after `base`.
             let partition_count = first.partition.len();
             let spec = WindowSpec {
                 partition: (base..base + partition_count).collect(),
@@ -159,6 +133,24 @@ impl<'a> Binder<'a> {
                     .collect(),
                 frame: first.frame,
             };
+            let mut columns = plan.columns.clone();
+            if !keys.is_empty() {
+                let mut exprs: Vec<Expr> = (0..base).map(Expr::Column).collect();
+                exprs.extend(keys.iter().cloned());
+                columns.extend(keys.iter().map(|_| computed_column("?window?", SqlType::Text)));
+                plan =
+                    self.plan(PlanKind::Project { input: Box::new(plan), exprs }, columns.clone());
+                let partition_keys = spec.partition.iter().map(|&column| SortKey {
+                    column,
+                    descending: false,
+                    nulls_first: false,
+                });
+                let sort_keys = partition_keys.chain(spec.order.iter().cloned()).collect();
+                plan = self.plan(
+                    PlanKind::Sort { input: Box::new(plan), keys: sort_keys },
+                    columns.clone(),
+                );
+            }
             let width = columns.len();
             let mut calls = Vec::new();
             for (slot, &member) in members.iter().enumerate() {

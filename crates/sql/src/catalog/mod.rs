@@ -212,13 +212,7 @@ impl Catalog {
     /// Inserts or replaces the row `name` of one of the text-keyed internal tables, durably.
     fn upsert_text(&self, table: &str, name: &str, definition: String) -> Result<()> {
         let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
-        let key = [Value::Text(name.to_string())];
-        let definition = Value::Text(definition);
-        let mut replacement = Some(vec![key[0].clone(), definition.clone()]);
-        let updated = transaction.update(table, &key, &mut |_| replacement.take())?;
-        if !updated {
-            transaction.insert(table, vec![key[0].clone(), definition])?;
-        }
+        upsert_text_in(&mut transaction, table, name, definition)?;
         transaction.commit()?;
         Ok(())
     }
@@ -487,6 +481,24 @@ impl Catalog {
         );
         Ok(start)
     }
+}
+
+/// Inserts or replaces the row `name` of one of the text-keyed internal tables in
+/// `transaction`.
+fn upsert_text_in(
+    transaction: &mut Transaction,
+    table: &str,
+    name: &str,
+    definition: String,
+) -> Result<()> {
+    let key = [Value::Text(name.to_string())];
+    let definition = Value::Text(definition);
+    let mut replacement = Some(vec![key[0].clone(), definition.clone()]);
+    let updated = transaction.update(table, &key, &mut |_| replacement.take())?;
+    if !updated {
+        transaction.insert(table, vec![key[0].clone(), definition])?;
+    }
+    Ok(())
 }
 
 fn text_key_table(name: &str, value_column: &str, value_kind: KeyKind) -> TableDef {

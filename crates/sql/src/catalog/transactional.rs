@@ -137,14 +137,7 @@ impl Catalog {
         transaction: &mut Transaction,
         meta: &TableMeta,
     ) -> Result<()> {
-        let key = [Value::Text(meta.name.clone())];
-        let definition = Value::Text(meta.encode());
-        let mut replacement = Some(vec![key[0].clone(), definition.clone()]);
-        let updated = transaction.update(TABLES_TABLE, &key, &mut |_| replacement.take())?;
-        if !updated {
-            transaction.insert(TABLES_TABLE, vec![key[0].clone(), definition])?;
-        }
-        Ok(())
+        upsert_text_in(transaction, TABLES_TABLE, &meta.name, meta.encode())
     }
 
     /// After a rollback (whole, or to a savepoint) of a transaction whose DDL changed

@@ -300,7 +300,8 @@ impl Session {
         object_type: &ast::ObjectType,
         names: &[ast::ObjectName],
     ) -> Vec<String> {
-        let resolved = names.iter().filter_map(|name| self.namespace().existing_table(name).ok());
+        let namespace = self.namespace();
+        let resolved = names.iter().filter_map(|name| namespace.existing_table(name).ok());
         match object_type {
             ast::ObjectType::Table => resolved.collect(),
             ast::ObjectType::Index => {
