@@ -148,80 +148,133 @@ fn check_identity_values(
 }
 
 pub(crate) fn bind_update(binder: &mut Binder<'_>, update: &ast::Update) -> Result<UpdatePlan> {
-    if update.from.is_some() {
-        return Err(SqlError::unsupported("UPDATE ... FROM is not supported"));
+    if !update.table.joins.is_empty() {
+        return Err(SqlError::unsupported("UPDATE of a join"));
     }
-    let (table, alias) = match &update.table.relation {
-        ast::TableFactor::Table { name, alias, .. } => (
-            binder.bind_table(binder.table(name)?)?,
-            alias.as_ref().map(|alias| ident(&alias.name)),
-        ),
-        _ => return Err(SqlError::unsupported("UPDATE of a non-table")),
+    let from: &[ast::TableWithJoins] = match &update.from {
+        None => &[],
+        Some(ast::UpdateTableFromKind::AfterSet(from)) => from,
+        Some(ast::UpdateTableFromKind::BeforeSet(_)) => {
+            return Err(SqlError::syntax("syntax error at or near \"FROM\""))
+        }
     };
-    let (scan, scope) = binder.table_scope(&table, alias.as_deref());
-    let assignments = bind_assignments(binder, &table, &update.assignments, &scope)?;
-    let (scan, filter, returning) = bind_target_rows(
-        binder,
-        scan,
-        &scope,
-        &table,
-        update.selection.as_ref(),
-        update.returning.as_deref(),
-    )?;
-    Ok(UpdatePlan { table, scan, assignments, filter, returning })
-}
-
-/// The part UPDATE and DELETE share: the WHERE clause over the target's scan (which then
-/// emits row keys) and the RETURNING list.
-#[allow(clippy::type_complexity)]
-fn bind_target_rows(
-    binder: &mut Binder<'_>,
-    scan: Plan,
-    scope: &Scope,
-    table: &BoundTable,
-    selection: Option<&ast::Expr>,
-    returning: Option<&[ast::SelectItem]>,
-) -> Result<(Plan, Option<Expr>, Option<(Vec<Expr>, Vec<OutputColumn>)>)> {
-    let filter = match selection {
-        Some(selection) => Some(binder.coerced(selection, scope, &SqlType::Bool)?),
-        None => None,
-    };
-    let mut scan = match &filter {
-        Some(filter) => binder.filter(scan, filter.clone()),
-        None => scan,
-    };
-    set_emit_key(&mut scan);
-    let returning = match returning {
-        Some(items) => Some(binder.returning(items, table)?),
-        None => None,
-    };
-    Ok((scan, filter, returning))
+    let (table, alias) = target_table(binder, &update.table.relation, "UPDATE of a non-table")?;
+    let (scan, scope) =
+        bind_target_rows(binder, &table, alias.as_deref(), from, update.selection.as_ref())?;
+    let assignments = bind_assignments(binder, &table, &update.assignments, &scope.scope)?;
+    let returning = bind_returning(binder, &scope.scope, update.returning.as_deref())?;
+    Ok(UpdatePlan { table, scan, assignments, filter: scope.filter, returning })
 }
 
 pub(crate) fn bind_delete(binder: &mut Binder<'_>, delete: &ast::Delete) -> Result<DeletePlan> {
     let from = match &delete.from {
         ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from) => from,
     };
-    if from.len() != 1 || !from[0].joins.is_empty() || delete.using.is_some() {
-        return Err(SqlError::unsupported("DELETE with USING or joins is not supported"));
+    if from.len() != 1 || !from[0].joins.is_empty() || !delete.tables.is_empty() {
+        return Err(SqlError::unsupported("DELETE of a join"));
     }
-    let (table, alias) = match &from[0].relation {
-        ast::TableFactor::Table { name, alias, .. } => (
+    let using = delete.using.as_deref().unwrap_or_default();
+    let (table, alias) = target_table(binder, &from[0].relation, "DELETE from a non-table")?;
+    let (scan, scope) =
+        bind_target_rows(binder, &table, alias.as_deref(), using, delete.selection.as_ref())?;
+    let returning = bind_returning(binder, &scope.scope, delete.returning.as_deref())?;
+    Ok(DeletePlan { table, scan, filter: scope.filter, returning })
+}
+
+/// The table UPDATE or DELETE changes, and its alias.
+fn target_table(
+    binder: &mut Binder<'_>,
+    relation: &ast::TableFactor,
+    unsupported: &str,
+) -> Result<(BoundTable, Option<String>)> {
+    match relation {
+        ast::TableFactor::Table { name, alias, args: None, .. } => Ok((
             binder.bind_table(binder.table(name)?)?,
             alias.as_ref().map(|alias| ident(&alias.name)),
-        ),
-        _ => return Err(SqlError::unsupported("DELETE from a non-table")),
+        )),
+        _ => Err(SqlError::unsupported(unsupported)),
+    }
+}
+
+/// The names UPDATE's SET and WHERE see (the target's columns, its hidden row key, then the
+/// FROM items' columns), and the WHERE clause bound over them.
+struct TargetScope {
+    scope: Scope,
+    filter: Option<Expr>,
+}
+
+/// The rows UPDATE and DELETE touch: the target's rows that pass WHERE, each followed by
+/// its engine row key (a bytea column no name reaches) and, with UPDATE ... FROM or DELETE
+/// ... USING, by the columns of the one joined row of the other tables that PostgreSQL also
+/// picks: when a target row joins several, an arbitrary one (here the first of its key).
+fn bind_target_rows(
+    binder: &mut Binder<'_>,
+    table: &BoundTable,
+    alias: Option<&str>,
+    from: &[ast::TableWithJoins],
+    selection: Option<&ast::Expr>,
+) -> Result<(Plan, TargetScope)> {
+    let (mut scan, mut scope) = binder.table_scope(table, alias);
+    set_emit_key(&mut scan);
+    let key = OutputColumn { name: "ctid".into(), ty: SqlType::Bytea, table_oid: 0, attribute: 0 };
+    scope.columns.push(ScopeColumn {
+        qualifier: None,
+        name: key.name.clone(),
+        ty: key.ty.clone(),
+        table_oid: 0,
+        attribute: 0,
+        merged: true,
+    });
+    scan.columns.push(key);
+    let target_name = alias.unwrap_or(&table.name).to_string();
+    if from.is_empty() {
+        let filter = match selection {
+            Some(selection) => Some(binder.coerced(selection, &scope, &SqlType::Bool)?),
+            None => None,
+        };
+        let plan = match &filter {
+            Some(filter) => binder.filter(scan, filter.clone()),
+            None => scan,
+        };
+        return Ok((plan, TargetScope { scope, filter }));
+    }
+    let mut relations = vec![(scan, scope)];
+    for item in from {
+        let (plan, scope) = binder.table_with_joins(item)?;
+        if scope.columns.iter().any(|column| column.qualifier.as_deref() == Some(&target_name)) {
+            return Err(SqlError::new(
+                "42712",
+                format!("table name \"{target_name}\" specified more than once"),
+            ));
+        }
+        relations.push((plan, scope));
+    }
+    let filter = match selection {
+        Some(selection) => {
+            let scope =
+                relations.iter().fold(Scope::default(), |all, (_, scope)| all.concat(scope));
+            Some(binder.coerced(selection, &scope, &SqlType::Bool)?)
+        }
+        None => None,
     };
-    let (scan, scope) = binder.table_scope(&table, alias.as_deref());
-    let (scan, filter, returning) = bind_target_rows(
-        binder,
-        scan,
-        &scope,
-        &table,
-        delete.selection.as_ref(),
-        delete.returning.as_deref(),
-    )?;
-    Ok(DeletePlan { table, scan, filter, returning })
+    let (mut plan, scope, rest) = binder.join_relations(relations, selection)?;
+    if !rest.is_empty() {
+        plan = binder.filter(plan, and_all(rest));
+    }
+    let key_column = table.columns.len();
+    let plan = binder.distinct_on(plan, vec![Expr::Column(key_column)], Vec::new());
+    Ok((plan, TargetScope { scope, filter }))
+}
+
+fn bind_returning(
+    binder: &mut Binder<'_>,
+    scope: &Scope,
+    returning: Option<&[ast::SelectItem]>,
+) -> Result<Option<(Vec<Expr>, Vec<OutputColumn>)>> {
+    match returning {
+        Some(items) => Ok(Some(binder.returning_in(items, scope)?)),
+        None => Ok(None),
+    }
 }
 
 pub(crate) fn set_emit_key(plan: &mut Plan) {

@@ -24,6 +24,17 @@ impl<'a> Binder<'a> {
         for item in from {
             relations.push(self.table_with_joins(item)?);
         }
+        self.join_relations(relations, selection)
+    }
+
+    /// Joins bound FROM items left to right on the WHERE clause's conjuncts, pushing
+    /// single-relation conjuncts down to their relation; returns what is left to filter.
+    pub(crate) fn join_relations(
+        &mut self,
+        relations: Vec<(Plan, Scope)>,
+        selection: Option<&ast::Expr>,
+    ) -> Result<(Plan, Scope, Vec<Expr>)> {
+        assert!(!relations.is_empty(), "a FROM list has an item");
         let mut scope = Scope::default();
         let mut bounds = Vec::new();
         for (_, relation_scope) in &relations {

@@ -145,15 +145,6 @@ impl<'a> Binder<'a> {
 
     // ----- queries -----
 
-    /// Binds a RETURNING list over the table's row.
-    pub fn returning(
-        &mut self,
-        items: &[ast::SelectItem],
-        table: &BoundTable,
-    ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
-        self.returning_as(items, table, None)
-    }
-
     /// RETURNING over `table` seen under `alias` (INSERT INTO t AS alias) or its name.
     pub fn returning_as(
         &mut self,
@@ -163,12 +154,43 @@ impl<'a> Binder<'a> {
     ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
         let scan = self.scan(table.clone());
         let scope = Scope::from_plan(&scan, Some(alias.unwrap_or(&table.name)));
+        self.returning_in(items, &scope)
+    }
+
+    /// RETURNING over the columns of `scope` (UPDATE ... FROM and DELETE ... USING: the
+    /// target's and the other tables'); `*` and `name.*` as in a select list.
+    pub fn returning_in(
+        &mut self,
+        items: &[ast::SelectItem],
+        scope: &Scope,
+    ) -> Result<(Vec<Expr>, Vec<OutputColumn>)> {
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         for item in items {
             match item {
-                ast::SelectItem::Wildcard(_) => {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    let qualifier = match item {
+                        ast::SelectItem::QualifiedWildcard(
+                            ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                            _,
+                        ) => Some(object_name(name)?),
+                        ast::SelectItem::QualifiedWildcard(..) => {
+                            return Err(SqlError::unsupported(format!(
+                                "unsupported RETURNING item {item}"
+                            )))
+                        }
+                        _ => None,
+                    };
+                    let mut any = false;
                     for (index, column) in scope.columns.iter().enumerate() {
+                        let wanted = match &qualifier {
+                            None => !column.merged,
+                            Some(qualifier) => column.qualifier.as_ref() == Some(qualifier),
+                        };
+                        if !wanted {
+                            continue;
+                        }
+                        any = true;
                         exprs.push(Expr::Column(index));
                         columns.push(OutputColumn {
                             name: column.name.clone(),
@@ -177,10 +199,16 @@ impl<'a> Binder<'a> {
                             attribute: column.attribute,
                         });
                     }
+                    if let (false, Some(qualifier)) = (any, qualifier) {
+                        return Err(SqlError::new(
+                            "42P01",
+                            format!("missing FROM-clause entry for table \"{qualifier}\""),
+                        ));
+                    }
                 }
                 ast::SelectItem::UnnamedExpr(expr)
                 | ast::SelectItem::ExprWithAlias { expr, .. } => {
-                    let (bound, ty) = self.expr(expr, &scope, None)?;
+                    let (bound, ty) = self.expr(expr, scope, None)?;
                     let name = match item {
                         ast::SelectItem::ExprWithAlias { alias, .. } => ident(alias),
                         _ => default_name(expr),

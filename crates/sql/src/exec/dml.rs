@@ -2,7 +2,9 @@
 //! READ COMMITTED rechecks of rows a concurrent transaction changed, RETURNING.
 
 use super::on_conflict::Upsert;
-use super::rows::{apply_assignments, complete_row, detached_ctx, recheck_filter, table_row};
+use super::rows::{
+    apply_assignments, complete_row, detached_ctx, joined_row, recheck_filter, table_row,
+};
 use super::spill::store_rows;
 use super::*;
 use crate::output::{CommandTag, Output};
@@ -110,10 +112,14 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let mut count = 0u64;
     let mut updated_rows = Vec::new();
     while let Some(mut row) = targets.next_row()? {
-        let Some(Datum::Bytes(key)) = row.pop() else {
-            return Err(SqlError::internal("update scan lost the row key"));
-        };
-        let new_row = apply_assignments(table, &update.assignments, &row, ctx)?;
+        let key = take_row_key(&mut row, table)?;
+        let joined = row.split_off(table.columns.len());
+        let new_row = apply_assignments(
+            table,
+            &update.assignments,
+            &[row.as_slice(), &joined].concat(),
+            ctx,
+        )?;
         let expected: Vec<Value> = row
             .iter()
             .zip(&table.columns)
@@ -149,9 +155,9 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             // A concurrent update committed first (READ COMMITTED): re-check the predicate
             // on the latest version and recompute the new row from it.
             let mut detached = detached_ctx(params, session, time, &budget);
-            let current = table_row(table, latest);
+            let current = joined_row(table, latest, &joined);
             if let Some(filter) = &update.filter {
-                match recheck_filter(filter, table, latest, &mut detached) {
+                match recheck_filter(filter, table, latest, &joined, &mut detached) {
                     Ok(true) => {}
                     Ok(false) => return None,
                     Err(error) => {
@@ -197,8 +203,9 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         }
         if changed {
             count += 1;
-            if let Some(row) = result_row {
+            if let Some(mut row) = result_row {
                 if update.returning.is_some() {
+                    row.extend(joined);
                     updated_rows.push(row);
                 }
             }
@@ -212,9 +219,8 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let mut count = 0u64;
     let mut deleted = Vec::new();
     while let Some(mut row) = targets.next_row()? {
-        let Some(Datum::Bytes(key)) = row.pop() else {
-            return Err(SqlError::internal("delete scan lost the row key"));
-        };
+        let key = take_row_key(&mut row, &delete.table)?;
+        let joined = row.split_off(delete.table.columns.len());
         // READ COMMITTED: a concurrent update that committed first may have moved the row
         // out of the WHERE clause; the DELETE re-checks it on the latest version.
         let mut failure: Option<SqlError> = None;
@@ -235,7 +241,7 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             }
             Some(filter) => {
                 let mut detached = detached_ctx(params, session, time, &budget);
-                match recheck_filter(filter, &delete.table, latest, &mut detached) {
+                match recheck_filter(filter, &delete.table, latest, &joined, &mut detached) {
                     Ok(matches) => {
                         newer = Some(latest.clone());
                         matches
@@ -255,12 +261,23 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         if removed {
             count += 1;
             if delete.returning.is_some() {
-                deleted.push(match newer {
+                let mut returned = match newer {
                     Some(latest) => table_row(&delete.table, &latest),
                     None => row,
-                });
+                };
+                returned.extend(joined);
+                deleted.push(returned);
             }
         }
     }
     returning_rows(&delete.returning, deleted, ctx, CommandTag::Delete, count)
+}
+
+/// The engine row key of a row UPDATE or DELETE read: the column after the table's (see
+/// `bind_target_rows`). Left in the row as NULL: no expression reads it.
+fn take_row_key(row: &mut [Datum], table: &BoundTable) -> Result<Vec<u8>> {
+    match row.get_mut(table.columns.len()).map(|key| std::mem::replace(key, Datum::Null)) {
+        Some(Datum::Bytes(key)) => Ok(key),
+        _ => Err(SqlError::internal("an UPDATE or DELETE scan lost the row key")),
+    }
 }

@@ -65,13 +65,24 @@ pub(crate) fn table_row(table: &TableMeta, values: &[Value]) -> Row {
 
 /// Whether the latest version of a row still passes the statement's WHERE clause (READ
 /// COMMITTED, after a concurrent update committed: PostgreSQL's EvalPlanQual).
+/// `joined` is what followed the target's columns in the row the statement read (its row
+/// key, and the FROM or USING items' columns), kept as they were, as PostgreSQL keeps the
+/// other tables' rows.
 pub(crate) fn recheck_filter(
     filter: &Expr,
     table: &TableMeta,
     latest: &[Value],
+    joined: &[Datum],
     ctx: &mut Ctx<'_>,
 ) -> Result<bool> {
-    Ok(matches!(super::eval(filter, &table_row(table, latest), ctx)?, Datum::Bool(true)))
+    Ok(matches!(super::eval(filter, &joined_row(table, latest, joined), ctx)?, Datum::Bool(true)))
+}
+
+/// The latest version of a target row followed by the rest of the row the statement read.
+pub(crate) fn joined_row(table: &TableMeta, latest: &[Value], joined: &[Datum]) -> Row {
+    let mut row = table_row(table, latest);
+    row.extend(joined.iter().cloned());
+    row
 }
 
 pub(crate) fn apply_assignments(
@@ -80,7 +91,8 @@ pub(crate) fn apply_assignments(
     row: &[Datum],
     ctx: &mut Ctx<'_>,
 ) -> Result<Row> {
-    let mut new_row = row.to_vec();
+    // `row` may go on past the table's columns (a row key, FROM items' columns).
+    let mut new_row = row[..table.columns.len()].to_vec();
     for (position, expr) in assignments {
         new_row[*position] = super::eval(expr, row, ctx)?;
     }
