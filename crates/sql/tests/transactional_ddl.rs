@@ -184,3 +184,22 @@ fn ddl_on_a_table_another_transaction_changed_waits() {
         assert_eq!(indexes_of(&mut other, "w"), ["w_id_k", "w_k", "w_pkey"]);
     });
 }
+
+#[test]
+fn alter_column_changes_roll_back_with_their_transaction() {
+    with_session(|session| {
+        let mut other = session_as(session, "tierdb");
+        setup(session, &["CREATE TABLE ac (id int PRIMARY KEY, v int NOT NULL DEFAULT 1)"]);
+        setup(session, &["BEGIN", "ALTER TABLE ac ALTER COLUMN v DROP NOT NULL"]);
+        setup(session, &["SAVEPOINT s", "ALTER TABLE ac RENAME COLUMN v TO w"]);
+        assert_eq!(sqlstate(session, "SELECT v FROM ac"), "42703");
+        setup(session, &["ROLLBACK TO SAVEPOINT s"]);
+        // The rename is undone, the DROP NOT NULL before the savepoint stays.
+        setup(session, &["INSERT INTO ac VALUES (1, NULL)", "ROLLBACK"]);
+        // Rolled back: NOT NULL holds again, although the engine was loosened.
+        assert_eq!(sqlstate(&mut other, "INSERT INTO ac VALUES (2, NULL)"), "23502");
+        assert_eq!(sqlstate(session, "INSERT INTO ac (id, v) VALUES (3, NULL)"), "23502");
+        setup(session, &["INSERT INTO ac (id) VALUES (4)"]);
+        assert_eq!(count(session, "SELECT sum(v) FROM ac"), 1);
+    });
+}

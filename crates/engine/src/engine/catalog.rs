@@ -478,6 +478,27 @@ impl Shared {
         Ok(())
     }
 
+    /// Lets column `column` of a table hold NULLs (ALTER TABLE ... DROP NOT NULL), durably.
+    /// The engine's NOT NULL is only loosened, never tightened: SET NOT NULL is the SQL
+    /// layer's check (it validates the rows), so a DROP NOT NULL that rolls back leaves the
+    /// engine looser than the SQL catalog, whose check still holds.
+    pub(super) fn allow_nulls(&self, table_name: &str, column: usize) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let slot = self.handle(table_name)?;
+        let old = slot.table()?;
+        let Some(definition) = old.def.columns.get(column) else {
+            return Err(EngineError::InvalidRow {
+                detail: format!("table={table_name} has no column={column}"),
+            });
+        };
+        if definition.nullable {
+            return Ok(());
+        }
+        let mut new_def = old.def.clone();
+        new_def.columns[column].nullable = true;
+        self.install(&slot, &old, new_def, old.indexes.clone(), old.vector_indexes.clone())
+    }
+
     /// Whether a table, an index or a vector index is named `name`.
     fn name_taken(&self, name: &str) -> bool {
         let tables = self.tables.read();

@@ -260,6 +260,12 @@ impl Engine {
         self.shared.truncate_table(name)
     }
 
+    /// Lets a column hold NULLs, durably (ALTER TABLE ... DROP NOT NULL). A primary key's
+    /// columns stay NOT NULL whatever this says (`Table::check_row`).
+    pub fn allow_nulls(&self, table: &str, column: usize) -> Result<()> {
+        self.shared.allow_nulls(table, column)
+    }
+
     /// Creates an index on a table that may hold rows (backfilled; blocks writers of every
     /// table meanwhile). 42P07 if an index or table has the name, 23505 if a unique index
     /// would be violated (no index is left behind), 22023 for bad columns.

@@ -140,6 +140,17 @@ impl Catalog {
         upsert_text_in(transaction, TABLES_TABLE, &meta.name, meta.encode())
     }
 
+    /// Replaces a table's definition in `transaction` (ALTER TABLE of what only the SQL
+    /// catalog holds: names, defaults, NOT NULL) and shows it to new statements at once, as
+    /// a new index is shown (a rollback restores the stored one: `reconcile`). The caller
+    /// holds the DDL lock and the claim on the table.
+    pub fn replace_meta(&self, transaction: &mut Transaction, meta: TableMeta) -> Result<()> {
+        assert!(self.tables.read().contains_key(&meta.name), "ALTER TABLE of a known table");
+        self.store_meta_in(transaction, &meta)?;
+        self.publish(meta);
+        Ok(())
+    }
+
     /// After a rollback (whole, or to a savepoint) of a transaction whose DDL changed
     /// `tables`: makes the engine and the in-memory definitions match the definition rows
     /// `transaction` sees now (None: the committed ones). A table without a row is dropped

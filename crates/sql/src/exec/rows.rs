@@ -15,19 +15,22 @@ pub(crate) fn complete_row(
     defaults: &[Option<Expr>],
     ctx: &mut Ctx<'_>,
 ) -> Result<(Vec<Value>, Row)> {
-    let mut values = Vec::with_capacity(table.columns.len());
+    // Every default first, then the checks: as in PostgreSQL, a row refused for a NULL still
+    // used its sequence values.
     let mut datums = Vec::with_capacity(table.columns.len());
-    for (index, column) in table.columns.iter().enumerate() {
-        let datum = match row[index].take() {
+    for index in 0..table.columns.len() {
+        datums.push(match row[index].take() {
             Some(datum) => datum,
             None => match &defaults[index] {
                 Some(default) => super::eval(default, &[], ctx)?,
                 None => Datum::Null,
             },
-        };
+        });
+    }
+    let mut values = Vec::with_capacity(table.columns.len());
+    for (index, (column, datum)) in table.columns.iter().zip(&datums).enumerate() {
         table.check_not_null(index, datum.is_null(), false)?;
         values.push(datum.to_value(&column.ty)?);
-        datums.push(datum);
     }
     Ok((values, datums))
 }

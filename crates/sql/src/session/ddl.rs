@@ -125,13 +125,8 @@ impl Session {
                 ast::ColumnOption::NotNull => meta.nullable = false,
                 ast::ColumnOption::Null => {}
                 ast::ColumnOption::Default(expr) => {
-                    refuse_subquery_in_default(expr)?;
-                    // Check it binds now (bad defaults fail at CREATE, as in PostgreSQL).
-                    let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
-                    let (bound, from) =
-                        binder.expr(expr, &bind::Scope::default(), Some(&meta.ty))?;
-                    bind::coerce(bound, &from, &meta.ty, false)?;
-                    meta.default = Some(expr.to_string());
+                    // Checked now: bad defaults fail at CREATE, as in PostgreSQL.
+                    meta.default = Some(self.checked_default(expr, &meta.ty)?);
                 }
                 ast::ColumnOption::PrimaryKey(_) => {
                     if primary.is_some() {
@@ -304,126 +299,6 @@ impl Session {
         }
     }
 
-    pub(crate) fn alter_table(&mut self, alter: &ast::AlterTable) -> Result<Output> {
-        let table_name = self.namespace().existing_table(&alter.name)?;
-        let catalog = Arc::clone(&self.catalog);
-        let _guard = catalog.lock_ddl();
-        for operation in &alter.operations {
-            let table = self
-                .catalog
-                .table(&table_name)
-                .ok_or_else(|| SqlError::undefined_table(&table_name))?;
-            let ast::AlterTableOperation::AddConstraint { constraint, .. } = operation else {
-                return Err(SqlError::unsupported(
-                    "only ALTER TABLE ... ADD PRIMARY KEY / UNIQUE is supported",
-                ));
-            };
-            let (columns, primary, name) = match constraint {
-                ast::TableConstraint::PrimaryKey(key) => {
-                    if table.primary_key().is_some() {
-                        return Err(SqlError::new(
-                            "42P16",
-                            format!(
-                                "multiple primary keys for table \"{table_name}\" are not allowed"
-                            ),
-                        ));
-                    }
-                    (
-                        &key.columns,
-                        true,
-                        key.name.as_ref().map_or_else(|| format!("{table_name}_pkey"), ident),
-                    )
-                }
-                ast::TableConstraint::Unique(unique) => (
-                    &unique.columns,
-                    false,
-                    unique.name.as_ref().map_or_else(
-                        || {
-                            let columns: Vec<String> = unique
-                                .columns
-                                .iter()
-                                .map(|column| match &column.column.expr {
-                                    ast::Expr::Identifier(name) => ident(name),
-                                    other => other.to_string(),
-                                })
-                                .collect();
-                            format!("{table_name}_{}_key", columns.join("_"))
-                        },
-                        ident,
-                    ),
-                ),
-                _ => {
-                    return Err(SqlError::unsupported(
-                        "only PRIMARY KEY and UNIQUE constraints are supported",
-                    ))
-                }
-            };
-            let mut positions = Vec::new();
-            for column in columns {
-                let ast::Expr::Identifier(column_name) = &column.column.expr else {
-                    return Err(SqlError::unsupported("constraint on an expression"));
-                };
-                let column_name = ident(column_name);
-                positions.push(table.column_index(&column_name).ok_or_else(|| {
-                    SqlError::new(
-                        "42703",
-                        format!(
-                            "column \"{column_name}\" of relation \"{table_name}\" does not exist"
-                        ),
-                    )
-                })?);
-            }
-            if primary {
-                self.check_no_nulls(&table, &positions)?;
-            }
-            let index = IndexMeta {
-                name: name.clone(),
-                oid: 0,
-                columns: positions,
-                unique: true,
-                primary,
-                kind: IndexKind::Secondary,
-            };
-            let options = self.index_build_options();
-            Arc::clone(&self.catalog)
-                .create_index(self.ddl_transaction(), &table_name, index, options)
-                .map_err(|error| unique_index_error(error, &name))?;
-        }
-        Ok(Output::command(CommandTag::AlterTable))
-    }
-
-    pub(crate) fn check_no_nulls(
-        &mut self,
-        table: &Arc<TableMeta>,
-        positions: &[usize],
-    ) -> Result<()> {
-        let mut transaction = self.catalog.engine().begin(IsolationLevel::ReadCommitted)?;
-        let handle = transaction.table(&table.name)?;
-        let mut resume: Option<Vec<u8>> = None;
-        loop {
-            let page = transaction.scan_page(
-                &handle,
-                std::ops::Bound::Unbounded,
-                std::ops::Bound::Unbounded,
-                resume.as_deref(),
-                exec::SCAN_PAGE_ROWS,
-            )?;
-            let complete = page.len() < exec::SCAN_PAGE_ROWS;
-            for (key, row) in page {
-                for &position in positions {
-                    let is_null = matches!(row.get(position), Some(Value::Null) | None);
-                    table.check_not_null(position, is_null, true)?;
-                }
-                resume = Some(key);
-            }
-            if complete {
-                break;
-            }
-        }
-        transaction.commit()?;
-        Ok(())
-    }
-
     // ----- settings -----
 }
 
@@ -534,7 +409,7 @@ fn refuse_index_clauses(create: &ast::CreateIndex) -> Result<()> {
     }
 }
 
-fn refuse_subquery_in_default(expr: &ast::Expr) -> Result<()> {
+pub(super) fn refuse_subquery_in_default(expr: &ast::Expr) -> Result<()> {
     let mut found = false;
     let _ = ast::visit_expressions(expr, |inner| {
         found |= matches!(

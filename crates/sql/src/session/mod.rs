@@ -15,6 +15,7 @@
 //! transaction of a block starts lazily at its first statement, so a REPEATABLE READ
 //! snapshot is taken when the first query runs, as in PostgreSQL.
 
+mod alter_table;
 mod copy_in;
 mod copy_out;
 mod create_table_as;

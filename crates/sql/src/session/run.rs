@@ -77,7 +77,14 @@ impl Session {
                 })
             }
             ast::Statement::AlterTable(alter) => {
-                let tables = [self.namespace().existing_table(&alter.name)?];
+                let tables = match self.namespace().existing_table(&alter.name) {
+                    Ok(table) => [table],
+                    // IF EXISTS of a missing table: nothing to do (PostgreSQL adds a NOTICE).
+                    Err(error) if alter.if_exists && error.sqlstate == "42P01" => {
+                        return Ok(Output::command(CommandTag::AlterTable))
+                    }
+                    Err(error) => return Err(error),
+                };
                 self.transactional_ddl(&tables, |session| session.alter_table(alter))
             }
             ast::Statement::Truncate(truncate) => {

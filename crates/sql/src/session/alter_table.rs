@@ -1,0 +1,261 @@
+//! ALTER TABLE: ADD PRIMARY KEY / UNIQUE (an index build), and the changes only the SQL
+//! catalog holds: RENAME COLUMN, ALTER COLUMN SET / DROP DEFAULT, SET / DROP NOT NULL. Each
+//! runs in the statement's transaction (transactional_ddl.rs) and a statement's operations
+//! go in order, all or none. ADD / DROP COLUMN and ALTER COLUMN TYPE change the stored rows
+//! and are not built yet (0A000, naming the operation).
+
+use super::ddl::{refuse_subquery_in_default, unique_index_error};
+use super::*;
+use crate::catalog::{ColumnMeta, Identity};
+use crate::output::CommandTag;
+
+impl Session {
+    pub(crate) fn alter_table(&mut self, alter: &ast::AlterTable) -> Result<Output> {
+        let table_name = self.namespace().existing_table(&alter.name)?;
+        let catalog = Arc::clone(&self.catalog);
+        let _guard = catalog.lock_ddl();
+        if alter.if_exists && self.catalog.table(&table_name).is_none() {
+            // Nothing to do (PostgreSQL adds a NOTICE).
+            return Ok(Output::command(CommandTag::AlterTable));
+        }
+        for operation in &alter.operations {
+            let table = self
+                .catalog
+                .table(&table_name)
+                .ok_or_else(|| SqlError::undefined_table(&table_name))?;
+            match operation {
+                ast::AlterTableOperation::AddConstraint { constraint, .. } => {
+                    self.add_key_constraint(&table_name, &table, constraint)?
+                }
+                ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                    self.rename_column(&table, &ident(old_column_name), &ident(new_column_name))?
+                }
+                ast::AlterTableOperation::AlterColumn { column_name, op } => {
+                    self.alter_column(&table, &ident(column_name), op)?
+                }
+                other => return Err(SqlError::unsupported(unsupported_operation(other))),
+            }
+        }
+        Ok(Output::command(CommandTag::AlterTable))
+    }
+
+    /// ALTER TABLE ... ADD PRIMARY KEY / UNIQUE: a unique index, built now.
+    fn add_key_constraint(
+        &mut self,
+        table_name: &str,
+        table: &Arc<TableMeta>,
+        constraint: &ast::TableConstraint,
+    ) -> Result<()> {
+        let (columns, primary, name) = match constraint {
+            ast::TableConstraint::PrimaryKey(key) => {
+                if table.primary_key().is_some() {
+                    return Err(SqlError::new(
+                        "42P16",
+                        format!("multiple primary keys for table \"{table_name}\" are not allowed"),
+                    ));
+                }
+                (
+                    &key.columns,
+                    true,
+                    key.name.as_ref().map_or_else(|| format!("{table_name}_pkey"), ident),
+                )
+            }
+            ast::TableConstraint::Unique(unique) => (
+                &unique.columns,
+                false,
+                unique.name.as_ref().map_or_else(
+                    || {
+                        let columns: Vec<String> = unique
+                            .columns
+                            .iter()
+                            .map(|column| match &column.column.expr {
+                                ast::Expr::Identifier(name) => ident(name),
+                                other => other.to_string(),
+                            })
+                            .collect();
+                        format!("{table_name}_{}_key", columns.join("_"))
+                    },
+                    ident,
+                ),
+            ),
+            _ => {
+                return Err(SqlError::unsupported(
+                    "only PRIMARY KEY and UNIQUE constraints are supported",
+                ))
+            }
+        };
+        let mut positions = Vec::new();
+        for column in columns {
+            let ast::Expr::Identifier(column_name) = &column.column.expr else {
+                return Err(SqlError::unsupported("constraint on an expression"));
+            };
+            let column_name = ident(column_name);
+            positions.push(table.column_index(&column_name).ok_or_else(|| {
+                SqlError::new(
+                    "42703",
+                    format!("column \"{column_name}\" of relation \"{table_name}\" does not exist"),
+                )
+            })?);
+        }
+        if primary {
+            for &position in &positions {
+                self.check_no_nulls_in_transaction(table, position)?;
+            }
+        }
+        let index = IndexMeta {
+            name: name.clone(),
+            oid: 0,
+            columns: positions,
+            unique: true,
+            primary,
+            kind: IndexKind::Secondary,
+        };
+        let options = self.index_build_options();
+        Arc::clone(&self.catalog)
+            .create_index(self.ddl_transaction(), table_name, index, options)
+            .map_err(|error| unique_index_error(error, &name))?;
+        Ok(())
+    }
+
+    fn rename_column(&mut self, table: &TableMeta, old: &str, new: &str) -> Result<()> {
+        let position = table
+            .column_index(old)
+            .ok_or_else(|| SqlError::new("42703", format!("column \"{old}\" does not exist")))?;
+        if table.column_index(new).is_some() {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{new}\" of relation \"{}\" already exists", table.name),
+            ));
+        }
+        let mut updated = table.clone();
+        updated.columns[position].name = new.to_string();
+        Arc::clone(&self.catalog).replace_meta(self.ddl_transaction(), updated)
+    }
+
+    fn alter_column(
+        &mut self,
+        table: &Arc<TableMeta>,
+        name: &str,
+        operation: &ast::AlterColumnOperation,
+    ) -> Result<()> {
+        let position = table.column_index(name).ok_or_else(|| {
+            SqlError::new(
+                "42703",
+                format!("column \"{name}\" of relation \"{}\" does not exist", table.name),
+            )
+        })?;
+        let column = &table.columns[position];
+        let mut updated = (**table).clone();
+        match operation {
+            ast::AlterColumnOperation::SetDefault { value } => {
+                refuse_identity(table, column)?;
+                refuse_sequence_default(column)?;
+                updated.columns[position].default = Some(self.checked_default(value, &column.ty)?);
+            }
+            ast::AlterColumnOperation::DropDefault => {
+                refuse_identity(table, column)?;
+                refuse_sequence_default(column)?;
+                updated.columns[position].default = None;
+            }
+            ast::AlterColumnOperation::SetNotNull => {
+                if column.nullable {
+                    self.check_no_nulls_in_transaction(table, position)?;
+                    updated.columns[position].nullable = false;
+                }
+            }
+            ast::AlterColumnOperation::DropNotNull => {
+                if table.primary_key().is_some_and(|key| key.columns.contains(&position)) {
+                    return Err(SqlError::new(
+                        "42P16",
+                        format!("column \"{name}\" is in a primary key"),
+                    ));
+                }
+                refuse_identity(table, column)?;
+                self.catalog.engine().allow_nulls(&table.name, position)?;
+                updated.columns[position].nullable = true;
+            }
+            ast::AlterColumnOperation::SetDataType { .. } => {
+                return Err(SqlError::unsupported("ALTER TABLE ... ALTER COLUMN ... TYPE"))
+            }
+            ast::AlterColumnOperation::AddGenerated { .. } => {
+                return Err(SqlError::unsupported("ALTER TABLE ... ALTER COLUMN ... ADD GENERATED"))
+            }
+        }
+        Arc::clone(&self.catalog).replace_meta(self.ddl_transaction(), updated)
+    }
+
+    /// A DEFAULT expression checked as CREATE TABLE checks it (it binds, without a subquery,
+    /// and converts to the column's type), as stored.
+    pub(super) fn checked_default(&self, expr: &ast::Expr, ty: &SqlType) -> Result<String> {
+        refuse_subquery_in_default(expr)?;
+        let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
+        let (bound, from) = binder.expr(expr, &bind::Scope::default(), Some(ty))?;
+        bind::coerce(bound, &from, ty, false)?;
+        Ok(expr.to_string())
+    }
+
+    /// SET NOT NULL's check: no row the statement's transaction sees has a NULL there (its
+    /// own uncommitted rows included).
+    fn check_no_nulls_in_transaction(&mut self, table: &TableMeta, position: usize) -> Result<()> {
+        let transaction = self.ddl_transaction();
+        let handle = transaction.table(&table.name)?;
+        let mut resume: Option<Vec<u8>> = None;
+        loop {
+            let page = transaction.scan_page(
+                &handle,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                resume.as_deref(),
+                exec::SCAN_PAGE_ROWS,
+            )?;
+            let complete = page.len() < exec::SCAN_PAGE_ROWS;
+            for (key, row) in page {
+                let is_null = matches!(row.get(position), Some(Value::Null) | None);
+                table.check_not_null(position, is_null, true)?;
+                resume = Some(key);
+            }
+            if complete {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// An identity column's default and NOT NULL belong to the identity (42601, as PostgreSQL).
+fn refuse_identity(table: &TableMeta, column: &ColumnMeta) -> Result<()> {
+    match column.identity {
+        Some(Identity::Always | Identity::ByDefault) => Err(SqlError::syntax(format!(
+            "column \"{}\" of relation \"{}\" is an identity column",
+            column.name, table.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A serial column's sequence is found through its default (DROP TABLE drops it then), so
+/// its default stays until a column can own a sequence on its own.
+fn refuse_sequence_default(column: &ColumnMeta) -> Result<()> {
+    match column.default.as_deref().and_then(crate::catalog::sequence_of_default) {
+        Some(_) => Err(SqlError::unsupported(
+            "ALTER TABLE ... ALTER COLUMN ... SET / DROP DEFAULT of a serial column",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The name of an ALTER TABLE operation tierdb does not carry out, for its 0A000.
+fn unsupported_operation(operation: &ast::AlterTableOperation) -> String {
+    let name = match operation {
+        ast::AlterTableOperation::AddColumn { .. } => "ADD COLUMN",
+        ast::AlterTableOperation::DropColumn { .. } => "DROP COLUMN",
+        ast::AlterTableOperation::DropConstraint { .. } => "DROP CONSTRAINT",
+        ast::AlterTableOperation::RenameTable { .. } => "RENAME TO",
+        ast::AlterTableOperation::RenameConstraint { .. } => "RENAME CONSTRAINT",
+        ast::AlterTableOperation::OwnerTo { .. } => "OWNER TO",
+        _ => {
+            let text = operation.to_string();
+            return format!("ALTER TABLE ... {}", text.chars().take(60).collect::<String>());
+        }
+    };
+    format!("ALTER TABLE ... {name}")
+}
