@@ -25,6 +25,9 @@ use tierdb_storage::{Mtr, MtrSlot, PageStore, StorageError};
 
 use crate::delta::{plan_payload_change, PayloadChange};
 mod batch;
+mod readahead;
+
+use readahead::ScanReadAhead;
 
 use crate::node::{
     internal_cell_bytes, leaf_cell_bytes, leaf_cell_size, CellValue, Node, NodeMut, HEADER_BYTES,
@@ -216,7 +219,7 @@ fn child_position(node: Node<'_>, key: &[u8]) -> usize {
     }
 }
 
-fn child_at(node: Node<'_>, position: usize) -> u64 {
+pub(crate) fn child_at(node: Node<'_>, position: usize) -> u64 {
     if position == 0 {
         node.leftmost_child()
     } else {
@@ -340,7 +343,8 @@ impl BTree {
     /// The value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Self::check_sizes(key, None)?;
-        let leaf = self.descend_shared(Fences::Skip, |node| child_position(node, key))?;
+        let leaf =
+            self.descend_shared(Fences::Skip, |node| child_position(node, key), &mut |_, _, _| {})?;
         let node = open_shared_node(leaf.page_id, &leaf.page)?;
         match node.search(key) {
             Ok(index) => Ok(Some(self.load_value(leaf.page_id, node, index)?)),
@@ -350,11 +354,13 @@ impl BTree {
 
     /// Descends with shared latch coupling, choosing each child with `choose`; returns the
     /// leaf with (when `fences` asks) the fence keys bounding it: keys in it are in
-    /// [low, high).
+    /// [low, high). `at_leaf_parent` sees the leaf's parent (id, node, chosen position) while
+    /// it is latched: a scan's read-ahead takes the next leaves' ids from it.
     fn descend_shared(
         &self,
         fences: Fences,
         choose: impl Fn(Node<'_>) -> usize,
+        at_leaf_parent: &mut dyn FnMut(PageId, Node<'_>, usize),
     ) -> Result<Descent> {
         let meta_page = self.store.read(self.meta)?;
         let meta = read_meta(self.meta, &meta_page)?;
@@ -371,6 +377,9 @@ impl BTree {
                 return Ok(Descent { page, page_id, low, high });
             }
             let position = choose(node).min(node.count());
+            if level == 1 {
+                at_leaf_parent(page_id, node, position);
+            }
             if fences == Fences::Keep && position > 0 {
                 low = Some(node.key(position - 1).to_vec());
             }
@@ -1129,6 +1138,7 @@ pub struct RangeIter {
     data: Vec<u8>,
     entries: VecDeque<(usize, usize, usize)>,
     finished: bool,
+    readahead: ScanReadAhead,
 }
 
 fn above_lower(key: &[u8], lower: &Bound<Vec<u8>>) -> bool {
@@ -1150,25 +1160,41 @@ fn below_upper(key: &[u8], upper: &Bound<Vec<u8>>) -> bool {
 impl RangeIter {
     fn fill(&mut self) -> Result<()> {
         while self.entries.is_empty() && !self.finished {
+            let readahead = &mut self.readahead;
+            let store = &self.tree.store;
             let descent = match self.direction {
                 Direction::Forward => {
                     let lower = self.lower.clone();
-                    self.tree.descend_shared(Fences::Keep, move |node| match &lower {
-                        Bound::Unbounded => 0,
-                        Bound::Included(key) | Bound::Excluded(key) => child_position(node, key),
-                    })?
+                    self.tree.descend_shared(
+                        Fences::Keep,
+                        move |node| match &lower {
+                            Bound::Unbounded => 0,
+                            Bound::Included(key) | Bound::Excluded(key) => {
+                                child_position(node, key)
+                            }
+                        },
+                        &mut |parent, node, position| {
+                            readahead.plan(store, parent, node, position, Direction::Forward)
+                        },
+                    )?
                 }
                 Direction::Backward => {
                     let upper = self.upper.clone();
                     // The child holding the greatest key below the bound: the last one whose
                     // separator is below it (at or below, for an inclusive bound).
-                    self.tree.descend_shared(Fences::Keep, move |node| match &upper {
-                        Bound::Unbounded => node.count(),
-                        Bound::Included(key) => child_position(node, key),
-                        Bound::Excluded(key) => match node.search(key) {
-                            Ok(index) | Err(index) => index,
+                    self.tree.descend_shared(
+                        Fences::Keep,
+                        move |node| match &upper {
+                            Bound::Unbounded => node.count(),
+                            Bound::Included(key) => child_position(node, key),
+                            Bound::Excluded(key) => match node.search(key) {
+                                Ok(index) | Err(index) => index,
+                            },
                         },
-                    })?
+                        &mut |parent, node, position| {
+                            readahead.plan(store, parent, node, position, Direction::Backward)
+                        },
+                    )?
                 }
             };
             let node = open_shared_node(descent.page_id, &descent.page)?;
@@ -1251,6 +1277,7 @@ impl BTree {
             data: Vec::new(),
             entries: VecDeque::new(),
             finished: false,
+            readahead: ScanReadAhead::default(),
         }
     }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use tierdb_access::{BTree, Direction};
 use tierdb_common::SplitMix64;
-use tierdb_storage::{PageStore, StoreConfig};
+use tierdb_storage::{LocalVolume, PageStore, StoreConfig};
 
 fn open_store(directory: &Path, pool_pages: u64) -> Arc<PageStore> {
     let mut config = StoreConfig::local(directory).unwrap();
@@ -310,4 +310,51 @@ fn ascending_inserts_fill_leaves() {
         shuffled_pages > ascending_pages * 1.2,
         "random order used pages={shuffled_pages}, ascending {ascending_pages}"
     );
+}
+
+/// A scan of a tree several times the pool has its next leaves loaded ahead by the store's
+/// read-ahead workers, in both directions, and still returns every entry once and in order.
+/// Every volume read sleeps (remote storage, no tier), so the workers' reads in flight are
+/// what the scan finds when it reaches a leaf.
+#[test]
+fn scans_larger_than_the_pool_read_leaves_ahead() {
+    let directory = tempfile::tempdir().unwrap();
+    let volume = LocalVolume::open(directory.path().join("volume"))
+        .unwrap()
+        .with_read_latency(std::time::Duration::from_micros(300));
+    let mut config = StoreConfig::with_volume(directory.path(), Arc::new(volume));
+    config.buffer_pool_bytes = 256 * 8192;
+    config.tier = None;
+    let store = Arc::new(PageStore::open(config).unwrap());
+    let value = vec![7u8; 200];
+    let entries: Vec<(Vec<u8>, Vec<u8>)> =
+        (0..40_000u32).map(|key| (key.to_be_bytes().to_vec(), value.clone())).collect();
+    let tree = BTree::bulk_load(Arc::clone(&store), entries.iter().cloned()).unwrap();
+    store.flush_all().unwrap();
+    for direction in [Direction::Forward, Direction::Backward] {
+        let loaded_before = store.stats().readahead.pages_loaded.get();
+        let keys: Vec<Vec<u8>> = tree
+            .range(Bound::Unbounded, Bound::Unbounded, direction)
+            .map(|entry| entry.unwrap().0)
+            .collect();
+        let mut expected: Vec<Vec<u8>> = entries.iter().map(|(key, _)| key.clone()).collect();
+        if direction == Direction::Backward {
+            expected.reverse();
+        }
+        assert_eq!(keys, expected, "{direction:?}");
+        let loaded = store.stats().readahead.pages_loaded.get() - loaded_before;
+        // About 1,100 leaves, over four times the pool: most of them are read ahead.
+        assert!(loaded > 500, "{direction:?}: pages loaded ahead={loaded}");
+    }
+    // A short range (one leaf) asks for nothing ahead.
+    let requested_before = store.stats().readahead.pages_requested.get();
+    let short: Vec<_> = tree
+        .range(
+            Bound::Included(&[0, 0, 1, 0][..]),
+            Bound::Excluded(&[0, 0, 1, 10][..]),
+            Direction::Forward,
+        )
+        .collect();
+    assert_eq!(short.len(), 10);
+    assert_eq!(store.stats().readahead.pages_requested.get(), requested_before);
 }

@@ -357,6 +357,12 @@ impl BufferPool {
         self.frames.read().len()
     }
 
+    /// Whether `page_id` has a frame (possibly still loading), without pinning it: a hint
+    /// for read-ahead, stale as soon as the shard lock drops.
+    pub fn is_resident(&self, page_id: PageId) -> bool {
+        self.shard(page_id).lock().contains_key(&page_id)
+    }
+
     /// Pins the frame of `page_id` if it is resident (waiting for a load in progress).
     /// Returns `Ok(None)` if it is not resident.
     pub fn lookup(&self, page_id: PageId) -> Result<Option<Pinned>> {

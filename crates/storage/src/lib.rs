@@ -24,7 +24,9 @@ pub use device::{Device, DeviceFaultConfig, FaultyDevice, FileDevice};
 pub use error::{Result, StorageError};
 pub use page_map::{PageLocation, SegmentUsage};
 pub use segment::SEGMENT_SLOTS_MAX;
-pub use store::{Mtr, MtrSlot, PageStore, SpaceUsage, StoreConfig, StoreStats, TierConfig};
+pub use store::{
+    Mtr, MtrSlot, PageStore, ReadAheadStats, SpaceUsage, StoreConfig, StoreStats, TierConfig,
+};
 pub use temp::{
     MemoryGrant, MemoryPool, TempConfig, TempReader, TempRun, TempSpace, TempStats, TempUsage,
     TempWriter, MEMORY_GRANT_STEP_BYTES, TEMP_BLOCK_BYTES, TEMP_FILE_PREFIX,

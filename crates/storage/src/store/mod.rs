@@ -11,6 +11,7 @@
 
 mod flush;
 mod mtr;
+mod readahead;
 mod recovery;
 
 use std::fs::File;
@@ -27,6 +28,7 @@ use tierdb_common::{
 };
 
 pub use mtr::{Mtr, MtrSlot};
+pub use readahead::ReadAheadStats;
 
 use crate::buffer_pool::{Acquire, BufferPool, FetchOutcome, PageRef, Pinned, PoolStats};
 use crate::capacity::{
@@ -162,6 +164,8 @@ pub struct StoreStats {
     /// every ~100 ns hit would cost a fifth of it). Tier and volume reads are all timed, in
     /// `TierStats::read_latency_ns` and `VolumeStats::read_latency_ns`.
     pub dram_hit_latency_ns: Histogram,
+    /// Pages loaded ahead of scans (`PageStore::read_ahead`).
+    pub readahead: ReadAheadStats,
 }
 
 /// One DRAM hit in this many is timed for `StoreStats::dram_hit_latency_ns`.
@@ -219,6 +223,8 @@ pub(crate) struct StoreInner {
 pub struct PageStore {
     inner: Arc<StoreInner>,
     background: Mutex<Option<JoinHandle<()>>>,
+    /// The workers loading pages ahead of scans.
+    readahead: readahead::ReadAhead,
     /// The capacity the server's controller chose (fixed until a server enables it).
     capacity: CapacityControl,
 }
@@ -244,9 +250,13 @@ impl PageStore {
         let inner = recovery::recover(config, lock_file)?;
         let unit = CapacityUnit::new(CAPACITY_UNIT_DEFAULT_BYTES);
         let current = Capacity::holding(inner.config.buffer_pool_bytes, unit.buffer_pool_bytes());
+        let inner = Arc::new(inner);
+        let readahead = readahead::ReadAhead::start(&inner)
+            .map_err(|error| StorageError::local_io("spawn", &inner.config.data_dir, error))?;
         let store = PageStore {
-            inner: Arc::new(inner),
+            inner,
             background: Mutex::new(None),
+            readahead,
             capacity: CapacityControl::fixed(unit, current),
         };
         store.inner.checkpoint()?;
@@ -266,6 +276,13 @@ impl PageStore {
     /// Reads a page: pinned and latched shared until the returned guard drops.
     pub fn read(&self, page_id: PageId) -> Result<PageRef> {
         Ok(PageRef::new(self.inner.fetch(page_id)?))
+    }
+
+    /// Asks the read-ahead workers to load `page_ids` (the pages a scan reads next) into
+    /// DRAM while the caller works; pages already resident are skipped, and the request is
+    /// dropped where the queue is full. Returns how many pages were queued.
+    pub fn read_ahead(&self, page_ids: &[PageId]) -> usize {
+        self.readahead.submit(&self.inner, page_ids)
     }
 
     /// Starts a mini-transaction: a group of page changes logged and applied atomically.
@@ -423,6 +440,7 @@ impl PageStore {
 
     fn stop_background(&self) {
         self.inner.shutdown.store(true, Ordering::Release);
+        self.readahead.stop();
         self.inner.wake_writer();
         if let Some(handle) = self.background.lock().take() {
             let _ = handle.join();
