@@ -99,9 +99,6 @@ impl<'a> Binder<'a> {
                 }
                 ast::JoinOperator::Right(constraint)
                 | ast::JoinOperator::RightOuter(constraint) => {
-                    if matches!(constraint, ast::JoinConstraint::Using(_)) {
-                        return Err(SqlError::unsupported("RIGHT JOIN ... USING is not supported"));
-                    }
                     right_outer = true;
                     (JoinKind::Left, Some(constraint))
                 }
@@ -113,53 +110,96 @@ impl<'a> Binder<'a> {
                 }
             };
             let left_width = scope.columns.len();
-            let mut combined = scope.concat(&right_scope);
+            let combined = scope.concat(&right_scope);
             let mut conjuncts = Vec::new();
-            match constraint {
+            let using = match constraint {
                 Some(ast::JoinConstraint::On(on)) => {
                     let predicate =
                         self.clause_coerced("JOIN conditions", on, &combined, &SqlType::Bool)?;
                     split_conjuncts(predicate, &mut conjuncts);
+                    Vec::new()
                 }
                 Some(ast::JoinConstraint::Using(columns)) => {
-                    for column in columns {
-                        let name = object_name(column)?;
-                        let left = scope
-                            .find(None, &name)?
-                            .ok_or_else(|| SqlError::undefined_column(&name))?;
-                        let right = right_scope
-                            .find(None, &name)?
-                            .ok_or_else(|| SqlError::undefined_column(&name))?;
-                        let (left_ty, right_ty) =
-                            (&scope.columns[left].ty, &right_scope.columns[right].ty);
-                        let (left_expr, right_expr, bpchar) = compare_operands(
-                            Expr::Column(left),
-                            left_ty,
-                            Expr::Column(left_width + right),
-                            right_ty,
-                        )?;
-                        conjuncts.push(Expr::Compare {
-                            op: CompareOp::Eq,
-                            left: Box::new(left_expr),
-                            right: Box::new(right_expr),
-                            bpchar,
-                        });
-                        combined.columns[left_width + right].merged = true;
-                    }
+                    let names = columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
+                    using_pairs(&names, &scope, &right_scope)?
                 }
                 Some(ast::JoinConstraint::Natural) => {
-                    return Err(SqlError::unsupported("NATURAL JOIN"))
+                    using_pairs(&natural_names(&scope, &right_scope)?, &scope, &right_scope)?
                 }
-                Some(ast::JoinConstraint::None) | None => {}
+                Some(ast::JoinConstraint::None) | None => Vec::new(),
+            };
+            for pair in &using {
+                let (left_expr, right_expr, bpchar) = compare_operands(
+                    Expr::Column(pair.left),
+                    &combined.columns[pair.left].ty,
+                    Expr::Column(left_width + pair.right),
+                    &combined.columns[left_width + pair.right].ty,
+                )?;
+                conjuncts.push(Expr::Compare {
+                    op: CompareOp::Eq,
+                    left: Box::new(left_expr),
+                    right: Box::new(right_expr),
+                    bpchar,
+                });
             }
             plan = if right_outer {
                 self.right_join(plan, right, conjuncts, left_width)?
             } else {
                 self.join(plan, right, kind, conjuncts, left_width)?
             };
-            scope = combined;
+            (plan, scope) = if using.is_empty() {
+                (plan, combined)
+            } else {
+                self.merge_using(plan, combined, left_width, &using, right_outer)?
+            };
         }
         Ok((plan, scope))
+    }
+
+    /// A join with USING (or NATURAL): the joined columns come first, once each (the left
+    /// side's value, the right side's for a RIGHT JOIN, in the common type), then every
+    /// column of both sides, where the joined ones are reached only by a qualified name or
+    /// `alias.*`, as in PostgreSQL.
+    fn merge_using(
+        &mut self,
+        plan: Plan,
+        mut combined: Scope,
+        left_width: usize,
+        using: &[UsingPair],
+        right_outer: bool,
+    ) -> Result<(Plan, Scope)> {
+        let mut exprs = Vec::with_capacity(using.len() + plan.arity());
+        let mut columns = Vec::with_capacity(exprs.capacity());
+        let mut merged = Scope::default();
+        for pair in using {
+            let source = if right_outer { left_width + pair.right } else { pair.left };
+            let origin = combined.columns[source].clone();
+            let common = SqlType::common(&combined.columns[pair.left].ty, &origin.ty)
+                .map(|common| if common == SqlType::Unknown { SqlType::Text } else { common })
+                .unwrap_or_else(|| origin.ty.clone());
+            exprs.push(coerce(Expr::Column(source), &origin.ty, &common, false)?);
+            columns.push(OutputColumn {
+                name: pair.name.clone(),
+                ty: common.clone(),
+                table_oid: origin.table_oid,
+                attribute: origin.attribute,
+            });
+            merged.columns.push(ScopeColumn {
+                qualifier: None,
+                ty: common,
+                merged: false,
+                ..origin
+            });
+            merged.columns.last_mut().expect("pushed").name = pair.name.clone();
+        }
+        for pair in using {
+            combined.columns[pair.left].merged = true;
+            combined.columns[left_width + pair.right].merged = true;
+        }
+        exprs.extend((0..plan.arity()).map(Expr::Column));
+        columns.extend(plan.columns.iter().cloned());
+        let plan = self.plan(PlanKind::Project { input: Box::new(plan), exprs }, columns);
+        Ok((plan, merged.concat(&combined)))
     }
 
     pub(crate) fn table_factor(&mut self, factor: &ast::TableFactor) -> Result<(Plan, Scope)> {
@@ -422,4 +462,68 @@ impl<'a> Binder<'a> {
     }
 
     // ----- expressions -----
+}
+
+/// One column of a USING list: its name and its position on each side.
+struct UsingPair {
+    name: String,
+    left: usize,
+    right: usize,
+}
+
+/// The USING columns found on both sides (PostgreSQL's 42703 and 42701 otherwise).
+fn using_pairs(names: &[String], left: &Scope, right: &Scope) -> Result<Vec<UsingPair>> {
+    let mut pairs: Vec<UsingPair> = Vec::with_capacity(names.len());
+    for name in names {
+        if pairs.iter().any(|pair| pair.name == *name) {
+            return Err(SqlError::new(
+                "42701",
+                format!("column name \"{name}\" appears more than once in USING clause"),
+            ));
+        }
+        let find = |scope: &Scope, side: &str| {
+            let missing = || {
+                SqlError::new(
+                    "42703",
+                    format!("column \"{name}\" specified in USING clause does not exist in {side} table"),
+                )
+            };
+            match scope.find(None, name) {
+                Ok(Some(position)) => Ok(position),
+                Ok(None) => Err(missing()),
+                Err(_) => Err(SqlError::new(
+                    "42702",
+                    format!("common column name \"{name}\" appears more than once in {side} table"),
+                )),
+            }
+        };
+        pairs.push(UsingPair {
+            name: name.clone(),
+            left: find(left, "left")?,
+            right: find(right, "right")?,
+        });
+    }
+    Ok(pairs)
+}
+
+/// NATURAL JOIN's columns: the names both sides have, in the left side's order.
+fn natural_names(left: &Scope, right: &Scope) -> Result<Vec<String>> {
+    let visible = |scope: &Scope| -> Vec<String> {
+        scope
+            .columns
+            .iter()
+            .filter(|column| !column.merged)
+            .map(|column| column.name.clone())
+            .collect()
+    };
+    let right_names = visible(right);
+    Ok(visible(left).into_iter().filter(|name| right_names.contains(name)).fold(
+        Vec::new(),
+        |mut names, name| {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+            names
+        },
+    ))
 }
