@@ -65,7 +65,7 @@ impl Hnsw {
         // Nothing links to the new page until this mtr commits, so holding its exclusive
         // latch through the search blocks no reader.
         let (node_slot, node_id) = mtr.allocate(NODE_PAGE_TYPE)?;
-        let mut cache = VectorCache::default();
+        let mut cache = VectorCache::keeping_vectors();
         cache.vectors.insert(node_id, vector.to_vec());
         let mut lists = vec![Vec::new(); usize::from(level) + 1];
         let mut changes = Vec::new();
