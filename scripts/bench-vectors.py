@@ -4,8 +4,8 @@ SIFT-like data set (128-d, clustered, non-negative). Loads and indexes each serv
 then alternates query passes between them (pass 1 on every server, then pass 2, ...), so
 that a busy machine slows both alike; QPS is the median pass. Prints one JSON line per
 server and ef_search. Usage: bench-vectors.py ROWS QUERIES PASSES NAME:PORT:USER...
-(see scripts/bench-vectors.sh)."""
-import json, statistics, sys, time
+(see scripts/bench-vectors.sh). EF_SEARCH: the ef_search values (default "20 40 64 100")."""
+import json, os, statistics, sys, time
 
 import numpy as np
 import psycopg
@@ -56,7 +56,7 @@ def query_pass(cursor):
     return len(probe_texts) / (time.perf_counter() - start), found
 
 loaded = [load(*server) for server in servers]
-for ef_search in (40, 100):
+for ef_search in [int(value) for value in os.environ.get("EF_SEARCH", "20 40 64 100").split()]:
     results = {server["name"]: [] for server in loaded}
     for server in loaded:
         server["cursor"].execute(f"SET hnsw.ef_search = {ef_search}")

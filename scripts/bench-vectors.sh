@@ -2,7 +2,7 @@
 # HNSW side by side: a tierdb binary and pgvector 0.8.2 (scripts/start-pgvector.sh), both
 # running, the same seeded SIFT-like data (128-d, 100 clusters, non-negative; ROWS rows,
 # default 100,000), the same m = 16 / ef_construction = 64; recall@10 against brute force,
-# load and build times, and queries per second from one client at ef_search 40 and 100: a
+# load and build times, and queries per second from one client at each EF_SEARCH (default "20 40 64 100"): a
 # warm-up pass, then PASSES passes (default 5) alternating between the servers, the median
 # reported. One JSON line per engine and ef_search (scripts/bench-vectors.py). Not part of
 # CI; timings are the machine's.

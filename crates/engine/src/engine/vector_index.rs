@@ -15,6 +15,7 @@ use tierdb_vector::hnsw::{Hnsw, Metric, ScanState, SearchResult};
 use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, Row, Value, Version};
 
+use super::index_build::MAINTENANCE_WORK_MEM_DEFAULT_BYTES;
 use super::table::{RowKey, Table, TableRef, VectorIndex, VectorIndexDef};
 use super::{Shared, Transaction};
 
@@ -104,6 +105,10 @@ impl Shared {
         }
         let index =
             VectorIndex { graph: Hnsw::create(Arc::clone(&self.store), def.parameters)?, def };
+        // The build keeps the vectors it inserted (maintenance_work_mem's default; the
+        // session's setting does not reach this call yet), so that each is read from its
+        // page once instead of at every distance to it.
+        index.graph.keep_vectors(MAINTENANCE_WORK_MEM_DEFAULT_BYTES);
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             let mut added: Vec<Option<Value>> = Vec::new();
@@ -116,6 +121,7 @@ impl Shared {
                 }
             }
         }
+        index.graph.keep_vectors(0);
         Ok(index)
     }
 

@@ -300,12 +300,6 @@ impl<'page> NodeRef<'page> {
         self.bytes[1]
     }
 
-    pub fn vector(&self) -> Vec<f32> {
-        let mut vector = Vec::with_capacity(self.layout.dimensions);
-        self.vector_into(&mut vector);
-        vector
-    }
-
     /// The exact vector into `out`, reusing its allocation (a query reads hundreds).
     pub fn vector_into(&self, out: &mut Vec<f32>) {
         let start = self.layout.vector_offset();

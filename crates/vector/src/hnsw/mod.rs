@@ -168,8 +168,8 @@ pub struct Hnsw {
     layout: Layout,
     metric: Metric,
     ef_construction: usize,
-    /// The single writer's lock and its level generator.
-    writer: Mutex<SplitMix64>,
+    /// The single writer's lock, its level generator and the vectors it keeps.
+    writer: Mutex<Writer>,
     /// The exact vectors of upper-layer nodes (level >= 1), by page, as searches read
     /// them: the greedy descent of every query and insert walks these few nodes (about
     /// 1/m of the index), and without them each upper-layer distance is a page read.
@@ -182,6 +182,11 @@ pub struct Hnsw {
 /// Bytes of vectors `Hnsw::navigation` holds at most per index (128 dimensions: 131,072
 /// upper-layer nodes, the upper layers of about two million vectors at m = 16).
 pub const NAVIGATION_BYTES_MAX: usize = 64 << 20;
+
+struct Writer {
+    random: SplitMix64,
+    vectors: search::Vectors,
+}
 
 #[derive(Default)]
 pub(crate) struct Navigation {
@@ -220,7 +225,10 @@ impl Hnsw {
             layout: fields.layout,
             metric: fields.metric,
             ef_construction: fields.ef_construction,
-            writer: Mutex::new(SplitMix64::new(meta.0 ^ fields.node_count.rotate_left(32))),
+            writer: Mutex::new(Writer {
+                random: SplitMix64::new(meta.0 ^ fields.node_count.rotate_left(32)),
+                vectors: search::Vectors::default(),
+            }),
             navigation: RwLock::new(Navigation::default()),
         }
     }

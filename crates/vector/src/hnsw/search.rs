@@ -1,7 +1,5 @@
 //! Reading the graph: node pages, the best-first search of one layer, and queries.
 
-use std::collections::hash_map::Entry;
-
 use rustc_hash::{FxHashMap, FxHashSet};
 use tierdb_common::PageId;
 
@@ -14,6 +12,65 @@ use super::{Distance, Hnsw, HnswError, Result, SearchResult, NAVIGATION_BYTES_MA
 pub(super) type PageSet = FxHashSet<PageId>;
 pub(super) type PageMap<V> = FxHashMap<PageId, V>;
 
+/// Exact vectors by page, kept for an insert's neighbour heuristic. An index's writer keeps
+/// them across inserts up to `kept_bytes_max` (a build sets it: every node's vector is then
+/// read from its page once per build instead of once per distance; a build measured 45% of
+/// its time in those reads); past it, vectors are kept for one operation only.
+#[derive(Default)]
+pub(super) struct Vectors {
+    kept: PageMap<Box<[f32]>>,
+    kept_bytes: usize,
+    pub kept_bytes_max: usize,
+    /// Vectors beyond the budget, for the current operation only.
+    overflow: PageMap<Box<[f32]>>,
+}
+
+/// What one kept vector costs besides its values: the map's entry and the box's header.
+const VECTOR_OVERHEAD_BYTES: usize = 32;
+
+impl Vectors {
+    pub(super) fn get(&self, page_id: &PageId) -> Option<&[f32]> {
+        self.kept.get(page_id).or_else(|| self.overflow.get(page_id)).map(|vector| &**vector)
+    }
+
+    pub(super) fn contains(&self, page_id: &PageId) -> bool {
+        self.kept.contains_key(page_id) || self.overflow.contains_key(page_id)
+    }
+
+    pub(super) fn insert(&mut self, page_id: PageId, vector: &[f32]) {
+        let bytes = std::mem::size_of_val(vector) + VECTOR_OVERHEAD_BYTES;
+        if self.kept_bytes + bytes <= self.kept_bytes_max {
+            if self.kept.insert(page_id, vector.into()).is_none() {
+                self.kept_bytes += bytes;
+            }
+        } else {
+            self.overflow.insert(page_id, vector.into());
+        }
+    }
+
+    /// Drops the vectors kept for the operation that ends.
+    pub(super) fn end_operation(&mut self) {
+        self.overflow.clear();
+    }
+
+    /// Sets the budget; a smaller one drops every kept vector.
+    pub(super) fn set_budget(&mut self, bytes_max: usize) {
+        if bytes_max < self.kept_bytes {
+            self.kept = PageMap::default();
+            self.kept_bytes = 0;
+        }
+        self.kept_bytes_max = bytes_max;
+    }
+}
+
+impl std::ops::Index<&PageId> for Vectors {
+    type Output = [f32];
+
+    fn index(&self, page_id: &PageId) -> &[f32] {
+        self.get(page_id).expect("the vector was loaded by this operation")
+    }
+}
+
 /// What one operation has read, by page: exact vectors (an insert keeps them for the
 /// neighbour heuristic; a query does not), and for a query the exact result of each node
 /// expanded on layer 0 (its page was read then, so re-ranking needs no re-read); and the
@@ -21,16 +78,16 @@ pub(super) type PageMap<V> = FxHashMap<PageId, V>;
 #[derive(Default)]
 pub(super) struct VectorCache {
     keep_vectors: bool,
-    pub vectors: PageMap<Vec<f32>>,
+    pub vectors: Vectors,
     pub expanded: PageMap<SearchResult>,
     pub exact: Vec<f32>,
     decoded: Vec<f32>,
 }
 
 impl VectorCache {
-    /// A cache that keeps every exact vector it reads (inserts).
-    pub(super) fn keeping_vectors() -> VectorCache {
-        VectorCache { keep_vectors: true, ..VectorCache::default() }
+    /// A cache that keeps every exact vector it reads (inserts), starting from `vectors`.
+    pub(super) fn keeping(vectors: Vectors) -> VectorCache {
+        VectorCache { keep_vectors: true, vectors, ..VectorCache::default() }
     }
 }
 
@@ -65,18 +122,20 @@ impl Hnsw {
 
     /// Loads the exact vector of `page_id` into `cache` (once per operation).
     pub(super) fn load_vector(&self, page_id: PageId, cache: &mut VectorCache) -> Result<()> {
-        if let Entry::Vacant(slot) = cache.vectors.entry(page_id) {
-            if let Some(vector) = self.navigation.read().vectors.get(&page_id) {
-                slot.insert(vector.to_vec());
-                return Ok(());
-            }
-            let vector = self.read_node(page_id, |node| {
-                let vector = node.vector();
-                self.remember(page_id, node.level(), &vector);
-                Ok(vector)
-            })?;
-            slot.insert(vector);
+        if cache.vectors.contains(&page_id) {
+            return Ok(());
         }
+        if let Some(vector) = self.navigation.read().vectors.get(&page_id) {
+            cache.vectors.insert(page_id, vector);
+            return Ok(());
+        }
+        let exact = &mut cache.exact;
+        self.read_node(page_id, |node| {
+            node.vector_into(exact);
+            self.remember(page_id, node.level(), exact);
+            Ok(())
+        })?;
+        cache.vectors.insert(page_id, &cache.exact);
         Ok(())
     }
 
