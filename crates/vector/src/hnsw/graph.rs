@@ -156,6 +156,19 @@ impl Hnsw {
         capacity: usize,
         cache: &mut VectorCache,
     ) -> Result<Vec<PageId>> {
+        let kept = self.select_neighbours_keeping(candidates, (capacity, None), cache)?;
+        Ok(kept.expect("no candidate is required"))
+    }
+
+    /// `select_neighbours`, or None as soon as it is clear that the heuristic does not keep
+    /// `required` (a caller that wants the list only with it: pruning a full list stops at
+    /// the new node when it is left out, instead of checking the candidates after it).
+    fn select_neighbours_keeping(
+        &self,
+        candidates: &[Candidate],
+        (capacity, required): (usize, Option<PageId>),
+        cache: &mut VectorCache,
+    ) -> Result<Option<Vec<PageId>>> {
         for &(_, page_id) in candidates {
             self.load_vector(page_id, cache)?;
         }
@@ -170,9 +183,14 @@ impl Hnsw {
             });
             if nearer_to_base {
                 kept.push(page_id);
+            } else if required == Some(page_id) {
+                return Ok(None);
             }
         }
-        Ok(kept)
+        if required.is_some_and(|page_id| !kept.contains(&page_id)) {
+            return Ok(None);
+        }
+        Ok(Some(kept))
     }
 
     /// The change that links `neighbour` back to the new node on `layer` (None: the
@@ -195,8 +213,9 @@ impl Hnsw {
             candidates.push((self.exact_distance(&base, page_id, cache)?, page_id));
         }
         candidates.sort();
-        let kept = self.select_neighbours(&candidates, self.layout.capacity(layer), cache)?;
-        Ok(kept.contains(&node_id).then_some(ListChange::Rewrite(kept)))
+        let capacity = self.layout.capacity(layer);
+        let kept = self.select_neighbours_keeping(&candidates, (capacity, Some(node_id)), cache)?;
+        Ok(kept.map(ListChange::Rewrite))
     }
 
     /// Walks every layer from the entry point and checks the graph's invariants
