@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# HNSW side by side: a tierdb binary and pgvector 0.8.2 (scripts/start-pgvector.sh), the same
-# seeded SIFT-like data (128-d, 100 clusters, non-negative; ROWS rows, default 100,000), the
-# same m = 16 / ef_construction = 64; recall@10 against brute force and queries per second
-# from one client at ef_search 40 and 100, load and build times. One JSON line per engine and
-# ef_search (scripts/bench-vectors.py). Not part of CI; timings are the machine's.
+# HNSW side by side: a tierdb binary and pgvector 0.8.2 (scripts/start-pgvector.sh), both
+# running, the same seeded SIFT-like data (128-d, 100 clusters, non-negative; ROWS rows,
+# default 100,000), the same m = 16 / ef_construction = 64; recall@10 against brute force,
+# load and build times, and queries per second from one client at each EF_SEARCH (default "20 40 64 100"): a
+# warm-up pass, then PASSES passes (default 5) alternating between the servers, the median
+# reported. One JSON line per engine and ef_search (scripts/bench-vectors.py). Not part of
+# CI; timings are the machine's.
 #
 #   scripts/bench-vectors.sh path/to/tierdb
 set -euo pipefail
@@ -11,6 +13,7 @@ set -euo pipefail
 binary=${1:?usage: bench-vectors.sh path/to/tierdb}
 rows=${ROWS:-100000}
 queries=${QUERIES:-200}
+passes=${PASSES:-5}
 budget_mb=${BUDGET_MB:-1024}
 tierdb_port=${TIERDB_PORT:-55482}
 pgvector_port=${PGVECTOR_PORT:-55483}
@@ -32,10 +35,8 @@ trap cleanup EXIT
     --metrics-listen 127.0.0.1:0 --buffer-pool "${budget_mb}MB" 2>"$work/tierdb.log" &
 server_pid=$!
 for _ in $(seq 600); do grep -q "listening on" "$work/tierdb.log" && break; sleep 0.1; done
-python3 "$here/bench-vectors.py" tierdb "$tierdb_port" tierdb "$rows" "$queries"
-kill "$server_pid"
-wait "$server_pid" || true
-server_pid=""
-
-TIERDB_PGVECTOR_DATA="/tmp/pgvector-data-$pgvector_port" "$here/start-pgvector.sh" "$pgvector_port" 2>/dev/null
-python3 "$here/bench-vectors.py" pgvector "$pgvector_port" postgres "$rows" "$queries"
+# The same memory for both: tierdb's buffer pool and PostgreSQL's shared_buffers.
+TIERDB_PGVECTOR_OPTIONS="-c shared_buffers=${budget_mb}MB" \
+    TIERDB_PGVECTOR_DATA="/tmp/pgvector-data-$pgvector_port" "$here/start-pgvector.sh" "$pgvector_port" 2>/dev/null
+python3 "$here/bench-vectors.py" "$rows" "$queries" "$passes" \
+    "tierdb:$tierdb_port:tierdb" "pgvector:$pgvector_port:postgres"

@@ -2,7 +2,8 @@
 # Starts PostgreSQL with pgvector (installed by install-pgvector.sh) on PORT as the postgres
 # user, with a fresh data directory, trust authentication on 127.0.0.1 and the `vector`
 # extension created in database `postgres`. Idempotent: a server already answering on PORT
-# is left running. Usage: scripts/start-pgvector.sh PORT
+# is left running. TIERDB_PGVECTOR_OPTIONS adds server options (e.g. "-c shared_buffers=1GB").
+# Usage: scripts/start-pgvector.sh PORT
 set -euo pipefail
 port="${1:?usage: start-pgvector.sh PORT}"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -19,6 +20,6 @@ mkdir -p "$data"
 chown postgres "$data" 2>/dev/null || true
 run_as_postgres "$bin/initdb" -A trust -U postgres -D "$data" >/dev/null
 run_as_postgres "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w \
-    -o "-p $port -k /tmp -c listen_addresses=127.0.0.1" start >&2
+    -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 ${TIERDB_PGVECTOR_OPTIONS:-}" start >&2
 run_as_postgres "$bin/psql" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres \
     -c 'CREATE EXTENSION IF NOT EXISTS vector' >&2

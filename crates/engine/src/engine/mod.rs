@@ -53,6 +53,7 @@ pub use table::{
     VectorIndexDef,
 };
 pub use transaction::{ConflictArbiters, InsertOutcome, Transaction, INSERT_BATCH_ROWS_MAX};
+pub use vector_index::NearestScan;
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
 /// writers of different rows rarely share a mutex, and the memory stays bounded.

@@ -4,17 +4,18 @@
 //! each row through the table and keeps it only if the snapshot sees it with the entry's
 //! vector. DELETE leaves entries; an UPDATE that keeps the vector adds none.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 
 use tierdb_access::Direction;
 use tierdb_common::PageId;
-use tierdb_vector::hnsw::{Hnsw, Metric};
+use tierdb_vector::hnsw::{Hnsw, Metric, ScanState, SearchResult};
 
 use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, Row, Value, Version};
 
+use super::index_build::MAINTENANCE_WORK_MEM_DEFAULT_BYTES;
 use super::table::{RowKey, Table, TableRef, VectorIndex, VectorIndexDef};
 use super::{Shared, Transaction};
 
@@ -104,6 +105,10 @@ impl Shared {
         }
         let index =
             VectorIndex { graph: Hnsw::create(Arc::clone(&self.store), def.parameters)?, def };
+        // The build keeps the vectors it inserted (maintenance_work_mem's default; the
+        // session's setting does not reach this call yet), so that each is read from its
+        // page once instead of at every distance to it.
+        index.graph.keep_vectors(MAINTENANCE_WORK_MEM_DEFAULT_BYTES);
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             let mut added: Vec<Option<Value>> = Vec::new();
@@ -116,6 +121,7 @@ impl Shared {
                 }
             }
         }
+        index.graph.keep_vectors(0);
         Ok(index)
     }
 
@@ -128,7 +134,85 @@ impl Shared {
     }
 }
 
+/// A nearest-neighbour scan of one vector index under a transaction
+/// (`Transaction::nearest_scan`): the graph gives the `ef_search` nearest entries, and
+/// `Transaction::nearest_next` turns them into visible rows one at a time, so a caller
+/// reads only the rows it needs (a LIMIT of 10 reads about 10 rows, not `ef_search`).
+pub struct NearestScan {
+    table: Arc<Table>,
+    index: Arc<VectorIndex>,
+    query: Vec<f32>,
+    graph: ScanState,
+    /// Entries of the batch taken, nearest first, not yet returned or skipped.
+    ready: VecDeque<SearchResult>,
+    /// Row keys returned: a row with several entries (its vector changed and changed back)
+    /// is returned once.
+    returned: HashSet<RowKey>,
+    /// Whether the graph's batch was taken (without iterative scans there is one).
+    batch_taken: bool,
+}
+
 impl Transaction {
+    /// Starts a scan of the vector index `index` of `table` for the entries nearest to
+    /// `query` (the graph search runs here); `nearest_next` returns its rows.
+    pub fn nearest_scan(
+        &mut self,
+        table: &(impl TableRef + ?Sized),
+        index: &str,
+        query: &[f32],
+        ef_search: usize,
+    ) -> Result<NearestScan> {
+        self.run(|txn| {
+            let table = table.resolve(txn)?.table()?;
+            let Some(found) = table.vector_indexes.iter().find(|found| found.def.name == index)
+            else {
+                return Err(EngineError::UndefinedTable { name: index.to_string() });
+            };
+            let index = Arc::clone(found);
+            let graph = index.graph.scan_state(query, ef_search)?;
+            Ok(NearestScan {
+                table,
+                index,
+                query: query.to_vec(),
+                graph,
+                ready: VecDeque::new(),
+                returned: HashSet::new(),
+                batch_taken: false,
+            })
+        })
+    }
+
+    /// The next row of `scan` visible to this transaction, nearest first, with the
+    /// operator's value; None when the scan's entries are exhausted. Entries whose row is
+    /// invisible or now holds another vector are skipped (stale entries).
+    pub fn nearest_next(&mut self, scan: &mut NearestScan) -> Result<Option<(f64, RowKey, Row)>> {
+        self.run(|txn| loop {
+            let Some(result) = scan.ready.pop_front() else {
+                if scan.batch_taken {
+                    return Ok(None);
+                }
+                scan.batch_taken = true;
+                scan.ready.extend(scan.graph.next_batch(&scan.index.graph)?);
+                continue;
+            };
+            if scan.returned.contains(&result.key) {
+                continue;
+            }
+            let Some(bytes) = scan.table.tree.get(&result.key)? else { continue };
+            let Some(row) = txn.visible_row_stored(&bytes)? else { continue };
+            let current = vector_of(&row, scan.index.def.column)?;
+            // A stale entry: the visible version holds another vector.
+            let matches = current.is_some_and(|vector| {
+                scan.index.graph.metric().distance(&scan.query, &vector).to_bits()
+                    == result.distance.to_bits()
+            });
+            if matches {
+                scan.returned.insert(result.key.clone());
+                return Ok(Some((result.distance, result.key, row)));
+            }
+        })
+    }
+
     /// Up to `limit` rows visible to this transaction among the `ef_search` entries of the
     /// vector index `index` nearest to `query`, nearest first, with the operator's value.
     /// Entries whose row is invisible or now holds another vector are skipped, so fewer than
@@ -141,34 +225,14 @@ impl Transaction {
         ef_search: usize,
         limit: usize,
     ) -> Result<Vec<(f64, RowKey, Row)>> {
-        self.run(|txn| {
-            let table = table.resolve(txn)?.table()?;
-            let Some(index) = table.vector_indexes.iter().find(|found| found.def.name == index)
-            else {
-                return Err(EngineError::UndefinedTable { name: index.to_string() });
-            };
-            let mut rows = Vec::new();
-            let mut seen = HashSet::new();
-            for result in index.graph.search(query, ef_search)? {
-                if rows.len() == limit {
-                    break;
-                }
-                if !seen.insert(result.key.clone()) {
-                    continue;
-                }
-                let Some(bytes) = table.tree.get(&result.key)? else { continue };
-                let Some(row) = txn.visible_row_stored(&bytes)? else { continue };
-                let current = vector_of(&row, index.def.column)?;
-                // A stale entry: the visible version holds another vector.
-                let matches = current.is_some_and(|vector| {
-                    index.graph.metric().distance(query, &vector).to_bits()
-                        == result.distance.to_bits()
-                });
-                if matches {
-                    rows.push((result.distance, result.key, row));
-                }
+        let mut scan = self.nearest_scan(table, index, query, ef_search)?;
+        let mut rows = Vec::new();
+        while rows.len() < limit {
+            match self.nearest_next(&mut scan)? {
+                Some(row) => rows.push(row),
+                None => break,
             }
-            Ok(rows)
-        })
+        }
+        Ok(rows)
     }
 }

@@ -208,8 +208,10 @@ fn scan_nearest<'s>(
         _ => return Ok(true),
     };
     let ef_search = ctx.session.hnsw_ef_search;
-    let rows = ctx.txn()?.nearest_rows(&table.handle, name, &query, ef_search, ef_search)?;
-    for (_, key, values) in rows {
+    let mut nearest = ctx.txn()?.nearest_scan(&table.handle, name, &query, ef_search)?;
+    // One row at a time: the LIMIT above stops the scan (`emit` returns false), so only the
+    // rows it returns are read and checked.
+    while let Some((_, key, values)) = ctx.txn()?.nearest_next(&mut nearest)? {
         if !emit(ctx, key, values)? {
             return Ok(false);
         }

@@ -58,20 +58,47 @@ impl Hnsw {
         if !self.metric.indexable(vector) {
             return Ok(None);
         }
-        let mut random = self.writer.lock();
+        let mut writer = self.writer.lock();
+        let writer = &mut *writer;
+        let mut cache = VectorCache::keeping(std::mem::take(&mut writer.vectors));
+        let outcome = self.insert_locked(&mut writer.random, &mut cache, vector, key);
+        writer.vectors = cache.vectors;
+        writer.vectors.end_operation();
+        if outcome.is_err() {
+            // The new node's page may not exist after all: forget every kept vector rather
+            // than keep one under a page id that may be allocated again.
+            let budget = writer.vectors.kept_bytes_max;
+            writer.vectors.set_budget(0);
+            writer.vectors.set_budget(budget);
+        }
+        outcome.map(Some)
+    }
+
+    /// Sets the bytes of exact vectors the writer keeps across inserts (a build's memory,
+    /// maintenance_work_mem); 0 after the build frees them.
+    pub fn keep_vectors(&self, bytes_max: usize) {
+        self.writer.lock().vectors.set_budget(bytes_max);
+    }
+
+    fn insert_locked(
+        &self,
+        random: &mut SplitMix64,
+        cache: &mut VectorCache,
+        vector: &[f32],
+        key: &[u8],
+    ) -> Result<Lsn> {
         let meta = read_meta(&self.store, self.meta)?;
-        let level = draw_level(&mut random, self.layout.m, self.layout.level_cap);
+        let level = draw_level(random, self.layout.m, self.layout.level_cap);
         let mut mtr = self.store.mtr();
         // Nothing links to the new page until this mtr commits, so holding its exclusive
         // latch through the search blocks no reader.
         let (node_slot, node_id) = mtr.allocate(NODE_PAGE_TYPE)?;
-        let mut cache = VectorCache::default();
-        cache.vectors.insert(node_id, vector.to_vec());
+        cache.vectors.insert(node_id, vector);
         let mut lists = vec![Vec::new(); usize::from(level) + 1];
         let mut changes = Vec::new();
         if let Some(entry) = meta.entry {
             let start = usize::from(level.min(meta.top_level));
-            let mut nearest = self.descend(vector, entry, meta.top_level, start, &mut cache)?;
+            let mut nearest = self.descend(vector, entry, meta.top_level, start, cache)?;
             for layer in (0..=start).rev() {
                 let found = self.search_layer(
                     vector,
@@ -79,14 +106,12 @@ impl Hnsw {
                     self.ef_construction,
                     layer,
                     Distances::Exact,
-                    &mut cache,
+                    cache,
                 )?;
                 let selected =
-                    self.select_neighbours(&found, self.layout.capacity(layer), &mut cache)?;
+                    self.select_neighbours(&found, self.layout.capacity(layer), cache)?;
                 for &neighbour in &selected {
-                    if let Some(change) =
-                        self.reverse_link(neighbour, node_id, layer, &mut cache)?
-                    {
+                    if let Some(change) = self.reverse_link(neighbour, node_id, layer, cache)? {
                         changes.push((neighbour, layer, change));
                     }
                 }
@@ -95,7 +120,7 @@ impl Hnsw {
             }
         }
         let with_vectors = |list: &[PageId]| -> Vec<(PageId, &[f32])> {
-            list.iter().map(|page| (*page, cache.vectors[page].as_slice())).collect()
+            list.iter().map(|page| (*page, &cache.vectors[page])).collect()
         };
         let node_links: Vec<_> = lists.iter().map(|list| with_vectors(list)).collect();
         mtr.write(node_slot, 0, &self.layout.encode_node(vector, key, &node_links));
@@ -120,7 +145,7 @@ impl Hnsw {
             mtr.write(meta_slot, META_TOP_LEVEL_OFFSET, &[level]);
             mtr.write(meta_slot, META_ENTRY_OFFSET, &node_id.0.to_le_bytes());
         }
-        Ok(Some(mtr.commit()?))
+        Ok(mtr.commit()?)
     }
 
     /// pgvector's neighbour selection heuristic: walking `candidates` nearest first, keep one
@@ -131,6 +156,19 @@ impl Hnsw {
         capacity: usize,
         cache: &mut VectorCache,
     ) -> Result<Vec<PageId>> {
+        let kept = self.select_neighbours_keeping(candidates, (capacity, None), cache)?;
+        Ok(kept.expect("no candidate is required"))
+    }
+
+    /// `select_neighbours`, or None as soon as it is clear that the heuristic does not keep
+    /// `required` (a caller that wants the list only with it: pruning a full list stops at
+    /// the new node when it is left out, instead of checking the candidates after it).
+    fn select_neighbours_keeping(
+        &self,
+        candidates: &[Candidate],
+        (capacity, required): (usize, Option<PageId>),
+        cache: &mut VectorCache,
+    ) -> Result<Option<Vec<PageId>>> {
         for &(_, page_id) in candidates {
             self.load_vector(page_id, cache)?;
         }
@@ -145,9 +183,14 @@ impl Hnsw {
             });
             if nearer_to_base {
                 kept.push(page_id);
+            } else if required == Some(page_id) {
+                return Ok(None);
             }
         }
-        Ok(kept)
+        if required.is_some_and(|page_id| !kept.contains(&page_id)) {
+            return Ok(None);
+        }
+        Ok(Some(kept))
     }
 
     /// The change that links `neighbour` back to the new node on `layer` (None: the
@@ -164,14 +207,15 @@ impl Hnsw {
             return Ok(Some(ListChange::Append { count: links.len() }));
         }
         self.load_vector(neighbour, cache)?;
-        let base = cache.vectors[&neighbour].clone();
+        let base = cache.vectors[&neighbour].to_vec();
         let mut candidates = Vec::with_capacity(links.len() + 1);
         for &page_id in links.iter().chain(std::iter::once(&node_id)) {
             candidates.push((self.exact_distance(&base, page_id, cache)?, page_id));
         }
         candidates.sort();
-        let kept = self.select_neighbours(&candidates, self.layout.capacity(layer), cache)?;
-        Ok(kept.contains(&node_id).then_some(ListChange::Rewrite(kept)))
+        let capacity = self.layout.capacity(layer);
+        let kept = self.select_neighbours_keeping(&candidates, (capacity, Some(node_id)), cache)?;
+        Ok(kept.map(ListChange::Rewrite))
     }
 
     /// Walks every layer from the entry point and checks the graph's invariants

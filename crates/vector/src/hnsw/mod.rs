@@ -14,7 +14,7 @@ mod search;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tierdb_common::{ErrorKind, PageId, SplitMix64};
 use tierdb_storage::{PageStore, StorageError};
 
@@ -24,7 +24,7 @@ pub use layout::{
     ROW_KEY_BYTES_MAX,
 };
 use layout::{Meta, META_PAGE_TYPE};
-pub use scan::Scan;
+pub use scan::{Scan, ScanState};
 
 /// pgvector's defaults.
 pub const M_DEFAULT: usize = 16;
@@ -168,8 +168,30 @@ pub struct Hnsw {
     layout: Layout,
     metric: Metric,
     ef_construction: usize,
-    /// The single writer's lock and its level generator.
-    writer: Mutex<SplitMix64>,
+    /// The single writer's lock, its level generator and the vectors it keeps.
+    writer: Mutex<Writer>,
+    /// The exact vectors of upper-layer nodes (level >= 1), by page, as searches read
+    /// them: the greedy descent of every query and insert walks these few nodes (about
+    /// 1/m of the index), and without them each upper-layer distance is a page read.
+    /// A node's vector never changes and no page of an index is freed, so an entry never
+    /// goes stale. Bounded by `NAVIGATION_BYTES_MAX`; once full, new nodes are read from
+    /// their pages.
+    navigation: RwLock<Navigation>,
+}
+
+/// Bytes of vectors `Hnsw::navigation` holds at most per index (128 dimensions: 131,072
+/// upper-layer nodes, the upper layers of about two million vectors at m = 16).
+pub const NAVIGATION_BYTES_MAX: usize = 64 << 20;
+
+struct Writer {
+    random: SplitMix64,
+    vectors: search::Vectors,
+}
+
+#[derive(Default)]
+pub(crate) struct Navigation {
+    vectors: search::PageMap<Box<[f32]>>,
+    bytes: usize,
 }
 
 impl Hnsw {
@@ -203,7 +225,11 @@ impl Hnsw {
             layout: fields.layout,
             metric: fields.metric,
             ef_construction: fields.ef_construction,
-            writer: Mutex::new(SplitMix64::new(meta.0 ^ fields.node_count.rotate_left(32))),
+            writer: Mutex::new(Writer {
+                random: SplitMix64::new(meta.0 ^ fields.node_count.rotate_left(32)),
+                vectors: search::Vectors::default(),
+            }),
+            navigation: RwLock::new(Navigation::default()),
         }
     }
 

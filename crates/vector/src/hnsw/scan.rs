@@ -3,12 +3,15 @@
 //! that must fill a LIMIT after filtering), batch by batch.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use tierdb_common::PageId;
 
-use super::search::{Candidate, Distances, VectorCache};
+use super::search::{Candidate, Distances, PageSet, VectorCache};
 use super::{read_meta, Hnsw, HnswError, Result, SearchResult};
+
+/// Most entries a layer search reserves in its visited set up front (it grows past it).
+const VISITED_RESERVE_MAX: usize = 1 << 16;
 
 /// A layer search that can be resumed. Every node it has evaluated is in `pending` until
 /// taken, and in `frontier` until expanded. `advance(ef)` expands the nearest unexpanded
@@ -18,20 +21,49 @@ use super::{read_meta, Hnsw, HnswError, Result, SearchResult};
 pub(super) struct LayerScan {
     layer: usize,
     distances: Distances,
-    visited: HashSet<PageId>,
+    visited: PageSet,
     frontier: BinaryHeap<Reverse<Candidate>>,
-    pending: BTreeSet<Candidate>,
+    /// Every evaluated node not yet taken, nearest on top.
+    pending: BinaryHeap<Reverse<Candidate>>,
+    /// During `advance(ef)`: the `ef` nearest pending nodes, farthest on top. The search
+    /// stops once the nearest unexpanded node is farther than all of them (a heap, so the
+    /// check is a peek rather than a walk over `ef` pending nodes per expansion).
+    best: BinaryHeap<Candidate>,
+    /// The neighbours of the node being expanded (kept for its allocation).
+    found: Vec<Candidate>,
+}
+
+/// Keeps `candidate` in `best` if it is among the `ef` nearest seen.
+fn keep_best(best: &mut BinaryHeap<Candidate>, candidate: Candidate, ef: usize) {
+    if best.len() < ef {
+        best.push(candidate);
+    } else if let Some(mut farthest) = best.peek_mut() {
+        if candidate < *farthest {
+            *farthest = candidate;
+        }
+    }
 }
 
 impl LayerScan {
-    pub(super) fn new(entries: &[Candidate], layer: usize, distances: Distances) -> LayerScan {
+    /// `ef` sizes the visited set: an expansion evaluates up to a list's capacity.
+    pub(super) fn new(
+        entries: &[Candidate],
+        (layer, ef): (usize, usize),
+        distances: Distances,
+        capacity: usize,
+    ) -> LayerScan {
         assert!(!entries.is_empty(), "a layer search needs an entry");
+        let mut visited = PageSet::default();
+        visited.reserve(ef.saturating_mul(capacity).min(VISITED_RESERVE_MAX));
+        visited.extend(entries.iter().map(|entry| entry.1));
         LayerScan {
             layer,
             distances,
-            visited: entries.iter().map(|entry| entry.1).collect(),
+            visited,
             frontier: entries.iter().copied().map(Reverse).collect(),
-            pending: entries.iter().copied().collect(),
+            pending: entries.iter().copied().map(Reverse).collect(),
+            best: BinaryHeap::new(),
+            found: Vec::new(),
         }
     }
 
@@ -43,35 +75,45 @@ impl LayerScan {
         cache: &mut VectorCache,
     ) -> Result<()> {
         assert!(ef > 0, "a layer search needs ef > 0");
+        self.best.clear();
+        for &Reverse(candidate) in &self.pending {
+            keep_best(&mut self.best, candidate, ef);
+        }
         while let Some(&Reverse(nearest)) = self.frontier.peek() {
-            if self.pending.range(..nearest).take(ef).count() >= ef {
+            if self.best.len() >= ef && self.best.peek().is_some_and(|farthest| *farthest < nearest)
+            {
                 break;
             }
             self.frontier.pop();
-            let neighbours = index.expand(
+            self.found.clear();
+            index.expand(
                 query,
-                nearest.1,
-                self.layer,
+                (nearest.1, self.layer),
                 self.distances,
                 &mut self.visited,
                 cache,
+                &mut self.found,
             )?;
-            for found in neighbours {
+            for &found in &self.found {
                 self.frontier.push(Reverse(found));
-                self.pending.insert(found);
+                self.pending.push(Reverse(found));
+                keep_best(&mut self.best, found, ef);
             }
         }
         Ok(())
     }
 
-    /// The `ef` nearest pending nodes, nearest first.
+    /// The `ef` nearest pending nodes, nearest first (right after `advance(ef)`).
     pub(super) fn nearest(&self, ef: usize) -> Vec<Candidate> {
-        self.pending.iter().take(ef).copied().collect()
+        let mut nearest = self.best.clone().into_sorted_vec();
+        nearest.truncate(ef);
+        nearest
     }
 
     /// Removes and returns the `ef` nearest pending nodes, nearest first.
     fn take_nearest(&mut self, ef: usize) -> Vec<Candidate> {
-        (0..ef).map_while(|_| self.pending.pop_first()).collect()
+        self.best.clear();
+        (0..ef).map_while(|_| self.pending.pop().map(|Reverse(candidate)| candidate)).collect()
     }
 
     /// Nodes evaluated so far (what bounds a scan's memory).
@@ -86,21 +128,28 @@ impl LayerScan {
 /// end of an earlier one), as pgvector's `hnsw.iterative_scan = relaxed_order`.
 pub struct Scan<'index> {
     index: &'index Hnsw,
+    state: ScanState,
+    ready: VecDeque<SearchResult>,
+}
+
+/// A `Scan` without the borrow of its index: for a caller that keeps the index behind its
+/// own handle (the engine's scan holds an `Arc` of it) and passes it to each call.
+pub struct ScanState {
     query: Vec<f32>,
     ef_search: usize,
     /// `None` for an empty index.
     layer: Option<LayerScan>,
     cache: VectorCache,
-    ready: VecDeque<SearchResult>,
 }
 
-impl Scan<'_> {
-    /// The next batch (empty once the graph reachable from the entry point is exhausted).
-    pub fn next_batch(&mut self) -> Result<Vec<SearchResult>> {
+impl ScanState {
+    /// The next batch of `index` (the index this state was started on; empty once the
+    /// graph reachable from the entry point is exhausted).
+    pub fn next_batch(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
         let Some(layer) = self.layer.as_mut() else {
             return Ok(Vec::new());
         };
-        layer.advance(self.index, &self.query, self.ef_search, &mut self.cache)?;
+        layer.advance(index, &self.query, self.ef_search, &mut self.cache)?;
         let mut results = Vec::with_capacity(self.ef_search);
         for (_, page_id) in layer.take_nearest(self.ef_search) {
             // An expanded node's exact result was taken when its page was read.
@@ -108,9 +157,11 @@ impl Scan<'_> {
                 results.push(result);
                 continue;
             }
-            results.push(self.index.read_node(page_id, |node| {
+            let exact = &mut self.cache.exact;
+            results.push(index.read_node(page_id, |node| {
+                node.vector_into(exact);
                 Ok(SearchResult {
-                    distance: self.index.metric.distance(&self.query, &node.vector()),
+                    distance: index.metric.distance(&self.query, exact),
                     key: node.key().to_vec(),
                 })
             })?);
@@ -123,6 +174,18 @@ impl Scan<'_> {
     /// scan with it (pgvector's `hnsw.max_scan_tuples`).
     pub fn evaluated(&self) -> usize {
         self.layer.as_ref().map_or(0, LayerScan::evaluated)
+    }
+}
+
+impl Scan<'_> {
+    /// The next batch (empty once the graph reachable from the entry point is exhausted).
+    pub fn next_batch(&mut self) -> Result<Vec<SearchResult>> {
+        self.state.next_batch(self.index)
+    }
+
+    /// Nodes whose distance the scan has computed so far.
+    pub fn evaluated(&self) -> usize {
+        self.state.evaluated()
     }
 }
 
@@ -152,7 +215,7 @@ impl Hnsw {
         distances: Distances,
         cache: &mut VectorCache,
     ) -> Result<Vec<Candidate>> {
-        let mut scan = LayerScan::new(entries, layer, distances);
+        let mut scan = LayerScan::new(entries, (layer, ef), distances, self.layout.capacity(layer));
         scan.advance(self, query, ef, cache)?;
         Ok(scan.nearest(ef))
     }
@@ -176,6 +239,11 @@ impl Hnsw {
     /// Starts a query: greedy descent through the upper layers, then a resumable search of
     /// layer 0 with `ef_search` candidates (distances from codes, exact re-ranking).
     pub fn scan(&self, query: &[f32], ef_search: usize) -> Result<Scan<'_>> {
+        Ok(Scan { index: self, state: self.scan_state(query, ef_search)?, ready: VecDeque::new() })
+    }
+
+    /// `scan` without the borrow: pass this index to each `ScanState::next_batch`.
+    pub fn scan_state(&self, query: &[f32], ef_search: usize) -> Result<ScanState> {
         self.check_vector(query)?;
         if ef_search == 0 {
             return Err(HnswError::InvalidArgument("ef_search must be positive".into()));
@@ -185,18 +253,12 @@ impl Hnsw {
         let layer = match meta.entry {
             Some(entry) => {
                 let nearest = self.descend(query, entry, meta.top_level, 0, &mut cache)?;
-                Some(LayerScan::new(&nearest, 0, Distances::Codes))
+                let capacity = self.layout.capacity(0);
+                Some(LayerScan::new(&nearest, (0, ef_search), Distances::Codes, capacity))
             }
             None => None,
         };
-        Ok(Scan {
-            index: self,
-            query: query.to_vec(),
-            ef_search,
-            layer,
-            cache,
-            ready: VecDeque::new(),
-        })
+        Ok(ScanState { query: query.to_vec(), ef_search, layer, cache })
     }
 
     /// The `ef_search` entries nearest to `query` as the graph finds them, in exact
