@@ -511,7 +511,12 @@ impl Shared {
 
     /// Adds an HNSW index to a populated table (every row version gets its entry), durable
     /// in the catalog only once built: a failure or a crash leaves no index.
-    pub(super) fn create_vector_index(&self, table_name: &str, def: VectorIndexDef) -> Result<()> {
+    pub(super) fn create_vector_index(
+        &self,
+        table_name: &str,
+        def: VectorIndexDef,
+        memory_bytes: usize,
+    ) -> Result<()> {
         let _ddl = self.ddl.write();
         let slot = self.handle(table_name)?;
         let old = slot.table()?;
@@ -519,7 +524,7 @@ impl Shared {
             return Err(EngineError::DuplicateTable { name: def.name });
         }
         let mut vector_indexes = old.vector_indexes.clone();
-        vector_indexes.push(Arc::new(self.build_vector_index(&old, def)?));
+        vector_indexes.push(Arc::new(self.build_vector_index(&old, def, memory_bytes)?));
         self.install(&slot, &old, old.def.clone(), old.indexes.clone(), vector_indexes)
     }
 

@@ -288,7 +288,18 @@ impl Engine {
     /// Creates an HNSW index on a table that may hold rows (built from every row version;
     /// blocks writers of every table meanwhile). 42P07 if an index or table has the name.
     pub fn create_vector_index(&self, table: &str, index: VectorIndexDef) -> Result<()> {
-        self.shared.create_vector_index(table, index)
+        self.shared.create_vector_index(table, index, MAINTENANCE_WORK_MEM_DEFAULT_BYTES)
+    }
+
+    /// `create_vector_index` keeping at most `memory_bytes` of inserted vectors in memory
+    /// during the build (the session's maintenance_work_mem).
+    pub fn create_vector_index_with(
+        &self,
+        table: &str,
+        index: VectorIndexDef,
+        memory_bytes: usize,
+    ) -> Result<()> {
+        self.shared.create_vector_index(table, index, memory_bytes)
     }
 
     /// The index builds running now (`pg_stat_progress_create_index`).

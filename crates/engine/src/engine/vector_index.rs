@@ -15,7 +15,6 @@ use tierdb_vector::hnsw::{Hnsw, Metric, ScanState, SearchResult};
 use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, Row, Value, Version};
 
-use super::index_build::MAINTENANCE_WORK_MEM_DEFAULT_BYTES;
 use super::table::{RowKey, Table, TableRef, VectorIndex, VectorIndexDef};
 use super::{Shared, Transaction};
 
@@ -99,16 +98,16 @@ impl Shared {
         &self,
         table: &Table,
         def: VectorIndexDef,
+        memory_bytes: usize,
     ) -> Result<VectorIndex> {
         if def.column >= table.def.columns.len() {
             return Err(EngineError::InvalidRow { detail: "index column out of range".into() });
         }
         let index =
             VectorIndex { graph: Hnsw::create(Arc::clone(&self.store), def.parameters)?, def };
-        // The build keeps the vectors it inserted (maintenance_work_mem's default; the
-        // session's setting does not reach this call yet), so that each is read from its
-        // page once instead of at every distance to it.
-        index.graph.keep_vectors(MAINTENANCE_WORK_MEM_DEFAULT_BYTES);
+        // The build keeps the vectors it inserted (up to the session's maintenance_work_mem),
+        // so that each is read from its page once instead of at every distance to it.
+        index.graph.keep_vectors(memory_bytes);
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             let mut added: Vec<Option<Value>> = Vec::new();

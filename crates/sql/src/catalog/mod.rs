@@ -368,6 +368,7 @@ impl Catalog {
         table: &str,
         mut index: IndexMeta,
         parameters: tierdb_engine::VectorIndexParameters,
+        memory_bytes: usize,
     ) -> Result<()> {
         let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
         assert!(matches!(index.kind, IndexKind::Hnsw(_)) && index.columns.len() == 1);
@@ -378,7 +379,7 @@ impl Catalog {
             column: index.columns[0],
             parameters,
         };
-        self.engine.create_vector_index(table, definition)?;
+        self.engine.create_vector_index_with(table, definition, memory_bytes)?;
         let mut updated = (*meta).clone();
         updated.indexes.push(index);
         self.store_meta_in(transaction, &updated)?;

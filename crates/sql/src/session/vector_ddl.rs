@@ -201,11 +201,13 @@ impl Session {
             m: m_value,
             ef_construction: ef_value,
         };
+        let memory_bytes = self.index_build_options().memory_bytes;
         Arc::clone(&self.catalog).create_vector_index(
             self.ddl_transaction(),
             &table_name,
             index,
             parameters,
+            memory_bytes,
         )?;
         Ok(Output::command(CommandTag::CreateIndex))
     }
