@@ -5,7 +5,7 @@ use std::ops::Bound;
 use tierdb_access::Direction;
 
 use crate::error::{EngineError, Result};
-use crate::row::{decode_row_columns, walk_versions, Row, Value, Version};
+use crate::row::{decode_row_columns, Row, Value, Version, Versions};
 use crate::txn::TxnId;
 
 use super::Transaction;
@@ -31,13 +31,25 @@ impl Transaction {
     }
 
     /// `visible_row_stored`, decoding only `columns` (the others read as NULL).
+    /// A loop over `Versions` rather than a visitor: this runs for every entry of a scan.
     fn visible_row_columns(&self, stored: &[u8], columns: Option<&[bool]>) -> Result<Option<Row>> {
-        let mut found = None;
-        walk_versions(stored, |xmin, xmax, row| {
-            found = self.version_outcome(xmin, xmax, row, columns)?;
-            Ok(found.is_none())
-        })?;
-        Ok(found.flatten())
+        let mut versions = Versions::new(stored);
+        while let Some(version) = versions.next_version() {
+            if !self.engine.txns.visible(&self.snapshot, version.xmin)? {
+                continue;
+            }
+            if self.deleted_by(version.xmax)? {
+                return Ok(None);
+            }
+            return decode_row_columns(version.row, columns).map(Some);
+        }
+        versions.finish()?;
+        Ok(None)
+    }
+
+    /// Whether a version with this `xmax` is deleted as this snapshot sees it.
+    fn deleted_by(&self, xmax: TxnId) -> Result<bool> {
+        Ok(xmax != 0 && (xmax == self.id || self.engine.txns.visible(&self.snapshot, xmax)?))
     }
 
     /// For one version, newest first: `None` if this snapshot does not see its creator (look
@@ -52,8 +64,7 @@ impl Transaction {
         if !self.engine.txns.visible(&self.snapshot, xmin)? {
             return Ok(None);
         }
-        let deleted =
-            xmax != 0 && (xmax == self.id || self.engine.txns.visible(&self.snapshot, xmax)?);
+        let deleted = self.deleted_by(xmax)?;
         Ok(Some(if deleted { None } else { Some(decode_row_columns(row, columns)?) }))
     }
 
