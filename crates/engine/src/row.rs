@@ -126,6 +126,23 @@ fn decode_row_faults(bytes: &[u8], columns: Option<&[bool]>) -> std::result::Res
     Ok(row)
 }
 
+/// The checks of `decode_row_columns` without building the row, for a reader that needs
+/// none of its values.
+pub fn check_row_columns(bytes: &[u8], columns: Option<&[bool]>) -> Result<()> {
+    let mut position = 0;
+    let mut column = 0;
+    while position < bytes.len() {
+        let wanted = columns.is_none_or(|columns| columns.get(column).copied().unwrap_or(true));
+        if wanted {
+            decode_value(bytes, &mut position)?;
+        } else {
+            skip_value(bytes, &mut position)?;
+        }
+        column += 1;
+    }
+    Ok(())
+}
+
 fn decode_value(bytes: &[u8], position: &mut usize) -> std::result::Result<Value, RowFault> {
     let [tag] = take_array(bytes, position)?;
     Ok(match tag {
