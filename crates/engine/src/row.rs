@@ -53,10 +53,51 @@ pub fn encode_row(row: &[Value], out: &mut Vec<u8>) {
     }
 }
 
-fn take<'a>(bytes: &'a [u8], position: &mut usize, length: usize) -> Result<&'a [u8]> {
-    let slice = bytes.get(*position..*position + length).ok_or_else(|| corrupt("truncated"))?;
-    *position += length;
+/// Why a row's encoding is bad. Decoding works with this small error (a per-value
+/// `Result<_, EngineError>` is a large value on every call of a scan) and turns it into
+/// `EngineError::Corrupt` once, at the end.
+#[derive(Clone, Copy, Debug)]
+enum RowFault {
+    Truncated,
+    BadTag(u8),
+    NotUtf8,
+    NumericFlags(u32),
+    NumericRoundTrip,
+}
+
+impl From<RowFault> for EngineError {
+    #[cold]
+    fn from(fault: RowFault) -> EngineError {
+        corrupt(match fault {
+            RowFault::Truncated => "truncated".to_string(),
+            RowFault::BadTag(tag) => format!("bad value tag={tag}"),
+            RowFault::NotUtf8 => "text is not utf-8".to_string(),
+            RowFault::NumericFlags(flags) => format!("bad numeric flags={flags:#010x}"),
+            RowFault::NumericRoundTrip => "numeric does not round-trip".to_string(),
+        })
+    }
+}
+
+fn take<'a>(
+    bytes: &'a [u8],
+    position: &mut usize,
+    length: usize,
+) -> std::result::Result<&'a [u8], RowFault> {
+    let end = position.checked_add(length).ok_or(RowFault::Truncated)?;
+    let slice = bytes.get(*position..end).ok_or(RowFault::Truncated)?;
+    *position = end;
     Ok(slice)
+}
+
+fn take_array<const LENGTH: usize>(
+    bytes: &[u8],
+    position: &mut usize,
+) -> std::result::Result<[u8; LENGTH], RowFault> {
+    Ok(take(bytes, position, LENGTH)?.try_into().expect("LENGTH bytes"))
+}
+
+fn take_length(bytes: &[u8], position: &mut usize) -> std::result::Result<usize, RowFault> {
+    Ok(usize::try_from(u32::from_le_bytes(take_array(bytes, position)?)).expect("fits"))
 }
 
 pub fn decode_row(bytes: &[u8]) -> Result<Row> {
@@ -67,60 +108,72 @@ pub fn decode_row(bytes: &[u8]) -> Result<Row> {
 /// as NULL without a copy of their bytes. A scan that feeds a join or an aggregate reads a
 /// few of a row's columns, and copying every text column was most of its cost.
 pub fn decode_row_columns(bytes: &[u8], columns: Option<&[bool]>) -> Result<Row> {
+    Ok(decode_row_faults(bytes, columns)?)
+}
+
+fn decode_row_faults(bytes: &[u8], columns: Option<&[bool]>) -> std::result::Result<Row, RowFault> {
     let mut row = Vec::with_capacity(columns.map_or(0, <[bool]>::len));
     let mut position = 0;
     while position < bytes.len() {
         let wanted = columns.is_none_or(|columns| columns.get(row.len()).copied().unwrap_or(true));
-        if !wanted {
+        if wanted {
+            row.push(decode_value(bytes, &mut position)?);
+        } else {
             skip_value(bytes, &mut position)?;
             row.push(Value::Null);
-            continue;
         }
-        let tag = take(bytes, &mut position, 1)?[0];
-        let value = match tag {
-            0 => Value::Null,
-            1 => Value::Bool(take(bytes, &mut position, 1)?[0] != 0),
-            2 => Value::Int(i64::from_le_bytes(
-                take(bytes, &mut position, 8)?.try_into().expect("8"),
-            )),
-            3 => Value::Float(f64::from_le_bytes(
-                take(bytes, &mut position, 8)?.try_into().expect("8"),
-            )),
-            4 | 5 => {
-                let length = usize::try_from(u32::from_le_bytes(
-                    take(bytes, &mut position, 4)?.try_into().expect("4"),
-                ))
-                .expect("fits");
-                let raw = take(bytes, &mut position, length)?.to_vec();
-                if tag == 4 {
-                    Value::Text(String::from_utf8(raw).map_err(|_| corrupt("text is not utf-8"))?)
-                } else {
-                    Value::Bytes(raw)
-                }
-            }
-            6 => Value::Numeric(decode_numeric(
-                take(bytes, &mut position, 16)?.try_into().expect("16"),
-            )?),
-            other => return Err(corrupt(format!("bad value tag={other}"))),
-        };
-        row.push(value);
     }
     Ok(row)
 }
 
+/// The checks of `decode_row_columns` without building the row, for a reader that needs
+/// none of its values.
+pub fn check_row_columns(bytes: &[u8], columns: Option<&[bool]>) -> Result<()> {
+    let mut position = 0;
+    let mut column = 0;
+    while position < bytes.len() {
+        let wanted = columns.is_none_or(|columns| columns.get(column).copied().unwrap_or(true));
+        if wanted {
+            decode_value(bytes, &mut position)?;
+        } else {
+            skip_value(bytes, &mut position)?;
+        }
+        column += 1;
+    }
+    Ok(())
+}
+
+fn decode_value(bytes: &[u8], position: &mut usize) -> std::result::Result<Value, RowFault> {
+    let [tag] = take_array(bytes, position)?;
+    Ok(match tag {
+        0 => Value::Null,
+        1 => Value::Bool(take_array::<1>(bytes, position)?[0] != 0),
+        2 => Value::Int(i64::from_le_bytes(take_array(bytes, position)?)),
+        3 => Value::Float(f64::from_le_bytes(take_array(bytes, position)?)),
+        4 | 5 => {
+            let length = take_length(bytes, position)?;
+            let raw = take(bytes, position, length)?.to_vec();
+            if tag == 4 {
+                Value::Text(String::from_utf8(raw).map_err(|_| RowFault::NotUtf8)?)
+            } else {
+                Value::Bytes(raw)
+            }
+        }
+        6 => Value::Numeric(decode_numeric(take_array(bytes, position)?)?),
+        other => return Err(RowFault::BadTag(other)),
+    })
+}
+
 /// Moves past one encoded value without decoding it (its length is still checked).
-fn skip_value(bytes: &[u8], position: &mut usize) -> Result<()> {
-    let tag = take(bytes, position, 1)?[0];
+fn skip_value(bytes: &[u8], position: &mut usize) -> std::result::Result<(), RowFault> {
+    let [tag] = take_array(bytes, position)?;
     let length = match tag {
         0 => 0,
         1 => 1,
         2 | 3 => 8,
-        4 | 5 => {
-            usize::try_from(u32::from_le_bytes(take(bytes, position, 4)?.try_into().expect("4")))
-                .expect("fits")
-        }
+        4 | 5 => take_length(bytes, position)?,
         6 => 16,
-        other => return Err(corrupt(format!("bad value tag={other}"))),
+        other => return Err(RowFault::BadTag(other)),
     };
     take(bytes, position, length)?;
     Ok(())
@@ -128,15 +181,15 @@ fn skip_value(bytes: &[u8], position: &mut usize) -> Result<()> {
 
 /// `Decimal::deserialize` masks unknown flag bits and rescales a scale above 28 rather than
 /// failing: accept only what `serialize` writes.
-fn decode_numeric(raw: [u8; 16]) -> Result<Decimal> {
+fn decode_numeric(raw: [u8; 16]) -> std::result::Result<Decimal, RowFault> {
     let flags = u32::from_le_bytes(raw[..4].try_into().expect("4"));
     let scale = (flags >> 16) & 0xFF;
     if flags & !0x80FF_0000 != 0 || scale > Decimal::MAX_SCALE {
-        return Err(corrupt(format!("bad numeric flags={flags:#010x}")));
+        return Err(RowFault::NumericFlags(flags));
     }
     let number = Decimal::deserialize(raw);
     if number.serialize() != raw {
-        return Err(corrupt("numeric does not round-trip"));
+        return Err(RowFault::NumericRoundTrip);
     }
     Ok(number)
 }
@@ -183,23 +236,96 @@ pub fn walk_versions(
     bytes: &[u8],
     mut visit: impl FnMut(TxnId, TxnId, &[u8]) -> Result<bool>,
 ) -> Result<bool> {
-    let mut position = 0;
-    let count = u32::from_le_bytes(take(bytes, &mut position, 4)?.try_into().expect("4"));
-    for _ in 0..count {
-        let xmin = u64::from_le_bytes(take(bytes, &mut position, 8)?.try_into().expect("8"));
-        let xmax = u64::from_le_bytes(take(bytes, &mut position, 8)?.try_into().expect("8"));
-        let length = usize::try_from(u32::from_le_bytes(
-            take(bytes, &mut position, 4)?.try_into().expect("4"),
-        ))
-        .expect("fits");
-        if !visit(xmin, xmax, take(bytes, &mut position, length)?)? {
+    let mut versions = Versions::new(bytes);
+    while let Some(version) = versions.next_version() {
+        if !visit(version.xmin, version.xmax, version.row)? {
             return Ok(false);
         }
     }
-    if position != bytes.len() {
-        return Err(corrupt("trailing bytes after versions"));
-    }
+    versions.finish()?;
     Ok(true)
+}
+
+/// One encoded version, borrowing its row bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct VersionRef<'a> {
+    pub xmin: TxnId,
+    pub xmax: TxnId,
+    pub row: &'a [u8],
+}
+
+/// The encoded versions of a primary-key entry, newest first, parsed one at a time. A scan
+/// calls this for every entry: each step returns a small `Option` (a malformed encoding
+/// stops the walk and is reported once, by `finish`) instead of a `Result` the size of
+/// `EngineError` per field read, which the row-scan profile showed as stack traffic.
+pub struct Versions<'a> {
+    bytes: &'a [u8],
+    position: usize,
+    /// Versions left to read; None until the count is read.
+    remaining: Option<u32>,
+    malformed: bool,
+}
+
+impl<'a> Versions<'a> {
+    pub fn new(bytes: &'a [u8]) -> Versions<'a> {
+        Versions { bytes, position: 0, remaining: None, malformed: false }
+    }
+
+    fn take(&mut self, length: usize) -> Option<&'a [u8]> {
+        let slice = self.bytes.get(self.position..self.position.checked_add(length)?)?;
+        self.position += length;
+        Some(slice)
+    }
+
+    fn take_u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+    }
+
+    fn take_u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
+    }
+
+    fn parse_next(&mut self) -> Option<VersionRef<'a>> {
+        let remaining = match self.remaining {
+            Some(remaining) => remaining,
+            None => self.take_u32()?,
+        };
+        if remaining == 0 {
+            self.remaining = Some(0);
+            return None;
+        }
+        let xmin = self.take_u64()?;
+        let xmax = self.take_u64()?;
+        let length = usize::try_from(self.take_u32()?).expect("fits");
+        let row = self.take(length)?;
+        self.remaining = Some(remaining - 1);
+        Some(VersionRef { xmin, xmax, row })
+    }
+
+    /// The next version; None after the last or at a malformed encoding (see `finish`).
+    pub fn next_version(&mut self) -> Option<VersionRef<'a>> {
+        if self.malformed {
+            return None;
+        }
+        let version = self.parse_next();
+        if version.is_none() && self.remaining != Some(0) {
+            self.malformed = true;
+        }
+        version
+    }
+
+    /// After `next_version` returned None: whether the encoding was whole, without bytes
+    /// after its last version.
+    pub fn finish(&self) -> Result<()> {
+        if self.malformed {
+            return Err(corrupt("truncated"));
+        }
+        assert_eq!(self.remaining, Some(0), "finish follows the last version");
+        if self.position != self.bytes.len() {
+            return Err(corrupt("trailing bytes after versions"));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -256,6 +382,33 @@ mod tests {
         // Cut inside the skipped text (after the 9 bytes of the integer, its tag and length).
         let inside_text = 9 + 5 + 3;
         assert!(decode_row_columns(&bytes[..inside_text], Some(&[false; 6])).is_err());
+    }
+
+    #[test]
+    fn versions_walk_newest_first_and_reject_malformed_encodings() {
+        let versions = vec![
+            Version { xmin: 9, xmax: 0, row: vec![2, 1, 0, 0, 0, 0, 0, 0, 0] },
+            Version { xmin: 5, xmax: 9, row: Vec::new() },
+            Version { xmin: 3, xmax: 5, row: vec![0] },
+        ];
+        let bytes = encode_versions(&versions);
+        assert_eq!(decode_versions(&bytes).expect("decodes"), versions);
+        // Stopping at the first version checks nothing after it.
+        let mut walk = Versions::new(&bytes);
+        let first = walk.next_version().expect("a first version");
+        assert_eq!((first.xmin, first.xmax, first.row), (9, 0, versions[0].row.as_slice()));
+        // Every cut is an error, and so is a byte after the last version.
+        for cut in 0..bytes.len() {
+            assert!(decode_versions(&bytes[..cut]).is_err(), "cut={cut}");
+            let mut walk = Versions::new(&bytes[..cut]);
+            while walk.next_version().is_some() {}
+            assert!(walk.finish().is_err(), "cut={cut}");
+        }
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        assert!(decode_versions(&trailing).is_err());
+        // No versions at all.
+        assert_eq!(decode_versions(&encode_versions(&[])).expect("decodes"), Vec::new());
     }
 
     #[test]

@@ -413,3 +413,60 @@ fn statement_reads_share_a_snapshot_and_updates_see_the_latest_commit() {
     assert_eq!(value_of(&mut txn), 7);
     txn.commit().unwrap();
 }
+
+#[test]
+fn projected_pages_return_the_asked_columns_or_empty_rows_of_visible_versions() {
+    let directory = tempfile::tempdir().unwrap();
+    let engine = open(directory.path());
+    log(&engine);
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    for value in 0..40 {
+        txn.insert("log", vec![Value::Int(value), text("note")]).unwrap();
+    }
+    txn.commit().unwrap();
+    // A deleted row and an uncommitted insert are not seen by the scans below.
+    let mut writer = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let rows = writer.scan_page("log", Bound::Unbounded, Bound::Unbounded, None, 1000).unwrap();
+    assert!(writer.delete_by_key("log", &rows[0].0).unwrap());
+    writer.commit().unwrap();
+    let mut pending = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    pending.insert("log", vec![Value::Int(99), text("pending")]).unwrap();
+
+    let mut reader = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let page_rows = |reader: &mut tierdb_engine::Transaction, projection, limit| {
+        let mut all = Vec::new();
+        let mut resume: Option<Vec<u8>> = None;
+        loop {
+            let page = reader
+                .scan_page_projected(
+                    "log",
+                    Direction::Forward,
+                    (Bound::Unbounded, Bound::Unbounded),
+                    resume.as_deref(),
+                    limit,
+                    projection,
+                )
+                .unwrap();
+            all.extend(page.rows);
+            match page.resume_after {
+                Some(key) => resume = Some(key),
+                None => return all,
+            }
+        }
+    };
+    let first_column = [true, false];
+    let decoded =
+        tierdb_engine::Projection { columns: Some(&first_column), keys: false, values: true };
+    let rows = page_rows(&mut reader, decoded, 7);
+    assert_eq!(rows.len(), 39);
+    for (index, (key, row)) in rows.iter().enumerate() {
+        assert!(key.is_empty(), "keys were not asked for");
+        assert_eq!(*row, vec![Value::Int(i64::try_from(index).unwrap() + 1), Value::Null]);
+    }
+    let nothing = [false, false];
+    let counted = tierdb_engine::Projection { columns: Some(&nothing), keys: false, values: false };
+    let rows = page_rows(&mut reader, counted, 7);
+    assert_eq!(rows.len(), 39, "the same rows, without values");
+    assert!(rows.iter().all(|(key, row)| key.is_empty() && row.is_empty()));
+    pending.rollback().unwrap();
+}

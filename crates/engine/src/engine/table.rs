@@ -109,10 +109,13 @@ pub struct Projection<'a> {
     pub columns: Option<&'a [bool]>,
     /// Whether each row comes with its key (else an empty key: no copy per row).
     pub keys: bool,
+    /// Whether each row comes with its values; else an empty row (its encoding is still
+    /// checked), for a caller that reads none of them, such as count(*): no vector per row.
+    pub values: bool,
 }
 
 impl Projection<'_> {
-    pub const ALL: Projection<'static> = Projection { columns: None, keys: true };
+    pub const ALL: Projection<'static> = Projection { columns: None, keys: true, values: true };
 }
 
 /// One page of a scan: its rows, and the key to resume after when the page was full.

@@ -239,18 +239,29 @@ impl Group {
     /// Folds one input row in (a DISTINCT aggregate's value only the first time).
     fn add(&mut self, aggregates: &[AggregateCall], row: &Row, ctx: &mut Ctx<'_>) -> Result<()> {
         for (index, call) in aggregates.iter().enumerate() {
-            let args =
-                call.args.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<Row>>()?;
-            match &mut self.distinct[index] {
-                Some(filter) => {
-                    if args.first().is_some_and(Datum::is_null) {
-                        continue;
-                    }
-                    if let Some(args) = filter.offer(args)? {
-                        accumulate(&mut self.states[index], call, &args)?;
+            let state = &mut self.states[index];
+            let Some(filter) = &mut self.distinct[index] else {
+                // No argument or one (count(*), sum(x)): no vector per input row.
+                match call.args.as_slice() {
+                    [] => accumulate(state, call, &[])?,
+                    [only] => accumulate(state, call, &[eval(only, row, ctx)?])?,
+                    args => {
+                        let args = args
+                            .iter()
+                            .map(|expr| eval(expr, row, ctx))
+                            .collect::<Result<Row>>()?;
+                        accumulate(state, call, &args)?;
                     }
                 }
-                None => accumulate(&mut self.states[index], call, &args)?,
+                continue;
+            };
+            let args =
+                call.args.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<Row>>()?;
+            if args.first().is_some_and(Datum::is_null) {
+                continue;
+            }
+            if let Some(args) = filter.offer(args)? {
+                accumulate(state, call, &args)?;
             }
         }
         Ok(())

@@ -116,7 +116,8 @@ pub(crate) fn scan(
     };
     match access {
         Access::Full | Access::Primary { .. } => {
-            scan_clustered(table, access, backward, (projection, emit_key), ctx, probe, &mut emit)
+            let reading = (projection, emit_key, filter.is_some());
+            scan_clustered(table, access, backward, reading, ctx, probe, &mut emit)
         }
         Access::Nearest { name, query, .. } => {
             scan_nearest(table, name, query, ctx, probe, &mut emit)
@@ -132,7 +133,7 @@ fn scan_clustered<'s>(
     table: &BoundTable,
     access: &Access,
     backward: bool,
-    (projection, emit_key): (Option<&ScanProjection>, bool),
+    (projection, emit_key, has_filter): (Option<&ScanProjection>, bool, bool),
     ctx: &mut Ctx<'s>,
     probe: &[Datum],
     emit: &mut impl FnMut(&mut Ctx<'s>, Vec<u8>, Vec<Value>) -> Result<bool>,
@@ -166,9 +167,12 @@ fn scan_clustered<'s>(
     } else {
         tierdb_engine::Direction::Forward
     };
+    // Without a filter, a projection that outputs nothing (count(*)) reads no values.
+    let reads_values = projection.is_none_or(|projection| !projection.output.is_empty());
     let projection = tierdb_engine::Projection {
         columns: projection.map(|projection| projection.decode.as_slice()),
         keys: emit_key,
+        values: reads_values || has_filter,
     };
     let mut resume: Option<Vec<u8>> = None;
     loop {
