@@ -99,6 +99,10 @@ pub struct IndexMeta {
     pub columns: Vec<usize>,
     pub unique: bool,
     pub primary: bool,
+    /// The index of a PRIMARY KEY or UNIQUE constraint (CREATE TABLE, ALTER TABLE ... ADD):
+    /// pg_constraint lists it and ALTER TABLE ... DROP CONSTRAINT drops it; DROP INDEX
+    /// refuses it (2BP01). An index of CREATE [UNIQUE] INDEX is not a constraint.
+    pub constraint: bool,
     pub kind: IndexKind,
 }
 
@@ -178,7 +182,7 @@ impl TableMeta {
         for index in &self.indexes {
             let columns: Vec<String> = index.columns.iter().map(usize::to_string).collect();
             out.push_str(&format!(
-                "i\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                "i\t{}\t{}\t{}\t{}\t{}\t{}{}\n",
                 escape(&index.name),
                 index.oid,
                 columns.join(","),
@@ -188,7 +192,10 @@ impl TableMeta {
                     IndexKind::Clustered => "clustered".to_string(),
                     IndexKind::Secondary => "secondary".to_string(),
                     IndexKind::Hnsw(options) => options.encode(),
-                }
+                },
+                // An eighth field only for UNIQUE constraints (a primary key is one by its
+                // flag): entries written before it decode.
+                if index.constraint && !index.primary { "\tu" } else { "" }
             ));
         }
         out
@@ -225,7 +232,7 @@ impl TableMeta {
                         },
                     });
                 }
-                Some("i") if fields.len() == 7 => {
+                Some("i") if fields.len() == 7 || fields.len() == 8 => {
                     let columns = fields[3]
                         .split(',')
                         .map(|column| column.parse::<usize>().map_err(|_| bad("index column")))
@@ -239,6 +246,11 @@ impl TableMeta {
                         columns,
                         unique: fields[4] == "1",
                         primary: fields[5] == "1",
+                        constraint: match fields.get(7).copied() {
+                            None => fields[5] == "1",
+                            Some("u") => true,
+                            Some(_) => return Err(bad("index constraint")),
+                        },
                         kind: match fields[6] {
                             "clustered" => IndexKind::Clustered,
                             "secondary" => IndexKind::Secondary,

@@ -33,6 +33,9 @@ impl Session {
                 ast::AlterTableOperation::AlterColumn { column_name, op } => {
                     self.alter_column(&table, &ident(column_name), op)?
                 }
+                ast::AlterTableOperation::DropConstraint { if_exists, name, .. } => {
+                    self.drop_constraint(&table, &ident(name), *if_exists)?
+                }
                 other => return Err(SqlError::unsupported(unsupported_operation(other))),
             }
         }
@@ -108,6 +111,7 @@ impl Session {
             columns: positions,
             unique: true,
             primary,
+            constraint: true,
             kind: IndexKind::Secondary,
         };
         let options = self.index_build_options();
@@ -115,6 +119,27 @@ impl Session {
             .create_index(self.ddl_transaction(), table_name, index, options)
             .map_err(|error| unique_index_error(error, &name))?;
         Ok(())
+    }
+
+    /// ALTER TABLE ... DROP CONSTRAINT of a UNIQUE constraint: its index goes (at COMMIT in
+    /// a block, as DROP INDEX). A primary key is the table's clustering key or holds its
+    /// rows' identity, so dropping one stays 0A000.
+    fn drop_constraint(&mut self, table: &TableMeta, name: &str, if_exists: bool) -> Result<()> {
+        let Some(index) = table.indexes.iter().find(|index| index.constraint && index.name == name)
+        else {
+            if if_exists {
+                // Nothing to do (PostgreSQL adds a NOTICE).
+                return Ok(());
+            }
+            return Err(SqlError::new(
+                "42704",
+                format!("constraint \"{name}\" of relation \"{}\" does not exist", table.name),
+            ));
+        };
+        if index.primary {
+            return Err(SqlError::unsupported("ALTER TABLE ... DROP CONSTRAINT of a primary key"));
+        }
+        self.drop_index_now_or_at_commit(name)
     }
 
     fn rename_column(&mut self, table: &TableMeta, old: &str, new: &str) -> Result<()> {
@@ -248,7 +273,6 @@ fn unsupported_operation(operation: &ast::AlterTableOperation) -> String {
     let name = match operation {
         ast::AlterTableOperation::AddColumn { .. } => "ADD COLUMN",
         ast::AlterTableOperation::DropColumn { .. } => "DROP COLUMN",
-        ast::AlterTableOperation::DropConstraint { .. } => "DROP CONSTRAINT",
         ast::AlterTableOperation::RenameTable { .. } => "RENAME TO",
         ast::AlterTableOperation::RenameConstraint { .. } => "RENAME CONSTRAINT",
         ast::AlterTableOperation::OwnerTo { .. } => "OWNER TO",

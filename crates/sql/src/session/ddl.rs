@@ -204,6 +204,7 @@ impl Session {
             columns: positions,
             unique: create.unique,
             primary: false,
+            constraint: false,
             kind: IndexKind::Secondary,
         };
         let options = self.index_build_options();
@@ -261,21 +262,13 @@ impl Session {
                         }
                         name => name?,
                     };
-                    if self.state != BlockState::Idle {
-                        match self.catalog.index_table(&name) {
-                            None if if_exists => {}
-                            None => return Err(undefined_index(&name)),
-                            Some(table) if table.is_clustering_index(&name) => {
-                                // 2BP01, as the drop would give at COMMIT.
-                                self.catalog.drop_index(&name)?;
-                            }
-                            Some(_) => self.drop_in_block(PendingDrop::Index(name)),
+                    match self.catalog.index_table(&name) {
+                        None if if_exists => {}
+                        None => return Err(undefined_index(&name)),
+                        Some(table) => {
+                            refuse_constraint_index(&table, &name)?;
+                            self.drop_index_now_or_at_commit(&name)?;
                         }
-                        continue;
-                    }
-                    match self.catalog.drop_index(&name) {
-                        Err(error) if error.sqlstate == "42704" && if_exists => {}
-                        other => other?,
                     }
                 }
                 Ok(Output::command(CommandTag::DropIndex))
@@ -344,6 +337,7 @@ fn table_indexes(
             columns: positions,
             unique: true,
             primary: true,
+            constraint: true,
             kind: IndexKind::Clustered,
         });
     }
@@ -358,6 +352,7 @@ fn table_indexes(
             columns: positions,
             unique: true,
             primary: false,
+            constraint: true,
             kind: IndexKind::Secondary,
         });
     }
@@ -542,6 +537,21 @@ pub(super) enum PendingDrop {
     Index(String),
 }
 
+/// DROP INDEX of a constraint's index: PostgreSQL's 2BP01 (a clustering key has its own).
+fn refuse_constraint_index(table: &TableMeta, name: &str) -> Result<()> {
+    let constraint = table.indexes.iter().any(|index| index.name == name && index.constraint);
+    if constraint && !table.is_clustering_index(name) {
+        return Err(SqlError::new(
+            "2BP01",
+            format!(
+                "cannot drop index {name} because constraint {name} on table {} requires it",
+                table.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn undefined_index(name: &str) -> SqlError {
     SqlError::new("42704", format!("index \"{name}\" does not exist"))
 }
@@ -552,6 +562,19 @@ impl Session {
     /// savepoint set before it) keeps them, a table with its rows, as in PostgreSQL. Other
     /// sessions use them until the commit (PostgreSQL would make them wait for the block's
     /// lock); an index stays maintained by every writer meanwhile.
+    /// Drops an index at once, or at COMMIT inside a block (DROP INDEX, ALTER TABLE ... DROP
+    /// CONSTRAINT).
+    pub(super) fn drop_index_now_or_at_commit(&mut self, name: &str) -> Result<()> {
+        let clustering =
+            self.catalog.index_table(name).is_some_and(|t| t.is_clustering_index(name));
+        if self.state == BlockState::Idle || clustering {
+            // A clustering key gives its 2BP01 now, as the drop would at COMMIT.
+            return self.catalog.drop_index(name);
+        }
+        self.drop_in_block(PendingDrop::Index(name.to_string()));
+        Ok(())
+    }
+
     fn drop_in_block(&mut self, drop: PendingDrop) {
         debug_assert!(self.state != BlockState::Idle, "only inside a block");
         if !self.pending_drops.contains(&drop) {

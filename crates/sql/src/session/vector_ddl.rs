@@ -193,6 +193,7 @@ impl Session {
             columns: vec![position],
             unique: false,
             primary: false,
+            constraint: false,
             kind: IndexKind::Hnsw(HnswOptions { metric, m, ef_construction }),
         };
         let parameters = tierdb_engine::VectorIndexParameters {

@@ -354,13 +354,13 @@ pub static VIEWS: &[SystemView] = &[
         adnum: Int2 = count(position + 1),
         adbin: Text = column.default.as_deref().map_or(Datum::Null, text),
     }),
-    // Constraints: primary keys (unique indexes made by CREATE UNIQUE INDEX are not
-    // constraints in PostgreSQL either).
-    view!(&["pg_constraint"], |c| indexes(&c.tables).filter(|(_, index)| index.primary), |(table, index)| {
+    // Constraints: primary keys and UNIQUE constraints (unique indexes made by CREATE UNIQUE
+    // INDEX are not constraints in PostgreSQL either).
+    view!(&["pg_constraint"], |c| indexes(&c.tables).filter(|(_, index)| index.constraint), |(table, index)| {
         oid: Oid = oid(index.oid),
         conname: Name = text(&index.name),
         connamespace: Oid = oid(NAMESPACE_PUBLIC),
-        contype: Text = text("p"),
+        contype: Text = text(if index.primary { "p" } else { "u" }),
         conrelid: Oid = oid(table.oid),
         conindid: Oid = oid(index.oid),
         condeferrable: Bool = Datum::Bool(false),
