@@ -249,15 +249,8 @@ fn bind_target_rows(
         }
         relations.push((plan, scope));
     }
-    let filter = match selection {
-        Some(selection) => {
-            let scope =
-                relations.iter().fold(Scope::default(), |all, (_, scope)| all.concat(scope));
-            Some(binder.coerced(selection, &scope, &SqlType::Bool)?)
-        }
-        None => None,
-    };
-    let (mut plan, scope, rest) = binder.join_relations(relations, selection)?;
+    let (scope, filter) = binder.bind_where(&relations, selection)?;
+    let (mut plan, rest) = binder.join_relations(relations, filter.clone())?;
     if !rest.is_empty() {
         plan = binder.filter(plan, and_all(rest));
     }

@@ -24,27 +24,44 @@ impl<'a> Binder<'a> {
         for item in from {
             relations.push(self.table_with_joins(item)?);
         }
-        self.join_relations(relations, selection)
+        let (scope, predicate) = self.bind_where(&relations, selection)?;
+        let (plan, conjuncts) = self.join_relations(relations, predicate)?;
+        Ok((plan, scope, conjuncts))
     }
 
-    /// Joins bound FROM items left to right on the WHERE clause's conjuncts, pushing
-    /// single-relation conjuncts down to their relation; returns what is left to filter.
+    /// The columns of FROM items side by side, and WHERE bound over them.
+    pub(crate) fn bind_where(
+        &mut self,
+        relations: &[(Plan, Scope)],
+        selection: Option<&ast::Expr>,
+    ) -> Result<(Scope, Option<Expr>)> {
+        let scope = relations.iter().fold(Scope::default(), |all, (_, scope)| all.concat(scope));
+        let predicate = match selection {
+            Some(selection) => {
+                Some(self.clause_coerced("WHERE", selection, &scope, &SqlType::Bool)?)
+            }
+            None => None,
+        };
+        Ok((scope, predicate))
+    }
+
+    /// Joins bound FROM items left to right on the conjuncts of `predicate` (over their
+    /// columns side by side), pushing single-relation conjuncts down to their relation;
+    /// returns what is left to filter.
     pub(crate) fn join_relations(
         &mut self,
         relations: Vec<(Plan, Scope)>,
-        selection: Option<&ast::Expr>,
-    ) -> Result<(Plan, Scope, Vec<Expr>)> {
+        predicate: Option<Expr>,
+    ) -> Result<(Plan, Vec<Expr>)> {
         assert!(!relations.is_empty(), "a FROM list has an item");
-        let mut scope = Scope::default();
+        let mut width = 0;
         let mut bounds = Vec::new();
         for (_, relation_scope) in &relations {
-            let start = scope.columns.len();
-            scope = scope.concat(relation_scope);
-            bounds.push((start, scope.columns.len()));
+            bounds.push((width, width + relation_scope.columns.len()));
+            width += relation_scope.columns.len();
         }
         let mut conjuncts = Vec::new();
-        if let Some(selection) = selection {
-            let predicate = self.clause_coerced("WHERE", selection, &scope, &SqlType::Bool)?;
+        if let Some(predicate) = predicate {
             split_conjuncts(predicate, &mut conjuncts);
         }
         // Push single-relation conjuncts down.
@@ -81,7 +98,7 @@ impl<'a> Binder<'a> {
             plan = self.join(plan, right, JoinKind::Inner, mine, end)?;
             end = right_end;
         }
-        Ok((plan, scope, conjuncts))
+        Ok((plan, conjuncts))
     }
 
     pub(crate) fn table_with_joins(&mut self, item: &ast::TableWithJoins) -> Result<(Plan, Scope)> {
@@ -124,7 +141,7 @@ impl<'a> Binder<'a> {
                     using_pairs(&names, &scope, &right_scope)?
                 }
                 Some(ast::JoinConstraint::Natural) => {
-                    using_pairs(&natural_names(&scope, &right_scope)?, &scope, &right_scope)?
+                    using_pairs(&natural_names(&scope, &right_scope), &scope, &right_scope)?
                 }
                 Some(ast::JoinConstraint::None) | None => Vec::new(),
             };
@@ -186,11 +203,11 @@ impl<'a> Binder<'a> {
             });
             merged.columns.push(ScopeColumn {
                 qualifier: None,
+                name: pair.name.clone(),
                 ty: common,
                 merged: false,
                 ..origin
             });
-            merged.columns.last_mut().expect("pushed").name = pair.name.clone();
         }
         for pair in using {
             combined.columns[pair.left].merged = true;
@@ -506,24 +523,15 @@ fn using_pairs(names: &[String], left: &Scope, right: &Scope) -> Result<Vec<Usin
     Ok(pairs)
 }
 
-/// NATURAL JOIN's columns: the names both sides have, in the left side's order.
-fn natural_names(left: &Scope, right: &Scope) -> Result<Vec<String>> {
-    let visible = |scope: &Scope| -> Vec<String> {
-        scope
-            .columns
-            .iter()
-            .filter(|column| !column.merged)
-            .map(|column| column.name.clone())
-            .collect()
-    };
-    let right_names = visible(right);
-    Ok(visible(left).into_iter().filter(|name| right_names.contains(name)).fold(
-        Vec::new(),
-        |mut names, name| {
-            if !names.contains(&name) {
-                names.push(name);
-            }
-            names
-        },
-    ))
+/// NATURAL JOIN's columns: the names both sides have, in the left side's order, once each
+/// (`using_pairs` refuses a name a side has twice).
+fn natural_names(left: &Scope, right: &Scope) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for column in left.columns.iter().filter(|column| !column.merged) {
+        let common = right.columns.iter().any(|other| !other.merged && other.name == column.name);
+        if common && !names.contains(&column.name) {
+            names.push(column.name.clone());
+        }
+    }
+    names
 }

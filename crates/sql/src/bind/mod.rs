@@ -181,16 +181,8 @@ impl<'a> Binder<'a> {
                         }
                         _ => None,
                     };
-                    let mut any = false;
-                    for (index, column) in scope.columns.iter().enumerate() {
-                        let wanted = match &qualifier {
-                            None => !column.merged,
-                            Some(qualifier) => column.qualifier.as_ref() == Some(qualifier),
-                        };
-                        if !wanted {
-                            continue;
-                        }
-                        any = true;
+                    for index in scope.wildcard_columns(qualifier.as_deref())? {
+                        let column = &scope.columns[index];
                         exprs.push(Expr::Column(index));
                         columns.push(OutputColumn {
                             name: column.name.clone(),
@@ -198,12 +190,6 @@ impl<'a> Binder<'a> {
                             table_oid: column.table_oid,
                             attribute: column.attribute,
                         });
-                    }
-                    if let (false, Some(qualifier)) = (any, qualifier) {
-                        return Err(SqlError::new(
-                            "42P01",
-                            format!("missing FROM-clause entry for table \"{qualifier}\""),
-                        ));
                     }
                 }
                 ast::SelectItem::UnnamedExpr(expr)

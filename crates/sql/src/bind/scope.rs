@@ -65,6 +65,27 @@ impl Scope {
         Ok(found)
     }
 
+    /// The columns `*` (no qualifier) or `name.*` stands for: `*` every column but the
+    /// hidden ones and those a USING join merged away; `name.*` every column of `name`
+    /// (42P01 when there is none).
+    pub(crate) fn wildcard_columns(&self, qualifier: Option<&str>) -> Result<Vec<usize>> {
+        let positions: Vec<usize> = (0..self.columns.len())
+            .filter(|&index| {
+                let column = &self.columns[index];
+                let hidden =
+                    column.name == HIDDEN_SORT_COLUMN || column.merged && qualifier.is_none();
+                !hidden && (qualifier.is_none() || column.qualifier.as_deref() == qualifier)
+            })
+            .collect();
+        match qualifier {
+            Some(qualifier) if positions.is_empty() => Err(SqlError::new(
+                "42P01",
+                format!("missing FROM-clause entry for table \"{qualifier}\""),
+            )),
+            _ => Ok(positions),
+        }
+    }
+
     pub(crate) fn has_qualifier(&self, qualifier: &str) -> bool {
         self.columns.iter().any(|column| column.qualifier.as_deref() == Some(qualifier))
     }

@@ -5,7 +5,7 @@ use super::*;
 /// The name of an ORDER BY expression's hidden output column (a sort key that is not in
 /// the select list); `*` over a subquery skips it. Other names starting with `?` are real
 /// (an unnamed expression's `?column?`).
-const HIDDEN_SORT_COLUMN: &str = "?sort?";
+pub(crate) const HIDDEN_SORT_COLUMN: &str = "?sort?";
 
 impl<'a> Binder<'a> {
     pub(crate) fn select(
@@ -339,31 +339,15 @@ impl<'a> Binder<'a> {
                         ) => Some(object_name(name)?),
                         _ => None,
                     };
-                    let mut any = false;
-                    for (index, column) in input_scope.columns.iter().enumerate() {
-                        if column.name == HIDDEN_SORT_COLUMN || column.merged && qualifier.is_none()
-                        {
-                            continue;
-                        }
-                        if qualifier.is_none() || column.qualifier == qualifier {
-                            items.push(Expr::Column(index));
-                            names.push((
-                                column.name.clone(),
-                                Some((column.table_oid, column.attribute)),
-                            ));
-                            types.push(column.ty.clone());
-                            asts.push(None);
-                            any = true;
-                        }
-                    }
-                    if !any && qualifier.is_some() {
-                        return Err(SqlError::new(
-                            "42P01",
-                            format!(
-                                "missing FROM-clause entry for table \"{}\"",
-                                qualifier.unwrap_or_default()
-                            ),
+                    for index in input_scope.wildcard_columns(qualifier.as_deref())? {
+                        let column = &input_scope.columns[index];
+                        items.push(Expr::Column(index));
+                        names.push((
+                            column.name.clone(),
+                            Some((column.table_oid, column.attribute)),
                         ));
+                        types.push(column.ty.clone());
+                        asts.push(None);
                     }
                 }
                 ast::SelectItem::UnnamedExpr(expr) => {

@@ -347,9 +347,7 @@ impl Catalog {
             }
         }
         updated.indexes.push(index);
-        self.store_meta_in(transaction, &updated)?;
-        self.publish(updated);
-        Ok(())
+        self.replace_meta(transaction, updated)
     }
 
     /// 42P07 if an index is named `name`.
@@ -382,9 +380,7 @@ impl Catalog {
         self.engine.create_vector_index_with(table, definition, memory_bytes)?;
         let mut updated = (*meta).clone();
         updated.indexes.push(index);
-        self.store_meta_in(transaction, &updated)?;
-        self.publish(updated);
-        Ok(())
+        self.replace_meta(transaction, updated)
     }
 
     /// The table of the index named `name`.

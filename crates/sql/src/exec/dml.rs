@@ -2,9 +2,7 @@
 //! READ COMMITTED rechecks of rows a concurrent transaction changed, RETURNING.
 
 use super::on_conflict::Upsert;
-use super::rows::{
-    apply_assignments, complete_row, detached_ctx, joined_row, recheck_filter, table_row,
-};
+use super::rows::{apply_assignments, complete_row, detached_ctx, joined_row, recheck_filter};
 use super::spill::store_rows;
 use super::*;
 use crate::output::{CommandTag, Output};
@@ -112,14 +110,10 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let mut count = 0u64;
     let mut updated_rows = Vec::new();
     while let Some(mut row) = targets.next_row()? {
+        // `row` is the target's columns, its key's place, then FROM's columns (`joined`).
         let key = take_row_key(&mut row, table)?;
-        let joined = row.split_off(table.columns.len());
-        let new_row = apply_assignments(
-            table,
-            &update.assignments,
-            &[row.as_slice(), &joined].concat(),
-            ctx,
-        )?;
+        let joined = &row[table.columns.len()..];
+        let new_row = apply_assignments(table, &update.assignments, &row, ctx)?;
         let expected: Vec<Value> = row
             .iter()
             .zip(&table.columns)
@@ -155,9 +149,9 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             // A concurrent update committed first (READ COMMITTED): re-check the predicate
             // on the latest version and recompute the new row from it.
             let mut detached = detached_ctx(params, session, time, &budget);
-            let current = joined_row(table, latest, &joined);
+            let current = joined_row(table, latest, joined);
             if let Some(filter) = &update.filter {
-                match recheck_filter(filter, table, latest, &joined, &mut detached) {
+                match recheck_filter(filter, &current, &mut detached) {
                     Ok(true) => {}
                     Ok(false) => return None,
                     Err(error) => {
@@ -203,10 +197,10 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         }
         if changed {
             count += 1;
-            if let Some(mut row) = result_row {
+            if let Some(mut new_row) = result_row {
                 if update.returning.is_some() {
-                    row.extend(joined);
-                    updated_rows.push(row);
+                    new_row.extend_from_slice(joined);
+                    updated_rows.push(new_row);
                 }
             }
         }
@@ -219,8 +213,9 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let mut count = 0u64;
     let mut deleted = Vec::new();
     while let Some(mut row) = targets.next_row()? {
+        // `row` is the target's columns, its key's place, then USING's columns (`joined`).
         let key = take_row_key(&mut row, &delete.table)?;
-        let joined = row.split_off(delete.table.columns.len());
+        let joined = &row[delete.table.columns.len()..];
         // READ COMMITTED: a concurrent update that committed first may have moved the row
         // out of the WHERE clause; the DELETE re-checks it on the latest version.
         let mut failure: Option<SqlError> = None;
@@ -241,7 +236,8 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             }
             Some(filter) => {
                 let mut detached = detached_ctx(params, session, time, &budget);
-                match recheck_filter(filter, &delete.table, latest, &joined, &mut detached) {
+                let current = joined_row(&delete.table, latest, joined);
+                match recheck_filter(filter, &current, &mut detached) {
                     Ok(matches) => {
                         newer = Some(latest.clone());
                         matches
@@ -261,12 +257,10 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         if removed {
             count += 1;
             if delete.returning.is_some() {
-                let mut returned = match newer {
-                    Some(latest) => table_row(&delete.table, &latest),
+                deleted.push(match newer {
+                    Some(latest) => joined_row(&delete.table, &latest, joined),
                     None => row,
-                };
-                returned.extend(joined);
-                deleted.push(returned);
+                });
             }
         }
     }

@@ -66,22 +66,15 @@ pub(crate) fn table_row(table: &TableMeta, values: &[Value]) -> Row {
         .collect()
 }
 
-/// Whether the latest version of a row still passes the statement's WHERE clause (READ
-/// COMMITTED, after a concurrent update committed: PostgreSQL's EvalPlanQual).
-/// `joined` is what followed the target's columns in the row the statement read (its row
-/// key, and the FROM or USING items' columns), kept as they were, as PostgreSQL keeps the
-/// other tables' rows.
-pub(crate) fn recheck_filter(
-    filter: &Expr,
-    table: &TableMeta,
-    latest: &[Value],
-    joined: &[Datum],
-    ctx: &mut Ctx<'_>,
-) -> Result<bool> {
-    Ok(matches!(super::eval(filter, &joined_row(table, latest, joined), ctx)?, Datum::Bool(true)))
+/// Whether the latest version of a row (`joined_row`) still passes the statement's WHERE
+/// clause (READ COMMITTED, after a concurrent update committed: PostgreSQL's EvalPlanQual).
+pub(crate) fn recheck_filter(filter: &Expr, current: &[Datum], ctx: &mut Ctx<'_>) -> Result<bool> {
+    Ok(matches!(super::eval(filter, current, ctx)?, Datum::Bool(true)))
 }
 
-/// The latest version of a target row followed by the rest of the row the statement read.
+/// The latest version of a target row followed by `joined`: what followed the target's
+/// columns in the row the statement read (its row key's place, the FROM or USING items'
+/// columns), kept as they were, as PostgreSQL keeps the other tables' rows.
 pub(crate) fn joined_row(table: &TableMeta, latest: &[Value], joined: &[Datum]) -> Row {
     let mut row = table_row(table, latest);
     row.extend(joined.iter().cloned());

@@ -139,7 +139,7 @@ impl Session {
         if index.primary {
             return Err(SqlError::unsupported("ALTER TABLE ... DROP CONSTRAINT of a primary key"));
         }
-        self.drop_index_now_or_at_commit(name)
+        self.drop_index_now_or_at_commit(table, name)
     }
 
     fn rename_column(&mut self, table: &TableMeta, old: &str, new: &str) -> Result<()> {

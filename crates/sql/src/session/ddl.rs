@@ -267,7 +267,7 @@ impl Session {
                         None => return Err(undefined_index(&name)),
                         Some(table) => {
                             refuse_constraint_index(&table, &name)?;
-                            self.drop_index_now_or_at_commit(&name)?;
+                            self.drop_index_now_or_at_commit(&table, &name)?;
                         }
                     }
                 }
@@ -562,12 +562,14 @@ impl Session {
     /// savepoint set before it) keeps them, a table with its rows, as in PostgreSQL. Other
     /// sessions use them until the commit (PostgreSQL would make them wait for the block's
     /// lock); an index stays maintained by every writer meanwhile.
-    /// Drops an index at once, or at COMMIT inside a block (DROP INDEX, ALTER TABLE ... DROP
-    /// CONSTRAINT).
-    pub(super) fn drop_index_now_or_at_commit(&mut self, name: &str) -> Result<()> {
-        let clustering =
-            self.catalog.index_table(name).is_some_and(|t| t.is_clustering_index(name));
-        if self.state == BlockState::Idle || clustering {
+    /// Drops `table`'s index `name` at once, or at COMMIT inside a block (DROP INDEX, ALTER
+    /// TABLE ... DROP CONSTRAINT).
+    pub(super) fn drop_index_now_or_at_commit(
+        &mut self,
+        table: &TableMeta,
+        name: &str,
+    ) -> Result<()> {
+        if self.state == BlockState::Idle || table.is_clustering_index(name) {
             // A clustering key gives its 2BP01 now, as the drop would at COMMIT.
             return self.catalog.drop_index(name);
         }
