@@ -113,30 +113,32 @@ pub fn decode_row_columns(bytes: &[u8], columns: Option<&[bool]>) -> Result<Row>
 
 fn decode_row_faults(bytes: &[u8], columns: Option<&[bool]>) -> std::result::Result<Row, RowFault> {
     let mut row = Vec::with_capacity(columns.map_or(0, <[bool]>::len));
-    let mut position = 0;
-    while position < bytes.len() {
-        let wanted = columns.is_none_or(|columns| columns.get(row.len()).copied().unwrap_or(true));
-        if wanted {
-            row.push(decode_value(bytes, &mut position)?);
-        } else {
-            skip_value(bytes, &mut position)?;
-            row.push(Value::Null);
-        }
-    }
+    walk_values(bytes, columns, |value| row.push(value.unwrap_or(Value::Null)))?;
     Ok(row)
 }
 
 /// The checks of `decode_row_columns` without building the row, for a reader that needs
 /// none of its values.
 pub fn check_row_columns(bytes: &[u8], columns: Option<&[bool]>) -> Result<()> {
+    Ok(walk_values(bytes, columns, drop)?)
+}
+
+/// Walks a row's values in order: decodes those `columns` marks (None: all) and hands them
+/// to `visit`; skips the others (their lengths still checked) and hands over None.
+fn walk_values(
+    bytes: &[u8],
+    columns: Option<&[bool]>,
+    mut visit: impl FnMut(Option<Value>),
+) -> std::result::Result<(), RowFault> {
     let mut position = 0;
     let mut column = 0;
     while position < bytes.len() {
         let wanted = columns.is_none_or(|columns| columns.get(column).copied().unwrap_or(true));
         if wanted {
-            decode_value(bytes, &mut position)?;
+            visit(Some(decode_value(bytes, &mut position)?));
         } else {
             skip_value(bytes, &mut position)?;
+            visit(None);
         }
         column += 1;
     }
