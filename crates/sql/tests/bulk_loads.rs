@@ -102,3 +102,17 @@ fn insert_select_and_create_table_as_load_and_stay_atomic() {
         assert_eq!(value(session, "SELECT count(*) FROM t2").unwrap(), Datum::Int(12_000));
     });
 }
+
+#[test]
+fn copy_checks_check_constraints_and_loads_nothing_on_a_violation() {
+    with_session(|session| {
+        setup(session, &["CREATE TABLE t (id bigint PRIMARY KEY, v int CHECK (v < 90), s text)"]);
+        let data = csv_rows(0..9000);
+        let outcome = copy(session, "COPY t FROM STDIN WITH (FORMAT csv)", &data);
+        let violation = "23514 new row for relation \"t\" violates check constraint \"t_v_check\"";
+        assert_eq!(outcome, Err(violation.to_string()));
+        assert_eq!(value(session, "SELECT count(*) FROM t").unwrap(), Datum::Int(0));
+        let data: String = (0..9000).map(|id| format!("{id},{},x\n", id % 90)).collect();
+        assert_eq!(copy(session, "COPY t FROM STDIN WITH (FORMAT csv)", &data), Ok(9000));
+    });
+}

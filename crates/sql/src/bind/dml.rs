@@ -11,7 +11,7 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(SqlError::unsupported("INSERT into a table function"));
     };
-    let table = binder.bind_table(binder.table(name)?)?;
+    let table = binder.bind_target_table(binder.table(name)?)?;
     let alias = insert.table_alias.as_ref().map(|alias| ident(&alias.alias));
     let targets: Vec<usize> = if insert.columns.is_empty() {
         (0..table.columns.len()).collect()
@@ -189,7 +189,7 @@ fn target_table(
 ) -> Result<(BoundTable, Option<String>)> {
     match relation {
         ast::TableFactor::Table { name, alias, args: None, .. } => Ok((
-            binder.bind_table(binder.table(name)?)?,
+            binder.bind_target_table(binder.table(name)?)?,
             alias.as_ref().map(|alias| ident(&alias.name)),
         )),
         _ => Err(SqlError::unsupported(unsupported)),

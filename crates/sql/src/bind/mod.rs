@@ -9,6 +9,7 @@
 
 mod assignments;
 mod call;
+mod checks;
 mod coerce;
 mod dml;
 mod expr;
@@ -27,6 +28,7 @@ pub(crate) use crate::parse::names::{ident, object_name};
 pub(crate) use crate::types::{is_serial, sql_type};
 pub(crate) use assignments::bind_defaults;
 pub(crate) use call::*;
+pub(crate) use checks::{check_meta, parse_check};
 pub(crate) use coerce::*;
 pub(crate) use dml::*;
 pub(crate) use expr::*;
@@ -140,7 +142,14 @@ impl<'a> Binder<'a> {
     /// table is gone).
     pub fn bind_table(&self, table: Arc<TableMeta>) -> Result<BoundTable> {
         let handle = self.catalog.engine().table_handle(&table.name)?;
-        Ok(BoundTable { meta: table, handle })
+        Ok(BoundTable { meta: table, handle, checks: Arc::from(Vec::new()) })
+    }
+
+    /// `bind_table` for a table the statement writes: with its CHECK constraints bound.
+    pub fn bind_target_table(&mut self, table: Arc<TableMeta>) -> Result<BoundTable> {
+        let mut bound = self.bind_table(table)?;
+        bound.checks = Arc::from(checks::bind_checks(self, &bound.meta)?);
+        Ok(bound)
     }
 
     // ----- queries -----

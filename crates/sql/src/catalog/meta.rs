@@ -1,4 +1,16 @@
-//! Table, column and index descriptions, and their stored text encoding.
+//! Table, column, index and CHECK constraint descriptions, and their stored text encoding.
+//!
+//! A table's entry is lines of tab-separated fields (text fields escaped: `\\`, `\t`, `\n`):
+//!
+//! | line | fields |
+//! |---|---|
+//! | header | `v1`, table oid, table name |
+//! | `c` (column) | name, type, nullable 0/1, `-` or `=`default, [identity a/d] |
+//! | `i` (index) | name, oid, column positions `0,2`, unique 0/1, primary 0/1, kind, [`u`] |
+//! | `k` (CHECK) | name, oid, expression, definition, pretty definition |
+//!
+//! Optional trailing fields are written only when set, so entries written before they
+//! existed decode unchanged.
 
 use super::*;
 use crate::types::Datum;
@@ -106,12 +118,32 @@ pub struct IndexMeta {
     pub kind: IndexKind,
 }
 
+/// A CHECK constraint: a boolean expression over the row's columns that every row written
+/// must not make false (NULL passes, as in PostgreSQL).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckMeta {
+    pub name: String,
+    pub oid: u32,
+    /// The expression as SQL text over the columns' current names (bound again by each
+    /// statement that writes the table; rewritten by RENAME COLUMN).
+    pub expression: String,
+    /// PostgreSQL's deparsed form of the bound expression (`pg_get_constraintdef`,
+    /// `information_schema.check_constraints`): `(a > 0)`, `(d > '2020-01-01'::date)`.
+    pub definition: String,
+    /// The same in PostgreSQL's "pretty" form (`pg_get_constraintdef(oid, true)`, psql's
+    /// `\d`): `a > 0`.
+    pub pretty: String,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableMeta {
     pub name: String,
     pub oid: u32,
     pub columns: Vec<ColumnMeta>,
     pub indexes: Vec<IndexMeta>,
+    /// The CHECK constraints, in name order (the order PostgreSQL evaluates them in, so
+    /// that a row breaking two reports the same one).
+    pub checks: Vec<CheckMeta>,
 }
 
 impl TableMeta {
@@ -198,6 +230,16 @@ impl TableMeta {
                 if index.constraint && !index.primary { "\tu" } else { "" }
             ));
         }
+        for check in &self.checks {
+            out.push_str(&format!(
+                "k\t{}\t{}\t{}\t{}\t{}\n",
+                escape(&check.name),
+                check.oid,
+                escape(&check.expression),
+                escape(&check.definition),
+                escape(&check.pretty)
+            ));
+        }
         out
     }
 
@@ -214,6 +256,7 @@ impl TableMeta {
             name: unescape(header[2]),
             columns: Vec::new(),
             indexes: Vec::new(),
+            checks: Vec::new(),
         };
         for line in lines {
             let fields: Vec<&str> = line.split('\t').collect();
@@ -260,6 +303,13 @@ impl TableMeta {
                         },
                     });
                 }
+                Some("k") if fields.len() == 6 => meta.checks.push(CheckMeta {
+                    name: unescape(fields[1]),
+                    oid: fields[2].parse().map_err(|_| bad("check oid"))?,
+                    expression: unescape(fields[3]),
+                    definition: unescape(fields[4]),
+                    pretty: unescape(fields[5]),
+                }),
                 _ => return Err(bad("line")),
             }
         }

@@ -270,6 +270,9 @@ impl Catalog {
         for index in &mut meta.indexes {
             index.oid = self.next_oid()?;
         }
+        for check in &mut meta.checks {
+            check.oid = self.next_oid()?;
+        }
         self.engine.create_table(TableDef {
             name: meta.name.clone(),
             columns,

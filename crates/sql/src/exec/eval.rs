@@ -455,6 +455,8 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
     let nextval = |name: &str| catalog.nextval(name);
     let format_type = |oid: i64, typmod: i64| crate::system::format_type(oid, typmod);
     let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
+    let constraint_definition =
+        |oid: i64, pretty: bool| crate::system::constraint_definition(catalog, oid, pretty);
     let context = FunctionContext {
         database: ctx.session.database,
         user: ctx.session.user,
@@ -463,6 +465,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         nextval: &nextval,
         format_type: &format_type,
         index_definition: &index_definition,
+        constraint_definition: &constraint_definition,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 
-use super::rows::{complete_row, detached_ctx, table_row};
+use super::rows::{check_constraints, complete_row, detached_ctx, table_row};
 use super::*;
 use crate::catalog::IndexKind;
 use crate::plan::{ConflictAction, OnConflictPlan};
@@ -205,6 +205,7 @@ impl Update<'_> {
             row[*position] = eval(expr, &both, ctx)?;
         }
         table.check_row_not_null(&row)?;
+        check_constraints(table, &row, ctx)?;
         let values = row
             .iter()
             .zip(&table.columns)

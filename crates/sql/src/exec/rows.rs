@@ -32,7 +32,29 @@ pub(crate) fn complete_row(
         table.check_not_null(index, datum.is_null(), false)?;
         values.push(datum.to_value(&column.ty)?);
     }
+    check_constraints(table, &datums, ctx)?;
     Ok((values, datums))
+}
+
+/// The table's CHECK constraints on a row being written, in name order: 23514 for the
+/// first one the row makes false (NULL passes, as in PostgreSQL).
+pub(crate) fn check_constraints(
+    table: &BoundTable,
+    row: &[Datum],
+    ctx: &mut Ctx<'_>,
+) -> Result<()> {
+    for check in table.checks.iter() {
+        if let Datum::Bool(false) = super::eval(&check.expr, row, ctx)? {
+            return Err(SqlError::new(
+                "23514",
+                format!(
+                    "new row for relation \"{}\" violates check constraint \"{}\"",
+                    table.name, check.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A context for expressions over one row outside the statement's transaction (rechecks of
@@ -82,7 +104,7 @@ pub(crate) fn joined_row(table: &TableMeta, latest: &[Value], joined: &[Datum]) 
 }
 
 pub(crate) fn apply_assignments(
-    table: &TableMeta,
+    table: &BoundTable,
     assignments: &[(usize, Expr)],
     row: &[Datum],
     ctx: &mut Ctx<'_>,
@@ -93,5 +115,6 @@ pub(crate) fn apply_assignments(
         new_row[*position] = super::eval(expr, row, ctx)?;
     }
     table.check_row_not_null(&new_row)?;
+    check_constraints(table, &new_row, ctx)?;
     Ok(new_row)
 }

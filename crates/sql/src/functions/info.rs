@@ -109,11 +109,8 @@ pub(super) fn index_definition(call: Call<'_>) -> Result<Datum> {
 
 /// Constraints are primary keys: their definition from the index's.
 pub(super) fn constraint_definition(call: Call<'_>) -> Result<Datum> {
-    let definition = (call.context.index_definition)(call.int(0));
-    Ok(match definition.as_deref().and_then(|text| text.split_once("USING btree ")) {
-        Some((_, columns)) => Datum::Text(format!("PRIMARY KEY {columns}")),
-        None => Datum::Null,
-    })
+    let pretty = matches!(call.args.get(1), Some(Datum::Bool(true)));
+    Ok((call.context.constraint_definition)(call.int(0), pretty).map_or(Datum::Null, Datum::Text))
 }
 
 pub(super) fn size_pretty(call: Call<'_>) -> Result<Datum> {

@@ -139,6 +139,8 @@ pub struct FunctionContext<'a> {
     pub nextval: &'a dyn Fn(&str) -> Result<i64>,
     pub format_type: &'a dyn Fn(i64, i64) -> Option<String>,
     pub index_definition: &'a dyn Fn(i64) -> Option<String>,
+    /// `pg_get_constraintdef(oid, pretty)`.
+    pub constraint_definition: &'a dyn Fn(i64, bool) -> Option<String>,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.

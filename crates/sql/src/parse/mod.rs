@@ -77,6 +77,16 @@ fn map_position(mut error: SqlError, checked: &limits::CheckedText<'_>) -> SqlEr
 }
 
 /// The 1-based character position of sqlparser's 1-based line and column in `sql`.
+/// Parses an expression tierdb stored as SQL text (a CHECK constraint's), with the limit the
+/// statement that made it was parsed with.
+pub(crate) fn parse_stored_expression(text: &str) -> Result<ast::Expr> {
+    Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
+        .try_with_sql(text)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|error| SqlError::internal(format!("stored expression does not parse: {error}")))
+}
+
 pub(crate) fn char_position(sql: &str, line: usize, column: usize) -> usize {
     let mut position = 0;
     for (index, text) in sql.split('\n').enumerate() {

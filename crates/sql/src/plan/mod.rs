@@ -5,6 +5,7 @@
 //! Plans are trees of operators; every node has an id for EXPLAIN ANALYZE statistics.
 
 mod access;
+pub(crate) mod deparse;
 mod dml;
 mod join;
 mod nearest;
@@ -368,6 +369,16 @@ pub struct SortKey {
 pub struct BoundTable {
     pub meta: Arc<TableMeta>,
     pub handle: TableHandle,
+    /// The CHECK constraints bound over the table's row, for a table the statement writes
+    /// (empty for a table it only reads).
+    pub checks: Arc<[BoundCheck]>,
+}
+
+/// A CHECK constraint bound over its table's row (columns in table order).
+#[derive(Clone, Debug)]
+pub struct BoundCheck {
+    pub name: String,
+    pub expr: Expr,
 }
 
 impl std::ops::Deref for BoundTable {

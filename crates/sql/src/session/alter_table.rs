@@ -1,9 +1,11 @@
-//! ALTER TABLE: ADD PRIMARY KEY / UNIQUE (an index build), and the changes only the SQL
+//! ALTER TABLE: ADD PRIMARY KEY / UNIQUE (an index build), ADD CHECK (session/checks.rs),
+//! and the changes only the SQL
 //! catalog holds: RENAME COLUMN, ALTER COLUMN SET / DROP DEFAULT, SET / DROP NOT NULL. Each
 //! runs in the statement's transaction (transactional_ddl.rs) and a statement's operations
 //! go in order, all or none. ADD / DROP COLUMN and ALTER COLUMN TYPE change the stored rows
 //! and are not built yet (0A000, naming the operation).
 
+use super::checks::rename_in_checks;
 use super::ddl::{refuse_subquery_in_default, unique_index_error};
 use super::*;
 use crate::catalog::{ColumnMeta, Identity};
@@ -24,7 +26,14 @@ impl Session {
                 .table(&table_name)
                 .ok_or_else(|| SqlError::undefined_table(&table_name))?;
             match operation {
-                ast::AlterTableOperation::AddConstraint { constraint, .. } => {
+                ast::AlterTableOperation::AddConstraint {
+                    constraint: ast::TableConstraint::Check(check),
+                    not_valid,
+                } => self.add_check_constraint(&table, check, *not_valid)?,
+                ast::AlterTableOperation::AddConstraint { constraint, not_valid } => {
+                    if *not_valid {
+                        return Err(SqlError::unsupported(not_valid_key(constraint)));
+                    }
                     self.add_key_constraint(&table_name, &table, constraint)?
                 }
                 ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
@@ -125,6 +134,9 @@ impl Session {
     /// a block, as DROP INDEX). A primary key is the table's clustering key or holds its
     /// rows' identity, so dropping one stays 0A000.
     fn drop_constraint(&mut self, table: &TableMeta, name: &str, if_exists: bool) -> Result<()> {
+        if self.drop_check_constraint(table, name)? {
+            return Ok(());
+        }
         let Some(index) = table.indexes.iter().find(|index| index.constraint && index.name == name)
         else {
             if if_exists {
@@ -154,6 +166,8 @@ impl Session {
         }
         let mut updated = table.clone();
         updated.columns[position].name = new.to_string();
+        let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
+        updated.checks = rename_in_checks(&mut binder, &updated, old, new)?;
         Arc::clone(&self.catalog).replace_meta(self.ddl_transaction(), updated)
     }
 
@@ -243,6 +257,16 @@ impl Session {
                 return Ok(());
             }
         }
+    }
+}
+
+/// PostgreSQL's 0A000 for NOT VALID on a key constraint (only CHECK and FOREIGN KEY
+/// constraints can be NOT VALID there).
+fn not_valid_key(constraint: &ast::TableConstraint) -> &'static str {
+    match constraint {
+        ast::TableConstraint::PrimaryKey(_) => "PRIMARY KEY constraints cannot be marked NOT VALID",
+        ast::TableConstraint::Unique(_) => "UNIQUE constraints cannot be marked NOT VALID",
+        _ => "NOT VALID constraints are not supported",
     }
 }
 

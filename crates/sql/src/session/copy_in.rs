@@ -61,7 +61,6 @@ impl Session {
         };
         let name = &self.copy_table_name(schema, name)?;
         let table = self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
-        let table = BoundTable { handle: self.catalog.engine().table_handle(name)?, meta: table };
         let targets: Vec<usize> = if columns.is_empty() {
             (0..table.columns.len()).collect()
         } else {
@@ -71,6 +70,7 @@ impl Session {
                 .collect()
         };
         let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
+        let table = binder.bind_target_table(table)?;
         let defaults = bind_defaults(&mut binder, &table)?;
         let autocommit = self.state == super::BlockState::Idle;
         self.begin_transaction()?;

@@ -1,5 +1,6 @@
 //! DDL: CREATE/DROP/ALTER TABLE, CREATE/DROP INDEX.
 
+use super::checks::refuse_check_options;
 use super::*;
 use crate::bind::{undefined_schema, Namespace, SCHEMAS};
 use crate::catalog::{Identity, COLUMNS_MAX};
@@ -29,9 +30,7 @@ impl Session {
             ));
         }
         let mut columns = Vec::new();
-        let mut primary: Option<Vec<usize>> = None;
-        let mut uniques: Vec<(Option<String>, Vec<usize>)> = Vec::new();
-        let mut sequences = Vec::new();
+        let mut constraints = NewConstraints::default();
         for (position, column) in create.columns.iter().enumerate() {
             let column_name = ident(&column.name);
             if columns.iter().any(|existing: &ColumnMeta| existing.name == column_name) {
@@ -40,20 +39,12 @@ impl Session {
                     format!("column \"{column_name}\" specified more than once"),
                 ));
             }
-            let meta = self.column_meta(
-                &name,
-                position,
-                column,
-                &mut primary,
-                &mut uniques,
-                &mut sequences,
-            )?;
-            columns.push(meta);
+            columns.push(self.column_meta(&name, position, column, &mut constraints)?);
         }
         for constraint in &create.constraints {
             match constraint {
                 ast::TableConstraint::PrimaryKey(key) => {
-                    if primary.is_some() {
+                    if constraints.primary.is_some() {
                         return Err(SqlError::new(
                             "42P16",
                             format!("multiple primary keys for table \"{name}\" are not allowed"),
@@ -63,26 +54,33 @@ impl Session {
                     for &position in &positions {
                         columns[position].nullable = false;
                     }
-                    primary = Some(positions);
+                    constraints.primary = Some(positions);
                 }
                 ast::TableConstraint::Unique(unique) => {
-                    uniques.push((
+                    constraints.uniques.push((
                         unique.name.as_ref().map(ident),
                         key_positions(&unique.columns, &columns)?,
                     ));
                 }
+                ast::TableConstraint::Check(check) => {
+                    refuse_check_options(check)?;
+                    constraints
+                        .checks
+                        .push((check.name.as_ref().map(ident), (*check.expr).clone()));
+                }
                 _ => {
-                    return Err(SqlError::unsupported(
-                        "CHECK and FOREIGN KEY constraints are not supported",
-                    ))
+                    return Err(SqlError::unsupported("FOREIGN KEY constraints are not supported"))
                 }
             }
         }
+        let NewConstraints { primary, uniques, sequences, checks } = constraints;
         let indexes = table_indexes(&name, primary, uniques, &columns);
         for sequence in &sequences {
             self.catalog.create_sequence(sequence)?;
         }
-        let meta = TableMeta { name: name.clone(), oid: 0, columns, indexes };
+        let mut meta =
+            TableMeta { name: name.clone(), oid: 0, columns, indexes, checks: Vec::new() };
+        meta.checks = self.new_checks(&meta, &checks)?;
         let session_id = self.session_id;
         Arc::clone(&self.catalog).create_table(self.ddl_transaction(), session_id, meta)?;
         self.own_new_table(&name)?;
@@ -90,15 +88,13 @@ impl Session {
     }
 
     /// One column of CREATE TABLE: its type, serial or identity sequence, options. Column
-    /// PRIMARY KEY and UNIQUE are added to `primary` and `uniques`.
+    /// PRIMARY KEY, UNIQUE and CHECK constraints are added to `constraints`.
     fn column_meta(
         &self,
         name: &str,
         position: usize,
         column: &ast::ColumnDef,
-        primary: &mut Option<Vec<usize>>,
-        uniques: &mut Vec<(Option<String>, Vec<usize>)>,
-        sequences: &mut Vec<String>,
+        constraints: &mut NewConstraints,
     ) -> Result<ColumnMeta> {
         let column_name = ident(&column.name);
         let ty = column_type(&column_name, &column.data_type)?;
@@ -118,7 +114,7 @@ impl Session {
             meta.default = Some(format!("nextval('{sequence}')"));
             meta.nullable = false;
             meta.identity = identity;
-            sequences.push(sequence);
+            constraints.sequences.push(sequence);
         }
         for option in &column.options {
             match &option.option {
@@ -129,20 +125,23 @@ impl Session {
                     meta.default = Some(self.checked_default(expr, &meta.ty)?);
                 }
                 ast::ColumnOption::PrimaryKey(_) => {
-                    if primary.is_some() {
+                    if constraints.primary.is_some() {
                         return Err(SqlError::new(
                             "42P16",
                             format!("multiple primary keys for table \"{name}\" are not allowed"),
                         ));
                     }
-                    *primary = Some(vec![position]);
+                    constraints.primary = Some(vec![position]);
                     meta.nullable = false;
                 }
-                ast::ColumnOption::Unique(_) => uniques.push((None, vec![position])),
-                ast::ColumnOption::Check(_) | ast::ColumnOption::ForeignKey(_) => {
-                    return Err(SqlError::unsupported(
-                        "CHECK and FOREIGN KEY constraints are not supported",
-                    ));
+                ast::ColumnOption::Unique(_) => constraints.uniques.push((None, vec![position])),
+                ast::ColumnOption::Check(check) => {
+                    refuse_check_options(check)?;
+                    let name = option.name.as_ref().or(check.name.as_ref()).map(ident);
+                    constraints.checks.push((name, (*check.expr).clone()));
+                }
+                ast::ColumnOption::ForeignKey(_) => {
+                    return Err(SqlError::unsupported("FOREIGN KEY constraints are not supported"));
                 }
                 ast::ColumnOption::Generated { .. } => {} // identity_of
                 ast::ColumnOption::Collation(collation) => check_collation(collation)?,
@@ -301,6 +300,17 @@ pub(crate) fn unique_index_error(error: SqlError, name: &str) -> SqlError {
     } else {
         error
     }
+}
+
+/// What CREATE TABLE's column and table constraints add to the table.
+#[derive(Default)]
+struct NewConstraints {
+    primary: Option<Vec<usize>>,
+    uniques: Vec<(Option<String>, Vec<usize>)>,
+    /// The serial and identity columns' sequences.
+    sequences: Vec<String>,
+    /// CHECK constraints: the name given, if any, and the expression.
+    checks: Vec<(Option<String>, ast::Expr)>,
 }
 
 /// The columns a key constraint names, as positions (42703 for an unknown one).

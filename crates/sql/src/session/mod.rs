@@ -16,6 +16,7 @@
 //! snapshot is taken when the first query runs, as in PostgreSQL.
 
 mod alter_table;
+mod checks;
 mod copy_in;
 mod copy_out;
 mod create_table_as;

@@ -47,6 +47,30 @@ fn hnsw_definition(name: &str, table: &str, columns: &[&str], options: &HnswOpti
 }
 
 /// `pg_get_indexdef(index_oid)`.
+/// `pg_get_constraintdef`: `PRIMARY KEY (a, b)`, `UNIQUE (a)`, `CHECK ((a > 0))` (pretty:
+/// `CHECK (a > 0)`); None for an OID that is no constraint.
+pub fn constraint_definition(catalog: &Catalog, oid: i64, pretty: bool) -> Option<String> {
+    for table in catalog.tables() {
+        if let Some(check) = table.checks.iter().find(|check| i64::from(check.oid) == oid) {
+            let body = if pretty { &check.pretty } else { &check.definition };
+            return Some(format!("CHECK ({body})"));
+        }
+        let Some(index) =
+            table.indexes.iter().find(|index| index.constraint && i64::from(index.oid) == oid)
+        else {
+            continue;
+        };
+        let columns: Vec<String> = index
+            .columns
+            .iter()
+            .map(|&column| crate::plan::deparse::quote_identifier(&table.columns[column].name))
+            .collect();
+        let kind = if index.primary { "PRIMARY KEY" } else { "UNIQUE" };
+        return Some(format!("{kind} ({})", columns.join(", ")));
+    }
+    None
+}
+
 pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {
     for table in catalog.tables() {
         for index in &table.indexes {

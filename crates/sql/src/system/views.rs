@@ -3,7 +3,8 @@
 
 use super::{index_definition, SystemView, ViewContext};
 use crate::catalog::{
-    Catalog, ColumnMeta, IndexKind, IndexMeta, RoleMeta, TableMeta, BOOTSTRAP_SUPERUSER_OID,
+    Catalog, CheckMeta, ColumnMeta, IndexKind, IndexMeta, RoleMeta, TableMeta,
+    BOOTSTRAP_SUPERUSER_OID,
 };
 use crate::types::{Datum, SqlType};
 use tierdb_storage::capacity::controller::working_set_capacity;
@@ -138,6 +139,124 @@ fn columns(
 /// Each table's indexes.
 fn indexes(tables: &[std::sync::Arc<TableMeta>]) -> impl Iterator<Item = (&TableMeta, &IndexMeta)> {
     tables.iter().flat_map(|table| table.indexes.iter().map(move |index| (&**table, index)))
+}
+
+/// Each table's CHECK constraints.
+fn checks(tables: &[std::sync::Arc<TableMeta>]) -> impl Iterator<Item = (&TableMeta, &CheckMeta)> {
+    tables.iter().flat_map(|table| table.checks.iter().map(move |check| (&**table, check)))
+}
+
+/// A row of pg_constraint: a key constraint's index or a CHECK constraint.
+enum Constraint<'a> {
+    Key(&'a TableMeta, &'a IndexMeta),
+    Check(&'a TableMeta, &'a CheckMeta),
+}
+
+impl<'a> Constraint<'a> {
+    fn table(&self) -> &'a TableMeta {
+        match self {
+            Constraint::Key(table, _) | Constraint::Check(table, _) => table,
+        }
+    }
+    fn oid(&self) -> u32 {
+        match self {
+            Constraint::Key(_, index) => index.oid,
+            Constraint::Check(_, check) => check.oid,
+        }
+    }
+    fn name(&self) -> &'a str {
+        match self {
+            Constraint::Key(_, index) => &index.name,
+            Constraint::Check(_, check) => &check.name,
+        }
+    }
+    /// pg_constraint.contype.
+    fn kind(&self) -> &'static str {
+        match self {
+            Constraint::Key(_, index) if index.primary => "p",
+            Constraint::Key(..) => "u",
+            Constraint::Check(..) => "c",
+        }
+    }
+    /// information_schema.table_constraints.constraint_type.
+    fn type_name(&self) -> &'static str {
+        match self.kind() {
+            "p" => "PRIMARY KEY",
+            "u" => "UNIQUE",
+            _ => "CHECK",
+        }
+    }
+    fn index_oid(&self) -> u32 {
+        match self {
+            Constraint::Key(_, index) => index.oid,
+            Constraint::Check(..) => 0,
+        }
+    }
+    fn check(&self) -> Option<&'a CheckMeta> {
+        match self {
+            Constraint::Key(..) => None,
+            Constraint::Check(_, check) => Some(check),
+        }
+    }
+    /// The 1-based attribute numbers of the key, or of the columns a CHECK reads.
+    fn attributes(&self) -> Vec<String> {
+        match self {
+            Constraint::Key(_, index) => key_attributes(index),
+            Constraint::Check(table, check) => check_attributes(table, check),
+        }
+    }
+}
+
+/// Every table's key and CHECK constraints.
+fn constraints(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Constraint<'_>> {
+    let keys = indexes(tables)
+        .filter(|(_, index)| index.constraint)
+        .map(|(table, index)| Constraint::Key(table, index));
+    keys.chain(checks(tables).map(|(table, check)| Constraint::Check(table, check))).collect()
+}
+
+/// information_schema's constraints: name, table, constraint_type and, for a CHECK, its
+/// check_clause; NOT NULL columns included as PostgreSQL 15 includes them.
+fn information_constraints(
+    tables: &[std::sync::Arc<TableMeta>],
+) -> Vec<(String, &TableMeta, &'static str, Option<String>)> {
+    let mut rows: Vec<(String, &TableMeta, &'static str, Option<String>)> = constraints(tables)
+        .into_iter()
+        .map(|constraint| {
+            let clause = constraint.check().map(|check| format!("({})", check.definition));
+            (constraint.name().to_string(), constraint.table(), constraint.type_name(), clause)
+        })
+        .collect();
+    for (table, position, column) in columns(tables).filter(|(_, _, column)| !column.nullable) {
+        let name = format!("{NAMESPACE_PUBLIC}_{}_{}_not_null", table.oid, position + 1);
+        let clause =
+            format!("{} IS NOT NULL", crate::plan::deparse::quote_identifier(&column.name));
+        rows.push((name, table, "CHECK", Some(clause)));
+    }
+    rows
+}
+
+/// The columns a CHECK expression reads, as sorted attribute numbers (pg_constraint.conkey).
+fn check_attributes(table: &TableMeta, check: &CheckMeta) -> Vec<String> {
+    let mut positions: Vec<usize> = Vec::new();
+    if let Ok(expr) = crate::parse::parse_stored_expression(&check.expression) {
+        let _ = sqlparser::ast::visit_expressions(&expr, |inner| {
+            let name = match inner {
+                sqlparser::ast::Expr::Identifier(name) => Some(crate::parse::names::ident(name)),
+                sqlparser::ast::Expr::CompoundIdentifier(parts) => {
+                    parts.last().map(crate::parse::names::ident)
+                }
+                _ => None,
+            };
+            if let Some(position) = name.and_then(|name| table.column_index(&name)) {
+                positions.push(position);
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+    }
+    positions.sort_unstable();
+    positions.dedup();
+    positions.iter().map(|position| (position + 1).to_string()).collect()
 }
 
 /// information_schema.columns' length, precision and scale of a type.
@@ -354,18 +473,30 @@ pub static VIEWS: &[SystemView] = &[
         adnum: Int2 = count(position + 1),
         adbin: Text = column.default.as_deref().map_or(Datum::Null, text),
     }),
-    // Constraints: primary keys and UNIQUE constraints (unique indexes made by CREATE UNIQUE
-    // INDEX are not constraints in PostgreSQL either).
-    view!(&["pg_constraint"], |c| indexes(&c.tables).filter(|(_, index)| index.constraint), |(table, index)| {
-        oid: Oid = oid(index.oid),
-        conname: Name = text(&index.name),
+    // Constraints: primary keys, UNIQUE and CHECK constraints (unique indexes made by CREATE
+    // UNIQUE INDEX are not constraints in PostgreSQL either).
+    view!(&["pg_constraint"], |c| constraints(&c.tables), |constraint| {
+        oid: Oid = oid(constraint.oid()),
+        conname: Name = text(constraint.name()),
         connamespace: Oid = oid(NAMESPACE_PUBLIC),
-        contype: Text = text(if index.primary { "p" } else { "u" }),
-        conrelid: Oid = oid(table.oid),
-        conindid: Oid = oid(index.oid),
+        contype: Text = text(constraint.kind()),
         condeferrable: Bool = Datum::Bool(false),
         condeferred: Bool = Datum::Bool(false),
-        conkey: Text = text(&format!("{{{}}}", key_attributes(index).join(","))),
+        convalidated: Bool = Datum::Bool(true),
+        conrelid: Oid = oid(constraint.table().oid),
+        contypid: Oid = oid(0),
+        conindid: Oid = oid(constraint.index_oid()),
+        conparentid: Oid = oid(0),
+        confrelid: Oid = oid(0),
+        confupdtype: Text = text(" "),
+        confdeltype: Text = text(" "),
+        confmatchtype: Text = text(" "),
+        conislocal: Bool = Datum::Bool(true),
+        coninhcount: Int2 = Datum::Int(0),
+        connoinherit: Bool = Datum::Bool(false),
+        conkey: Text = text(&format!("{{{}}}", constraint.attributes().join(","))),
+        confkey: Text = Datum::Null,
+        conbin: Text = constraint.check().map_or(Datum::Null, |check| text(&check.definition)),
     }),
     view!(&["pg_inherits"], { inhrelid: Oid, inhparent: Oid, inhseqno: Int4, inhdetachpending: Bool }),
     view!(&["pg_partitioned_table"], { partrelid: Oid, partstrat: Text }),
@@ -457,6 +588,27 @@ pub static VIEWS: &[SystemView] = &[
             Some(crate::catalog::Identity::ByDefault) => text("BY DEFAULT"),
             None => Datum::Null,
         },
+    }),
+    // PostgreSQL 15 lists each NOT NULL column as a CHECK constraint in these two, named
+    // `<namespace oid>_<table oid>_<attnum>_not_null`.
+    view!(&["table_constraints"], |c| information_constraints(&c.tables).into_iter().map(|row| (c.session, row)), |(session, (name, table, constraint_type, _))| {
+        constraint_catalog: Text = text(session.database),
+        constraint_schema: Text = text("public"),
+        constraint_name: Text = text(&name),
+        table_catalog: Text = text(session.database),
+        table_schema: Text = text("public"),
+        table_name: Text = text(&table.name),
+        constraint_type: Text = text(constraint_type),
+        is_deferrable: Text = text("NO"),
+        initially_deferred: Text = text("NO"),
+        enforced: Text = text("YES"),
+        nulls_distinct: Text = if constraint_type == "UNIQUE" { text("YES") } else { Datum::Null },
+    }),
+    view!(&["check_constraints"], |c| information_constraints(&c.tables).into_iter().filter_map(|(name, _, _, clause)| clause.map(|clause| (c.session, name, clause))), |(session, name, clause)| {
+        constraint_catalog: Text = text(session.database),
+        constraint_schema: Text = text("public"),
+        constraint_name: Text = text(&name),
+        check_clause: Text = text(&clause),
     }),
     view!(&["schemata"], |c| ["pg_catalog", "public", "information_schema"].map(|schema| (c.session, schema)), |(session, schema)| {
         catalog_name: Text = text(session.database),
