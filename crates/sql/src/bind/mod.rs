@@ -142,13 +142,43 @@ impl<'a> Binder<'a> {
     /// table is gone).
     pub fn bind_table(&self, table: Arc<TableMeta>) -> Result<BoundTable> {
         let handle = self.catalog.engine().table_handle(&table.name)?;
-        Ok(BoundTable { meta: table, handle, checks: Arc::from(Vec::new()) })
+        Ok(BoundTable {
+            meta: table,
+            handle,
+            checks: Arc::from(Vec::new()),
+            referenced_by: Arc::from(Vec::new()),
+            references: Arc::from(Vec::new()),
+        })
     }
 
-    /// `bind_table` for a table the statement writes: with its CHECK constraints bound.
+    /// `bind_table` for a table the statement writes: with its CHECK constraints bound and
+    /// the tables its FOREIGN KEYs reference, and that reference it.
     pub fn bind_target_table(&mut self, table: Arc<TableMeta>) -> Result<BoundTable> {
         let mut bound = self.bind_table(table)?;
         bound.checks = Arc::from(checks::bind_checks(self, &bound.meta)?);
+        let tables = self.catalog.tables();
+        let mut referenced_by = Vec::new();
+        for referencing in &tables {
+            for key in &referencing.foreign_keys {
+                if key.referenced_table == bound.meta.name {
+                    referenced_by.push((Arc::clone(referencing), key.clone()));
+                }
+            }
+        }
+        let references = bound
+            .meta
+            .foreign_keys
+            .iter()
+            .map(|key| {
+                tables
+                    .iter()
+                    .find(|table| table.name == key.referenced_table)
+                    .cloned()
+                    .ok_or_else(|| SqlError::undefined_table(&key.referenced_table))
+            })
+            .collect::<Result<Vec<Arc<TableMeta>>>>()?;
+        bound.referenced_by = Arc::from(referenced_by);
+        bound.references = Arc::from(references);
         Ok(bound)
     }
 

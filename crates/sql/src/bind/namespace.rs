@@ -27,8 +27,15 @@ pub const SCHEMA_INFORMATION: &str = "information_schema";
 pub const SCHEMAS: [&str; 3] = [SCHEMA_CATALOG, SCHEMA_PUBLIC, SCHEMA_INFORMATION];
 
 /// The views of information_schema; every other system view is pg_catalog's.
-const INFORMATION_VIEWS: [&str; 5] =
-    ["tables", "columns", "schemata", "table_constraints", "check_constraints"];
+const INFORMATION_VIEWS: [&str; 7] = [
+    "tables",
+    "columns",
+    "schemata",
+    "table_constraints",
+    "check_constraints",
+    "key_column_usage",
+    "referential_constraints",
+];
 
 /// The schema a system view lives in.
 pub fn view_schema(view: &str) -> &'static str {

@@ -8,6 +8,7 @@
 //! | `c` (column) | name, type, nullable 0/1, `-` or `=`default, [identity a/d] |
 //! | `i` (index) | name, oid, column positions `0,2`, unique 0/1, primary 0/1, kind, [`u`] |
 //! | `k` (CHECK) | name, oid, expression, definition, pretty definition |
+//! | `f` (FOREIGN KEY) | name, oid, columns `0,2`, referenced table, its columns, ON UPDATE and ON DELETE codes (`a r c n d`), MATCH code (`s f`) |
 //!
 //! Optional trailing fields are written only when set, so entries written before they
 //! existed decode unchanged.
@@ -135,6 +136,82 @@ pub struct CheckMeta {
     pub pretty: String,
 }
 
+/// What a FOREIGN KEY does to the referencing rows when a referenced row is deleted or its
+/// key updated (pg_constraint.confdeltype / confupdtype).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReferentialAction {
+    /// The default: an error at the end of the statement if a referencing row remains.
+    NoAction,
+    /// An error at once if a referencing row exists.
+    Restrict,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+/// PostgreSQL's 23503 for a row whose key the referenced table lacks.
+pub fn foreign_key_violation(table: &str, constraint: &str) -> SqlError {
+    SqlError::new(
+        "23503",
+        format!(
+            "insert or update on table \"{table}\" violates foreign key constraint \"{constraint}\""
+        ),
+    )
+}
+
+impl ReferentialAction {
+    /// PostgreSQL's one-letter code.
+    pub fn code(self) -> &'static str {
+        match self {
+            ReferentialAction::NoAction => "a",
+            ReferentialAction::Restrict => "r",
+            ReferentialAction::Cascade => "c",
+            ReferentialAction::SetNull => "n",
+            ReferentialAction::SetDefault => "d",
+        }
+    }
+
+    fn from_code(code: &str) -> Option<ReferentialAction> {
+        Some(match code {
+            "a" => ReferentialAction::NoAction,
+            "r" => ReferentialAction::Restrict,
+            "c" => ReferentialAction::Cascade,
+            "n" => ReferentialAction::SetNull,
+            "d" => ReferentialAction::SetDefault,
+            _ => return None,
+        })
+    }
+
+    /// The words of `pg_get_constraintdef` (NO ACTION is not printed).
+    pub fn words(self) -> &'static str {
+        match self {
+            ReferentialAction::NoAction => "NO ACTION",
+            ReferentialAction::Restrict => "RESTRICT",
+            ReferentialAction::Cascade => "CASCADE",
+            ReferentialAction::SetNull => "SET NULL",
+            ReferentialAction::SetDefault => "SET DEFAULT",
+        }
+    }
+}
+
+/// A FOREIGN KEY constraint, kept with the referencing table: the referencing columns'
+/// values must be a key of a row of the referenced table (unless one is NULL, MATCH SIMPLE;
+/// unless all are NULL, MATCH FULL). The referenced columns are those of a primary key or
+/// UNIQUE constraint of the referenced table. Columns are positions, so that RENAME COLUMN
+/// of either table leaves the constraint as it is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForeignKeyMeta {
+    pub name: String,
+    pub oid: u32,
+    pub columns: Vec<usize>,
+    pub referenced_table: String,
+    pub referenced_columns: Vec<usize>,
+    pub on_update: ReferentialAction,
+    pub on_delete: ReferentialAction,
+    /// MATCH FULL (else MATCH SIMPLE, the default).
+    pub match_full: bool,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableMeta {
     pub name: String,
@@ -144,6 +221,8 @@ pub struct TableMeta {
     /// The CHECK constraints, in name order (the order PostgreSQL evaluates them in, so
     /// that a row breaking two reports the same one).
     pub checks: Vec<CheckMeta>,
+    /// The FOREIGN KEY constraints of this (referencing) table, in name order.
+    pub foreign_keys: Vec<ForeignKeyMeta>,
 }
 
 impl TableMeta {
@@ -190,6 +269,22 @@ impl TableMeta {
 
     pub fn primary_key(&self) -> Option<&IndexMeta> {
         self.indexes.iter().find(|index| index.primary)
+    }
+
+    /// The unique index over exactly `columns` (in any order) that a FOREIGN KEY
+    /// referencing them relies on: the primary key's first, as PostgreSQL's lookup.
+    pub fn referenced_index(&self, columns: &[usize]) -> Option<&IndexMeta> {
+        let mut wanted = columns.to_vec();
+        wanted.sort_unstable();
+        if wanted.windows(2).any(|pair| pair[0] == pair[1]) {
+            return None;
+        }
+        let matches = |index: &&IndexMeta| {
+            let mut have = index.columns.clone();
+            have.sort_unstable();
+            index.unique && have == wanted
+        };
+        self.primary_key().filter(matches).or_else(|| self.indexes.iter().find(matches))
     }
 
     pub(crate) fn encode(&self) -> String {
@@ -240,6 +335,22 @@ impl TableMeta {
                 escape(&check.pretty)
             ));
         }
+        for key in &self.foreign_keys {
+            let positions = |columns: &[usize]| {
+                columns.iter().map(usize::to_string).collect::<Vec<String>>().join(",")
+            };
+            out.push_str(&format!(
+                "f\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                escape(&key.name),
+                key.oid,
+                positions(&key.columns),
+                escape(&key.referenced_table),
+                positions(&key.referenced_columns),
+                key.on_update.code(),
+                key.on_delete.code(),
+                if key.match_full { "f" } else { "s" }
+            ));
+        }
         out
     }
 
@@ -257,6 +368,7 @@ impl TableMeta {
             columns: Vec::new(),
             indexes: Vec::new(),
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
         };
         for line in lines {
             let fields: Vec<&str> = line.split('\t').collect();
@@ -310,6 +422,34 @@ impl TableMeta {
                     definition: unescape(fields[4]),
                     pretty: unescape(fields[5]),
                 }),
+                Some("f") if fields.len() == 9 => {
+                    let positions = |text: &str| {
+                        text.split(',')
+                            .map(|column| column.parse::<usize>().map_err(|_| bad("key column")))
+                            .collect::<Result<Vec<usize>>>()
+                    };
+                    let action = |code: &str| {
+                        ReferentialAction::from_code(code).ok_or_else(|| bad("key action"))
+                    };
+                    let columns = positions(fields[3])?;
+                    if columns.iter().any(|&column| column >= meta.columns.len()) {
+                        return Err(bad("foreign key column out of range"));
+                    }
+                    meta.foreign_keys.push(ForeignKeyMeta {
+                        name: unescape(fields[1]),
+                        oid: fields[2].parse().map_err(|_| bad("foreign key oid"))?,
+                        columns,
+                        referenced_table: unescape(fields[4]),
+                        referenced_columns: positions(fields[5])?,
+                        on_update: action(fields[6])?,
+                        on_delete: action(fields[7])?,
+                        match_full: match fields[8] {
+                            "s" => false,
+                            "f" => true,
+                            _ => return Err(bad("foreign key match")),
+                        },
+                    });
+                }
                 _ => return Err(bad("line")),
             }
         }

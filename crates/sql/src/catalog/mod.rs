@@ -273,6 +273,9 @@ impl Catalog {
         for check in &mut meta.checks {
             check.oid = self.next_oid()?;
         }
+        for key in &mut meta.foreign_keys {
+            key.oid = self.next_oid()?;
+        }
         self.engine.create_table(TableDef {
             name: meta.name.clone(),
             columns,

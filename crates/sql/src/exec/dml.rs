@@ -82,6 +82,7 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let mut count = 0u64;
     let mut upsert = insert.on_conflict.as_ref().map(Upsert::new);
     let mut batch = InsertBatch::default();
+    let mut events = ReferentialEvents::default();
     while let Some(source) = sources.next_row()? {
         let mut row: Vec<Option<Datum>> = vec![None; insert.table.columns.len()];
         for ((value, &target), from) in source.into_iter().zip(&insert.targets).zip(&source_types) {
@@ -89,8 +90,12 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             row[target] = Some(types::cast(value, from, &column.ty, false)?);
         }
         let stored = match &mut upsert {
-            None => Some(batch.push(&insert.table, row, &insert.defaults, ctx)?),
-            Some(upsert) => upsert.row(&insert.table, row, &insert.defaults, ctx)?,
+            None => {
+                let stored = batch.push(&insert.table, row, &insert.defaults, ctx)?;
+                events.inserted(&insert.table, &stored, ctx)?;
+                Some(stored)
+            }
+            Some(upsert) => upsert.row(&insert.table, row, &insert.defaults, &mut events, ctx)?,
         };
         let Some(stored) = stored else { continue };
         count += 1;
@@ -99,6 +104,7 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         }
     }
     batch.flush(&insert.table, ctx)?;
+    events.finish(&insert.table, ctx)?;
     returning_rows(&insert.returning, inserted, ctx, CommandTag::Insert, count)
 }
 
@@ -109,6 +115,8 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let mut targets = store_rows(&update.scan, ctx)?;
     let mut count = 0u64;
     let mut updated_rows = Vec::new();
+    let mut events = ReferentialEvents::default();
+    let referential = !table.foreign_keys.is_empty() || !table.referenced_by.is_empty();
     while let Some(mut row) = targets.next_row()? {
         // `row` is the target's columns, its key's place, then FROM's columns (`joined`).
         let key = take_row_key(&mut row, table)?;
@@ -126,6 +134,8 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             .collect::<Result<_>>()?;
         let mut failure: Option<SqlError> = None;
         let mut result_row: Option<Row> = None;
+        // The version updated, when it is not the one the scan read (FOREIGN KEY events).
+        let mut newer: Option<Row> = None;
         // A new row with another primary key: the engine updates rows in place under their
         // key, so it becomes a delete and an insert (below).
         let mut moved: Option<(Row, Vec<Value>)> = None;
@@ -150,6 +160,9 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             // on the latest version and recompute the new row from it.
             let mut detached = detached_ctx(params, session, time, &budget);
             let current = joined_row(table, latest, joined);
+            if referential {
+                newer = Some(current[..table.columns.len()].to_vec());
+            }
             if let Some(filter) = &update.filter {
                 match recheck_filter(filter, &current, &mut detached) {
                     Ok(true) => {}
@@ -197,6 +210,10 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         }
         if changed {
             count += 1;
+            if let (true, Some(new_row)) = (referential, &result_row) {
+                let old = newer.as_deref().unwrap_or(&row[..table.columns.len()]);
+                events.updated(table, old, new_row, ctx)?;
+            }
             if let Some(mut new_row) = result_row {
                 if update.returning.is_some() {
                     new_row.extend_from_slice(joined);
@@ -205,6 +222,7 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             }
         }
     }
+    events.finish(table, ctx)?;
     returning_rows(&update.returning, updated_rows, ctx, CommandTag::Update, count)
 }
 
@@ -212,6 +230,7 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let mut targets = store_rows(&delete.scan, ctx)?;
     let mut count = 0u64;
     let mut deleted = Vec::new();
+    let mut events = ReferentialEvents::default();
     while let Some(mut row) = targets.next_row()? {
         // `row` is the target's columns, its key's place, then USING's columns (`joined`).
         let key = take_row_key(&mut row, &delete.table)?;
@@ -256,6 +275,13 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         }
         if removed {
             count += 1;
+            if !delete.table.referenced_by.is_empty() {
+                let old = match &newer {
+                    Some(latest) => super::rows::table_row(&delete.table, latest),
+                    None => row[..delete.table.columns.len()].to_vec(),
+                };
+                events.deleted(&delete.table, &old, ctx)?;
+            }
             if delete.returning.is_some() {
                 deleted.push(match newer {
                     Some(latest) => joined_row(&delete.table, &latest, joined),
@@ -264,6 +290,7 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
             }
         }
     }
+    events.finish(&delete.table, ctx)?;
     returning_rows(&delete.returning, deleted, ctx, CommandTag::Delete, count)
 }
 

@@ -37,7 +37,8 @@ pub(crate) struct Upsert<'plan> {
 
 /// What one DO UPDATE attempt did.
 enum Attempt {
-    Updated(Row),
+    /// The existing row `old` became `new`.
+    Updated { old: Row, new: Row },
     /// The WHERE clause of DO UPDATE is false on the existing row.
     Skipped,
     /// The conflicting row was deleted, or no longer holds the value: insert again.
@@ -56,6 +57,7 @@ impl<'plan> Upsert<'plan> {
         table: &BoundTable,
         row: Vec<Option<Datum>>,
         defaults: &[Option<Expr>],
+        events: &mut ReferentialEvents,
         ctx: &mut Ctx<'_>,
     ) -> Result<Option<Row>> {
         let (values, proposed) = complete_row(table, row, defaults, ctx)?;
@@ -72,6 +74,7 @@ impl<'plan> Upsert<'plan> {
                     if updating {
                         self.touched.insert(key);
                     }
+                    events.inserted(table, &proposed, ctx)?;
                     return Ok(Some(proposed));
                 }
                 InsertOutcome::Conflict { key, constraint } => (key, constraint),
@@ -88,9 +91,10 @@ impl<'plan> Upsert<'plan> {
             let update =
                 Update { table, constraint: &constraint, values: &values, proposed: &proposed };
             match update.attempt(&key, assignments, filter.as_ref(), ctx)? {
-                Attempt::Updated(row) => {
+                Attempt::Updated { old, new } => {
                     self.touched.insert(key);
-                    return Ok(Some(row));
+                    events.updated(table, &old, &new, ctx)?;
+                    return Ok(Some(new));
                 }
                 Attempt::Skipped => return Ok(None),
                 Attempt::Retry => {}
@@ -133,7 +137,7 @@ impl Update<'_> {
         let budget = ctx.budget.clone();
         let (mut seen, mut moved) = (false, false);
         let mut failure: Option<SqlError> = None;
-        let mut updated: Option<Row> = None;
+        let mut updated: Option<(Row, Row)> = None;
         // A new row with another primary key: the engine updates rows in place under their
         // key, so it becomes a delete and an insert (as in UPDATE).
         let mut rekeyed: Option<Vec<Value>> = None;
@@ -148,8 +152,8 @@ impl Update<'_> {
             }
             let mut detached = detached_ctx(params, session, time, &budget);
             match self.new_row(latest, assignments, filter, &mut detached) {
-                Ok(Some((row, values))) => {
-                    updated = Some(row);
+                Ok(Some((old, row, values))) => {
+                    updated = Some((old, row));
                     if key_columns.iter().any(|&column| values[column] != latest[column]) {
                         rekeyed = Some(values);
                         return None;
@@ -177,20 +181,20 @@ impl Update<'_> {
             return Ok(Attempt::Retry);
         }
         Ok(match updated {
-            Some(row) if changed => Attempt::Updated(row),
+            Some((old, new)) if changed => Attempt::Updated { old, new },
             _ => Attempt::Skipped,
         })
     }
 
-    /// The existing row after SET, if WHERE holds: expressions see the existing row's
-    /// columns followed by EXCLUDED's.
+    /// The existing row and the row after SET, if WHERE holds: expressions see the existing
+    /// row's columns followed by EXCLUDED's.
     fn new_row(
         &self,
         latest: &[Value],
         assignments: &[(usize, Expr)],
         filter: Option<&Expr>,
         ctx: &mut Ctx<'_>,
-    ) -> Result<Option<(Row, Vec<Value>)>> {
+    ) -> Result<Option<(Row, Row, Vec<Value>)>> {
         let table = self.table;
         let existing = table_row(table, latest);
         let mut both = existing.clone();
@@ -200,7 +204,7 @@ impl Update<'_> {
                 return Ok(None);
             }
         }
-        let mut row = existing;
+        let mut row = existing.clone();
         for (position, expr) in assignments {
             row[*position] = eval(expr, &both, ctx)?;
         }
@@ -211,6 +215,6 @@ impl Update<'_> {
             .zip(&table.columns)
             .map(|(datum, column)| datum.to_value(&column.ty))
             .collect::<Result<Vec<Value>>>()?;
-        Ok(Some((row, values)))
+        Ok(Some((existing, row, values)))
     }
 }

@@ -87,6 +87,15 @@ pub(crate) fn parse_stored_expression(text: &str) -> Result<ast::Expr> {
         .map_err(|error| SqlError::internal(format!("stored expression does not parse: {error}")))
 }
 
+/// Parses one statement tierdb writes itself (FOREIGN KEY checks and actions).
+pub(crate) fn parse_internal_statement(sql: &str) -> Result<ast::Statement> {
+    Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
+        .try_with_sql(sql)
+        .and_then(|mut parser| parser.parse_statement())
+        .map_err(|error| SqlError::internal(format!("internal statement {sql}: {error}")))
+}
+
 pub(crate) fn char_position(sql: &str, line: usize, column: usize) -> usize {
     let mut position = 0;
     for (index, text) in sql.split('\n').enumerate() {

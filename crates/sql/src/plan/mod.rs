@@ -23,7 +23,7 @@ pub(crate) use size::is_small_result;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::catalog::TableMeta;
+use crate::catalog::{ForeignKeyMeta, TableMeta};
 use crate::functions::Function;
 use crate::types::{Datum, SqlType};
 use tierdb_engine::TableHandle;
@@ -372,6 +372,13 @@ pub struct BoundTable {
     /// The CHECK constraints bound over the table's row, for a table the statement writes
     /// (empty for a table it only reads).
     pub checks: Arc<[BoundCheck]>,
+    /// For a table the statement writes: the FOREIGN KEYs of other tables (or of this one)
+    /// that reference it, with the referencing table's description when bound (empty for a
+    /// table it only reads). The table's own FOREIGN KEYs are in `meta.foreign_keys`.
+    pub referenced_by: Arc<[(Arc<TableMeta>, ForeignKeyMeta)]>,
+    /// For a table the statement writes: each of its FOREIGN KEYs' referenced table, in
+    /// the order of `meta.foreign_keys`.
+    pub references: Arc<[Arc<TableMeta>]>,
 }
 
 /// A CHECK constraint bound over its table's row (columns in table order).

@@ -7,6 +7,7 @@
 
 use super::checks::rename_in_checks;
 use super::ddl::{refuse_subquery_in_default, unique_index_error};
+use super::foreign_keys::refuse_referenced_index;
 use super::*;
 use crate::catalog::{ColumnMeta, Identity};
 use crate::output::CommandTag;
@@ -30,6 +31,17 @@ impl Session {
                     constraint: ast::TableConstraint::Check(check),
                     not_valid,
                 } => self.add_check_constraint(&table, check, *not_valid)?,
+                ast::AlterTableOperation::AddConstraint {
+                    constraint: ast::TableConstraint::ForeignKey(key),
+                    not_valid,
+                } => {
+                    if *not_valid {
+                        return Err(SqlError::unsupported(
+                            "NOT VALID constraints are not supported",
+                        ));
+                    }
+                    self.add_foreign_key(&table, key)?
+                }
                 ast::AlterTableOperation::AddConstraint { constraint, not_valid } => {
                     if *not_valid {
                         return Err(SqlError::unsupported(not_valid_key(constraint)));
@@ -134,7 +146,7 @@ impl Session {
     /// a block, as DROP INDEX). A primary key is the table's clustering key or holds its
     /// rows' identity, so dropping one stays 0A000.
     fn drop_constraint(&mut self, table: &TableMeta, name: &str, if_exists: bool) -> Result<()> {
-        if self.drop_check_constraint(table, name)? {
+        if self.drop_check_constraint(table, name)? || self.drop_foreign_key(table, name)? {
             return Ok(());
         }
         let Some(index) = table.indexes.iter().find(|index| index.constraint && index.name == name)
@@ -151,6 +163,8 @@ impl Session {
         if index.primary {
             return Err(SqlError::unsupported("ALTER TABLE ... DROP CONSTRAINT of a primary key"));
         }
+        let what = format!("constraint {name} on table {}", table.name);
+        refuse_referenced_index(&self.catalog, table, name, &what)?;
         self.drop_index_now_or_at_commit(table, name)
     }
 

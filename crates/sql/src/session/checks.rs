@@ -10,8 +10,6 @@ use std::collections::HashSet;
 use super::*;
 use crate::bind::{check_meta, parse_check};
 use crate::catalog::CheckMeta;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 
 /// Refuses what a CHECK constraint could carry that tierdb would otherwise ignore.
 pub(super) fn refuse_check_options(check: &ast::CheckConstraint) -> Result<()> {
@@ -34,7 +32,7 @@ impl Session {
         meta: &TableMeta,
         checks: &[(Option<String>, ast::Expr)],
     ) -> Result<Vec<CheckMeta>> {
-        let mut taken = self.constraint_names();
+        let mut taken = self.all_constraint_names();
         let mut made: Vec<CheckMeta> = Vec::with_capacity(checks.len());
         let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
         for (name, expr) in checks {
@@ -83,7 +81,7 @@ impl Session {
                 }
                 name
             }
-            None => choose_check_name(table, &check.expr, &self.constraint_names()),
+            None => choose_check_name(table, &check.expr, &self.all_constraint_names()),
         };
         if self.some_row_fails(table, &made)? {
             return Err(SqlError::new(
@@ -105,20 +103,8 @@ impl Session {
     /// table WHERE NOT (expr) LIMIT 1`, run in that transaction (its own rows included).
     fn some_row_fails(&mut self, table: &TableMeta, check: &CheckMeta) -> Result<bool> {
         let quoted = crate::plan::deparse::quote_identifier(&table.name);
-        let sql = format!("SELECT 1 FROM {quoted} WHERE NOT ({}) LIMIT 1", check.expression);
-        let statement = Parser::new(&PostgreSqlDialect {})
-            .with_recursion_limit(crate::depth::PARSER_RECURSION_LIMIT)
-            .try_with_sql(&sql)
-            .and_then(|mut parser| parser.parse_statement())
-            .map_err(|error| SqlError::internal(format!("CHECK validation query: {error}")))?;
-        let (bound, _) = self
-            .bind(&statement, &[])?
-            .ok_or_else(|| SqlError::internal("CHECK validation query did not bind"))?;
-        let (output, _) = self.run_bound(&bound, &[], false)?;
-        match output {
-            Output::Rows { rows, .. } => Ok(!rows.is_empty()),
-            other => Err(SqlError::internal(format!("CHECK validation query gave {other:?}"))),
-        }
+        let sql = format!("SELECT 1 FROM public.{quoted} WHERE NOT ({}) LIMIT 1", check.expression);
+        self.query_finds_a_row(&sql)
     }
 
     /// ALTER TABLE ... DROP CONSTRAINT of a CHECK constraint; false when `table` has none
@@ -132,22 +118,14 @@ impl Session {
         Arc::clone(&self.catalog).replace_meta(self.ddl_transaction(), updated)?;
         Ok(true)
     }
-
-    /// Every constraint name in use (PostgreSQL chooses a new one free in the schema).
-    fn constraint_names(&self) -> HashSet<String> {
-        let mut names = HashSet::new();
-        for table in self.catalog.tables() {
-            names.extend(table_constraint_names(&table).map(str::to_string));
-        }
-        names
-    }
 }
 
-/// The names of `table`'s constraints: primary key, UNIQUE and CHECK.
-fn table_constraint_names(table: &TableMeta) -> impl Iterator<Item = &str> {
+/// The names of `table`'s constraints: primary key, UNIQUE, CHECK and FOREIGN KEY.
+pub(super) fn table_constraint_names(table: &TableMeta) -> impl Iterator<Item = &str> {
     let keys =
         table.indexes.iter().filter(|index| index.constraint).map(|index| index.name.as_str());
-    keys.chain(table.checks.iter().map(|check| check.name.as_str()))
+    let checks = table.checks.iter().map(|check| check.name.as_str());
+    keys.chain(checks).chain(table.foreign_keys.iter().map(|key| key.name.as_str()))
 }
 
 /// PostgreSQL's name for an unnamed CHECK constraint: `<table>_<column>_check` when the

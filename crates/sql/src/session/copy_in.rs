@@ -19,7 +19,7 @@ use crate::bind::bind_defaults;
 use crate::bind::Binder;
 
 use crate::error::{Result, SqlError};
-use crate::exec::{Ctx, InsertBatch};
+use crate::exec::{Ctx, InsertBatch, ReferentialEvents};
 use crate::parse::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
 use crate::plan::{BoundTable, Expr};
 use crate::system::SessionInfo;
@@ -200,6 +200,7 @@ impl Session {
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),
             hidden_tables: self.hidden_tables(),
+            referential_checks_off: false,
         };
         let transaction = self.transaction.as_mut().expect("COPY runs in a transaction");
         let mut ctx = Ctx {
@@ -216,6 +217,7 @@ impl Session {
         };
         let mut inserted = 0u64;
         let mut batch = InsertBatch::default();
+        let mut events = ReferentialEvents::default();
         for fields in records {
             let line = copy.lines + inserted + 1;
             if fields.len() != copy.targets.len() {
@@ -237,10 +239,14 @@ impl Session {
                     Some(text) => types::parse_text(&text, ty)?,
                 });
             }
-            batch.push(&copy.table, row, &copy.defaults, &mut ctx)?;
+            let stored = batch.push(&copy.table, row, &copy.defaults, &mut ctx)?;
+            events.inserted(&copy.table, &stored, &ctx)?;
             inserted += 1;
         }
         batch.flush(&copy.table, &mut ctx)?;
+        // Checked per chunk of records: a row may reference a row loaded earlier in the
+        // chunk or in an earlier one (PostgreSQL checks at the end of the whole COPY).
+        events.finish(&copy.table, &mut ctx)?;
         Ok(inserted)
     }
 }

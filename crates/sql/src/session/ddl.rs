@@ -1,6 +1,7 @@
 //! DDL: CREATE/DROP/ALTER TABLE, CREATE/DROP INDEX.
 
 use super::checks::refuse_check_options;
+use super::foreign_keys::refuse_referenced_index;
 use super::*;
 use crate::bind::{undefined_schema, Namespace, SCHEMAS};
 use crate::catalog::{Identity, COLUMNS_MAX};
@@ -68,19 +69,27 @@ impl Session {
                         .checks
                         .push((check.name.as_ref().map(ident), (*check.expr).clone()));
                 }
-                _ => {
-                    return Err(SqlError::unsupported("FOREIGN KEY constraints are not supported"))
+                ast::TableConstraint::ForeignKey(key) => {
+                    constraints.foreign_keys.push((None, key.clone()));
                 }
+                _ => return Err(SqlError::unsupported("this table constraint is not supported")),
             }
         }
-        let NewConstraints { primary, uniques, sequences, checks } = constraints;
+        let NewConstraints { primary, uniques, sequences, checks, foreign_keys } = constraints;
         let indexes = table_indexes(&name, primary, uniques, &columns);
         for sequence in &sequences {
             self.catalog.create_sequence(sequence)?;
         }
-        let mut meta =
-            TableMeta { name: name.clone(), oid: 0, columns, indexes, checks: Vec::new() };
+        let mut meta = TableMeta {
+            name: name.clone(),
+            oid: 0,
+            columns,
+            indexes,
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
+        };
         meta.checks = self.new_checks(&meta, &checks)?;
+        meta.foreign_keys = self.new_foreign_keys(&meta, &foreign_keys)?;
         let session_id = self.session_id;
         Arc::clone(&self.catalog).create_table(self.ddl_transaction(), session_id, meta)?;
         self.own_new_table(&name)?;
@@ -140,8 +149,10 @@ impl Session {
                     let name = option.name.as_ref().or(check.name.as_ref()).map(ident);
                     constraints.checks.push((name, (*check.expr).clone()));
                 }
-                ast::ColumnOption::ForeignKey(_) => {
-                    return Err(SqlError::unsupported("FOREIGN KEY constraints are not supported"));
+                ast::ColumnOption::ForeignKey(key) => {
+                    let mut key = key.clone();
+                    key.name = option.name.clone().or(key.name);
+                    constraints.foreign_keys.push((Some(column.name.clone()), key));
                 }
                 ast::ColumnOption::Generated { .. } => {} // identity_of
                 ast::ColumnOption::Collation(collation) => check_collation(collation)?,
@@ -218,11 +229,18 @@ impl Session {
         object_type: &ast::ObjectType,
         if_exists: bool,
         names: &[ast::ObjectName],
+        cascade: bool,
     ) -> Result<Output> {
         let catalog = Arc::clone(&self.catalog);
         let _guard = catalog.lock_ddl();
         match object_type {
             ast::ObjectType::Table => {
+                let dropped: Vec<String> = names
+                    .iter()
+                    .filter_map(|name| self.namespace().existing_table(name).ok())
+                    .filter(|name| self.catalog.table(name).is_some())
+                    .collect();
+                self.drop_referencing_keys(&dropped, cascade)?;
                 for name in names {
                     let name = match self.namespace().existing_table(name) {
                         Err(error) if error.sqlstate == "3F000" && if_exists => continue,
@@ -266,6 +284,8 @@ impl Session {
                         None => return Err(undefined_index(&name)),
                         Some(table) => {
                             refuse_constraint_index(&table, &name)?;
+                            let what = format!("index {name}");
+                            refuse_referenced_index(&self.catalog, &table, &name, &what)?;
                             self.drop_index_now_or_at_commit(&table, &name)?;
                         }
                     }
@@ -311,6 +331,9 @@ struct NewConstraints {
     sequences: Vec<String>,
     /// CHECK constraints: the name given, if any, and the expression.
     checks: Vec<(Option<String>, ast::Expr)>,
+    /// FOREIGN KEY constraints: the referencing column of a column constraint, and the
+    /// constraint.
+    foreign_keys: Vec<(Option<ast::Ident>, ast::ForeignKeyConstraint)>,
 }
 
 /// The columns a key constraint names, as positions (42703 for an unknown one).

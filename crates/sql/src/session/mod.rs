@@ -22,6 +22,7 @@ mod copy_out;
 mod create_table_as;
 mod cursor_rows;
 mod cursors;
+mod foreign_keys;
 pub use cursors::{Kept, KeptRows};
 mod ddl;
 mod parameters;
@@ -127,6 +128,8 @@ pub struct Session {
     /// Tables this block dropped: hidden from this session at once, dropped when the block
     /// commits, kept if it rolls back (ddl.rs `drop_in_block`).
     pending_drops: Vec<ddl::PendingDrop>,
+    /// Set while TRUNCATE in a block deletes rows (see `SessionInfo`).
+    referential_checks_off: bool,
     /// Identifies the session to the catalog's DDL claims (transactional_ddl.rs).
     session_id: u64,
     /// Tables the open transaction's DDL claimed, in order (repeats allowed): repaired if
@@ -203,6 +206,7 @@ impl Session {
             block_settings: None,
             savepoint_settings: Vec::new(),
             pending_drops: Vec::new(),
+            referential_checks_off: false,
             session_id: transactional_ddl::next_session_id(),
             ddl_tables: Vec::new(),
             database: database.to_string(),

@@ -70,10 +70,10 @@ impl Session {
                 names,
                 ..
             } => self.drop_roles(*if_exists, names),
-            ast::Statement::Drop { object_type, if_exists, names, .. } => {
+            ast::Statement::Drop { object_type, if_exists, names, cascade, .. } => {
                 let tables = self.drop_targets(object_type, names);
                 self.transactional_ddl(&tables, |session| {
-                    session.drop(object_type, *if_exists, names)
+                    session.drop(object_type, *if_exists, names, *cascade)
                 })
             }
             ast::Statement::AlterTable(alter) => {
@@ -93,6 +93,8 @@ impl Session {
                     .iter()
                     .map(|target| self.namespace().existing_table(&target.name))
                     .collect::<Result<Vec<String>>>()?;
+                let cascade = truncate.cascade == Some(ast::CascadeOption::Cascade);
+                let names = self.truncate_targets(&names, cascade)?;
                 self.claim_for_ddl(&names)?;
                 let outcome = self.truncate(&names);
                 if self.state == BlockState::Idle {
@@ -164,6 +166,7 @@ impl Session {
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),
             hidden_tables: self.hidden_tables(),
+            referential_checks_off: self.referential_checks_off,
         };
         let budget = self.memory_budget();
         let limits = self.wait_limits();
@@ -332,7 +335,11 @@ impl Session {
         }
         let sql = format!("DELETE FROM public.\"{}\"", table.replace('"', "\"\""));
         let mut prepared = self.prepare(&sql, &[])?;
-        self.execute_prepared(&mut prepared, &[])?;
-        Ok(())
+        // Every table referencing this one is truncated by the same statement
+        // (truncate_targets), so no FOREIGN KEY check or action applies.
+        self.referential_checks_off = true;
+        let outcome = self.execute_prepared(&mut prepared, &[]);
+        self.referential_checks_off = false;
+        outcome.map(|_| ())
     }
 }

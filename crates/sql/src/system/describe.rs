@@ -55,6 +55,9 @@ pub fn constraint_definition(catalog: &Catalog, oid: i64, pretty: bool) -> Optio
             let body = if pretty { &check.pretty } else { &check.definition };
             return Some(format!("CHECK ({body})"));
         }
+        if let Some(key) = table.foreign_keys.iter().find(|key| i64::from(key.oid) == oid) {
+            return foreign_key_definition(catalog, &table, key);
+        }
         let Some(index) =
             table.indexes.iter().find(|index| index.constraint && i64::from(index.oid) == oid)
         else {
@@ -69,6 +72,38 @@ pub fn constraint_definition(catalog: &Catalog, oid: i64, pretty: bool) -> Optio
         return Some(format!("{kind} ({})", columns.join(", ")));
     }
     None
+}
+
+/// `FOREIGN KEY (a, b) REFERENCES p(x, y) [MATCH FULL] [ON UPDATE ...] [ON DELETE ...]`, as
+/// PostgreSQL prints it (NO ACTION left out).
+fn foreign_key_definition(
+    catalog: &Catalog,
+    table: &TableMeta,
+    key: &crate::catalog::ForeignKeyMeta,
+) -> Option<String> {
+    let referenced = catalog.table(&key.referenced_table)?;
+    let names = |table: &TableMeta, columns: &[usize]| {
+        let names: Vec<String> = columns
+            .iter()
+            .map(|&column| crate::plan::deparse::quote_identifier(&table.columns[column].name))
+            .collect();
+        names.join(", ")
+    };
+    let mut text = format!(
+        "FOREIGN KEY ({}) REFERENCES {}({})",
+        names(table, &key.columns),
+        crate::plan::deparse::quote_identifier(&referenced.name),
+        names(&referenced, &key.referenced_columns)
+    );
+    if key.match_full {
+        text.push_str(" MATCH FULL");
+    }
+    for (words, action) in [("ON UPDATE", key.on_update), ("ON DELETE", key.on_delete)] {
+        if action != crate::catalog::ReferentialAction::NoAction {
+            text.push_str(&format!(" {words} {}", action.words()));
+        }
+    }
+    Some(text)
 }
 
 pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {

@@ -3,7 +3,7 @@
 
 use super::{index_definition, SystemView, ViewContext};
 use crate::catalog::{
-    Catalog, CheckMeta, ColumnMeta, IndexKind, IndexMeta, RoleMeta, TableMeta,
+    Catalog, CheckMeta, ColumnMeta, ForeignKeyMeta, IndexKind, IndexMeta, RoleMeta, TableMeta,
     BOOTSTRAP_SUPERUSER_OID,
 };
 use crate::types::{Datum, SqlType};
@@ -82,7 +82,12 @@ fn ratio(hits: u64, misses: u64) -> Datum {
 
 /// An index's key columns as 1-based attribute numbers.
 fn key_attributes(index: &IndexMeta) -> Vec<String> {
-    index.columns.iter().map(|column| (column + 1).to_string()).collect()
+    positions_attributes(&index.columns)
+}
+
+/// Column positions as 1-based attribute numbers, in their order.
+fn positions_attributes(columns: &[usize]) -> Vec<String> {
+    columns.iter().map(|column| (column + 1).to_string()).collect()
 }
 
 /// A relation of pg_class: a table or an index.
@@ -150,24 +155,30 @@ fn checks(tables: &[std::sync::Arc<TableMeta>]) -> impl Iterator<Item = (&TableM
 enum Constraint<'a> {
     Key(&'a TableMeta, &'a IndexMeta),
     Check(&'a TableMeta, &'a CheckMeta),
+    /// A FOREIGN KEY of the table, with the table it references (None: not visible).
+    Foreign(&'a TableMeta, &'a ForeignKeyMeta, Option<&'a TableMeta>),
 }
 
 impl<'a> Constraint<'a> {
     fn table(&self) -> &'a TableMeta {
         match self {
-            Constraint::Key(table, _) | Constraint::Check(table, _) => table,
+            Constraint::Key(table, _)
+            | Constraint::Check(table, _)
+            | Constraint::Foreign(table, ..) => table,
         }
     }
     fn oid(&self) -> u32 {
         match self {
             Constraint::Key(_, index) => index.oid,
             Constraint::Check(_, check) => check.oid,
+            Constraint::Foreign(_, key, _) => key.oid,
         }
     }
     fn name(&self) -> &'a str {
         match self {
             Constraint::Key(_, index) => &index.name,
             Constraint::Check(_, check) => &check.name,
+            Constraint::Foreign(_, key, _) => &key.name,
         }
     }
     /// pg_constraint.contype.
@@ -176,6 +187,7 @@ impl<'a> Constraint<'a> {
             Constraint::Key(_, index) if index.primary => "p",
             Constraint::Key(..) => "u",
             Constraint::Check(..) => "c",
+            Constraint::Foreign(..) => "f",
         }
     }
     /// information_schema.table_constraints.constraint_type.
@@ -183,6 +195,7 @@ impl<'a> Constraint<'a> {
         match self.kind() {
             "p" => "PRIMARY KEY",
             "u" => "UNIQUE",
+            "f" => "FOREIGN KEY",
             _ => "CHECK",
         }
     }
@@ -190,12 +203,21 @@ impl<'a> Constraint<'a> {
         match self {
             Constraint::Key(_, index) => index.oid,
             Constraint::Check(..) => 0,
+            Constraint::Foreign(_, key, referenced) => referenced
+                .and_then(|referenced| referenced.referenced_index(&key.referenced_columns))
+                .map_or(0, |index| index.oid),
         }
     }
     fn check(&self) -> Option<&'a CheckMeta> {
         match self {
-            Constraint::Key(..) => None,
             Constraint::Check(_, check) => Some(check),
+            _ => None,
+        }
+    }
+    fn foreign(&self) -> Option<(&'a ForeignKeyMeta, Option<&'a TableMeta>)> {
+        match self {
+            Constraint::Foreign(_, key, referenced) => Some((key, *referenced)),
+            _ => None,
         }
     }
     /// The 1-based attribute numbers of the key, or of the columns a CHECK reads.
@@ -203,6 +225,7 @@ impl<'a> Constraint<'a> {
         match self {
             Constraint::Key(_, index) => key_attributes(index),
             Constraint::Check(table, check) => check_attributes(table, check),
+            Constraint::Foreign(_, key, _) => positions_attributes(&key.columns),
         }
     }
 }
@@ -212,7 +235,15 @@ fn constraints(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Constraint<'_>> {
     let keys = indexes(tables)
         .filter(|(_, index)| index.constraint)
         .map(|(table, index)| Constraint::Key(table, index));
-    keys.chain(checks(tables).map(|(table, check)| Constraint::Check(table, check))).collect()
+    let foreign = tables.iter().flat_map(|table| {
+        table.foreign_keys.iter().map(move |key| {
+            let referenced = tables.iter().find(|other| other.name == key.referenced_table);
+            Constraint::Foreign(table, key, referenced.map(|referenced| &**referenced))
+        })
+    });
+    keys.chain(checks(tables).map(|(table, check)| Constraint::Check(table, check)))
+        .chain(foreign)
+        .collect()
 }
 
 /// information_schema's constraints: name, table, constraint_type and, for a CHECK, its
@@ -235,6 +266,39 @@ fn information_constraints(
     }
     rows
 }
+
+/// information_schema.key_column_usage's rows: each column of a primary key, UNIQUE or
+/// FOREIGN KEY constraint (constraint, table, column position, 1-based ordinal, and for a
+/// FOREIGN KEY the referenced column's ordinal in the unique key it relies on).
+fn key_columns(tables: &[std::sync::Arc<TableMeta>]) -> KeyColumnRows<'_> {
+    let mut rows = Vec::new();
+    for constraint in constraints(tables) {
+        let table = constraint.table();
+        match &constraint {
+            Constraint::Key(_, index) => {
+                for (ordinal, &column) in index.columns.iter().enumerate() {
+                    rows.push((constraint.name(), table, column, ordinal + 1, None));
+                }
+            }
+            Constraint::Foreign(_, key, referenced) => {
+                let unique = referenced
+                    .and_then(|referenced| referenced.referenced_index(&key.referenced_columns));
+                for (ordinal, (&column, target)) in
+                    key.columns.iter().zip(&key.referenced_columns).enumerate()
+                {
+                    let position = unique.and_then(|index| {
+                        index.columns.iter().position(|known| known == target).map(|at| at + 1)
+                    });
+                    rows.push((constraint.name(), table, column, ordinal + 1, position));
+                }
+            }
+            Constraint::Check(..) => {}
+        }
+    }
+    rows
+}
+
+type KeyColumnRows<'a> = Vec<(&'a str, &'a TableMeta, usize, usize, Option<usize>)>;
 
 /// The columns a CHECK expression reads, as sorted attribute numbers (pg_constraint.conkey).
 fn check_attributes(table: &TableMeta, check: &CheckMeta) -> Vec<String> {
@@ -487,15 +551,15 @@ pub static VIEWS: &[SystemView] = &[
         contypid: Oid = oid(0),
         conindid: Oid = oid(constraint.index_oid()),
         conparentid: Oid = oid(0),
-        confrelid: Oid = oid(0),
-        confupdtype: Text = text(" "),
-        confdeltype: Text = text(" "),
-        confmatchtype: Text = text(" "),
+        confrelid: Oid = oid(constraint.foreign().and_then(|(_, referenced)| referenced).map_or(0, |referenced| referenced.oid)),
+        confupdtype: Text = text(constraint.foreign().map_or(" ", |(key, _)| key.on_update.code())),
+        confdeltype: Text = text(constraint.foreign().map_or(" ", |(key, _)| key.on_delete.code())),
+        confmatchtype: Text = text(constraint.foreign().map_or(" ", |(key, _)| if key.match_full { "f" } else { "s" })),
         conislocal: Bool = Datum::Bool(true),
         coninhcount: Int2 = Datum::Int(0),
         connoinherit: Bool = Datum::Bool(false),
         conkey: Text = text(&format!("{{{}}}", constraint.attributes().join(","))),
-        confkey: Text = Datum::Null,
+        confkey: Text = constraint.foreign().map_or(Datum::Null, |(key, _)| text(&format!("{{{}}}", positions_attributes(&key.referenced_columns).join(",")))),
         conbin: Text = constraint.check().map_or(Datum::Null, |check| text(&check.definition)),
     }),
     view!(&["pg_inherits"], { inhrelid: Oid, inhparent: Oid, inhseqno: Int4, inhdetachpending: Bool }),
@@ -609,6 +673,28 @@ pub static VIEWS: &[SystemView] = &[
         constraint_schema: Text = text("public"),
         constraint_name: Text = text(&name),
         check_clause: Text = text(&clause),
+    }),
+    view!(&["key_column_usage"], |c| key_columns(&c.tables).into_iter().map(|row| (c.session, row)), |(session, (constraint, table, column, ordinal, unique_position))| {
+        constraint_catalog: Text = text(session.database),
+        constraint_schema: Text = text("public"),
+        constraint_name: Text = text(constraint),
+        table_catalog: Text = text(session.database),
+        table_schema: Text = text("public"),
+        table_name: Text = text(&table.name),
+        column_name: Text = text(&table.columns[column].name),
+        ordinal_position: Int4 = count(ordinal),
+        position_in_unique_constraint: Int4 = unique_position.map_or(Datum::Null, count),
+    }),
+    view!(&["referential_constraints"], |c| constraints(&c.tables).into_iter().filter_map(|constraint| constraint.foreign().map(|(key, referenced)| (c.session, key, referenced))), |(session, key, referenced)| {
+        constraint_catalog: Text = text(session.database),
+        constraint_schema: Text = text("public"),
+        constraint_name: Text = text(&key.name),
+        unique_constraint_catalog: Text = text(session.database),
+        unique_constraint_schema: Text = text("public"),
+        unique_constraint_name: Text = referenced.and_then(|referenced| referenced.referenced_index(&key.referenced_columns)).map_or(Datum::Null, |index| text(&index.name)),
+        match_option: Text = text(if key.match_full { "FULL" } else { "NONE" }),
+        update_rule: Text = text(key.on_update.words()),
+        delete_rule: Text = text(key.on_delete.words()),
     }),
     view!(&["schemata"], |c| ["pg_catalog", "public", "information_schema"].map(|schema| (c.session, schema)), |(session, schema)| {
         catalog_name: Text = text(session.database),

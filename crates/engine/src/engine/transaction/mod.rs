@@ -131,6 +131,16 @@ impl Transaction {
         Ok(())
     }
 
+    /// READ COMMITTED: a fresh snapshot for the rest of the statement, so that the checks a
+    /// statement runs after writing its rows (FOREIGN KEYs) see what committed since it
+    /// began, as PostgreSQL's referential checks do. REPEATABLE READ keeps its snapshot.
+    /// The statement's own changes stay visible and its undo mark stays.
+    pub fn refresh_snapshot(&mut self) {
+        if self.isolation == IsolationLevel::ReadCommitted {
+            self.snapshot = self.engine.txns.snapshot(self.virtual_id, self.id);
+        }
+    }
+
     /// Fails the transaction (25P02 until rollback or a rollback to a savepoint) because of an
     /// error outside the engine; in statement mode the current statement's changes are undone
     /// first (statement atomicity).
