@@ -158,7 +158,9 @@ impl<'a> Binder<'a> {
         bound.checks = Arc::from(checks::bind_checks(self, &bound.meta)?);
         let tables = self.catalog.tables();
         let mut referenced_by = Vec::new();
-        for referencing in &tables {
+        // A table the session's block dropped (at COMMIT) references nothing any more.
+        let visible = tables.iter().filter(|table| !self.namespace.hidden.contains(&table.name));
+        for referencing in visible {
             for key in &referencing.foreign_keys {
                 if key.referenced_table == bound.meta.name {
                     referenced_by.push((Arc::clone(referencing), key.clone()));

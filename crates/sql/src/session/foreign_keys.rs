@@ -228,8 +228,10 @@ impl Session {
         dropped: &[String],
         cascade: bool,
     ) -> Result<()> {
+        // Tables this block dropped already (at COMMIT) reference nothing any more.
+        let gone = self.dropped_tables();
         for table in self.catalog.tables() {
-            if dropped.contains(&table.name) {
+            if dropped.contains(&table.name) || gone.contains(&table.name) {
                 continue;
             }
             let referencing: Vec<&ForeignKeyMeta> = table
@@ -258,7 +260,9 @@ impl Session {
     /// too (0A000), or are added with CASCADE. Returns the tables to truncate.
     pub(super) fn truncate_targets(&self, names: &[String], cascade: bool) -> Result<Vec<String>> {
         let mut targets = names.to_vec();
-        let tables = self.catalog.tables();
+        let gone = self.dropped_tables();
+        let mut tables = self.catalog.tables();
+        tables.retain(|table| !gone.contains(&table.name));
         let mut grew = true;
         while grew {
             grew = false;
