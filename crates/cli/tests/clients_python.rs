@@ -1,7 +1,9 @@
-//! Runs the psycopg 3 tests (`tests/python`, pytest) against a real `tierdb serve`.
+//! Runs the psycopg 3 and SQLAlchemy 2 tests (`tests/python`, pytest) against a real
+//! `tierdb serve`.
 //!
-//! Needs python3 with pytest and psycopg 3 (`pip install pytest 'psycopg[binary]'`); when
-//! they are missing the test fails and says so: it never passes without running them.
+//! Needs python3 with pytest, psycopg 3 and SQLAlchemy 2 (`pip install pytest
+//! 'psycopg[binary]' sqlalchemy`, scripts/install-deps.sh); when they are missing the test
+//! fails and says so: it never passes without running them.
 
 mod server_support;
 
@@ -30,7 +32,9 @@ fn require_python() {
              and psycopg 3 (pip install pytest 'psycopg[binary]')"
         ),
     }
-    for (module, install) in [("pytest", "pytest"), ("psycopg", "'psycopg[binary]'")] {
+    let modules =
+        [("pytest", "pytest"), ("psycopg", "'psycopg[binary]'"), ("sqlalchemy", "sqlalchemy")];
+    for (module, install) in modules {
         let output = Command::new("python3")
             .args(["-c", &format!("import {module}; print({module}.__version__)")])
             .output()
@@ -44,6 +48,13 @@ fn require_python() {
             let version = String::from_utf8_lossy(&output.stdout).trim().to_string();
             assert!(version.starts_with('3'), "psycopg {version} is installed; the tests need 3.x");
         }
+        if module == "sqlalchemy" {
+            let version = String::from_utf8_lossy(&output.stdout).trim().to_string();
+            assert!(
+                version.starts_with('2'),
+                "SQLAlchemy {version} is installed; the tests need 2.x"
+            );
+        }
     }
 }
 
@@ -52,7 +63,9 @@ fn psycopg_tests_pass() {
     require_python();
     let root = workspace_root();
     let tests = root.join("tests").join("python");
-    assert!(tests.join("test_psycopg.py").is_file(), "missing {}", tests.display());
+    for file in ["test_psycopg.py", "test_sqlalchemy.py"] {
+        assert!(tests.join(file).is_file(), "missing {file} in {}", tests.display());
+    }
     let server = TestServer::start(&[]);
     let output = Command::new("python3")
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "tests/python"])
