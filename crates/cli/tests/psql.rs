@@ -67,8 +67,8 @@ fn line_with<'a>(output: &'a str, cells: &[&str]) -> Option<&'a str> {
 fn setup(server: &TestServer) {
     psql(
         server,
-        "CREATE TABLE items (id int4 PRIMARY KEY, name text NOT NULL, price numeric(10, 2), \
-         created timestamp, code varchar(8))",
+        "CREATE TABLE items (id int4 PRIMARY KEY, name text NOT NULL, price numeric(10, 2) \
+         CHECK (price >= 0), created timestamp, code varchar(8), CHECK (name <> code))",
     );
     psql(server, "CREATE INDEX items_name_idx ON items (name)");
     psql(server, "CREATE UNIQUE INDEX items_code_key ON items (code)");
@@ -150,6 +150,15 @@ fn psql_describe_one_table() {
         "\"items_code_key\" UNIQUE, btree (code)",
     ] {
         assert!(output.contains(index), "\\d items lists {index}:\n{output}");
+    }
+    // CHECK constraints as PostgreSQL's psql prints them (pg_class.relchecks, the pretty
+    // pg_get_constraintdef).
+    assert!(output.contains("Check constraints:"), "{output}");
+    for check in [
+        "\"items_check\" CHECK (name <> code::text)",
+        "\"items_price_check\" CHECK (price >= 0::numeric)",
+    ] {
+        assert!(output.contains(check), "\\d items lists {check}:\n{output}");
     }
     // A table that does not exist: psql's message, exit status 1.
     let missing = run_psql(&server, &[], "\\d no_such_table");

@@ -156,9 +156,9 @@ impl Printer<'_> {
         )
     }
 
-    /// One operand of a binary operator. An integer constant beside a numeric or floating
-    /// point operand is printed with the cast PostgreSQL's parser adds to it: `(0)::numeric`
-    /// (pretty: `0::numeric`).
+    /// One operand of a binary operator, with the casts PostgreSQL's parser adds: an integer
+    /// constant beside a numeric or floating point operand (`(0)::numeric`, pretty
+    /// `0::numeric`), a varchar operand to text (`(code)::text`).
     fn operand(&self, expr: &Expr, other: &Expr, parent: Parent) -> String {
         if let Expr::Literal(datum @ Datum::Int(_)) = expr {
             if let Some(to) = self.static_type(other).filter(is_inexact) {
@@ -172,6 +172,11 @@ impl Printer<'_> {
                     format!("({inner})::{}", to.display_name())
                 };
             }
+        }
+        // varchar has no operators of its own: PostgreSQL's parser casts it to text.
+        let varchar = matches!(self.static_type(expr), Some(SqlType::Varchar(_)));
+        if varchar && !matches!(expr, Expr::Cast { .. }) {
+            return self.cast(expr, &SqlType::Text);
         }
         self.expr(expr, Some(parent))
     }

@@ -100,6 +100,8 @@ struct Relation<'a> {
     attributes: usize,
     /// The owning role's OID (an index's is its table's).
     owner: u32,
+    /// The table's CHECK constraints (pg_class.relchecks: psql's `\d` lists them when not 0).
+    checks: usize,
 }
 
 fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> Vec<Relation<'a>> {
@@ -114,6 +116,7 @@ fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> 
             has_index: !table.indexes.is_empty(),
             attributes: table.columns.len(),
             owner,
+            checks: table.checks.len(),
         });
         relations.extend(table.indexes.iter().map(|index| Relation {
             oid: index.oid,
@@ -127,6 +130,7 @@ fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> 
             has_index: false,
             attributes: index.columns.len(),
             owner,
+            checks: 0,
         }));
     }
     relations
@@ -428,8 +432,11 @@ pub static VIEWS: &[SystemView] = &[
         reltuples: Float4 = Datum::Float(-1.0),
         relhasindex: Bool = Datum::Bool(relation.has_index),
         relispartition: Bool = Datum::Bool(false),
-        relchecks: Int2 = Datum::Int(0),
+        relchecks: Int2 = count(relation.checks),
         relhasrules: Bool = Datum::Bool(false),
+        // PostgreSQL sets it for a table with or referenced by a FOREIGN KEY (its triggers);
+        // psql's `\d` then lists them with queries tierdb cannot answer yet (a set-returning
+        // pg_partition_ancestors, regclass output), so it stays false (design 017).
         relhastriggers: Bool = Datum::Bool(false),
         relrowsecurity: Bool = Datum::Bool(false),
         relforcerowsecurity: Bool = Datum::Bool(false),
