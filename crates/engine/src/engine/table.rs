@@ -11,8 +11,9 @@ use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
 use tierdb_vector::hnsw::{Hnsw, IndexParameters};
 
 use crate::error::{EngineError, Result};
-use crate::row::{decode_row, Row, Value, Version};
+use crate::row::{Row, Value, Version};
 
+use super::layout::Layout;
 use super::Transaction;
 
 /// A column of a table.
@@ -225,6 +226,9 @@ impl TableRef for str {
 /// a handle held by a transaction stays internally consistent.
 pub(super) struct Table {
     pub(super) def: TableDef,
+    /// Where each column of `def` is stored (design 016). Compared by pointer: a row is
+    /// written only under the layout it was encoded for (`Transaction::apply`).
+    pub(super) layout: Arc<Layout>,
     pub(super) tree: BTree,
     pub(super) key_columns: Vec<KeyColumn>,
     /// Shared by every handle of one table, so a handle swapped in by DDL never hands out a
@@ -395,11 +399,11 @@ pub(super) fn drop_stale_entries(
     for index in &table.indexes {
         let kept = after
             .iter()
-            .map(|version| index.prefix(&decode_row(&version.row)?))
+            .map(|version| index.prefix(&table.layout.decode(&version.row)?))
             .collect::<Result<std::collections::BTreeSet<Vec<u8>>>>()?;
         let gone = removed
             .iter()
-            .map(|version| index.prefix(&decode_row(&version.row)?))
+            .map(|version| index.prefix(&table.layout.decode(&version.row)?))
             .collect::<Result<std::collections::BTreeSet<Vec<u8>>>>()?;
         for prefix in gone.difference(&kept) {
             let mut entry = prefix.clone();
