@@ -132,7 +132,7 @@ impl Catalog {
                     tracing::warn!(table = %name, "dropping an engine table without an SQL definition (interrupted CREATE TABLE)");
                     self.engine.drop_table(&name)?;
                 }
-                Some(meta) => self.drop_unlisted_indexes(meta)?,
+                Some(meta) => self.restore_engine_table(meta)?,
             }
         }
         // ACL rows of tables whose drop was interrupted after its first transaction.
@@ -246,15 +246,7 @@ impl Catalog {
         for index in &meta.indexes {
             refuse_vector_key(&meta, index)?;
         }
-        let columns = meta
-            .columns
-            .iter()
-            .map(|column| ColumnDef {
-                name: column.name.clone(),
-                kind: column.ty.key_kind(),
-                nullable: column.nullable,
-            })
-            .collect();
+        let columns = engine_columns(&meta);
         let primary_key = meta.clustered_key().map(|index| index.columns.clone());
         let indexes = meta
             .indexes
@@ -544,4 +536,16 @@ fn refuse_vector_key(table: &TableMeta, index: &IndexMeta) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The engine's columns of a table: the SQL columns' names, engine kinds and NOT NULL.
+pub(crate) fn engine_columns(meta: &TableMeta) -> Vec<ColumnDef> {
+    meta.columns
+        .iter()
+        .map(|column| ColumnDef {
+            name: column.name.clone(),
+            kind: column.ty.key_kind(),
+            nullable: column.nullable,
+        })
+        .collect()
 }

@@ -11,6 +11,11 @@
 //! | rolls back (or to a savepoint) | undone by MVCC | still there | `reconcile` drops it |
 //! | is cut by a crash | never committed | still there | `Catalog::open` drops it as an orphan |
 //!
+//! ADD / DROP COLUMN change the engine table's column layout at once (docs/design/016), and
+//! DROP COLUMN drops the engine indexes on the column at once: after a rollback or a crash,
+//! `restore_engine_table` hands the engine the layout of the definition row that decides,
+//! and builds the indexes it lists again.
+//!
 //! Until it commits, a table created by a transaction is hidden from every other session
 //! (`hidden_tables`), as PostgreSQL's uncommitted pg_class row is. A new index on an existing
 //! table is not hidden: other sessions see it in the definition they hold and maintain it
@@ -189,7 +194,7 @@ impl Catalog {
             };
             match stored {
                 Some(meta) => {
-                    self.drop_unlisted_indexes(&meta)?;
+                    self.restore_engine_table(&meta)?;
                     self.publish(meta);
                 }
                 None => self.forget_table(table)?,
@@ -211,6 +216,36 @@ impl Catalog {
         transaction.commit()?;
         self.remove_table_acl(table)?;
         self.version.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Makes the engine's version of `meta`'s table match it after a rollback or a crash:
+    /// indexes it does not list go, its column layout returns (ADD / DROP COLUMN rolled
+    /// back), and the indexes a rolled-back DROP COLUMN dropped are built again.
+    pub(super) fn restore_engine_table(&self, meta: &TableMeta) -> Result<()> {
+        self.drop_unlisted_indexes(meta)?;
+        let layout = meta.column_layout();
+        let (slots, missing, _) = self.engine.table_layout(&meta.name)?;
+        if slots != layout.slots || missing != layout.missing {
+            tracing::info!(table = %meta.name, "restoring the columns of a table whose ADD / DROP COLUMN rolled back or was interrupted");
+            let columns = engine_columns(meta);
+            self.engine.set_layout(&meta.name, columns, layout.slots, layout.missing)?;
+        }
+        let engine_indexes = self.engine.table_def(&meta.name)?.indexes;
+        for index in &meta.indexes {
+            if index.kind != IndexKind::Secondary
+                || engine_indexes.iter().any(|known| known.name == index.name)
+            {
+                continue;
+            }
+            tracing::info!(table = %meta.name, index = %index.name, "building again an index whose DROP COLUMN rolled back or was interrupted");
+            let def = IndexDef {
+                name: index.name.clone(),
+                columns: index.columns.clone(),
+                unique: index.unique,
+            };
+            self.engine.create_index(&meta.name, def)?;
+        }
         Ok(())
     }
 

@@ -41,6 +41,7 @@ impl Session {
                 columns,
                 indexes: Vec::new(),
                 checks: Vec::new(),
+                layout: None,
             };
             let session_id = self.session_id;
             catalog.create_table(self.ddl_transaction(), session_id, meta)?;

@@ -78,8 +78,14 @@ impl Session {
         for sequence in &sequences {
             self.catalog.create_sequence(sequence)?;
         }
-        let mut meta =
-            TableMeta { name: name.clone(), oid: 0, columns, indexes, checks: Vec::new() };
+        let mut meta = TableMeta {
+            name: name.clone(),
+            oid: 0,
+            columns,
+            indexes,
+            checks: Vec::new(),
+            layout: None,
+        };
         meta.checks = self.new_checks(&meta, &checks)?;
         let session_id = self.session_id;
         Arc::clone(&self.catalog).create_table(self.ddl_transaction(), session_id, meta)?;
@@ -483,7 +489,7 @@ fn check_identity_column(
 /// COLLATE on a column: tierdb compares text by code point, which is the "C" collation
 /// (the database's, as pg_database shows); another collation would sort differently, so it
 /// is refused rather than ignored.
-fn check_collation(collation: &ast::ObjectName) -> Result<()> {
+pub(super) fn check_collation(collation: &ast::ObjectName) -> Result<()> {
     let name = collation.to_string().trim_matches('"').to_string();
     match name.as_str() {
         "C" | "POSIX" | "default" | "pg_catalog.\"C\"" | "pg_catalog.\"POSIX\"" => Ok(()),
@@ -663,7 +669,7 @@ impl Session {
 
 /// A column's SQL type. Array types are refused: casts to them give array text for catalog
 /// queries, but a column would silently store text where PostgreSQL stores an array.
-fn column_type(column: &str, data_type: &ast::DataType) -> Result<SqlType> {
+pub(super) fn column_type(column: &str, data_type: &ast::DataType) -> Result<SqlType> {
     if matches!(data_type, ast::DataType::Array(_)) {
         return Err(SqlError::unsupported(format!(
             "array types are not supported (column \"{column}\" {data_type})"
