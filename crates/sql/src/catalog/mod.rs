@@ -29,7 +29,7 @@ pub use schema_grants::*;
 pub use verifier::*;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -71,6 +71,10 @@ pub struct Catalog {
     claims: Mutex<transactional::Claims>,
     /// Signalled when a transaction's claims are released.
     claims_released: Condvar,
+    /// How many tables have columns changed by an open transaction (`Claims::column_changes`,
+    /// kept equal under its lock): read without the lock, so that writers check nothing more
+    /// while no ADD / DROP COLUMN is open.
+    column_changes_open: AtomicUsize,
     /// Tables created by open transactions -> the creating session: hidden from the others.
     uncommitted: RwLock<HashMap<String, u64>>,
     /// Bumped by every DDL statement: prepared plans bound against an older version re-bind.
@@ -104,6 +108,7 @@ impl Catalog {
             ddl: Mutex::new(()),
             claims: Mutex::new(transactional::Claims::default()),
             claims_released: Condvar::new(),
+            column_changes_open: AtomicUsize::new(0),
             uncommitted: RwLock::new(HashMap::new()),
             version: AtomicU64::new(1),
             statement_stats: Arc::new(crate::stats::StatementStats::default()),

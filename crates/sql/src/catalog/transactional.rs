@@ -25,7 +25,10 @@
 //! session that changes a table's definition claims its name until its transaction ends, and
 //! another session's DDL on that name waits (lock_timeout 55P03, statement_timeout and cancel
 //! 57014, a cycle of waits 40P01). Plain reads and writes do not wait: tierdb's DDL does not
-//! block them (design 009).
+//! block them (design 009), with one exception: while a transaction that ran ADD / DROP
+//! COLUMN on a table is open, other sessions' INSERT, UPDATE and COPY FROM on it wait before
+//! binding (`wait_for_column_changes`), since a row written under columns a rollback takes
+//! back would lose a value (design 016).
 //!
 //! State machine of one name's claim (the function for each transition):
 //!
@@ -56,6 +59,10 @@ pub(super) struct Claims {
     owners: HashMap<String, u64>,
     /// A waiting session -> the session it waits for (for deadlock detection).
     waits: HashMap<u64, u64>,
+    /// Tables whose columns an open transaction changed (ADD / DROP COLUMN) -> its session.
+    /// Until it ends, other sessions' writes to them wait (`wait_for_column_changes`): a row
+    /// written under its columns would lose a value if it rolled back a DROP COLUMN.
+    column_changes: HashMap<String, u64>,
 }
 
 impl Claims {
@@ -112,11 +119,59 @@ impl Catalog {
         Ok(())
     }
 
+    /// Records that `session`'s open transaction changed the columns of `table` (which it
+    /// has claimed): other sessions' writes to it wait until `release_claims(session)`.
+    pub fn mark_column_change(&self, session: u64, table: &str) {
+        let mut claims = self.claims.lock();
+        assert_eq!(claims.owners.get(table), Some(&session), "a column change of a claimed table");
+        claims.column_changes.insert(table.to_string(), session);
+        self.column_changes_open.store(claims.column_changes.len(), Ordering::Release);
+    }
+
+    /// Before `session` writes rows of `table`: waits while another session's open
+    /// transaction has changed its columns (as PostgreSQL's writers wait for the ACCESS
+    /// EXCLUSIVE lock of ALTER TABLE), so that no committed row is written under columns a
+    /// rollback takes back. The caller binds its statement after it. lock_timeout 55P03,
+    /// statement_timeout and cancel 57014, a cycle of waits 40P01.
+    pub fn wait_for_column_changes(
+        &self,
+        session: u64,
+        table: &str,
+        limits: &WaitLimits,
+    ) -> Result<()> {
+        if self.column_changes_open.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        let mut claims = self.claims.lock();
+        let lock_deadline = limits.lock_deadline();
+        while let Some(&holder) =
+            claims.column_changes.get(table).filter(|&&holder| holder != session)
+        {
+            if claims.closes_cycle(session, holder) {
+                return Err(SqlError::new("40P01", "deadlock detected"));
+            }
+            let recheck = Duration::from_millis(CLAIM_RECHECK_MS);
+            let sleep = match limits.check_wait(lock_deadline, recheck) {
+                Ok(sleep) => sleep,
+                Err(error) => {
+                    claims.waits.remove(&session);
+                    return Err(error.into());
+                }
+            };
+            claims.waits.insert(session, holder);
+            self.claims_released.wait_for(&mut claims, sleep);
+            claims.waits.remove(&session);
+        }
+        Ok(())
+    }
+
     /// Releases every claim of `session` (its transaction ended) and makes the tables it
     /// created visible to all: call after the commit, or after `reconcile` on a rollback.
     pub fn release_claims(&self, session: u64) {
         let mut claims = self.claims.lock();
         claims.owners.retain(|_, owner| *owner != session);
+        claims.column_changes.retain(|_, owner| *owner != session);
+        self.column_changes_open.store(claims.column_changes.len(), Ordering::Release);
         claims.waits.remove(&session);
         drop(claims);
         self.uncommitted.write().retain(|_, owner| *owner != session);

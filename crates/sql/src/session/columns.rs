@@ -197,6 +197,7 @@ impl Session {
     /// Gives the engine the new columns, then stores the new definition in the statement's
     /// transaction.
     fn install_columns(&mut self, mut updated: TableMeta, layout: ColumnLayout) -> Result<()> {
+        self.catalog.mark_column_change(self.session_id, &updated.name);
         let columns = engine_columns(&updated);
         self.catalog.engine().set_layout(
             &updated.name,

@@ -60,6 +60,8 @@ impl Session {
             return Err(SqlError::syntax("COPY FROM needs a table"));
         };
         let name = &self.copy_table_name(schema, name)?;
+        let limits = self.wait_limits();
+        self.catalog.wait_for_column_changes(self.session_id, name, &limits)?;
         let table = self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
         let targets: Vec<usize> = if columns.is_empty() {
             (0..table.columns.len()).collect()
