@@ -88,27 +88,11 @@ impl Catalog {
     /// another session's open transaction holds one of them.
     pub fn claim_tables(&self, session: u64, tables: &[String], limits: &WaitLimits) -> Result<()> {
         let mut claims = self.claims.lock();
-        let lock_deadline = limits.lock_deadline();
-        loop {
-            let holder = tables.iter().find_map(|table| {
+        self.wait_while_held(&mut claims, session, limits, |claims| {
+            tables.iter().find_map(|table| {
                 claims.owners.get(table).copied().filter(|&holder| holder != session)
-            });
-            let Some(holder) = holder else { break };
-            if claims.closes_cycle(session, holder) {
-                return Err(SqlError::new("40P01", "deadlock detected"));
-            }
-            let recheck = Duration::from_millis(CLAIM_RECHECK_MS);
-            let sleep = match limits.check_wait(lock_deadline, recheck) {
-                Ok(sleep) => sleep,
-                Err(error) => {
-                    claims.waits.remove(&session);
-                    return Err(error.into());
-                }
-            };
-            claims.waits.insert(session, holder);
-            self.claims_released.wait_for(&mut claims, sleep);
-            claims.waits.remove(&session);
-        }
+            })
+        })?;
         let new = tables.iter().filter(|table| !claims.owners.contains_key(*table)).count();
         if claims.owners.len() + new > CLAIMS_MAX {
             return Err(SqlError::new("53200", "out of shared memory"));
@@ -143,10 +127,23 @@ impl Catalog {
             return Ok(());
         }
         let mut claims = self.claims.lock();
+        self.wait_while_held(&mut claims, session, limits, |claims| {
+            claims.column_changes.get(table).copied().filter(|&holder| holder != session)
+        })
+    }
+
+    /// Waits, with `claims` locked between checks, until `holder_of` names no session for
+    /// `session` to wait for: lock_timeout 55P03, statement_timeout and cancel 57014, a
+    /// cycle of waits 40P01 (the waits map is what deadlock detection walks).
+    fn wait_while_held(
+        &self,
+        claims: &mut parking_lot::MutexGuard<'_, Claims>,
+        session: u64,
+        limits: &WaitLimits,
+        holder_of: impl Fn(&Claims) -> Option<u64>,
+    ) -> Result<()> {
         let lock_deadline = limits.lock_deadline();
-        while let Some(&holder) =
-            claims.column_changes.get(table).filter(|&&holder| holder != session)
-        {
+        while let Some(holder) = holder_of(claims) {
             if claims.closes_cycle(session, holder) {
                 return Err(SqlError::new("40P01", "deadlock detected"));
             }
@@ -159,7 +156,7 @@ impl Catalog {
                 }
             };
             claims.waits.insert(session, holder);
-            self.claims_released.wait_for(&mut claims, sleep);
+            self.claims_released.wait_for(claims, sleep);
             claims.waits.remove(&session);
         }
         Ok(())
