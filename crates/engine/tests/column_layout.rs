@@ -337,3 +337,43 @@ fn bad_layouts_are_refused_and_a_plain_table_is_unchanged() {
     assert_eq!(engine.table_layout("t").unwrap().2, 3, "no change, no new slot");
     close(store, engine);
 }
+
+#[test]
+fn a_pinned_handle_fails_once_the_columns_change() {
+    let directory = tempfile::tempdir().unwrap();
+    let (store, engine) = open(directory.path());
+    create(&engine, Vec::new());
+    let pinned = engine.table_handle("t").unwrap().pinned().unwrap();
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    txn.insert(&pinned, vec![Value::Int(1), Value::Int(10), Value::Text("x".into())]).unwrap();
+    txn.commit().unwrap();
+    // Index DDL keeps the columns: the pinned handle still works.
+    engine
+        .create_index("t", IndexDef { name: "t_a".into(), columns: vec![1], unique: false })
+        .unwrap();
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    assert_eq!(txn.scan(&pinned, Bound::Unbounded, Bound::Unbounded).unwrap().len(), 1);
+    txn.commit().unwrap();
+    // DROP COLUMN b then ADD COLUMN c text: the same width, other columns.
+    let columns = engine.table_def("t").unwrap().columns;
+    let mut changed = vec![columns[0].clone(), columns[1].clone()];
+    engine.set_layout("t", changed.clone(), vec![0, 1], vec![Value::Null; 2]).unwrap();
+    changed.push(column("c", KeyKind::Text));
+    engine.set_layout("t", changed, vec![0, 1, 3], vec![Value::Null; 3]).unwrap();
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let row = vec![Value::Int(2), Value::Int(20), Value::Text("meant for b".into())];
+    let refused = txn.insert(&pinned, row).unwrap_err();
+    assert_eq!(refused.sqlstate(), "22023", "a row planned for b is not stored in c: {refused}");
+    txn.rollback().unwrap();
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let refused = txn.scan(&pinned, Bound::Unbounded, Bound::Unbounded).unwrap_err();
+    assert_eq!(refused.sqlstate(), "22023", "{refused}");
+    txn.rollback().unwrap();
+    let repinned = engine.table_handle("t").unwrap().pinned().unwrap();
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let rows = txn.scan(&repinned, Bound::Unbounded, Bound::Unbounded).unwrap();
+    assert_eq!(rows, vec![vec![Value::Int(1), Value::Int(10), Value::Null]]);
+    txn.commit().unwrap();
+    drop((pinned, repinned));
+    close(store, engine);
+}

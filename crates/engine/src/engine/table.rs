@@ -149,6 +149,9 @@ pub(super) fn index_handle(table: &TableDef, def: IndexDef, tree: BTree) -> Inde
 #[derive(Clone)]
 pub struct TableHandle {
     slot: Arc<TableSlot>,
+    /// The columns the holder was planned for (`pinned`): with them, the handle fails once
+    /// ADD / DROP COLUMN changed them, rather than hand out or take rows of other columns.
+    pinned: Option<Arc<Layout>>,
 }
 
 /// What every handle of one table (from CREATE TABLE to DROP TABLE) shares.
@@ -164,7 +167,16 @@ impl TableHandle {
     pub(super) fn new(table: Arc<Table>) -> TableHandle {
         let name = table.def.name.clone();
         let slot = TableSlot { name, current: RwLock::new(table), dropped: AtomicBool::new(false) };
-        TableHandle { slot: Arc::new(slot) }
+        TableHandle { slot: Arc::new(slot), pinned: None }
+    }
+
+    /// This handle, bound to the table's current columns: every later use fails (22023)
+    /// once ALTER TABLE ... ADD / DROP COLUMN has changed them, so that a statement planned
+    /// for the old columns never reads or writes rows of the new ones (a DROP and an ADD
+    /// can keep the width). Index DDL and TRUNCATE keep the columns and the handle works.
+    pub fn pinned(&self) -> Result<TableHandle> {
+        let layout = Arc::clone(&self.table()?.layout);
+        Ok(TableHandle { slot: Arc::clone(&self.slot), pinned: Some(layout) })
     }
 
     /// The table's name.
@@ -178,7 +190,16 @@ impl TableHandle {
         if self.slot.dropped.load(Ordering::Acquire) {
             return Err(EngineError::UndefinedTable { name: self.slot.name.clone() });
         }
-        Ok(Arc::clone(&self.slot.current.read()))
+        let current = Arc::clone(&self.slot.current.read());
+        if self.pinned.as_ref().is_some_and(|pinned| !Arc::ptr_eq(pinned, &current.layout)) {
+            return Err(EngineError::InvalidRow {
+                detail: format!(
+                    "the columns of table={} changed since the statement was planned",
+                    self.slot.name
+                ),
+            });
+        }
+        Ok(current)
     }
 
     /// Swaps in a new version of the same table (DDL, under the exclusive DDL lock).
