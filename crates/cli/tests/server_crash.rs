@@ -182,6 +182,66 @@ async fn uncommitted_ddl_is_gone_after_sigkill() {
     assert_eq!(copied, 2000);
 }
 
+/// ADD COLUMN and DROP COLUMN (of an indexed column) in a block cut by SIGKILL: after the
+/// restart the table has its committed columns, rows and indexes (the engine layout and the
+/// dropped index come back from the committed definition), and a later ADD COLUMN of another
+/// type reads NULLs, never the killed transaction's values.
+#[tokio::test(flavor = "multi_thread")]
+async fn uncommitted_add_drop_column_is_gone_after_sigkill() {
+    let mut server = TestServer::start(&[]);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE wide (id int PRIMARY KEY, k int, s text);
+             CREATE UNIQUE INDEX wide_k ON wide (k);
+             INSERT INTO wide SELECT g, g, 's' || g FROM generate_series(1, 300) g;
+             ALTER TABLE wide ADD COLUMN kept int DEFAULT 5;
+             BEGIN;
+             ALTER TABLE wide ADD COLUMN doomed text DEFAULT 'gone';
+             UPDATE wide SET doomed = 'killed' WHERE id <= 100;
+             ALTER TABLE wide DROP COLUMN k;
+             INSERT INTO wide VALUES (301, 's301', 6, 'killed');",
+        )
+        .await
+        .expect("ADD and DROP COLUMN in an open block");
+    let data_dir = server.kill();
+    drop(client);
+    server = TestServer::start_in(data_dir, &[]);
+    let client = server.connect().await;
+    let columns: Vec<String> = client
+        .query(
+            "SELECT column_name::text FROM information_schema.columns WHERE table_name = 'wide' ORDER BY ordinal_position",
+            &[],
+        )
+        .await
+        .expect("columns")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(columns, ["id", "k", "s", "kept"]);
+    let row = client
+        .query_one("SELECT count(*), sum(k)::bigint, sum(kept)::bigint FROM wide", &[])
+        .await
+        .expect("rows");
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, i64>(1), row.get::<_, i64>(2)),
+        (300, 45150, 1500)
+    );
+    let s: String =
+        client.query_one("SELECT s FROM wide WHERE k = 77", &[]).await.expect("by index").get(0);
+    assert_eq!(s, "s77");
+    let duplicate = client.execute("INSERT INTO wide VALUES (302, 77, 'dup')", &[]).await;
+    let code = duplicate.expect_err("the unique index is back").code().cloned();
+    assert_eq!(code, Some(tokio_postgres::error::SqlState::UNIQUE_VIOLATION));
+    client.batch_execute("ALTER TABLE wide ADD COLUMN doomed int").await.expect("add again");
+    let nulls: i64 = client
+        .query_one("SELECT count(*) FROM wide WHERE doomed IS NULL", &[])
+        .await
+        .expect("nulls")
+        .get(0);
+    assert_eq!(nulls, 300);
+}
+
 /// A bulk load (INSERT ... SELECT, the bulk insert path) killed with SIGKILL midway, several
 /// times: after each restart none of its rows is visible, through the table or through its
 /// index, the rows committed before it are intact, and the same keys then load and commit.

@@ -23,7 +23,13 @@ fn corrupt(detail: impl Into<String>) -> EngineError {
 }
 
 pub fn encode_row(row: &[Value], out: &mut Vec<u8>) {
-    for value in row {
+    encode_values(row.iter(), out);
+}
+
+/// `encode_row` of values given by reference (a layout's slots: the row's values and
+/// NULLs, without cloning them).
+pub fn encode_values<'a>(values: impl Iterator<Item = &'a Value>, out: &mut Vec<u8>) {
+    for value in values {
         match value {
             Value::Null => out.push(0),
             Value::Bool(flag) => out.extend_from_slice(&[1, u8::from(*flag)]),

@@ -17,6 +17,7 @@ use crate::txn::TxnStatus;
 use tierdb_vector::hnsw::{Hnsw, IndexParameters as VectorIndexParameters};
 
 use super::index_build::{IndexBuild, IndexBuildOptions};
+use super::layout::{value_fits, Layout};
 use super::table::{
     index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef, TableHandle,
     VectorIndex, VectorIndexDef,
@@ -29,6 +30,7 @@ type VectorEntry = (VectorIndexDef, PageId);
 
 fn encode_def(
     def: &TableDef,
+    layout: &Layout,
     tree: PageId,
     index_trees: &[PageId],
     vector_indexes: &[VectorEntry],
@@ -75,8 +77,70 @@ fn encode_def(
         row.push(Value::Int(metric_code(parameters.metric)));
         row.push(Value::Int(i64::try_from(meta.0).expect("page ids fit")));
     }
+    // The layout section (design 016), only for tables whose layout changed: the vector
+    // index count is then always written, so that the section starts at a known place.
+    if !layout.is_plain() {
+        if vector_indexes.is_empty() {
+            row.push(Value::Int(0));
+        }
+        encode_layout(layout, &mut row);
+    }
     encode_row(&row, &mut out);
     out
+}
+
+/// The layout section: marker, slot count, per column its slot and missing value, then
+/// the kind of every slot.
+fn encode_layout(layout: &Layout, row: &mut Vec<Value>) {
+    let number = |value: usize| Value::Int(i64::try_from(value).expect("fits"));
+    row.push(Value::Text(LAYOUT_MARKER.to_string()));
+    row.push(number(layout.slot_kinds().len()));
+    for (&slot, missing) in layout.slots().iter().zip(layout.missing()) {
+        row.push(number(slot));
+        row.push(missing.clone());
+    }
+    row.extend(layout.slot_kinds().iter().map(|&kind| Value::Int(kind_code(kind))));
+}
+
+/// The first value of the layout section.
+const LAYOUT_MARKER: &str = "layout";
+
+/// Decodes the layout section that follows `marker` (checked as `Layout::changed` checks a
+/// change: slots distinct and in range, of their column's kind, missing values that fit).
+fn decode_layout(
+    values: &mut impl Iterator<Item = Value>,
+    columns: &[ColumnDef],
+) -> Result<Layout> {
+    let bad = |detail: &str| EngineError::Corrupt { what: "catalog", detail: detail.to_string() };
+    let mut next = || values.next().ok_or_else(|| bad("short layout"));
+    let number = |value: Value| match value {
+        Value::Int(number) => usize::try_from(number).map_err(|_| bad("bad layout number")),
+        _ => Err(bad("expected integer")),
+    };
+    let slot_count = number(next()?)?;
+    if slot_count > u16::MAX.into() {
+        return Err(bad("bad slot count"));
+    }
+    let mut slots = Vec::with_capacity(columns.len());
+    let mut missing = Vec::with_capacity(columns.len());
+    for _ in columns {
+        slots.push(number(next()?)?);
+        missing.push(next()?);
+    }
+    let mut slot_kinds = Vec::with_capacity(slot_count);
+    for _ in 0..slot_count {
+        slot_kinds.push(kind_of(i64::try_from(number(next()?)?).expect("came from an i64"))?);
+    }
+    let valid = slots.iter().enumerate().all(|(position, &slot)| {
+        slot < slot_count
+            && !slots[..position].contains(&slot)
+            && slot_kinds[slot] == columns[position].kind
+            && value_fits(&missing[position], columns[position].kind)
+    });
+    if !valid {
+        return Err(bad("bad layout"));
+    }
+    Ok(Layout::build(slots, missing, slot_kinds))
 }
 
 fn kind_code(kind: KeyKind) -> i64 {
@@ -107,8 +171,9 @@ fn kind_of(code: i64) -> Result<KeyKind> {
     })
 }
 
-/// A catalog entry: the table, its tree, its B+tree indexes' trees and its vector indexes.
-type DecodedDef = (TableDef, PageId, Vec<PageId>, Vec<VectorEntry>);
+/// A catalog entry: the table, its layout, its tree, its B+tree indexes' trees and its
+/// vector indexes.
+type DecodedDef = (TableDef, Layout, PageId, Vec<PageId>, Vec<VectorEntry>);
 
 fn decode_def(bytes: &[u8]) -> Result<DecodedDef> {
     let bad = |detail: &str| EngineError::Corrupt { what: "catalog", detail: detail.to_string() };
@@ -116,7 +181,7 @@ fn decode_def(bytes: &[u8]) -> Result<DecodedDef> {
         bytes.get(..8).ok_or_else(|| bad("short entry"))?.try_into().expect("8"),
     ));
     let values = decode_row(&bytes[8..])?;
-    let mut values = values.into_iter();
+    let mut values = values.into_iter().peekable();
     let mut next = || values.next().ok_or_else(|| bad("short definition"));
     let text = |value: Value| match value {
         Value::Text(text) => Ok(text),
@@ -161,7 +226,7 @@ fn decode_def(bytes: &[u8]) -> Result<DecodedDef> {
         indexes.push(IndexDef { name: index_name, columns: index_columns, unique });
     }
     let mut vector_indexes = Vec::new();
-    if let Some(count) = values.next() {
+    if let Some(count) = values.next_if(|value| matches!(value, Value::Int(_))) {
         let mut next = || values.next().ok_or_else(|| bad("short vector index"));
         for _ in 0..int(count)? {
             let name = text(next()?)?;
@@ -180,6 +245,16 @@ fn decode_def(bytes: &[u8]) -> Result<DecodedDef> {
             vector_indexes.push((VectorIndexDef { name, column, parameters }, meta));
         }
     }
+    let layout = match values.next() {
+        None => Layout::identity(columns.iter().map(|column| column.kind).collect()),
+        Some(Value::Text(marker)) if marker == LAYOUT_MARKER => {
+            decode_layout(&mut values, &columns)?
+        }
+        Some(_) => return Err(bad("unexpected field")),
+    };
+    if values.next().is_some() {
+        return Err(bad("trailing fields"));
+    }
     let in_range = |column: &usize| *column < columns.len();
     let columns_valid = primary_key.as_ref().is_none_or(|key| key.iter().all(in_range))
         && indexes
@@ -188,7 +263,8 @@ fn decode_def(bytes: &[u8]) -> Result<DecodedDef> {
     if !columns_valid {
         return Err(bad("column position out of range"));
     }
-    Ok((TableDef { name, columns, primary_key, indexes }, tree, index_trees, vector_indexes))
+    let def = TableDef { name, columns, primary_key, indexes };
+    Ok((def, layout, tree, index_trees, vector_indexes))
 }
 
 impl Shared {
@@ -196,8 +272,8 @@ impl Shared {
         let mut tables = self.tables.write();
         for entry in self.catalog.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (_, value) = entry?;
-            let (def, tree, index_trees, vector_indexes) = decode_def(&value)?;
-            let table = self.open_table(def, tree, &index_trees, vector_indexes)?;
+            let (def, layout, tree, index_trees, vector_indexes) = decode_def(&value)?;
+            let table = self.open_table(def, layout, tree, &index_trees, vector_indexes)?;
             tables.insert(table.def.name.clone(), TableHandle::new(table));
         }
         Ok(())
@@ -206,6 +282,7 @@ impl Shared {
     fn open_table(
         &self,
         def: TableDef,
+        layout: Layout,
         tree_meta: PageId,
         index_trees: &[PageId],
         vector_entries: Vec<VectorEntry>,
@@ -238,6 +315,7 @@ impl Shared {
         };
         Ok(Arc::new(Table {
             def,
+            layout: Arc::new(layout),
             tree,
             key_columns,
             next_row_id: Arc::new(AtomicU64::new(next_row_id)),
@@ -274,10 +352,11 @@ impl Shared {
         for _ in &def.indexes {
             index_trees.push(BTree::create(Arc::clone(&self.store))?.meta_page());
         }
-        let entry = encode_def(&def, tree.meta_page(), &index_trees, &[]);
+        let layout = Layout::identity(def.columns.iter().map(|column| column.kind).collect());
+        let entry = encode_def(&def, &layout, tree.meta_page(), &index_trees, &[]);
         let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
         self.store.wait_durable(lsn)?;
-        let table = self.open_table(def, tree.meta_page(), &index_trees, Vec::new())?;
+        let table = self.open_table(def, layout, tree.meta_page(), &index_trees, Vec::new())?;
         tables.insert(table.def.name.clone(), TableHandle::new(table));
         Ok(())
     }
@@ -318,6 +397,7 @@ impl Shared {
     fn derived_handle(
         old: &Table,
         def: TableDef,
+        layout: Arc<Layout>,
         tree: BTree,
         indexes: Vec<Arc<Index>>,
         vector_indexes: Vec<Arc<VectorIndex>>,
@@ -329,6 +409,7 @@ impl Shared {
         );
         Arc::new(Table {
             def,
+            layout,
             tree,
             key_columns: old.key_columns.clone(),
             next_row_id: Arc::clone(&old.next_row_id),
@@ -342,6 +423,7 @@ impl Shared {
     fn write_catalog(
         &self,
         def: &TableDef,
+        layout: &Layout,
         tree: PageId,
         indexes: &[Arc<Index>],
         vector_indexes: &[Arc<VectorIndex>],
@@ -351,7 +433,7 @@ impl Shared {
             .iter()
             .map(|index| (index.def.clone(), index.graph.meta_page()))
             .collect();
-        let entry = encode_def(def, tree, &index_trees, &vector_entries);
+        let entry = encode_def(def, layout, tree, &index_trees, &vector_entries);
         let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
         self.store.wait_durable(lsn)?;
         Ok(())
@@ -394,8 +476,16 @@ impl Shared {
             let graph = Hnsw::create(Arc::clone(&self.store), index.def.parameters)?;
             vector_indexes.push(Arc::new(VectorIndex { def: index.def.clone(), graph }));
         }
-        self.write_catalog(&old.def, tree.meta_page(), &indexes, &vector_indexes)?;
-        slot.replace(Self::derived_handle(&old, old.def.clone(), tree, indexes, vector_indexes));
+        self.write_catalog(&old.def, &old.layout, tree.meta_page(), &indexes, &vector_indexes)?;
+        let layout = Arc::clone(&old.layout);
+        slot.replace(Self::derived_handle(
+            &old,
+            old.def.clone(),
+            layout,
+            tree,
+            indexes,
+            vector_indexes,
+        ));
         Ok(())
     }
 
@@ -443,7 +533,7 @@ impl Shared {
             build.row_scanned();
             let mut live_decided = false;
             for version in decode_versions(&bytes)? {
-                let row = decode_row(&version.row)?;
+                let row = old.layout.decode(&version.row)?;
                 let entry = index_prefix(&def, &columns, &row)?;
                 let mut live = false;
                 if def.unique && !live_decided {
@@ -473,8 +563,9 @@ impl Shared {
         indexes: Vec<Arc<Index>>,
         vector_indexes: Vec<Arc<VectorIndex>>,
     ) -> Result<()> {
-        self.write_catalog(&def, old.tree.meta_page(), &indexes, &vector_indexes)?;
-        slot.replace(Self::derived_handle(old, def, old.tree.clone(), indexes, vector_indexes));
+        self.write_catalog(&def, &old.layout, old.tree.meta_page(), &indexes, &vector_indexes)?;
+        let (layout, tree) = (Arc::clone(&old.layout), old.tree.clone());
+        slot.replace(Self::derived_handle(old, def, layout, tree, indexes, vector_indexes));
         Ok(())
     }
 
@@ -497,6 +588,83 @@ impl Shared {
         let mut new_def = old.def.clone();
         new_def.columns[column].nullable = true;
         self.install(&slot, &old, new_def, old.indexes.clone(), old.vector_indexes.clone())
+    }
+
+    /// Replaces a table's logical columns (ADD / DROP COLUMN and their rollback, design
+    /// 016), durably. `columns[i]` is stored in `slots[i]` and reads as `missing[i]` in rows
+    /// stored before that slot existed. Checked by `Layout::changed`; the primary key's
+    /// columns stay, and an index on a column that goes must be dropped first (22023
+    /// otherwise). Indexes follow their columns to their new positions. A kept column keeps
+    /// its engine NOT NULL unless `columns` loosens it (the engine's NOT NULL is only
+    /// loosened: `allow_nulls`). No change, no write.
+    pub(super) fn set_layout(
+        &self,
+        table_name: &str,
+        columns: Vec<ColumnDef>,
+        slots: Vec<usize>,
+        missing: Vec<Value>,
+    ) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let slot = self.handle(table_name)?;
+        let old = slot.table()?;
+        let kinds: Vec<KeyKind> = columns.iter().map(|column| column.kind).collect();
+        let layout = old.layout.changed(table_name, &kinds, slots, missing)?;
+        let mut new_def = old.def.clone();
+        new_def.columns = columns;
+        for (position, column) in new_def.columns.iter_mut().enumerate() {
+            let kept = old.layout.position_of_slot(layout.slots()[position]);
+            if let Some(kept) = kept {
+                column.nullable |= old.def.columns[kept].nullable;
+            }
+        }
+        if layout == *old.layout && new_def == old.def {
+            return Ok(());
+        }
+        let moved = |column: usize, what: &str| -> Result<usize> {
+            layout.position_of_slot(old.layout.slots()[column]).ok_or_else(|| {
+                EngineError::InvalidRow {
+                    detail: format!("table={table_name}: {what} is on a column that goes"),
+                }
+            })
+        };
+        if let Some(key) = &mut new_def.primary_key {
+            for column in key.iter_mut() {
+                *column = moved(*column, "the primary key")?;
+            }
+        }
+        let mut indexes = Vec::with_capacity(old.indexes.len());
+        for (def, index) in new_def.indexes.iter_mut().zip(&old.indexes) {
+            for column in &mut def.columns {
+                *column = moved(*column, &format!("index={}", def.name))?;
+            }
+            indexes.push(if def.columns == index.def.columns {
+                Arc::clone(index)
+            } else {
+                // Same tree and key kinds, new positions. A new unique-check mutex is safe:
+                // writers resolve the table under the shared DDL lock this holds exclusively.
+                Arc::new(Index {
+                    def: def.clone(),
+                    tree: index.tree.clone(),
+                    columns: index.columns.clone(),
+                    unique_lock: parking_lot::Mutex::new(()),
+                })
+            });
+        }
+        let mut vector_indexes = Vec::with_capacity(old.vector_indexes.len());
+        for index in &old.vector_indexes {
+            let column = moved(index.def.column, &format!("index={}", index.def.name))?;
+            vector_indexes.push(if column == index.def.column {
+                Arc::clone(index)
+            } else {
+                let def = VectorIndexDef { column, ..index.def.clone() };
+                Arc::new(self.open_vector_index(def, index.graph.meta_page())?)
+            });
+        }
+        self.write_catalog(&new_def, &layout, old.tree.meta_page(), &indexes, &vector_indexes)?;
+        let tree = old.tree.clone();
+        let layout = Arc::new(layout);
+        slot.replace(Self::derived_handle(&old, new_def, layout, tree, indexes, vector_indexes));
+        Ok(())
     }
 
     /// Whether a table, an index or a vector index is named `name`.

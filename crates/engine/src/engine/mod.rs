@@ -32,13 +32,14 @@ use crate::root::{
     new_root_header, RootFields, ROOT_CATALOG_OFFSET, ROOT_FLAGS_OFFSET, ROOT_FLAG_PURGED,
     ROOT_PAGE,
 };
-use crate::row::decode_versions;
+use crate::row::{decode_versions, Value};
 use crate::txn::{IsolationLevel, TxnManager};
 
 use purge::{purge_loop, PurgeQueue};
 
 mod catalog;
 mod index_build;
+mod layout;
 mod purge;
 mod table;
 mod transaction;
@@ -265,6 +266,30 @@ impl Engine {
     /// columns stay NOT NULL whatever this says (`Table::check_row`).
     pub fn allow_nulls(&self, table: &str, column: usize) -> Result<()> {
         self.shared.allow_nulls(table, column)
+    }
+
+    /// Replaces a table's logical columns, durably (ALTER TABLE ... ADD / DROP COLUMN and
+    /// their rollback, docs/design/016): `columns[i]` is stored in physical slot `slots[i]`
+    /// and reads as `missing[i]` in rows stored before that slot existed. Slots are never
+    /// reused: a new column takes `slot_count` (one per call). The primary key's columns
+    /// stay; indexes on a column that goes must be dropped first; the others follow their
+    /// columns. Transactions writing rows encoded for the previous columns fail (22023).
+    pub fn set_layout(
+        &self,
+        table: &str,
+        columns: Vec<ColumnDef>,
+        slots: Vec<usize>,
+        missing: Vec<Value>,
+    ) -> Result<()> {
+        self.shared.set_layout(table, columns, slots, missing)
+    }
+
+    /// A table's layout: the slot of each column, each column's missing value, and the
+    /// number of slots it ever had (the slot a new column takes).
+    pub fn table_layout(&self, table: &str) -> Result<(Vec<usize>, Vec<Value>, usize)> {
+        let table = self.shared.table(table)?;
+        let layout = &table.layout;
+        Ok((layout.slots().to_vec(), layout.missing().to_vec(), layout.slot_kinds().len()))
     }
 
     /// Creates an index on a table that may hold rows (backfilled; blocks writers of every

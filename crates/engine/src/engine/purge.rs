@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use tierdb_access::Direction;
 
 use crate::error::{EngineError, Result};
-use crate::row::{decode_row, decode_versions, encode_versions, Version};
+use crate::row::{decode_versions, encode_versions, Version};
 use crate::txn::{TxnId, TxnManager, TxnStatus, FROZEN_TXN};
 
 use super::table::{drop_stale_entries, Index, Table};
@@ -271,7 +271,7 @@ impl Shared {
             Some(bytes) => {
                 let mut carried = false;
                 for version in decode_versions(&bytes)? {
-                    if index.prefix(&decode_row(&version.row)?)? == prefix {
+                    if index.prefix(&table.layout.decode(&version.row)?)? == prefix {
                         carried = true;
                         break;
                     }

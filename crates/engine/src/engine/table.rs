@@ -11,8 +11,9 @@ use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
 use tierdb_vector::hnsw::{Hnsw, IndexParameters};
 
 use crate::error::{EngineError, Result};
-use crate::row::{decode_row, Row, Value, Version};
+use crate::row::{Row, Value, Version};
 
+use super::layout::Layout;
 use super::Transaction;
 
 /// A column of a table.
@@ -148,6 +149,9 @@ pub(super) fn index_handle(table: &TableDef, def: IndexDef, tree: BTree) -> Inde
 #[derive(Clone)]
 pub struct TableHandle {
     slot: Arc<TableSlot>,
+    /// The columns the holder was planned for (`pinned`): with them, the handle fails once
+    /// ADD / DROP COLUMN changed them, rather than hand out or take rows of other columns.
+    pinned: Option<Arc<Layout>>,
 }
 
 /// What every handle of one table (from CREATE TABLE to DROP TABLE) shares.
@@ -163,7 +167,16 @@ impl TableHandle {
     pub(super) fn new(table: Arc<Table>) -> TableHandle {
         let name = table.def.name.clone();
         let slot = TableSlot { name, current: RwLock::new(table), dropped: AtomicBool::new(false) };
-        TableHandle { slot: Arc::new(slot) }
+        TableHandle { slot: Arc::new(slot), pinned: None }
+    }
+
+    /// This handle, bound to the table's current columns: every later use fails (22023)
+    /// once ALTER TABLE ... ADD / DROP COLUMN has changed them, so that a statement planned
+    /// for the old columns never reads or writes rows of the new ones (a DROP and an ADD
+    /// can keep the width). Index DDL and TRUNCATE keep the columns and the handle works.
+    pub fn pinned(&self) -> Result<TableHandle> {
+        let layout = Arc::clone(&self.table()?.layout);
+        Ok(TableHandle { slot: Arc::clone(&self.slot), pinned: Some(layout) })
     }
 
     /// The table's name.
@@ -177,7 +190,16 @@ impl TableHandle {
         if self.slot.dropped.load(Ordering::Acquire) {
             return Err(EngineError::UndefinedTable { name: self.slot.name.clone() });
         }
-        Ok(Arc::clone(&self.slot.current.read()))
+        let current = Arc::clone(&self.slot.current.read());
+        if self.pinned.as_ref().is_some_and(|pinned| !Arc::ptr_eq(pinned, &current.layout)) {
+            return Err(EngineError::InvalidRow {
+                detail: format!(
+                    "the columns of table={} changed since the statement was planned",
+                    self.slot.name
+                ),
+            });
+        }
+        Ok(current)
     }
 
     /// Swaps in a new version of the same table (DDL, under the exclusive DDL lock).
@@ -225,6 +247,9 @@ impl TableRef for str {
 /// a handle held by a transaction stays internally consistent.
 pub(super) struct Table {
     pub(super) def: TableDef,
+    /// Where each column of `def` is stored (design 016). Compared by pointer: a row is
+    /// written only under the layout it was encoded for (`Transaction::apply`).
+    pub(super) layout: Arc<Layout>,
     pub(super) tree: BTree,
     pub(super) key_columns: Vec<KeyColumn>,
     /// Shared by every handle of one table, so a handle swapped in by DDL never hands out a
@@ -395,11 +420,11 @@ pub(super) fn drop_stale_entries(
     for index in &table.indexes {
         let kept = after
             .iter()
-            .map(|version| index.prefix(&decode_row(&version.row)?))
+            .map(|version| index.prefix(&table.layout.decode(&version.row)?))
             .collect::<Result<std::collections::BTreeSet<Vec<u8>>>>()?;
         let gone = removed
             .iter()
-            .map(|version| index.prefix(&decode_row(&version.row)?))
+            .map(|version| index.prefix(&table.layout.decode(&version.row)?))
             .collect::<Result<std::collections::BTreeSet<Vec<u8>>>>()?;
         for prefix in gone.difference(&kept) {
             let mut entry = prefix.clone();

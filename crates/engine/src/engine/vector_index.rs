@@ -13,7 +13,7 @@ use tierdb_common::PageId;
 use tierdb_vector::hnsw::{Hnsw, Metric, ScanState, SearchResult};
 
 use crate::error::{EngineError, Result};
-use crate::row::{decode_row, decode_versions, Row, Value, Version};
+use crate::row::{decode_versions, Row, Value, Version};
 
 use super::table::{RowKey, Table, TableRef, VectorIndex, VectorIndexDef};
 use super::{Shared, Transaction};
@@ -78,8 +78,8 @@ pub(super) fn maintain_vector_indexes(
     else {
         return Ok(());
     };
-    let row = decode_row(&newest.row)?;
-    let previous = versions.get(1).map(|version| decode_row(&version.row)).transpose()?;
+    let row = table.layout.decode(&newest.row)?;
+    let previous = versions.get(1).map(|version| table.layout.decode(&version.row)).transpose()?;
     for index in &table.vector_indexes {
         let column = index.def.column;
         if previous.as_ref().is_some_and(|previous| previous.get(column) == row.get(column)) {
@@ -112,7 +112,7 @@ impl Shared {
             let (key, bytes) = stored?;
             let mut added: Vec<Option<Value>> = Vec::new();
             for version in decode_versions(&bytes)? {
-                let row = decode_row(&version.row)?;
+                let row = table.layout.decode(&version.row)?;
                 let value = row.get(index.def.column).cloned();
                 if !added.contains(&value) {
                     index.add(&row, &key)?;
@@ -198,7 +198,7 @@ impl Transaction {
                 continue;
             }
             let Some(bytes) = scan.table.tree.get(&result.key)? else { continue };
-            let Some(row) = txn.visible_row_stored(&bytes)? else { continue };
+            let Some(row) = txn.visible_row_stored(&scan.table.layout, &bytes)? else { continue };
             let current = vector_of(&row, scan.index.def.column)?;
             // A stale entry: the visible version holds another vector.
             let matches = current.is_some_and(|vector| {

@@ -139,9 +139,10 @@ impl<'a> Binder<'a> {
     }
 
     /// `table` with its engine handle, resolved once for the statement (42P01 if the engine
-    /// table is gone).
+    /// table is gone) and pinned to the table's columns: ADD / DROP COLUMN after binding
+    /// makes the statement fail instead of reading or writing other columns.
     pub fn bind_table(&self, table: Arc<TableMeta>) -> Result<BoundTable> {
-        let handle = self.catalog.engine().table_handle(&table.name)?;
+        let handle = self.catalog.engine().table_handle(&table.name)?.pinned()?;
         Ok(BoundTable {
             meta: table,
             handle,

@@ -9,9 +9,11 @@
 //! | `i` (index) | name, oid, column positions `0,2`, unique 0/1, primary 0/1, kind, [`u`] |
 //! | `k` (CHECK) | name, oid, expression, definition, pretty definition |
 //! | `f` (FOREIGN KEY) | name, oid, columns `0,2`, referenced table, its columns, ON UPDATE and ON DELETE codes (`a r c n d`), MATCH code (`s f`) |
+//! | `l` (layout) | each column's engine slot `0,3`, the columns' missing values (hex of the engine's row encoding) |
 //!
 //! Optional trailing fields are written only when set, so entries written before they
-//! existed decode unchanged.
+//! existed decode unchanged. The `l` line too: a table whose columns never changed (ADD /
+//! DROP COLUMN, docs/design/016) has none.
 
 use super::*;
 use crate::types::Datum;
@@ -223,9 +225,39 @@ pub struct TableMeta {
     pub checks: Vec<CheckMeta>,
     /// The FOREIGN KEY constraints of this (referencing) table, in name order.
     pub foreign_keys: Vec<ForeignKeyMeta>,
+    /// Where the engine stores each column (None: column `i` in slot `i`, no missing
+    /// values): what a rollback hands back to the engine (`Engine::set_layout`).
+    pub layout: Option<ColumnLayout>,
+}
+
+/// The engine layout of a table's columns (docs/design/016): each column's physical slot
+/// and the value it has in rows stored before the slot existed (PostgreSQL's
+/// attmissingval: the DEFAULT of ADD COLUMN evaluated once, else NULL).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnLayout {
+    pub slots: Vec<usize>,
+    pub missing: Vec<Value>,
 }
 
 impl TableMeta {
+    /// The table's column layout, the identity one when it has none stored.
+    pub fn column_layout(&self) -> ColumnLayout {
+        self.layout.clone().unwrap_or_else(|| ColumnLayout {
+            slots: (0..self.columns.len()).collect(),
+            missing: vec![Value::Null; self.columns.len()],
+        })
+    }
+
+    /// Sets the column layout, storing none when it is the identity one, so that the
+    /// entries of tables that never changed stay as they were.
+    pub fn set_column_layout(&mut self, layout: ColumnLayout) {
+        assert_eq!(layout.slots.len(), self.columns.len(), "a slot per column");
+        assert_eq!(layout.missing.len(), self.columns.len(), "a missing value per column");
+        let identity = layout.slots.iter().enumerate().all(|(column, &slot)| column == slot)
+            && layout.missing.iter().all(|value| matches!(value, Value::Null));
+        self.layout = if identity { None } else { Some(layout) };
+    }
+
     /// Whether `index` is the table's clustering key (its engine primary key).
     pub fn is_clustering_index(&self, index: &str) -> bool {
         self.indexes.iter().any(|known| known.name == index && known.kind == IndexKind::Clustered)
@@ -325,6 +357,13 @@ impl TableMeta {
                 if index.constraint && !index.primary { "\tu" } else { "" }
             ));
         }
+        if let Some(layout) = &self.layout {
+            let slots: Vec<String> = layout.slots.iter().map(usize::to_string).collect();
+            let mut missing = Vec::new();
+            tierdb_engine::encode_row(&layout.missing, &mut missing);
+            let hex: String = missing.iter().map(|byte| format!("{byte:02x}")).collect();
+            out.push_str(&format!("l\t{}\t{hex}\n", slots.join(",")));
+        }
         for check in &self.checks {
             out.push_str(&format!(
                 "k\t{}\t{}\t{}\t{}\t{}\n",
@@ -369,6 +408,7 @@ impl TableMeta {
             indexes: Vec::new(),
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            layout: None,
         };
         for line in lines {
             let fields: Vec<&str> = line.split('\t').collect();
@@ -450,11 +490,39 @@ impl TableMeta {
                         },
                     });
                 }
+                Some("l") if fields.len() == 3 => {
+                    meta.layout =
+                        Some(decode_layout(fields[1], fields[2]).ok_or_else(|| bad("layout"))?);
+                }
                 _ => return Err(bad("line")),
             }
         }
+        if meta.layout.as_ref().is_some_and(|layout| {
+            layout.slots.len() != meta.columns.len() || layout.missing.len() != meta.columns.len()
+        }) {
+            return Err(bad("layout of another column count"));
+        }
         Ok(meta)
     }
+}
+
+/// The `l` line's fields: slots `0,3` and the hex of the missing values' row encoding.
+fn decode_layout(slots: &str, hex: &str) -> Option<ColumnLayout> {
+    let slots = match slots {
+        "" => Vec::new(),
+        listed => {
+            listed.split(',').map(|slot| slot.parse().ok()).collect::<Option<Vec<usize>>>()?
+        }
+    };
+    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
+        return None;
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|start| u8::from_str_radix(&hex[start..start + 2], 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    let missing = tierdb_engine::decode_row(&bytes).ok()?;
+    Some(ColumnLayout { slots, missing })
 }
 
 pub(crate) fn escape(text: &str) -> String {

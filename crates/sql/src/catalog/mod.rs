@@ -29,7 +29,7 @@ pub use schema_grants::*;
 pub use verifier::*;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -71,6 +71,10 @@ pub struct Catalog {
     claims: Mutex<transactional::Claims>,
     /// Signalled when a transaction's claims are released.
     claims_released: Condvar,
+    /// How many tables have columns changed by an open transaction (`Claims::column_changes`,
+    /// kept equal under its lock): read without the lock, so that writers check nothing more
+    /// while no ADD / DROP COLUMN is open.
+    column_changes_open: AtomicUsize,
     /// Tables created by open transactions -> the creating session: hidden from the others.
     uncommitted: RwLock<HashMap<String, u64>>,
     /// Bumped by every DDL statement: prepared plans bound against an older version re-bind.
@@ -104,6 +108,7 @@ impl Catalog {
             ddl: Mutex::new(()),
             claims: Mutex::new(transactional::Claims::default()),
             claims_released: Condvar::new(),
+            column_changes_open: AtomicUsize::new(0),
             uncommitted: RwLock::new(HashMap::new()),
             version: AtomicU64::new(1),
             statement_stats: Arc::new(crate::stats::StatementStats::default()),
@@ -132,7 +137,7 @@ impl Catalog {
                     tracing::warn!(table = %name, "dropping an engine table without an SQL definition (interrupted CREATE TABLE)");
                     self.engine.drop_table(&name)?;
                 }
-                Some(meta) => self.drop_unlisted_indexes(meta)?,
+                Some(meta) => self.restore_engine_table(meta)?,
             }
         }
         // ACL rows of tables whose drop was interrupted after its first transaction.
@@ -246,15 +251,7 @@ impl Catalog {
         for index in &meta.indexes {
             refuse_vector_key(&meta, index)?;
         }
-        let columns = meta
-            .columns
-            .iter()
-            .map(|column| ColumnDef {
-                name: column.name.clone(),
-                kind: column.ty.key_kind(),
-                nullable: column.nullable,
-            })
-            .collect();
+        let columns = engine_columns(&meta);
         let primary_key = meta.clustered_key().map(|index| index.columns.clone());
         let indexes = meta
             .indexes
@@ -547,4 +544,16 @@ fn refuse_vector_key(table: &TableMeta, index: &IndexMeta) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The engine's columns of a table: the SQL columns' names, engine kinds and NOT NULL.
+pub(crate) fn engine_columns(meta: &TableMeta) -> Vec<ColumnDef> {
+    meta.columns
+        .iter()
+        .map(|column| ColumnDef {
+            name: column.name.clone(),
+            kind: column.ty.key_kind(),
+            nullable: column.nullable,
+        })
+        .collect()
 }

@@ -11,6 +11,11 @@
 //! | rolls back (or to a savepoint) | undone by MVCC | still there | `reconcile` drops it |
 //! | is cut by a crash | never committed | still there | `Catalog::open` drops it as an orphan |
 //!
+//! ADD / DROP COLUMN change the engine table's column layout at once (docs/design/016), and
+//! DROP COLUMN drops the engine indexes on the column at once: after a rollback or a crash,
+//! `restore_engine_table` hands the engine the layout of the definition row that decides,
+//! and builds the indexes it lists again.
+//!
 //! Until it commits, a table created by a transaction is hidden from every other session
 //! (`hidden_tables`), as PostgreSQL's uncommitted pg_class row is. A new index on an existing
 //! table is not hidden: other sessions see it in the definition they hold and maintain it
@@ -20,7 +25,10 @@
 //! session that changes a table's definition claims its name until its transaction ends, and
 //! another session's DDL on that name waits (lock_timeout 55P03, statement_timeout and cancel
 //! 57014, a cycle of waits 40P01). Plain reads and writes do not wait: tierdb's DDL does not
-//! block them (design 009).
+//! block them (design 009), with one exception: while a transaction that ran ADD / DROP
+//! COLUMN on a table is open, other sessions' INSERT, UPDATE and COPY FROM on it wait before
+//! binding (`wait_for_column_changes`), since a row written under columns a rollback takes
+//! back would lose a value (design 016).
 //!
 //! State machine of one name's claim (the function for each transition):
 //!
@@ -51,6 +59,10 @@ pub(super) struct Claims {
     owners: HashMap<String, u64>,
     /// A waiting session -> the session it waits for (for deadlock detection).
     waits: HashMap<u64, u64>,
+    /// Tables whose columns an open transaction changed (ADD / DROP COLUMN) -> its session.
+    /// Until it ends, other sessions' writes to them wait (`wait_for_column_changes`): a row
+    /// written under its columns would lose a value if it rolled back a DROP COLUMN.
+    column_changes: HashMap<String, u64>,
 }
 
 impl Claims {
@@ -76,12 +88,62 @@ impl Catalog {
     /// another session's open transaction holds one of them.
     pub fn claim_tables(&self, session: u64, tables: &[String], limits: &WaitLimits) -> Result<()> {
         let mut claims = self.claims.lock();
-        let lock_deadline = limits.lock_deadline();
-        loop {
-            let holder = tables.iter().find_map(|table| {
+        self.wait_while_held(&mut claims, session, limits, |claims| {
+            tables.iter().find_map(|table| {
                 claims.owners.get(table).copied().filter(|&holder| holder != session)
-            });
-            let Some(holder) = holder else { break };
+            })
+        })?;
+        let new = tables.iter().filter(|table| !claims.owners.contains_key(*table)).count();
+        if claims.owners.len() + new > CLAIMS_MAX {
+            return Err(SqlError::new("53200", "out of shared memory"));
+        }
+        for table in tables {
+            claims.owners.insert(table.clone(), session);
+        }
+        Ok(())
+    }
+
+    /// Records that `session`'s open transaction changed the columns of `table` (which it
+    /// has claimed): other sessions' writes to it wait until `release_claims(session)`.
+    pub fn mark_column_change(&self, session: u64, table: &str) {
+        let mut claims = self.claims.lock();
+        assert_eq!(claims.owners.get(table), Some(&session), "a column change of a claimed table");
+        claims.column_changes.insert(table.to_string(), session);
+        self.column_changes_open.store(claims.column_changes.len(), Ordering::Release);
+    }
+
+    /// Before `session` writes rows of `table`: waits while another session's open
+    /// transaction has changed its columns (as PostgreSQL's writers wait for the ACCESS
+    /// EXCLUSIVE lock of ALTER TABLE), so that no committed row is written under columns a
+    /// rollback takes back. The caller binds its statement after it. lock_timeout 55P03,
+    /// statement_timeout and cancel 57014, a cycle of waits 40P01.
+    pub fn wait_for_column_changes(
+        &self,
+        session: u64,
+        table: &str,
+        limits: &WaitLimits,
+    ) -> Result<()> {
+        if self.column_changes_open.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        let mut claims = self.claims.lock();
+        self.wait_while_held(&mut claims, session, limits, |claims| {
+            claims.column_changes.get(table).copied().filter(|&holder| holder != session)
+        })
+    }
+
+    /// Waits, with `claims` locked between checks, until `holder_of` names no session for
+    /// `session` to wait for: lock_timeout 55P03, statement_timeout and cancel 57014, a
+    /// cycle of waits 40P01 (the waits map is what deadlock detection walks).
+    fn wait_while_held(
+        &self,
+        claims: &mut parking_lot::MutexGuard<'_, Claims>,
+        session: u64,
+        limits: &WaitLimits,
+        holder_of: impl Fn(&Claims) -> Option<u64>,
+    ) -> Result<()> {
+        let lock_deadline = limits.lock_deadline();
+        while let Some(holder) = holder_of(claims) {
             if claims.closes_cycle(session, holder) {
                 return Err(SqlError::new("40P01", "deadlock detected"));
             }
@@ -94,15 +156,8 @@ impl Catalog {
                 }
             };
             claims.waits.insert(session, holder);
-            self.claims_released.wait_for(&mut claims, sleep);
+            self.claims_released.wait_for(claims, sleep);
             claims.waits.remove(&session);
-        }
-        let new = tables.iter().filter(|table| !claims.owners.contains_key(*table)).count();
-        if claims.owners.len() + new > CLAIMS_MAX {
-            return Err(SqlError::new("53200", "out of shared memory"));
-        }
-        for table in tables {
-            claims.owners.insert(table.clone(), session);
         }
         Ok(())
     }
@@ -112,6 +167,8 @@ impl Catalog {
     pub fn release_claims(&self, session: u64) {
         let mut claims = self.claims.lock();
         claims.owners.retain(|_, owner| *owner != session);
+        claims.column_changes.retain(|_, owner| *owner != session);
+        self.column_changes_open.store(claims.column_changes.len(), Ordering::Release);
         claims.waits.remove(&session);
         drop(claims);
         self.uncommitted.write().retain(|_, owner| *owner != session);
@@ -189,7 +246,7 @@ impl Catalog {
             };
             match stored {
                 Some(meta) => {
-                    self.drop_unlisted_indexes(&meta)?;
+                    self.restore_engine_table(&meta)?;
                     self.publish(meta);
                 }
                 None => self.forget_table(table)?,
@@ -211,6 +268,36 @@ impl Catalog {
         transaction.commit()?;
         self.remove_table_acl(table)?;
         self.version.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Makes the engine's version of `meta`'s table match it after a rollback or a crash:
+    /// indexes it does not list go, its column layout returns (ADD / DROP COLUMN rolled
+    /// back), and the indexes a rolled-back DROP COLUMN dropped are built again.
+    pub(super) fn restore_engine_table(&self, meta: &TableMeta) -> Result<()> {
+        self.drop_unlisted_indexes(meta)?;
+        let layout = meta.column_layout();
+        let (slots, missing, _) = self.engine.table_layout(&meta.name)?;
+        if slots != layout.slots || missing != layout.missing {
+            tracing::info!(table = %meta.name, "restoring the columns of a table whose ADD / DROP COLUMN rolled back or was interrupted");
+            let columns = engine_columns(meta);
+            self.engine.set_layout(&meta.name, columns, layout.slots, layout.missing)?;
+        }
+        let engine_indexes = self.engine.table_def(&meta.name)?.indexes;
+        for index in &meta.indexes {
+            if index.kind != IndexKind::Secondary
+                || engine_indexes.iter().any(|known| known.name == index.name)
+            {
+                continue;
+            }
+            tracing::info!(table = %meta.name, index = %index.name, "building again an index whose DROP COLUMN rolled back or was interrupted");
+            let def = IndexDef {
+                name: index.name.clone(),
+                columns: index.columns.clone(),
+                unique: index.unique,
+            };
+            self.engine.create_index(&meta.name, def)?;
+        }
         Ok(())
     }
 

@@ -1,9 +1,9 @@
 //! ALTER TABLE: ADD PRIMARY KEY / UNIQUE (an index build), ADD CHECK (session/checks.rs),
-//! and the changes only the SQL
+//! ADD / DROP COLUMN (session/columns.rs), and the changes only the SQL
 //! catalog holds: RENAME COLUMN, ALTER COLUMN SET / DROP DEFAULT, SET / DROP NOT NULL. Each
 //! runs in the statement's transaction (transactional_ddl.rs) and a statement's operations
-//! go in order, all or none. ADD / DROP COLUMN and ALTER COLUMN TYPE change the stored rows
-//! and are not built yet (0A000, naming the operation).
+//! go in order, all or none. ALTER COLUMN TYPE rewrites the stored rows and is not built
+//! yet (0A000, naming the operation).
 
 use super::checks::rename_in_checks;
 use super::ddl::{refuse_subquery_in_default, unique_index_error};
@@ -56,6 +56,15 @@ impl Session {
                 }
                 ast::AlterTableOperation::DropConstraint { if_exists, name, .. } => {
                     self.drop_constraint(&table, &ident(name), *if_exists)?
+                }
+                ast::AlterTableOperation::AddColumn { if_not_exists, column_def, .. } => {
+                    self.add_column(&table, column_def, *if_not_exists)?
+                }
+                ast::AlterTableOperation::DropColumn { column_names, if_exists, .. } => {
+                    for name in column_names {
+                        let table = self.catalog.table(&table_name).expect("claimed above");
+                        self.drop_column(&table, &ident(name), *if_exists)?
+                    }
                 }
                 other => return Err(SqlError::unsupported(unsupported_operation(other))),
             }
@@ -309,8 +318,6 @@ fn refuse_sequence_default(column: &ColumnMeta) -> Result<()> {
 /// The name of an ALTER TABLE operation tierdb does not carry out, for its 0A000.
 fn unsupported_operation(operation: &ast::AlterTableOperation) -> String {
     let name = match operation {
-        ast::AlterTableOperation::AddColumn { .. } => "ADD COLUMN",
-        ast::AlterTableOperation::DropColumn { .. } => "DROP COLUMN",
         ast::AlterTableOperation::RenameTable { .. } => "RENAME TO",
         ast::AlterTableOperation::RenameConstraint { .. } => "RENAME CONSTRAINT",
         ast::AlterTableOperation::OwnerTo { .. } => "OWNER TO",

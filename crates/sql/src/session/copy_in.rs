@@ -60,6 +60,8 @@ impl Session {
             return Err(SqlError::syntax("COPY FROM needs a table"));
         };
         let name = &self.copy_table_name(schema, name)?;
+        let limits = self.wait_limits();
+        self.catalog.wait_for_column_changes(self.session_id, name, &limits)?;
         let table = self.catalog.table(name).ok_or_else(|| SqlError::undefined_table(name))?;
         let targets: Vec<usize> = if columns.is_empty() {
             (0..table.columns.len()).collect()
@@ -187,8 +189,12 @@ impl Session {
         Ok(())
     }
 
-    /// Inserts parsed records; returns how many.
-    fn insert_records(&mut self, copy: &CopyIn, records: Vec<Vec<Option<String>>>) -> Result<u64> {
+    /// Runs `body` with an expression context over the statement's transaction (no
+    /// parameters, no statement interrupt): COPY FROM's rows, ADD COLUMN's DEFAULT.
+    pub(super) fn with_row_ctx<T>(
+        &mut self,
+        body: impl FnOnce(&mut Ctx<'_>) -> Result<T>,
+    ) -> Result<T> {
         let budget = self.memory_budget();
         // current_user follows the role's OID: a renamed role shows its new name.
         let role = self.current_role();
@@ -202,7 +208,7 @@ impl Session {
             hidden_tables: self.hidden_tables(),
             referential_checks_off: false,
         };
-        let transaction = self.transaction.as_mut().expect("COPY runs in a transaction");
+        let transaction = self.transaction.as_mut().expect("rows are written in a transaction");
         let mut ctx = Ctx {
             txn: Some(transaction),
             params: &[],
@@ -215,40 +221,54 @@ impl Session {
             statement_time_micros: types::now_micros(),
             interrupt: None,
         };
-        let mut inserted = 0u64;
-        let mut batch = InsertBatch::default();
-        let mut events = ReferentialEvents::default();
-        for fields in records {
-            let line = copy.lines + inserted + 1;
-            if fields.len() != copy.targets.len() {
-                let kind = if fields.len() < copy.targets.len() { "missing" } else { "extra" };
-                return Err(SqlError::new(
-                    "22P04",
-                    format!(
-                        "{kind} data for column (line {line}): expected {} columns, got {}",
-                        copy.targets.len(),
-                        fields.len()
-                    ),
-                ));
-            }
-            let mut row: Vec<Option<Datum>> = vec![None; copy.table.columns.len()];
-            for (field, &target) in fields.into_iter().zip(&copy.targets) {
-                let ty = &copy.table.columns[target].ty;
-                row[target] = Some(match field {
-                    None => Datum::Null,
-                    Some(text) => types::parse_text(&text, ty)?,
-                });
-            }
-            let stored = batch.push(&copy.table, row, &copy.defaults, &mut ctx)?;
-            events.inserted(&copy.table, &stored, &ctx)?;
-            inserted += 1;
-        }
-        batch.flush(&copy.table, &mut ctx)?;
-        // Checked per chunk of records: a row may reference a row loaded earlier in the
-        // chunk or in an earlier one (PostgreSQL checks at the end of the whole COPY).
-        events.finish(&copy.table, &mut ctx)?;
-        Ok(inserted)
+        body(&mut ctx)
     }
+
+    /// Inserts parsed records; returns how many.
+    fn insert_records(&mut self, copy: &CopyIn, records: Vec<Vec<Option<String>>>) -> Result<u64> {
+        self.with_row_ctx(|ctx| insert_records_in(copy, records, ctx))
+    }
+}
+
+/// `insert_records` in the context `ctx`.
+fn insert_records_in(
+    copy: &CopyIn,
+    records: Vec<Vec<Option<String>>>,
+    ctx: &mut Ctx<'_>,
+) -> Result<u64> {
+    let mut inserted = 0u64;
+    let mut batch = InsertBatch::default();
+    let mut events = ReferentialEvents::default();
+    for fields in records {
+        let line = copy.lines + inserted + 1;
+        if fields.len() != copy.targets.len() {
+            let kind = if fields.len() < copy.targets.len() { "missing" } else { "extra" };
+            return Err(SqlError::new(
+                "22P04",
+                format!(
+                    "{kind} data for column (line {line}): expected {} columns, got {}",
+                    copy.targets.len(),
+                    fields.len()
+                ),
+            ));
+        }
+        let mut row: Vec<Option<Datum>> = vec![None; copy.table.columns.len()];
+        for (field, &target) in fields.into_iter().zip(&copy.targets) {
+            let ty = &copy.table.columns[target].ty;
+            row[target] = Some(match field {
+                None => Datum::Null,
+                Some(text) => types::parse_text(&text, ty)?,
+            });
+        }
+        let stored = batch.push(&copy.table, row, &copy.defaults, ctx)?;
+        events.inserted(&copy.table, &stored, ctx)?;
+        inserted += 1;
+    }
+    batch.flush(&copy.table, ctx)?;
+    // Checked per chunk of records: a row may reference a row loaded earlier in the chunk
+    // or in an earlier one (PostgreSQL checks at the end of the whole COPY).
+    events.finish(&copy.table, ctx)?;
+    Ok(inserted)
 }
 
 /// The scan of pending data for record ends: a record ends at a newline, except inside CSV

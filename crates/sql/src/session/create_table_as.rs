@@ -42,6 +42,7 @@ impl Session {
                 indexes: Vec::new(),
                 checks: Vec::new(),
                 foreign_keys: Vec::new(),
+                layout: None,
             };
             let session_id = self.session_id;
             catalog.create_table(self.ddl_transaction(), session_id, meta)?;

@@ -87,6 +87,7 @@ impl Session {
             indexes,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            layout: None,
         };
         meta.checks = self.new_checks(&meta, &checks)?;
         meta.foreign_keys = self.new_foreign_keys(&meta, &foreign_keys)?;
@@ -506,7 +507,7 @@ fn check_identity_column(
 /// COLLATE on a column: tierdb compares text by code point, which is the "C" collation
 /// (the database's, as pg_database shows); another collation would sort differently, so it
 /// is refused rather than ignored.
-fn check_collation(collation: &ast::ObjectName) -> Result<()> {
+pub(super) fn check_collation(collation: &ast::ObjectName) -> Result<()> {
     let name = collation.to_string().trim_matches('"').to_string();
     match name.as_str() {
         "C" | "POSIX" | "default" | "pg_catalog.\"C\"" | "pg_catalog.\"POSIX\"" => Ok(()),
@@ -686,7 +687,7 @@ impl Session {
 
 /// A column's SQL type. Array types are refused: casts to them give array text for catalog
 /// queries, but a column would silently store text where PostgreSQL stores an array.
-fn column_type(column: &str, data_type: &ast::DataType) -> Result<SqlType> {
+pub(super) fn column_type(column: &str, data_type: &ast::DataType) -> Result<SqlType> {
     if matches!(data_type, ast::DataType::Array(_)) {
         return Err(SqlError::unsupported(format!(
             "array types are not supported (column \"{column}\" {data_type})"

@@ -17,6 +17,7 @@
 
 mod alter_table;
 mod checks;
+mod columns;
 mod copy_in;
 mod copy_out;
 mod create_table_as;

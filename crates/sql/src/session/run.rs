@@ -32,6 +32,8 @@ impl Session {
             | ast::Statement::Insert(_)
             | ast::Statement::Update(_)
             | ast::Statement::Delete(_) => {
+                // Before binding: the other transaction may take its columns back.
+                self.wait_for_column_changes(sql)?;
                 let bound = self.bound_for(sql, prepared)?;
                 check_parameters(&prepared.parameter_types, params)?;
                 let params = coerce_parameters(&prepared.parameter_types, params)?;
@@ -115,6 +117,27 @@ impl Session {
                 other.to_string().chars().take(80).collect::<String>()
             ))),
         }
+    }
+
+    /// Before an INSERT or UPDATE: waits while another session's open transaction has
+    /// changed the columns of the table it writes (`Catalog::wait_for_column_changes`).
+    fn wait_for_column_changes(&self, sql: &ast::Statement) -> Result<()> {
+        let name = match sql {
+            ast::Statement::Insert(ast::Insert {
+                table: ast::TableObject::TableName(name),
+                ..
+            }) => name,
+            ast::Statement::Update(update) => match &update.table.relation {
+                ast::TableFactor::Table { name, .. } => name,
+                _ => return Ok(()),
+            },
+            // DELETE writes no row values; a query writes nothing.
+            _ => return Ok(()),
+        };
+        // A name that does not resolve fails at binding, with its own error.
+        let Ok(table) = self.namespace().existing_table(name) else { return Ok(()) };
+        let limits = self.wait_limits();
+        self.catalog.wait_for_column_changes(self.session_id, &table, &limits)
     }
 
     pub(crate) fn bound_for(

@@ -9,12 +9,14 @@ use std::sync::Arc;
 
 use parking_lot::MutexGuard;
 
+use super::write::layout_changed;
 use super::{Transaction, UndoEntry};
+use crate::engine::layout::Layout;
 use crate::engine::row_lock_stripe;
 use crate::engine::table::{Table, TableHandle, TableRef};
 use crate::error::{EngineError, Result};
 use crate::locks::{LockMode, StripeLocks};
-use crate::row::{encode_row, encode_versions, Row, Version};
+use crate::row::{encode_versions, Row, Version};
 
 /// Rows the bulk path sorts and hands the B+trees at once: bounds a batch's memory (a few MB
 /// for rows of a few hundred bytes) and how long it holds the row-lock stripes of its keys.
@@ -58,8 +60,7 @@ impl Transaction {
         for row in rows {
             table.check_row(&row)?;
             let key = table.key_of(&row)?;
-            let mut encoded = Vec::new();
-            encode_row(&row, &mut encoded);
+            let encoded = table.layout.encode(&row);
             batch.push(BatchRow { key, encoded, row });
         }
         batch.sort_unstable_by(|left, right| left.key.cmp(&right.key));
@@ -67,11 +68,11 @@ impl Transaction {
             let constraint = format!("{}_pkey", table.def.name);
             return Err(EngineError::UniqueViolation { constraint });
         }
-        let rest = self.insert_sorted(handle, batch)?;
+        let rest = self.insert_sorted(handle, &table.layout, batch)?;
         // Keys already in the tree (a live row: 23505; a dead version: replaced) and rows
         // under a locking read's lock: the one-row path decides and waits as `insert` does.
         for row in rest {
-            self.insert_encoded(handle, &row.key, row.encoded)?;
+            self.insert_encoded(handle, &row.key, row.encoded, Arc::clone(&table.layout))?;
         }
         Ok(())
     }
@@ -82,11 +83,15 @@ impl Transaction {
     fn insert_sorted(
         &mut self,
         handle: &TableHandle,
+        layout: &Arc<Layout>,
         batch: Vec<BatchRow>,
     ) -> Result<Vec<BatchRow>> {
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
         let table = handle.table()?;
+        if !Arc::ptr_eq(layout, &table.layout) {
+            return Err(layout_changed(&table));
+        }
         if !bulk_path_applies(&table) {
             // An index created since the rows were checked.
             return Ok(batch);

@@ -8,7 +8,7 @@ use super::{Table, Transaction};
 use crate::engine::table::{TableHandle, TableRef};
 use crate::error::{EngineError, Result};
 use crate::locks::{HeldLock, LockMode, LockOutcome, WaitPolicy};
-use crate::row::{decode_row, decode_versions, Value};
+use crate::row::{decode_versions, Value};
 use crate::txn::IsolationLevel;
 
 /// The row-lock mode an update takes: `Update` if it changes a unique index's values (the
@@ -83,7 +83,7 @@ impl Transaction {
             let newest = versions.first();
             if !self.is_live(newest)? {
                 if self.isolation == IsolationLevel::RepeatableRead
-                    && self.visible_row(&versions)?.is_some()
+                    && self.visible_row(&table.layout, &versions)?.is_some()
                 {
                     return Err(EngineError::SerializationFailure);
                 }
@@ -94,7 +94,7 @@ impl Transaction {
             if changed && self.isolation == IsolationLevel::RepeatableRead {
                 return Err(EngineError::SerializationFailure);
             }
-            let row = decode_row(&newest.row)?;
+            let row = table.layout.decode(&newest.row)?;
             let previous =
                 guard.acquire(table.identity, key, self.id, mode, &engine.row_lock_count)?;
             self.held_locks.push(HeldLock {

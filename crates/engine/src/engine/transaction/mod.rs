@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::{EngineError, Result};
 use crate::locks::HeldLock;
-use crate::row::{decode_row, decode_versions};
+use crate::row::decode_versions;
 use crate::txn::{IsolationLevel, Snapshot, TxnId};
 use crate::wait::WaitLimits;
 
@@ -244,7 +244,7 @@ impl Transaction {
                         table.tree.insert(&entry.key, before)?;
                         let restored = decode_versions(before)?;
                         for version in &restored {
-                            let row = decode_row(&version.row)?;
+                            let row = table.layout.decode(&version.row)?;
                             for index in &table.indexes {
                                 let mut index_key = index.prefix(&row)?;
                                 index_key.extend_from_slice(&entry.key);

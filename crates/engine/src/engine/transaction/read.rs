@@ -5,10 +5,11 @@ use std::ops::Bound;
 use tierdb_access::Direction;
 
 use crate::error::{EngineError, Result};
-use crate::row::{check_row_columns, decode_row_columns, Row, Value, Version, Versions};
+use crate::row::{check_row_columns, Row, Value, Version, Versions};
 use crate::txn::TxnId;
 
 use super::Transaction;
+use crate::engine::layout::Layout;
 use crate::engine::table::{
     key_range, resume_bound, Projection, RowKey, RowPage, TableHandle, TableRef,
 };
@@ -17,10 +18,12 @@ use crate::engine::table::{
 const PAGE_ROWS_RESERVED_MAX: usize = 1024;
 
 impl Transaction {
-    pub(super) fn visible_row(&self, versions: &[Version]) -> Result<Option<Row>> {
+    /// The logical row (read through `layout`) of the version of `versions` this snapshot
+    /// sees, if any.
+    pub(super) fn visible_row(&self, layout: &Layout, versions: &[Version]) -> Result<Option<Row>> {
         for version in versions {
             if let Some(outcome) =
-                self.version_outcome(version.xmin, version.xmax, &version.row, None)?
+                self.version_outcome(layout, version.xmin, version.xmax, &version.row, None)?
             {
                 return Ok(outcome);
             }
@@ -29,8 +32,12 @@ impl Transaction {
     }
 
     /// `visible_row` over a stored value, decoding only the visible version's row.
-    pub(in crate::engine) fn visible_row_stored(&self, stored: &[u8]) -> Result<Option<Row>> {
-        self.visible_row_projected(stored, Projection::ALL)
+    pub(in crate::engine) fn visible_row_stored(
+        &self,
+        layout: &Layout,
+        stored: &[u8],
+    ) -> Result<Option<Row>> {
+        self.visible_row_projected(layout, stored, Projection::ALL)
     }
 
     /// `visible_row_stored`, decoding only `projection.columns` (the others read as NULL), or
@@ -38,6 +45,7 @@ impl Transaction {
     /// visitor: this runs for every entry of a scan.
     fn visible_row_projected(
         &self,
+        layout: &Layout,
         stored: &[u8],
         projection: Projection<'_>,
     ) -> Result<Option<Row>> {
@@ -53,7 +61,7 @@ impl Transaction {
                 check_row_columns(version.row, projection.columns)?;
                 return Ok(Some(Row::new()));
             }
-            return decode_row_columns(version.row, projection.columns).map(Some);
+            return layout.decode_projected(version.row, projection.columns).map(Some);
         }
         versions.finish()?;
         Ok(None)
@@ -68,6 +76,7 @@ impl Transaction {
     /// at older versions); else the row as this snapshot sees it (`Some(None)`: deleted).
     fn version_outcome(
         &self,
+        layout: &Layout,
         xmin: TxnId,
         xmax: TxnId,
         row: &[u8],
@@ -77,7 +86,7 @@ impl Transaction {
             return Ok(None);
         }
         let deleted = self.deleted_by(xmax)?;
-        Ok(Some(if deleted { None } else { Some(decode_row_columns(row, columns)?) }))
+        Ok(Some(if deleted { None } else { Some(layout.decode_projected(row, columns)?) }))
     }
 
     /// The row with primary key `key` and its row key, as this transaction sees it.
@@ -90,7 +99,9 @@ impl Transaction {
             let table = table.resolve(txn)?.table()?;
             let encoded = table.encode_primary_key(key)?;
             match table.tree.get(&encoded)? {
-                Some(bytes) => Ok(txn.visible_row_stored(&bytes)?.map(|row| (encoded, row))),
+                Some(bytes) => {
+                    Ok(txn.visible_row_stored(&table.layout, &bytes)?.map(|row| (encoded, row)))
+                }
                 None => Ok(None),
             }
         })
@@ -205,7 +216,7 @@ impl Transaction {
         );
         while let Some(entry) = entries.next_entry() {
             let (key, bytes) = entry?;
-            if let Some(row) = self.visible_row_projected(bytes, projection)? {
+            if let Some(row) = self.visible_row_projected(&table.layout, bytes, projection)? {
                 // Without keys, only the page's last key is copied (to resume after it).
                 let row_key = if projection.keys { key.to_vec() } else { RowKey::new() };
                 page.rows.push((row_key, row));
@@ -280,7 +291,7 @@ impl Transaction {
         for entry in entries {
             let (entry_key, row_key) = entry?;
             let Some(bytes) = table.tree.get(&row_key)? else { continue };
-            let Some(row) = self.visible_row_stored(&bytes)? else { continue };
+            let Some(row) = self.visible_row_stored(&table.layout, &bytes)? else { continue };
             // Stale entry: the visible version has other index values.
             let mut expected = index.prefix(&row)?;
             expected.extend_from_slice(&row_key);

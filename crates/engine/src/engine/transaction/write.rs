@@ -8,11 +8,12 @@ use tierdb_access::Direction;
 
 use crate::error::{EngineError, Result};
 use crate::locks::LockMode;
-use crate::row::{decode_row, decode_versions, encode_row, encode_versions, Row, Value, Version};
+use crate::row::{decode_versions, encode_versions, Row, Value, Version};
 use crate::txn::{IsolationLevel, TxnId, TxnStatus};
 
 use super::locking::update_mode;
 use super::{Transaction, UndoEntry};
+use crate::engine::layout::Layout;
 use crate::engine::purge::prune_versions;
 use crate::engine::table::{drop_stale_entries, Index, Table, TableHandle, TableRef};
 use crate::engine::vector_index::maintain_vector_indexes;
@@ -21,7 +22,8 @@ use crate::engine::vector_index::maintain_vector_indexes;
 enum Action<'a> {
     /// Insert the encoded row; a conflict on one of the arbiters (if any) is
     /// `EngineError::Conflict` instead of a violation, and changes nothing.
-    Insert(Vec<u8>, Option<&'a ConflictArbiters>),
+    /// The row is encoded for the layout given: written only if it is still the table's.
+    Insert(Vec<u8>, Arc<Layout>, Option<&'a ConflictArbiters>),
     Update(&'a mut dyn FnMut(&Row) -> Option<Row>),
     /// Delete, if the check (on the latest version) passes.
     Delete(Option<&'a mut dyn FnMut(&Row) -> bool>),
@@ -111,9 +113,9 @@ impl Transaction {
             let table = handle.table()?;
             table.check_row(&row)?;
             let key = table.key_of(&row)?;
-            let mut encoded = Vec::new();
-            encode_row(&row, &mut encoded);
-            match txn.modify(&handle, &key, Action::Insert(encoded, arbiters)) {
+            let encoded = table.layout.encode(&row);
+            let layout = Arc::clone(&table.layout);
+            match txn.modify(&handle, &key, Action::Insert(encoded, layout, arbiters)) {
                 Ok(_) => Ok(InsertOutcome::Inserted { key }),
                 Err(EngineError::Conflict { key, constraint }) => {
                     Ok(InsertOutcome::Conflict { key, constraint })
@@ -130,8 +132,9 @@ impl Transaction {
         handle: &TableHandle,
         key: &[u8],
         encoded: Vec<u8>,
+        layout: Arc<Layout>,
     ) -> Result<()> {
-        self.modify(handle, key, Action::Insert(encoded, None)).map(|_| ())
+        self.modify(handle, key, Action::Insert(encoded, layout, None)).map(|_| ())
     }
 
     /// Updates the row with primary key `key`: `change` gets the latest committed version (in
@@ -259,7 +262,7 @@ impl Transaction {
             }
             self.prune(&mut versions)?;
             let arbiters = match &action {
-                Action::Insert(_, arbiters) => *arbiters,
+                Action::Insert(_, _, arbiters) => *arbiters,
                 _ => None,
             };
             let _index_guards = match self.maintain_indexes(table, key, &versions, arbiters)? {
@@ -316,9 +319,9 @@ impl Transaction {
         else {
             return Ok(IndexOutcome::Written(guards, added));
         };
-        let row = decode_row(&newest.row)?;
+        let row = table.layout.decode(&newest.row)?;
         let previous = match versions.get(1) {
-            Some(version) => Some(decode_row(&version.row)?),
+            Some(version) => Some(table.layout.decode(&version.row)?),
             None => None,
         };
         let mut prefixes = Vec::with_capacity(table.indexes.len());
@@ -374,7 +377,7 @@ impl Transaction {
             }
             let Some(bytes) = table.tree.get(&other_key)? else { continue };
             for version in decode_versions(&bytes)? {
-                if index.prefix(&decode_row(&version.row)?)? != prefix {
+                if index.prefix(&table.layout.decode(&version.row)?)? != prefix {
                     continue;
                 }
                 if let Some(holder) = self.holder(&version) {
@@ -435,7 +438,12 @@ impl Transaction {
         let txns = &self.engine.txns;
         let newest = versions.first().cloned();
         let live = self.is_live(newest.as_ref())?;
-        if let Action::Insert(row, arbiters) = action {
+        if let Action::Insert(row, layout, arbiters) = action {
+            if !Arc::ptr_eq(layout, &table.layout) {
+                // ALTER TABLE ... ADD / DROP COLUMN since the row was encoded: its values
+                // would land in the wrong slots.
+                return Err(layout_changed(table));
+            }
             if live {
                 let constraint = format!("{}_pkey", table.def.name);
                 let newest = newest.as_ref().expect("a live row has a newest version");
@@ -449,7 +457,7 @@ impl Transaction {
             // Deleted or never there. Under REPEATABLE READ a row that this snapshot sees
             // but a later transaction deleted is a conflict.
             if self.isolation == IsolationLevel::RepeatableRead
-                && self.visible_row(versions)?.is_some()
+                && self.visible_row(&table.layout, versions)?.is_some()
             {
                 return Err(EngineError::SerializationFailure);
             }
@@ -461,7 +469,7 @@ impl Transaction {
             // First updater wins: the row changed after this snapshot.
             return Err(EngineError::SerializationFailure);
         }
-        let current = decode_row(&newest.row)?;
+        let current = table.layout.decode(&newest.row)?;
         let mode = match action {
             Action::Insert(..) => unreachable!("handled above"),
             Action::Delete(check) => {
@@ -484,8 +492,7 @@ impl Transaction {
                         detail: "updating a primary key column is not supported".to_string(),
                     });
                 }
-                let mut encoded = Vec::new();
-                encode_row(&new_row, &mut encoded);
+                let encoded = table.layout.encode(&new_row);
                 if newest.xmin == self.id {
                     versions[0].row = encoded;
                 } else {
@@ -500,5 +507,14 @@ impl Transaction {
 
     pub(super) fn prune(&self, versions: &mut Vec<Version>) -> Result<()> {
         prune_versions(&self.engine.txns, self.id, versions, false)
+    }
+}
+
+/// A row encoded for columns the table no longer has (ALTER TABLE ... ADD / DROP COLUMN
+/// committed or published meanwhile): the statement fails instead of storing values under
+/// the wrong slots.
+pub(super) fn layout_changed(table: &Table) -> EngineError {
+    EngineError::InvalidRow {
+        detail: format!("the columns of table={} changed during the statement", table.def.name),
     }
 }
