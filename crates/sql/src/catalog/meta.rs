@@ -184,7 +184,8 @@ impl ReferentialAction {
         })
     }
 
-    /// The words of `pg_get_constraintdef` (NO ACTION is not printed).
+    /// The action in words: `pg_get_constraintdef` (which leaves NO ACTION out) and
+    /// information_schema.referential_constraints.
     pub fn words(self) -> &'static str {
         match self {
             ReferentialAction::NoAction => "NO ACTION",

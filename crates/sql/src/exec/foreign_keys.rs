@@ -47,8 +47,26 @@ enum Internal {
     Delete(DeletePlan),
 }
 
+/// The internal statements bound for one statement's events: the event's kind and
+/// constraint index, and which of its queries.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Slot {
+    /// The referencing check, or the action of ON DELETE / ON UPDATE.
+    Main,
+    /// NO ACTION's look for a row still holding the old key.
+    StillPresent,
+    /// SET DEFAULT's look for rows still referencing the old key.
+    StillReferenced,
+}
+
+type BoundStatements = HashMap<(i64, usize, Slot), Internal>;
+
 impl ReferentialEvents {
     fn push(&mut self, kind: i64, index: usize, key: Vec<Datum>, ctx: &Ctx<'_>) -> Result<()> {
+        if ctx.session.referential_checks_off {
+            // Nothing will run (TRUNCATE in a block): queue nothing either.
+            return Ok(());
+        }
         let mut row = Vec::with_capacity(key.len() + 2);
         row.push(Datum::Int(kind));
         row.push(Datum::Int(i64::try_from(index).expect("a constraint index fits i64")));
@@ -121,12 +139,9 @@ impl ReferentialEvents {
     pub(crate) fn finish(self, table: &BoundTable, ctx: &mut Ctx<'_>) -> Result<()> {
         let Some(store) = self.store else { return Ok(()) };
         crate::depth::check_stack_depth()?;
-        if ctx.session.referential_checks_off {
-            return Ok(());
-        }
         ctx.txn()?.refresh_snapshot();
         let mut rows = store.into_rows()?;
-        let mut bound: HashMap<(i64, usize), Internal> = HashMap::new();
+        let mut bound = BoundStatements::new();
         while let Some(event) = rows.next_row()? {
             ctx.check_cancel()?;
             let (kind, index) = match (&event[0], &event[1]) {
@@ -174,7 +189,7 @@ fn check_referenced(
     table: &BoundTable,
     index: usize,
     key: &[Datum],
-    bound: &mut HashMap<(i64, usize), Internal>,
+    bound: &mut BoundStatements,
     ctx: &mut Ctx<'_>,
 ) -> Result<()> {
     let foreign_key = &table.foreign_keys[index];
@@ -183,7 +198,7 @@ fn check_referenced(
         let sql = select_key(referenced, &foreign_key.referenced_columns);
         (sql, column_types(table, &foreign_key.columns))
     };
-    if !run_once_bound(bound, (EVENT_INSERTED_KEY, index), make, key, ctx)? {
+    if !run_once_bound(bound, (EVENT_INSERTED_KEY, index, Slot::Main), make, key, ctx)? {
         return Err(crate::catalog::foreign_key_violation(&table.name, &foreign_key.name));
     }
     Ok(())
@@ -196,7 +211,7 @@ fn act_on_referencing(
     kind: i64,
     index: usize,
     key: &[Datum],
-    bound: &mut HashMap<(i64, usize), Internal>,
+    bound: &mut BoundStatements,
     ctx: &mut Ctx<'_>,
 ) -> Result<()> {
     let (referencing, foreign_key) = &table.referenced_by[index];
@@ -210,7 +225,7 @@ fn act_on_referencing(
             let sql = select_key(table, &foreign_key.referenced_columns);
             (sql, column_types(table, &foreign_key.referenced_columns))
         };
-        if run_once_bound(bound, (kind + 10, index), make, old, ctx)? {
+        if run_once_bound(bound, (kind, index, Slot::StillPresent), make, old, ctx)? {
             return Ok(());
         }
     }
@@ -226,7 +241,7 @@ fn act_on_referencing(
         ReferentialAction::Cascade if kind == EVENT_UPDATED_KEY => key,
         _ => old,
     };
-    let mut found = run_once_bound(bound, (kind, index), make, params, ctx)?;
+    let mut found = run_once_bound(bound, (kind, index, Slot::Main), make, params, ctx)?;
     if action == ReferentialAction::SetDefault {
         // A default equal to the old key leaves the rows referencing it unchanged (so their
         // own check does not run): as PostgreSQL, look for them as NO ACTION would.
@@ -234,7 +249,7 @@ fn act_on_referencing(
             let sql = select_key(referencing, &foreign_key.columns);
             (sql, column_types(table, &foreign_key.referenced_columns))
         };
-        found = run_once_bound(bound, (kind + 20, index), make, old, ctx)?;
+        found = run_once_bound(bound, (kind, index, Slot::StillReferenced), make, old, ctx)?;
     }
     let refused = matches!(
         action,
@@ -326,8 +341,8 @@ fn action_sql(
 /// Runs the internal statement of `slot`, bound by the first call from `make`'s text and
 /// parameter types.
 fn run_once_bound(
-    bound: &mut HashMap<(i64, usize), Internal>,
-    slot: (i64, usize),
+    bound: &mut BoundStatements,
+    slot: (i64, usize, Slot),
     make: impl FnOnce() -> (String, Vec<SqlType>),
     params: &[Datum],
     ctx: &mut Ctx<'_>,

@@ -96,6 +96,24 @@ pub(crate) fn parse_internal_statement(sql: &str) -> Result<ast::Statement> {
         .map_err(|error| SqlError::internal(format!("internal statement {sql}: {error}")))
 }
 
+/// The column names an expression reads (a qualified name's last part), folded as
+/// PostgreSQL folds identifiers, each once, in the order they first appear.
+pub(crate) fn column_names(expr: &ast::Expr) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let _ = ast::visit_expressions(expr, |inner| {
+        let name = match inner {
+            ast::Expr::Identifier(name) => Some(names::ident(name)),
+            ast::Expr::CompoundIdentifier(parts) => parts.last().map(names::ident),
+            _ => None,
+        };
+        if let Some(name) = name.filter(|name| !names.contains(name)) {
+            names.push(name);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    names
+}
+
 pub(crate) fn char_position(sql: &str, line: usize, column: usize) -> usize {
     let mut position = 0;
     for (index, text) in sql.split('\n').enumerate() {

@@ -71,13 +71,7 @@ impl Session {
             Some(name) => {
                 let name = ident(name);
                 if table_constraint_names(table).any(|existing| existing == name) {
-                    return Err(SqlError::new(
-                        "42710",
-                        format!(
-                            "constraint \"{name}\" for relation \"{}\" already exists",
-                            table.name
-                        ),
-                    ));
+                    return Err(duplicate_constraint(&name, &table.name));
                 }
                 name
             }
@@ -120,6 +114,11 @@ impl Session {
     }
 }
 
+/// PostgreSQL's 42710 for a constraint name `table` already has.
+pub(super) fn duplicate_constraint(name: &str, table: &str) -> SqlError {
+    SqlError::new("42710", format!("constraint \"{name}\" for relation \"{table}\" already exists"))
+}
+
 /// The names of `table`'s constraints: primary key, UNIQUE, CHECK and FOREIGN KEY.
 pub(super) fn table_constraint_names(table: &TableMeta) -> impl Iterator<Item = &str> {
     let keys =
@@ -132,20 +131,8 @@ pub(super) fn table_constraint_names(table: &TableMeta) -> impl Iterator<Item = 
 /// expression reads exactly one column, else `<table>_check`; then `...1`, `...2` until
 /// free.
 fn choose_check_name(table: &TableMeta, expr: &ast::Expr, taken: &HashSet<String>) -> String {
-    let mut referenced: Vec<String> = Vec::new();
-    let _ = ast::visit_expressions(expr, |inner| {
-        let name = match inner {
-            ast::Expr::Identifier(name) => Some(ident(name)),
-            ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident),
-            _ => None,
-        };
-        if let Some(name) = name {
-            if table.column_index(&name).is_some() && !referenced.contains(&name) {
-                referenced.push(name);
-            }
-        }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
+    let mut referenced = crate::parse::column_names(expr);
+    referenced.retain(|name| table.column_index(name).is_some());
     let base = match referenced.as_slice() {
         [column] => format!("{}_{column}_check", table.name),
         _ => format!("{}_check", table.name),

@@ -7,9 +7,6 @@
 //! (`Catalog::replace_meta`); a rollback or a crash hands the committed layout back
 //! (`Catalog::reconcile`, `restore_engine_table`).
 
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
-
 use super::ddl::{check_collation, column_type};
 use super::*;
 use crate::bind::bind_defaults;
@@ -279,23 +276,8 @@ fn refuse_dropped_column(table: &TableMeta, position: usize) -> Result<()> {
 
 /// Whether the stored CHECK expression `text` names column `column`.
 fn expression_names(text: &str, column: &str) -> Result<bool> {
-    let expr = Parser::new(&PostgreSqlDialect {})
-        .with_recursion_limit(crate::depth::PARSER_RECURSION_LIMIT)
-        .try_with_sql(text)
-        .and_then(|mut parser| parser.parse_expr())
-        .map_err(|error| SqlError::internal(format!("stored CHECK does not parse: {error}")))?;
-    let mut found = false;
-    let _ = ast::visit_expressions(&expr, |inner| {
-        found |= match inner {
-            ast::Expr::Identifier(name) => ident(name) == column,
-            ast::Expr::CompoundIdentifier(parts) => {
-                parts.last().is_some_and(|name| ident(name) == column)
-            }
-            _ => false,
-        };
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    Ok(found)
+    let expr = crate::parse::parse_stored_expression(text)?;
+    Ok(crate::parse::column_names(&expr).iter().any(|name| name == column))
 }
 
 /// Whether `expr` calls a volatile function (random(), nextval, ...).

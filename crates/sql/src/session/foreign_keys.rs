@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 
-use super::checks::table_constraint_names;
+use super::checks::{duplicate_constraint, table_constraint_names};
 use super::*;
 use crate::catalog::{foreign_key_violation, ForeignKeyMeta, ReferentialAction};
 use crate::plan::deparse::quote_identifier;
@@ -109,13 +109,7 @@ impl Session {
         for (local, key) in keys {
             let key_meta = self.foreign_key_meta(meta, key, local.as_ref(), &taken)?;
             if !taken.insert(key_meta.name.clone()) {
-                return Err(SqlError::new(
-                    "42710",
-                    format!(
-                        "constraint \"{}\" for relation \"{}\" already exists",
-                        key_meta.name, meta.name
-                    ),
-                ));
+                return Err(duplicate_constraint(&key_meta.name, &meta.name));
             }
             made.push(key_meta);
         }
@@ -133,13 +127,7 @@ impl Session {
         let taken = self.all_constraint_names();
         let mut made = self.foreign_key_meta(table, key, None, &taken)?;
         if key.name.is_some() && table_constraint_names(table).any(|name| name == made.name) {
-            return Err(SqlError::new(
-                "42710",
-                format!(
-                    "constraint \"{}\" for relation \"{}\" already exists",
-                    made.name, table.name
-                ),
-            ));
+            return Err(duplicate_constraint(&made.name, &table.name));
         }
         if self.some_row_unreferenced(table, &made)? {
             return Err(foreign_key_violation(&table.name, &made.name));
@@ -270,13 +258,10 @@ impl Session {
                 if targets.contains(&table.name) {
                     continue;
                 }
-                let Some(key) =
-                    table.foreign_keys.iter().find(|key| targets.contains(&key.referenced_table))
-                else {
+                if !table.foreign_keys.iter().any(|key| targets.contains(&key.referenced_table)) {
                     continue;
-                };
+                }
                 if !cascade {
-                    let _ = key;
                     return Err(SqlError::unsupported(
                         "cannot truncate a table referenced in a foreign key constraint",
                     ));

@@ -306,24 +306,12 @@ type KeyColumnRows<'a> = Vec<(&'a str, &'a TableMeta, usize, usize, Option<usize
 
 /// The columns a CHECK expression reads, as sorted attribute numbers (pg_constraint.conkey).
 fn check_attributes(table: &TableMeta, check: &CheckMeta) -> Vec<String> {
-    let mut positions: Vec<usize> = Vec::new();
-    if let Ok(expr) = crate::parse::parse_stored_expression(&check.expression) {
-        let _ = sqlparser::ast::visit_expressions(&expr, |inner| {
-            let name = match inner {
-                sqlparser::ast::Expr::Identifier(name) => Some(crate::parse::names::ident(name)),
-                sqlparser::ast::Expr::CompoundIdentifier(parts) => {
-                    parts.last().map(crate::parse::names::ident)
-                }
-                _ => None,
-            };
-            if let Some(position) = name.and_then(|name| table.column_index(&name)) {
-                positions.push(position);
-            }
-            std::ops::ControlFlow::<()>::Continue(())
-        });
-    }
+    let names = crate::parse::parse_stored_expression(&check.expression)
+        .map(|expr| crate::parse::column_names(&expr))
+        .unwrap_or_default();
+    let mut positions: Vec<usize> =
+        names.iter().filter_map(|name| table.column_index(name)).collect();
     positions.sort_unstable();
-    positions.dedup();
     positions.iter().map(|position| (position + 1).to_string()).collect()
 }
 
