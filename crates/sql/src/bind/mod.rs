@@ -157,26 +157,16 @@ impl<'a> Binder<'a> {
     pub fn bind_target_table(&mut self, table: Arc<TableMeta>) -> Result<BoundTable> {
         let mut bound = self.bind_table(table)?;
         bound.checks = Arc::from(checks::bind_checks(self, &bound.meta)?);
-        let tables = self.catalog.tables();
-        let mut referenced_by = Vec::new();
+        let mut referenced_by = self.catalog.referencing_keys(&bound.meta.name);
         // A table the session's block dropped (at COMMIT) references nothing any more.
-        let visible = tables.iter().filter(|table| !self.namespace.hidden.contains(&table.name));
-        for referencing in visible {
-            for key in &referencing.foreign_keys {
-                if key.referenced_table == bound.meta.name {
-                    referenced_by.push((Arc::clone(referencing), key.clone()));
-                }
-            }
-        }
+        referenced_by.retain(|(referencing, _)| !self.namespace.hidden.contains(&referencing.name));
         let references = bound
             .meta
             .foreign_keys
             .iter()
             .map(|key| {
-                tables
-                    .iter()
-                    .find(|table| table.name == key.referenced_table)
-                    .cloned()
+                self.catalog
+                    .table(&key.referenced_table)
                     .ok_or_else(|| SqlError::undefined_table(&key.referenced_table))
             })
             .collect::<Result<Vec<Arc<TableMeta>>>>()?;

@@ -199,6 +199,25 @@ impl Catalog {
         self.tables.read().get(name).cloned()
     }
 
+    /// The FOREIGN KEYs that reference table `name`, with their tables, in table and then
+    /// constraint name order. Every INSERT, UPDATE and DELETE binds through this, so it
+    /// looks at the definitions under the read lock instead of copying and sorting them all.
+    pub fn referencing_keys(&self, name: &str) -> Vec<(Arc<TableMeta>, ForeignKeyMeta)> {
+        let tables = self.tables.read();
+        let mut found: Vec<(Arc<TableMeta>, ForeignKeyMeta)> = tables
+            .values()
+            .flat_map(|table| {
+                let keys = table.foreign_keys.iter().filter(|key| key.referenced_table == name);
+                keys.map(move |key| (Arc::clone(table), key.clone()))
+            })
+            .collect();
+        drop(tables);
+        found.sort_by(|(left, left_key), (right, right_key)| {
+            (&left.name, &left_key.name).cmp(&(&right.name, &right_key.name))
+        });
+        found
+    }
+
     pub fn tables(&self) -> Vec<Arc<TableMeta>> {
         let mut tables: Vec<Arc<TableMeta>> = self.tables.read().values().cloned().collect();
         tables.sort_by(|a, b| a.name.cmp(&b.name));
