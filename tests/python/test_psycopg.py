@@ -424,3 +424,27 @@ def test_declare_outside_a_transaction_block_is_25p01(autoconn):
     with pytest.raises(psycopg.errors.InvalidCursorName):
         with autoconn.transaction():
             autoconn.execute("FETCH 1 FROM nope")
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_arrays_round_trip_as_python_lists(autoconn, binary):
+    """Python lists travel as PostgreSQL arrays (text[] and int4[] with NULL elements),
+    in text and binary parameters and results; ANY over a list parameter; array_agg."""
+    autoconn.execute("DROP TABLE IF EXISTS py_arrays")
+    autoconn.execute("CREATE TABLE py_arrays (id int PRIMARY KEY, tags text[], nums int[])")
+    placeholder = "%b" if binary else "%s"
+    insert = f"INSERT INTO py_arrays VALUES ({placeholder}, {placeholder}, {placeholder})"
+    autoconn.execute(insert, (1, ["a", "b c", None, "{"], [1, 2]))
+    autoconn.execute(insert, (2, [], [3, None]))
+    rows = autoconn.execute("SELECT * FROM py_arrays ORDER BY id", binary=binary).fetchall()
+    assert rows == [(1, ["a", "b c", None, "{"], [1, 2]), (2, [], [3, None])]
+    found = autoconn.execute("SELECT id FROM py_arrays WHERE id = ANY(%s)", ([2, 5],)).fetchall()
+    assert found == [(2,)]
+    tagged = autoconn.execute("SELECT id FROM py_arrays WHERE %s = ANY(tags)", ("b c",)).fetchall()
+    assert tagged == [(1,)]
+    aggregated = autoconn.execute(
+        "SELECT array_agg(id ORDER BY id DESC), array_agg(nums[1] ORDER BY id) FROM py_arrays",
+        binary=binary,
+    ).fetchone()
+    assert aggregated == ([2, 1], [1, 3])
+    autoconn.execute("DROP TABLE py_arrays")

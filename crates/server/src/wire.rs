@@ -129,6 +129,7 @@ pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Result<Encoded, SqlE
         (Datum::Text(text), _) => text.as_bytes().to_vec(),
         (Datum::Bytes(bytes), _) => bytes.clone(),
         (Datum::Vector(elements), _) => tierdb_sql::vector_send(elements),
+        (Datum::Array(array), _) => encode_array(array, ty)?,
         (Datum::Date(days), _) => days.to_be_bytes().to_vec(),
         (Datum::Timestamp(micros) | Datum::TimestampTz(micros), _) => micros.to_be_bytes().to_vec(),
         (Datum::Null, _) => return Ok(Encoded(None)),
@@ -199,6 +200,86 @@ pub fn encode_numeric(value: &Decimal) -> Vec<u8> {
     out
 }
 
+/// array_send for one dimension: ndim, has-nulls flag, element type OID, then length and
+/// lower bound, then each element as a length (-1 for NULL) and its binary form.
+fn encode_array(array: &tierdb_sql::ArrayValue, ty: &SqlType) -> Result<Vec<u8>, SqlError> {
+    let element = ty.array_element().unwrap_or(&SqlType::Text);
+    let too_large = || SqlError::new("54000", "array too large to send");
+    let count = i32::try_from(array.elements.len()).map_err(|_| too_large())?;
+    let has_nulls = array.elements.iter().any(Datum::is_null);
+    let mut out = Vec::new();
+    out.extend_from_slice(&i32::from(count > 0).to_be_bytes());
+    out.extend_from_slice(&i32::from(has_nulls).to_be_bytes());
+    out.extend_from_slice(&element.oid().to_be_bytes());
+    if count > 0 {
+        out.extend_from_slice(&count.to_be_bytes());
+        out.extend_from_slice(&array.lower.to_be_bytes());
+    }
+    for item in &array.elements {
+        match encode(item, element, true)?.0 {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(bytes) => {
+                let length = i32::try_from(bytes.len()).map_err(|_| too_large())?;
+                out.extend_from_slice(&length.to_be_bytes());
+                out.extend_from_slice(&bytes);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// array_recv for at most one dimension, with PostgreSQL's checks (22P03 for a bad
+/// layout, 42804 for another element type); more dimensions are refused (0A000).
+fn decode_array(bytes: &[u8], ty: &SqlType) -> Result<Datum, SqlError> {
+    let element = ty.array_element().expect("an array type");
+    let mut offset = 0usize;
+    let take = |offset: &mut usize, length: usize| -> Result<&[u8], SqlError> {
+        let end = offset.checked_add(length).ok_or_else(|| bad_binary(ty))?;
+        let slice = bytes.get(*offset..end).ok_or_else(|| bad_binary(ty))?;
+        *offset = end;
+        Ok(slice)
+    };
+    let word = |offset: &mut usize| -> Result<i32, SqlError> {
+        Ok(i32::from_be_bytes(take(offset, 4)?.try_into().expect("four bytes")))
+    };
+    let dimensions = word(&mut offset)?;
+    let _has_nulls = word(&mut offset)?;
+    let element_oid = word(&mut offset)?;
+    if dimensions > 1 {
+        return Err(SqlError::new("0A000", "multidimensional arrays are not supported"));
+    }
+    if dimensions < 0 {
+        return Err(SqlError::new("22P03", format!("invalid number of dimensions: {dimensions}")));
+    }
+    if u32::try_from(element_oid).ok() != Some(element.oid()) {
+        return Err(SqlError::new(
+            "42804",
+            format!(
+                "binary data has array element type {element_oid} instead of expected {}",
+                element.oid()
+            ),
+        ));
+    }
+    let (count, lower) =
+        if dimensions == 1 { (word(&mut offset)?, word(&mut offset)?) } else { (0, 1) };
+    let count = usize::try_from(count).map_err(|_| bad_binary(ty))?;
+    let mut elements = Vec::with_capacity(count.min(bytes.len() / 4));
+    for _ in 0..count {
+        let length = word(&mut offset)?;
+        if length == -1 {
+            elements.push(Datum::Null);
+            continue;
+        }
+        let length = usize::try_from(length).map_err(|_| bad_binary(ty))?;
+        let body = take(&mut offset, length)?;
+        elements.push(decode_binary(body, element)?);
+    }
+    if offset != bytes.len() {
+        return Err(bad_binary(ty));
+    }
+    Ok(Datum::Array(std::sync::Arc::new(tierdb_sql::ArrayValue { lower, elements })))
+}
+
 fn bad_binary(ty: &SqlType) -> SqlError {
     SqlError::new(
         "22P03",
@@ -238,6 +319,7 @@ pub fn decode_binary(bytes: &[u8], ty: &SqlType) -> Result<Datum, SqlError> {
         }
         SqlType::Bytea => Datum::Bytes(bytes.to_vec()),
         SqlType::Vector(dimensions) => tierdb_sql::vector_receive(bytes, *dimensions)?,
+        SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => decode_array(bytes, ty)?,
         SqlType::Numeric { .. } => {
             Datum::Numeric(decode_numeric(bytes).ok_or_else(|| bad_binary(ty))?)
         }

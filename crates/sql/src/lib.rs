@@ -35,4 +35,4 @@ pub use sizes::{format_memory, parse_size_bytes, SizeSyntax};
 pub use stats::{StatementEntry, StatementStats};
 pub use system::{SystemView, VIEWS};
 pub use types::{format_float4, format_float8, parse_text, Datum, SqlType};
-pub use types::{vector_receive, vector_send, VECTOR_OID};
+pub use types::{vector_receive, vector_send, ArrayValue, VECTOR_OID};

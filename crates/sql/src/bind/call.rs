@@ -16,13 +16,21 @@ impl<'a> Binder<'a> {
         }
         if let ast::FunctionArguments::Subquery(query) = &function.args {
             if name == "array" {
-                // ARRAY(subquery): the rows as a PostgreSQL array literal ({a,b}), text.
+                // ARRAY(subquery): the rows' single column as an array.
                 let (plan, correlated) = self.subquery(query, scope)?;
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery must return only one column"));
+                }
+                let element = plan.columns[0].ty.clone();
                 let id = self.id();
-                return Ok((Expr::ArraySubquery { plan, correlated, id }, SqlType::Text));
+                let ty = crate::types::array_of(&element)?;
+                return Ok((Expr::ArraySubquery { plan, correlated, id }, ty));
             }
         }
         let (args, distinct, star) = call_arguments(function, &name)?;
+        if is_set_function(&name) && !distinct && !star {
+            return self.set_call_placeholder(&name, &args, scope);
+        }
         if let Some(aggregate) = aggregate_function(&name, star) {
             return self.aggregate(function, aggregate, &args, distinct);
         }
@@ -56,6 +64,8 @@ impl<'a> Binder<'a> {
         }
         let input_scope = grouping.input.clone();
         let saved = self.grouping.take();
+        // A set-returning call inside an aggregate's arguments is refused (0A000).
+        let saved_set_calls = self.set_calls.take();
         let mut bound = Vec::new();
         let mut input = SqlType::Int8;
         for (index, arg) in args.iter().enumerate() {
@@ -84,6 +94,7 @@ impl<'a> Binder<'a> {
             bound.push(expr2);
         }
         self.grouping = saved;
+        self.set_calls = saved_set_calls;
         let output = aggregate_output(aggregate, &input)?;
         let expected_args = match aggregate {
             AggregateFunction::CountStar => 0,
@@ -93,10 +104,15 @@ impl<'a> Binder<'a> {
         if bound.len() != expected_args {
             return Err(SqlError::undefined_function(&format!("{}", function.name)));
         }
+        let order = self.aggregate_order(function, &input_scope, distinct)?;
+        if aggregate == AggregateFunction::ArrayAgg && input.array_element().is_some() {
+            return Err(SqlError::unsupported("array_agg of arrays (multidimensional arrays)"));
+        }
         let call = AggregateCall {
             function: aggregate,
             args: bound,
             distinct,
+            order,
             input,
             output: output.clone(),
         };
@@ -104,6 +120,42 @@ impl<'a> Binder<'a> {
         grouping.aggregates.push((key, call));
         let position = grouping.keys.len() + grouping.aggregates.len() - 1;
         Ok((Expr::Column(position), output))
+    }
+
+    /// An aggregate call's own ORDER BY, bound over the aggregate's input.
+    fn aggregate_order(
+        &mut self,
+        function: &ast::Function,
+        input_scope: &Scope,
+        distinct: bool,
+    ) -> Result<Vec<AggregateOrder>> {
+        let ast::FunctionArguments::List(list) = &function.args else { return Ok(Vec::new()) };
+        let mut order = Vec::new();
+        for clause in &list.clauses {
+            let ast::FunctionArgumentClause::OrderBy(keys) = clause else { continue };
+            if distinct {
+                return Err(SqlError::unsupported("DISTINCT with ORDER BY inside an aggregate"));
+            }
+            let saved = self.grouping.take();
+            for key in keys {
+                let outcome = self.expr(&key.expr, input_scope, None);
+                let (expr, _) = match outcome {
+                    Ok(bound) => bound,
+                    Err(error) => {
+                        self.grouping = saved;
+                        return Err(error);
+                    }
+                };
+                let sort = sort_key(0, &key.options);
+                order.push(AggregateOrder {
+                    expr,
+                    descending: sort.descending,
+                    nulls_first: sort.nulls_first,
+                });
+            }
+            self.grouping = saved;
+        }
+        Ok(order)
     }
 
     pub(crate) fn call(
@@ -148,6 +200,7 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         AggregateFunction::Min | AggregateFunction::Max => text_if_char(input),
         AggregateFunction::BoolAnd | AggregateFunction::BoolOr => SqlType::Bool,
         AggregateFunction::StringAgg => SqlType::Text,
+        AggregateFunction::ArrayAgg => crate::types::array_of(&text_if_unknown(input))?,
     })
 }
 
@@ -195,6 +248,7 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
         "bool_and" | "every" => AggregateFunction::BoolAnd,
         "bool_or" => AggregateFunction::BoolOr,
         "string_agg" => AggregateFunction::StringAgg,
+        "array_agg" => AggregateFunction::ArrayAgg,
         _ => return None,
     })
 }
@@ -202,6 +256,14 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
 /// Clauses of a call that tierdb does not evaluate are refused, never read and ignored
 /// (an ignored `FILTER (WHERE ...)` counts rows it should not; an ignored `ORDER BY` in
 /// string_agg concatenates in the wrong order).
+fn text_if_unknown(ty: &SqlType) -> SqlType {
+    if *ty == SqlType::Unknown {
+        SqlType::Text
+    } else {
+        ty.clone()
+    }
+}
+
 pub(crate) fn refuse_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
     if function.filter.is_some() {
         return Err(SqlError::unsupported(format!(
@@ -220,9 +282,21 @@ pub(crate) fn refuse_call_clauses(function: &ast::Function, name: &str) -> Resul
         return Err(SqlError::syntax(format!("syntax error in the call of {name}")));
     }
     if let ast::FunctionArguments::List(list) = &function.args {
-        if let Some(clause) = list.clauses.first() {
+        let aggregate = aggregate_function(name, false).is_some();
+        for clause in &list.clauses {
+            if matches!(clause, ast::FunctionArgumentClause::OrderBy(_)) {
+                if aggregate && function.over.is_none() {
+                    continue;
+                }
+                if !aggregate {
+                    return Err(SqlError::new(
+                        "42809",
+                        format!("ORDER BY specified, but {name} is not an aggregate function"),
+                    ));
+                }
+            }
             let what = match clause {
-                ast::FunctionArgumentClause::OrderBy(_) => "ORDER BY inside an aggregate call",
+                ast::FunctionArgumentClause::OrderBy(_) => "ORDER BY inside a window aggregate",
                 ast::FunctionArgumentClause::Limit(_) => "LIMIT inside a call",
                 _ => "this clause inside a call",
             };

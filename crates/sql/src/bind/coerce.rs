@@ -80,5 +80,9 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     if matches!((from, to), (SqlType::Vector(_), SqlType::Vector(_))) {
         return true;
     }
+    // Arrays convert element by element where the elements do (int4[] to int8[]).
+    if let (Some(from), Some(to)) = (from.array_element(), to.array_element()) {
+        return implicitly_castable(from, to);
+    }
     false
 }

@@ -348,36 +348,27 @@ impl<'a> Binder<'a> {
             }
             ast::Expr::Collate { expr: inner, .. } => self.expr(inner, scope, hint),
             ast::Expr::CompoundFieldAccess { root, access_chain } => {
-                // array[index] on array text (catalog queries).
-                let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
-                    access_chain.as_slice()
-                else {
-                    return Err(SqlError::unsupported(format!("unsupported field access: {expr}")));
-                };
-                self.call("array_element", &[root.as_ref().clone(), index.clone()], scope)
+                self.subscript(root, access_chain, scope)
             }
+            ast::Expr::Array(array) => self.array_constructor(array, scope, hint),
             ast::Expr::AnyOp { left, compare_op, right, .. } => {
-                // `x = ANY (ARRAY[...])` from drivers: an IN list.
+                // `x = ANY (ARRAY[...])` from drivers: an IN list (index ranges use it).
                 if let (ast::BinaryOperator::Eq, ast::Expr::Array(array)) =
                     (compare_op, right.as_ref())
                 {
-                    let list = ast::Expr::InList {
-                        expr: left.clone(),
-                        list: array.elem.clone(),
-                        negated: false,
-                    };
-                    return self.expr(&list, scope, hint);
+                    if !array.elem.is_empty() {
+                        let list = ast::Expr::InList {
+                            expr: left.clone(),
+                            list: array.elem.clone(),
+                            negated: false,
+                        };
+                        return self.expr(&list, scope, hint);
+                    }
                 }
-                // `x = ANY (array_text)`: membership in an array value.
-                if *compare_op == ast::BinaryOperator::Eq {
-                    let (value, value_ty) = self.expr(left, scope, None)?;
-                    let (array, array_ty) = self.expr(right, scope, Some(&SqlType::Text))?;
-                    let value = coerce(value, &value_ty, &SqlType::Text, true)?;
-                    let array = coerce(array, &array_ty, &SqlType::Text, true)?;
-                    let args = vec![(array, SqlType::Text), (value, SqlType::Text)];
-                    return bind_call("array_contains", args);
-                }
-                Err(SqlError::unsupported("ANY with this operator is not supported"))
+                self.any_all(left, compare_op, right, false, scope)
+            }
+            ast::Expr::AllOp { left, compare_op, right } => {
+                self.any_all(left, compare_op, right, true, scope)
             }
             other => Err(SqlError::unsupported(format!("unsupported expression: {other}"))),
         }

@@ -282,6 +282,17 @@ impl<'a> Binder<'a> {
                 }
                 Ok((plan, scope))
             }
+            ast::TableFactor::UNNEST {
+                alias, array_exprs, with_offset, with_ordinality, ..
+            } => {
+                if *with_offset || *with_ordinality {
+                    return Err(SqlError::unsupported("unnest ... WITH ORDINALITY"));
+                }
+                if array_exprs.len() != 1 {
+                    return Err(SqlError::unsupported("unnest of several arrays in FROM"));
+                }
+                self.set_function_scan("unnest", array_exprs, alias.as_ref())
+            }
             other => Err(SqlError::unsupported(format!("unsupported FROM item {other}"))),
         }
     }
@@ -292,6 +303,16 @@ impl<'a> Binder<'a> {
         args: &[ast::FunctionArg],
         alias: Option<&ast::TableAlias>,
     ) -> Result<(Plan, Scope)> {
+        if name == "unnest" || name == "generate_subscripts" {
+            let mut exprs = Vec::with_capacity(args.len());
+            for arg in args {
+                let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) = arg else {
+                    return Err(SqlError::syntax(format!("{name} takes plain arguments")));
+                };
+                exprs.push(expr.clone());
+            }
+            return self.set_function_scan(name, &exprs, alias);
+        }
         if name != "generate_series" {
             // Statistics functions (`tierdb_stat_tier_cache()`) are system views.
             if let (Some(columns), true) = (system::view_columns(name), args.is_empty()) {

@@ -7,6 +7,7 @@
 //! conjuncts) and join strategies (`plan/join.rs`: index nested loop when the inner side has
 //! a usable key, else hash join on equality conjuncts, else nested loop) are the planner's.
 
+mod arrays;
 mod assignments;
 mod call;
 mod checks;
@@ -21,6 +22,7 @@ mod operators;
 mod query;
 mod scope;
 mod select;
+mod set_functions;
 mod signatures;
 mod window;
 
@@ -37,6 +39,7 @@ pub(crate) use operators::*;
 pub(crate) use query::*;
 pub(crate) use scope::*;
 pub(crate) use select::*;
+pub(crate) use set_functions::is_set_function;
 pub(crate) use signatures::*;
 pub(crate) use window::{check_distinct_on_order, has_window, place_windows};
 
@@ -79,6 +82,9 @@ pub struct Binder<'a> {
     grouping: Option<Grouping>,
     /// The window calls of the select list being bound (None where they are not allowed).
     windows: Option<Vec<window::PendingWindow>>,
+    /// The set-returning calls of the select list being bound (None where they are not
+    /// allowed); each stands for a placeholder column (bind/set_functions.rs).
+    set_calls: Option<Vec<SetCall>>,
     /// Binding a window call's arguments or window (calls cannot nest).
     in_window_call: bool,
     next_id: usize,
@@ -100,6 +106,7 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             grouping: None,
             windows: None,
+            set_calls: None,
             in_window_call: false,
             next_id: 0,
             locking: None,

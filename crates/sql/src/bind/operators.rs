@@ -49,6 +49,9 @@ impl<'a> Binder<'a> {
                 if is_vector_operation(&left_ty, &right_ty) {
                     return bind_call("vector_concat", vec![(left, left_ty), (right, right_ty)]);
                 }
+                if left_ty.array_element().is_some() || right_ty.array_element().is_some() {
+                    return self.array_concat((left, left_ty), (right, right_ty));
+                }
                 let left = coerce(left, &left_ty, &SqlType::Text, true)?;
                 let right = coerce(right, &right_ty, &SqlType::Text, true)?;
                 Ok((Expr::Concat(Box::new(left), Box::new(right)), SqlType::Text))
@@ -99,6 +102,7 @@ impl<'a> Binder<'a> {
                 };
                 bind_call(name, vec![(value, SqlType::Text), (pattern, SqlType::Text)])
             }
+            B::AtArrow | B::ArrowAt | B::PGOverlap => self.array_operator(left, op, right, scope),
             B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::PGExp => {
                 self.arithmetic(left, op, right, scope, hint)
             }

@@ -19,9 +19,9 @@ impl<'a> Binder<'a> {
         }
         // Window calls belong to this SELECT's list only (not to WHERE, nor to an enclosing
         // query's list while a subquery is bound).
-        let enclosing_windows = self.windows.take();
+        let enclosing = (self.windows.take(), self.set_calls.take());
         let outcome = self.select_with_windows(select, order_by);
-        self.windows = enclosing_windows;
+        (self.windows, self.set_calls) = enclosing;
         outcome
     }
 
@@ -55,7 +55,9 @@ impl<'a> Binder<'a> {
         let grouping_scope =
             if self.bind_grouping(select, order_by, &scope)? { Scope::default() } else { scope };
         self.windows = Some(Vec::new());
+        self.set_calls = Some(Vec::new());
         let outcome = self.select_list(select, order_by, &grouping_scope);
+        let set_calls = self.set_calls.take().unwrap_or_default();
         let on = match (&select.distinct, &outcome) {
             (Some(ast::Distinct::On(exprs)), Ok((items, ..))) => {
                 Some(self.distinct_on_exprs(exprs, items, &grouping_scope))
@@ -76,9 +78,8 @@ impl<'a> Binder<'a> {
         if let Some(grouping) = grouping {
             plan = self.aggregate_plan(plan, grouping, having);
         }
-        if !windows.is_empty() {
-            plan = self.windows_plan(plan, windows, &mut items, &mut sort_keys);
-        }
+        plan = self.windows_plan(plan, windows, &mut items, &mut sort_keys);
+        plan = self.project_set_plan(plan, set_calls, &mut items, &mut sort_keys);
         if let Some(on) = on {
             plan = self.distinct_on_plan(plan, on, &items, &sort_keys)?;
         }
@@ -153,6 +154,9 @@ impl<'a> Binder<'a> {
         items: &mut [Expr],
         sort_keys: &mut [(SortTarget, ast::OrderByOptions)],
     ) -> Plan {
+        if windows.is_empty() {
+            return plan;
+        }
         let (plan, positions) = self.window_plan(plan, windows);
         items.iter_mut().for_each(|item| place_windows(item, &positions));
         for (target, _) in sort_keys.iter_mut() {
@@ -477,6 +481,8 @@ pub(crate) fn default_name(expr: &ast::Expr) -> String {
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Extract { .. } => "extract".into(),
+        ast::Expr::Array(_) => "array".into(),
+        ast::Expr::CompoundFieldAccess { root, .. } => default_name(root),
         ast::Expr::TypedString(typed) => sql_type(&typed.data_type)
             .map(|ty| type_column_name(&ty))
             .unwrap_or_else(|_| "?column?".into()),
@@ -497,6 +503,8 @@ pub(crate) fn type_column_name(ty: &SqlType) -> String {
         SqlType::Char(_) => "bpchar".into(),
         SqlType::Timestamp => "timestamp".into(),
         SqlType::TimestampTz => "timestamptz".into(),
+        // `'{1}'::int[]` is named after the element type, as PostgreSQL's last type name.
+        SqlType::Array(element) => type_column_name(element),
         other => other.display_name(),
     }
 }

@@ -287,6 +287,7 @@ fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result
             function: aggregate,
             args: args.into_iter().map(|(expr, _)| expr).collect(),
             distinct: false,
+            order: Vec::new(),
             input,
             output: output.clone(),
         };

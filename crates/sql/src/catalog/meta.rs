@@ -556,11 +556,16 @@ pub(crate) fn encode_type(ty: &SqlType) -> String {
         SqlType::Varchar(length) => format!("varchar:{}", length.map_or(-1, i64::from)),
         SqlType::Char(length) => format!("char:{length}"),
         SqlType::Vector(dimensions) => format!("vector:{}", dimensions.map_or(-1, i64::from)),
+        // The element's own encoding after the prefix (it may hold colons itself).
+        SqlType::Array(element) => format!("array:{}", encode_type(element)),
         other => other.oid().to_string(),
     }
 }
 
 pub(crate) fn decode_type(text: &str) -> Option<SqlType> {
+    if let Some(element) = text.strip_prefix("array:") {
+        return crate::types::array_of(&decode_type(element)?).ok();
+    }
     let parts: Vec<&str> = text.split(':').collect();
     let optional = |part: &str| -> Option<Option<u32>> {
         let value: i64 = part.parse().ok()?;

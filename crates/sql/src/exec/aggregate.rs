@@ -52,6 +52,8 @@ pub(crate) enum Accumulator {
     Extreme(Option<Datum>),
     Bool(Option<bool>),
     Strings(Option<String>),
+    /// array_agg: the values so far (NULLs too).
+    Elements(Option<Vec<Datum>>),
     /// pgvector's sum(vector): float sums.
     VectorSum(Option<Vec<f32>>),
     /// pgvector's avg(vector): double sums and the count.
@@ -75,6 +77,7 @@ pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
         AggregateFunction::Min | AggregateFunction::Max => Accumulator::Extreme(None),
         AggregateFunction::BoolAnd | AggregateFunction::BoolOr => Accumulator::Bool(None),
         AggregateFunction::StringAgg => Accumulator::Strings(None),
+        AggregateFunction::ArrayAgg => Accumulator::Elements(None),
     }
 }
 
@@ -90,6 +93,14 @@ pub(crate) fn accumulate(
         return Ok(());
     }
     let value = &args[0];
+    if let Accumulator::Elements(elements) = state {
+        let elements = elements.get_or_insert_with(Vec::new);
+        if elements.len() >= types::ARRAY_ELEMENTS_MAX {
+            return Err(types::array_too_large());
+        }
+        elements.push(value.clone());
+        return Ok(());
+    }
     if value.is_null() {
         return Ok(());
     }
@@ -150,6 +161,7 @@ pub(crate) fn accumulate(
                 (Some(previous), _) => previous || flag,
             });
         }
+        Accumulator::Elements(_) => unreachable!("array_agg is folded in above"),
         Accumulator::Strings(current) => {
             let text = value.as_text().unwrap_or("").to_string();
             match current {
@@ -211,6 +223,7 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
         Accumulator::Extreme(best) => best.clone().unwrap_or(Datum::Null),
         Accumulator::Bool(value) => value.map_or(Datum::Null, Datum::Bool),
         Accumulator::Strings(value) => value.clone().map_or(Datum::Null, Datum::Text),
+        Accumulator::Elements(elements) => elements.clone().map_or(Datum::Null, types::array_datum),
         Accumulator::VectorSum(sums) => {
             sums.as_ref().map_or(Datum::Null, |sums| Datum::Vector(sums.as_slice().into()))
         }
@@ -227,19 +240,35 @@ pub(crate) struct Group {
     states: Vec<Accumulator>,
     /// The values each DISTINCT aggregate has seen (None for the others).
     distinct: Vec<Option<DistinctFilter>>,
+    /// Each ordered aggregate's input as (sort keys, arguments), folded in at the end in
+    /// the call's order (None for the others).
+    ordered: Vec<Option<Vec<(Row, Row)>>>,
 }
 
 impl Group {
     fn new(keys: Row, aggregates: &[AggregateCall], ctx: &Ctx<'_>) -> Group {
         let distinct =
             aggregates.iter().map(|call| call.distinct.then(|| DistinctFilter::new(ctx))).collect();
-        Group { keys, states: aggregates.iter().map(accumulator).collect(), distinct }
+        let ordered =
+            aggregates.iter().map(|call| (!call.order.is_empty()).then(Vec::new)).collect();
+        Group { keys, states: aggregates.iter().map(accumulator).collect(), distinct, ordered }
     }
 
     /// Folds one input row in (a DISTINCT aggregate's value only the first time).
     fn add(&mut self, aggregates: &[AggregateCall], row: &Row, ctx: &mut Ctx<'_>) -> Result<()> {
         for (index, call) in aggregates.iter().enumerate() {
             let state = &mut self.states[index];
+            if let Some(buffer) = &mut self.ordered[index] {
+                let keys = call
+                    .order
+                    .iter()
+                    .map(|key| eval(&key.expr, row, ctx))
+                    .collect::<Result<Row>>()?;
+                let args =
+                    call.args.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<Row>>()?;
+                buffer.push((keys, args));
+                continue;
+            }
             let Some(filter) = &mut self.distinct[index] else {
                 // No argument or one (count(*), sum(x)): no vector per input row.
                 match call.args.as_slice() {
@@ -270,6 +299,12 @@ impl Group {
     /// The output row: keys, then each aggregate's result.
     fn finish(mut self, aggregates: &[AggregateCall]) -> Result<Row> {
         for (index, call) in aggregates.iter().enumerate() {
+            if let Some(mut buffer) = self.ordered[index].take() {
+                buffer.sort_by(|(a, _), (b, _)| compare_order_keys(&call.order, a, b));
+                for (_, args) in buffer {
+                    accumulate(&mut self.states[index], call, &args)?;
+                }
+            }
             if let Some(filter) = self.distinct[index].take() {
                 let state = &mut self.states[index];
                 filter.drain(&mut |args| accumulate(state, call, &args))?;
@@ -302,7 +337,7 @@ pub(crate) fn aggregate(
         let row = group.finish(aggregates)?;
         return sink(ctx, row);
     }
-    if aggregates.iter().any(|call| call.distinct) {
+    if aggregates.iter().any(|call| call.distinct || !call.order.is_empty()) {
         return sorted_aggregate(input, groups, aggregates, plan_id, ctx, probe, sink);
     }
     let mut op = AggregateOp { groups, aggregates };
@@ -349,6 +384,21 @@ impl HashOp for AggregateOp<'_> {
         let row = group.finish(self.aggregates)?;
         sink(ctx, row)
     }
+}
+
+/// The order of an aggregate's ORDER BY keys (a stable sort keeps input order for ties).
+fn compare_order_keys(order: &[AggregateOrder], a: &[Datum], b: &[Datum]) -> Ordering {
+    for ((key, left), right) in order.iter().zip(a).zip(b) {
+        // NULLs go where nulls_first says whatever the direction.
+        let ordering = match (left.is_null(), right.is_null(), key.descending) {
+            (false, false, true) => right.sort_compare(left, key.nulls_first),
+            _ => left.sort_compare(right, key.nulls_first),
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
 }
 
 /// Bytes of one value in a row, besides what it points to.

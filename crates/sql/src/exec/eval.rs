@@ -251,7 +251,32 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
         Expr::Like { expr, pattern, negated, case_insensitive } => {
             eval_like(expr, pattern, *negated, *case_insensitive, row, ctx)?
         }
+        Expr::MakeArray(elements) => types::array_datum(
+            elements.iter().map(|element| eval(element, row, ctx)).collect::<Result<_>>()?,
+        ),
+        Expr::Subscript { .. } | Expr::AnyAll { .. } => eval_array_operation(expr, row, ctx)?,
     })
+}
+
+/// A subscript, slice or `op ANY/ALL (array)`.
+fn eval_array_operation(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
+    let optional = |bound: &Option<Box<Expr>>, ctx: &mut Ctx<'_>| {
+        bound.as_ref().map(|bound| eval(bound, row, ctx)).transpose()
+    };
+    match expr {
+        Expr::Subscript { array, lower, upper, slice } => {
+            let array = eval(array, row, ctx)?;
+            let lower = optional(lower, ctx)?;
+            let upper = optional(upper, ctx)?;
+            super::arrays::subscript(&array, lower, upper, *slice)
+        }
+        Expr::AnyAll { op, left, array, all } => {
+            let left = eval(left, row, ctx)?;
+            let array = eval(array, row, ctx)?;
+            super::arrays::any_all(*op, &left, &array, *all)
+        }
+        other => Err(SqlError::internal(format!("not an array operation: {other:?}"))),
+    }
 }
 
 /// AND (`decisive` false) and OR (`decisive` true) with SQL's three-valued logic: the
@@ -402,10 +427,10 @@ fn eval_in_subquery(
 /// ARRAY(subquery), as the text of a one-dimensional array.
 fn eval_array_subquery(subquery: &Subquery<'_>, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
     let rows = subquery.rows(row, ctx, None)?;
-    let ty = subquery.plan.columns.first().map_or(SqlType::Text, |column| column.ty.clone());
-    let items: Vec<String> =
-        rows.iter().map(|row| row[0].to_text(&ty).unwrap_or_else(|| "NULL".into())).collect();
-    Ok(Datum::Text(format!("{{{}}}", items.join(","))))
+    if rows.len() > types::ARRAY_ELEMENTS_MAX {
+        return Err(types::array_too_large());
+    }
+    Ok(types::array_datum(rows.into_iter().map(|mut row| row.swap_remove(0)).collect()))
 }
 
 /// A scalar subquery: NULL without rows, its value with one, 21000 with more.
@@ -468,33 +493,6 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         constraint_definition: &constraint_definition,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
-}
-
-pub(crate) fn compare(op: CompareOp, left: &Datum, right: &Datum, bpchar: bool) -> Datum {
-    if left.is_null() || right.is_null() {
-        return Datum::Null;
-    }
-    let ordering = if bpchar {
-        match (left, right) {
-            (Datum::Text(a), Datum::Text(b)) => {
-                a.trim_end_matches(' ').cmp(b.trim_end_matches(' '))
-            }
-            _ => left.compare(right).unwrap_or(Ordering::Equal),
-        }
-    } else {
-        match left.compare(right) {
-            Some(ordering) => ordering,
-            None => return Datum::Null,
-        }
-    };
-    Datum::Bool(match op {
-        CompareOp::Eq => ordering == Ordering::Equal,
-        CompareOp::NotEq => ordering != Ordering::Equal,
-        CompareOp::Lt => ordering == Ordering::Less,
-        CompareOp::LtEq => ordering != Ordering::Greater,
-        CompareOp::Gt => ordering == Ordering::Greater,
-        CompareOp::GtEq => ordering != Ordering::Less,
-    })
 }
 
 /// SQL LIKE with `%` and `_` and backslash escapes.

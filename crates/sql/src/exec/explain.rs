@@ -39,6 +39,7 @@ fn title(plan: &Plan) -> String {
         },
         PlanKind::SystemView { name } => format!("Function Scan on {name}"),
         PlanKind::Series { .. } => "Function Scan on generate_series".into(),
+        PlanKind::ProjectSet { .. } => "ProjectSet".into(),
         PlanKind::Filter { .. } => "Filter".into(),
         PlanKind::LockRows { .. } => "LockRows".into(),
         PlanKind::Project { .. } => "Result".into(),
@@ -90,6 +91,7 @@ fn children(plan: &Plan) -> Vec<&Plan> {
         PlanKind::Filter { input, .. }
         | PlanKind::LockRows { input, .. }
         | PlanKind::Project { input, .. }
+        | PlanKind::ProjectSet { input, .. }
         | PlanKind::Aggregate { input, .. }
         | PlanKind::Window { input, .. }
         | PlanKind::Sort { input, .. }

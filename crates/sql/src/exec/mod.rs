@@ -11,6 +11,8 @@
 //! measured around the node's own work minus the time spent in its consumer.
 
 mod aggregate;
+mod arrays;
+mod compare;
 mod dml;
 mod eval;
 pub(crate) mod explain;
@@ -22,11 +24,13 @@ pub(crate) mod locking;
 mod on_conflict;
 mod rows;
 mod scan;
+mod set_functions;
 mod sort;
 pub(crate) mod spill;
 mod window;
 
 pub(crate) use aggregate::*;
+pub(crate) use compare::compare;
 pub(crate) use dml::*;
 pub(crate) use eval::*;
 pub(crate) use foreign_keys::ReferentialEvents;
@@ -236,6 +240,9 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         }
         PlanKind::Series { start, stop, step } => {
             series(start, stop, step.as_ref(), &plan.columns[0].ty, ctx, probe, sink)
+        }
+        PlanKind::ProjectSet { input, calls } => {
+            set_functions::project_set(input, calls, ctx, probe, sink)
         }
         PlanKind::Filter { input, predicate } => run(input, ctx, probe, &mut |ctx, row| {
             if truthy(&eval(predicate, &row, ctx)?) {
@@ -452,5 +459,13 @@ pub fn datum_type(datum: &Datum) -> SqlType {
         Datum::Timestamp(_) => SqlType::Timestamp,
         Datum::TimestampTz(_) => SqlType::TimestampTz,
         Datum::Vector(_) => SqlType::Vector(None),
+        Datum::Array(array) => {
+            let element = array
+                .elements
+                .iter()
+                .find(|item| !item.is_null())
+                .map_or(SqlType::Text, datum_type);
+            SqlType::Array(Box::new(element))
+        }
     }
 }

@@ -65,6 +65,12 @@ pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
             Datum::Vector(elements) => {
                 counted(out, 11, &crate::types::vector_storage_bytes(elements))
             }
+            Datum::Array(array) => {
+                // The lower bound, then the elements as a nested row.
+                let mut body = array.lower.to_le_bytes().to_vec();
+                encode_row(&array.elements, &mut body);
+                counted(out, 12, &body);
+            }
         }
     }
 }
@@ -103,6 +109,7 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
             9 => Datum::Timestamp(i64::from_le_bytes(cursor.array()?)),
             10 => Datum::TimestampTz(i64::from_le_bytes(cursor.array()?)),
             11 => crate::types::vector_from_storage(cursor.counted()?),
+            12 => decode_array(cursor.counted()?)?,
             other => return Err(format!("unknown value tag {other}")),
         });
     }
@@ -110,6 +117,13 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
         return Err(format!("{} bytes after the row", bytes.len() - cursor.offset));
     }
     Ok(row)
+}
+
+fn decode_array(body: &[u8]) -> std::result::Result<Datum, String> {
+    let (lower, elements) = body.split_at_checked(4).ok_or("an array without its bound")?;
+    let lower = i32::from_le_bytes(lower.try_into().expect("four bytes"));
+    let elements = decode_row(elements)?;
+    Ok(Datum::Array(std::sync::Arc::new(crate::types::ArrayValue { lower, elements })))
 }
 
 struct Cursor<'b> {

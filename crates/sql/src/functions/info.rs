@@ -1,7 +1,6 @@
 //! Functions of the session, the clock, the catalog, and PostgreSQL's text arrays.
 
-use super::text::check_replaced_bytes;
-use super::{count, Call};
+use super::Call;
 use crate::error::{Result, SqlError};
 use crate::types::{self, Datum};
 
@@ -119,42 +118,6 @@ pub(super) fn size_pretty(call: Call<'_>) -> Result<Datum> {
 
 pub(super) fn encoding_name(_call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text("UTF8".into()))
-}
-
-/// The items of a PostgreSQL text array literal (`{a,b}`).
-fn array_items(text: &str) -> &str {
-    text.trim_start_matches('{').trim_end_matches('}')
-}
-
-pub(super) fn array_upper(call: Call<'_>) -> Result<Datum> {
-    let items = array_items(call.text(0));
-    if items.is_empty() {
-        return Ok(Datum::Null);
-    }
-    count(items.split(',').count())
-}
-
-/// Array elements are untyped text: they take the type of what they meet.
-pub(super) fn array_element(call: Call<'_>) -> Result<Datum> {
-    let items: Vec<&str> = array_items(call.text(0)).split(',').collect();
-    let index = usize::try_from(call.int(1)).ok().and_then(|i| i.checked_sub(1));
-    Ok(match index.and_then(|i| items.get(i)) {
-        Some(item) if !item.is_empty() => Datum::Text((*item).to_string()),
-        _ => Datum::Null,
-    })
-}
-
-pub(super) fn array_to_string(call: Call<'_>) -> Result<Datum> {
-    let separator = call.args.get(1).and_then(Datum::as_text).unwrap_or(",");
-    let items = array_items(call.text(0));
-    check_replaced_bytes(items, ",", separator)?;
-    Ok(Datum::Text(items.replace(',', separator)))
-}
-
-/// `value = ANY (array)`.
-pub(super) fn array_contains(call: Call<'_>) -> Result<Datum> {
-    let value = call.text(1);
-    Ok(Datum::Bool(array_items(call.text(0)).split(',').any(|item| item == value)))
 }
 
 /// coalesce: the first non-NULL argument (the executor evaluates arguments lazily, so

@@ -3,6 +3,7 @@
 //! (`bind::signatures`); the bound call holds the entry and execution evaluates through it,
 //! so a function the binder accepts is always one the executor can run.
 
+mod array;
 mod info;
 mod math;
 mod registry;

@@ -1,5 +1,6 @@
 //! The table of scalar functions and the typing rules their entries share.
 
+use super::array::{self, polymorphic, Kind, Output};
 use super::text::Side;
 use super::vector::{self, subvector_signature, vectors};
 use super::{info, math, no_function, text, Coercion, Function, Signature};
@@ -467,40 +468,145 @@ pub static FUNCTIONS: &[Function] = &[
         "'registry_example_id_seq'",
         volatile
     ),
-    // Text arrays (PostgreSQL's array literal text).
+    // Arrays (functions/array.rs).
     function!(
-        &["array_upper", "array_length"],
+        &["array_append"],
         2..=2,
-        |_, _| Ok(Signature {
-            arguments: vec![Coercion::Explicit(TEXT), Coercion::Implicit(SqlType::Int4)],
-            output: SqlType::Int4,
-        }),
-        info::array_upper,
-        "'{a,b}', 1"
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Element], Output::Array),
+        array::array_append,
+        "ARRAY[1,2], 3",
+        non_strict
     ),
     function!(
-        &["array_element"],
+        &["array_prepend"],
         2..=2,
-        |_, _| Ok(Signature {
-            arguments: vec![Coercion::Explicit(TEXT), Coercion::Implicit(SqlType::Int4)],
-            output: SqlType::Unknown,
-        }),
-        info::array_element,
-        "'{a,b}', 2"
+        |n, t| polymorphic(n, t, &[Kind::Element, Kind::Array], Output::Array),
+        array::array_prepend,
+        "0, ARRAY[1,2]",
+        non_strict
     ),
     function!(
-        &["array_contains"],
+        &["array_cat"],
         2..=2,
-        |n, t| texts(n, t, SqlType::Bool),
-        info::array_contains,
-        "'{a,b}', 'b'"
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Array], Output::Array),
+        array::array_cat,
+        "ARRAY[1], ARRAY[2]",
+        non_strict
+    ),
+    function!(
+        &["array_length"],
+        2..=2,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Int], Output::Int),
+        array::array_length,
+        "ARRAY[1,2], 1"
+    ),
+    function!(
+        &["array_upper"],
+        2..=2,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Int], Output::Int),
+        array::array_upper,
+        "ARRAY[1,2], 1"
+    ),
+    function!(
+        &["array_lower"],
+        2..=2,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Int], Output::Int),
+        array::array_lower,
+        "ARRAY[1,2], 1"
+    ),
+    function!(
+        &["cardinality"],
+        1..=1,
+        |n, t| polymorphic(n, t, &[Kind::Array], Output::Int),
+        array::cardinality,
+        "ARRAY[1,2]"
+    ),
+    function!(
+        &["array_ndims"],
+        1..=1,
+        |n, t| polymorphic(n, t, &[Kind::Array], Output::Int),
+        array::array_ndims,
+        "ARRAY[1,2]"
+    ),
+    function!(
+        &["array_dims"],
+        1..=1,
+        |n, t| polymorphic(n, t, &[Kind::Array], Output::Text),
+        array::array_dims,
+        "ARRAY[1,2]"
+    ),
+    function!(
+        &["array_position"],
+        2..=3,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Element, Kind::Int], Output::Int),
+        array::array_position,
+        "ARRAY[1,2], 2",
+        non_strict
+    ),
+    function!(
+        &["array_positions"],
+        2..=2,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Element], Output::IntArray),
+        array::array_positions,
+        "ARRAY[1,2,1], 1",
+        non_strict
+    ),
+    function!(
+        &["array_remove"],
+        2..=2,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Element], Output::Array),
+        array::array_remove,
+        "ARRAY[1,2,1], 1",
+        non_strict
+    ),
+    function!(
+        &["array_replace"],
+        3..=3,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Element, Kind::Element], Output::Array),
+        array::array_replace,
+        "ARRAY[1,2,1], 1, 3",
+        non_strict
     ),
     function!(
         &["array_to_string"],
         2..=3,
-        |_, t| Ok(any(t, false, TEXT)),
-        info::array_to_string,
-        "'{a,b}', '-'"
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Text, Kind::Text], Output::Text),
+        array::array_to_string,
+        "ARRAY[1,NULL,2], '-', '*'",
+        non_strict
+    ),
+    function!(
+        &["string_to_array"],
+        2..=3,
+        |n, t| Ok(Signature {
+            arguments: vec![Coercion::Explicit(TEXT); t.len()],
+            output: SqlType::Array(Box::new(TEXT)),
+        })
+        .and_then(|signature| texts(n, t, TEXT).map(|_| signature)),
+        array::string_to_array,
+        "'a,b,,c', ',', ''",
+        non_strict
+    ),
+    function!(
+        &["arraycontains"],
+        2..=2,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Array], Output::Bool),
+        array::contains,
+        "ARRAY[1,2], ARRAY[2]"
+    ),
+    function!(
+        &["arraycontained"],
+        2..=2,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Array], Output::Bool),
+        array::contained,
+        "ARRAY[2], ARRAY[1,2]"
+    ),
+    function!(
+        &["arrayoverlap"],
+        2..=2,
+        |n, t| polymorphic(n, t, &[Kind::Array, Kind::Array], Output::Bool),
+        array::overlap,
+        "ARRAY[1,2], ARRAY[2,3]"
     ),
     // Catalog functions clients call (psql's \d, drivers' metadata queries).
     function!(

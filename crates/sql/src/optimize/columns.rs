@@ -167,10 +167,14 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
             let mut reads = Needed::none(input.arity());
             reads.add_exprs(groups.iter());
             reads.add_exprs(aggregates.iter().flat_map(|call| call.args.iter()));
+            reads.add_exprs(
+                aggregates.iter().flat_map(|call| call.order.iter().map(|key| &key.expr)),
+            );
             let mapping = prune(input, reads);
             groups.iter_mut().for_each(|expr| renumber(expr, &mapping));
             for call in aggregates.iter_mut() {
                 call.args.iter_mut().for_each(|expr| renumber(expr, &mapping));
+                call.order.iter_mut().for_each(|key| renumber(&mut key.expr, &mapping));
             }
             identity(plan.columns.len())
         }
@@ -195,6 +199,12 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
             let (left_width, right_width) = (left.arity(), right.arity());
             prune(left, Needed::all(left_width));
             prune(right, Needed::all(right_width));
+            identity(plan.columns.len())
+        }
+        PlanKind::ProjectSet { input, .. } => {
+            // Keeps its input whole: its calls' arguments read the input's columns.
+            let width = input.arity();
+            prune(input, Needed::all(width));
             identity(plan.columns.len())
         }
         PlanKind::LockRows { input, .. }

@@ -105,6 +105,31 @@ impl Printer<'_> {
             | Expr::Exists { .. }
             | Expr::ScalarSubquery { .. }
             | Expr::ArraySubquery { .. } => "(SubPlan)".to_string(),
+            Expr::MakeArray(elements) => {
+                let items: Vec<String> =
+                    elements.iter().map(|item| self.expr(item, Some(Parent::Argument))).collect();
+                format!("ARRAY[{}]", items.join(", "))
+            }
+            Expr::Subscript { array, lower, upper, slice } => {
+                let bound = |bound: &Option<Box<Expr>>| {
+                    bound
+                        .as_ref()
+                        .map_or(String::new(), |bound| self.expr(bound, Some(Parent::Argument)))
+                };
+                let inner = self.expr(array, Some(Parent::Operator { priority: None, left: true }));
+                if *slice {
+                    format!("{inner}[{}:{}]", bound(lower), bound(upper))
+                } else {
+                    format!("{inner}[{}]", bound(lower))
+                }
+            }
+            Expr::AnyAll { op, left, array, all } => {
+                let left = self.expr(left, Some(Parent::Operator { priority: None, left: true }));
+                let array = self.expr(array, Some(Parent::Argument));
+                let quantifier = if *all { "ALL" } else { "ANY" };
+                let text = format!("{left} {} {quantifier} ({array})", compare_symbol(*op));
+                self.wrap(text, self.operator_is_simple(None, parent))
+            }
         }
     }
 
@@ -339,6 +364,8 @@ fn constant(datum: &Datum, ty: Option<&SqlType>) -> String {
         (Datum::Timestamp(_), _) => SqlType::Timestamp,
         (Datum::TimestampTz(_), _) => SqlType::TimestampTz,
         (Datum::Vector(_), _) => SqlType::Vector(None),
+        // Elements print by their own values; text[] only decides the quoting.
+        (Datum::Array(_), _) => SqlType::Array(Box::new(SqlType::Text)),
         (Datum::Text(_) | Datum::Null, _) => SqlType::Text,
     };
     let Some(text) = datum.to_text(&ty) else {

@@ -48,6 +48,25 @@ pub enum ArithmeticOp {
     Power,
 }
 
+/// A set-returning function of the select list or FROM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetFunction {
+    /// generate_series(start, stop [, step]) over integers or numeric.
+    Series,
+    /// unnest(array): the elements in order.
+    Unnest,
+    /// generate_subscripts(array, dimension [, reverse]).
+    Subscripts,
+}
+
+/// One call of a set-returning function, with its bound arguments and result type.
+#[derive(Clone, Debug)]
+pub struct SetCall {
+    pub function: SetFunction,
+    pub args: Vec<Expr>,
+    pub ty: SqlType,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompareOp {
     Eq,
@@ -81,6 +100,16 @@ pub enum AggregateFunction {
     BoolAnd,
     BoolOr,
     StringAgg,
+    /// array_agg(value): the values (NULLs too) in input order, or the call's ORDER BY.
+    ArrayAgg,
+}
+
+/// One key of an aggregate's own ORDER BY (`string_agg(x, ',' ORDER BY y DESC)`).
+#[derive(Clone, Debug)]
+pub struct AggregateOrder {
+    pub expr: Expr,
+    pub descending: bool,
+    pub nulls_first: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -88,6 +117,8 @@ pub struct AggregateCall {
     pub function: AggregateFunction,
     pub args: Vec<Expr>,
     pub distinct: bool,
+    /// The call's ORDER BY: its input is sorted by these before it is folded in.
+    pub order: Vec<AggregateOrder>,
     /// Type of the argument (first), for sum/avg result rules.
     pub input: SqlType,
     pub output: SqlType,
@@ -184,7 +215,7 @@ pub enum Expr {
         correlated: bool,
         id: usize,
     },
-    /// ARRAY(subquery), as the text of a one-dimensional array.
+    /// ARRAY(subquery): the rows' one column as an array.
     ArraySubquery {
         plan: Arc<Plan>,
         correlated: bool,
@@ -197,6 +228,23 @@ pub enum Expr {
         case_insensitive: bool,
     },
     Function(FunctionCall),
+    /// ARRAY[a, b, ...]: a one-dimensional array of the elements (coerced to one type).
+    MakeArray(Vec<Expr>),
+    /// `array[index]` (`upper` None) or the slice `array[lower:upper]` (`slice`; a missing
+    /// bound is the array's own).
+    Subscript {
+        array: Box<Expr>,
+        lower: Option<Box<Expr>>,
+        upper: Option<Box<Expr>>,
+        slice: bool,
+    },
+    /// `left op ANY (array)` / `left op ALL (array)`, with SQL's NULL rules.
+    AnyAll {
+        op: CompareOp,
+        left: Box<Expr>,
+        array: Box<Expr>,
+        all: bool,
+    },
 }
 
 /// The body of `Expr::children` and `Expr::children_mut`: `$iter` is `iter` or `iter_mut`,
@@ -233,6 +281,12 @@ macro_rules! expr_children {
                 std::iter::once(expr.$as()).chain(list.$iter()).collect()
             }
             Expr::Function(call) => call.args.$iter().collect(),
+            Expr::MakeArray(elements) => elements.$iter().collect(),
+            Expr::Subscript { array, lower, upper, .. } => std::iter::once(array.$as())
+                .chain(lower.$iter().map(|bound| bound.$as()))
+                .chain(upper.$iter().map(|bound| bound.$as()))
+                .collect(),
+            Expr::AnyAll { left, array, .. } => vec![left.$as(), array.$as()],
         }
     };
 }
@@ -423,6 +477,13 @@ pub enum PlanKind {
         start: Expr,
         stop: Expr,
         step: Option<Expr>,
+    },
+    /// The input's columns, then one column per set-returning call: each input row gives
+    /// as many rows as its longest call, the shorter calls NULL once they end (PostgreSQL's
+    /// ProjectSet); a row whose calls give no rows gives none.
+    ProjectSet {
+        input: Box<Plan>,
+        calls: Vec<SetCall>,
     },
     Filter {
         input: Box<Plan>,

@@ -685,13 +685,14 @@ impl Session {
     }
 }
 
-/// A column's SQL type. Array types are refused: casts to them give array text for catalog
-/// queries, but a column would silently store text where PostgreSQL stores an array.
+/// A column's SQL type. The catalog's int2vector and oidvector are not column types.
 pub(super) fn column_type(column: &str, data_type: &ast::DataType) -> Result<SqlType> {
-    if matches!(data_type, ast::DataType::Array(_)) {
+    let ty = bind::sql_type(data_type)?;
+    if matches!(ty, SqlType::Int2Vector | SqlType::OidVector) {
         return Err(SqlError::unsupported(format!(
-            "array types are not supported (column \"{column}\" {data_type})"
+            "columns of type {} are not supported (column \"{column}\")",
+            ty.display_name()
         )));
     }
-    bind::sql_type(data_type)
+    Ok(ty)
 }

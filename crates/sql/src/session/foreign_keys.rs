@@ -380,6 +380,7 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Bytea => 5,
         SqlType::Vector(_) => 6,
         SqlType::Unknown => 7,
+        SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => 8,
     };
     category(from) == category(to)
 }

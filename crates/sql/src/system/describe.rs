@@ -6,6 +6,10 @@ use crate::catalog::{HnswOptions, IndexKind};
 /// `format_type(type_oid, typmod)`.
 pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
     let ty = SqlType::from_oid(u32::try_from(type_oid).ok()?)?;
+    if let SqlType::Array(element) = &ty {
+        // An array's typmod is its element's: varchar(10)[].
+        return Some(format!("{}[]", format_type(i64::from(element.oid()), typmod)?));
+    }
     let header = 4;
     let ty = match ty {
         SqlType::Varchar(_) if typmod >= header => {

@@ -48,13 +48,59 @@ pub struct ViewContext<'a> {
 pub struct SystemView {
     /// The names it is queried by (`pg_roles` and `pg_user` share one definition).
     pub names: &'static [&'static str],
-    pub columns: &'static [(&'static str, SqlType)],
+    pub columns: &'static [(&'static str, ViewType)],
     pub rows: fn(&ViewContext<'_>) -> Vec<Row>,
+}
+
+/// A system view column's type: the scalar types by name, and the array types the
+/// catalogs use (a `SqlType::Array` holds a box, which a static table cannot).
+#[derive(Clone, Copy, Debug)]
+pub enum ViewType {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Name,
+    Oid,
+    Text,
+    TimestampTz,
+    Int2Vector,
+    OidVector,
+    Int2Array,
+    OidArray,
+    TextArray,
+    CharArray,
+}
+
+impl ViewType {
+    pub fn sql_type(self) -> SqlType {
+        let array = |element: SqlType| SqlType::Array(Box::new(element));
+        match self {
+            ViewType::Bool => SqlType::Bool,
+            ViewType::Int2 => SqlType::Int2,
+            ViewType::Int4 => SqlType::Int4,
+            ViewType::Int8 => SqlType::Int8,
+            ViewType::Float4 => SqlType::Float4,
+            ViewType::Float8 => SqlType::Float8,
+            ViewType::Name => SqlType::Name,
+            ViewType::Oid => SqlType::Oid,
+            ViewType::Text => SqlType::Text,
+            ViewType::TimestampTz => SqlType::TimestampTz,
+            ViewType::Int2Vector => SqlType::Int2Vector,
+            ViewType::OidVector => SqlType::OidVector,
+            ViewType::Int2Array => array(SqlType::Int2),
+            ViewType::OidArray => array(SqlType::Oid),
+            ViewType::TextArray => array(SqlType::Text),
+            ViewType::CharArray => array(SqlType::Char(1)),
+        }
+    }
 }
 
 impl SystemView {
     pub fn output_columns(&self) -> Vec<OutputColumn> {
-        self.columns.iter().map(|(name, ty)| computed_column(name, ty.clone())).collect()
+        self.columns.iter().map(|(name, ty)| computed_column(name, ty.sql_type())).collect()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The table of system views. Each column is written as `name: Type = value`, the value
 //! computed from the row's source item (`|item| { ... }` over the view's items).
 
-use super::{index_definition, SystemView, ViewContext};
+use super::{index_definition, SystemView, ViewContext, ViewType};
 use crate::catalog::{
     Catalog, CheckMeta, ColumnMeta, ForeignKeyMeta, IndexKind, IndexMeta, RoleMeta, TableMeta,
     BOOTSTRAP_SUPERUSER_OID,
@@ -83,6 +83,12 @@ fn ratio(hits: u64, misses: u64) -> Datum {
 /// An index's key columns as 1-based attribute numbers.
 fn key_attributes(index: &IndexMeta) -> Vec<String> {
     positions_attributes(&index.columns)
+}
+
+/// An int2vector (lower bound 0) or int2[] (lower bound 1) of attribute numbers.
+fn attribute_vector(numbers: impl Iterator<Item = usize>, lower: i32) -> Datum {
+    let elements = numbers.map(count).collect();
+    Datum::Array(std::sync::Arc::new(crate::types::ArrayValue { lower, elements }))
 }
 
 /// Column positions as 1-based attribute numbers, in their order.
@@ -225,6 +231,13 @@ impl<'a> Constraint<'a> {
         }
     }
     /// The 1-based attribute numbers of the key, or of the columns a CHECK reads.
+    /// conkey: the constrained columns' attribute numbers as an int2[].
+    fn attribute_array(&self) -> Datum {
+        let numbers: Vec<usize> =
+            self.attributes().iter().filter_map(|number| number.parse().ok()).collect();
+        attribute_vector(numbers.into_iter(), 1)
+    }
+
     fn attributes(&self) -> Vec<String> {
         match self {
             Constraint::Key(_, index) => key_attributes(index),
@@ -316,6 +329,14 @@ fn check_attributes(table: &TableMeta, check: &CheckMeta) -> Vec<String> {
 }
 
 /// information_schema.columns' length, precision and scale of a type.
+/// information_schema's data_type: the type's name without modifiers, `ARRAY` for arrays.
+fn information_data_type(ty: &SqlType) -> Datum {
+    if ty.array_element().is_some() {
+        return text("ARRAY");
+    }
+    text(ty.display_name().split('(').next().unwrap_or_default())
+}
+
 fn type_dimensions(ty: &SqlType) -> (Option<i64>, Option<i64>, Option<i64>) {
     match ty {
         SqlType::Varchar(length) => (length.map(i64::from), None, None),
@@ -384,14 +405,14 @@ macro_rules! view {
     }) => {
         SystemView {
             names: $names,
-            columns: &[$((stringify!($column), SqlType::$ty)),+],
+            columns: &[$((stringify!($column), ViewType::$ty)),+],
             rows: |$context| $items.into_iter().map(|$item| vec![$($value),+]).collect(),
         }
     };
     ($names:expr, { $($column:ident : $ty:ident),+ $(,)? }) => {
         SystemView {
             names: $names,
-            columns: &[$((stringify!($column), SqlType::$ty)),+],
+            columns: &[$((stringify!($column), ViewType::$ty)),+],
             rows: |_| Vec::new(),
         }
     };
@@ -435,7 +456,7 @@ pub static VIEWS: &[SystemView] = &[
         relpages: Int4 = Datum::Int(0),
         relnatts: Int2 = count(relation.attributes),
         relpartbound: Text = Datum::Null,
-        reloptions: Text = Datum::Null,
+        reloptions: TextArray = Datum::Null,
         relacl: Text = Datum::Null,
     }),
     view!(&["pg_attribute"], |c| columns(&c.tables), |(table, position, column)| {
@@ -476,7 +497,10 @@ pub static VIEWS: &[SystemView] = &[
         indisclustered: Bool = Datum::Bool(false),
         indisvalid: Bool = Datum::Bool(true),
         indisreplident: Bool = Datum::Bool(false),
-        indkey: Text = text(&key_attributes(index).join(" ")),
+        indkey: Int2Vector = attribute_vector(index.columns.iter().map(|&column| column + 1), 0),
+        indnkeyatts: Int2 = count(index.columns.len()),
+        indclass: OidVector = attribute_vector(index.columns.iter().map(|_| 0), 0),
+        indoption: Int2Vector = attribute_vector(index.columns.iter().map(|_| 0), 0),
     }),
     view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HNSW, "hnsw", "i")], |(am, name, kind)| {
         oid: Oid = oid(am),
@@ -512,7 +536,7 @@ pub static VIEWS: &[SystemView] = &[
         rolpassword: Text = text(HIDDEN_PASSWORD),
         rolvaliduntil: TimestampTz = Datum::Null,
         rolbypassrls: Bool = Datum::Bool(bootstrap(&role)),
-        rolconfig: Text = Datum::Null,
+        rolconfig: TextArray = Datum::Null,
         oid: Oid = oid(role.oid),
     }),
     view!(&["pg_user"], |c| c.catalog.roles().into_iter().filter(|role| role.login), |role| {
@@ -524,7 +548,7 @@ pub static VIEWS: &[SystemView] = &[
         usebypassrls: Bool = Datum::Bool(bootstrap(&role)),
         passwd: Text = text(HIDDEN_PASSWORD),
         valuntil: TimestampTz = Datum::Null,
-        useconfig: Text = Datum::Null,
+        useconfig: TextArray = Datum::Null,
     }),
     view!(&["pg_attrdef"], |c| columns(&c.tables).filter(|(_, _, column)| column.default.is_some() && column.identity.is_none()), |(table, position, column)| {
         oid: Oid = oid(0),
@@ -553,8 +577,8 @@ pub static VIEWS: &[SystemView] = &[
         conislocal: Bool = Datum::Bool(true),
         coninhcount: Int2 = Datum::Int(0),
         connoinherit: Bool = Datum::Bool(false),
-        conkey: Text = text(&format!("{{{}}}", constraint.attributes().join(","))),
-        confkey: Text = constraint.foreign().map_or(Datum::Null, |(key, _)| text(&format!("{{{}}}", positions_attributes(&key.referenced_columns).join(",")))),
+        conkey: Int2Array = constraint.attribute_array(),
+        confkey: Int2Array = constraint.foreign().map_or(Datum::Null, |(key, _)| attribute_vector(key.referenced_columns.iter().map(|&column| column + 1), 1)),
         conbin: Text = constraint.check().map_or(Datum::Null, |check| text(&check.definition)),
     }),
     view!(&["pg_inherits"], { inhrelid: Oid, inhparent: Oid, inhseqno: Int4, inhdetachpending: Bool }),
@@ -566,7 +590,7 @@ pub static VIEWS: &[SystemView] = &[
         polrelid: Oid,
         polcmd: Text,
         polpermissive: Bool,
-        polroles: Text,
+        polroles: OidArray,
         polqual: Text,
         polwithcheck: Text,
     }),
@@ -575,8 +599,8 @@ pub static VIEWS: &[SystemView] = &[
         stxrelid: Oid,
         stxname: Name,
         stxnamespace: Oid,
-        stxkeys: Text,
-        stxkind: Text,
+        stxkeys: Int2Vector,
+        stxkind: CharArray,
         stxstattarget: Int4,
     }),
     view!(&["pg_publication"], {
@@ -589,7 +613,7 @@ pub static VIEWS: &[SystemView] = &[
         pubtruncate: Bool,
         pubviaroot: Bool,
     }),
-    view!(&["pg_publication_rel"], { oid: Oid, prpubid: Oid, prrelid: Oid, prqual: Text, prattrs: Text }),
+    view!(&["pg_publication_rel"], { oid: Oid, prpubid: Oid, prrelid: Oid, prqual: Text, prattrs: Int2Vector }),
     view!(&["pg_publication_namespace"], { oid: Oid, pnpubid: Oid, pnnspid: Oid }),
     view!(&["pg_trigger"], {
         oid: Oid,
@@ -637,7 +661,7 @@ pub static VIEWS: &[SystemView] = &[
         ordinal_position: Int4 = count(position + 1),
         column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, text),
         is_nullable: Text = text(if column.nullable { "YES" } else { "NO" }),
-        data_type: Text = text(column.ty.display_name().split('(').next().unwrap_or_default()),
+        data_type: Text = information_data_type(&column.ty),
         character_maximum_length: Int4 = optional(length),
         numeric_precision: Int4 = optional(precision),
         numeric_scale: Int4 = optional(scale),

@@ -112,16 +112,45 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
                 Datum::TimestampTz(micros)
             }
         }
-        SqlType::Vector(dimensions) => match &datum {
-            // pgvector's `vector(vector, typmod)` cast checks the dimension count.
-            Datum::Vector(elements) => {
-                check_expected_dimensions(*dimensions, elements.len())?;
-                datum
-            }
-            Datum::Text(text) => parse_vector(text, *dimensions)?,
-            _ => return Err(cannot_cast(from, to)),
-        },
+        SqlType::Vector(dimensions) => cast_to_vector(datum, from, to, *dimensions)?,
+        SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
+            cast_to_array(datum, from, to, explicit)?
+        }
     })
+}
+
+/// Casts to vector(n): pgvector's `vector(vector, typmod)` cast checks the dimension count.
+fn cast_to_vector(
+    datum: Datum,
+    from: &SqlType,
+    to: &SqlType,
+    dimensions: Option<u32>,
+) -> Result<Datum> {
+    match &datum {
+        Datum::Vector(elements) => {
+            check_expected_dimensions(dimensions, elements.len())?;
+            Ok(datum)
+        }
+        Datum::Text(text) => parse_vector(text, dimensions),
+        _ => Err(cannot_cast(from, to)),
+    }
+}
+
+/// Casts to an array type: text through the input function, arrays element by element
+/// (the bounds kept, as PostgreSQL's array_map keeps them).
+fn cast_to_array(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Result<Datum> {
+    let element = to.array_element().expect("an array type");
+    match (&datum, from.array_element()) {
+        (Datum::Text(text), _) => parse_text(text, to),
+        (Datum::Array(array), Some(from_element)) => {
+            let mut elements = Vec::with_capacity(array.elements.len());
+            for item in &array.elements {
+                elements.push(cast(item.clone(), from_element, element, explicit)?);
+            }
+            Ok(Datum::Array(Arc::new(ArrayValue { lower: array.lower, elements })))
+        }
+        _ => Err(cannot_cast(from, to)),
+    }
 }
 
 pub(crate) fn cannot_cast(from: &SqlType, to: &SqlType) -> SqlError {

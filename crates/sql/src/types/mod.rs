@@ -6,11 +6,13 @@
 //! and timestamps in microseconds since 2000-01-01, as PostgreSQL counts them), floats are
 //! `Float`, numeric is `Numeric`, character types are `Text` (char(n) stored padded).
 
+mod array;
 mod cast;
 mod text;
 mod type_names;
 mod vector;
 
+pub use array::*;
 pub use cast::*;
 pub use text::*;
 pub use type_names::*;
@@ -56,6 +58,12 @@ pub enum SqlType {
     Name,
     /// pgvector's `vector(n)`: `Some(n)` checks the dimension count on assignment.
     Vector(Option<u32>),
+    /// A one-dimensional array of the element type (types/array.rs).
+    Array(Box<SqlType>),
+    /// The catalog's `int2vector` (pg_index.indkey): smallints, subscripts from 0.
+    Int2Vector,
+    /// The catalog's `oidvector` (pg_index.indclass): oids, subscripts from 0.
+    OidVector,
     /// An untyped literal or parameter whose type is not decided yet.
     Unknown,
 }
@@ -90,6 +98,23 @@ impl SqlType {
             SqlType::TimestampTz => 1184,
             SqlType::Numeric { .. } => 1700,
             SqlType::Vector(_) => VECTOR_OID,
+            SqlType::Int2Vector => 22,
+            SqlType::OidVector => 30,
+            // The element types without an array type are refused when the array type is
+            // made (`array_of`), so this is never reached with one.
+            SqlType::Array(element) => array_type_oid(element).unwrap_or(1009),
+        }
+    }
+
+    /// The element type of an array type (int2vector's is smallint).
+    pub fn array_element(&self) -> Option<&SqlType> {
+        const INT2: SqlType = SqlType::Int2;
+        const OID: SqlType = SqlType::Oid;
+        match self {
+            SqlType::Array(element) => Some(element),
+            SqlType::Int2Vector => Some(&INT2),
+            SqlType::OidVector => Some(&OID),
+            _ => None,
         }
     }
 
@@ -112,7 +137,9 @@ impl SqlType {
             1184 => SqlType::TimestampTz,
             1700 => SqlType::numeric(),
             VECTOR_OID => SqlType::Vector(None),
-            _ => return None,
+            22 => SqlType::Int2Vector,
+            30 => SqlType::OidVector,
+            other => SqlType::Array(Box::new(array_element_of_oid(other)?)),
         })
     }
 
@@ -132,6 +159,8 @@ impl SqlType {
             }
             // pgvector's typmod is the dimension count itself, without a header.
             SqlType::Vector(Some(dimensions)) => bounded_i32(u64::from(*dimensions)),
+            // An array column's typmod is its element's (varchar(10)[]).
+            SqlType::Array(element) => element.typmod(),
             _ => -1,
         }
     }
@@ -173,6 +202,9 @@ impl SqlType {
             SqlType::Name => "name".into(),
             SqlType::Vector(Some(dimensions)) => format!("vector({dimensions})"),
             SqlType::Vector(None) => "vector".into(),
+            SqlType::Array(element) => format!("{}[]", element.display_name()),
+            SqlType::Int2Vector => "int2vector".into(),
+            SqlType::OidVector => "oidvector".into(),
             SqlType::Unknown => "unknown".into(),
         }
     }
@@ -197,6 +229,9 @@ impl SqlType {
             SqlType::Oid => "oid",
             SqlType::Name => "name",
             SqlType::Vector(_) => "vector",
+            SqlType::Array(_) => "array",
+            SqlType::Int2Vector => "int2vector",
+            SqlType::OidVector => "oidvector",
         }
     }
 
@@ -213,7 +248,11 @@ impl SqlType {
             | SqlType::TimestampTz => KeyKind::Int,
             SqlType::Float4 | SqlType::Float8 => KeyKind::Float,
             SqlType::Numeric { .. } => KeyKind::Numeric,
-            SqlType::Bytea | SqlType::Vector(_) => KeyKind::Bytes,
+            SqlType::Bytea
+            | SqlType::Vector(_)
+            | SqlType::Array(_)
+            | SqlType::Int2Vector
+            | SqlType::OidVector => KeyKind::Bytes,
             SqlType::Text
             | SqlType::Varchar(_)
             | SqlType::Char(_)
@@ -298,6 +337,10 @@ impl SqlType {
             }
             (a, b) if a.is_temporal() && b.is_temporal() => Some(SqlType::TimestampTz),
             (SqlType::Vector(_), SqlType::Vector(_)) => Some(SqlType::Vector(None)),
+            (a, b) if a.array_element().is_some() && b.array_element().is_some() => {
+                let element = SqlType::common(a.array_element()?, b.array_element()?)?;
+                array_of(&element).ok()
+            }
             _ => None,
         }
     }
@@ -340,6 +383,8 @@ pub enum Datum {
     TimestampTz(i64),
     /// A pgvector `vector`: finite elements, 1 to `VECTOR_DIMENSIONS_MAX` of them.
     Vector(Arc<[f32]>),
+    /// An array (one dimension; types/array.rs).
+    Array(Arc<ArrayValue>),
 }
 
 impl PartialEq for Datum {
@@ -428,6 +473,7 @@ impl Datum {
                 a.cmp(&(i64::from(*b) * MICROSECONDS_PER_DAY))
             }
             (Vector(a), Vector(b)) => compare_vectors(a, b),
+            (Array(a), Array(b)) => compare_arrays(a, b),
             _ => return None,
         })
     }
@@ -515,6 +561,15 @@ impl Datum {
                     out.extend_from_slice(&element.to_bits().to_le_bytes());
                 }
             }
+            Datum::Array(array) => {
+                // Equal arrays (same bounds, equal elements) give equal keys.
+                out.push(8);
+                out.extend_from_slice(&array.lower.to_le_bytes());
+                out.extend_from_slice(&count_u64(array.elements.len()).to_le_bytes());
+                for element in &array.elements {
+                    element.group_key(out);
+                }
+            }
         }
     }
 
@@ -525,6 +580,9 @@ impl Datum {
             Datum::Text(text) => inline + text.len(),
             Datum::Bytes(bytes) => inline + bytes.len(),
             Datum::Vector(elements) => inline + std::mem::size_of_val(&**elements),
+            Datum::Array(array) => {
+                inline + array.elements.iter().map(Datum::memory_size).sum::<usize>()
+            }
             _ => inline,
         }
     }
@@ -546,6 +604,10 @@ impl Datum {
             Datum::Date(days) => Value::Int(i64::from(*days)),
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Value::Int(*micros),
             Datum::Vector(elements) => Value::Bytes(vector_storage_bytes(elements)),
+            Datum::Array(array) => {
+                let element = ty.array_element().unwrap_or(&SqlType::Text);
+                Value::Bytes(array_storage_bytes(array, element)?)
+            }
         })
     }
 
@@ -570,6 +632,9 @@ impl Datum {
             Value::Text(text) => Datum::Text(text.clone()),
             Value::Bytes(bytes) => match ty {
                 SqlType::Vector(_) => vector_from_storage(bytes),
+                SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
+                    array_from_storage(bytes, ty.array_element().expect("an array type"))
+                }
                 _ => Datum::Bytes(bytes.clone()),
             },
         }
@@ -579,7 +644,17 @@ impl Datum {
     pub fn from_owned_value(value: Value, ty: &SqlType) -> Datum {
         match value {
             Value::Text(text) => Datum::Text(text),
-            Value::Bytes(bytes) if !matches!(ty, SqlType::Vector(_)) => Datum::Bytes(bytes),
+            Value::Bytes(bytes)
+                if !matches!(
+                    ty,
+                    SqlType::Vector(_)
+                        | SqlType::Array(_)
+                        | SqlType::Int2Vector
+                        | SqlType::OidVector
+                ) =>
+            {
+                Datum::Bytes(bytes)
+            }
             other => Datum::from_value(&other, ty),
         }
     }
@@ -611,6 +686,10 @@ impl Datum {
             Datum::Timestamp(micros) => format_timestamp(*micros),
             Datum::TimestampTz(micros) => format!("{}+00", format_timestamp(*micros)),
             Datum::Vector(elements) => format_vector(elements),
+            Datum::Array(array) => match ty {
+                SqlType::Int2Vector | SqlType::OidVector => format_vector_array(array),
+                _ => format_array(array, ty.array_element().unwrap_or(&SqlType::Unknown)),
+            },
         })
     }
 }

@@ -75,8 +75,7 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         }
         D::Char(len) | D::Character(len) => SqlType::Char(length("char", len)?.unwrap_or(1)),
         D::Bytea => SqlType::Bytea,
-        // Arrays appear only in catalog queries; their values are array text ({a,b}).
-        D::Array(_) => SqlType::Text,
+        D::Array(definition) => array_type_name(definition)?,
         D::Date => SqlType::Date,
         D::Timestamp(_, ast::TimezoneInfo::WithTimeZone)
         | D::Timestamp(_, ast::TimezoneInfo::Tz) => SqlType::TimestampTz,
@@ -110,6 +109,23 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "real" => SqlType::Float4,
                 "float" => SqlType::Float8,
                 "vector" => SqlType::Vector(crate::types::vector_typmod(modifiers)?),
+                "int2vector" => SqlType::Int2Vector,
+                "oidvector" => SqlType::OidVector,
+                other if other.starts_with('_') => {
+                    let oid = BUILTIN_TYPES
+                        .iter()
+                        .find(|(_, name, _)| *name == other)
+                        .and_then(|(oid, _, _)| u32::try_from(*oid).ok());
+                    match oid.and_then(SqlType::from_oid) {
+                        Some(ty @ SqlType::Array(_)) => ty,
+                        _ => {
+                            return Err(SqlError::new(
+                                "42704",
+                                format!("type \"{other}\" does not exist"),
+                            ))
+                        }
+                    }
+                }
                 other => {
                     return Err(SqlError::new("42704", format!("type \"{other}\" does not exist")))
                 }
@@ -117,6 +133,28 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         }
         other => return Err(SqlError::new("42704", format!("type \"{other}\" is not supported"))),
     })
+}
+
+/// `element[]`, `element ARRAY`, `element[n]`: one array type whatever the dimensions
+/// written (PostgreSQL does not enforce declared dimensions or sizes either).
+fn array_type_name(definition: &ast::ArrayElemTypeDef) -> Result<SqlType> {
+    let mut element = match definition {
+        ast::ArrayElemTypeDef::None => {
+            return Err(SqlError::syntax("syntax error at or near \"ARRAY\""))
+        }
+        ast::ArrayElemTypeDef::AngleBracket(inner)
+        | ast::ArrayElemTypeDef::SquareBracket(inner, _)
+        | ast::ArrayElemTypeDef::Parenthesis(inner)
+        | ast::ArrayElemTypeDef::Qualified(inner, _) => sql_type(inner)?,
+    };
+    // int[][] is int[]: the element of a nested declaration is the scalar inside.
+    while let SqlType::Array(inner) = element {
+        element = *inner;
+    }
+    if matches!(element, SqlType::Int2Vector | SqlType::OidVector) {
+        return Err(SqlError::unsupported("arrays of int2vector or oidvector are not supported"));
+    }
+    array_of(&element)
 }
 
 pub(crate) fn numeric_type(precision: u64, scale: u64) -> Result<SqlType> {
@@ -162,6 +200,24 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (1114, "timestamp", 8),
     (1184, "timestamptz", 8),
     (1700, "numeric", -1),
+    (22, "int2vector", -1),
+    (30, "oidvector", -1),
+    (1000, "_bool", -1),
+    (1001, "_bytea", -1),
+    (1003, "_name", -1),
+    (1005, "_int2", -1),
+    (1007, "_int4", -1),
+    (1009, "_text", -1),
+    (1014, "_bpchar", -1),
+    (1015, "_varchar", -1),
+    (1016, "_int8", -1),
+    (1021, "_float4", -1),
+    (1022, "_float8", -1),
+    (1028, "_oid", -1),
+    (1115, "_timestamp", -1),
+    (1182, "_date", -1),
+    (1185, "_timestamptz", -1),
+    (1231, "_numeric", -1),
     // PostgreSQL's bit types are listed (drivers such as pgvector's register_vector look
     // them up) but values of them are not supported yet: using one fails (42704).
     (1560, "bit", -1),

@@ -1,0 +1,173 @@
+//! Set-returning functions: generate_series, unnest and generate_subscripts in the select
+//! list (a ProjectSet node above aggregation and windows, as PostgreSQL plans them) and
+//! unnest / generate_subscripts in FROM.
+//!
+//! While the select list is bound, each call is recorded and stands for a placeholder
+//! column, `SET_COLUMN_BASE + its index`; the ProjectSet's output columns replace them.
+
+use super::*;
+
+/// Placeholder columns of set-returning calls: far above any real row width, below the
+/// window calls' placeholders.
+const SET_COLUMN_BASE: usize = usize::MAX / 4;
+
+/// Whether `name` is a set-returning function tierdb runs.
+pub(crate) fn is_set_function(name: &str) -> bool {
+    set_function(name).is_some()
+}
+
+fn set_function(name: &str) -> Option<SetFunction> {
+    Some(match name {
+        "generate_series" => SetFunction::Series,
+        "unnest" => SetFunction::Unnest,
+        "generate_subscripts" => SetFunction::Subscripts,
+        _ => return None,
+    })
+}
+
+impl<'a> Binder<'a> {
+    /// A set-returning call in an expression: allowed in the select list only (0A000
+    /// elsewhere, PostgreSQL's "set-returning functions are not allowed in ...").
+    pub(crate) fn set_call_placeholder(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        if self.set_calls.is_none() {
+            let place = self.clause.unwrap_or("this context");
+            return Err(SqlError::unsupported(format!(
+                "set-returning functions are not allowed in {place}"
+            )));
+        }
+        let call = self.set_call(name, args, scope)?;
+        let ty = call.ty.clone();
+        let calls = self.set_calls.as_mut().expect("checked above");
+        calls.push(call);
+        Ok((Expr::Column(SET_COLUMN_BASE + calls.len() - 1), ty))
+    }
+
+    /// Binds a set-returning call's arguments and types its result.
+    pub(crate) fn set_call(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        scope: &Scope,
+    ) -> Result<SetCall> {
+        let function = set_function(name).ok_or_else(|| SqlError::undefined_function(name))?;
+        let mut bound = Vec::with_capacity(args.len());
+        for arg in args {
+            bound.push(self.expr(arg, scope, None)?);
+        }
+        let types: Vec<SqlType> = bound.iter().map(|(_, ty)| ty.clone()).collect();
+        let no_function = || crate::functions::no_function(name, &types);
+        let (targets, ty) = match function {
+            SetFunction::Series => series_types(&types).ok_or_else(no_function)?,
+            SetFunction::Unnest => {
+                let [array] = types.as_slice() else { return Err(no_function()) };
+                let element = array.array_element().ok_or_else(no_function)?.clone();
+                (vec![array.clone()], element)
+            }
+            SetFunction::Subscripts => {
+                let array = types.first().filter(|ty| ty.array_element().is_some());
+                let array = array.ok_or_else(no_function)?;
+                let mut targets = vec![array.clone(), SqlType::Int4];
+                match types.len() {
+                    2 => {}
+                    3 => targets.push(SqlType::Bool),
+                    _ => return Err(no_function()),
+                }
+                (targets, SqlType::Int4)
+            }
+        };
+        let mut coerced = Vec::with_capacity(bound.len());
+        for ((expr, from), to) in bound.into_iter().zip(&targets) {
+            coerced.push(coerce(expr, &from, to, false)?);
+        }
+        Ok(SetCall { function, args: coerced, ty })
+    }
+
+    /// The ProjectSet node of the select list's set-returning calls over `plan`; their
+    /// placeholders in `items` and the sort keys become its columns.
+    pub(crate) fn project_set_plan(
+        &mut self,
+        plan: Plan,
+        calls: Vec<SetCall>,
+        items: &mut [Expr],
+        sort_keys: &mut [(SortTarget, ast::OrderByOptions)],
+    ) -> Plan {
+        if calls.is_empty() {
+            return plan;
+        }
+        let base = plan.arity();
+        let mut columns = plan.columns.clone();
+        for call in &calls {
+            columns.push(computed_column("?set?", call.ty.clone()));
+        }
+        items.iter_mut().for_each(|item| place_set_calls(item, base));
+        for (target, _) in sort_keys.iter_mut() {
+            if let SortTarget::Expr(expr, _) = target {
+                place_set_calls(expr, base);
+            }
+        }
+        self.plan(PlanKind::ProjectSet { input: Box::new(plan), calls }, columns)
+    }
+
+    /// `unnest(array)` or `generate_subscripts(...)` in FROM: a ProjectSet over one empty
+    /// row, its one column named after the function or the alias.
+    pub(crate) fn set_function_scan(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        let call = self.set_call(name, args, &Scope::default())?;
+        let qualifier = alias.map_or_else(|| name.to_string(), |alias| ident(&alias.name));
+        let column_name = alias
+            .and_then(|alias| alias.columns.first().map(|column| ident(&column.name)))
+            .unwrap_or_else(|| qualifier.clone());
+        let column = computed_column(&column_name, call.ty.clone());
+        let one_row = self.plan(PlanKind::OneRow, Vec::new());
+        let plan = self.plan(
+            PlanKind::ProjectSet { input: Box::new(one_row), calls: vec![call] },
+            vec![column],
+        );
+        let scope = Scope::from_plan(&plan, Some(&qualifier));
+        Ok((plan, scope))
+    }
+}
+
+/// generate_series's argument and result types: integers (bigint if any is), else
+/// numeric; None for other types.
+fn series_types(types: &[SqlType]) -> Option<(Vec<SqlType>, SqlType)> {
+    if !(2..=3).contains(&types.len()) {
+        return None;
+    }
+    let integers = types.iter().all(|ty| ty.is_integer() || *ty == SqlType::Unknown);
+    let ty = if integers {
+        if types.contains(&SqlType::Int8) {
+            SqlType::Int8
+        } else {
+            SqlType::Int4
+        }
+    } else if types.iter().all(|ty| ty.is_numeric_family() || *ty == SqlType::Unknown)
+        && !types.iter().any(|ty| matches!(ty, SqlType::Float4 | SqlType::Float8))
+    {
+        SqlType::numeric()
+    } else {
+        return None;
+    };
+    Some((vec![ty.clone(); types.len()], ty))
+}
+
+/// Renumbers the placeholders of set-returning calls to the ProjectSet's columns, which
+/// follow its input's `base` columns.
+pub(crate) fn place_set_calls(expr: &mut Expr, base: usize) {
+    expr.map_columns(&mut |column| {
+        if (SET_COLUMN_BASE..super::window::WINDOW_COLUMN_BASE).contains(&column) {
+            base + column - SET_COLUMN_BASE
+        } else {
+            column
+        }
+    });
+}

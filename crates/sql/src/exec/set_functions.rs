@@ -1,0 +1,149 @@
+//! ProjectSet: the select list's set-returning calls (and unnest in FROM), streamed: each
+//! call yields its values one at a time, so `generate_series(1, 10000000)` in a select list
+//! never holds its rows.
+
+use rust_decimal::Decimal;
+
+use super::{eval, run, Ctx, Sink};
+use crate::error::{Result, SqlError};
+use crate::plan::{Plan, SetCall, SetFunction};
+use crate::types::{array_value, Datum};
+
+/// Rows a ProjectSet emits between cancel checks.
+const CANCEL_CHECK_ROWS: u64 = 4096;
+
+/// The remaining values of one call for one input row.
+enum SetValues {
+    Integers { next: Option<i64>, stop: i64, step: i64 },
+    Decimals { next: Decimal, stop: Decimal, step: Decimal },
+    Elements { elements: std::vec::IntoIter<Datum> },
+}
+
+impl SetValues {
+    fn start(call: &SetCall, args: Vec<Datum>) -> Result<SetValues> {
+        if call.function != SetFunction::Subscripts && args.iter().any(Datum::is_null) {
+            return Ok(SetValues::Elements { elements: Vec::new().into_iter() });
+        }
+        match call.function {
+            SetFunction::Series => series(&call.ty, &args),
+            SetFunction::Unnest => {
+                let elements = array_value(&args[0])?.elements.clone();
+                Ok(SetValues::Elements { elements: elements.into_iter() })
+            }
+            SetFunction::Subscripts => subscripts(&args),
+        }
+    }
+
+    fn next(&mut self) -> Option<Datum> {
+        match self {
+            SetValues::Integers { next, stop, step } => {
+                let current = (*next).filter(|current| {
+                    (*step > 0 && current <= stop) || (*step < 0 && current >= stop)
+                })?;
+                *next = current.checked_add(*step);
+                Some(Datum::Int(current))
+            }
+            SetValues::Decimals { next, stop, step } => {
+                let current = *next;
+                let inside = (*step > Decimal::ZERO && current <= *stop)
+                    || (*step < Decimal::ZERO && current >= *stop);
+                if !inside {
+                    return None;
+                }
+                *next = current.checked_add(*step)?;
+                Some(Datum::Numeric(current))
+            }
+            SetValues::Elements { elements } => elements.next(),
+        }
+    }
+}
+
+fn series(ty: &crate::types::SqlType, args: &[Datum]) -> Result<SetValues> {
+    let zero_step = || SqlError::new("22023", "step size cannot equal zero");
+    if matches!(ty, crate::types::SqlType::Numeric { .. }) {
+        let decimal = |index: usize, default: Decimal| {
+            args.get(index).map_or(Some(default), Datum::as_decimal).unwrap_or(default)
+        };
+        let step = decimal(2, Decimal::ONE);
+        if step.is_zero() {
+            return Err(zero_step());
+        }
+        return Ok(SetValues::Decimals {
+            next: decimal(0, Decimal::ZERO),
+            stop: decimal(1, Decimal::ZERO),
+            step,
+        });
+    }
+    let integer = |index: usize, default: i64| {
+        args.get(index).map_or(Some(default), Datum::as_int).unwrap_or(default)
+    };
+    let step = integer(2, 1);
+    if step == 0 {
+        return Err(zero_step());
+    }
+    Ok(SetValues::Integers { next: Some(integer(0, 0)), stop: integer(1, 0), step })
+}
+
+/// generate_subscripts(array, dimension [, reverse]): the subscripts of dimension 1 (none
+/// for another dimension, a NULL or an empty array), descending when `reverse`.
+fn subscripts(args: &[Datum]) -> Result<SetValues> {
+    let none = SetValues::Elements { elements: Vec::new().into_iter() };
+    if args[0].is_null() || args[1].as_int() != Some(1) {
+        return Ok(none);
+    }
+    let array = array_value(&args[0])?;
+    if array.elements.is_empty() {
+        return Ok(none);
+    }
+    let reverse = matches!(args.get(2), Some(Datum::Bool(true)));
+    let (lower, upper) = (i64::from(array.lower), array.upper());
+    Ok(if reverse {
+        SetValues::Integers { next: Some(upper), stop: lower, step: -1 }
+    } else {
+        SetValues::Integers { next: Some(lower), stop: upper, step: 1 }
+    })
+}
+
+/// Runs a ProjectSet over `input` (module comment).
+pub(crate) fn project_set(
+    input: &Plan,
+    calls: &[SetCall],
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut emitted = 0u64;
+    run(input, ctx, probe, &mut |ctx, row| {
+        let mut values = Vec::with_capacity(calls.len());
+        for call in calls {
+            let mut args = Vec::with_capacity(call.args.len());
+            for arg in &call.args {
+                args.push(eval::eval(arg, &row, ctx)?);
+            }
+            values.push(Some(SetValues::start(call, args)?));
+        }
+        loop {
+            let mut produced = false;
+            let mut output = row.clone();
+            for value in &mut values {
+                let next = value.as_mut().and_then(SetValues::next);
+                if next.is_none() {
+                    *value = None;
+                } else {
+                    produced = true;
+                }
+                output.push(next.unwrap_or(Datum::Null));
+            }
+            if !produced {
+                return Ok(true);
+            }
+            emitted += 1;
+            if emitted.is_multiple_of(CANCEL_CHECK_ROWS) {
+                ctx.check_cancel()?;
+            }
+            if !sink(ctx, output)? {
+                return Ok(false);
+            }
+        }
+    })
+}
