@@ -115,7 +115,8 @@ pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Result<Encoded, SqlE
         (Datum::Int(value), SqlType::Int4) => {
             i32::try_from(*value).map_err(|_| out_of_range())?.to_be_bytes().to_vec()
         }
-        (Datum::Int(value), SqlType::Oid) => {
+        (Datum::Object(object), _) => object.oid.to_be_bytes().to_vec(),
+        (Datum::Int(value), SqlType::Oid | SqlType::Object(_)) => {
             u32::try_from(*value).map_err(|_| out_of_range())?.to_be_bytes().to_vec()
         }
         (Datum::Int(value), _) => value.to_be_bytes().to_vec(),
@@ -237,6 +238,13 @@ pub fn decode_binary(bytes: &[u8], ty: &SqlType) -> Result<Datum, SqlError> {
             Datum::TimestampTz(i64::from_be_bytes(fixed(8)?.try_into().expect("8")))
         }
         SqlType::Bytea => Datum::Bytes(bytes.to_vec()),
+        // The binder types such parameters as text (their names resolve in a cast).
+        SqlType::Object(kind) => {
+            return Err(SqlError::unsupported(format!(
+                "binary parameters of type {} are not supported",
+                kind.type_name()
+            )))
+        }
         SqlType::Vector(dimensions) => tierdb_sql::vector_receive(bytes, *dimensions)?,
         SqlType::Numeric { .. } => {
             Datum::Numeric(decode_numeric(bytes).ok_or_else(|| bad_binary(ty))?)

@@ -25,6 +25,9 @@ pub fn coerce(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
     if *to == SqlType::Unknown {
         return Ok(expr);
     }
+    if let SqlType::Object(_) = to {
+        return object_cast(expr, from, to, explicit);
+    }
     match (&expr, from) {
         (Expr::Literal(Datum::Null), _) => Ok(expr),
         (Expr::Literal(Datum::Text(text)), SqlType::Unknown) => {
@@ -61,6 +64,23 @@ pub fn coerce(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
     }
 }
 
+/// A cast to an object identifier type, never folded: resolving a name or an oid takes the
+/// catalog, which the executor has (`system::objects`). Untyped input is read as text.
+fn object_cast(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Result<Expr> {
+    if let Expr::Literal(Datum::Null) = expr {
+        return Ok(expr);
+    }
+    let from = if *from == SqlType::Unknown { &SqlType::Text } else { from };
+    if !explicit && !implicitly_castable(from, to) {
+        return Err(SqlError::datatype_mismatch(format!(
+            "column is of type {} but expression is of type {}",
+            to.display_name(),
+            from.display_name()
+        )));
+    }
+    Ok(Expr::Cast { expr: Box::new(expr), from: from.clone(), to: to.clone(), explicit })
+}
+
 /// PostgreSQL's implicit and assignment casts that tierdb supports.
 pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     if from == to || *from == SqlType::Unknown {
@@ -78,6 +98,11 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     // vector(n) to vector(m) checks the dimension count when it runs (pgvector's
     // `vector(vector, typmod)` cast is implicit).
     if matches!((from, to), (SqlType::Vector(_), SqlType::Vector(_))) {
+        return true;
+    }
+    // Object identifiers and oid, int4 and int8 cast to each other implicitly.
+    if matches!((from, to), (SqlType::Object(_), other) | (other, SqlType::Object(_)) if other.is_integer())
+    {
         return true;
     }
     false

@@ -19,6 +19,7 @@ mod group_key;
 mod hash;
 mod join;
 pub(crate) mod locking;
+mod objects;
 mod on_conflict;
 mod rows;
 mod scan;
@@ -452,5 +453,6 @@ pub fn datum_type(datum: &Datum) -> SqlType {
         Datum::Timestamp(_) => SqlType::Timestamp,
         Datum::TimestampTz(_) => SqlType::TimestampTz,
         Datum::Vector(_) => SqlType::Vector(None),
+        Datum::Object(_) => SqlType::Oid,
     }
 }

@@ -65,6 +65,11 @@ pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
             Datum::Vector(elements) => {
                 counted(out, 11, &crate::types::vector_storage_bytes(elements))
             }
+            Datum::Object(object) => {
+                tagged(out, 12, &object.oid.to_le_bytes());
+                let text = object.text.as_deref().unwrap_or_default();
+                counted(out, u8::from(object.text.is_some()), text.as_bytes());
+            }
         }
     }
 }
@@ -103,6 +108,14 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
             9 => Datum::Timestamp(i64::from_le_bytes(cursor.array()?)),
             10 => Datum::TimestampTz(i64::from_le_bytes(cursor.array()?)),
             11 => crate::types::vector_from_storage(cursor.counted()?),
+            12 => {
+                let oid = u32::from_le_bytes(cursor.array()?);
+                let named = cursor.array::<1>()?[0] == 1;
+                let text =
+                    std::str::from_utf8(cursor.counted()?).map_err(|error| error.to_string())?;
+                let text = named.then(|| std::sync::Arc::from(text));
+                Datum::Object(crate::types::ObjectReference { oid, text })
+            }
             other => return Err(format!("unknown value tag {other}")),
         });
     }

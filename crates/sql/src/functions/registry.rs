@@ -4,7 +4,7 @@ use super::text::Side;
 use super::vector::{self, subvector_signature, vectors};
 use super::{info, math, no_function, text, Coercion, Function, Signature};
 use crate::error::{Result, SqlError};
-use crate::types::SqlType;
+use crate::types::{ObjectKind, SqlType};
 
 const TEXT: SqlType = SqlType::Text;
 
@@ -378,9 +378,30 @@ pub static FUNCTIONS: &[Function] = &[
     function!(
         &["to_regtype"],
         1..=1,
-        |n, t| texts(n, t, SqlType::Oid),
+        |n, t| texts(n, t, SqlType::Object(ObjectKind::Type)),
         info::to_regtype,
         "'integer'"
+    ),
+    function!(
+        &["to_regclass"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Object(ObjectKind::Class)),
+        |c| info::to_object(c, ObjectKind::Class),
+        "'pg_class'"
+    ),
+    function!(
+        &["to_regnamespace"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Object(ObjectKind::Namespace)),
+        |c| info::to_object(c, ObjectKind::Namespace),
+        "'public'"
+    ),
+    function!(
+        &["to_regrole"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Object(ObjectKind::Role)),
+        |c| info::to_object(c, ObjectKind::Role),
+        "'tierdb'"
     ),
     function!(&["nullif"], 2..=2, common, info::nullif, "1, 1", non_strict),
     function!(
@@ -512,7 +533,12 @@ pub static FUNCTIONS: &[Function] = &[
         non_strict
     ),
     function!(
-        &["pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible"],
+        &[
+            "pg_table_is_visible",
+            "pg_type_is_visible",
+            "pg_function_is_visible",
+            "pg_collation_is_visible"
+        ],
         1..=1,
         |_, t| Ok(all(t, SqlType::Int8, SqlType::Bool)),
         info::constant_true,
@@ -573,12 +599,13 @@ pub static FUNCTIONS: &[Function] = &[
         info::null,
         "0"
     ),
+    function!(&["col_description"], 2..=2, |_, t| Ok(any(t, false, TEXT)), info::null, "'t', 'c'"),
     function!(
-        &["pg_get_serial_sequence", "col_description"],
+        &["pg_get_serial_sequence"],
         2..=2,
-        |_, t| Ok(any(t, false, TEXT)),
-        info::null,
-        "'t', 'c'"
+        |n, t| texts(n, t, TEXT),
+        info::serial_sequence,
+        "'registry_example', 'id'"
     ),
     function!(
         &["pg_relation_size", "pg_total_relation_size"],

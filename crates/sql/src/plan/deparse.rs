@@ -339,6 +339,7 @@ fn constant(datum: &Datum, ty: Option<&SqlType>) -> String {
         (Datum::Timestamp(_), _) => SqlType::Timestamp,
         (Datum::TimestampTz(_), _) => SqlType::TimestampTz,
         (Datum::Vector(_), _) => SqlType::Vector(None),
+        (Datum::Object(_), _) => SqlType::Oid,
         (Datum::Text(_) | Datum::Null, _) => SqlType::Text,
     };
     let Some(text) = datum.to_text(&ty) else {

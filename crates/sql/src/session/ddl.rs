@@ -693,5 +693,13 @@ pub(super) fn column_type(column: &str, data_type: &ast::DataType) -> Result<Sql
             "array types are not supported (column \"{column}\" {data_type})"
         )));
     }
-    bind::sql_type(data_type)
+    let ty = bind::sql_type(data_type)?;
+    if let SqlType::Object(kind) = ty {
+        // A stored value would be read back without the catalog that names it.
+        return Err(SqlError::unsupported(format!(
+            "columns of type {} are not supported (column \"{column}\")",
+            kind.type_name()
+        )));
+    }
+    Ok(ty)
 }

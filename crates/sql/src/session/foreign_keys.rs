@@ -380,6 +380,8 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Bytea => 5,
         SqlType::Vector(_) => 6,
         SqlType::Unknown => 7,
+        // Columns of these types are refused at CREATE TABLE.
+        SqlType::Object(_) => 8,
     };
     category(from) == category(to)
 }

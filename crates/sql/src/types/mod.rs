@@ -7,11 +7,13 @@
 //! `Float`, numeric is `Numeric`, character types are `Text` (char(n) stored padded).
 
 mod cast;
+mod reg;
 mod text;
 mod type_names;
 mod vector;
 
 pub use cast::*;
+pub use reg::*;
 pub use text::*;
 pub use type_names::*;
 pub use vector::*;
@@ -56,6 +58,8 @@ pub enum SqlType {
     Name,
     /// pgvector's `vector(n)`: `Some(n)` checks the dimension count on assignment.
     Vector(Option<u32>),
+    /// An object identifier type (regclass, regtype, ...): an oid printed as a name.
+    Object(ObjectKind),
     /// An untyped literal or parameter whose type is not decided yet.
     Unknown,
 }
@@ -90,6 +94,7 @@ impl SqlType {
             SqlType::TimestampTz => 1184,
             SqlType::Numeric { .. } => 1700,
             SqlType::Vector(_) => VECTOR_OID,
+            SqlType::Object(kind) => kind.type_oid(),
         }
     }
 
@@ -112,7 +117,7 @@ impl SqlType {
             1184 => SqlType::TimestampTz,
             1700 => SqlType::numeric(),
             VECTOR_OID => SqlType::Vector(None),
-            _ => return None,
+            other => SqlType::Object(ObjectKind::from_type_oid(other)?),
         })
     }
 
@@ -141,7 +146,9 @@ impl SqlType {
         match self {
             SqlType::Bool => 1,
             SqlType::Int2 => 2,
-            SqlType::Int4 | SqlType::Float4 | SqlType::Date | SqlType::Oid => 4,
+            SqlType::Int4 | SqlType::Float4 | SqlType::Date | SqlType::Oid | SqlType::Object(_) => {
+                4
+            }
             SqlType::Int8 | SqlType::Float8 | SqlType::Timestamp | SqlType::TimestampTz => 8,
             SqlType::Name => 64,
             _ => -1,
@@ -173,6 +180,7 @@ impl SqlType {
             SqlType::Name => "name".into(),
             SqlType::Vector(Some(dimensions)) => format!("vector({dimensions})"),
             SqlType::Vector(None) => "vector".into(),
+            SqlType::Object(kind) => kind.type_name().into(),
             SqlType::Unknown => "unknown".into(),
         }
     }
@@ -197,6 +205,7 @@ impl SqlType {
             SqlType::Oid => "oid",
             SqlType::Name => "name",
             SqlType::Vector(_) => "vector",
+            SqlType::Object(kind) => kind.type_name(),
         }
     }
 
@@ -208,6 +217,7 @@ impl SqlType {
             | SqlType::Int4
             | SqlType::Int8
             | SqlType::Oid
+            | SqlType::Object(_)
             | SqlType::Date
             | SqlType::Timestamp
             | SqlType::TimestampTz => KeyKind::Int,
@@ -298,6 +308,11 @@ impl SqlType {
             }
             (a, b) if a.is_temporal() && b.is_temporal() => Some(SqlType::TimestampTz),
             (SqlType::Vector(_), SqlType::Vector(_)) => Some(SqlType::Vector(None)),
+            // An object identifier compares with an oid or an integer as an oid (its
+            // implicit casts to and from oid, int4 and int8).
+            (SqlType::Object(_), other) | (other, SqlType::Object(_)) if other.is_integer() => {
+                Some(SqlType::Oid)
+            }
             _ => None,
         }
     }
@@ -340,6 +355,8 @@ pub enum Datum {
     TimestampTz(i64),
     /// A pgvector `vector`: finite elements, 1 to `VECTOR_DIMENSIONS_MAX` of them.
     Vector(Arc<[f32]>),
+    /// A value of an object identifier type (`SqlType::Object`).
+    Object(ObjectReference),
 }
 
 impl PartialEq for Datum {
@@ -364,6 +381,7 @@ impl Datum {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Datum::Int(number) => Some(*number),
+            Datum::Object(object) => Some(i64::from(object.oid)),
             Datum::Numeric(decimal) => decimal.to_i64(),
             Datum::Float(number) => {
                 if number.is_finite() && number.abs() < 9.2e18 {
@@ -428,6 +446,9 @@ impl Datum {
                 a.cmp(&(i64::from(*b) * MICROSECONDS_PER_DAY))
             }
             (Vector(a), Vector(b)) => compare_vectors(a, b),
+            (Object(a), Object(b)) => a.oid.cmp(&b.oid),
+            (Object(a), Int(b)) => i64::from(a.oid).cmp(b),
+            (Int(a), Object(b)) => a.cmp(&i64::from(b.oid)),
             _ => return None,
         })
     }
@@ -460,6 +481,12 @@ impl Datum {
         match self {
             Datum::Null => out.push(0),
             Datum::Bool(flag) => out.extend_from_slice(&[1, u8::from(*flag)]),
+            Datum::Object(object) => {
+                // As the oid's integer: an object identifier equals its oid.
+                out.push(2);
+                write_decimal_digits(out, i64::from(object.oid));
+                out.push(0);
+            }
             Datum::Int(number) => {
                 // The digits a normalized numeric of the same value prints (1 = 1.0), written
                 // without going through a decimal: grouping and joins on integers are hot.
@@ -525,6 +552,7 @@ impl Datum {
             Datum::Text(text) => inline + text.len(),
             Datum::Bytes(bytes) => inline + bytes.len(),
             Datum::Vector(elements) => inline + std::mem::size_of_val(&**elements),
+            Datum::Object(object) => inline + object.text.as_ref().map_or(0, |text| text.len()),
             _ => inline,
         }
     }
@@ -546,6 +574,7 @@ impl Datum {
             Datum::Date(days) => Value::Int(i64::from(*days)),
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Value::Int(*micros),
             Datum::Vector(elements) => Value::Bytes(vector_storage_bytes(elements)),
+            Datum::Object(object) => Value::Int(i64::from(object.oid)),
         })
     }
 
@@ -611,6 +640,7 @@ impl Datum {
             Datum::Timestamp(micros) => format_timestamp(*micros),
             Datum::TimestampTz(micros) => format!("{}+00", format_timestamp(*micros)),
             Datum::Vector(elements) => format_vector(elements),
+            Datum::Object(object) => object.output(),
         })
     }
 }
