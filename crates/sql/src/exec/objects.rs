@@ -176,7 +176,7 @@ fn relation_oid(parts: &[String], session: &SessionInfo<'_>) -> Result<Option<u3
         [database, schema, name] => {
             if database != session.database {
                 return Err(SqlError::unsupported(format!(
-                    "cross-database references are not implemented: {}",
+                    "cross-database references are not implemented: \"{}\"",
                     parts.join(".")
                 )));
             }
