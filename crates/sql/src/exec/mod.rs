@@ -454,5 +454,6 @@ pub fn datum_type(datum: &Datum) -> SqlType {
         Datum::TimestampTz(_) => SqlType::TimestampTz,
         Datum::Vector(_) => SqlType::Vector(None),
         Datum::Object(_) => SqlType::Oid,
+        Datum::Jsonb(_) => SqlType::Jsonb,
     }
 }

@@ -65,6 +65,7 @@ pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
             Datum::Vector(elements) => {
                 counted(out, 11, &crate::types::vector_storage_bytes(elements))
             }
+            Datum::Jsonb(value) => counted(out, 13, value.output().as_bytes()),
             Datum::Object(object) => {
                 tagged(out, 12, &object.oid.to_le_bytes());
                 let text = object.text.as_deref().unwrap_or_default();
@@ -108,6 +109,10 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
             9 => Datum::Timestamp(i64::from_le_bytes(cursor.array()?)),
             10 => Datum::TimestampTz(i64::from_le_bytes(cursor.array()?)),
             11 => crate::types::vector_from_storage(cursor.counted()?),
+            13 => crate::types::parse_jsonb(
+                std::str::from_utf8(cursor.counted()?).map_err(|error| error.to_string())?,
+            )
+            .map_err(|error| error.to_string())?,
             12 => {
                 let oid = u32::from_le_bytes(cursor.array()?);
                 let named = cursor.array::<1>()?[0] == 1;

@@ -4,6 +4,7 @@
 //! so a function the binder accepts is always one the executor can run.
 
 mod info;
+mod json;
 mod math;
 mod registry;
 mod text;

@@ -2,7 +2,7 @@
 
 use super::text::Side;
 use super::vector::{self, subvector_signature, vectors};
-use super::{info, math, no_function, text, Coercion, Function, Signature};
+use super::{info, json, math, no_function, text, Coercion, Function, Signature};
 use crate::error::{Result, SqlError};
 use crate::types::{ObjectKind, SqlType};
 
@@ -249,6 +249,117 @@ pub static FUNCTIONS: &[Function] = &[
         subvector_signature,
         vector::subvector,
         "'[1,2,3]'::vector, 2, 1"
+    ),
+    // json and jsonb (the operators `->`, `->>`, `@>`, `<@`, `?` bind to the first five).
+    function!(
+        &["json_get"],
+        2..=2,
+        |n, t| json::get_signature(n, t, false),
+        |c| json::get(c, false),
+        "'[1,2]'::jsonb, 1"
+    ),
+    function!(
+        &["json_get_text"],
+        2..=2,
+        |n, t| json::get_signature(n, t, true),
+        |c| json::get(c, true),
+        "'{\"a\":1}'::json, 'a'"
+    ),
+    function!(
+        &["jsonb_contains"],
+        2..=2,
+        |n, t| json::jsonb_pair(n, t, SqlType::Jsonb),
+        json::contains,
+        "'[1,2]'::jsonb, '[1]'"
+    ),
+    function!(
+        &["jsonb_contained"],
+        2..=2,
+        |n, t| json::jsonb_pair(n, t, SqlType::Jsonb),
+        json::contained,
+        "'[1]'::jsonb, '[1,2]'"
+    ),
+    function!(
+        &["jsonb_exists"],
+        2..=2,
+        |n, t| json::jsonb_pair(n, t, TEXT),
+        json::exists,
+        "'{\"a\":1}'::jsonb, 'a'"
+    ),
+    function!(
+        &["json_typeof"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Json, TEXT),
+        json::type_name,
+        "'[]'"
+    ),
+    function!(
+        &["jsonb_typeof"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Jsonb, TEXT),
+        json::type_name,
+        "'[]'"
+    ),
+    function!(
+        &["json_array_length"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Json, SqlType::Int4),
+        json::array_length,
+        "'[1,2]'"
+    ),
+    function!(
+        &["jsonb_array_length"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Jsonb, SqlType::Int4),
+        json::array_length,
+        "'[1,2]'"
+    ),
+    function!(
+        &["jsonb_pretty"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Jsonb, TEXT),
+        json::pretty,
+        "'{\"a\":[1]}'"
+    ),
+    function!(&["to_json"], 1..=1, |_, t| Ok(any(t, false, SqlType::Json)), json::to_json, "'a'"),
+    function!(
+        &["to_jsonb"],
+        1..=1,
+        |_, t| Ok(any(t, false, SqlType::Jsonb)),
+        json::to_jsonb_value,
+        "1.5"
+    ),
+    function!(
+        &["json_build_array"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Json)),
+        json::build_array,
+        "1, 'a', NULL",
+        non_strict
+    ),
+    function!(
+        &["jsonb_build_array"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Jsonb)),
+        json::build_array_jsonb,
+        "1, 'a', NULL",
+        non_strict
+    ),
+    function!(
+        &["json_build_object"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Json)),
+        json::build_object,
+        "'a', 1",
+        non_strict
+    ),
+    function!(
+        &["jsonb_build_object"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Jsonb)),
+        json::build_object_jsonb,
+        "'a', 1",
+        non_strict
     ),
     // Text.
     function!(&["length", "char_length", "character_length"], 1..=1, length, text::length, "'abc'"),

@@ -340,6 +340,7 @@ fn constant(datum: &Datum, ty: Option<&SqlType>) -> String {
         (Datum::TimestampTz(_), _) => SqlType::TimestampTz,
         (Datum::Vector(_), _) => SqlType::Vector(None),
         (Datum::Object(_), _) => SqlType::Oid,
+        (Datum::Jsonb(_), _) => SqlType::Jsonb,
         (Datum::Text(_) | Datum::Null, _) => SqlType::Text,
     };
     let Some(text) = datum.to_text(&ty) else {

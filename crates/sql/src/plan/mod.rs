@@ -81,6 +81,15 @@ pub enum AggregateFunction {
     BoolAnd,
     BoolOr,
     StringAgg,
+    /// json_agg (`binary` false) and jsonb_agg: the argument is bound through to_json or
+    /// to_jsonb, so the accumulator collects json text or jsonb values.
+    JsonAgg {
+        binary: bool,
+    },
+    /// json_object_agg and jsonb_object_agg: (key as text, value through to_json[b]).
+    JsonObjectAgg {
+        binary: bool,
+    },
 }
 
 #[derive(Clone, Debug)]

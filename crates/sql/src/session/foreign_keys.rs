@@ -382,6 +382,8 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Unknown => 7,
         // Columns of these types are refused at CREATE TABLE.
         SqlType::Object(_) => 8,
+        SqlType::Json => 9,
+        SqlType::Jsonb => 10,
     };
     category(from) == category(to)
 }

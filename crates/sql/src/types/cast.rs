@@ -101,6 +101,15 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
             Datum::Text(text) => parse_vector(text, *dimensions)?,
             _ => return Err(cannot_cast(from, to)),
         },
+        SqlType::Json => match &datum {
+            Datum::Text(text) => parse_json_text(text)?,
+            Datum::Jsonb(value) => Datum::Text(value.output()),
+            _ => return Err(cannot_cast(from, to)),
+        },
+        SqlType::Jsonb => match &datum {
+            Datum::Text(text) => parse_jsonb(text)?,
+            _ => return Err(cannot_cast(from, to)),
+        },
         // Resolving a name or an oid takes the catalog: the executor casts to these
         // (`system::objects`), and the binder never folds such a cast.
         SqlType::Object(_) => match &datum {

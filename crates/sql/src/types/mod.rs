@@ -7,12 +7,14 @@
 //! `Float`, numeric is `Numeric`, character types are `Text` (char(n) stored padded).
 
 mod cast;
+mod json;
 mod reg;
 mod text;
 mod type_names;
 mod vector;
 
 pub use cast::*;
+pub use json::*;
 pub use reg::*;
 pub use text::*;
 pub use type_names::*;
@@ -60,6 +62,10 @@ pub enum SqlType {
     Vector(Option<u32>),
     /// An object identifier type (regclass, regtype, ...): an oid printed as a name.
     Object(ObjectKind),
+    /// json: the input text, checked and kept as it was.
+    Json,
+    /// jsonb: parsed and normalised (`Datum::Jsonb`).
+    Jsonb,
     /// An untyped literal or parameter whose type is not decided yet.
     Unknown,
 }
@@ -95,6 +101,8 @@ impl SqlType {
             SqlType::Numeric { .. } => 1700,
             SqlType::Vector(_) => VECTOR_OID,
             SqlType::Object(kind) => kind.type_oid(),
+            SqlType::Json => 114,
+            SqlType::Jsonb => 3802,
         }
     }
 
@@ -117,6 +125,8 @@ impl SqlType {
             1184 => SqlType::TimestampTz,
             1700 => SqlType::numeric(),
             VECTOR_OID => SqlType::Vector(None),
+            114 => SqlType::Json,
+            3802 => SqlType::Jsonb,
             other => SqlType::Object(ObjectKind::from_type_oid(other)?),
         })
     }
@@ -181,6 +191,8 @@ impl SqlType {
             SqlType::Vector(Some(dimensions)) => format!("vector({dimensions})"),
             SqlType::Vector(None) => "vector".into(),
             SqlType::Object(kind) => kind.type_name().into(),
+            SqlType::Json => "json".into(),
+            SqlType::Jsonb => "jsonb".into(),
             SqlType::Unknown => "unknown".into(),
         }
     }
@@ -206,6 +218,8 @@ impl SqlType {
             SqlType::Name => "name",
             SqlType::Vector(_) => "vector",
             SqlType::Object(kind) => kind.type_name(),
+            SqlType::Json => "json",
+            SqlType::Jsonb => "jsonb",
         }
     }
 
@@ -228,6 +242,8 @@ impl SqlType {
             | SqlType::Varchar(_)
             | SqlType::Char(_)
             | SqlType::Name
+            | SqlType::Json
+            | SqlType::Jsonb
             | SqlType::Unknown => KeyKind::Text,
         }
     }
@@ -357,6 +373,8 @@ pub enum Datum {
     Vector(Arc<[f32]>),
     /// A value of an object identifier type (`SqlType::Object`).
     Object(ObjectReference),
+    /// A jsonb value (`SqlType::Jsonb`; json values are `Text`).
+    Jsonb(Arc<Jsonb>),
 }
 
 impl PartialEq for Datum {
@@ -447,6 +465,7 @@ impl Datum {
             }
             (Vector(a), Vector(b)) => compare_vectors(a, b),
             (Object(a), Object(b)) => a.oid.cmp(&b.oid),
+            (Jsonb(a), Jsonb(b)) => a.compare(b),
             (Object(a), Int(b)) => i64::from(a.oid).cmp(b),
             (Int(a), Object(b)) => a.cmp(&i64::from(b.oid)),
             _ => return None,
@@ -533,6 +552,10 @@ impl Datum {
                 out.push(6);
                 out.extend_from_slice(&micros.to_le_bytes());
             }
+            Datum::Jsonb(value) => {
+                out.push(8);
+                value.group_key(out);
+            }
             Datum::Vector(elements) => {
                 // -0 = 0 as pgvector's comparison says (elements are never NaN).
                 out.push(7);
@@ -553,6 +576,8 @@ impl Datum {
             Datum::Bytes(bytes) => inline + bytes.len(),
             Datum::Vector(elements) => inline + std::mem::size_of_val(&**elements),
             Datum::Object(object) => inline + object.text.as_ref().map_or(0, |text| text.len()),
+            // Its output's length: what it takes stored, a fair measure of the tree.
+            Datum::Jsonb(value) => inline + value.output().len(),
             _ => inline,
         }
     }
@@ -575,6 +600,7 @@ impl Datum {
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Value::Int(*micros),
             Datum::Vector(elements) => Value::Bytes(vector_storage_bytes(elements)),
             Datum::Object(object) => Value::Int(i64::from(object.oid)),
+            Datum::Jsonb(value) => Value::Text(value.output()),
         })
     }
 
@@ -596,6 +622,7 @@ impl Datum {
             },
             Value::Float(number) => Datum::Float(*number),
             Value::Numeric(decimal) => Datum::Numeric(*decimal),
+            Value::Text(text) if *ty == SqlType::Jsonb => jsonb_from_storage(text),
             Value::Text(text) => Datum::Text(text.clone()),
             Value::Bytes(bytes) => match ty {
                 SqlType::Vector(_) => vector_from_storage(bytes),
@@ -607,7 +634,7 @@ impl Datum {
     /// As `from_value`, taking the value (strings and bytes move instead of being copied).
     pub fn from_owned_value(value: Value, ty: &SqlType) -> Datum {
         match value {
-            Value::Text(text) => Datum::Text(text),
+            Value::Text(text) if *ty != SqlType::Jsonb => Datum::Text(text),
             Value::Bytes(bytes) if !matches!(ty, SqlType::Vector(_)) => Datum::Bytes(bytes),
             other => Datum::from_value(&other, ty),
         }
@@ -641,6 +668,7 @@ impl Datum {
             Datum::TimestampTz(micros) => format!("{}+00", format_timestamp(*micros)),
             Datum::Vector(elements) => format_vector(elements),
             Datum::Object(object) => object.output(),
+            Datum::Jsonb(value) => value.output(),
         })
     }
 }
@@ -670,3 +698,10 @@ fn bounded_i32(value: u64) -> i32 {
 }
 
 pub(crate) use crate::convert::count_u64;
+
+/// A stored jsonb value (its output text, written by `to_value`).
+fn jsonb_from_storage(text: &str) -> Datum {
+    let parsed = parse_jsonb(text);
+    debug_assert!(parsed.is_ok(), "stored jsonb parses: {text}");
+    parsed.unwrap_or(Datum::Null)
+}

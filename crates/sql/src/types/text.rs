@@ -369,6 +369,8 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         SqlType::Timestamp => Datum::Timestamp(parse_timestamp(text, false)?),
         SqlType::TimestampTz => Datum::TimestampTz(parse_timestamp(text, true)?),
         SqlType::Vector(dimensions) => parse_vector(text, *dimensions)?,
+        SqlType::Json => parse_json_text(text)?,
+        SqlType::Jsonb => parse_jsonb(text)?,
         // Names resolve through the catalog: the binder makes such input a cast the
         // executor runs (`system::objects`), so no value reaches this without it.
         SqlType::Object(kind) => {

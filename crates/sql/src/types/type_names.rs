@@ -78,6 +78,8 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         // Arrays appear only in catalog queries; their values are array text ({a,b}).
         D::Array(_) => SqlType::Text,
         D::Regclass => SqlType::Object(ObjectKind::Class),
+        D::JSON => SqlType::Json,
+        D::JSONB => SqlType::Jsonb,
         D::Date => SqlType::Date,
         D::Timestamp(_, ast::TimezoneInfo::WithTimeZone)
         | D::Timestamp(_, ast::TimezoneInfo::Tz) => SqlType::TimestampTz,
@@ -96,6 +98,8 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "bpchar" => SqlType::Char(modifier_length("char", modifiers)?.unwrap_or(1)),
                 "timestamptz" => SqlType::TimestampTz,
                 "oid" => SqlType::Oid,
+                "json" => SqlType::Json,
+                "jsonb" => SqlType::Jsonb,
                 "regclass" | "regtype" | "regproc" | "regnamespace" | "regrole" => {
                     SqlType::Object(ObjectKind::from_type_name(&name).ok_or_else(|| {
                         SqlError::internal("the object identifier type names are listed")
@@ -172,6 +176,10 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     // them up) but values of them are not supported yet: using one fails (42704).
     (1560, "bit", -1),
     (1562, "varbit", -1),
+    (114, "json", -1),
+    (199, "_json", -1),
+    (3802, "jsonb", -1),
+    (3807, "_jsonb", -1),
     (24, "regproc", 4),
     (2205, "regclass", 4),
     (2206, "regtype", 4),
