@@ -34,6 +34,22 @@ impl<'a> Binder<'a> {
         if let Some(function) = json_operator_function(op)? {
             return self.json_operator(function, left, op, right, scope);
         }
+        if let B::Custom(symbol) = op {
+            // `j->-1`: PostgreSQL's lexer ends an operator before a trailing minus (the name
+            // has none of ~!@#%^&|`?), sqlparser reads one operator `->-`.
+            let json = match symbol.as_str() {
+                "->-" => Some((B::Arrow, "json_get")),
+                "->>-" => Some((B::LongArrow, "json_get_text")),
+                _ => None,
+            };
+            if let Some((op, function)) = json {
+                let negated = ast::Expr::UnaryOp {
+                    op: ast::UnaryOperator::Minus,
+                    expr: Box::new(right.clone()),
+                };
+                return self.json_operator(function, left, &op, &negated, scope);
+            }
+        }
         match op {
             B::And | B::Or => {
                 // A 10,000-term OR list (ORM filters) is a 10,000-deep syntax tree: its

@@ -212,3 +212,11 @@ pub(super) fn to_object(call: Call<'_>, kind: types::ObjectKind) -> Result<Datum
 pub(super) fn serial_sequence(call: Call<'_>) -> Result<Datum> {
     Ok((call.context.serial_sequence)(call.text(0), call.text(1))?.map_or(Datum::Null, Datum::Text))
 }
+
+/// `pg_typeof(any)`: the argument's type as regtype (an untyped literal is text here, as
+/// the binder reads it; PostgreSQL says unknown).
+pub(super) fn type_of(call: Call<'_>) -> Result<Datum> {
+    let oid = call.arg_types[0].oid();
+    let text = types::type_output_name(oid).map(std::sync::Arc::from);
+    Ok(Datum::Object(types::ObjectReference { oid, text }))
+}

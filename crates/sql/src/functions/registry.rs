@@ -321,6 +321,14 @@ pub static FUNCTIONS: &[Function] = &[
         json::pretty,
         "'{\"a\":[1]}'"
     ),
+    function!(
+        &["pg_typeof"],
+        1..=1,
+        |_, t| Ok(any(t, false, SqlType::Object(ObjectKind::Type))),
+        info::type_of,
+        "1",
+        non_strict
+    ),
     function!(&["to_json"], 1..=1, |_, t| Ok(any(t, false, SqlType::Json)), json::to_json, "'a'"),
     function!(
         &["to_jsonb"],
