@@ -31,24 +31,8 @@ impl<'a> Binder<'a> {
         if let Some(function) = vector_operator_function(op) {
             return self.vector_operator(function, left, op, right, scope);
         }
-        if let Some(function) = json_operator_function(op)? {
-            return self.json_operator(function, left, op, right, scope);
-        }
-        if let B::Custom(symbol) = op {
-            // `j->-1`: PostgreSQL's lexer ends an operator before a trailing minus (the name
-            // has none of ~!@#%^&|`?), sqlparser reads one operator `->-`.
-            let json = match symbol.as_str() {
-                "->-" => Some((B::Arrow, "json_get")),
-                "->>-" => Some((B::LongArrow, "json_get_text")),
-                _ => None,
-            };
-            if let Some((op, function)) = json {
-                let negated = ast::Expr::UnaryOp {
-                    op: ast::UnaryOperator::Minus,
-                    expr: Box::new(right.clone()),
-                };
-                return self.json_operator(function, left, &op, &negated, scope);
-            }
+        if let Some(bound) = self.json_binary(left, op, right, scope)? {
+            return Ok(bound);
         }
         match op {
             B::And | B::Or => {
@@ -229,6 +213,37 @@ fn json_operator_function(op: &ast::BinaryOperator) -> Result<Option<&'static st
 }
 
 impl Binder<'_> {
+    /// A json operator, if `op` is one (None: another operator).
+    fn json_binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<Option<(Expr, SqlType)>> {
+        use ast::BinaryOperator as B;
+        if let Some(function) = json_operator_function(op)? {
+            return self.json_operator(function, left, op, right, scope).map(Some);
+        }
+        if let B::Custom(symbol) = op {
+            // `j->-1`: PostgreSQL's lexer ends an operator before a trailing minus (the name
+            // has none of ~!@#%^&|`?), sqlparser reads one operator `->-`.
+            let json = match symbol.as_str() {
+                "->-" => Some((B::Arrow, "json_get")),
+                "->>-" => Some((B::LongArrow, "json_get_text")),
+                _ => None,
+            };
+            if let Some((op, function)) = json {
+                let negated = ast::Expr::UnaryOp {
+                    op: ast::UnaryOperator::Minus,
+                    expr: Box::new(right.clone()),
+                };
+                return self.json_operator(function, left, &op, &negated, scope).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
     /// `left op right` for a json operator: its function, PostgreSQL's 42883 naming the
     /// operator when the operand types have none, 42725 for two untyped literals.
     fn json_operator(

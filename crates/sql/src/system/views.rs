@@ -148,6 +148,18 @@ fn sequence_max(ty: &SqlType) -> i64 {
     }
 }
 
+/// A column's DEFAULT as PostgreSQL prints it: a serial or identity column's
+/// `nextval('t_id_seq')` with its regclass cast, `nextval('t_id_seq'::regclass)`.
+fn default_text(default: &str) -> Datum {
+    match crate::catalog::sequence_of_default(default) {
+        Some(sequence) => {
+            let name = crate::plan::deparse::quote_identifier(sequence).replace('\'', "''");
+            Datum::Text(format!("nextval('{name}'::regclass)"))
+        }
+        None => text(default),
+    }
+}
+
 /// An index's key columns as 1-based attribute numbers.
 fn key_attributes(index: &IndexMeta) -> Vec<String> {
     positions_attributes(&index.columns)
@@ -610,7 +622,7 @@ pub static VIEWS: &[SystemView] = &[
         oid: Oid = oid(0),
         adrelid: Oid = oid(table.oid),
         adnum: Int2 = count(position + 1),
-        adbin: Text = column.default.as_deref().map_or(Datum::Null, text),
+        adbin: Text = column.default.as_deref().map_or(Datum::Null, default_text),
     }),
     // Constraints: primary keys, UNIQUE and CHECK constraints (unique indexes made by CREATE
     // UNIQUE INDEX are not constraints in PostgreSQL either).
@@ -749,7 +761,7 @@ pub static VIEWS: &[SystemView] = &[
         table_name: Text = text(&table.name),
         column_name: Text = text(&column.name),
         ordinal_position: Int4 = count(position + 1),
-        column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, text),
+        column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, default_text),
         is_nullable: Text = text(if column.nullable { "YES" } else { "NO" }),
         data_type: Text = text(column.ty.display_name().split('(').next().unwrap_or_default()),
         character_maximum_length: Int4 = optional(length),
