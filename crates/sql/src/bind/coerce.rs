@@ -100,6 +100,11 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     if matches!((from, to), (SqlType::Vector(_), SqlType::Vector(_))) {
         return true;
     }
+    // json and jsonb convert to each other on assignment (PostgreSQL's casts are
+    // assignment casts).
+    if matches!((from, to), (SqlType::Json, SqlType::Jsonb) | (SqlType::Jsonb, SqlType::Json)) {
+        return true;
+    }
     // Object identifiers and oid, int4 and int8 cast to each other implicitly.
     if matches!((from, to), (SqlType::Object(_), other) | (other, SqlType::Object(_)) if other.is_integer())
     {

@@ -8,6 +8,8 @@ mod access;
 pub(crate) mod deparse;
 mod dml;
 mod join;
+mod json_keys;
+pub(crate) use json_keys::refuse_json_keys;
 mod nearest;
 mod size;
 mod window;

@@ -160,6 +160,16 @@ fn default_text(default: &str) -> Datum {
     }
 }
 
+/// The array types pg_type lists: (element type, array type).
+fn array_types() -> impl Iterator<Item = (i64, i64)> {
+    [
+        (crate::types::VECTOR_OID_I64, i64::from(crate::types::VECTOR_ARRAY_OID)),
+        (114, 199),
+        (3802, 3807),
+    ]
+    .into_iter()
+}
+
 /// An index's key columns as 1-based attribute numbers.
 fn key_attributes(index: &IndexMeta) -> Vec<String> {
     positions_attributes(&index.columns)
@@ -540,11 +550,10 @@ pub static VIEWS: &[SystemView] = &[
         typtype: Text = text("b"),
         typdelim: Text = text(","),
         typbasetype: Oid = oid(0),
-        typelem: Oid = oid(if name == "_vector" { i64::from(crate::types::VECTOR_OID) } else { 0 }),
+        typelem: Oid = oid(array_types().find(|(_, array)| *array == type_oid).map_or(0, |(element, _)| element)),
         typrelid: Oid = oid(0),
         typcollation: Oid = oid(collation_of(type_oid)),
-        typarray: Oid =
-            oid(if name == "vector" { i64::from(crate::types::VECTOR_ARRAY_OID) } else { 0 }),
+        typarray: Oid = oid(array_types().find(|(element, _)| *element == type_oid).map_or(0, |(_, array)| array)),
     }),
     view!(&["pg_index"], |c| indexes(&c.tables), |(table, index)| {
         indexrelid: Oid = oid(index.oid),
