@@ -448,3 +448,65 @@ def test_arrays_round_trip_as_python_lists(autoconn, binary):
     ).fetchone()
     assert aggregated == ([2, 1], [1, 3])
     autoconn.execute("DROP TABLE py_arrays")
+
+
+# ---------------------------------------------------------------------------------------------
+# json, jsonb and regclass
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_json_and_jsonb_load_as_python_objects(autoconn, table, binary):
+    from psycopg.types.json import Json, Jsonb
+
+    autoconn.execute(f"CREATE TABLE {table} (id int4 PRIMARY KEY, j json, b jsonb)")
+    autoconn.execute(
+        f"INSERT INTO {table} VALUES (%s, %s, %s)",
+        (1, Json({"a": [1, 2], "s": "x"}), Jsonb({"k": None, "n": 1.5})),
+        binary=binary,
+    )
+    autoconn.execute(f"INSERT INTO {table} VALUES (2, '[1, 2, 3]', '{{\"b\": 1, \"a\": 2}}')")
+    cur = autoconn.cursor(binary=binary)
+    cur.execute(f"SELECT j, b, b->'n', j->>'s' FROM {table} ORDER BY id")
+    assert [column.type_code for column in cur.description] == [114, 3802, 3802, 25]
+    assert cur.fetchall() == [
+        ({"a": [1, 2], "s": "x"}, {"k": None, "n": 1.5}, 1.5, "x"),
+        ([1, 2, 3], {"a": 2, "b": 1}, None, None),
+    ]
+    cur.execute(f"SELECT id FROM {table} WHERE b @> %s", (Jsonb({"a": 2}),))
+    assert cur.fetchall() == [(2,)]
+    cur.execute(f"SELECT b::text FROM {table} WHERE id = 2")
+    assert cur.fetchone() == ('{"a": 2, "b": 1}',)
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+        autoconn.execute(f"INSERT INTO {table} VALUES (3, 'not json', NULL)")
+
+
+def test_json_copy_round_trip(autoconn, table):
+    autoconn.execute(f"CREATE TABLE {table} (id int4 PRIMARY KEY, j json, b jsonb)")
+    cur = autoconn.cursor()
+    with cur.copy(f"COPY {table} FROM STDIN") as copy:
+        copy.write(b'1\t{"a" :  1}\t{"b": [1, 2], "a": "x"}\n2\t\\N\t"s"\n')
+    with cur.copy(f"COPY (SELECT * FROM {table} ORDER BY id) TO STDOUT") as copy:
+        data = b"".join(bytes(chunk) for chunk in copy)
+    # json keeps its text; jsonb prints its keys sorted, with PostgreSQL's spacing.
+    assert data == b'1\t{"a" :  1}\t{"a": "x", "b": [1, 2]}\n2\t\\N\t"s"\n'
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+        with cur.copy(f"COPY {table} FROM STDIN") as copy:
+            copy.write(b"3\t{\tnull\n")
+
+
+def test_regclass_columns_and_parameters(autoconn, table):
+    autoconn.execute(f"CREATE TABLE {table} (id int4 PRIMARY KEY)")
+    cur = autoconn.execute(
+        "SELECT CAST(%s AS REGCLASS), "
+        "CAST(CAST(%s AS REGCLASS) AS OID) = (SELECT oid FROM pg_class WHERE relname = %s)",
+        (table, table, table),
+    )
+    assert [column.type_code for column in cur.description] == [2205, 16]
+    assert cur.fetchone() == (table, True)
+    cur = autoconn.execute(
+        "SELECT count(*) FROM pg_description WHERE classoid = CAST(%s AS REGCLASS)",
+        ("pg_catalog.pg_class",),
+    )
+    assert cur.fetchone() == (0,)
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        autoconn.execute("SELECT CAST(%s AS REGCLASS)", ("t_missing_" + table,))

@@ -5,8 +5,9 @@ PostgreSQL's errors, and drop_all / create_all again (the referencing table drop
 in one transaction).
 
 Run: TIERDB_PORT=5432 python3 -m pytest -q tests/python/test_sqlalchemy.py
-Reflection (inspect().get_columns) is not here yet: SQLAlchemy's query needs regclass casts
-and json_build_object, which tierdb does not have (issue 15).
+Reflection: get_columns (with identity options), get_foreign_keys, get_check_constraints
+and get_table_comment; get_pk_constraint, get_indexes and get_unique_constraints still need
+arrays (unnest over pg_index.indkey), which tierdb does not have yet.
 """
 
 import os
@@ -143,3 +144,26 @@ def test_constraints_refuse_bad_rows(engine):
         assert error.value.orig.sqlstate == "23505"
         session.rollback()
         assert session.scalar(select(func.count()).select_from(Book)) == 0
+
+
+def test_reflection_of_columns_keys_and_checks(engine):
+    inspector = inspect(engine)
+    columns = {column["name"]: column for column in inspector.get_columns("sa_book")}
+    assert list(columns) == ["id", "title", "price", "author_id"]
+    assert columns["id"]["default"] == "nextval('sa_book_id_seq'::regclass)"
+    assert columns["id"]["autoincrement"] is True
+    assert str(columns["title"]["type"]) == "VARCHAR(200)"
+    assert str(columns["price"]["type"]) == "NUMERIC(10, 2)"
+    assert columns["author_id"]["nullable"] is False
+    [key] = inspector.get_foreign_keys("sa_book")
+    assert (key["constrained_columns"], key["referred_table"], key["referred_columns"]) == (
+        ["author_id"],
+        "sa_author",
+        ["id"],
+    )
+    assert key["options"] == {"ondelete": "CASCADE"}
+    checks = inspector.get_check_constraints("sa_book")
+    assert [(check["name"], check["sqltext"]) for check in checks] == [
+        ("sa_book_price_positive", "price >= 0::numeric")
+    ]
+    assert inspector.get_table_comment("sa_book") == {"text": None}

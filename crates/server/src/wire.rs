@@ -115,7 +115,10 @@ pub fn encode(datum: &Datum, ty: &SqlType, binary: bool) -> Result<Encoded, SqlE
         (Datum::Int(value), SqlType::Int4) => {
             i32::try_from(*value).map_err(|_| out_of_range())?.to_be_bytes().to_vec()
         }
-        (Datum::Int(value), SqlType::Oid) => {
+        (Datum::Object(object), _) => object.oid.to_be_bytes().to_vec(),
+        // jsonb's binary form: version 1, then the text.
+        (Datum::Jsonb(value), _) => [&[1u8][..], value.output().as_bytes()].concat(),
+        (Datum::Int(value), SqlType::Oid | SqlType::Object(_)) => {
             u32::try_from(*value).map_err(|_| out_of_range())?.to_be_bytes().to_vec()
         }
         (Datum::Int(value), _) => value.to_be_bytes().to_vec(),
@@ -318,6 +321,18 @@ pub fn decode_binary(bytes: &[u8], ty: &SqlType) -> Result<Datum, SqlError> {
             Datum::TimestampTz(i64::from_be_bytes(fixed(8)?.try_into().expect("8")))
         }
         SqlType::Bytea => Datum::Bytes(bytes.to_vec()),
+        // The binder types such parameters as text (their names resolve in a cast).
+        SqlType::Object(kind) => {
+            return Err(SqlError::unsupported(format!(
+                "binary parameters of type {} are not supported",
+                kind.type_name()
+            )))
+        }
+        SqlType::Json => tierdb_sql::parse_text(utf8(bytes)?, ty)?,
+        SqlType::Jsonb => match bytes.split_first() {
+            Some((1, text)) => tierdb_sql::parse_text(utf8(text)?, ty)?,
+            _ => return Err(SqlError::new("22P03", "unsupported jsonb version number")),
+        },
         SqlType::Vector(dimensions) => tierdb_sql::vector_receive(bytes, *dimensions)?,
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => decode_array(bytes, ty)?,
         SqlType::Numeric { .. } => {
@@ -327,12 +342,13 @@ pub fn decode_binary(bytes: &[u8], ty: &SqlType) -> Result<Datum, SqlError> {
         | SqlType::Varchar(_)
         | SqlType::Char(_)
         | SqlType::Name
-        | SqlType::Unknown => {
-            Datum::Text(String::from_utf8(bytes.to_vec()).map_err(|_| {
-                SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
-            })?)
-        }
+        | SqlType::Unknown => Datum::Text(utf8(bytes)?.to_string()),
     })
+}
+
+fn utf8(bytes: &[u8]) -> Result<&str, SqlError> {
+    std::str::from_utf8(bytes)
+        .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))
 }
 
 pub fn decode_numeric(bytes: &[u8]) -> Option<Decimal> {

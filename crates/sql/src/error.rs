@@ -44,6 +44,10 @@ impl SqlError {
     pub fn datatype_mismatch(message: impl Into<String>) -> SqlError {
         SqlError::new("42804", message)
     }
+    /// 42883 with a message of its own (`could not identify an ordering operator ...`).
+    pub fn undefined_function_message(message: impl Into<String>) -> SqlError {
+        SqlError::new("42883", message)
+    }
     pub fn undefined_operator(message: impl Into<String>) -> SqlError {
         SqlError::new("42883", message)
     }

@@ -144,19 +144,9 @@ impl<'a> Binder<'a> {
         right: &ast::Expr,
         scope: &Scope,
     ) -> Result<(Expr, SqlType)> {
-        let name = match op {
-            ast::BinaryOperator::AtArrow => "arraycontains",
-            ast::BinaryOperator::ArrowAt => "arraycontained",
-            _ => "arrayoverlap",
-        };
         let (left, left_ty) = self.expr(left, scope, None)?;
         let (right, right_ty) = self.expr(right, scope, Some(&left_ty))?;
-        let (left, left_ty) = match left_ty {
-            SqlType::Unknown => (coerce(left, &left_ty, &right_ty, false)?, right_ty.clone()),
-            ty => (left, ty),
-        };
-        let right = coerce(right, &right_ty, &left_ty, false)?;
-        bind_call(name, vec![(left, left_ty.clone()), (right, left_ty)])
+        array_containment(op, (left, left_ty), (right, right_ty))
     }
 
     /// `||` with an array on either side: array_cat, array_append or array_prepend (an
@@ -192,6 +182,26 @@ impl<'a> Binder<'a> {
         let right = side(right, right_ty, right_target)?;
         bind_call(name, vec![left, right])
     }
+}
+
+/// `@>`, `<@` or `&&` over bound operands (json's `@>` and `<@` come here when a side is an
+/// array).
+pub(crate) fn array_containment(
+    op: &ast::BinaryOperator,
+    (left, left_ty): (Expr, SqlType),
+    (right, right_ty): (Expr, SqlType),
+) -> Result<(Expr, SqlType)> {
+    let name = match op {
+        ast::BinaryOperator::AtArrow => "arraycontains",
+        ast::BinaryOperator::ArrowAt => "arraycontained",
+        _ => "arrayoverlap",
+    };
+    let (left, left_ty) = match left_ty {
+        SqlType::Unknown => (coerce(left, &left_ty, &right_ty, false)?, right_ty.clone()),
+        ty => (left, ty),
+    };
+    let right = coerce(right, &right_ty, &left_ty, false)?;
+    bind_call(name, vec![(left, left_ty.clone()), (right, left_ty)])
 }
 
 /// The comparison an operator written with ANY/ALL denotes.

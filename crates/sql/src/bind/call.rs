@@ -68,6 +68,7 @@ impl<'a> Binder<'a> {
         let saved_set_calls = self.set_calls.take();
         let mut bound = Vec::new();
         let mut input = SqlType::Int8;
+        let mut types = Vec::with_capacity(args.len());
         for (index, arg) in args.iter().enumerate() {
             let outcome = self.expr(arg, &input_scope, None);
             let (expr, ty) = match outcome {
@@ -91,6 +92,7 @@ impl<'a> Binder<'a> {
             if index == 0 {
                 input = ty.clone();
             }
+            types.push(ty);
             bound.push(expr2);
         }
         self.grouping = saved;
@@ -98,7 +100,7 @@ impl<'a> Binder<'a> {
         let output = aggregate_output(aggregate, &input)?;
         let expected_args = match aggregate {
             AggregateFunction::CountStar => 0,
-            AggregateFunction::StringAgg => 2,
+            AggregateFunction::StringAgg | AggregateFunction::JsonObjectAgg { .. } => 2,
             _ => 1,
         };
         if bound.len() != expected_args {
@@ -108,6 +110,7 @@ impl<'a> Binder<'a> {
         if aggregate == AggregateFunction::ArrayAgg && input.array_element().is_some() {
             return Err(SqlError::unsupported("array_agg of arrays (multidimensional arrays)"));
         }
+        let bound = json_aggregate_arguments(aggregate, bound, types)?;
         let call = AggregateCall {
             function: aggregate,
             args: bound,
@@ -201,7 +204,35 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         AggregateFunction::BoolAnd | AggregateFunction::BoolOr => SqlType::Bool,
         AggregateFunction::StringAgg => SqlType::Text,
         AggregateFunction::ArrayAgg => crate::types::array_of(&text_if_unknown(input))?,
+        AggregateFunction::JsonAgg { binary: false }
+        | AggregateFunction::JsonObjectAgg { binary: false } => SqlType::Json,
+        AggregateFunction::JsonAgg { binary: true }
+        | AggregateFunction::JsonObjectAgg { binary: true } => SqlType::Jsonb,
     })
+}
+
+/// The json aggregates' arguments as their accumulators take them: each value through
+/// to_json or to_jsonb (whose NULL the accumulator writes as `null`), an object key as text.
+fn json_aggregate_arguments(
+    aggregate: AggregateFunction,
+    bound: Vec<Expr>,
+    types: Vec<SqlType>,
+) -> Result<Vec<Expr>> {
+    let (binary, keyed) = match aggregate {
+        AggregateFunction::JsonAgg { binary } => (binary, false),
+        AggregateFunction::JsonObjectAgg { binary } => (binary, true),
+        _ => return Ok(bound),
+    };
+    let convert = if binary { "to_jsonb" } else { "to_json" };
+    let mut arguments = bound.into_iter().zip(types);
+    let mut converted = Vec::with_capacity(2);
+    if keyed {
+        let (key, ty) = arguments.next().ok_or_else(|| SqlError::internal("a key argument"))?;
+        converted.push(coerce(key, &ty, &SqlType::Text, true)?);
+    }
+    let (value, ty) = arguments.next().ok_or_else(|| SqlError::internal("a value argument"))?;
+    converted.push(bind_call(convert, vec![(value, ty)])?.0);
+    Ok(converted)
 }
 
 /// The arguments of a call: expressions, DISTINCT, and `*`.
@@ -249,6 +280,10 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
         "bool_or" => AggregateFunction::BoolOr,
         "string_agg" => AggregateFunction::StringAgg,
         "array_agg" => AggregateFunction::ArrayAgg,
+        "json_agg" => AggregateFunction::JsonAgg { binary: false },
+        "jsonb_agg" => AggregateFunction::JsonAgg { binary: true },
+        "json_object_agg" => AggregateFunction::JsonObjectAgg { binary: false },
+        "jsonb_object_agg" => AggregateFunction::JsonObjectAgg { binary: true },
         _ => return None,
     })
 }

@@ -25,6 +25,9 @@ pub fn coerce(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
     if *to == SqlType::Unknown {
         return Ok(expr);
     }
+    if let SqlType::Object(_) = to {
+        return object_cast(expr, from, to, explicit);
+    }
     match (&expr, from) {
         (Expr::Literal(Datum::Null), _) => Ok(expr),
         (Expr::Literal(Datum::Text(text)), SqlType::Unknown) => {
@@ -61,6 +64,23 @@ pub fn coerce(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
     }
 }
 
+/// A cast to an object identifier type, never folded: resolving a name or an oid takes the
+/// catalog, which the executor has (`system::objects`). Untyped input is read as text.
+fn object_cast(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Result<Expr> {
+    if let Expr::Literal(Datum::Null) = expr {
+        return Ok(expr);
+    }
+    let from = if *from == SqlType::Unknown { &SqlType::Text } else { from };
+    if !explicit && !implicitly_castable(from, to) {
+        return Err(SqlError::datatype_mismatch(format!(
+            "column is of type {} but expression is of type {}",
+            to.display_name(),
+            from.display_name()
+        )));
+    }
+    Ok(Expr::Cast { expr: Box::new(expr), from: from.clone(), to: to.clone(), explicit })
+}
+
 /// PostgreSQL's implicit and assignment casts that tierdb supports.
 pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     if from == to || *from == SqlType::Unknown {
@@ -83,6 +103,16 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     // Arrays convert element by element where the elements do (int4[] to int8[]).
     if let (Some(from), Some(to)) = (from.array_element(), to.array_element()) {
         return implicitly_castable(from, to);
+    }
+    // json and jsonb convert to each other on assignment (PostgreSQL's casts are
+    // assignment casts).
+    if matches!((from, to), (SqlType::Json, SqlType::Jsonb) | (SqlType::Jsonb, SqlType::Json)) {
+        return true;
+    }
+    // Object identifiers and oid, int4 and int8 cast to each other implicitly.
+    if matches!((from, to), (SqlType::Object(_), other) | (other, SqlType::Object(_)) if other.is_integer())
+    {
+        return true;
     }
     false
 }

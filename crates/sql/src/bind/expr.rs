@@ -98,6 +98,11 @@ impl<'a> Binder<'a> {
                     ast::Value::SingleQuotedString(text) => text.clone(),
                     other => other.to_string(),
                 };
+                if let SqlType::Object(_) = ty {
+                    // Resolved by the executor's cast, which has the catalog.
+                    let literal = Expr::Literal(Datum::Text(text));
+                    return Ok((coerce(literal, &SqlType::Unknown, &ty, true)?, ty));
+                }
                 Ok((Expr::Literal(types::parse_text(&text, &ty)?), ty))
             }
             ast::Expr::Nested(inner) => self.expr(inner, scope, hint),
@@ -481,7 +486,11 @@ impl<'a> Binder<'a> {
                 }
                 if self.parameters[index] == SqlType::Unknown {
                     if let Some(hint) = hint {
-                        if *hint != SqlType::Unknown {
+                        // A parameter of an object identifier type arrives as its name in
+                        // text; the cast the binder adds resolves it with the catalog.
+                        if let SqlType::Object(_) = hint {
+                            self.parameters[index] = SqlType::Text;
+                        } else if *hint != SqlType::Unknown {
                             self.parameters[index] = hint.clone();
                         }
                     }

@@ -97,6 +97,12 @@ pub struct Binder<'a> {
 
 impl<'a> Binder<'a> {
     pub fn new(catalog: &'a Catalog, namespace: Namespace, parameters: Vec<SqlType>) -> Binder<'a> {
+        // Declared object identifier parameters are read as text: their names resolve in
+        // the cast to the declared type, where the catalog is at hand.
+        let parameters = parameters
+            .into_iter()
+            .map(|ty| if let SqlType::Object(_) = ty { SqlType::Text } else { ty })
+            .collect();
         Binder {
             catalog,
             namespace,

@@ -31,6 +31,9 @@ impl<'a> Binder<'a> {
         if let Some(function) = vector_operator_function(op) {
             return self.vector_operator(function, left, op, right, scope);
         }
+        if let Some(bound) = self.json_binary(left, op, right, scope)? {
+            return Ok(bound);
+        }
         match op {
             B::And | B::Or => {
                 // A 10,000-term OR list (ORM filters) is a 10,000-deep syntax tree: its
@@ -194,6 +197,92 @@ fn vector_operator_symbol(function: &str) -> &'static str {
     }
 }
 
+/// The json and jsonb operators and the functions they call (`@>` and `<@` over arrays go
+/// to the array functions); the path operators (`#>`, `#>>`) and `?|` / `?&` are 0A000.
+fn json_operator_function(op: &ast::BinaryOperator) -> Result<Option<&'static str>> {
+    use ast::BinaryOperator as B;
+    Ok(Some(match op {
+        B::Arrow => "json_get",
+        B::LongArrow => "json_get_text",
+        B::AtArrow => "jsonb_contains",
+        B::ArrowAt => "jsonb_contained",
+        B::Question => "jsonb_exists",
+        B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe => {
+            return Err(SqlError::unsupported(format!(
+                "the jsonb operator {op} is not supported (it takes a text array)"
+            )))
+        }
+        _ => return Ok(None),
+    }))
+}
+
+impl Binder<'_> {
+    /// A json operator, if `op` is one (None: another operator).
+    fn json_binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<Option<(Expr, SqlType)>> {
+        use ast::BinaryOperator as B;
+        if let Some(function) = json_operator_function(op)? {
+            return self.json_operator(function, left, op, right, scope).map(Some);
+        }
+        if let B::Custom(symbol) = op {
+            // `j->-1`: PostgreSQL's lexer ends an operator before a trailing minus (the name
+            // has none of ~!@#%^&|`?), sqlparser reads one operator `->-`.
+            let json = match symbol.as_str() {
+                "->-" => Some((B::Arrow, "json_get")),
+                "->>-" => Some((B::LongArrow, "json_get_text")),
+                _ => None,
+            };
+            if let Some((op, function)) = json {
+                let negated = ast::Expr::UnaryOp {
+                    op: ast::UnaryOperator::Minus,
+                    expr: Box::new(right.clone()),
+                };
+                return self.json_operator(function, left, &op, &negated, scope).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// `left op right` for a json operator: its function, PostgreSQL's 42883 naming the
+    /// operator when the operand types have none, 42725 for two untyped literals.
+    fn json_operator(
+        &mut self,
+        function: &'static str,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let (left, left_ty) = self.expr(left, scope, None)?;
+        let (right, right_ty) = self.expr(right, scope, None)?;
+        let array = left_ty.array_element().is_some() || right_ty.array_element().is_some();
+        if array && matches!(function, "jsonb_contains" | "jsonb_contained") {
+            return super::arrays::array_containment(op, (left, left_ty), (right, right_ty));
+        }
+        if left_ty == SqlType::Unknown && right_ty == SqlType::Unknown {
+            return Err(SqlError::new(
+                "42725",
+                format!("operator is not unique: unknown {op} unknown"),
+            ));
+        }
+        let operands = format!("{} {op} {}", left_ty.display_name(), right_ty.display_name());
+        bind_call(function, vec![(left, left_ty), (right, right_ty)]).map_err(|error| {
+            match error.sqlstate {
+                "42883" => {
+                    SqlError::undefined_operator(format!("operator does not exist: {operands}"))
+                }
+                "42725" => SqlError::new("42725", format!("operator is not unique: {operands}")),
+                _ => error,
+            }
+        })
+    }
+}
+
 /// pgvector's distance operators and the functions they call.
 fn vector_operator_function(op: &ast::BinaryOperator) -> Option<&'static str> {
     use ast::BinaryOperator as B;
@@ -227,6 +316,14 @@ pub(crate) fn compare_operands(
     let bpchar = matches!(left_ty, SqlType::Char(_))
         && matches!(right_ty, SqlType::Char(_) | SqlType::Unknown)
         || matches!(right_ty, SqlType::Char(_)) && *left_ty == SqlType::Unknown;
+    // json has no equality or ordering operators in PostgreSQL (jsonb has).
+    if *left_ty == SqlType::Json || *right_ty == SqlType::Json {
+        return Err(SqlError::undefined_operator(format!(
+            "operator does not exist: {} = {}",
+            left_ty.display_name(),
+            right_ty.display_name()
+        )));
+    }
     let common = SqlType::common(left_ty, right_ty).ok_or_else(|| {
         SqlError::undefined_operator(format!(
             "operator does not exist: {} = {}",

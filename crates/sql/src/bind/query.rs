@@ -19,6 +19,7 @@ impl<'a> Binder<'a> {
         let outcome = self.query_body(query);
         self.ctes.pop();
         let mut plan = outcome?;
+        crate::plan::refuse_json_keys(&plan)?;
         crate::plan::use_vector_indexes(&mut plan);
         crate::optimize::prune_columns(&mut plan);
         Ok(plan)

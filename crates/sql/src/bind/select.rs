@@ -457,13 +457,28 @@ pub(crate) fn default_name(expr: &ast::Expr) -> String {
         ast::Expr::Function(function) => {
             object_name(&function.name).unwrap_or_else(|_| "?column?".into())
         }
-        ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
-            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => default_name(expr),
-            ast::Expr::Value(_) => sql_type(data_type)
-                .map(|ty| type_column_name(&ty))
-                .unwrap_or_else(|_| "?column?".into()),
-            other => default_name(other),
-        },
+        ast::Expr::Cast { expr, data_type, .. } => {
+            // PostgreSQL's FigureColname: the operand's name when it has a real one (a
+            // column, a function), else the type's (`'a'::regclass::text` is "text").
+            let inner = default_name(expr);
+            let mut operand = expr.as_ref();
+            while let ast::Expr::Nested(nested) = operand {
+                operand = nested;
+            }
+            let weak = inner == "?column?"
+                || matches!(
+                    operand,
+                    ast::Expr::Cast { .. }
+                        | ast::Expr::Value(_)
+                        | ast::Expr::TypedString(_)
+                        | ast::Expr::Case { .. }
+                );
+            if weak {
+                sql_type(data_type).map(|ty| type_column_name(&ty)).unwrap_or(inner)
+            } else {
+                inner
+            }
+        }
         ast::Expr::Nested(inner) => default_name(inner),
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Exists { .. } => "exists".into(),

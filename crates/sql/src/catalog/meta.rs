@@ -28,6 +28,29 @@ pub fn attribute_number(position: usize) -> i16 {
     i16::try_from(position + 1).expect("COLUMNS_MAX fits i16")
 }
 
+/// The OID of the sequence of the column at `position` of the table with OID `table`.
+///
+/// tierdb's sequences are not catalog objects with OIDs of their own: a serial or identity
+/// column's sequence is numbered from its table and column, above every OID the catalog's
+/// counter hands out (it would take 2^31 objects to reach them), so that
+/// `'t_id_seq'::regclass` and pg_sequence.seqrelid agree. None for a table whose OID is
+/// past 2^20 (no room left in the range).
+pub fn sequence_oid(table: u32, position: usize) -> Option<u32> {
+    const SEQUENCE_OID_BASE: u32 = 1 << 31;
+    const TABLES_MAX: u32 = 1 << 20;
+    let position = u32::try_from(position).ok()?;
+    // COLUMNS_MAX < 2048: a column's position fits the low 11 bits.
+    (table < TABLES_MAX).then_some(SEQUENCE_OID_BASE | (table << 11) | position)
+}
+
+/// Each sequence of a table's columns: (the column's position, the column, the sequence).
+pub fn column_sequences(table: &TableMeta) -> impl Iterator<Item = (usize, &ColumnMeta, &str)> {
+    table.columns.iter().enumerate().filter_map(|(position, column)| {
+        let sequence = column.default.as_deref().and_then(super::sequence_of_default)?;
+        Some((position, column, sequence))
+    })
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColumnMeta {
     pub name: String,

@@ -562,6 +562,24 @@ fn refuse_vector_key(table: &TableMeta, index: &IndexMeta) -> Result<()> {
             "btree indexes, primary keys and unique constraints on vector columns are not supported",
         ));
     }
+    // The key encoding orders jsonb by its text, not by jsonb's order (and json has no
+    // btree operator class in PostgreSQL either).
+    for column in &index.columns {
+        match table.columns.get(*column).map(|meta| &meta.ty) {
+            Some(SqlType::Json) => {
+                return Err(SqlError::new(
+                    "42704",
+                    "data type json has no default operator class for access method \"btree\"",
+                ))
+            }
+            Some(SqlType::Jsonb) => {
+                return Err(SqlError::unsupported(
+                    "btree indexes, primary keys and unique constraints on jsonb columns are not supported",
+                ))
+            }
+            _ => {}
+        }
+    }
     Ok(())
 }
 

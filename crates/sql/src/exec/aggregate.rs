@@ -54,6 +54,10 @@ pub(crate) enum Accumulator {
     Strings(Option<String>),
     /// array_agg: the values so far (NULLs too).
     Elements(Option<Vec<Datum>>),
+    /// json_agg and json_object_agg: each value's json text, with its key (json_agg: none).
+    Json(Option<Vec<(Option<String>, String)>>),
+    /// jsonb_agg and jsonb_object_agg: each value, with its key.
+    Jsonb(Option<Vec<(Option<String>, types::Jsonb)>>),
     /// pgvector's sum(vector): float sums.
     VectorSum(Option<Vec<f32>>),
     /// pgvector's avg(vector): double sums and the count.
@@ -78,6 +82,10 @@ pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
         AggregateFunction::BoolAnd | AggregateFunction::BoolOr => Accumulator::Bool(None),
         AggregateFunction::StringAgg => Accumulator::Strings(None),
         AggregateFunction::ArrayAgg => Accumulator::Elements(None),
+        AggregateFunction::JsonAgg { binary: false }
+        | AggregateFunction::JsonObjectAgg { binary: false } => Accumulator::Json(None),
+        AggregateFunction::JsonAgg { binary: true }
+        | AggregateFunction::JsonObjectAgg { binary: true } => Accumulator::Jsonb(None),
     }
 }
 
@@ -91,6 +99,9 @@ pub(crate) fn accumulate(
             *count += 1;
         }
         return Ok(());
+    }
+    if matches!(state, Accumulator::Json(_) | Accumulator::Jsonb(_)) {
+        return accumulate_json(state, call, args);
     }
     let value = &args[0];
     if let Accumulator::Elements(elements) = state {
@@ -176,8 +187,69 @@ pub(crate) fn accumulate(
                 }
             }
         }
+        Accumulator::Json(_) | Accumulator::Jsonb(_) => accumulate_json(state, call, args)?,
     }
     Ok(())
+}
+
+/// One row of a json aggregate: NULL values are json nulls (an object's NULL key an error).
+fn accumulate_json(state: &mut Accumulator, call: &AggregateCall, args: &[Datum]) -> Result<()> {
+    let (key, value) = match call.function {
+        AggregateFunction::JsonObjectAgg { .. } => {
+            let Some(key) = args[0].as_text() else {
+                return Err(SqlError::new("22023", "field name must not be null"));
+            };
+            (Some(key.to_string()), &args[1])
+        }
+        _ => (None, &args[0]),
+    };
+    match state {
+        Accumulator::Json(items) => {
+            let text = value.as_text().unwrap_or("null").to_string();
+            items.get_or_insert_with(Vec::new).push((key, text));
+        }
+        Accumulator::Jsonb(items) => {
+            let value = match value {
+                Datum::Jsonb(value) => (**value).clone(),
+                _ => types::Jsonb::Null,
+            };
+            items.get_or_insert_with(Vec::new).push((key, value));
+        }
+        _ => return Err(SqlError::internal("a json aggregate's accumulator")),
+    }
+    Ok(())
+}
+
+/// A json aggregate's result: `[1, 2]`, `{ "a" : 1, "b" : 2 }`, or the jsonb value.
+fn finish_json(state: &Accumulator, call: &AggregateCall) -> Datum {
+    let object = matches!(call.function, AggregateFunction::JsonObjectAgg { .. });
+    match state {
+        Accumulator::Json(Some(items)) if object => {
+            let pairs: Vec<String> = items
+                .iter()
+                .map(|(key, value)| {
+                    let mut pair = String::new();
+                    types::escape_json(key.as_deref().unwrap_or_default(), &mut pair);
+                    format!("{pair} : {value}")
+                })
+                .collect();
+            Datum::Text(format!("{{ {} }}", pairs.join(", ")))
+        }
+        Accumulator::Json(Some(items)) => {
+            let values: Vec<&str> = items.iter().map(|(_, value)| value.as_str()).collect();
+            Datum::Text(format!("[{}]", values.join(", ")))
+        }
+        Accumulator::Jsonb(Some(items)) if object => {
+            let pairs =
+                items.iter().map(|(key, value)| (key.clone().unwrap_or_default(), value.clone()));
+            Datum::Jsonb(std::sync::Arc::new(types::Jsonb::object(pairs.collect())))
+        }
+        Accumulator::Jsonb(Some(items)) => {
+            let values = items.iter().map(|(_, value)| value.clone()).collect();
+            Datum::Jsonb(std::sync::Arc::new(types::Jsonb::Array(values)))
+        }
+        _ => Datum::Null,
+    }
 }
 
 pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum> {
@@ -224,6 +296,7 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
         Accumulator::Bool(value) => value.map_or(Datum::Null, Datum::Bool),
         Accumulator::Strings(value) => value.clone().map_or(Datum::Null, Datum::Text),
         Accumulator::Elements(elements) => elements.clone().map_or(Datum::Null, types::array_datum),
+        Accumulator::Json(_) | Accumulator::Jsonb(_) => finish_json(state, call),
         Accumulator::VectorSum(sums) => {
             sums.as_ref().map_or(Datum::Null, |sums| Datum::Vector(sums.as_slice().into()))
         }

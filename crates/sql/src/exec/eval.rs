@@ -216,7 +216,12 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
         Expr::Cast { expr, from, to, explicit } => {
             let value = eval(expr, row, ctx)?;
             let from = if *from == SqlType::Unknown { SqlType::Text } else { from.clone() };
-            types::cast(value, &from, to, *explicit)?
+            match to {
+                SqlType::Object(kind) if from != *to => {
+                    super::objects::cast_to_object(value, &from, *kind, ctx.session)?
+                }
+                _ => types::cast(value, &from, to, *explicit)?,
+            }
         }
         Expr::Function(call) if call.function.name() == "coalesce" => {
             // Arguments after the first non-NULL one are not evaluated (their errors do not
@@ -482,6 +487,12 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
     let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
     let constraint_definition =
         |oid: i64, pretty: bool| crate::system::constraint_definition(catalog, oid, pretty);
+    let session = ctx.session;
+    let object_by_name = |kind, name: &str| {
+        Ok(super::objects::object_by_name(kind, name, session)?.map(Datum::Object))
+    };
+    let serial_sequence =
+        |table: &str, column: &str| super::objects::serial_sequence(table, column, session);
     let context = FunctionContext {
         database: ctx.session.database,
         user: ctx.session.user,
@@ -491,6 +502,8 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         format_type: &format_type,
         index_definition: &index_definition,
         constraint_definition: &constraint_definition,
+        object_by_name: &object_by_name,
+        serial_sequence: &serial_sequence,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

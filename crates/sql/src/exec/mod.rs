@@ -21,6 +21,7 @@ mod group_key;
 mod hash;
 mod join;
 pub(crate) mod locking;
+mod objects;
 mod on_conflict;
 mod rows;
 mod scan;
@@ -467,5 +468,7 @@ pub fn datum_type(datum: &Datum) -> SqlType {
                 .map_or(SqlType::Text, datum_type);
             SqlType::Array(Box::new(element))
         }
+        Datum::Object(_) => SqlType::Oid,
+        Datum::Jsonb(_) => SqlType::Jsonb,
     }
 }

@@ -69,7 +69,13 @@ pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
                 // The lower bound, then the elements as a nested row.
                 let mut body = array.lower.to_le_bytes().to_vec();
                 encode_row(&array.elements, &mut body);
-                counted(out, 12, &body);
+                counted(out, 14, &body);
+            }
+            Datum::Jsonb(value) => counted(out, 13, value.output().as_bytes()),
+            Datum::Object(object) => {
+                tagged(out, 12, &object.oid.to_le_bytes());
+                let text = object.text.as_deref().unwrap_or_default();
+                counted(out, u8::from(object.text.is_some()), text.as_bytes());
             }
         }
     }
@@ -109,7 +115,19 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
             9 => Datum::Timestamp(i64::from_le_bytes(cursor.array()?)),
             10 => Datum::TimestampTz(i64::from_le_bytes(cursor.array()?)),
             11 => crate::types::vector_from_storage(cursor.counted()?),
-            12 => decode_array(cursor.counted()?)?,
+            14 => decode_array(cursor.counted()?)?,
+            13 => crate::types::parse_jsonb(
+                std::str::from_utf8(cursor.counted()?).map_err(|error| error.to_string())?,
+            )
+            .map_err(|error| error.to_string())?,
+            12 => {
+                let oid = u32::from_le_bytes(cursor.array()?);
+                let named = cursor.array::<1>()?[0] == 1;
+                let text =
+                    std::str::from_utf8(cursor.counted()?).map_err(|error| error.to_string())?;
+                let text = named.then(|| std::sync::Arc::from(text));
+                Datum::Object(crate::types::ObjectReference { oid, text })
+            }
             other => return Err(format!("unknown value tag {other}")),
         });
     }

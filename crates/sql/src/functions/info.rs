@@ -154,26 +154,32 @@ pub(super) fn extreme(call: Call<'_>, greatest: bool) -> Result<Datum> {
     Ok(best.unwrap_or(Datum::Null))
 }
 
-/// `to_regtype(text)`: the OID of the type a name denotes (`integer`, `vector(3)`,
+/// `to_regtype(text)`: the type a name denotes (`integer`, `vector(3)`,
 /// `pg_catalog.int4`), NULL when there is no such type. Drivers look extension types up
 /// with it (psycopg's `TypeInfo.fetch`, which pgvector's `register_vector` calls).
 pub(super) fn to_regtype(call: Call<'_>) -> Result<Datum> {
-    use sqlparser::dialect::PostgreSqlDialect;
-    use sqlparser::parser::Parser;
-    let name = call.text(0).trim();
-    let unqualified = ["pg_catalog.", "public."]
-        .iter()
-        .find_map(|schema| name.strip_prefix(schema))
-        .unwrap_or(name);
-    let parsed = Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(unqualified)
-        .and_then(|mut parser| parser.parse_data_type());
-    if let Some(ty) = parsed.ok().and_then(|data_type| crate::types::sql_type(&data_type).ok()) {
-        return Ok(Datum::Int(i64::from(ty.oid())));
-    }
-    // Types listed in pg_type that tierdb does not bind yet (bit, varbit).
-    Ok(crate::types::BUILTIN_TYPES
-        .iter()
-        .find(|(_, type_name, _)| *type_name == unqualified)
-        .map_or(Datum::Null, |(oid, _, _)| Datum::Int(*oid)))
+    Ok(types::type_oid_by_name(call.text(0)).map_or(Datum::Null, |oid| {
+        let text = types::type_output_name(oid).map(std::sync::Arc::from);
+        Datum::Object(types::ObjectReference { oid, text })
+    }))
+}
+
+/// `to_regclass`, `to_regnamespace`, `to_regrole`, `to_regproc`: the object a name
+/// denotes, NULL when there is none (a malformed name is still an error).
+pub(super) fn to_object(call: Call<'_>, kind: types::ObjectKind) -> Result<Datum> {
+    Ok((call.context.object_by_name)(kind, call.text(0))?.unwrap_or(Datum::Null))
+}
+
+/// `pg_get_serial_sequence(table, column)`: the sequence of a serial or identity column,
+/// qualified (`public.t_id_seq`); NULL for a column without one.
+pub(super) fn serial_sequence(call: Call<'_>) -> Result<Datum> {
+    Ok((call.context.serial_sequence)(call.text(0), call.text(1))?.map_or(Datum::Null, Datum::Text))
+}
+
+/// `pg_typeof(any)`: the argument's type as regtype (an untyped literal is text here, as
+/// the binder reads it; PostgreSQL says unknown).
+pub(super) fn type_of(call: Call<'_>) -> Result<Datum> {
+    let oid = call.arg_types[0].oid();
+    let text = types::type_output_name(oid).map(std::sync::Arc::from);
+    Ok(Datum::Object(types::ObjectReference { oid, text }))
 }

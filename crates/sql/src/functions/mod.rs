@@ -5,6 +5,7 @@
 
 mod array;
 mod info;
+mod json;
 mod math;
 mod registry;
 mod text;
@@ -142,6 +143,10 @@ pub struct FunctionContext<'a> {
     pub index_definition: &'a dyn Fn(i64) -> Option<String>,
     /// `pg_get_constraintdef(oid, pretty)`.
     pub constraint_definition: &'a dyn Fn(i64, bool) -> Option<String>,
+    /// The object a name denotes (`to_regclass`), None when there is none.
+    pub object_by_name: &'a dyn Fn(crate::types::ObjectKind, &str) -> Result<Option<Datum>>,
+    /// `pg_get_serial_sequence(table, column)`.
+    pub serial_sequence: &'a dyn Fn(&str, &str) -> Result<Option<String>>,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.

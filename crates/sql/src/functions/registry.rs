@@ -3,9 +3,9 @@
 use super::array::{self, polymorphic, Kind, Output};
 use super::text::Side;
 use super::vector::{self, subvector_signature, vectors};
-use super::{info, math, no_function, text, Coercion, Function, Signature};
+use super::{info, json, math, no_function, text, Coercion, Function, Signature};
 use crate::error::{Result, SqlError};
-use crate::types::SqlType;
+use crate::types::{ObjectKind, SqlType};
 
 const TEXT: SqlType = SqlType::Text;
 
@@ -251,6 +251,125 @@ pub static FUNCTIONS: &[Function] = &[
         vector::subvector,
         "'[1,2,3]'::vector, 2, 1"
     ),
+    // json and jsonb (the operators `->`, `->>`, `@>`, `<@`, `?` bind to the first five).
+    function!(
+        &["json_get"],
+        2..=2,
+        |n, t| json::get_signature(n, t, false),
+        |c| json::get(c, false),
+        "'[1,2]'::jsonb, 1"
+    ),
+    function!(
+        &["json_get_text"],
+        2..=2,
+        |n, t| json::get_signature(n, t, true),
+        |c| json::get(c, true),
+        "'{\"a\":1}'::json, 'a'"
+    ),
+    function!(
+        &["jsonb_contains"],
+        2..=2,
+        |n, t| json::jsonb_pair(n, t, SqlType::Jsonb),
+        json::contains,
+        "'[1,2]'::jsonb, '[1]'"
+    ),
+    function!(
+        &["jsonb_contained"],
+        2..=2,
+        |n, t| json::jsonb_pair(n, t, SqlType::Jsonb),
+        json::contained,
+        "'[1]'::jsonb, '[1,2]'"
+    ),
+    function!(
+        &["jsonb_exists"],
+        2..=2,
+        |n, t| json::jsonb_pair(n, t, TEXT),
+        json::exists,
+        "'{\"a\":1}'::jsonb, 'a'"
+    ),
+    function!(
+        &["json_typeof"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Json, TEXT),
+        json::type_name,
+        "'[]'"
+    ),
+    function!(
+        &["jsonb_typeof"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Jsonb, TEXT),
+        json::type_name,
+        "'[]'"
+    ),
+    function!(
+        &["json_array_length"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Json, SqlType::Int4),
+        json::array_length,
+        "'[1,2]'"
+    ),
+    function!(
+        &["jsonb_array_length"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Jsonb, SqlType::Int4),
+        json::array_length,
+        "'[1,2]'"
+    ),
+    function!(
+        &["jsonb_pretty"],
+        1..=1,
+        |n, t| json::one_json(n, t, SqlType::Jsonb, TEXT),
+        json::pretty,
+        "'{\"a\":[1]}'"
+    ),
+    function!(
+        &["pg_typeof"],
+        1..=1,
+        |_, t| Ok(any(t, false, SqlType::Object(ObjectKind::Type))),
+        info::type_of,
+        "1",
+        non_strict
+    ),
+    function!(&["to_json"], 1..=1, |_, t| Ok(any(t, false, SqlType::Json)), json::to_json, "'a'"),
+    function!(
+        &["to_jsonb"],
+        1..=1,
+        |_, t| Ok(any(t, false, SqlType::Jsonb)),
+        json::to_jsonb_value,
+        "1.5"
+    ),
+    function!(
+        &["json_build_array"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Json)),
+        json::build_array,
+        "1, 'a', NULL",
+        non_strict
+    ),
+    function!(
+        &["jsonb_build_array"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Jsonb)),
+        json::build_array_jsonb,
+        "1, 'a', NULL",
+        non_strict
+    ),
+    function!(
+        &["json_build_object"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Json)),
+        json::build_object,
+        "'a', 1",
+        non_strict
+    ),
+    function!(
+        &["jsonb_build_object"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Jsonb)),
+        json::build_object_jsonb,
+        "'a', 1",
+        non_strict
+    ),
     // Text.
     function!(&["length", "char_length", "character_length"], 1..=1, length, text::length, "'abc'"),
     function!(&["octet_length"], 1..=1, length, text::octet_length, "'abc'"),
@@ -379,9 +498,30 @@ pub static FUNCTIONS: &[Function] = &[
     function!(
         &["to_regtype"],
         1..=1,
-        |n, t| texts(n, t, SqlType::Oid),
+        |n, t| texts(n, t, SqlType::Object(ObjectKind::Type)),
         info::to_regtype,
         "'integer'"
+    ),
+    function!(
+        &["to_regclass"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Object(ObjectKind::Class)),
+        |c| info::to_object(c, ObjectKind::Class),
+        "'pg_class'"
+    ),
+    function!(
+        &["to_regnamespace"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Object(ObjectKind::Namespace)),
+        |c| info::to_object(c, ObjectKind::Namespace),
+        "'public'"
+    ),
+    function!(
+        &["to_regrole"],
+        1..=1,
+        |n, t| texts(n, t, SqlType::Object(ObjectKind::Role)),
+        |c| info::to_object(c, ObjectKind::Role),
+        "'tierdb'"
     ),
     function!(&["nullif"], 2..=2, common, info::nullif, "1, 1", non_strict),
     function!(
@@ -618,7 +758,12 @@ pub static FUNCTIONS: &[Function] = &[
         non_strict
     ),
     function!(
-        &["pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible"],
+        &[
+            "pg_table_is_visible",
+            "pg_type_is_visible",
+            "pg_function_is_visible",
+            "pg_collation_is_visible"
+        ],
         1..=1,
         |_, t| Ok(all(t, SqlType::Int8, SqlType::Bool)),
         info::constant_true,
@@ -679,12 +824,13 @@ pub static FUNCTIONS: &[Function] = &[
         info::null,
         "0"
     ),
+    function!(&["col_description"], 2..=2, |_, t| Ok(any(t, false, TEXT)), info::null, "'t', 'c'"),
     function!(
-        &["pg_get_serial_sequence", "col_description"],
+        &["pg_get_serial_sequence"],
         2..=2,
-        |_, t| Ok(any(t, false, TEXT)),
-        info::null,
-        "'t', 'c'"
+        |n, t| texts(n, t, TEXT),
+        info::serial_sequence,
+        "'registry_example', 'id'"
     ),
     function!(
         &["pg_relation_size", "pg_total_relation_size"],

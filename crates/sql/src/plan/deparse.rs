@@ -366,6 +366,8 @@ fn constant(datum: &Datum, ty: Option<&SqlType>) -> String {
         (Datum::Vector(_), _) => SqlType::Vector(None),
         // Elements print by their own values; text[] only decides the quoting.
         (Datum::Array(_), _) => SqlType::Array(Box::new(SqlType::Text)),
+        (Datum::Object(_), _) => SqlType::Oid,
+        (Datum::Jsonb(_), _) => SqlType::Jsonb,
         (Datum::Text(_) | Datum::Null, _) => SqlType::Text,
     };
     let Some(text) = datum.to_text(&ty) else {

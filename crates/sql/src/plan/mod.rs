@@ -8,6 +8,8 @@ mod access;
 pub(crate) mod deparse;
 mod dml;
 mod join;
+mod json_keys;
+pub(crate) use json_keys::refuse_json_keys;
 mod nearest;
 mod size;
 mod window;
@@ -100,6 +102,15 @@ pub enum AggregateFunction {
     BoolAnd,
     BoolOr,
     StringAgg,
+    /// json_agg (`binary` false) and jsonb_agg: the argument is bound through to_json or
+    /// to_jsonb, so the accumulator collects json text or jsonb values.
+    JsonAgg {
+        binary: bool,
+    },
+    /// json_object_agg and jsonb_object_agg: (key as text, value through to_json[b]).
+    JsonObjectAgg {
+        binary: bool,
+    },
     /// array_agg(value): the values (NULLs too) in input order, or the call's ORDER BY.
     ArrayAgg,
 }

@@ -694,5 +694,12 @@ pub(super) fn column_type(column: &str, data_type: &ast::DataType) -> Result<Sql
             ty.display_name()
         )));
     }
+    if let SqlType::Object(kind) = ty {
+        // A stored value would be read back without the catalog that names it.
+        return Err(SqlError::unsupported(format!(
+            "columns of type {} are not supported (column \"{column}\")",
+            kind.type_name()
+        )));
+    }
     Ok(ty)
 }

@@ -381,6 +381,10 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Vector(_) => 6,
         SqlType::Unknown => 7,
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => 8,
+        // Columns of these types are refused at CREATE TABLE.
+        SqlType::Object(_) => 8,
+        SqlType::Json => 9,
+        SqlType::Jsonb => 10,
     };
     category(from) == category(to)
 }

@@ -189,6 +189,7 @@ impl Session {
             catalog: &self.catalog,
             hnsw_ef_search: self.hnsw_ef_search(),
             hidden_tables: self.hidden_tables(),
+            public_on_path: self.namespace().public_on_path,
             referential_checks_off: self.referential_checks_off,
         };
         let budget = self.memory_budget();

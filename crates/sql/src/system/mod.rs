@@ -31,6 +31,8 @@ pub struct SessionInfo<'a> {
     /// Tables the session does not see: created by other sessions' open transactions, or
     /// dropped by its own open block.
     pub hidden_tables: Vec<String>,
+    /// Whether `public` is on the search_path (regclass prints its tables unqualified).
+    pub public_on_path: bool,
     /// FOREIGN KEY checks and actions are off: TRUNCATE in a block deletes the rows of
     /// tables that only reference each other (PostgreSQL's TRUNCATE fires no triggers).
     pub referential_checks_off: bool,

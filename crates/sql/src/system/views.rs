@@ -80,6 +80,98 @@ fn ratio(hits: u64, misses: u64) -> Datum {
     Datum::Float(ratio)
 }
 
+/// PostgreSQL's collations tierdb has: (OID, name, provider, collcollate); the database's
+/// collation is C (`datcollate`), so `default` sorts as C does.
+const COLLATIONS: [(i64, &str, &str, Option<&str>); 3] = [
+    (COLLATION_DEFAULT, "default", "d", None),
+    (950, "C", "c", Some("C")),
+    (951, "POSIX", "c", Some("POSIX")),
+];
+const COLLATION_DEFAULT: i64 = 100;
+/// `name`'s collation since PostgreSQL 12 (C).
+const COLLATION_C: i64 = 950;
+
+/// A type's collation (pg_type.typcollation, and pg_attribute.attcollation of a column of
+/// it): the default for the character types, C for name, none for the others.
+fn collation_of(type_oid: i64) -> i64 {
+    match type_oid {
+        25 | 1042 | 1043 => COLLATION_DEFAULT,
+        19 => COLLATION_C,
+        _ => 0,
+    }
+}
+
+/// B-tree's default operator classes of the types tierdb indexes, as PostgreSQL 15 numbers
+/// them: (OID, name, family, input type, default), plus pgvector's (tierdb's own OIDs).
+const OPERATOR_CLASSES: &[(i64, i64, &str, i64, i64, bool)] = &[
+    (10003, AM_BTREE, "bool_ops", 424, 16, true),
+    (10006, AM_BTREE, "bytea_ops", 428, 17, true),
+    (10028, AM_BTREE, "name_ops", 1994, 19, true),
+    (3124, AM_BTREE, "int8_ops", 1976, 20, true),
+    (1979, AM_BTREE, "int2_ops", 1976, 21, true),
+    (1978, AM_BTREE, "int4_ops", 1976, 23, true),
+    (3126, AM_BTREE, "text_ops", 1994, 25, true),
+    (1981, AM_BTREE, "oid_ops", 1989, 26, true),
+    (10012, AM_BTREE, "float4_ops", 1970, 700, true),
+    (3123, AM_BTREE, "float8_ops", 1970, 701, true),
+    (10004, AM_BTREE, "bpchar_ops", 426, 1042, true),
+    (3122, AM_BTREE, "date_ops", 434, 1082, true),
+    (3128, AM_BTREE, "timestamp_ops", 434, 1114, true),
+    (3127, AM_BTREE, "timestamptz_ops", 434, 1184, true),
+    (3125, AM_BTREE, "numeric_ops", 1988, 1700, true),
+    (8410, AM_BTREE, "vector_ops", 8411, crate::types::VECTOR_OID_I64, true),
+    (8412, AM_HNSW, "vector_l2_ops", 8413, crate::types::VECTOR_OID_I64, false),
+    (8414, AM_HNSW, "vector_ip_ops", 8415, crate::types::VECTOR_OID_I64, false),
+    (8416, AM_HNSW, "vector_cosine_ops", 8417, crate::types::VECTOR_OID_I64, false),
+    (8418, AM_HNSW, "vector_l1_ops", 8419, crate::types::VECTOR_OID_I64, false),
+];
+
+/// Each sequence of a serial or identity column: its OID and the column's type.
+fn sequences(tables: &[std::sync::Arc<TableMeta>]) -> Vec<(u32, SqlType)> {
+    tables
+        .iter()
+        .flat_map(|table| {
+            crate::catalog::column_sequences(table).filter_map(|(position, column, _)| {
+                let oid = crate::catalog::sequence_oid(table.oid, position)?;
+                Some((oid, column.ty.clone()))
+            })
+        })
+        .collect()
+}
+
+/// The largest value of a sequence of type `ty` (pg_sequence.seqmax).
+fn sequence_max(ty: &SqlType) -> i64 {
+    match ty {
+        SqlType::Int2 => i64::from(i16::MAX),
+        SqlType::Int4 => i64::from(i32::MAX),
+        _ => i64::MAX,
+    }
+}
+
+/// A column's DEFAULT as PostgreSQL prints it: a serial or identity column's
+/// `nextval('t_id_seq')` with its regclass cast, `nextval('t_id_seq'::regclass)`.
+fn default_text(default: &str) -> Datum {
+    match crate::catalog::sequence_of_default(default) {
+        Some(sequence) => {
+            let name = crate::plan::deparse::quote_identifier(sequence).replace('\'', "''");
+            Datum::Text(format!("nextval('{name}'::regclass)"))
+        }
+        None => text(default),
+    }
+}
+
+/// The array types pg_type lists: (element type, array type).
+fn array_types() -> impl Iterator<Item = (i64, i64)> {
+    let arrays =
+        crate::types::BUILTIN_TYPES.iter().filter_map(
+            |&(array_oid, _, _)| match SqlType::from_oid(u32::try_from(array_oid).ok()?)? {
+                SqlType::Array(element) => Some((i64::from(element.oid()), array_oid)),
+                _ => None,
+            },
+        );
+    arrays.chain([(crate::types::VECTOR_OID_I64, i64::from(crate::types::VECTOR_ARRAY_OID))])
+}
+
 /// An index's key columns as 1-based attribute numbers.
 fn key_attributes(index: &IndexMeta) -> Vec<String> {
     positions_attributes(&index.columns)
@@ -470,7 +562,7 @@ pub static VIEWS: &[SystemView] = &[
         attisdropped: Bool = Datum::Bool(false),
         attidentity: Text = text(column.identity.map_or("", |identity| identity.code())),
         attgenerated: Text = text(""),
-        attcollation: Oid = oid(0),
+        attcollation: Oid = oid(collation_of(i64::from(column.ty.oid()))),
         attlen: Int2 = Datum::Int(i64::from(column.ty.length())),
     }),
     view!(&["pg_type"], |_c| crate::types::BUILTIN_TYPES, |&(type_oid, name, length)| {
@@ -481,26 +573,34 @@ pub static VIEWS: &[SystemView] = &[
         typtype: Text = text("b"),
         typdelim: Text = text(","),
         typbasetype: Oid = oid(0),
-        typelem: Oid = oid(if name == "_vector" { i64::from(crate::types::VECTOR_OID) } else { 0 }),
+        typelem: Oid = oid(array_types().find(|(_, array)| *array == type_oid).map_or(0, |(element, _)| element)),
         typrelid: Oid = oid(0),
-        typcollation: Oid = oid(0),
-        typarray: Oid =
-            oid(if name == "vector" { i64::from(crate::types::VECTOR_ARRAY_OID) } else { 0 }),
+        typcollation: Oid = oid(collation_of(type_oid)),
+        typarray: Oid = oid(array_types().find(|(element, _)| *element == type_oid).map_or(0, |(_, array)| array)),
     }),
     view!(&["pg_index"], |c| indexes(&c.tables), |(table, index)| {
         indexrelid: Oid = oid(index.oid),
         indrelid: Oid = oid(table.oid),
         indnatts: Int2 = count(index.columns.len()),
+        // tierdb's indexes have no INCLUDE columns: every column is a key column.
+        indnkeyatts: Int2 = count(index.columns.len()),
         indisunique: Bool = Datum::Bool(index.unique),
+        indnullsnotdistinct: Bool = Datum::Bool(false),
         indisprimary: Bool = Datum::Bool(index.primary),
+        indisexclusion: Bool = Datum::Bool(false),
+        indimmediate: Bool = Datum::Bool(true),
         // indisclustered is CLUSTER's mark; tierdb's clustering key is not that.
         indisclustered: Bool = Datum::Bool(false),
         indisvalid: Bool = Datum::Bool(true),
+        indcheckxmin: Bool = Datum::Bool(false),
+        indisready: Bool = Datum::Bool(true),
+        indislive: Bool = Datum::Bool(true),
         indisreplident: Bool = Datum::Bool(false),
         indkey: Int2Vector = attribute_vector(index.columns.iter().map(|&column| column + 1), 0),
-        indnkeyatts: Int2 = count(index.columns.len()),
         indclass: OidVector = attribute_vector(index.columns.iter().map(|_| 0), 0),
         indoption: Int2Vector = attribute_vector(index.columns.iter().map(|_| 0), 0),
+        indexprs: Text = Datum::Null,
+        indpred: Text = Datum::Null,
     }),
     view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HNSW, "hnsw", "i")], |(am, name, kind)| {
         oid: Oid = oid(am),
@@ -554,7 +654,7 @@ pub static VIEWS: &[SystemView] = &[
         oid: Oid = oid(0),
         adrelid: Oid = oid(table.oid),
         adnum: Int2 = count(position + 1),
-        adbin: Text = column.default.as_deref().map_or(Datum::Null, text),
+        adbin: Text = column.default.as_deref().map_or(Datum::Null, default_text),
     }),
     // Constraints: primary keys, UNIQUE and CHECK constraints (unique indexes made by CREATE
     // UNIQUE INDEX are not constraints in PostgreSQL either).
@@ -583,7 +683,31 @@ pub static VIEWS: &[SystemView] = &[
     }),
     view!(&["pg_inherits"], { inhrelid: Oid, inhparent: Oid, inhseqno: Int4, inhdetachpending: Bool }),
     view!(&["pg_partitioned_table"], { partrelid: Oid, partstrat: Text }),
-    view!(&["pg_collation"], { oid: Oid, collname: Name, collnamespace: Oid }),
+    view!(&["pg_collation"], |_c| COLLATIONS, |(collation, name, provider, locale)| {
+        oid: Oid = oid(collation),
+        collname: Name = text(name),
+        collnamespace: Oid = oid(NAMESPACE_CATALOG),
+        collowner: Oid = oid(OWNER),
+        collprovider: Text = text(provider),
+        collisdeterministic: Bool = Datum::Bool(true),
+        collencoding: Int4 = Datum::Int(-1),
+        collcollate: Text = locale.map_or(Datum::Null, text),
+        collctype: Text = locale.map_or(Datum::Null, text),
+        colliculocale: Text = Datum::Null,
+        collversion: Text = Datum::Null,
+    }),
+    view!(&["pg_opclass"], |_c| OPERATOR_CLASSES, |&(class, method, name, family, input, default)| {
+        oid: Oid = oid(class),
+        opcmethod: Oid = oid(method),
+        opcname: Name = text(name),
+        opcnamespace: Oid = oid(if method == AM_HNSW { NAMESPACE_PUBLIC } else { NAMESPACE_CATALOG }),
+        opcowner: Oid = oid(OWNER),
+        opcfamily: Oid = oid(family),
+        opcintype: Oid = oid(input),
+        opcdefault: Bool = Datum::Bool(default),
+        // name_ops stores cstring keys; the others store their input type.
+        opckeytype: Oid = oid(if name == "name_ops" { 2275 } else { 0 }),
+    }),
     view!(&["pg_policy"], {
         oid: Oid,
         polname: Name,
@@ -633,7 +757,17 @@ pub static VIEWS: &[SystemView] = &[
     }),
     view!(&["pg_proc"], { oid: Oid, proname: Name, pronamespace: Oid }),
     view!(&["pg_event_trigger"], { oid: Oid, evtname: Name }),
-    view!(&["pg_sequence"], { seqrelid: Oid, seqtypid: Oid }),
+    // Every serial and identity column's sequence starts at 1 and counts up by 1.
+    view!(&["pg_sequence"], |c| sequences(&c.tables), |(sequence, ty)| {
+        seqrelid: Oid = oid(sequence),
+        seqtypid: Oid = oid(ty.oid()),
+        seqstart: Int8 = Datum::Int(1),
+        seqincrement: Int8 = Datum::Int(1),
+        seqmax: Int8 = Datum::Int(sequence_max(&ty)),
+        seqmin: Int8 = Datum::Int(1),
+        seqcache: Int8 = Datum::Int(1),
+        seqcycle: Bool = Datum::Bool(false),
+    }),
     view!(&["pg_description"], { objoid: Oid, classoid: Oid, objsubid: Int4, description: Text }),
     view!(&["pg_tables"], |c| c.tables.iter().map(|table| (c.catalog, table)), |(catalog, table)| {
         schemaname: Name = text("public"),
@@ -659,7 +793,7 @@ pub static VIEWS: &[SystemView] = &[
         table_name: Text = text(&table.name),
         column_name: Text = text(&column.name),
         ordinal_position: Int4 = count(position + 1),
-        column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, text),
+        column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, default_text),
         is_nullable: Text = text(if column.nullable { "YES" } else { "NO" }),
         data_type: Text = information_data_type(&column.ty),
         character_maximum_length: Int4 = optional(length),

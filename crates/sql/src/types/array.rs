@@ -88,7 +88,11 @@ pub fn array_type_oid(element: &SqlType) -> Option<u32> {
         SqlType::TimestampTz => 1185,
         SqlType::Numeric { .. } => 1231,
         SqlType::Vector(_) => super::VECTOR_ARRAY_OID,
-        SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => return None,
+        SqlType::Json => 199,
+        SqlType::Jsonb => 3807,
+        SqlType::Object(_) | SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
+            return None
+        }
     })
 }
 
@@ -111,6 +115,8 @@ pub fn array_element_of_oid(oid: u32) -> Option<SqlType> {
         1182 => SqlType::Date,
         1185 => SqlType::TimestampTz,
         1231 => SqlType::numeric(),
+        199 => SqlType::Json,
+        3807 => SqlType::Jsonb,
         _ => return None,
     };
     Some(element)
@@ -121,6 +127,10 @@ pub fn array_of(element: &SqlType) -> Result<SqlType> {
     match element {
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
             Err(SqlError::unsupported("multidimensional arrays are not supported"))
+        }
+        // regclass[] and the like would need the catalog to read their elements.
+        SqlType::Object(kind) => {
+            Err(SqlError::unsupported(format!("arrays of {} are not supported", kind.type_name())))
         }
         SqlType::Unknown => Ok(SqlType::Array(Box::new(SqlType::Text))),
         other => Ok(SqlType::Array(Box::new(other.clone()))),

@@ -33,29 +33,9 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
             Datum::Int(number) => Datum::Bool(*number != 0),
             _ => return Err(cannot_cast(from, to)),
         },
-        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid => match &datum {
-            Datum::Int(number) => Datum::Int(to.check_integer(*number)?),
-            Datum::Float(number) => {
-                let rounded = number.round_ties_even();
-                if !rounded.is_finite() || rounded.abs() > 9.2e18 {
-                    return Err(SqlError::out_of_range(to.message_name()));
-                }
-                let value = Decimal::from_f64(rounded)
-                    .and_then(|decimal| decimal.to_i64())
-                    .ok_or_else(|| SqlError::out_of_range(to.message_name()))?;
-                Datum::Int(to.check_integer(value)?)
-            }
-            Datum::Numeric(decimal) => {
-                let rounded =
-                    decimal.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
-                let value =
-                    rounded.to_i64().ok_or_else(|| SqlError::out_of_range(to.message_name()))?;
-                Datum::Int(to.check_integer(value)?)
-            }
-            Datum::Text(text) => Datum::Int(parse_integer(text, to)?),
-            Datum::Bool(flag) if *to == SqlType::Int4 => Datum::Int(i64::from(*flag)),
-            _ => return Err(cannot_cast(from, to)),
-        },
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid => {
+            to_integer(&datum, from, to)?
+        }
         SqlType::Float4 | SqlType::Float8 => match &datum {
             Datum::Text(text) => Datum::Float(parse_float(text, to)?),
             Datum::Int(_) | Datum::Float(_) | Datum::Numeric(_) => {
@@ -116,6 +96,53 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
             cast_to_array(datum, from, to, explicit)?
         }
+        SqlType::Json => match &datum {
+            Datum::Text(text) => parse_json_text(text)?,
+            Datum::Jsonb(value) => Datum::Text(value.output()),
+            _ => return Err(cannot_cast(from, to)),
+        },
+        SqlType::Jsonb => match &datum {
+            Datum::Text(text) => parse_jsonb(text)?,
+            _ => return Err(cannot_cast(from, to)),
+        },
+        // Resolving a name or an oid takes the catalog: the executor casts to these
+        // (`system::objects`), and the binder never folds such a cast.
+        SqlType::Object(_) => match &datum {
+            Datum::Object(_) if from == to => datum,
+            _ => {
+                return Err(SqlError::internal(
+                    "a cast to an object identifier type needs the catalog",
+                ))
+            }
+        },
+    })
+}
+
+/// A cast to an integer type (or oid): floats round half to even, numerics half away from
+/// zero, as PostgreSQL's casts do; the type's range is checked.
+fn to_integer(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
+    Ok(match datum {
+        Datum::Int(number) => Datum::Int(to.check_integer(*number)?),
+        Datum::Float(number) => {
+            let rounded = number.round_ties_even();
+            if !rounded.is_finite() || rounded.abs() > 9.2e18 {
+                return Err(SqlError::out_of_range(to.message_name()));
+            }
+            let value = Decimal::from_f64(rounded)
+                .and_then(|decimal| decimal.to_i64())
+                .ok_or_else(|| SqlError::out_of_range(to.message_name()))?;
+            Datum::Int(to.check_integer(value)?)
+        }
+        Datum::Numeric(decimal) => {
+            let rounded = decimal.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
+            let value =
+                rounded.to_i64().ok_or_else(|| SqlError::out_of_range(to.message_name()))?;
+            Datum::Int(to.check_integer(value)?)
+        }
+        Datum::Text(text) => Datum::Int(parse_integer(text, to)?),
+        Datum::Object(object) => Datum::Int(to.check_integer(i64::from(object.oid))?),
+        Datum::Bool(flag) if *to == SqlType::Int4 => Datum::Int(i64::from(*flag)),
+        _ => return Err(cannot_cast(from, to)),
     })
 }
 

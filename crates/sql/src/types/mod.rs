@@ -8,12 +8,16 @@
 
 mod array;
 mod cast;
+mod json;
+mod reg;
 mod text;
 mod type_names;
 mod vector;
 
 pub use array::*;
 pub use cast::*;
+pub use json::*;
+pub use reg::*;
 pub use text::*;
 pub use type_names::*;
 pub use vector::*;
@@ -64,6 +68,12 @@ pub enum SqlType {
     Int2Vector,
     /// The catalog's `oidvector` (pg_index.indclass): oids, subscripts from 0.
     OidVector,
+    /// An object identifier type (regclass, regtype, ...): an oid printed as a name.
+    Object(ObjectKind),
+    /// json: the input text, checked and kept as it was.
+    Json,
+    /// jsonb: parsed and normalised (`Datum::Jsonb`).
+    Jsonb,
     /// An untyped literal or parameter whose type is not decided yet.
     Unknown,
 }
@@ -98,6 +108,9 @@ impl SqlType {
             SqlType::TimestampTz => 1184,
             SqlType::Numeric { .. } => 1700,
             SqlType::Vector(_) => VECTOR_OID,
+            SqlType::Object(kind) => kind.type_oid(),
+            SqlType::Json => 114,
+            SqlType::Jsonb => 3802,
             SqlType::Int2Vector => 22,
             SqlType::OidVector => 30,
             // The element types without an array type are refused when the array type is
@@ -139,7 +152,12 @@ impl SqlType {
             VECTOR_OID => SqlType::Vector(None),
             22 => SqlType::Int2Vector,
             30 => SqlType::OidVector,
-            other => SqlType::Array(Box::new(array_element_of_oid(other)?)),
+            114 => SqlType::Json,
+            3802 => SqlType::Jsonb,
+            other => match array_element_of_oid(other) {
+                Some(element) => SqlType::Array(Box::new(element)),
+                None => SqlType::Object(ObjectKind::from_type_oid(other)?),
+            },
         })
     }
 
@@ -170,7 +188,9 @@ impl SqlType {
         match self {
             SqlType::Bool => 1,
             SqlType::Int2 => 2,
-            SqlType::Int4 | SqlType::Float4 | SqlType::Date | SqlType::Oid => 4,
+            SqlType::Int4 | SqlType::Float4 | SqlType::Date | SqlType::Oid | SqlType::Object(_) => {
+                4
+            }
             SqlType::Int8 | SqlType::Float8 | SqlType::Timestamp | SqlType::TimestampTz => 8,
             SqlType::Name => 64,
             _ => -1,
@@ -205,6 +225,9 @@ impl SqlType {
             SqlType::Array(element) => format!("{}[]", element.display_name()),
             SqlType::Int2Vector => "int2vector".into(),
             SqlType::OidVector => "oidvector".into(),
+            SqlType::Object(kind) => kind.type_name().into(),
+            SqlType::Json => "json".into(),
+            SqlType::Jsonb => "jsonb".into(),
             SqlType::Unknown => "unknown".into(),
         }
     }
@@ -232,6 +255,9 @@ impl SqlType {
             SqlType::Array(_) => "array",
             SqlType::Int2Vector => "int2vector",
             SqlType::OidVector => "oidvector",
+            SqlType::Object(kind) => kind.type_name(),
+            SqlType::Json => "json",
+            SqlType::Jsonb => "jsonb",
         }
     }
 
@@ -243,6 +269,7 @@ impl SqlType {
             | SqlType::Int4
             | SqlType::Int8
             | SqlType::Oid
+            | SqlType::Object(_)
             | SqlType::Date
             | SqlType::Timestamp
             | SqlType::TimestampTz => KeyKind::Int,
@@ -257,6 +284,8 @@ impl SqlType {
             | SqlType::Varchar(_)
             | SqlType::Char(_)
             | SqlType::Name
+            | SqlType::Json
+            | SqlType::Jsonb
             | SqlType::Unknown => KeyKind::Text,
         }
     }
@@ -341,6 +370,11 @@ impl SqlType {
                 let element = SqlType::common(a.array_element()?, b.array_element()?)?;
                 array_of(&element).ok()
             }
+            // An object identifier compares with an oid or an integer as an oid (its
+            // implicit casts to and from oid, int4 and int8).
+            (SqlType::Object(_), other) | (other, SqlType::Object(_)) if other.is_integer() => {
+                Some(SqlType::Oid)
+            }
             _ => None,
         }
     }
@@ -385,6 +419,10 @@ pub enum Datum {
     Vector(Arc<[f32]>),
     /// An array (one dimension; types/array.rs).
     Array(Arc<ArrayValue>),
+    /// A value of an object identifier type (`SqlType::Object`).
+    Object(ObjectReference),
+    /// A jsonb value (`SqlType::Jsonb`; json values are `Text`).
+    Jsonb(Arc<Jsonb>),
 }
 
 impl PartialEq for Datum {
@@ -409,6 +447,7 @@ impl Datum {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Datum::Int(number) => Some(*number),
+            Datum::Object(object) => Some(i64::from(object.oid)),
             Datum::Numeric(decimal) => decimal.to_i64(),
             Datum::Float(number) => {
                 if number.is_finite() && number.abs() < 9.2e18 {
@@ -474,6 +513,10 @@ impl Datum {
             }
             (Vector(a), Vector(b)) => compare_vectors(a, b),
             (Array(a), Array(b)) => compare_arrays(a, b),
+            (Object(a), Object(b)) => a.oid.cmp(&b.oid),
+            (Jsonb(a), Jsonb(b)) => a.compare(b),
+            (Object(a), Int(b)) => i64::from(a.oid).cmp(b),
+            (Int(a), Object(b)) => a.cmp(&i64::from(b.oid)),
             _ => return None,
         })
     }
@@ -506,6 +549,12 @@ impl Datum {
         match self {
             Datum::Null => out.push(0),
             Datum::Bool(flag) => out.extend_from_slice(&[1, u8::from(*flag)]),
+            Datum::Object(object) => {
+                // As the oid's integer: an object identifier equals its oid.
+                out.push(2);
+                write_decimal_digits(out, i64::from(object.oid));
+                out.push(0);
+            }
             Datum::Int(number) => {
                 // The digits a normalized numeric of the same value prints (1 = 1.0), written
                 // without going through a decimal: grouping and joins on integers are hot.
@@ -552,6 +601,10 @@ impl Datum {
                 out.push(6);
                 out.extend_from_slice(&micros.to_le_bytes());
             }
+            Datum::Jsonb(value) => {
+                out.push(8);
+                value.group_key(out);
+            }
             Datum::Vector(elements) => {
                 // -0 = 0 as pgvector's comparison says (elements are never NaN).
                 out.push(7);
@@ -583,6 +636,9 @@ impl Datum {
             Datum::Array(array) => {
                 inline + array.elements.iter().map(Datum::memory_size).sum::<usize>()
             }
+            Datum::Object(object) => inline + object.text.as_ref().map_or(0, |text| text.len()),
+            // Its output's length: what it takes stored, a fair measure of the tree.
+            Datum::Jsonb(value) => inline + value.output().len(),
             _ => inline,
         }
     }
@@ -608,6 +664,8 @@ impl Datum {
                 let element = ty.array_element().unwrap_or(&SqlType::Text);
                 Value::Bytes(array_storage_bytes(array, element)?)
             }
+            Datum::Object(object) => Value::Int(i64::from(object.oid)),
+            Datum::Jsonb(value) => Value::Text(value.output()),
         })
     }
 
@@ -629,6 +687,7 @@ impl Datum {
             },
             Value::Float(number) => Datum::Float(*number),
             Value::Numeric(decimal) => Datum::Numeric(*decimal),
+            Value::Text(text) if *ty == SqlType::Jsonb => jsonb_from_storage(text),
             Value::Text(text) => Datum::Text(text.clone()),
             Value::Bytes(bytes) => match ty {
                 SqlType::Vector(_) => vector_from_storage(bytes),
@@ -643,7 +702,7 @@ impl Datum {
     /// As `from_value`, taking the value (strings and bytes move instead of being copied).
     pub fn from_owned_value(value: Value, ty: &SqlType) -> Datum {
         match value {
-            Value::Text(text) => Datum::Text(text),
+            Value::Text(text) if *ty != SqlType::Jsonb => Datum::Text(text),
             Value::Bytes(bytes)
                 if !matches!(
                     ty,
@@ -690,6 +749,8 @@ impl Datum {
                 SqlType::Int2Vector | SqlType::OidVector => format_vector_array(array),
                 _ => format_array(array, ty.array_element().unwrap_or(&SqlType::Unknown)),
             },
+            Datum::Object(object) => object.output(),
+            Datum::Jsonb(value) => value.output(),
         })
     }
 }
@@ -719,3 +780,10 @@ fn bounded_i32(value: u64) -> i32 {
 }
 
 pub(crate) use crate::convert::count_u64;
+
+/// A stored jsonb value (its output text, written by `to_value`).
+fn jsonb_from_storage(text: &str) -> Datum {
+    let parsed = parse_jsonb(text);
+    debug_assert!(parsed.is_ok(), "stored jsonb parses: {text}");
+    parsed.unwrap_or(Datum::Null)
+}

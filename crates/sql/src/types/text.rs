@@ -372,6 +372,16 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         SqlType::Array(element) => parse_array(text, element)?,
         SqlType::Int2Vector => parse_vector_array(text, &SqlType::Int2)?,
         SqlType::OidVector => parse_vector_array(text, &SqlType::Oid)?,
+        SqlType::Json => parse_json_text(text)?,
+        SqlType::Jsonb => parse_jsonb(text)?,
+        // Names resolve through the catalog: the binder makes such input a cast the
+        // executor runs (`system::objects`), so no value reaches this without it.
+        SqlType::Object(kind) => {
+            return Err(SqlError::internal(format!(
+                "input of type {} needs the catalog",
+                kind.type_name()
+            )))
+        }
     })
 }
 

@@ -76,6 +76,9 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         D::Char(len) | D::Character(len) => SqlType::Char(length("char", len)?.unwrap_or(1)),
         D::Bytea => SqlType::Bytea,
         D::Array(definition) => array_type_name(definition)?,
+        D::Regclass => SqlType::Object(ObjectKind::Class),
+        D::JSON => SqlType::Json,
+        D::JSONB => SqlType::Jsonb,
         D::Date => SqlType::Date,
         D::Timestamp(_, ast::TimezoneInfo::WithTimeZone)
         | D::Timestamp(_, ast::TimezoneInfo::Tz) => SqlType::TimestampTz,
@@ -93,7 +96,14 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "float8" => SqlType::Float8,
                 "bpchar" => SqlType::Char(modifier_length("char", modifiers)?.unwrap_or(1)),
                 "timestamptz" => SqlType::TimestampTz,
-                "oid" | "regclass" | "regtype" | "regproc" | "regnamespace" => SqlType::Oid,
+                "oid" => SqlType::Oid,
+                "json" => SqlType::Json,
+                "jsonb" => SqlType::Jsonb,
+                "regclass" | "regtype" | "regproc" | "regnamespace" | "regrole" => {
+                    SqlType::Object(ObjectKind::from_type_name(&name).ok_or_else(|| {
+                        SqlError::internal("the object identifier type names are listed")
+                    })?)
+                }
                 "name" => SqlType::Name,
                 "numeric" | "decimal" => SqlType::numeric(),
                 "text" => SqlType::Text,
@@ -222,6 +232,15 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     // them up) but values of them are not supported yet: using one fails (42704).
     (1560, "bit", -1),
     (1562, "varbit", -1),
+    (114, "json", -1),
+    (199, "_json", -1),
+    (3802, "jsonb", -1),
+    (3807, "_jsonb", -1),
+    (24, "regproc", 4),
+    (2205, "regclass", 4),
+    (2206, "regtype", 4),
+    (4089, "regnamespace", 4),
+    (4096, "regrole", 4),
     (crate::types::VECTOR_OID_I64, "vector", -1),
     (crate::types::VECTOR_ARRAY_OID_I64, "_vector", -1),
 ];

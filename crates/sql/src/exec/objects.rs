@@ -1,0 +1,316 @@
+//! Input and output of the object identifier types against the catalog: a name as
+//! regclass, regtype, regnamespace or regrole reads it (PostgreSQL's regclassin and the
+//! others), and an oid's printed name (regclassout and the others).
+//!
+//! Relations are the user tables and indexes (schema `public`) and the system views
+//! (`pg_catalog`, `information_schema`). A view that is one of PostgreSQL's catalogs has
+//! the catalog's fixed OID (`pg_class` is 1259: clients compare `classoid` with
+//! `'pg_catalog.pg_class'::regclass`); PostgreSQL's other system views have OIDs initdb
+//! assigns, so tierdb numbers them from `SYSTEM_VIEW_OID_BASE`.
+
+use std::sync::Arc;
+
+use crate::bind::{view_schema, SCHEMAS, SCHEMA_CATALOG, SCHEMA_PUBLIC};
+use crate::catalog::{column_sequences, sequence_oid};
+use crate::error::{Result, SqlError};
+use crate::plan::deparse::quote_identifier;
+use crate::system::{SessionInfo, VIEWS};
+use crate::types::{
+    cannot_cast, type_oid_by_name, type_output_name, Datum, ObjectKind, ObjectReference, SqlType,
+};
+
+/// The first OID of the system views that are not PostgreSQL catalogs.
+const SYSTEM_VIEW_OID_BASE: u32 = 12_000;
+
+/// PostgreSQL 15's fixed OIDs of the catalogs tierdb has as views.
+const CATALOG_OIDS: &[(&str, u32)] = &[
+    ("pg_type", 1247),
+    ("pg_attribute", 1249),
+    ("pg_proc", 1255),
+    ("pg_class", 1259),
+    ("pg_database", 1262),
+    ("pg_tablespace", 1213),
+    ("pg_am", 2601),
+    ("pg_attrdef", 2604),
+    ("pg_constraint", 2606),
+    ("pg_description", 2609),
+    ("pg_index", 2610),
+    ("pg_inherits", 2611),
+    ("pg_namespace", 2615),
+    ("pg_opclass", 2616),
+    ("pg_rewrite", 2618),
+    ("pg_trigger", 2620),
+    ("pg_sequence", 2224),
+    ("pg_extension", 3079),
+    ("pg_foreign_table", 3118),
+    ("pg_policy", 3256),
+    ("pg_partitioned_table", 3350),
+    ("pg_statistic_ext", 3381),
+    ("pg_collation", 3456),
+    ("pg_event_trigger", 3466),
+    ("pg_publication", 6104),
+    ("pg_publication_rel", 6106),
+    ("pg_publication_namespace", 6237),
+];
+
+/// The OIDs of pg_namespace's rows, in `SCHEMAS` order.
+pub(crate) const SCHEMA_OIDS: [u32; 3] = [11, 2200, 13_000];
+
+/// The system views as relations: (OID, name, schema).
+fn system_relations() -> impl Iterator<Item = (u32, &'static str, &'static str)> {
+    let mut next = SYSTEM_VIEW_OID_BASE;
+    VIEWS.iter().flat_map(|view| view.names.iter()).map(move |&name| {
+        let oid = CATALOG_OIDS.iter().find(|(catalog, _)| *catalog == name).map_or_else(
+            || {
+                next += 1;
+                next
+            },
+            |(_, oid)| *oid,
+        );
+        (oid, name, view_schema(name))
+    })
+}
+
+/// Casts `datum` (of type `from`) to the object identifier type `kind`.
+pub fn cast_to_object(
+    datum: Datum,
+    from: &SqlType,
+    kind: ObjectKind,
+    session: &SessionInfo<'_>,
+) -> Result<Datum> {
+    let oid = match &datum {
+        Datum::Null => return Ok(Datum::Null),
+        Datum::Object(object) => object.oid,
+        Datum::Text(text) => {
+            let object = object_by_name(kind, text, session)?;
+            return object.map(Datum::Object).ok_or_else(|| missing(kind, text));
+        }
+        // int4 to oid reinterprets the bits (-1 is 4294967295); int8 checks the range.
+        Datum::Int(number) if *from == SqlType::Int8 || *from == SqlType::Oid => {
+            u32::try_from(*number).map_err(|_| SqlError::out_of_range("OID"))?
+        }
+        Datum::Int(number) => u32::try_from(number.rem_euclid(1 << 32))
+            .map_err(|_| SqlError::internal("a remainder of 2^32 fits u32"))?,
+        _ => return Err(cannot_cast(from, &SqlType::Object(kind))),
+    };
+    Ok(Datum::Object(reference(kind, oid, session)))
+}
+
+/// The value of `oid` as `kind`: the object's name, or no name when there is no object.
+pub fn reference(kind: ObjectKind, oid: u32, session: &SessionInfo<'_>) -> ObjectReference {
+    let text = if oid == 0 { None } else { output_name(kind, oid, session) };
+    ObjectReference { oid, text: text.map(Arc::from) }
+}
+
+fn output_name(kind: ObjectKind, oid: u32, session: &SessionInfo<'_>) -> Option<String> {
+    match kind {
+        ObjectKind::Class => relation_name(oid, session),
+        ObjectKind::Type => type_output_name(oid),
+        // pg_proc has no rows in tierdb: every function oid prints as its digits.
+        ObjectKind::Procedure => None,
+        ObjectKind::Namespace => SCHEMA_OIDS
+            .iter()
+            .position(|schema| *schema == oid)
+            .map(|index| quote_identifier(SCHEMAS[index])),
+        ObjectKind::Role => session
+            .catalog
+            .roles()
+            .into_iter()
+            .find(|role| role.oid == oid)
+            .map(|role| quote_identifier(&role.name)),
+    }
+}
+
+/// A relation's name, qualified when its schema is not on the search path.
+fn relation_name(oid: u32, session: &SessionInfo<'_>) -> Option<String> {
+    if let Some((_, name, schema)) = system_relations().find(|(view, ..)| *view == oid) {
+        let name = quote_identifier(name);
+        return Some(if schema == SCHEMA_CATALOG { name } else { format!("{schema}.{name}") });
+    }
+    let name = user_relations(session).find(|(relation, _)| *relation == oid)?.1;
+    let name = quote_identifier(&name);
+    Some(if session.public_on_path { name } else { format!("{SCHEMA_PUBLIC}.{name}") })
+}
+
+/// The object `text` names as `kind` (a name, or an oid's digits); None when there is
+/// none. A malformed name is an error (42602, 42601, 0A000).
+pub fn object_by_name(
+    kind: ObjectKind,
+    text: &str,
+    session: &SessionInfo<'_>,
+) -> Result<Option<ObjectReference>> {
+    let trimmed = text.trim();
+    if trimmed == "-" {
+        return Ok(Some(ObjectReference { oid: 0, text: None }));
+    }
+    if !trimmed.is_empty() && trimmed.bytes().all(|byte| byte.is_ascii_digit()) {
+        let oid = trimmed.parse::<u32>().map_err(|_| {
+            SqlError::new("22003", format!("value \"{text}\" is out of range for type oid"))
+        })?;
+        return Ok(Some(reference(kind, oid, session)));
+    }
+    let oid = match kind {
+        ObjectKind::Class => relation_oid(&name_parts(text)?, session)?,
+        ObjectKind::Type => type_oid_by_name(text),
+        ObjectKind::Procedure => {
+            return Err(SqlError::unsupported("regproc input of function names is not supported"))
+        }
+        ObjectKind::Namespace => {
+            let name = single_name(text)?;
+            SCHEMAS.iter().position(|schema| *schema == name).map(|index| SCHEMA_OIDS[index])
+        }
+        ObjectKind::Role => {
+            let name = single_name(text)?;
+            let roles = session.catalog.roles();
+            roles.into_iter().find(|role| role.name == name).map(|role| role.oid)
+        }
+    };
+    Ok(oid.map(|oid| reference(kind, oid, session)))
+}
+
+/// The OID of the relation `parts` names, as PostgreSQL's RangeVarGetRelid resolves it.
+fn relation_oid(parts: &[String], session: &SessionInfo<'_>) -> Result<Option<u32>> {
+    let (schema, name) = match parts {
+        [name] => (None, name),
+        [schema, name] => (Some(schema.as_str()), name),
+        [database, schema, name] => {
+            if database != session.database {
+                return Err(SqlError::unsupported(format!(
+                    "cross-database references are not implemented: \"{}\"",
+                    parts.join(".")
+                )));
+            }
+            (Some(schema.as_str()), name)
+        }
+        _ => {
+            return Err(SqlError::syntax(format!(
+                "improper relation name (too many dotted names): {}",
+                parts.join(".")
+            )))
+        }
+    };
+    // pg_catalog is searched first, then public when it is on the path.
+    let view = system_relations().find(|(_, view, view_schema)| {
+        view == name
+            && schema.map_or(*view_schema == SCHEMA_CATALOG, |schema| schema == *view_schema)
+    });
+    if let Some((oid, ..)) = view {
+        return Ok(Some(oid));
+    }
+    match schema {
+        Some(SCHEMA_PUBLIC) => {}
+        None if session.public_on_path => {}
+        Some(other) if !SCHEMAS.contains(&other) => {
+            return Err(SqlError::new("3F000", format!("schema \"{other}\" does not exist")))
+        }
+        _ => return Ok(None),
+    }
+    Ok(user_relations(session).find(|(_, relation)| relation == name).map(|(oid, _)| oid))
+}
+
+/// The user relations the session sees, (OID, name): tables, their indexes and the
+/// sequences of their serial and identity columns.
+fn user_relations(session: &SessionInfo<'_>) -> impl Iterator<Item = (u32, String)> {
+    let tables = session.catalog.tables();
+    let hidden = session.hidden_tables.clone();
+    tables.into_iter().filter(move |table| !hidden.contains(&table.name)).flat_map(|table| {
+        let mut relations = vec![(table.oid, table.name.clone())];
+        relations.extend(table.indexes.iter().map(|index| (index.oid, index.name.clone())));
+        for (position, _, sequence) in column_sequences(&table) {
+            if let Some(oid) = sequence_oid(table.oid, position) {
+                relations.push((oid, sequence.to_string()));
+            }
+        }
+        relations
+    })
+}
+
+/// The error of a cast from a name that denotes no object.
+pub fn missing(kind: ObjectKind, text: &str) -> SqlError {
+    let name = name_parts(text).map(|parts| parts.join(".")).unwrap_or_else(|_| text.to_string());
+    match kind {
+        ObjectKind::Class => SqlError::undefined_table(&name),
+        ObjectKind::Type => {
+            SqlError::new("42704", format!("type \"{}\" does not exist", text.trim()))
+        }
+        ObjectKind::Procedure => SqlError::undefined_function(&name),
+        ObjectKind::Namespace => {
+            SqlError::new("3F000", format!("schema \"{name}\" does not exist"))
+        }
+        ObjectKind::Role => SqlError::new("42704", format!("role \"{name}\" does not exist")),
+    }
+}
+
+/// A name that must be one identifier (regnamespace, regrole).
+fn single_name(text: &str) -> Result<String> {
+    let mut parts = name_parts(text)?;
+    match parts.len() {
+        1 => Ok(parts.remove(0)),
+        _ => Err(invalid_name()),
+    }
+}
+
+fn invalid_name() -> SqlError {
+    SqlError::new("42602", "invalid name syntax")
+}
+
+/// A dotted name split into identifiers as PostgreSQL's SplitIdentifierString does:
+/// unquoted parts folded to lower case, `"..."` parts kept with `""` as a quote,
+/// whitespace around parts skipped.
+fn name_parts(text: &str) -> Result<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut chars = text.trim().chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut part = String::new();
+        if chars.next_if_eq(&'"').is_some() {
+            loop {
+                match chars.next() {
+                    Some('"') if chars.next_if_eq(&'"').is_some() => part.push('"'),
+                    Some('"') => break,
+                    Some(c) => part.push(c),
+                    None => return Err(invalid_name()),
+                }
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| *c != '.' && !c.is_whitespace()) {
+                part.push(c.to_ascii_lowercase());
+            }
+        }
+        if part.is_empty() {
+            return Err(invalid_name());
+        }
+        parts.push(part);
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        match chars.next() {
+            None => return Ok(parts),
+            Some('.') => {}
+            Some(_) => return Err(invalid_name()),
+        }
+    }
+}
+
+/// `pg_get_serial_sequence(table, column)`: the sequence a serial or identity column takes
+/// its values from, qualified; None for a column without one. The table name is read as
+/// regclass reads it, the column name literally (PostgreSQL's rules).
+pub fn serial_sequence(
+    table: &str,
+    column: &str,
+    session: &SessionInfo<'_>,
+) -> Result<Option<String>> {
+    let parts = name_parts(table)?;
+    let oid = relation_oid(&parts, session)?.ok_or_else(|| missing(ObjectKind::Class, table))?;
+    let tables = session.catalog.tables();
+    let Some(meta) = tables.iter().find(|meta| meta.oid == oid) else {
+        // A system view or an index: no column has a sequence.
+        return Ok(None);
+    };
+    let Some(column_meta) = meta.columns.iter().find(|meta| meta.name == column) else {
+        return Err(SqlError::new(
+            "42703",
+            format!("column \"{column}\" of relation \"{}\" does not exist", meta.name),
+        ));
+    };
+    let sequence = column_meta.default.as_deref().and_then(crate::catalog::sequence_of_default);
+    Ok(sequence.map(|sequence| format!("{SCHEMA_PUBLIC}.{}", quote_identifier(sequence))))
+}
