@@ -5,9 +5,10 @@ PostgreSQL's errors, and drop_all / create_all again (the referencing table drop
 in one transaction).
 
 Run: TIERDB_PORT=5432 python3 -m pytest -q tests/python/test_sqlalchemy.py
-Reflection: get_columns (with identity options), get_foreign_keys, get_check_constraints
-and get_table_comment; get_pk_constraint, get_indexes and get_unique_constraints still need
-arrays (unnest over pg_index.indkey), which tierdb does not have yet.
+Reflection: get_columns (with identity options), get_pk_constraint, get_foreign_keys,
+get_indexes, get_unique_constraints, get_check_constraints and get_table_comment, each
+model table's reflection compared with the model. MetaData.reflect() also calls
+current_setting(), which tierdb does not have yet.
 """
 
 import os
@@ -167,3 +168,50 @@ def test_reflection_of_columns_keys_and_checks(engine):
         ("sa_book_price_positive", "price >= 0::numeric")
     ]
     assert inspector.get_table_comment("sa_book") == {"text": None}
+
+
+def test_reflection_of_keys_indexes_and_the_whole_model(engine):
+    inspector = inspect(engine)
+    assert inspector.get_pk_constraint("sa_book") == {
+        "constrained_columns": ["id"],
+        "name": "sa_book_pkey",
+        "comment": None,
+        "dialect_options": {"postgresql_include": []},
+    }
+    [unique] = inspector.get_unique_constraints("sa_book")
+    assert (unique["name"], unique["column_names"]) == (
+        "sa_book_author_id_title_key",
+        ["author_id", "title"],
+    )
+    indexes = {index["name"]: index for index in inspector.get_indexes("sa_book")}
+    assert indexes["ix_sa_book_author_id"]["column_names"] == ["author_id"]
+    assert indexes["ix_sa_book_author_id"]["unique"] is False
+    assert indexes["sa_book_author_id_title_key"]["unique"] is True
+    assert [index["column_names"] for index in inspector.get_indexes("sa_author")] == [["name"]]
+
+    # Every model table as the inspector reflects it (MetaData.reflect() also reads
+    # current_setting('default_table_access_method'), which tierdb does not have yet).
+    for name, table in Base.metadata.tables.items():
+        columns = inspector.get_columns(name)
+        assert [column["name"] for column in columns] == [c.name for c in table.columns]
+        for column in columns:
+            model = table.columns[column["name"]]
+            assert column["type"].compile() == model.type.compile(), (name, column["name"])
+            assert column["nullable"] == model.nullable, (name, column["name"])
+        key = inspector.get_pk_constraint(name)["constrained_columns"]
+        assert key == [column.name for column in table.primary_key.columns], name
+        keys = {
+            (tuple(key["constrained_columns"]), key["referred_table"])
+            for key in inspector.get_foreign_keys(name)
+        }
+        model_keys = {
+            (tuple(key.column_keys), key.referred_table.name)
+            for key in table.foreign_key_constraints
+        }
+        assert keys == model_keys, name
+        indexed = {
+            tuple(index["column_names"])
+            for index in inspector.get_indexes(name)
+            if not index.get("duplicates_constraint")
+        }
+        assert indexed == {tuple(c.name for c in index.columns) for index in table.indexes}, name
