@@ -395,6 +395,7 @@ fn json_operator(function: &str) -> Option<&'static str> {
         "jsonb_contains" => "@>",
         "jsonb_contained" => "<@",
         "jsonb_exists" => "?",
+        "jsonb_concat" => "||",
         _ => return None,
     })
 }
