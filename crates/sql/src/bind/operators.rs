@@ -55,6 +55,9 @@ impl<'a> Binder<'a> {
                 if left_ty.array_element().is_some() || right_ty.array_element().is_some() {
                     return self.array_concat((left, left_ty), (right, right_ty));
                 }
+                if is_jsonb_concatenation(&left_ty, &right_ty) {
+                    return bind_call("jsonb_concat", vec![(left, left_ty), (right, right_ty)]);
+                }
                 let left = coerce(left, &left_ty, &SqlType::Text, true)?;
                 let right = coerce(right, &right_ty, &SqlType::Text, true)?;
                 Ok((Expr::Concat(Box::new(left), Box::new(right)), SqlType::Text))
@@ -307,6 +310,15 @@ fn is_vector_operation(left: &SqlType, right: &SqlType) -> bool {
     )
 }
 
+/// jsonb || jsonb (an untyped literal read as jsonb): jsonb's concatenation; jsonb with a
+/// typed text operand is text concatenation, as in PostgreSQL.
+fn is_jsonb_concatenation(left: &SqlType, right: &SqlType) -> bool {
+    matches!(
+        (left, right),
+        (SqlType::Jsonb, SqlType::Jsonb | SqlType::Unknown) | (SqlType::Unknown, SqlType::Jsonb)
+    )
+}
+
 pub(crate) fn compare_operands(
     left: Expr,
     left_ty: &SqlType,
@@ -364,6 +376,10 @@ pub(crate) fn arithmetic_expr(
     right: Expr,
     right_ty: &SqlType,
 ) -> Result<(Expr, SqlType)> {
+    // jsonb - text / integer deletes a key or an element in PostgreSQL.
+    if *left_ty == SqlType::Jsonb && op == ArithmeticOp::Subtract {
+        return Err(SqlError::unsupported("the jsonb - operator is not supported"));
+    }
     // Dates: date + integer, date - integer, date - date.
     if *left_ty == SqlType::Date
         && (right_ty.is_integer() || *right_ty == SqlType::Unknown)

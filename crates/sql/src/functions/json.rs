@@ -215,3 +215,22 @@ pub(super) fn build_object_jsonb(call: Call<'_>) -> Result<Datum> {
         .collect::<Result<Vec<(String, Jsonb)>>>()?;
     Ok(Datum::Jsonb(Arc::new(Jsonb::object(pairs))))
 }
+
+/// `jsonb || jsonb`: objects merged (the right's keys win), arrays concatenated, anything
+/// else wrapped in a one-element array first.
+pub(super) fn concatenate(call: Call<'_>) -> Result<Datum> {
+    let (left, right) = (jsonb(&call, 0)?, jsonb(&call, 1)?);
+    let value = match (&*left, &*right) {
+        (Jsonb::Object(mine), Jsonb::Object(theirs)) => {
+            Jsonb::object(mine.iter().chain(theirs).cloned().collect())
+        }
+        (mine, theirs) => {
+            let items = |value: &Jsonb| match value {
+                Jsonb::Array(items) => items.clone(),
+                other => vec![other.clone()],
+            };
+            Jsonb::Array([items(mine), items(theirs)].concat())
+        }
+    };
+    Ok(Datum::Jsonb(Arc::new(value)))
+}

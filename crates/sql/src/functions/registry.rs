@@ -281,6 +281,14 @@ pub static FUNCTIONS: &[Function] = &[
         "'[1]'::jsonb, '[1,2]'"
     ),
     function!(
+        &["jsonb_concat"],
+        2..=2,
+        |n, t| json::jsonb_pair(n, t, SqlType::Jsonb)
+            .map(|signature| Signature { output: SqlType::Jsonb, ..signature }),
+        json::concatenate,
+        "'[1]'::jsonb, '[2]'"
+    ),
+    function!(
         &["jsonb_exists"],
         2..=2,
         |n, t| json::jsonb_pair(n, t, TEXT),

@@ -93,6 +93,10 @@ impl Printer<'_> {
                 };
                 self.binary(operator, None, expr, pattern, parent)
             }
+            Expr::Function(call) if json_operator(call.function.names[0]).is_some() => {
+                let operator = json_operator(call.function.names[0]).unwrap_or_default();
+                self.binary(operator, None, &call.args[0], &call.args[1], parent)
+            }
             Expr::Function(call) => {
                 let arguments: Vec<String> = call
                     .args
@@ -408,4 +412,17 @@ pub(crate) fn quote_identifier(name: &str) -> String {
     } else {
         format!("\"{}\"", name.replace('"', "\"\""))
     }
+}
+
+/// The operator a json operator's function is written as (`json_get` is `->`).
+fn json_operator(function: &str) -> Option<&'static str> {
+    Some(match function {
+        "json_get" => "->",
+        "json_get_text" => "->>",
+        "jsonb_contains" => "@>",
+        "jsonb_contained" => "<@",
+        "jsonb_exists" => "?",
+        "jsonb_concat" => "||",
+        _ => return None,
+    })
 }

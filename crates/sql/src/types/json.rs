@@ -78,8 +78,9 @@ impl<'a> Parser<'a> {
 
     fn value(&mut self, depth: usize) -> Result<JsonNode<'a>> {
         if depth > JSON_DEPTH_MAX {
-            return Err(SqlError::new("54001", "stack depth limit exceeded"));
+            return Err(crate::depth::stack_depth_error());
         }
+        crate::depth::check_stack_depth()?;
         self.skip_whitespace();
         let start = self.position;
         let kind = match self.peek().ok_or_else(invalid_json)? {
