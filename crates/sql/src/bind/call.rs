@@ -66,6 +66,7 @@ impl<'a> Binder<'a> {
         let saved = self.grouping.take();
         // A set-returning call inside an aggregate's arguments is refused (0A000).
         let saved_set_calls = self.set_calls.take();
+        self.aggregate_arguments = true;
         let mut bound = Vec::new();
         let mut input = SqlType::Int8;
         let mut types = Vec::with_capacity(args.len());
@@ -75,6 +76,7 @@ impl<'a> Binder<'a> {
                 Ok(value) => value,
                 Err(error) => {
                     self.grouping = saved;
+                    self.aggregate_arguments = false;
                     return Err(error);
                 }
             };
@@ -86,6 +88,7 @@ impl<'a> Binder<'a> {
                 Ok(value) => value,
                 Err(error) => {
                     self.grouping = saved;
+                    self.aggregate_arguments = false;
                     return Err(error);
                 }
             };
@@ -97,6 +100,7 @@ impl<'a> Binder<'a> {
         }
         self.grouping = saved;
         self.set_calls = saved_set_calls;
+        self.aggregate_arguments = false;
         let output = aggregate_output(aggregate, &input)?;
         let expected_args = match aggregate {
             AggregateFunction::CountStar => 0,
@@ -106,7 +110,12 @@ impl<'a> Binder<'a> {
         if bound.len() != expected_args {
             return Err(SqlError::undefined_function(&format!("{}", function.name)));
         }
-        let order = self.aggregate_order(function, &input_scope, distinct)?;
+        let order = distinct_order(
+            self.aggregate_order(function, &input_scope)?,
+            aggregate,
+            &bound,
+            distinct,
+        )?;
         if aggregate == AggregateFunction::ArrayAgg && input.array_element().is_some() {
             return Err(SqlError::unsupported("array_agg of arrays (multidimensional arrays)"));
         }
@@ -130,22 +139,22 @@ impl<'a> Binder<'a> {
         &mut self,
         function: &ast::Function,
         input_scope: &Scope,
-        distinct: bool,
     ) -> Result<Vec<AggregateOrder>> {
         let ast::FunctionArguments::List(list) = &function.args else { return Ok(Vec::new()) };
         let mut order = Vec::new();
         for clause in &list.clauses {
             let ast::FunctionArgumentClause::OrderBy(keys) = clause else { continue };
-            if distinct {
-                return Err(SqlError::unsupported("DISTINCT with ORDER BY inside an aggregate"));
-            }
             let saved = self.grouping.take();
+            let saved_set_calls = self.set_calls.take();
+            self.aggregate_arguments = true;
             for key in keys {
                 let outcome = self.expr(&key.expr, input_scope, None);
                 let (expr, _) = match outcome {
                     Ok(bound) => bound,
                     Err(error) => {
                         self.grouping = saved;
+                        self.set_calls = saved_set_calls;
+                        self.aggregate_arguments = false;
                         return Err(error);
                     }
                 };
@@ -157,6 +166,8 @@ impl<'a> Binder<'a> {
                 });
             }
             self.grouping = saved;
+            self.set_calls = saved_set_calls;
+            self.aggregate_arguments = false;
         }
         Ok(order)
     }
@@ -291,6 +302,35 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
 /// Clauses of a call that tierdb does not evaluate are refused, never read and ignored
 /// (an ignored `FILTER (WHERE ...)` counts rows it should not; an ignored `ORDER BY` in
 /// string_agg concatenates in the wrong order).
+/// The order an aggregate's input is folded in with DISTINCT: PostgreSQL sorts a DISTINCT
+/// aggregate's input, so array_agg and string_agg see their distinct values ascending
+/// unless the call's ORDER BY says otherwise, and that ORDER BY may only name arguments
+/// (42P10).
+fn distinct_order(
+    order: Vec<AggregateOrder>,
+    aggregate: AggregateFunction,
+    args: &[Expr],
+    distinct: bool,
+) -> Result<Vec<AggregateOrder>> {
+    if !distinct {
+        return Ok(order);
+    }
+    let arguments: Vec<String> = args.iter().map(|arg| format!("{arg:?}")).collect();
+    if order.iter().any(|key| !arguments.contains(&format!("{:?}", key.expr))) {
+        return Err(SqlError::new(
+            "42P10",
+            "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+        ));
+    }
+    let ordered = matches!(aggregate, AggregateFunction::ArrayAgg | AggregateFunction::StringAgg);
+    match (order.is_empty(), ordered, args.first()) {
+        (true, true, Some(first)) => {
+            Ok(vec![AggregateOrder { expr: first.clone(), descending: false, nulls_first: false }])
+        }
+        _ => Ok(order),
+    }
+}
+
 fn text_if_unknown(ty: &SqlType) -> SqlType {
     if *ty == SqlType::Unknown {
         SqlType::Text

@@ -85,6 +85,8 @@ pub struct Binder<'a> {
     /// The set-returning calls of the select list being bound (None where they are not
     /// allowed); each stands for a placeholder column (bind/set_functions.rs).
     set_calls: Option<Vec<SetCall>>,
+    /// An aggregate's arguments are being bound (a set-returning call there is 0A000).
+    aggregate_arguments: bool,
     /// Binding a window call's arguments or window (calls cannot nest).
     in_window_call: bool,
     next_id: usize,
@@ -113,6 +115,7 @@ impl<'a> Binder<'a> {
             grouping: None,
             windows: None,
             set_calls: None,
+            aggregate_arguments: false,
             in_window_call: false,
             next_id: 0,
             locking: None,

@@ -34,6 +34,11 @@ impl<'a> Binder<'a> {
         args: &[ast::Expr],
         scope: &Scope,
     ) -> Result<(Expr, SqlType)> {
+        if self.aggregate_arguments {
+            return Err(SqlError::unsupported(
+                "aggregate function calls cannot contain set-returning function calls",
+            ));
+        }
         if self.set_calls.is_none() {
             let place = self.clause.unwrap_or("this context");
             return Err(SqlError::unsupported(format!(

@@ -320,8 +320,12 @@ pub(crate) struct Group {
 
 impl Group {
     fn new(keys: Row, aggregates: &[AggregateCall], ctx: &Ctx<'_>) -> Group {
-        let distinct =
-            aggregates.iter().map(|call| call.distinct.then(|| DistinctFilter::new(ctx))).collect();
+        // A DISTINCT aggregate with an order keeps its input in the ordered buffer and drops
+        // repeated values when it folds them in (`finish`).
+        let distinct = aggregates
+            .iter()
+            .map(|call| (call.distinct && call.order.is_empty()).then(|| DistinctFilter::new(ctx)))
+            .collect();
         let ordered =
             aggregates.iter().map(|call| (!call.order.is_empty()).then(Vec::new)).collect();
         Group { keys, states: aggregates.iter().map(accumulator).collect(), distinct, ordered }
@@ -374,7 +378,11 @@ impl Group {
         for (index, call) in aggregates.iter().enumerate() {
             if let Some(mut buffer) = self.ordered[index].take() {
                 buffer.sort_by(|(a, _), (b, _)| compare_order_keys(&call.order, a, b));
+                let mut seen = std::collections::HashSet::new();
                 for (_, args) in buffer {
+                    if call.distinct && !seen.insert(group_key(&args)) {
+                        continue;
+                    }
                     accumulate(&mut self.states[index], call, &args)?;
                 }
             }
