@@ -135,7 +135,7 @@ impl<'a> Binder<'a> {
         ))
     }
 
-    /// `@>`, `<@` and `&&`: both sides of one array type (an untyped literal takes the
+    /// `&&`: both sides of one array type (an untyped literal takes the
     /// other side's).
     pub(crate) fn array_operator(
         &mut self,

@@ -108,7 +108,8 @@ impl<'a> Binder<'a> {
                 };
                 bind_call(name, vec![(value, SqlType::Text), (pattern, SqlType::Text)])
             }
-            B::AtArrow | B::ArrowAt | B::PGOverlap => self.array_operator(left, op, right, scope),
+            // `@>` and `<@` reach the array functions through the json operators (`json_binary`).
+            B::PGOverlap => self.array_operator(left, op, right, scope),
             B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::PGExp => {
                 self.arithmetic(left, op, right, scope, hint)
             }
