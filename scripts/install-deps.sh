@@ -34,6 +34,12 @@ if ! python3 -c "import pgvector, numpy, sqlalchemy" 2>/dev/null; then
         || python3 -m pip install -q pgvector numpy sqlalchemy >&2
 fi
 
+if ! python3 -c "import alembic, psycopg2" 2>/dev/null; then
+    echo "install-deps: installing Alembic and psycopg2 from PyPI" >&2
+    python3 -m pip install -q --break-system-packages alembic psycopg2-binary >&2 2>/dev/null \
+        || python3 -m pip install -q alembic psycopg2-binary >&2
+fi
+
 minio="$("$here/install-minio.sh")"
 echo "export TIERDB_MINIO_BIN=$minio"
 

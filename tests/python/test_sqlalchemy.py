@@ -7,8 +7,9 @@ in one transaction).
 Run: TIERDB_PORT=5432 python3 -m pytest -q tests/python/test_sqlalchemy.py
 Reflection: get_columns (with identity options), get_pk_constraint, get_foreign_keys,
 get_indexes, get_unique_constraints, get_check_constraints and get_table_comment, each
-model table's reflection compared with the model. MetaData.reflect() also calls
-current_setting(), which tierdb does not have yet.
+model table's reflection compared with the model; MetaData.reflect() of the whole
+schema, each reflected Table compared with the model's. Every test runs under both the
+psycopg 3 and the psycopg2 dialect.
 """
 
 import os
@@ -31,11 +32,16 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 
-def _url():
+def _url(driver="psycopg"):
     port = os.environ.get("TIERDB_PORT")
     if not port:
         raise RuntimeError("TIERDB_PORT is not set: start `tierdb serve` and export its port")
-    return f"postgresql+psycopg://tierdb@127.0.0.1:{port}/tierdb"
+    return f"postgresql+{driver}://tierdb@127.0.0.1:{port}/tierdb"
+
+
+def _sqlstate(error):
+    """The SQLSTATE of a driver's error: psycopg 3's `sqlstate`, psycopg2's `pgcode`."""
+    return getattr(error, "sqlstate", None) or error.pgcode
 
 
 class Base(DeclarativeBase):
@@ -64,9 +70,11 @@ class Book(Base):
     author: Mapped[Author] = relationship(back_populates="books")
 
 
-@pytest.fixture()
-def engine():
-    engine = create_engine(_url())
+@pytest.fixture(params=["psycopg", "psycopg2"])
+def engine(request):
+    """An engine of each of SQLAlchemy's PostgreSQL dialects for the two psycopg drivers."""
+    engine = create_engine(_url(request.param))
+    assert engine.dialect.driver == request.param
     assert sqlalchemy.__version__.startswith("2."), sqlalchemy.__version__
     Base.metadata.drop_all(engine)
     Base.metadata.create_all(engine)
@@ -127,12 +135,12 @@ def test_constraints_refuse_bad_rows(engine):
         session.add(Book(title="Orphan", price=Decimal("1"), author_id=99))
         with pytest.raises(IntegrityError) as error:
             session.commit()
-        assert error.value.orig.sqlstate == "23503"
+        assert _sqlstate(error.value.orig) == "23503"
         session.rollback()
         session.add(Book(title="Negative", price=Decimal("-1"), author_id=1))
         with pytest.raises(IntegrityError) as error:
             session.commit()
-        assert error.value.orig.sqlstate == "23514"
+        assert _sqlstate(error.value.orig) == "23514"
         session.rollback()
         session.add_all(
             [
@@ -142,7 +150,7 @@ def test_constraints_refuse_bad_rows(engine):
         )
         with pytest.raises(IntegrityError) as error:
             session.commit()
-        assert error.value.orig.sqlstate == "23505"
+        assert _sqlstate(error.value.orig) == "23505"
         session.rollback()
         assert session.scalar(select(func.count()).select_from(Book)) == 0
 
@@ -189,8 +197,7 @@ def test_reflection_of_keys_indexes_and_the_whole_model(engine):
     assert indexes["sa_book_author_id_title_key"]["unique"] is True
     assert [index["column_names"] for index in inspector.get_indexes("sa_author")] == [["name"]]
 
-    # Every model table as the inspector reflects it (MetaData.reflect() also reads
-    # current_setting('default_table_access_method'), which tierdb does not have yet).
+    # Every model table as the inspector reflects it.
     for name, table in Base.metadata.tables.items():
         columns = inspector.get_columns(name)
         assert [column["name"] for column in columns] == [c.name for c in table.columns]
@@ -215,3 +222,31 @@ def test_reflection_of_keys_indexes_and_the_whole_model(engine):
             if not index.get("duplicates_constraint")
         }
         assert indexed == {tuple(c.name for c in index.columns) for index in table.indexes}, name
+
+
+def test_metadata_reflect_matches_the_model(engine):
+    reflected = sqlalchemy.MetaData()
+    reflected.reflect(engine, only=list(Base.metadata.tables))
+    assert set(reflected.tables) == set(Base.metadata.tables)
+    for name, model in Base.metadata.tables.items():
+        table = reflected.tables[name]
+        assert [column.name for column in table.columns] == [c.name for c in model.columns]
+        for column in table.columns:
+            expected = model.columns[column.name]
+            assert column.type.compile() == expected.type.compile(), (name, column.name)
+            assert column.nullable == expected.nullable, (name, column.name)
+            assert column.primary_key == expected.primary_key, (name, column.name)
+        assert {
+            (tuple(key.column_keys), key.referred_table.name, key.ondelete)
+            for key in table.foreign_key_constraints
+        } == {
+            (tuple(key.column_keys), key.referred_table.name, key.ondelete)
+            for key in model.foreign_key_constraints
+        }, name
+        assert {(index.name, index.unique) for index in table.indexes} >= {
+            (index.name, bool(index.unique)) for index in model.indexes
+        }, name
+    # The foreign key resolves to the reflected parent table.
+    book = reflected.tables["sa_book"]
+    [key] = book.foreign_key_constraints
+    assert key.referred_table is reflected.tables["sa_author"]

@@ -1,9 +1,9 @@
-//! Runs the psycopg 3 and SQLAlchemy 2 tests (`tests/python`, pytest) against a real
-//! `tierdb serve`.
+//! Runs the psycopg 3, SQLAlchemy 2 (psycopg 3 and psycopg2 dialects) and Alembic tests
+//! (`tests/python`, pytest) against a real `tierdb serve`.
 //!
-//! Needs python3 with pytest, psycopg 3 and SQLAlchemy 2 (`pip install pytest
-//! 'psycopg[binary]' sqlalchemy`, scripts/install-deps.sh); when they are missing the test
-//! fails and says so: it never passes without running them.
+//! Needs python3 with pytest, psycopg 3, psycopg2, SQLAlchemy 2 and Alembic (`pip install
+//! pytest 'psycopg[binary]' psycopg2-binary sqlalchemy alembic`, scripts/install-deps.sh);
+//! when they are missing the test fails and says so: it never passes without running them.
 
 mod server_support;
 
@@ -32,8 +32,13 @@ fn require_python() {
              and psycopg 3 (pip install pytest 'psycopg[binary]')"
         ),
     }
-    let modules =
-        [("pytest", "pytest"), ("psycopg", "'psycopg[binary]'"), ("sqlalchemy", "sqlalchemy")];
+    let modules = [
+        ("pytest", "pytest"),
+        ("psycopg", "'psycopg[binary]'"),
+        ("psycopg2", "psycopg2-binary"),
+        ("sqlalchemy", "sqlalchemy"),
+        ("alembic", "alembic"),
+    ];
     for (module, install) in modules {
         let output = Command::new("python3")
             .args(["-c", &format!("import {module}; print({module}.__version__)")])
@@ -63,7 +68,7 @@ fn psycopg_tests_pass() {
     require_python();
     let root = workspace_root();
     let tests = root.join("tests").join("python");
-    for file in ["test_psycopg.py", "test_sqlalchemy.py"] {
+    for file in ["test_psycopg.py", "test_sqlalchemy.py", "test_alembic.py"] {
         assert!(tests.join(file).is_file(), "missing {file} in {}", tests.display());
     }
     let server = TestServer::start(&[]);

@@ -493,6 +493,9 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
     };
     let serial_sequence =
         |table: &str, column: &str| super::objects::serial_sequence(table, column, session);
+    let setting = |name: &str| session.setting(name);
+    let change_setting =
+        |name: &str, value: Option<&str>, local: bool| session.change_setting(name, value, local);
     let context = FunctionContext {
         database: ctx.session.database,
         user: ctx.session.user,
@@ -504,6 +507,8 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         constraint_definition: &constraint_definition,
         object_by_name: &object_by_name,
         serial_sequence: &serial_sequence,
+        setting: &setting,
+        change_setting: &change_setting,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

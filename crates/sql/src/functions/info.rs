@@ -76,6 +76,32 @@ pub(super) fn nextval(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Int((call.context.nextval)(call.text(0))?))
 }
 
+/// current_setting(name [, missing_ok]): 42704 for a name that is not a parameter, NULL
+/// instead with missing_ok.
+pub(super) fn current_setting(call: Call<'_>) -> Result<Datum> {
+    let name = call.text(0);
+    let missing_ok = matches!(call.args.get(1), Some(Datum::Bool(true)));
+    match (call.context.setting)(name) {
+        Some(value) => Ok(Datum::Text(value)),
+        None if missing_ok => Ok(Datum::Null),
+        None => Err(SqlError::new(
+            "42704",
+            format!("unrecognized configuration parameter \"{}\"", name.to_lowercase()),
+        )),
+    }
+}
+
+/// set_config(name, value, is_local): SET (LOCAL when is_local) as a function; a NULL value
+/// resets the setting, a NULL is_local is false. Returns the new value.
+pub(super) fn set_config(call: Call<'_>) -> Result<Datum> {
+    let Some(name) = call.args[0].as_text() else {
+        return Err(SqlError::new("22004", "SET requires parameter name"));
+    };
+    let value = call.args[1].as_text();
+    let local = matches!(call.args[2], Datum::Bool(true));
+    Ok(Datum::Text((call.context.change_setting)(name, value, local)?))
+}
+
 pub(super) fn format_type(call: Call<'_>) -> Result<Datum> {
     let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
     let typmod = call.args.get(1).and_then(Datum::as_int).unwrap_or(-1);

@@ -133,6 +133,9 @@ impl Call<'_> {
 }
 
 /// Facts about the session that some functions report.
+/// set_config's effect on the session: (name, value or None to reset, is_local).
+pub type ChangeSetting<'a> = dyn Fn(&str, Option<&str>, bool) -> Result<String> + 'a;
+
 pub struct FunctionContext<'a> {
     pub database: &'a str,
     pub user: &'a str,
@@ -147,6 +150,11 @@ pub struct FunctionContext<'a> {
     pub object_by_name: &'a dyn Fn(crate::types::ObjectKind, &str) -> Result<Option<Datum>>,
     /// `pg_get_serial_sequence(table, column)`.
     pub serial_sequence: &'a dyn Fn(&str, &str) -> Result<Option<String>>,
+    /// current_setting(name): as SHOW prints it, None for a name that is not a parameter.
+    pub setting: &'a dyn Fn(&str) -> Option<String>,
+    /// set_config(name, value, is_local): the new value as SHOW prints it (value None: the
+    /// default), applied when the statement succeeds.
+    pub change_setting: &'a ChangeSetting<'a>,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.

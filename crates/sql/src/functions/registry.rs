@@ -148,6 +148,13 @@ macro_rules! function {
     ($names:expr, $arguments:expr, $resolve:expr, $evaluate:expr, $example:expr, volatile) => {
         Function { volatile: true, ..function!($names, $arguments, $resolve, $evaluate, $example) }
     };
+    ($names:expr, $arguments:expr, $resolve:expr, $evaluate:expr, $example:expr, volatile_non_strict) => {
+        Function {
+            volatile: true,
+            strict: false,
+            ..function!($names, $arguments, $resolve, $evaluate, $example)
+        }
+    };
 }
 
 /// Every scalar function tierdb runs. Names are matched after identifier folding.
@@ -607,6 +614,21 @@ pub static FUNCTIONS: &[Function] = &[
         ""
     ),
     function!(&["pg_postmaster_start_time"], 0..=0, |_, _| Ok(none(TEXT)), info::empty_text, ""),
+    function!(
+        &["current_setting"],
+        1..=2,
+        |n, t| mixed(n, t, &[None, Some(SqlType::Bool)], TEXT),
+        info::current_setting,
+        "'work_mem', false"
+    ),
+    function!(
+        &["set_config"],
+        3..=3,
+        |n, t| mixed(n, t, &[None, None, Some(SqlType::Bool)], TEXT),
+        info::set_config,
+        "'application_name', 'registry', false",
+        volatile_non_strict
+    ),
     function!(&["pg_backend_pid"], 0..=0, |_, _| Ok(none(SqlType::Int4)), info::backend_pid, ""),
     function!(
         &["nextval"],

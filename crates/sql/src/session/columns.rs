@@ -198,7 +198,35 @@ impl Session {
             self.catalog.engine().drop_index(&table.name, &index.name)?;
         }
         let layout = updated.column_layout();
-        self.install_columns(updated, layout)
+        self.install_columns(updated, layout)?;
+        self.renumber_referencing_keys(&table.name, position)
+    }
+
+    /// Other tables' FOREIGN KEYs name `table`'s columns by position: after the column at
+    /// `dropped` goes, those past it move down. The referencing tables are claimed first
+    /// (their definitions change in this transaction).
+    fn renumber_referencing_keys(&mut self, table: &str, dropped: usize) -> Result<()> {
+        let referencing: Vec<String> = self
+            .catalog
+            .tables()
+            .iter()
+            .filter(|other| other.name != table)
+            .filter(|other| other.foreign_keys.iter().any(|key| key.referenced_table == table))
+            .map(|other| other.name.clone())
+            .collect();
+        if referencing.is_empty() {
+            return Ok(());
+        }
+        self.claim_for_ddl(&referencing)?;
+        for name in &referencing {
+            let Some(meta) = self.catalog.table(name) else { continue };
+            let mut updated = (*meta).clone();
+            for key in updated.foreign_keys.iter_mut().filter(|key| key.referenced_table == table) {
+                shift_positions(&mut key.referenced_columns, dropped);
+            }
+            Arc::clone(&self.catalog).replace_meta(self.ddl_transaction(), updated)?;
+        }
+        Ok(())
     }
 
     /// Gives the engine the new columns, then stores the new definition in the statement's
@@ -225,9 +253,6 @@ fn shift_positions(columns: &mut [usize], dropped: usize) {
 }
 
 /// DROP COLUMN of a column a FOREIGN KEY references: 2BP01, as PostgreSQL without CASCADE.
-/// Any other column of a table that another table's FOREIGN KEY references is 0A000: that
-/// constraint names the referenced columns by position, and renumbering it would change
-/// the other table's definition under a claim this statement does not hold.
 fn refuse_referenced_column(catalog: &Catalog, table: &TableMeta, position: usize) -> Result<()> {
     for referencing in catalog.tables() {
         for key in referencing.foreign_keys.iter().filter(|key| key.referenced_table == table.name)
@@ -239,11 +264,6 @@ fn refuse_referenced_column(catalog: &Catalog, table: &TableMeta, position: usiz
                         "cannot drop column {} of table {} because other objects depend on it",
                         table.columns[position].name, table.name
                     ),
-                ));
-            }
-            if referencing.name != table.name {
-                return Err(SqlError::unsupported(
-                    "ALTER TABLE ... DROP COLUMN of a table another table's FOREIGN KEY references",
                 ));
             }
         }

@@ -12,6 +12,7 @@
 //! The load is one statement: in autocommit it is its own transaction, in a block it is a
 //! statement of the block, and an error anywhere fails it whole.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::Session;
@@ -199,6 +200,8 @@ impl Session {
         // current_user follows the role's OID: a renamed role shows its new name.
         let role = self.current_role();
         let user = role.as_ref().map_or(self.user.as_str(), |role| role.name.as_str());
+        let superuser = role.as_ref().is_some_and(|role| role.superuser);
+        let settings_view = super::settings::settings_view!(self, superuser);
         let info = SessionInfo {
             database: &self.database,
             user,
@@ -208,6 +211,8 @@ impl Session {
             hidden_tables: self.hidden_tables(),
             public_on_path: self.namespace().public_on_path,
             referential_checks_off: false,
+            settings: &settings_view,
+            setting_changes: RefCell::default(),
         };
         let transaction = self.transaction.as_mut().expect("rows are written in a transaction");
         let mut ctx = Ctx {
@@ -222,7 +227,10 @@ impl Session {
             statement_time_micros: types::now_micros(),
             interrupt: None,
         };
-        body(&mut ctx)
+        let result = body(&mut ctx)?;
+        drop(ctx);
+        self.apply_setting_changes(info.setting_changes.into_inner())?;
+        Ok(result)
     }
 
     /// Inserts parsed records; returns how many.

@@ -123,6 +123,9 @@ pub struct Session {
     /// Settings as they were at BEGIN and at each savepoint (by name): SET is transactional,
     /// so ROLLBACK (TO SAVEPOINT) restores them.
     block_settings: Option<HashMap<String, String>>,
+    /// Settings SET LOCAL changed in the open block, each with the session value it returns
+    /// to when the block commits (None: not set in the session).
+    local_restore: HashMap<String, Option<String>>,
     /// Per savepoint: its name, the settings, how many DROP TABLEs were pending then and
     /// the length of `ddl_tables` then.
     savepoint_settings: Vec<(String, HashMap<String, String>, usize, usize)>,
@@ -205,6 +208,7 @@ impl Session {
             settings: HashMap::new(),
             reset_values: HashMap::new(),
             block_settings: None,
+            local_restore: HashMap::new(),
             savepoint_settings: Vec::new(),
             pending_drops: Vec::new(),
             referential_checks_off: false,
@@ -305,9 +309,7 @@ impl Session {
 
     /// Whether the current (or next autocommit) transaction is READ ONLY.
     fn read_only(&self) -> bool {
-        self.block_read_only.unwrap_or_else(|| {
-            self.settings.get("default_transaction_read_only").is_some_and(|value| value == "on")
-        })
+        settings::read_only(&self.settings, self.block_read_only)
     }
 
     /// The limits on the statement about to run: the cancel flag, statement_timeout's
@@ -323,10 +325,7 @@ impl Session {
     }
 
     fn default_isolation(&self) -> IsolationLevel {
-        self.settings
-            .get("default_transaction_isolation")
-            .and_then(|text| parse_isolation(text))
-            .unwrap_or(IsolationLevel::ReadCommitted)
+        settings::default_isolation(&self.settings)
     }
 
     /// Runs a simple-protocol query string: every statement in order, stopping at the
@@ -626,6 +625,7 @@ impl Session {
                 if let Some(settings) = saved_settings {
                     self.settings = settings;
                 }
+                self.end_local_settings(false);
                 self.forget_pending_drops();
                 self.end_transaction_ddl(false);
                 CommandTag::Rollback
@@ -642,6 +642,7 @@ impl Session {
                     }
                     outcome?;
                 }
+                self.end_local_settings(true);
                 let dropped = self.finish_pending_drops();
                 self.end_transaction_ddl(true);
                 dropped?;
@@ -699,6 +700,7 @@ impl Session {
                 if let Some(settings) = self.block_settings.take() {
                     self.settings = settings;
                 }
+                self.end_local_settings(false);
                 self.savepoint_settings.clear();
                 self.forget_pending_drops();
                 if let Some(transaction) = self.transaction.take() {

@@ -1,5 +1,7 @@
 //! Running one statement: binding (cached per catalog version), execution, EXPLAIN.
 
+use std::cell::RefCell;
+
 use super::*;
 use crate::output::CommandTag;
 
@@ -182,6 +184,8 @@ impl Session {
         // current_user follows the role's OID: a renamed role shows its new name.
         let role = self.current_role();
         let user = role.as_ref().map_or(self.user.as_str(), |role| role.name.as_str());
+        let superuser = role.as_ref().is_some_and(|role| role.superuser);
+        let settings_view = settings::settings_view!(self, superuser);
         let info = SessionInfo {
             database: &self.database,
             user,
@@ -191,6 +195,8 @@ impl Session {
             hidden_tables: self.hidden_tables(),
             public_on_path: self.namespace().public_on_path,
             referential_checks_off: self.referential_checks_off,
+            settings: &settings_view,
+            setting_changes: RefCell::default(),
         };
         let budget = self.memory_budget();
         let limits = self.wait_limits();
@@ -221,6 +227,9 @@ impl Session {
             Bound::Delete(delete) => run_delete(delete, &mut ctx)?,
         };
         let stats = std::mem::take(&mut ctx.stats);
+        drop(ctx);
+        let changes = info.setting_changes.into_inner();
+        self.apply_setting_changes(changes)?;
         Ok((output, stats))
     }
 

@@ -3,6 +3,7 @@
 use super::*;
 use crate::output::CommandTag;
 use crate::sizes::format_memory;
+use crate::system::{SessionSettings, SettingChange};
 use tierdb_storage::capacity::Capacity;
 
 /// PostgreSQL's bounds of work_mem: 64 kB to 2147483647 kB.
@@ -18,7 +19,8 @@ const CAPACITY_MAX_SETTING: &str = "tierdb.max_capacity";
 impl Session {
     pub(crate) fn set(&mut self, set: &ast::Set) -> Result<Output> {
         match set {
-            ast::Set::SingleAssignment { variable, values, .. } => {
+            ast::Set::SingleAssignment { scope, variable, values, .. } => {
+                let local = matches!(scope, Some(ast::ContextModifier::Local));
                 let name = variable
                     .0
                     .iter()
@@ -29,18 +31,23 @@ impl Session {
                     matches!(value, ast::Expr::Identifier(word)
                         if word.quote_style.is_none() && word.value.eq_ignore_ascii_case("default"))
                 };
-                if let [value] = values.as_slice() {
-                    if is_default(value) {
-                        self.reset_setting(&name)?;
-                        return Ok(Output::command(CommandTag::Set));
-                    }
+                let value = match values.as_slice() {
+                    [value] if is_default(value) => None,
+                    _ => Some(values.iter().map(setting_text).collect::<Vec<_>>().join(", ")),
+                };
+                if local {
+                    self.apply_local_setting(&name, value.as_deref())?;
+                } else {
+                    self.apply_session_setting(&name, value.as_deref())?;
                 }
-                let value = values.iter().map(setting_text).collect::<Vec<_>>().join(", ");
-                self.apply_setting(&name, &value)?;
+                Ok(Output::command(CommandTag::Set))
+            }
+            ast::Set::SetTimeZone { local: true, value } => {
+                self.apply_local_setting("timezone", Some(&setting_text(value)))?;
                 Ok(Output::command(CommandTag::Set))
             }
             ast::Set::SetTimeZone { value, .. } => {
-                self.apply_setting("timezone", &setting_text(value))?;
+                self.apply_session_setting("timezone", Some(&setting_text(value)))?;
                 Ok(Output::command(CommandTag::Set))
             }
             ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => {
@@ -84,100 +91,83 @@ impl Session {
         }
     }
 
+    /// SET (SESSION) `name` = `value`, or to its default when `value` is None. In a block
+    /// it also becomes what an earlier SET LOCAL of the name returns to at COMMIT.
+    fn apply_session_setting(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        match value {
+            Some(value) => self.apply_setting(name, value)?,
+            None => self.reset_setting(name)?,
+        }
+        let key = stored_name(name);
+        if let Some(restored) = self.local_restore.get_mut(key) {
+            *restored = self.settings.get(key).cloned();
+        }
+        Ok(())
+    }
+
+    /// SET LOCAL: until the open block ends. Outside a block the value is checked, then
+    /// PostgreSQL's WARNING and no effect (the statement's own transaction ends at once).
+    fn apply_local_setting(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        if self.state == BlockState::Idle {
+            if let Some(value) = value {
+                check_setting(name, value, self.is_superuser())?;
+            }
+            self.warn(SqlError::new("25P01", "SET LOCAL can only be used in transaction blocks"));
+            return Ok(());
+        }
+        let key = stored_name(name);
+        let before = self.settings.get(key).cloned();
+        match value {
+            Some(value) => self.apply_setting(name, value)?,
+            None => self.reset_setting(name)?,
+        }
+        self.local_restore.entry(key.to_string()).or_insert(before);
+        Ok(())
+    }
+
+    /// set_config's changes from a statement that succeeded. A local change in autocommit
+    /// ends with the statement's own transaction, so it has no effect after it.
+    pub(crate) fn apply_setting_changes(&mut self, changes: Vec<SettingChange>) -> Result<()> {
+        for change in changes {
+            if !change.local {
+                self.apply_session_setting(&change.name, change.value.as_deref())?;
+            } else if self.state != BlockState::Idle {
+                self.apply_local_setting(&change.name, change.value.as_deref())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// At the end of a block: a committed one returns SET LOCAL's settings to their session
+    /// values; a rolled back one has restored every setting already.
+    pub(crate) fn end_local_settings(&mut self, committed: bool) {
+        for (name, value) in self.local_restore.drain() {
+            if !committed {
+                continue;
+            }
+            match value {
+                Some(value) => self.settings.insert(name, value),
+                None => self.settings.remove(&name),
+            };
+        }
+    }
+
     pub(crate) fn apply_setting(&mut self, name: &str, value: &str) -> Result<()> {
-        let value = value.trim_matches('\'').to_string();
-        match name {
-            CAPACITY_MIN_SETTING | CAPACITY_MAX_SETTING => self.set_capacity_bound(name, &value)?,
-            "work_mem" => {
-                let bytes = check_memory_setting(name, &value, WORK_MEM_MIN_BYTES)?;
-                self.settings.insert(name.into(), format_memory(bytes));
-            }
-            "maintenance_work_mem" => {
-                let bytes = check_memory_setting(name, &value, MAINTENANCE_WORK_MEM_MIN_BYTES)?;
-                self.settings.insert(name.into(), format_memory(bytes));
-            }
-            "hash_mem_multiplier" => {
-                let factor = value.parse::<f64>().ok().filter(|factor| factor.is_finite());
-                let factor = factor.ok_or_else(|| {
-                    SqlError::new(
-                        "22023",
-                        format!("invalid value for parameter \"hash_mem_multiplier\": \"{value}\""),
-                    )
-                })?;
-                if !(1.0..=1000.0).contains(&factor) {
-                    return Err(SqlError::new("22023", format!("{factor} is outside the valid range for parameter \"hash_mem_multiplier\" (1 .. 1000)")));
+        match check_setting(name, value, self.is_superuser())? {
+            Checked::Store(name, value) => {
+                let path_changed = name == "search_path";
+                self.settings.insert(name, value);
+                if path_changed {
+                    // Names in prepared statements resolve against the path: bind them anew.
+                    self.catalog.invalidate_plans();
                 }
-                self.settings.insert(name.into(), factor.to_string());
             }
-            "hnsw.ef_search" => {
-                let searched = check_ef_search(&value)?;
-                self.settings.insert(name.into(), searched.to_string());
-            }
-            "temp_file_limit" | "log_temp_files" => {
-                let formatted = self.check_kilobyte_setting(name, &value)?;
-                self.settings.insert(name.into(), formatted);
-            }
-            "role" | "session_authorization" => {
-                return Err(SqlError::unsupported(format!("setting {name} is not supported")))
-            }
-            "timezone" | "time zone" => {
-                let upper = value.to_uppercase();
-                if !matches!(
-                    upper.as_str(),
-                    "UTC" | "GMT" | "ETC/UTC" | "Z" | "0" | "+00" | "LOCAL" | "DEFAULT"
-                ) {
-                    return Err(SqlError::unsupported(format!(
-                        "time zone \"{value}\" is not supported (tierdb runs in UTC)"
-                    )));
-                }
-                self.settings.insert("timezone".into(), "UTC".into());
-            }
-            "transaction_isolation" | "transaction isolation level" => {
-                let level = txn_modes::parse_isolation(&value)?.ok_or_else(|| {
-                    SqlError::new(
-                        "22023",
-                        format!(
-                            "invalid value for parameter \"transaction_isolation\": \"{value}\""
-                        ),
-                    )
-                })?;
-                self.block_isolation = Some(level);
-            }
-            "default_transaction_read_only" => {
-                let read_only = txn_modes::parse_bool_setting(name, &value)?;
-                self.settings.insert(name.into(), on_off(read_only).into());
-            }
-            "transaction_read_only" => {
-                let read_only = txn_modes::parse_bool_setting(name, &value)?;
+            Checked::Capacity(value) => self.set_capacity_bound(name, &value)?,
+            Checked::Isolation(level) => self.block_isolation = Some(level),
+            Checked::ReadOnly(read_only) => {
                 if self.state != BlockState::Idle {
                     self.block_read_only = Some(read_only);
                 }
-            }
-            name if TIMEOUT_SETTINGS.contains(&name) => {
-                let milliseconds = parse_duration_ms(name, &value)?;
-                self.settings.insert(name.into(), format_duration_ms(milliseconds));
-            }
-            "default_transaction_isolation" => {
-                let level = txn_modes::parse_isolation(&value)?.ok_or_else(|| SqlError::new("22023", format!("invalid value for parameter \"default_transaction_isolation\": \"{value}\"")))?;
-                self.settings.insert(name.into(), isolation_name(level).into());
-            }
-            "search_path" => {
-                self.settings.insert(name.into(), value);
-                // Names in prepared statements resolve against the path: bind them anew.
-                self.catalog.invalidate_plans();
-            }
-            "datestyle" => {
-                self.settings.insert(name.into(), check_date_style(&value)?);
-            }
-            "client_encoding" => {
-                self.settings.insert(name.into(), check_client_encoding(&value)?);
-            }
-            "extra_float_digits" => {
-                self.settings.insert(name.into(), check_extra_float_digits(&value)?);
-            }
-            _ => {
-                let stored = parameters::check_parameter(name, &value, self.is_superuser())?;
-                self.settings.insert(name.into(), stored);
             }
         }
         Ok(())
@@ -214,33 +204,6 @@ impl Session {
         })
     }
 
-    /// temp_file_limit and log_temp_files: superuser settings (PostgreSQL's PGC_SUSET) of
-    /// -1 or a size in kB up to INT_MAX kB. Returns the value as SHOW prints it.
-    fn check_kilobyte_setting(&self, name: &str, value: &str) -> Result<String> {
-        if !self.is_superuser() {
-            return Err(SqlError::new(
-                "42501",
-                format!("permission denied to set parameter \"{name}\""),
-            ));
-        }
-        if value.trim() == "-1" {
-            return Ok("-1".into());
-        }
-        let bytes = parse_size_bytes(value, SizeSyntax::SETTING).ok_or_else(|| {
-            SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
-        })?;
-        if bytes > WORK_MEM_MAX_BYTES {
-            return Err(SqlError::new(
-                "22023",
-                format!(
-                    "{} kB is outside the valid range for parameter \"{name}\" (-1 .. 2147483647)",
-                    bytes / 1024
-                ),
-            ));
-        }
-        Ok(if bytes == 0 { "0".into() } else { format_memory(bytes) })
-    }
-
     /// RESET name / RESET ALL / SET name TO DEFAULT: back to the default (42704 for a
     /// name that is neither tierdb's nor PostgreSQL's nor a custom one that was set).
     pub(crate) fn reset_setting(&mut self, name: &str) -> Result<()> {
@@ -267,46 +230,12 @@ impl Session {
     }
 
     pub(crate) fn setting(&self, name: &str) -> Option<String> {
-        if let Some(value) = self.settings.get(name) {
-            return Some(value.clone());
-        }
-        Some(match name {
-            "work_mem" => format_memory(WORK_MEM_DEFAULT_BYTES),
-            "maintenance_work_mem" => format_memory(crate::convert::count_u64(
-                tierdb_engine::MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
-            )),
-            "hash_mem_multiplier" => HASH_MEM_MULTIPLIER_DEFAULT.to_string(),
-            "hnsw.ef_search" => tierdb_vector::hnsw::EF_SEARCH_DEFAULT.to_string(),
-            "temp_file_limit" | "log_temp_files" => "-1".into(),
-            "timezone" => "UTC".into(),
-            "datestyle" => "ISO, MDY".into(),
-            "server_version" => "15.0".into(),
-            "server_version_num" => "150000".into(),
-            "server_encoding" | "client_encoding" => "UTF8".into(),
-            "standard_conforming_strings" => "on".into(),
-            "integer_datetimes" => "on".into(),
-            "max_connections" => "500".into(),
-            "search_path" => "\"$user\", public".into(),
-            "transaction_isolation" => {
-                isolation_name(self.block_isolation.unwrap_or_else(|| self.default_isolation()))
-                    .into()
-            }
-            "default_transaction_isolation" => isolation_name(self.default_isolation()).into(),
-            "transaction_read_only" => on_off(self.read_only()).into(),
-            "default_transaction_read_only" => "off".into(),
-            "lc_collate" | "lc_ctype" => "C".into(),
-            "is_superuser" => on_off(self.is_superuser()).into(),
-            "application_name" => String::new(),
-            "extra_float_digits" => "1".into(),
-            CAPACITY_MIN_SETTING => {
-                self.catalog.engine().store().capacity().status().bounds.min.to_string()
-            }
-            CAPACITY_MAX_SETTING => {
-                self.catalog.engine().store().capacity().status().bounds.max.to_string()
-            }
-            name if TIMEOUT_SETTINGS.contains(&name) => "0".into(),
-            _ => return parameters::default_shown(name),
-        })
+        self.settings_view(self.is_superuser()).current(name)
+    }
+
+    /// The settings as a statement sees them (`SessionInfo::settings`).
+    pub(crate) fn settings_view(&self, superuser: bool) -> SettingsView<'_> {
+        settings_view!(self, superuser)
     }
 
     pub(crate) fn show(&mut self, variable: &[ast::Ident]) -> Result<Output> {
@@ -366,6 +295,242 @@ impl Session {
     }
 
     // ----- front statements -----
+}
+
+/// The session's settings, borrowed field by field so that a statement can read them while
+/// it holds the session's transaction (`SessionInfo::settings`).
+pub(crate) struct SettingsView<'a> {
+    pub(super) map: &'a HashMap<String, String>,
+    pub(super) reset_values: &'a HashMap<String, String>,
+    pub(super) block_isolation: Option<IsolationLevel>,
+    pub(super) block_read_only: Option<bool>,
+    pub(super) superuser: bool,
+    pub(super) catalog: &'a Catalog,
+}
+
+/// Builds a `SettingsView` from a session's fields (not through `&self`, which the
+/// statement's mutable borrow of the transaction excludes).
+macro_rules! settings_view {
+    ($session:expr, $superuser:expr) => {
+        super::settings::SettingsView {
+            map: &$session.settings,
+            reset_values: &$session.reset_values,
+            block_isolation: $session.block_isolation,
+            block_read_only: $session.block_read_only,
+            superuser: $superuser,
+            catalog: &$session.catalog,
+        }
+    };
+}
+pub(crate) use settings_view;
+
+impl SettingsView<'_> {
+    /// A setting's value when the session has not set it: tierdb's own, else PostgreSQL's.
+    fn default_value(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "work_mem" => format_memory(WORK_MEM_DEFAULT_BYTES),
+            "maintenance_work_mem" => format_memory(crate::convert::count_u64(
+                tierdb_engine::MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
+            )),
+            "hash_mem_multiplier" => HASH_MEM_MULTIPLIER_DEFAULT.to_string(),
+            "hnsw.ef_search" => tierdb_vector::hnsw::EF_SEARCH_DEFAULT.to_string(),
+            "temp_file_limit" | "log_temp_files" => "-1".into(),
+            "timezone" => "UTC".into(),
+            "datestyle" => "ISO, MDY".into(),
+            "server_version" => "15.0".into(),
+            "server_version_num" => "150000".into(),
+            "server_encoding" | "client_encoding" => "UTF8".into(),
+            "standard_conforming_strings" => "on".into(),
+            "integer_datetimes" => "on".into(),
+            "max_connections" => "500".into(),
+            "search_path" => "\"$user\", public".into(),
+            "transaction_isolation" => {
+                isolation_name(self.block_isolation.unwrap_or_else(|| default_isolation(self.map)))
+                    .into()
+            }
+            "default_transaction_isolation" => isolation_name(default_isolation(self.map)).into(),
+            "transaction_read_only" => on_off(read_only(self.map, self.block_read_only)).into(),
+            "default_transaction_read_only" => "off".into(),
+            "lc_collate" | "lc_ctype" => "C".into(),
+            "is_superuser" => on_off(self.superuser).into(),
+            "application_name" => String::new(),
+            "extra_float_digits" => "1".into(),
+            CAPACITY_MIN_SETTING => {
+                self.catalog.engine().store().capacity().status().bounds.min.to_string()
+            }
+            CAPACITY_MAX_SETTING => {
+                self.catalog.engine().store().capacity().status().bounds.max.to_string()
+            }
+            name if TIMEOUT_SETTINGS.contains(&name) => "0".into(),
+            _ => return parameters::default_shown(name),
+        })
+    }
+}
+
+impl crate::system::SessionSettings for SettingsView<'_> {
+    fn current(&self, name: &str) -> Option<String> {
+        self.map.get(name).cloned().or_else(|| self.default_value(name))
+    }
+
+    fn check(&self, name: &str, value: &str) -> Result<String> {
+        Ok(match check_setting(name, value, self.superuser)? {
+            Checked::Store(_, value) | Checked::Capacity(value) => value,
+            Checked::Isolation(level) => isolation_name(level).into(),
+            Checked::ReadOnly(read_only) => on_off(read_only).into(),
+        })
+    }
+
+    fn reset_value(&self, name: &str) -> Result<String> {
+        if let Some(value) = self.reset_values.get(name) {
+            return Ok(value.clone());
+        }
+        self.default_value(name)
+            .or_else(|| self.map.get(name).map(|_| String::new()))
+            .ok_or_else(|| parameters::unrecognized(name))
+    }
+}
+
+pub(super) fn default_isolation(map: &HashMap<String, String>) -> IsolationLevel {
+    map.get("default_transaction_isolation")
+        .and_then(|text| parse_isolation(text))
+        .unwrap_or(IsolationLevel::ReadCommitted)
+}
+
+pub(super) fn read_only(map: &HashMap<String, String>, block_read_only: Option<bool>) -> bool {
+    block_read_only.unwrap_or_else(|| {
+        map.get("default_transaction_read_only").is_some_and(|value| value == "on")
+    })
+}
+
+/// What SET `name` = `value` does, checked: most settings are stored in the session's map;
+/// the transaction's own and the server's capacity bounds go elsewhere.
+pub(crate) enum Checked {
+    /// Stored under the name, as SHOW prints it.
+    Store(String, String),
+    /// tierdb.min_capacity / tierdb.max_capacity: the server's, at once (superuser only).
+    Capacity(String),
+    /// transaction_isolation: the open transaction's level.
+    Isolation(IsolationLevel),
+    /// transaction_read_only: the open transaction's mode.
+    ReadOnly(bool),
+}
+
+/// Checks SET `name` = `value` for a session (`superuser` or not), without applying it.
+/// The name a setting is stored under (SQL's spelling `time zone` is `timezone`).
+fn stored_name(name: &str) -> &str {
+    match name {
+        "time zone" => "timezone",
+        name => name,
+    }
+}
+
+pub(crate) fn check_setting(name: &str, value: &str, superuser: bool) -> Result<Checked> {
+    let value = value.trim_matches('\'').to_string();
+    let store = |value: String| Ok(Checked::Store(name.to_string(), value));
+    match name {
+        CAPACITY_MIN_SETTING | CAPACITY_MAX_SETTING => Ok(Checked::Capacity(value)),
+        "work_mem" => {
+            let bytes = check_memory_setting(name, &value, WORK_MEM_MIN_BYTES)?;
+            store(format_memory(bytes))
+        }
+        "maintenance_work_mem" => {
+            let bytes = check_memory_setting(name, &value, MAINTENANCE_WORK_MEM_MIN_BYTES)?;
+            store(format_memory(bytes))
+        }
+        "hash_mem_multiplier" => store(check_hash_mem_multiplier(&value)?),
+        "hnsw.ef_search" => store(check_ef_search(&value)?.to_string()),
+        "temp_file_limit" | "log_temp_files" => {
+            store(check_kilobyte_setting(name, &value, superuser)?)
+        }
+        "role" | "session_authorization" => {
+            Err(SqlError::unsupported(format!("setting {name} is not supported")))
+        }
+        "timezone" | "time zone" => {
+            check_time_zone(&value)?;
+            Ok(Checked::Store("timezone".into(), "UTC".into()))
+        }
+        "transaction_isolation" | "transaction isolation level" => {
+            Ok(Checked::Isolation(check_isolation("transaction_isolation", &value)?))
+        }
+        "default_transaction_read_only" => {
+            store(on_off(txn_modes::parse_bool_setting(name, &value)?).into())
+        }
+        "transaction_read_only" => {
+            Ok(Checked::ReadOnly(txn_modes::parse_bool_setting(name, &value)?))
+        }
+        name if TIMEOUT_SETTINGS.contains(&name) => {
+            store(format_duration_ms(parse_duration_ms(name, &value)?))
+        }
+        "default_transaction_isolation" => {
+            store(isolation_name(check_isolation(name, &value)?).into())
+        }
+        "search_path" => store(value),
+        "datestyle" => store(check_date_style(&value)?),
+        "client_encoding" => store(check_client_encoding(&value)?),
+        "extra_float_digits" => store(check_extra_float_digits(&value)?),
+        _ => store(parameters::check_parameter(name, &value, superuser)?),
+    }
+}
+
+fn check_hash_mem_multiplier(value: &str) -> Result<String> {
+    let factor = value.parse::<f64>().ok().filter(|factor| factor.is_finite());
+    let factor = factor.ok_or_else(|| {
+        SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"hash_mem_multiplier\": \"{value}\""),
+        )
+    })?;
+    if !(1.0..=1000.0).contains(&factor) {
+        return Err(SqlError::new("22023", format!("{factor} is outside the valid range for parameter \"hash_mem_multiplier\" (1 .. 1000)")));
+    }
+    Ok(factor.to_string())
+}
+
+/// tierdb runs in UTC: the names of UTC are accepted, any other zone is 0A000.
+fn check_time_zone(value: &str) -> Result<()> {
+    let upper = value.to_uppercase();
+    if !matches!(
+        upper.as_str(),
+        "UTC" | "GMT" | "ETC/UTC" | "Z" | "0" | "+00" | "LOCAL" | "DEFAULT"
+    ) {
+        return Err(SqlError::unsupported(format!(
+            "time zone \"{value}\" is not supported (tierdb runs in UTC)"
+        )));
+    }
+    Ok(())
+}
+
+fn check_isolation(name: &str, value: &str) -> Result<IsolationLevel> {
+    txn_modes::parse_isolation(value)?.ok_or_else(|| {
+        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
+    })
+}
+
+/// temp_file_limit and log_temp_files: superuser settings (PostgreSQL's PGC_SUSET) of
+/// -1 or a size in kB up to INT_MAX kB. Returns the value as SHOW prints it.
+fn check_kilobyte_setting(name: &str, value: &str, superuser: bool) -> Result<String> {
+    if !superuser {
+        return Err(SqlError::new(
+            "42501",
+            format!("permission denied to set parameter \"{name}\""),
+        ));
+    }
+    if value.trim() == "-1" {
+        return Ok("-1".into());
+    }
+    let bytes = parse_size_bytes(value, SizeSyntax::SETTING).ok_or_else(|| {
+        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
+    })?;
+    if bytes > WORK_MEM_MAX_BYTES {
+        return Err(SqlError::new(
+            "22023",
+            format!(
+                "{} kB is outside the valid range for parameter \"{name}\" (-1 .. 2147483647)",
+                bytes / 1024
+            ),
+        ));
+    }
+    Ok(if bytes == 0 { "0".into() } else { format_memory(bytes) })
 }
 
 /// A memory setting (work_mem, maintenance_work_mem) in bytes: a size within `min_bytes`

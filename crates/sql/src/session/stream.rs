@@ -35,6 +35,7 @@ impl Session {
         if implicit {
             self.state = BlockState::InBlock;
             self.implicit_block = true;
+            self.block_settings = Some(self.settings.clone());
         }
         let mut failed = false;
         for mut prepared in statements {
@@ -63,6 +64,13 @@ impl Session {
                 },
                 None => !failed,
             };
+            let saved_settings = self.block_settings.take();
+            if !committed {
+                if let Some(settings) = saved_settings {
+                    self.settings = settings;
+                }
+            }
+            self.end_local_settings(committed);
             if committed {
                 if let Err(error) = self.finish_pending_drops() {
                     sink.finished(Err(error), self.state);

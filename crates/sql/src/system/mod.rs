@@ -12,9 +12,11 @@
 mod describe;
 mod views;
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::catalog::{is_internal_table, Catalog, TableMeta};
+use crate::error::Result;
 use crate::plan::{computed_column, OutputColumn};
 use crate::types::{Row, SqlType};
 pub(crate) use describe::*;
@@ -36,6 +38,65 @@ pub struct SessionInfo<'a> {
     /// FOREIGN KEY checks and actions are off: TRUNCATE in a block deletes the rows of
     /// tables that only reference each other (PostgreSQL's TRUNCATE fires no triggers).
     pub referential_checks_off: bool,
+    /// The session's settings, read by current_setting and checked by set_config.
+    pub settings: &'a dyn SessionSettings,
+    /// set_config's changes, in call order (one per name and scope: a later call replaces
+    /// an earlier one), applied to the session when the statement succeeds: a failed
+    /// statement's transaction rolls its setting changes back in PostgreSQL too.
+    pub setting_changes: RefCell<Vec<SettingChange>>,
+}
+
+/// The session's settings as a statement reads and checks them: implemented by the session
+/// (session/settings.rs), which cannot be borrowed whole while its transaction runs the
+/// statement.
+pub trait SessionSettings {
+    /// The value SHOW prints; None for a name that is not a parameter.
+    fn current(&self, name: &str) -> Option<String>;
+    /// What SET `name` = `value` would store, as SHOW prints it, or SET's error.
+    fn check(&self, name: &str, value: &str) -> Result<String>;
+    /// The value RESET returns `name` to, or RESET's error.
+    fn reset_value(&self, name: &str) -> Result<String>;
+}
+
+/// One set_config call: `value` None resets the setting; `local` as SET LOCAL.
+#[derive(Clone, Debug)]
+pub struct SettingChange {
+    pub name: String,
+    pub value: Option<String>,
+    pub local: bool,
+    /// The new value as current_setting shows it.
+    pub shown: String,
+}
+
+impl SessionInfo<'_> {
+    /// current_setting(`name`): set_config's change in this statement, else the session's.
+    pub fn setting(&self, name: &str) -> Option<String> {
+        let name = name.to_lowercase();
+        let changes = self.setting_changes.borrow();
+        if let Some(change) = changes.iter().rev().find(|change| change.name == name) {
+            return Some(change.shown.clone());
+        }
+        self.settings.current(&name)
+    }
+
+    /// set_config(`name`, `value`, `local`): checked now, applied when the statement ends.
+    /// Returns the new value as current_setting shows it.
+    pub fn change_setting(&self, name: &str, value: Option<&str>, local: bool) -> Result<String> {
+        let name = name.to_lowercase();
+        let shown = match value {
+            Some(value) => self.settings.check(&name, value)?,
+            None => self.settings.reset_value(&name)?,
+        };
+        let mut changes = self.setting_changes.borrow_mut();
+        changes.retain(|change| change.name != name || change.local != local);
+        changes.push(SettingChange {
+            name,
+            value: value.map(str::to_string),
+            local,
+            shown: shown.clone(),
+        });
+        Ok(shown)
+    }
 }
 
 /// What a view's rows are computed from.

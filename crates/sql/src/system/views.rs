@@ -16,6 +16,8 @@ const AM_BTREE: i64 = 403;
 /// pgvector's access method has an extension's OID; tierdb's built-in one a fixed one.
 const AM_HNSW: i64 = 16_400;
 const AM_HEAP: i64 = 2;
+/// pg_class's own OID: pg_depend's classid and refclassid for relations.
+const PG_CLASS_OID: i64 = 1259;
 /// The bootstrap superuser's OID, the owner of everything.
 const OWNER: i64 = 10;
 /// What pg_roles and pg_user show for a password.
@@ -230,8 +232,48 @@ fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> 
             owner,
             checks: 0,
         }));
+        // A serial or identity column's sequence (its three columns: last_value, log_cnt,
+        // is_called).
+        relations.extend(crate::catalog::column_sequences(table).filter_map(
+            |(position, _, sequence)| {
+                Some(Relation {
+                    oid: crate::catalog::sequence_oid(table.oid, position)?,
+                    name: sequence,
+                    kind: "S",
+                    access_method: 0,
+                    has_index: false,
+                    attributes: 3,
+                    owner,
+                    checks: 0,
+                })
+            },
+        ));
     }
     relations
+}
+
+/// pg_depend's rows: (objid, objsubid, refobjid, refobjsubid, deptype), all pg_class
+/// entries. An index depends on each column it covers ('a', automatic); a column's
+/// sequence on its column ('a' for serial, 'i' internal for identity), which is how psql
+/// and Alembic find a sequence's owner.
+fn dependencies(
+    tables: &[std::sync::Arc<TableMeta>],
+) -> Vec<(u32, usize, u32, usize, &'static str)> {
+    let mut rows = Vec::new();
+    for table in tables {
+        for index in &table.indexes {
+            rows.extend(
+                index.columns.iter().map(|&column| (index.oid, 0, table.oid, column + 1, "a")),
+            );
+        }
+        for (position, column, _) in crate::catalog::column_sequences(table) {
+            if let Some(sequence) = crate::catalog::sequence_oid(table.oid, position) {
+                let kind = if column.identity.is_some() { "i" } else { "a" };
+                rows.push((sequence, 0, table.oid, position + 1, kind));
+            }
+        }
+    }
+    rows
 }
 
 /// Each table's columns with their 0-based positions.
@@ -767,6 +809,15 @@ pub static VIEWS: &[SystemView] = &[
         seqmin: Int8 = Datum::Int(1),
         seqcache: Int8 = Datum::Int(1),
         seqcycle: Bool = Datum::Bool(false),
+    }),
+    view!(&["pg_depend"], |c| dependencies(&c.tables), |(object, sub, referenced, referenced_sub, kind)| {
+        classid: Oid = oid(PG_CLASS_OID),
+        objid: Oid = oid(object),
+        objsubid: Int4 = count(sub),
+        refclassid: Oid = oid(PG_CLASS_OID),
+        refobjid: Oid = oid(referenced),
+        refobjsubid: Int4 = count(referenced_sub),
+        deptype: Text = text(kind),
     }),
     view!(&["pg_description"], { objoid: Oid, classoid: Oid, objsubid: Int4, description: Text }),
     view!(&["pg_tables"], |c| c.tables.iter().map(|table| (c.catalog, table)), |(catalog, table)| {
