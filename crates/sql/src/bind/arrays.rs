@@ -48,6 +48,40 @@ impl<'a> Binder<'a> {
         Ok((Expr::MakeArray(elements), array_ty))
     }
 
+    /// `name_value[index]`: PostgreSQL's name is a fixed array of bytes, so a subscript
+    /// is the byte at `index` from 0 (pg_dump reads `typname[0] = '_'`): bound as
+    /// `substr(value, index + 1, 1)`, empty past the end as the byte there is 0.
+    fn name_byte(
+        &mut self,
+        value: &ast::Expr,
+        index: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+        let position = ast::Expr::BinaryOp {
+            left: Box::new(index.clone()),
+            op: ast::BinaryOperator::Plus,
+            right: Box::new(one.clone()),
+        };
+        let argument =
+            |expr: ast::Expr| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr));
+        let call = ast::Expr::Function(ast::Function {
+            name: ast::ObjectName::from(vec![ast::Ident::new("substr")]),
+            uses_odbc_syntax: false,
+            parameters: ast::FunctionArguments::None,
+            args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                duplicate_treatment: None,
+                args: vec![argument(value.clone()), argument(position), argument(one)],
+                clauses: Vec::new(),
+            }),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: Vec::new(),
+        });
+        self.expr(&call, scope, None)
+    }
+
     /// `value[index]`, `value[lower:upper]`, chained (`a[1:3][2]`).
     pub(crate) fn subscript(
         &mut self,
@@ -56,6 +90,11 @@ impl<'a> Binder<'a> {
         scope: &Scope,
     ) -> Result<(Expr, SqlType)> {
         let (mut expr, mut ty) = self.expr(root, scope, None)?;
+        if let (SqlType::Name, [ast::AccessExpr::Subscript(ast::Subscript::Index { index })]) =
+            (&ty, chain)
+        {
+            return self.name_byte(root, index, scope);
+        }
         let mut indexed = false;
         for access in chain {
             let ast::AccessExpr::Subscript(subscript) = access else {

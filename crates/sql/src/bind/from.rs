@@ -240,11 +240,21 @@ impl<'a> Binder<'a> {
                 }
                 let table = match self.namespace.relation(name)? {
                     Relation::View(view) => {
-                        let columns = system::view_columns(&view).expect("resolved as a view");
+                        let mut columns = system::view_columns(&view).expect("resolved as a view");
+                        // As PostgreSQL's catalogs: the columns name their relation (the
+                        // row description's table OID, and the `tableoid` system column).
+                        let oid = system::view_oid(&view).expect("a view has an OID");
+                        for (position, column) in columns.iter_mut().enumerate() {
+                            column.table_oid = oid;
+                            column.attribute = crate::catalog::attribute_number(position);
+                        }
                         let mut plan = self.plan(PlanKind::SystemView { name: view }, columns);
                         rename_columns(&mut plan, &alias_columns(alias.as_ref()));
                         let scope = Scope::from_plan(&plan, Some(&qualifier));
                         return Ok((plan, scope));
+                    }
+                    Relation::Table { name, .. } if self.is_sequence(&name) => {
+                        return self.sequence_relation(&name, &qualifier, alias.as_ref());
                     }
                     Relation::Table { name, display } => self
                         .catalog
@@ -303,6 +313,9 @@ impl<'a> Binder<'a> {
         args: &[ast::FunctionArg],
         alias: Option<&ast::TableAlias>,
     ) -> Result<(Plan, Scope)> {
+        if name == "pg_options_to_table" {
+            return self.options_table(args, alias);
+        }
         if name == "unnest" || name == "generate_subscripts" {
             let mut exprs = Vec::with_capacity(args.len());
             for arg in args {

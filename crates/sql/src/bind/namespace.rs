@@ -57,6 +57,23 @@ pub struct Namespace {
     pub hidden: Vec<String>,
 }
 
+/// The schemas of `search_path` that exist, in its order (current_schemas): with
+/// `implicit`, pg_catalog first when the path does not name it (PostgreSQL searches it
+/// first then).
+pub fn search_path_schemas(search_path: &str, implicit: bool) -> Vec<String> {
+    let named: Vec<String> = search_path
+        .split(',')
+        .map(|part| part.trim().trim_matches('"').to_string())
+        .filter(|name| SCHEMAS.contains(&name.as_str()))
+        .collect();
+    let mut schemas = Vec::with_capacity(named.len() + 1);
+    if implicit && !named.iter().any(|name| name == SCHEMA_CATALOG) {
+        schemas.push(SCHEMA_CATALOG.to_string());
+    }
+    schemas.extend(named);
+    schemas
+}
+
 /// A name split into its optional schema and its object name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QualifiedName {

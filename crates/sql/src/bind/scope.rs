@@ -86,6 +86,23 @@ impl Scope {
         }
     }
 
+    /// The system column `tableoid`: the OID of the one relation `qualifier` (or, without
+    /// one, the scope) reads; 42703 when that is not a single table or system view (a join
+    /// of several, a subquery).
+    fn relation_oid(&self, qualifier: Option<&str>) -> Result<u32> {
+        let mut oids = self
+            .columns
+            .iter()
+            .filter(|column| qualifier.is_none() || column.qualifier.as_deref() == qualifier)
+            .map(|column| column.table_oid);
+        let first = oids.next().unwrap_or(0);
+        if first == 0 || oids.any(|oid| oid != first) {
+            let name = qualifier.map_or("tableoid".to_string(), |q| format!("{q}.tableoid"));
+            return Err(SqlError::undefined_column(&name));
+        }
+        Ok(first)
+    }
+
     pub(crate) fn has_qualifier(&self, qualifier: &str) -> bool {
         self.columns.iter().any(|column| column.qualifier.as_deref() == Some(qualifier))
     }
@@ -132,6 +149,8 @@ impl<'a> Binder<'a> {
             }
         } else if let Some(index) = scope.find(qualifier, name)? {
             return Ok((Expr::Column(index), scope.columns[index].ty.clone()));
+        } else if let Some(oid) = (name == "tableoid").then(|| scope.relation_oid(qualifier)) {
+            return Ok((Expr::Literal(Datum::Int(i64::from(oid?))), SqlType::Oid));
         }
         // Enclosing queries (correlated subqueries).
         for depth in 1..=self.outer.len() {

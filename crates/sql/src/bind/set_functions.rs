@@ -142,6 +142,87 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// The query `pg_options_to_table(options)` stands for; `options_argument` is replaced
+/// by the call's argument.
+const OPTIONS_TABLE_QUERY: &str = "SELECT split_part(option, '=', 1) AS option_name, \
+     substr(option, strpos(option, '=') + 1) AS option_value \
+     FROM unnest(options_argument::text[]) AS option";
+
+impl Binder<'_> {
+    /// pg_options_to_table(options text[]): each `name=value` element of a catalog's options
+    /// (reloptions, attoptions) as a row (option_name, option_value), bound as the query
+    /// over unnest it stands for.
+    pub(crate) fn options_table(
+        &mut self,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(options))] = args else {
+            return Err(SqlError::undefined_function("pg_options_to_table"));
+        };
+        let mut plan = self.internal_query(OPTIONS_TABLE_QUERY, "options_argument", options)?;
+        rename_columns(&mut plan, &alias_columns(alias));
+        let qualifier = alias.map_or_else(|| "pg_options_to_table".into(), |a| ident(&a.name));
+        let scope = Scope::from_plan(&plan, Some(&qualifier));
+        Ok((plan, scope))
+    }
+}
+
+/// The row a sequence reads as (`SELECT last_value, is_called FROM seq`, as pg_dump
+/// reads it); `sequence_argument` is replaced by the sequence's name. tierdb's sequences
+/// start at 1 and log nothing ahead (log_cnt 0).
+const SEQUENCE_ROW_QUERY: &str =
+    "SELECT coalesce(pg_sequence_last_value(sequence_argument::regclass), 1) AS last_value, \
+     0::bigint AS log_cnt, \
+     pg_sequence_last_value(sequence_argument::regclass) IS NOT NULL AS is_called";
+
+impl Binder<'_> {
+    /// Whether `name` is a serial or identity column's sequence (and not a table).
+    pub(crate) fn is_sequence(&self, name: &str) -> bool {
+        self.catalog.table(name).is_none()
+            && self.catalog.tables().iter().any(|table| {
+                crate::catalog::column_sequences(table).any(|(_, _, sequence)| sequence == name)
+            })
+    }
+
+    /// A sequence in FROM: its one row (last_value, log_cnt, is_called).
+    pub(crate) fn sequence_relation(
+        &mut self,
+        name: &str,
+        qualifier: &str,
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        let literal = ast::Expr::value(ast::Value::SingleQuotedString(format!(
+            "public.{}",
+            crate::identifiers::quote_identifier(name)
+        )));
+        let mut plan = self.internal_query(SEQUENCE_ROW_QUERY, "sequence_argument", &literal)?;
+        rename_columns(&mut plan, &alias_columns(alias));
+        let scope = Scope::from_plan(&plan, Some(qualifier));
+        Ok((plan, scope))
+    }
+
+    /// Binds `sql`, a query tierdb writes, with each identifier `placeholder` replaced by
+    /// `argument`.
+    fn internal_query(
+        &mut self,
+        sql: &str,
+        placeholder: &str,
+        argument: &ast::Expr,
+    ) -> Result<Plan> {
+        let ast::Statement::Query(mut query) = crate::parse::parse_internal_statement(sql)? else {
+            return Err(SqlError::internal(format!("{sql} is not a query")));
+        };
+        let _ = ast::visit_expressions_mut(&mut query, |expr| {
+            if matches!(expr, ast::Expr::Identifier(name) if name.value == placeholder) {
+                *expr = argument.clone();
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        self.query(&query)
+    }
+}
+
 /// generate_series's argument and result types: integers (bigint if any is), else
 /// numeric; None for other types.
 fn series_types(types: &[SqlType]) -> Option<(Vec<SqlType>, SqlType)> {

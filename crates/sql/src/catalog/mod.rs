@@ -453,6 +453,24 @@ impl Catalog {
         self.nextval_raw(name, 1)
     }
 
+    /// The last value nextval returned from sequence `name` (pg_sequence_last_value): None
+    /// before the first call; after a restart, the end of the last block reserved (values
+    /// up to it may have been handed out). 42P01 for no such sequence.
+    pub fn sequence_last_value(&self, name: &str) -> Result<Option<i64>> {
+        if let Some(state) = self.sequences.lock().get(name) {
+            return Ok(Some(state.next - 1));
+        }
+        let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
+        let row = transaction.get(SEQUENCES_TABLE, &[Value::Text(name.to_string())])?;
+        transaction.commit()?;
+        match row.as_ref().and_then(|row| row.get(1)) {
+            None => Err(SqlError::new("42P01", format!("relation \"{name}\" does not exist"))),
+            Some(Value::Int(0)) => Ok(None),
+            Some(Value::Int(reserved)) => Ok(Some(*reserved)),
+            Some(other) => Err(SqlError::internal(format!("sequence {name} holds {other:?}"))),
+        }
+    }
+
     fn sequence_exists(&self, name: &str) -> Result<bool> {
         if self.sequences.lock().contains_key(name) {
             return Ok(true);

@@ -496,6 +496,15 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
     let setting = |name: &str| session.setting(name);
     let change_setting =
         |name: &str, value: Option<&str>, local: bool| session.change_setting(name, value, local);
+    let role_name = |oid: i64| {
+        let role = catalog.role_by_oid(u32::try_from(oid).ok()?)?;
+        Some(role.name.clone())
+    };
+    let current_schemas = |implicit: bool| {
+        let path = session.setting("search_path").unwrap_or_default();
+        crate::bind::search_path_schemas(&path, implicit)
+    };
+    let sequence_last_value = |oid: i64| super::objects::sequence_last_value(oid, session);
     let context = FunctionContext {
         database: ctx.session.database,
         user: ctx.session.user,
@@ -509,6 +518,9 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         serial_sequence: &serial_sequence,
         setting: &setting,
         change_setting: &change_setting,
+        role_name: &role_name,
+        current_schemas: &current_schemas,
+        sequence_last_value: &sequence_last_value,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

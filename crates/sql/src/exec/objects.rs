@@ -14,61 +14,17 @@ use crate::bind::{view_schema, SCHEMAS, SCHEMA_CATALOG, SCHEMA_PUBLIC};
 use crate::catalog::{column_sequences, sequence_oid};
 use crate::error::{Result, SqlError};
 use crate::plan::deparse::quote_identifier;
-use crate::system::{SessionInfo, VIEWS};
+use crate::system::SessionInfo;
 use crate::types::{
     cannot_cast, type_oid_by_name, type_output_name, Datum, ObjectKind, ObjectReference, SqlType,
 };
-
-/// The first OID of the system views that are not PostgreSQL catalogs.
-const SYSTEM_VIEW_OID_BASE: u32 = 12_000;
-
-/// PostgreSQL 15's fixed OIDs of the catalogs tierdb has as views.
-const CATALOG_OIDS: &[(&str, u32)] = &[
-    ("pg_type", 1247),
-    ("pg_attribute", 1249),
-    ("pg_proc", 1255),
-    ("pg_class", 1259),
-    ("pg_database", 1262),
-    ("pg_tablespace", 1213),
-    ("pg_am", 2601),
-    ("pg_attrdef", 2604),
-    ("pg_constraint", 2606),
-    ("pg_description", 2609),
-    ("pg_index", 2610),
-    ("pg_inherits", 2611),
-    ("pg_namespace", 2615),
-    ("pg_opclass", 2616),
-    ("pg_rewrite", 2618),
-    ("pg_trigger", 2620),
-    ("pg_sequence", 2224),
-    ("pg_extension", 3079),
-    ("pg_foreign_table", 3118),
-    ("pg_policy", 3256),
-    ("pg_partitioned_table", 3350),
-    ("pg_statistic_ext", 3381),
-    ("pg_collation", 3456),
-    ("pg_event_trigger", 3466),
-    ("pg_publication", 6104),
-    ("pg_publication_rel", 6106),
-    ("pg_publication_namespace", 6237),
-];
 
 /// The OIDs of pg_namespace's rows, in `SCHEMAS` order.
 pub(crate) const SCHEMA_OIDS: [u32; 3] = [11, 2200, 13_000];
 
 /// The system views as relations: (OID, name, schema).
 fn system_relations() -> impl Iterator<Item = (u32, &'static str, &'static str)> {
-    let mut next = SYSTEM_VIEW_OID_BASE;
-    VIEWS.iter().flat_map(|view| view.names.iter()).map(move |&name| {
-        let oid = CATALOG_OIDS.iter().find(|(catalog, _)| *catalog == name).map_or_else(
-            || {
-                next += 1;
-                next
-            },
-            |(_, oid)| *oid,
-        );
-        (oid, name, view_schema(name))
-    })
+    crate::system::view_oids().map(|(name, oid)| (oid, name, view_schema(name)))
 }
 
 /// Casts `datum` (of type `from`) to the object identifier type `kind`.
@@ -288,6 +244,23 @@ fn name_parts(text: &str) -> Result<Vec<String>> {
             Some(_) => return Err(invalid_name()),
         }
     }
+}
+
+/// pg_sequence_last_value(sequence): the last value nextval returned, None before the
+/// first call; 42809 for a relation that is not a sequence.
+pub fn sequence_last_value(oid: i64, session: &SessionInfo<'_>) -> Result<Option<i64>> {
+    for table in session.catalog.tables() {
+        for (position, _, sequence) in column_sequences(&table) {
+            if sequence_oid(table.oid, position).is_some_and(|found| i64::from(found) == oid) {
+                return session.catalog.sequence_last_value(sequence);
+            }
+        }
+    }
+    let name = u32::try_from(oid).ok().and_then(|oid| relation_name(oid, session));
+    Err(match name {
+        Some(name) => SqlError::new("42809", format!("\"{name}\" is not a sequence")),
+        None => SqlError::new("42P01", format!("could not open relation with OID {oid}")),
+    })
 }
 
 /// `pg_get_serial_sequence(table, column)`: the sequence a serial or identity column takes

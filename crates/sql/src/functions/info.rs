@@ -56,8 +56,10 @@ pub(super) fn current_database(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text(call.context.database.to_string()))
 }
 
-pub(super) fn current_schema(_call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Text("public".into()))
+/// current_schema(): the first schema of the search_path that exists, NULL for none.
+pub(super) fn current_schema(call: Call<'_>) -> Result<Datum> {
+    let schemas = (call.context.current_schemas)(false);
+    Ok(schemas.into_iter().next().map_or(Datum::Null, Datum::Text))
 }
 
 pub(super) fn current_user(call: Call<'_>) -> Result<Datum> {
@@ -100,6 +102,62 @@ pub(super) fn set_config(call: Call<'_>) -> Result<Datum> {
     let value = call.args[1].as_text();
     let local = matches!(call.args[2], Datum::Bool(true));
     Ok(Datum::Text((call.context.change_setting)(name, value, local)?))
+}
+
+/// pg_get_userbyid(oid): the role's name, `unknown (OID=n)` for none (PostgreSQL's).
+pub(super) fn role_name(call: Call<'_>) -> Result<Datum> {
+    let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
+    let name = (call.context.role_name)(oid).unwrap_or_else(|| format!("unknown (OID={oid})"));
+    Ok(Datum::Text(name))
+}
+
+/// acldefault(kind, owner): the privileges an object of `kind` has before any GRANT or
+/// REVOKE, in aclitem's text form (`owner=privileges/grantor`, PUBLIC with no name); an
+/// owner OID without a role prints as its number, as PostgreSQL's.
+pub(super) fn default_privileges(call: Call<'_>) -> Result<Datum> {
+    let (Some(kind), Some(owner)) = (call.args[0].as_text(), call.args[1].as_int()) else {
+        return Ok(Datum::Null);
+    };
+    let (privileges, public) = match kind {
+        "n" => ("UC", false),
+        "r" => ("arwdDxt", false),
+        "s" => ("rwU", false),
+        "f" => ("X", true),
+        "T" | "l" => ("U", true),
+        "L" => ("rw", false),
+        "F" | "S" => ("U", false),
+        "d" => ("CTc", true),
+        _ => {
+            return Err(SqlError::new(
+                "22023",
+                format!("unrecognized object type abbreviation: {kind}"),
+            ))
+        }
+    };
+    let owner = (call.context.role_name)(owner).unwrap_or_else(|| owner.to_string());
+    let mut items = Vec::new();
+    if public {
+        items.push(Datum::Text(format!("={privileges}/{owner}")));
+    }
+    items.push(Datum::Text(format!("{owner}={privileges}/{owner}")));
+    Ok(one_dimension(items))
+}
+
+/// current_schemas(include_implicit): the search_path's schemas that exist, in order.
+pub(super) fn current_schemas(call: Call<'_>) -> Result<Datum> {
+    let Some(Datum::Bool(implicit)) = call.args.first() else { return Ok(Datum::Null) };
+    let schemas = (call.context.current_schemas)(*implicit);
+    Ok(one_dimension(schemas.into_iter().map(Datum::Text).collect()))
+}
+
+/// A one-dimensional array with PostgreSQL's default lower bound, 1.
+fn one_dimension(elements: Vec<Datum>) -> Datum {
+    Datum::Array(std::sync::Arc::new(types::ArrayValue { lower: 1, elements }))
+}
+
+pub(super) fn sequence_last_value(call: Call<'_>) -> Result<Datum> {
+    let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
+    Ok((call.context.sequence_last_value)(oid)?.map_or(Datum::Null, Datum::Int))
 }
 
 pub(super) fn format_type(call: Call<'_>) -> Result<Datum> {

@@ -155,6 +155,13 @@ pub struct FunctionContext<'a> {
     /// set_config(name, value, is_local): the new value as SHOW prints it (value None: the
     /// default), applied when the statement succeeds.
     pub change_setting: &'a ChangeSetting<'a>,
+    /// The name of the role with an OID (pg_get_userbyid, acldefault), None for none.
+    pub role_name: &'a dyn Fn(i64) -> Option<String>,
+    /// current_schemas(include_implicit): the search_path's existing schemas, in order
+    /// (with `true`, pg_catalog first when the path does not name it).
+    pub current_schemas: &'a dyn Fn(bool) -> Vec<String>,
+    /// pg_sequence_last_value(oid): None before the first nextval.
+    pub sequence_last_value: &'a dyn Fn(i64) -> Result<Option<i64>>,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.

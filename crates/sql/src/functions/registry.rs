@@ -478,7 +478,8 @@ pub static FUNCTIONS: &[Function] = &[
         "',', 'a', 2",
         non_strict
     ),
-    function!(&["quote_ident"], 1..=1, |_, t| Ok(any(t, false, TEXT)), text::quote_ident, "'abc'"),
+    function!(&["quote_ident"], 1..=1, |n, t| texts(n, t, TEXT), text::quote_ident, "'abc'"),
+    function!(&["quote_literal"], 1..=1, |n, t| texts(n, t, TEXT), text::quote_literal, "'ab'"),
     // The regular-expression operators (`~`, `~*`, `!~`, `!~*`) bind to these.
     function!(
         &["regex_match"],
@@ -825,9 +826,44 @@ pub static FUNCTIONS: &[Function] = &[
     function!(
         &["pg_get_userbyid"],
         1..=1,
-        |_, t| Ok(any(t, false, TEXT)),
-        info::current_user,
+        |_, t| Ok(any(t, false, SqlType::Name)),
+        info::role_name,
         "10"
+    ),
+    function!(
+        &["acldefault"],
+        2..=2,
+        |n, t| mixed(n, t, &[None, Some(SqlType::Oid)], SqlType::Array(Box::new(TEXT))),
+        info::default_privileges,
+        "'n', 10"
+    ),
+    function!(
+        &["current_schemas"],
+        1..=1,
+        |n, t| mixed(n, t, &[Some(SqlType::Bool)], SqlType::Array(Box::new(SqlType::Name))),
+        info::current_schemas,
+        "true"
+    ),
+    function!(
+        &["pg_sequence_last_value"],
+        1..=1,
+        |_, t| Ok(Signature {
+            arguments: vec![match t.first() {
+                Some(SqlType::Unknown) => Coercion::Explicit(SqlType::Object(ObjectKind::Class)),
+                _ => Coercion::Implicit(SqlType::Object(ObjectKind::Class)),
+            }],
+            output: SqlType::Int8,
+        }),
+        info::sequence_last_value,
+        "'registry_example_id_seq'",
+        volatile
+    ),
+    function!(
+        &["pg_is_in_recovery"],
+        0..=0,
+        |_, _| Ok(none(SqlType::Bool)),
+        info::constant_false,
+        ""
     ),
     function!(
         &["pg_get_expr"],

@@ -235,7 +235,16 @@ pub(super) fn concat_ws(call: Call<'_>) -> Result<Datum> {
 }
 
 pub(super) fn quote_ident(call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Text(call.text(0).to_string()))
+    Ok(Datum::Text(crate::identifiers::quote_identifier(call.text(0))))
+}
+
+/// quote_literal(text): a string literal that reads back as the value: quotes and
+/// backslashes doubled, and an `E` prefix when there is a backslash (PostgreSQL's).
+pub(super) fn quote_literal(call: Call<'_>) -> Result<Datum> {
+    let value = call.text(0);
+    let escaped = value.replace('\'', "''").replace('\\', "\\\\");
+    let prefix = if value.contains('\\') { "E" } else { "" };
+    Ok(Datum::Text(format!("{prefix}'{escaped}'")))
 }
 
 /// `~`, `~*`, `!~`, `!~*`.

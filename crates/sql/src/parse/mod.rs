@@ -160,95 +160,14 @@ pub(crate) fn syntax_error(sql: &str, error: &str) -> SqlError {
     error
 }
 
-/// PostgreSQL's reserved key words, which cannot name a table unquoted (sqlparser accepts
-/// some of them there: `SELECT * FROM FROM t`).
-pub(crate) const RESERVED_WORDS: &[&str] = &[
-    "all",
-    "analyse",
-    "analyze",
-    "and",
-    "any",
-    "array",
-    "as",
-    "asc",
-    "asymmetric",
-    "both",
-    "case",
-    "cast",
-    "check",
-    "collate",
-    "column",
-    "constraint",
-    "create",
-    "current_catalog",
-    "current_date",
-    "current_role",
-    "current_time",
-    "current_timestamp",
-    "current_user",
-    "default",
-    "deferrable",
-    "desc",
-    "distinct",
-    "do",
-    "else",
-    "end",
-    "except",
-    "false",
-    "fetch",
-    "for",
-    "foreign",
-    "from",
-    "grant",
-    "group",
-    "having",
-    "in",
-    "initially",
-    "intersect",
-    "into",
-    "lateral",
-    "leading",
-    "limit",
-    "localtime",
-    "localtimestamp",
-    "not",
-    "null",
-    "offset",
-    "on",
-    "only",
-    "or",
-    "order",
-    "placing",
-    "primary",
-    "references",
-    "returning",
-    "select",
-    "session_user",
-    "some",
-    "symmetric",
-    "table",
-    "then",
-    "to",
-    "trailing",
-    "true",
-    "union",
-    "unique",
-    "user",
-    "using",
-    "variadic",
-    "when",
-    "where",
-    "window",
-    "with",
-];
-
 pub(crate) fn check_reserved_names(sql: &str, statement: &ast::Statement) -> Result<()> {
     let mut found = None;
     let _ = ast::visit_relations(statement, |name| {
         for part in &name.0 {
             if let ast::ObjectNamePart::Identifier(ident) = part {
                 if ident.quote_style.is_none()
-                    && RESERVED_WORDS.contains(&ident.value.to_ascii_lowercase().as_str())
+                    && crate::identifiers::RESERVED_WORDS
+                        .contains(&ident.value.to_ascii_lowercase().as_str())
                 {
                     found = Some(ident.clone());
                     return std::ops::ControlFlow::Break(());

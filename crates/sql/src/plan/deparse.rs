@@ -402,17 +402,7 @@ fn quote_literal(text: &str) -> String {
     }
 }
 
-/// An identifier as PostgreSQL's quote_identifier prints it: bare when it is lower case
-/// letters, digits and underscores not starting with a digit, quoted otherwise.
-pub(crate) fn quote_identifier(name: &str) -> String {
-    let plain = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
+pub(crate) use crate::identifiers::quote_identifier;
 
 /// The operator a json operator's function is written as (`json_get` is `->`).
 fn json_operator(function: &str) -> Option<&'static str> {

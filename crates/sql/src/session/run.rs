@@ -106,6 +106,7 @@ impl Session {
                 }
                 outcome
             }
+            ast::Statement::Lock(lock) => self.lock_tables(lock),
             ast::Statement::Set(set) => self.set(set),
             ast::Statement::ShowVariable { variable } => self.show(variable),
             ast::Statement::Discard { .. } => Ok(Output::command(CommandTag::DiscardAll)),

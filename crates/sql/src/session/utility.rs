@@ -85,7 +85,8 @@ impl Session {
                                 .collect::<Vec<_>>()
                                 .join(", "),
                         };
-                        format!("SELECT {list} FROM {}", quoted(name))
+                        // Qualified: the search_path may be empty (pg_dump empties it).
+                        format!("SELECT {list} FROM public.{}", quoted(name))
                     }
                     CopySource::Query(query) => query.clone(),
                 };
@@ -107,6 +108,36 @@ impl Session {
 }
 
 impl Session {
+    /// LOCK TABLE in a block, in the modes that do not block reads or writes (ACCESS SHARE
+    /// to SHARE UPDATE EXCLUSIVE: they conflict with DDL, which takes ACCESS EXCLUSIVE): the
+    /// tables are claimed as DDL claims them, so other sessions' DDL on them waits until
+    /// the block ends. A claim also makes another session's LOCK wait (PostgreSQL lets those
+    /// modes share): stronger, never weaker. The modes that block writes are 0A000.
+    pub(super) fn lock_tables(&mut self, lock: &ast::Lock) -> Result<Output> {
+        use ast::LockTableMode as Mode;
+        let mode = lock.lock_mode.clone().unwrap_or(Mode::AccessExclusive);
+        if !matches!(
+            mode,
+            Mode::AccessShare | Mode::RowShare | Mode::RowExclusive | Mode::ShareUpdateExclusive
+        ) {
+            return Err(SqlError::unsupported(format!(
+                "LOCK TABLE IN {mode} MODE is not supported (tierdb takes ACCESS SHARE to SHARE UPDATE EXCLUSIVE)"
+            )));
+        }
+        if lock.nowait {
+            return Err(SqlError::unsupported("LOCK TABLE ... NOWAIT is not supported"));
+        }
+        let tables = lock
+            .tables
+            .iter()
+            .map(|target| self.namespace().existing_table(&target.name))
+            .collect::<Result<Vec<String>>>()?;
+        self.require_open_block("LOCK TABLE")?;
+        self.begin_transaction()?;
+        self.claim_for_ddl(&tables)?;
+        Ok(Output::command(CommandTag::LockTable))
+    }
+
     /// The user table COPY names (`schema` as the front parser split it off): 3F000 for a
     /// schema that does not exist, as in PostgreSQL.
     pub(super) fn copy_table_name(&self, schema: &[String], name: &str) -> Result<String> {

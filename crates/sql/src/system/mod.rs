@@ -9,6 +9,28 @@
 //! OIDs: namespaces pg_catalog = 11, public = 2200, information_schema = 13000; tables and
 //! indexes get OIDs from the catalog's counter (16384 and up); types use PostgreSQL's OIDs.
 
+/// One entry of a views table: its names, and its columns each beside the value it takes
+/// from an item of the view's source (or, without a source, no rows).
+macro_rules! view {
+    ($names:expr, |$context:ident| $items:expr, |$item:pat_param| {
+        $($column:ident : $ty:ident = $value:expr),+ $(,)?
+    }) => {
+        SystemView {
+            names: $names,
+            columns: &[$((stringify!($column), ViewType::$ty)),+],
+            rows: |$context| $items.into_iter().map(|$item| vec![$($value),+]).collect(),
+        }
+    };
+    ($names:expr, { $($column:ident : $ty:ident),+ $(,)? }) => {
+        SystemView {
+            names: $names,
+            columns: &[$((stringify!($column), ViewType::$ty)),+],
+            rows: |_| Vec::new(),
+        }
+    };
+}
+
+mod catalog_views;
 mod describe;
 mod views;
 
@@ -21,6 +43,85 @@ use crate::plan::{computed_column, OutputColumn};
 use crate::types::{Row, SqlType};
 pub(crate) use describe::*;
 pub use views::VIEWS;
+
+/// The first OID of the system views that are not PostgreSQL catalogs.
+const SYSTEM_VIEW_OID_BASE: u32 = 12_000;
+
+/// PostgreSQL 15's fixed OIDs of the catalogs tierdb has as views.
+const CATALOG_OIDS: &[(&str, u32)] = &[
+    ("pg_type", 1247),
+    ("pg_attribute", 1249),
+    ("pg_proc", 1255),
+    ("pg_class", 1259),
+    ("pg_database", 1262),
+    ("pg_tablespace", 1213),
+    ("pg_am", 2601),
+    ("pg_attrdef", 2604),
+    ("pg_constraint", 2606),
+    ("pg_description", 2609),
+    ("pg_index", 2610),
+    ("pg_inherits", 2611),
+    ("pg_namespace", 2615),
+    ("pg_opclass", 2616),
+    ("pg_rewrite", 2618),
+    ("pg_trigger", 2620),
+    ("pg_sequence", 2224),
+    ("pg_extension", 3079),
+    ("pg_foreign_table", 3118),
+    ("pg_policy", 3256),
+    ("pg_partitioned_table", 3350),
+    ("pg_statistic_ext", 3381),
+    ("pg_collation", 3456),
+    ("pg_event_trigger", 3466),
+    ("pg_publication", 6104),
+    ("pg_publication_rel", 6106),
+    ("pg_publication_namespace", 6237),
+    ("pg_default_acl", 826),
+    ("pg_foreign_server", 1417),
+    ("pg_foreign_data_wrapper", 2328),
+    ("pg_amop", 2602),
+    ("pg_amproc", 2603),
+    ("pg_cast", 2605),
+    ("pg_conversion", 2607),
+    ("pg_language", 2612),
+    ("pg_operator", 2617),
+    ("pg_opfamily", 2753),
+    ("pg_largeobject_metadata", 2995),
+    ("pg_init_privs", 3394),
+    ("pg_range", 3541),
+    ("pg_transform", 3576),
+    ("pg_ts_dict", 3600),
+    ("pg_ts_parser", 3601),
+    ("pg_ts_config", 3602),
+    ("pg_ts_template", 3764),
+    ("pg_subscription", 6100),
+];
+
+/// Each system view's name with its OID: a catalog's fixed one, else numbered from
+/// `SYSTEM_VIEW_OID_BASE` in `VIEWS` order.
+pub fn view_oids() -> impl Iterator<Item = (&'static str, u32)> {
+    let mut next = SYSTEM_VIEW_OID_BASE;
+    all_views().flat_map(|view| view.names.iter()).map(move |&name| {
+        let oid = CATALOG_OIDS.iter().find(|(catalog, _)| *catalog == name).map_or_else(
+            || {
+                next += 1;
+                next
+            },
+            |(_, oid)| *oid,
+        );
+        (name, oid)
+    })
+}
+
+/// Every system view: the computed ones, then the catalogs of objects tierdb has none of.
+pub fn all_views() -> impl Iterator<Item = &'static SystemView> {
+    VIEWS.iter().chain(catalog_views::CATALOG_VIEWS)
+}
+
+/// The OID of the system view `name` (its `tableoid`).
+pub fn view_oid(name: &str) -> Option<u32> {
+    view_oids().find(|(view, _)| *view == name).map(|(_, oid)| oid)
+}
 
 /// Session facts for functions and system views.
 pub struct SessionInfo<'a> {
@@ -169,7 +270,7 @@ impl SystemView {
 
 /// The view called `name`, if any.
 pub fn view(name: &str) -> Option<&'static SystemView> {
-    VIEWS.iter().find(|view| view.names.contains(&name))
+    all_views().find(|view| view.names.contains(&name))
 }
 
 /// The columns of a system view, or None if `name` is not one.

@@ -36,7 +36,7 @@ const PGVECTOR_VERSION: &str = "0.8.2";
 /// pg_extension OID of the built-in `vector` extension (next to its types' OIDs).
 const VECTOR_EXTENSION_OID: i64 = 8402;
 
-fn oid(value: impl Into<i64>) -> Datum {
+pub(super) fn oid(value: impl Into<i64>) -> Datum {
     Datum::Int(value.into())
 }
 
@@ -185,9 +185,56 @@ fn attribute_vector(numbers: impl Iterator<Item = usize>, lower: i32) -> Datum {
     Datum::Array(std::sync::Arc::new(crate::types::ArrayValue { lower, elements }))
 }
 
+/// An oidvector (lower bound 0) of OIDs.
+fn oid_vector(oids: impl Iterator<Item = i64>) -> Datum {
+    let elements = oids.map(Datum::Int).collect();
+    Datum::Array(std::sync::Arc::new(crate::types::ArrayValue { lower: 0, elements }))
+}
+
 /// Column positions as 1-based attribute numbers, in their order.
 fn positions_attributes(columns: &[usize]) -> Vec<String> {
     columns.iter().map(|column| (column + 1).to_string()).collect()
+}
+
+/// Whether values of a type `length` bytes long (-1 variable) are passed by value.
+fn by_value(length: i16) -> bool {
+    matches!(length, 1 | 2 | 4 | 8)
+}
+
+/// pg_type.typalign / pg_attribute.attalign for a type `length` bytes long.
+fn alignment(length: i16) -> &'static str {
+    match length {
+        1 | -2 => "c",
+        2 => "s",
+        8 => "d",
+        _ => "i",
+    }
+}
+
+/// pg_type.typstorage / pg_attribute.attstorage: fixed-length types plain, numeric main,
+/// other variable-length types extended (PostgreSQL's defaults).
+fn storage(type_oid: i64, length: i16) -> &'static str {
+    const NUMERIC: i64 = 1700;
+    match (type_oid, length) {
+        (NUMERIC, _) => "m",
+        (_, length) if length > 0 => "p",
+        _ => "x",
+    }
+}
+
+/// pg_type.typcategory by PostgreSQL's letters (array types start with `_`).
+fn type_category(name: &str) -> &'static str {
+    match name {
+        "bool" => "B",
+        "int2" | "int4" | "int8" | "float4" | "float8" | "numeric" | "oid" | "regclass"
+        | "regtype" | "regproc" | "regnamespace" | "regrole" => "N",
+        "text" | "varchar" | "bpchar" | "name" | "char" => "S",
+        "date" | "time" | "timetz" | "timestamp" | "timestamptz" => "D",
+        "interval" => "T",
+        "int2vector" | "oidvector" => "A",
+        name if name.starts_with('_') => "A",
+        _ => "U",
+    }
 }
 
 /// A relation of pg_class: a table or an index.
@@ -533,25 +580,6 @@ fn buffer_pool_bytes(context: &ViewContext<'_>) -> u64 {
 
 /// A view: `view!(names, |context| items, |item| { column: Type = value, ... })`, or with
 /// no rows `view!(names, { column: Type, ... })`.
-macro_rules! view {
-    ($names:expr, |$context:ident| $items:expr, |$item:pat_param| {
-        $($column:ident : $ty:ident = $value:expr),+ $(,)?
-    }) => {
-        SystemView {
-            names: $names,
-            columns: &[$((stringify!($column), ViewType::$ty)),+],
-            rows: |$context| $items.into_iter().map(|$item| vec![$($value),+]).collect(),
-        }
-    };
-    ($names:expr, { $($column:ident : $ty:ident),+ $(,)? }) => {
-        SystemView {
-            names: $names,
-            columns: &[$((stringify!($column), ViewType::$ty)),+],
-            rows: |_| Vec::new(),
-        }
-    };
-}
-
 /// Every system view.
 pub static VIEWS: &[SystemView] = &[
     view!(&["pg_namespace"], |_c| [
@@ -562,6 +590,7 @@ pub static VIEWS: &[SystemView] = &[
         oid: Oid = oid(namespace),
         nspname: Name = text(name),
         nspowner: Oid = oid(OWNER),
+        nspacl: TextArray = Datum::Null,
     }),
     view!(&["pg_class"], |c| relations(c.catalog, &c.tables), |relation| {
         oid: Oid = oid(relation.oid),
@@ -592,6 +621,14 @@ pub static VIEWS: &[SystemView] = &[
         relpartbound: Text = Datum::Null,
         reloptions: TextArray = Datum::Null,
         relacl: Text = Datum::Null,
+        relfilenode: Oid = oid(relation.oid),
+        relallvisible: Int4 = Datum::Int(0),
+        relisshared: Bool = Datum::Bool(false),
+        relhassubclass: Bool = Datum::Bool(false),
+        relispopulated: Bool = Datum::Bool(true),
+        relrewrite: Oid = oid(0),
+        relfrozenxid: Oid = oid(0),
+        relminmxid: Oid = oid(0),
     }),
     view!(&["pg_attribute"], |c| columns(&c.tables), |(table, position, column)| {
         attrelid: Oid = oid(table.oid),
@@ -606,6 +643,20 @@ pub static VIEWS: &[SystemView] = &[
         attgenerated: Text = text(""),
         attcollation: Oid = oid(collation_of(i64::from(column.ty.oid()))),
         attlen: Int2 = Datum::Int(i64::from(column.ty.length())),
+        attstattarget: Int4 = Datum::Int(-1),
+        attndims: Int4 = Datum::Int(i64::from(matches!(column.ty, SqlType::Array(_)))),
+        attcacheoff: Int4 = Datum::Int(-1),
+        attbyval: Bool = Datum::Bool(by_value(column.ty.length())),
+        attalign: Text = text(alignment(column.ty.length())),
+        attstorage: Text = text(storage(i64::from(column.ty.oid()), column.ty.length())),
+        attcompression: Text = text(""),
+        atthasmissing: Bool = Datum::Bool(false),
+        attislocal: Bool = Datum::Bool(true),
+        attinhcount: Int4 = Datum::Int(0),
+        attacl: TextArray = Datum::Null,
+        attoptions: TextArray = Datum::Null,
+        attfdwoptions: TextArray = Datum::Null,
+        attmissingval: Text = Datum::Null,
     }),
     view!(&["pg_type"], |_c| crate::types::BUILTIN_TYPES, |&(type_oid, name, length)| {
         oid: Oid = oid(type_oid),
@@ -619,6 +670,27 @@ pub static VIEWS: &[SystemView] = &[
         typrelid: Oid = oid(0),
         typcollation: Oid = oid(collation_of(type_oid)),
         typarray: Oid = oid(array_types().find(|(element, _)| *element == type_oid).map_or(0, |(_, array)| array)),
+        typowner: Oid = oid(OWNER),
+        typbyval: Bool = Datum::Bool(by_value(length)),
+        typcategory: Text = text(type_category(name)),
+        typispreferred: Bool = Datum::Bool(matches!(name, "bool" | "text" | "oid" | "float8" | "timestamptz")),
+        typisdefined: Bool = Datum::Bool(true),
+        typsubscript: Oid = oid(0),
+        typinput: Oid = oid(0),
+        typoutput: Oid = oid(0),
+        typreceive: Oid = oid(0),
+        typsend: Oid = oid(0),
+        typmodin: Oid = oid(0),
+        typmodout: Oid = oid(0),
+        typanalyze: Oid = oid(0),
+        typalign: Text = text(alignment(length)),
+        typstorage: Text = text(storage(type_oid, length)),
+        typnotnull: Bool = Datum::Bool(false),
+        typtypmod: Int4 = Datum::Int(-1),
+        typndims: Int4 = Datum::Int(0),
+        typdefaultbin: Text = Datum::Null,
+        typdefault: Text = Datum::Null,
+        typacl: TextArray = Datum::Null,
     }),
     view!(&["pg_index"], |c| indexes(&c.tables), |(table, index)| {
         indexrelid: Oid = oid(index.oid),
@@ -643,11 +715,14 @@ pub static VIEWS: &[SystemView] = &[
         indoption: Int2Vector = attribute_vector(index.columns.iter().map(|_| 0), 0),
         indexprs: Text = Datum::Null,
         indpred: Text = Datum::Null,
+        indcollation: OidVector = oid_vector(index.columns.iter().map(|&column| collation_of(i64::from(table.columns[column].ty.oid())))),
     }),
     view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HNSW, "hnsw", "i")], |(am, name, kind)| {
         oid: Oid = oid(am),
         amname: Name = text(name),
         amtype: Text = text(kind),
+        // The handler functions are not in pg_proc (catalog_views.rs).
+        amhandler: Oid = oid(0),
     }),
     view!(&["pg_database"], |c| [c.session], |session| {
         oid: Oid = oid(DATABASE),
@@ -722,9 +797,13 @@ pub static VIEWS: &[SystemView] = &[
         conkey: Int2Array = constraint.attribute_array(),
         confkey: Int2Array = constraint.foreign().map_or(Datum::Null, |(key, _)| attribute_vector(key.referenced_columns.iter().map(|&column| column + 1), 1)),
         conbin: Text = constraint.check().map_or(Datum::Null, |check| text(&check.definition)),
+        conpfeqop: OidArray = Datum::Null,
+        conppeqop: OidArray = Datum::Null,
+        conffeqop: OidArray = Datum::Null,
+        confdelsetcols: Int2Array = Datum::Null,
+        conexclop: OidArray = Datum::Null,
     }),
     view!(&["pg_inherits"], { inhrelid: Oid, inhparent: Oid, inhseqno: Int4, inhdetachpending: Bool }),
-    view!(&["pg_partitioned_table"], { partrelid: Oid, partstrat: Text }),
     view!(&["pg_collation"], |_c| COLLATIONS, |(collation, name, provider, locale)| {
         oid: Oid = oid(collation),
         collname: Name = text(name),
@@ -760,45 +839,20 @@ pub static VIEWS: &[SystemView] = &[
         polqual: Text,
         polwithcheck: Text,
     }),
-    view!(&["pg_statistic_ext"], {
-        oid: Oid,
-        stxrelid: Oid,
-        stxname: Name,
-        stxnamespace: Oid,
-        stxkeys: Int2Vector,
-        stxkind: CharArray,
-        stxstattarget: Int4,
-    }),
-    view!(&["pg_publication"], {
-        oid: Oid,
-        pubname: Name,
-        puballtables: Bool,
-        pubinsert: Bool,
-        pubupdate: Bool,
-        pubdelete: Bool,
-        pubtruncate: Bool,
-        pubviaroot: Bool,
-    }),
     view!(&["pg_publication_rel"], { oid: Oid, prpubid: Oid, prrelid: Oid, prqual: Text, prattrs: Int2Vector }),
     view!(&["pg_publication_namespace"], { oid: Oid, pnpubid: Oid, pnnspid: Oid }),
-    view!(&["pg_trigger"], {
-        oid: Oid,
-        tgrelid: Oid,
-        tgname: Name,
-        tgisinternal: Bool,
-        tgenabled: Text,
-        tgparentid: Oid,
-    }),
-    view!(&["pg_rewrite"], { oid: Oid, rulename: Name, ev_class: Oid }),
     view!(&["pg_tablespace"], { oid: Oid, spcname: Name }),
     view!(&["pg_foreign_table"], { ftrelid: Oid, ftserver: Oid }),
     view!(&["pg_extension"], |_c| [(VECTOR_EXTENSION_OID, "vector")], |(extension, name)| {
         oid: Oid = oid(extension),
         extname: Name = text(name),
         extversion: Text = text(PGVECTOR_VERSION),
+        extowner: Oid = oid(OWNER),
+        extnamespace: Oid = oid(NAMESPACE_PUBLIC),
+        extrelocatable: Bool = Datum::Bool(true),
+        extconfig: OidArray = Datum::Null,
+        extcondition: TextArray = Datum::Null,
     }),
-    view!(&["pg_proc"], { oid: Oid, proname: Name, pronamespace: Oid }),
-    view!(&["pg_event_trigger"], { oid: Oid, evtname: Name }),
     // Every serial and identity column's sequence starts at 1 and counts up by 1.
     view!(&["pg_sequence"], |c| sequences(&c.tables), |(sequence, ty)| {
         seqrelid: Oid = oid(sequence),
