@@ -29,6 +29,10 @@ impl SqlError {
     pub fn undefined_column(name: &str) -> SqlError {
         SqlError::new("42703", format!("column \"{name}\" does not exist"))
     }
+    /// 42703 for `qualifier.name`: PostgreSQL writes a qualified name without quotes.
+    pub fn undefined_qualified_column(qualifier: &str, name: &str) -> SqlError {
+        SqlError::new("42703", format!("column {qualifier}.{name} does not exist"))
+    }
     pub fn undefined_function(name: &str) -> SqlError {
         SqlError::new("42883", format!("function {name} does not exist"))
     }

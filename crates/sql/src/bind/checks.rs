@@ -21,6 +21,7 @@ fn row_scope(table: &TableMeta) -> Scope {
                 table_oid: table.oid,
                 attribute: crate::catalog::attribute_number(position),
                 merged: false,
+                relation: 0,
             })
             .collect(),
     }

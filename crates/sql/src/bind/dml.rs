@@ -224,6 +224,7 @@ fn bind_target_rows(
         table_oid: 0,
         attribute: 0,
         merged: true,
+        relation: 0,
     });
     scan.columns.push(key);
     let target_name = alias.unwrap_or(&table.name).to_string();

@@ -250,7 +250,7 @@ impl<'a> Binder<'a> {
                         }
                         let mut plan = self.plan(PlanKind::SystemView { name: view }, columns);
                         rename_columns(&mut plan, &alias_columns(alias.as_ref()));
-                        let scope = Scope::from_plan(&plan, Some(&qualifier));
+                        let scope = Scope::from_relation(&plan, &qualifier, oid);
                         return Ok((plan, scope));
                     }
                     Relation::Table { name, .. } if self.is_sequence(&name) => {
@@ -261,9 +261,10 @@ impl<'a> Binder<'a> {
                         .table(&name)
                         .ok_or_else(|| SqlError::undefined_table(&display))?,
                 };
+                let oid = table.oid;
                 let mut plan = self.scan(self.bind_table(table)?);
                 rename_columns(&mut plan, &alias_columns(alias.as_ref()));
-                let scope = Scope::from_plan(&plan, Some(&qualifier));
+                let scope = Scope::from_relation(&plan, &qualifier, oid);
                 Ok((plan, scope))
             }
             ast::TableFactor::Derived { subquery, alias, lateral, .. } => {

@@ -14,6 +14,10 @@ pub struct ScopeColumn {
     /// The right-hand column of a `JOIN ... USING`: merged into the left one, so only a
     /// qualified reference (or `alias.*`) reaches it.
     pub merged: bool,
+    /// The OID of the table or system view this column belongs to when the scope reads
+    /// that relation itself (its `tableoid`); 0 for a subquery's, a function's or a
+    /// computed column.
+    pub relation: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -34,9 +38,19 @@ impl Scope {
                     table_oid: column.table_oid,
                     attribute: column.attribute,
                     merged: false,
+                    relation: 0,
                 })
                 .collect(),
         }
+    }
+
+    /// The scope of a scan of the relation with OID `oid` (a table or a system view).
+    pub(crate) fn from_relation(plan: &Plan, qualifier: &str, oid: u32) -> Scope {
+        let mut scope = Scope::from_plan(plan, Some(qualifier));
+        for column in &mut scope.columns {
+            column.relation = oid;
+        }
+        scope
     }
 
     pub(crate) fn concat(&self, other: &Scope) -> Scope {
@@ -86,21 +100,26 @@ impl Scope {
         }
     }
 
-    /// The system column `tableoid`: the OID of the one relation `qualifier` (or, without
-    /// one, the scope) reads; 42703 when that is not a single table or system view (a join
-    /// of several, a subquery).
+    /// The system column `tableoid`: the OID of the relation `qualifier` names, or without
+    /// one of the only relation the scope reads (42702 for several, 42703 for none: a
+    /// subquery's columns have no tableoid).
     fn relation_oid(&self, qualifier: Option<&str>) -> Result<u32> {
-        let mut oids = self
-            .columns
-            .iter()
-            .filter(|column| qualifier.is_none() || column.qualifier.as_deref() == qualifier)
-            .map(|column| column.table_oid);
-        let first = oids.next().unwrap_or(0);
-        if first == 0 || oids.any(|oid| oid != first) {
-            let name = qualifier.map_or("tableoid".to_string(), |q| format!("{q}.tableoid"));
-            return Err(SqlError::undefined_column(&name));
+        let mut relations: Vec<(Option<&str>, u32)> = Vec::new();
+        for column in &self.columns {
+            let named = qualifier.is_none() || column.qualifier.as_deref() == qualifier;
+            let relation = (column.qualifier.as_deref(), column.relation);
+            if named && column.relation != 0 && !relations.contains(&relation) {
+                relations.push(relation);
+            }
         }
-        Ok(first)
+        match relations.as_slice() {
+            [(_, oid)] => Ok(*oid),
+            [] => Err(match qualifier {
+                Some(qualifier) => SqlError::undefined_qualified_column(qualifier, "tableoid"),
+                None => SqlError::undefined_column("tableoid"),
+            }),
+            _ => Err(SqlError::new("42702", "column reference \"tableoid\" is ambiguous")),
+        }
     }
 
     pub(crate) fn has_qualifier(&self, qualifier: &str) -> bool {
@@ -169,7 +188,7 @@ impl<'a> Binder<'a> {
                     || self.grouping.as_ref().is_some_and(|g| g.input.has_qualifier(qualifier))
                     || self.outer.iter().any(|outer| outer.has_qualifier(qualifier));
                 if known {
-                    SqlError::undefined_column(&format!("{qualifier}.{name}"))
+                    SqlError::undefined_qualified_column(qualifier, name)
                 } else {
                     SqlError::new(
                         "42P01",
@@ -184,7 +203,7 @@ impl<'a> Binder<'a> {
     /// A scope over one table's columns (UPDATE/DELETE expressions).
     pub fn table_scope(&mut self, table: &BoundTable, alias: Option<&str>) -> (Plan, Scope) {
         let plan = self.scan(table.clone());
-        let scope = Scope::from_plan(&plan, Some(alias.unwrap_or(&table.name)));
+        let scope = Scope::from_relation(&plan, alias.unwrap_or(&table.name), table.meta.oid);
         (plan, scope)
     }
 }
