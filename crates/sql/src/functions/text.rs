@@ -234,6 +234,41 @@ pub(super) fn concat_ws(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text(parts.join(separator)))
 }
 
+/// PostgreSQL's quote_literal: quotes and backslashes doubled, an E prefix when there is a
+/// backslash.
+fn literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 3);
+    if text.contains('\\') {
+        out.push('E');
+    }
+    out.push('\'');
+    for c in text.chars() {
+        if c == '\'' || c == '\\' {
+            out.push(c);
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
+}
+
+pub(super) fn quote_literal(call: Call<'_>) -> Result<Datum> {
+    let text = call.text(0);
+    check_text_bytes(text.len().saturating_mul(2).saturating_add(3))?;
+    Ok(Datum::Text(literal(text)))
+}
+
+/// quote_literal, or the word NULL for a NULL.
+pub(super) fn quote_nullable(call: Call<'_>) -> Result<Datum> {
+    match call.args[0].as_text() {
+        None => Ok(Datum::Text("NULL".into())),
+        Some(text) => {
+            check_text_bytes(text.len().saturating_mul(2).saturating_add(3))?;
+            Ok(Datum::Text(literal(text)))
+        }
+    }
+}
+
 pub(super) fn quote_ident(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text(call.text(0).to_string()))
 }

@@ -612,7 +612,8 @@ pub static VIEWS: &[SystemView] = &[
         typname: Name = text(name),
         typnamespace: Oid = oid(NAMESPACE_CATALOG),
         typlen: Int2 = Datum::Int(i64::from(length)),
-        typtype: Text = text("b"),
+        // unknown and void are pseudo-types; the others are base types.
+        typtype: Text = text(if matches!(type_oid, 705 | 2278) { "p" } else { "b" }),
         typdelim: Text = text(","),
         typbasetype: Oid = oid(0),
         typelem: Oid = oid(array_types().find(|(_, array)| *array == type_oid).map_or(0, |(element, _)| element)),
@@ -725,6 +726,8 @@ pub static VIEWS: &[SystemView] = &[
     }),
     view!(&["pg_inherits"], { inhrelid: Oid, inhparent: Oid, inhseqno: Int4, inhdetachpending: Bool }),
     view!(&["pg_partitioned_table"], { partrelid: Oid, partstrat: Text }),
+    // tierdb has no range types (asyncpg's type introspection joins pg_type with it).
+    view!(&["pg_range"], { rngtypid: Oid, rngsubtype: Oid, rngmultitypid: Oid, rngcollation: Oid, rngsubopc: Oid, rngcanonical: Regproc, rngsubdiff: Regproc }),
     view!(&["pg_collation"], |_c| COLLATIONS, |(collation, name, provider, locale)| {
         oid: Oid = oid(collation),
         collname: Name = text(name),

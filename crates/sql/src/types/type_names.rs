@@ -204,6 +204,7 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (700, "float4", 4),
     (701, "float8", 8),
     (705, "unknown", -2),
+    (2278, "void", 4),
     (1042, "bpchar", -1),
     (1043, "varchar", -1),
     (1082, "date", 4),
