@@ -141,6 +141,17 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 }
             }
         }
+        // PostgreSQL's own types that tierdb has no values for yet: a missing feature.
+        D::Uuid
+        | D::Interval { .. }
+        | D::Time(..)
+        | D::Bit(_)
+        | D::BitVarying(_)
+        | D::TsVector
+        | D::TsQuery => {
+            let name = data_type.to_string().to_lowercase();
+            return Err(SqlError::unsupported(format!("type {name} is not supported")));
+        }
         other => return Err(SqlError::new("42704", format!("type \"{other}\" is not supported"))),
     })
 }
@@ -230,7 +241,7 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (1185, "_timestamptz", -1),
     (1231, "_numeric", -1),
     // PostgreSQL's bit types are listed (drivers such as pgvector's register_vector look
-    // them up) but values of them are not supported yet: using one fails (42704).
+    // them up) but values of them are not supported yet: using one fails (0A000).
     (1560, "bit", -1),
     (1562, "varbit", -1),
     (114, "json", -1),
