@@ -277,9 +277,8 @@ where
 }
 
 /// Sends a COPY TO's CopyOutResponse, data, CopyDone and command tag, as pgwire's
-/// `send_copy_out_response` does but counting rows only: a binary COPY's header message
-/// (it starts with the signature, which no tuple can: its field count would be 20551) and
-/// trailer are not rows.
+/// `send_copy_out_response` does but counting rows only: a binary COPY's last message, its
+/// trailer (with the header before it when there was no row), is not a row.
 pub async fn send_copy_out_response<C>(client: &mut C, copy: CopyResponse) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
@@ -296,7 +295,11 @@ where
     while let Some(data) = data_stream.next().await {
         let data = data?;
         let bytes = data.data.as_ref();
-        let framing = format == 1 && (bytes.starts_with(b"PGCOPY\n") || bytes == [0xFF, 0xFF]);
+        let framing = format == 1 && bytes.ends_with(&[0xFF, 0xFF]) && {
+            // A tuple ends with a field's bytes, which may be FF FF: the trailer alone, or
+            // the 19-byte header and the trailer, is what is not a row.
+            bytes.len() == 2 || (bytes.len() == 21 && bytes.starts_with(b"PGCOPY\n"))
+        };
         rows += usize::from(!bytes.is_empty() && !framing);
         client.feed(PgWireBackendMessage::CopyData(data)).await?;
     }

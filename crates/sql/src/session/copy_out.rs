@@ -21,7 +21,8 @@ impl Session {
             Some(sink) => sink,
             None => collector.insert(Collector::default()),
         };
-        let mut lines = CopyLines { copy, sink, columns: Vec::new(), types: Vec::new() };
+        let mut lines =
+            CopyLines { copy, sink, columns: Vec::new(), types: Vec::new(), header: None };
         let (output, _) = self.in_transaction(|session| {
             session.run_bound_into(bound, &[], false, Some(&mut lines))
         })?;
@@ -39,7 +40,9 @@ impl Session {
             _ => return Err(SqlError::syntax("COPY query must return rows")),
         };
         if copy.options.format == CopyFormat::Binary {
-            lines.sink.copy_data(copy_binary::trailer())?;
+            let mut trailer = lines.header.take().unwrap_or_default();
+            trailer.extend(copy_binary::trailer());
+            lines.sink.copy_data(trailer)?;
         }
         let outcome = Output::Command { tag: CommandTag::Copy, rows };
         match collector {
@@ -59,6 +62,10 @@ struct CopyLines<'a> {
     columns: Vec<OutputColumn>,
     /// The columns' types (binary tuples).
     types: Vec<SqlType>,
+    /// The binary header not sent yet: it goes in the first row's CopyData (or the
+    /// trailer's when there is no row), as PostgreSQL sends it; tokio-postgres's
+    /// BinaryCopyOutStream reads the header and the first tuple from one message.
+    header: Option<Vec<u8>>,
 }
 
 impl CopyLines<'_> {
@@ -74,7 +81,7 @@ impl RowSink for CopyLines<'_> {
         let csv = self.csv();
         self.sink.copy_out(columns.len(), self.copy.options.format)?;
         if self.copy.options.format == CopyFormat::Binary {
-            self.sink.copy_data(copy_binary::header())?;
+            self.header = Some(copy_binary::header());
         }
         if csv && self.copy.options.header {
             let options = &self.copy.options;
@@ -89,8 +96,9 @@ impl RowSink for CopyLines<'_> {
 
     fn row(&mut self, row: Row) -> Result<()> {
         if self.copy.options.format == CopyFormat::Binary {
-            let tuple = copy_binary::tuple(&row, &self.types)?;
-            return self.sink.copy_data(tuple);
+            let mut data = self.header.take().unwrap_or_default();
+            data.extend(copy_binary::tuple(&row, &self.types)?);
+            return self.sink.copy_data(data);
         }
         let (options, csv) = (&self.copy.options, self.csv());
         let fields: Vec<String> = row
