@@ -1,8 +1,9 @@
-//! Runs the psycopg 3, SQLAlchemy 2 (psycopg 3 and psycopg2 dialects) and Alembic tests
-//! (`tests/python`, pytest) against a real `tierdb serve`.
+//! Runs the psycopg 3, SQLAlchemy 2 (psycopg 3 and psycopg2 dialects), Alembic, pandas and
+//! asyncpg tests (`tests/python`, pytest) against a real `tierdb serve`.
 //!
-//! Needs python3 with pytest, psycopg 3, psycopg2, SQLAlchemy 2 and Alembic (`pip install
-//! pytest 'psycopg[binary]' psycopg2-binary sqlalchemy alembic`, scripts/install-deps.sh);
+//! Needs python3 with pytest, psycopg 3, psycopg2, SQLAlchemy 2, Alembic, asyncpg and pandas
+//! (`pip install pytest 'psycopg[binary]' psycopg2-binary sqlalchemy alembic asyncpg pandas`,
+//! scripts/install-deps.sh);
 //! when they are missing the test fails and says so: it never passes without running them.
 
 mod server_support;
@@ -38,6 +39,8 @@ fn require_python() {
         ("psycopg2", "psycopg2-binary"),
         ("sqlalchemy", "sqlalchemy"),
         ("alembic", "alembic"),
+        ("asyncpg", "asyncpg"),
+        ("pandas", "pandas"),
     ];
     for (module, install) in modules {
         let output = Command::new("python3")
@@ -68,7 +71,13 @@ fn psycopg_tests_pass() {
     require_python();
     let root = workspace_root();
     let tests = root.join("tests").join("python");
-    for file in ["test_psycopg.py", "test_sqlalchemy.py", "test_alembic.py"] {
+    for file in [
+        "test_psycopg.py",
+        "test_sqlalchemy.py",
+        "test_alembic.py",
+        "test_pandas.py",
+        "test_asyncpg.py",
+    ] {
         assert!(tests.join(file).is_file(), "missing {file} in {}", tests.display());
     }
     let server = TestServer::start(&[]);

@@ -703,9 +703,7 @@ impl ExtendedQueryHandler for Connection {
                 client.set_state(PgWireConnectionState::CopyInProgress(true));
                 pgwire::api::copy::send_copy_in_response(client, copy).await?;
             }
-            Response::CopyOut(copy) => {
-                pgwire::api::copy::send_copy_out_response(client, copy).await?
-            }
+            Response::CopyOut(copy) => crate::results::send_copy_out_response(client, copy).await?,
             Response::CopyBoth(copy) => {
                 client.set_state(PgWireConnectionState::CopyInProgress(true));
                 pgwire::api::copy::send_copy_both_response(client, copy).await?;

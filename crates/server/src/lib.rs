@@ -24,4 +24,3 @@ pub use config::{ConfigReloader, ServerConfig};
 pub use memory::set_release_hook as set_memory_release_hook;
 pub use metrics::render as render_metrics;
 pub use server::serve;
-pub use wire::{decode_numeric, encode_numeric};

@@ -15,7 +15,7 @@ use pgwire::messages::copy::{CopyData, CopyDone, CopyOutResponse};
 use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
 use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::PgWireBackendMessage;
-use tierdb_sql::{BlockState, CommandTag, Output, SqlError, SqlType};
+use tierdb_sql::{BlockState, CommandTag, CopyFormat, Output, SqlError, SqlType};
 use tokio::sync::mpsc;
 
 use crate::streaming::{encode_row, job_panicked, Event};
@@ -90,15 +90,19 @@ pub(crate) fn response(
                 Response::Execution(tag_of(tag, rows)?)
             }
         }
-        Output::CopyIn { columns, .. } => {
-            Response::CopyIn(CopyResponse::new(0, columns, stream::empty()))
+        Output::CopyIn { statement, columns } => {
+            Response::CopyIn(copy_response(statement.options.format, columns, stream::empty()))
         }
-        Output::CopyOut { data, columns, .. } => {
-            let mut chunks = Vec::new();
-            for line in data.split_inclusive(|&byte| byte == b'\n') {
-                chunks.push(Ok(CopyData::new(bytes::Bytes::copy_from_slice(line))));
-            }
-            Response::CopyOut(CopyResponse::new(0, columns, stream::iter(chunks)))
+        Output::CopyOut { data, columns, format, .. } => {
+            let chunks: Vec<_> = if format == CopyFormat::Binary {
+                // Binary data has no lines: one message.
+                vec![Ok(CopyData::new(data.into()))]
+            } else {
+                data.split_inclusive(|&byte| byte == b'\n')
+                    .map(|line| Ok(CopyData::new(bytes::Bytes::copy_from_slice(line))))
+                    .collect()
+            };
+            Response::CopyOut(copy_response(format, columns, stream::iter(chunks)))
         }
         Output::Empty => Response::EmptyQuery,
     })
@@ -136,11 +140,12 @@ where
                 }
                 client.flush().await?;
             }
-            Event::CopyOut(columns) => {
-                let formats = vec![0; columns];
+            Event::CopyOut(columns, format) => {
+                let format = copy_format_code(format);
+                let formats = vec![i16::from(format); columns];
                 let columns = i16::try_from(columns)
                     .map_err(|_| user_error(SqlError::out_of_range("COPY column count")))?;
-                let response = CopyOutResponse::new(0, columns, formats);
+                let response = CopyOutResponse::new(format, columns, formats);
                 client.feed(PgWireBackendMessage::CopyOutResponse(response)).await?;
                 copying_out = true;
             }
@@ -215,7 +220,7 @@ where
             client.set_state(PgWireConnectionState::CopyInProgress(false));
             return Ok(true);
         }
-        Response::CopyOut(copy) => pgwire::api::copy::send_copy_out_response(client, copy).await?,
+        Response::CopyOut(copy) => send_copy_out_response(client, copy).await?,
     }
     Ok(false)
 }
@@ -239,9 +244,9 @@ pub async fn extended_response(
             let rows = batches(events).flat_map(|batch| flatten(batch, Batch::rows));
             Ok(Response::Query(QueryResponse::new(fields, rows)))
         }
-        Some(Event::CopyOut(columns)) => {
+        Some(Event::CopyOut(columns, format)) => {
             let lines = batches(events).flat_map(|batch| flatten(batch, Batch::lines));
-            Ok(Response::CopyOut(CopyResponse::new(0, columns, lines)))
+            Ok(Response::CopyOut(copy_response(format, columns, lines)))
         }
         Some(Event::Finished(outcome, state)) => {
             if !matches!(events.recv().await, Some(Event::Done)) {
@@ -251,6 +256,57 @@ pub async fn extended_response(
         }
         _ => Err(job_panicked()),
     }
+}
+
+/// The overall format code of CopyInResponse and CopyOutResponse: 1 binary, 0 text.
+fn copy_format_code(format: CopyFormat) -> i8 {
+    i8::from(format == CopyFormat::Binary)
+}
+
+/// A COPY response in `format` over `data`, which holds everything the client gets:
+/// `CopyResponse::new` would append a second binary trailer to the one the SQL layer
+/// wrote.
+fn copy_response<S>(format: CopyFormat, columns: usize, data: S) -> CopyResponse
+where
+    S: Stream<Item = PgWireResult<CopyData>> + Send + 'static,
+{
+    // Made as text (no trailer appended), then marked with its real format.
+    let mut response = CopyResponse::new(0, columns, data);
+    response.format = copy_format_code(format);
+    response
+}
+
+/// Sends a COPY TO's CopyOutResponse, data, CopyDone and command tag, as pgwire's
+/// `send_copy_out_response` does but counting rows only: a binary COPY's last message, its
+/// trailer (with the header before it when there was no row), is not a row.
+pub async fn send_copy_out_response<C>(client: &mut C, copy: CopyResponse) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let formats = copy.column_formats();
+    let CopyResponse { format, columns, mut data_stream, .. } = copy;
+    let columns = i16::try_from(columns)
+        .map_err(|_| user_error(SqlError::out_of_range("COPY column count")))?;
+    let response = CopyOutResponse::new(format, columns, formats);
+    client.feed(PgWireBackendMessage::CopyOutResponse(response)).await?;
+    let mut rows = 0usize;
+    while let Some(data) = data_stream.next().await {
+        let data = data?;
+        let bytes = data.data.as_ref();
+        let framing = format == 1 && bytes.ends_with(&[0xFF, 0xFF]) && {
+            // A tuple ends with a field's bytes, which may be FF FF: the trailer alone, or
+            // the 19-byte header and the trailer, is what is not a row.
+            bytes.len() == 2 || (bytes.len() == 21 && bytes.starts_with(b"PGCOPY\n"))
+        };
+        rows += usize::from(!bytes.is_empty() && !framing);
+        client.feed(PgWireBackendMessage::CopyData(data)).await?;
+    }
+    client.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
+    let tag = Tag::new("COPY").with_rows(rows);
+    client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?;
+    Ok(())
 }
 
 /// What the executor thread hands over in one event.

@@ -27,7 +27,9 @@ use pgwire::api::results::{DataRowEncoder, FieldInfo};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::CopyData;
 use pgwire::messages::data::DataRow;
-use tierdb_sql::{BlockState, Datum, Output, OutputColumn, RowSink, Session, SqlError, SqlType};
+use tierdb_sql::{
+    BlockState, CopyFormat, Datum, Output, OutputColumn, RowSink, Session, SqlError, SqlType,
+};
 use tokio::sync::mpsc;
 
 use crate::wire;
@@ -45,8 +47,8 @@ pub enum Event {
     Columns(Arc<Vec<FieldInfo>>),
     /// Rows of the streamed query, encoded.
     Rows(Vec<DataRow>),
-    /// COPY TO STDOUT starts (CopyOutResponse): its column count.
-    CopyOut(usize),
+    /// COPY TO STDOUT starts (CopyOutResponse): its column count and format.
+    CopyOut(usize, CopyFormat),
     /// Lines of COPY TO STDOUT's data, one CopyData message each (as PostgreSQL sends).
     CopyData(Vec<CopyData>),
     /// A statement finished, with the session's block state after it.
@@ -226,8 +228,8 @@ impl RowSink for WireSink {
         self.added(bytes)
     }
 
-    fn copy_out(&mut self, columns: usize, _csv: bool) -> Result<(), SqlError> {
-        self.send(Event::CopyOut(columns))
+    fn copy_out(&mut self, columns: usize, format: CopyFormat) -> Result<(), SqlError> {
+        self.send(Event::CopyOut(columns, format))
     }
 
     fn copy_data(&mut self, line: Vec<u8>) -> Result<(), SqlError> {

@@ -35,5 +35,6 @@ pub use session::{BlockState, Kept, KeptRows, Prepared, Session, WORK_MEM_DEFAUL
 pub use sizes::{format_memory, parse_size_bytes, SizeSyntax};
 pub use stats::{StatementEntry, StatementStats};
 pub use system::{all_views, SystemView, VIEWS};
+pub use types::{binary_receive, binary_send, numeric_receive, numeric_send};
 pub use types::{format_float4, format_float8, parse_text, Datum, SqlType};
 pub use types::{vector_receive, vector_send, ArrayValue, VECTOR_OID};

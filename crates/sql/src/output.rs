@@ -1,7 +1,7 @@
 //! What a statement returns to the client, and its command tag.
 
 use crate::error::Result;
-use crate::parse::front::CopyStatement;
+use crate::parse::front::{CopyFormat, CopyStatement};
 use crate::plan::OutputColumn;
 use crate::types::Row;
 
@@ -47,6 +47,7 @@ pub enum CommandTag {
     Move,
     CloseCursor,
     CloseCursorAll,
+    Unlisten,
 }
 
 impl CommandTag {
@@ -92,6 +93,7 @@ impl CommandTag {
             CommandTag::Move => "MOVE",
             CommandTag::CloseCursor => "CLOSE CURSOR",
             CommandTag::CloseCursorAll => "CLOSE CURSOR ALL",
+            CommandTag::Unlisten => "UNLISTEN",
         }
     }
 
@@ -142,7 +144,7 @@ pub enum Output {
         data: Vec<u8>,
         columns: usize,
         rows: u64,
-        csv: bool,
+        format: CopyFormat,
     },
     Empty,
 }
@@ -166,10 +168,11 @@ pub trait RowSink {
     fn columns(&mut self, columns: &[OutputColumn]) -> Result<()>;
     /// One row. An error stops the query and fails its statement (the client is gone).
     fn row(&mut self, row: Row) -> Result<()>;
-    /// COPY TO STDOUT starts: its column count and whether it is CSV (else text). Its
-    /// lines follow, then its outcome `Output::Command` with tag COPY and the row count.
-    fn copy_out(&mut self, columns: usize, csv: bool) -> Result<()>;
-    /// One line of COPY TO STDOUT's data (a row, or CSV's header), with its newline.
+    /// COPY TO STDOUT starts: its column count and format. Its lines follow, then its
+    /// outcome `Output::Command` with tag COPY and the row count.
+    fn copy_out(&mut self, columns: usize, format: CopyFormat) -> Result<()>;
+    /// One line of COPY TO STDOUT's data (a row, or CSV's header), with its newline; in
+    /// the binary format a tuple, the header or the trailer.
     fn copy_data(&mut self, line: Vec<u8>) -> Result<()>;
     /// A statement of a query string finished (`execute_streaming` only), with the
     /// session's transaction block state after it; statements stop at the first error.

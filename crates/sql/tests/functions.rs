@@ -115,6 +115,27 @@ fn non_strict_entries_see_their_null_arguments() {
 }
 
 #[test]
+fn quote_literal_is_postgresqls() {
+    with_session(|session| {
+        // PostgreSQL 15: SELECT quote_literal('it''s'), quote_literal(E'a\\b'), ...
+        let cases = [
+            ("quote_literal('it''s')", "'it''s'"),
+            ("quote_literal(E'a\\\\b')", "E'a\\\\b'"),
+            ("quote_literal(42)", "'42'"),
+            ("quote_literal(true)", "'true'"),
+            ("quote_literal(date '2024-01-02')", "'2024-01-02'"),
+            ("quote_nullable(NULL)", "NULL"),
+            ("quote_nullable(1.5)", "'1.5'"),
+        ];
+        for (call, expected) in cases {
+            let result = value(session, &format!("SELECT {call}")).unwrap();
+            assert_eq!(result, Datum::Text(expected.into()), "{call}");
+        }
+        assert_eq!(value(session, "SELECT quote_literal(NULL)").unwrap(), Datum::Null);
+    });
+}
+
+#[test]
 fn md5_is_postgres_digest() {
     with_session(|session| {
         // PostgreSQL 15: SELECT md5('abc'), md5('').
@@ -131,6 +152,14 @@ fn refusals_happen_at_bind_time() {
         setup(session, &["CREATE TABLE empty (a int)"]);
         // No row reaches the call: the refusal is the binder's.
         assert_eq!(sqlstate(session, "SELECT currval('s') FROM empty"), "0A000");
+        assert_eq!(sqlstate(session, "SELECT pg_advisory_lock(1) FROM empty"), "0A000");
+        assert_eq!(sqlstate(session, "SELECT pg_try_advisory_xact_lock(1, 2) FROM empty"), "0A000");
+        assert_eq!(sqlstate(session, "SELECT pg_advisory_unlock(1) FROM empty"), "0A000");
+        // PostgreSQL's types tierdb has no values for are a missing feature; a name
+        // PostgreSQL does not have either is 42704, as there.
+        assert_eq!(sqlstate(session, "SELECT NULL::uuid FROM empty"), "0A000");
+        assert_eq!(sqlstate(session, "SELECT NULL::interval FROM empty"), "0A000");
+        assert_eq!(sqlstate(session, "SELECT NULL::tinyint FROM empty"), "42704");
         assert_eq!(sqlstate(session, "SELECT tierdb_stat_tier_cache() FROM empty"), "0A000");
         assert_eq!(sqlstate(session, "SELECT no_such_function(a) FROM empty"), "42883");
         assert_eq!(sqlstate(session, "SELECT upper(a) FROM empty"), "42883");

@@ -229,11 +229,25 @@ impl<'a> Binder<'a> {
                 let table_name = object_name(name)?;
                 let qualifier =
                     alias.as_ref().map_or_else(|| table_name.clone(), |alias| ident(&alias.name));
+                // The work table of the recursive CTE whose query is being bound.
+                if name.0.len() == 1 {
+                    if let Some(plan) = self.work_table_reference(&table_name) {
+                        let mut plan = plan?;
+                        rename_columns(&mut plan, &alias_columns(alias.as_ref()));
+                        let scope = Scope::from_plan(&plan, Some(&qualifier));
+                        return Ok((plan, scope));
+                    }
+                }
                 // A CTE of an enclosing WITH.
                 let cte = self.ctes.iter().rev().find_map(|frame| frame.get(&table_name).cloned());
-                if let (Some((query, columns)), 1) = (cte, name.0.len()) {
-                    let mut plan = self.query(&query)?;
-                    rename_columns(&mut plan, &columns);
+                if let (Some(cte), 1) = (cte, name.0.len()) {
+                    let recursive =
+                        if cte.recursive { self.recursive_cte(&table_name, &cte)? } else { None };
+                    let mut plan = match recursive {
+                        Some(plan) => plan,
+                        None => self.query(&cte.query)?,
+                    };
+                    rename_columns(&mut plan, &cte.columns);
                     rename_columns(&mut plan, &alias_columns(alias.as_ref()));
                     let scope = Scope::from_plan(&plan, Some(&qualifier));
                     return Ok((plan, scope));

@@ -20,6 +20,7 @@ mod namespace;
 mod on_conflict;
 mod operators;
 mod query;
+mod recursive;
 mod scope;
 mod select;
 mod set_functions;
@@ -78,7 +79,9 @@ pub struct Binder<'a> {
     outer: Vec<Scope>,
     /// Per subquery nesting level: whether it read an enclosing scope.
     correlated: Vec<bool>,
-    ctes: Vec<HashMap<String, (ast::Query, Vec<String>)>>,
+    ctes: Vec<HashMap<String, recursive::CteDefinition>>,
+    /// The recursive CTEs whose queries are being bound, innermost last.
+    work_tables: Vec<recursive::WorkTableBinding>,
     grouping: Option<Grouping>,
     /// The window calls of the select list being bound (None where they are not allowed).
     windows: Option<Vec<window::PendingWindow>>,
@@ -112,6 +115,7 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             correlated: Vec::new(),
             ctes: Vec::new(),
+            work_tables: Vec::new(),
             grouping: None,
             windows: None,
             set_calls: None,

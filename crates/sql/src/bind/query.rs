@@ -7,12 +7,14 @@ impl<'a> Binder<'a> {
         depth::check_stack_depth()?;
         let mut frame = HashMap::new();
         if let Some(with) = &query.with {
-            if with.recursive {
-                return Err(SqlError::unsupported("WITH RECURSIVE is not supported"));
-            }
             for cte in &with.cte_tables {
                 let columns = cte.alias.columns.iter().map(|column| ident(&column.name)).collect();
-                frame.insert(ident(&cte.alias.name), ((*cte.query).clone(), columns));
+                let definition = recursive::CteDefinition {
+                    query: (*cte.query).clone(),
+                    columns,
+                    recursive: with.recursive,
+                };
+                frame.insert(ident(&cte.alias.name), definition);
             }
         }
         self.ctes.push(frame);

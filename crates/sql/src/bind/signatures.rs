@@ -46,6 +46,10 @@ fn refuse_unsupported(name: &str) -> Result<()> {
     if name == "currval" {
         return Err(SqlError::unsupported("currval() is not supported"));
     }
+    if name.contains("advisory_") && name != "pg_advisory_unlock_all" {
+        // pg_advisory_lock and its kin (shared, transaction-level, try, unlock).
+        return Err(SqlError::unsupported(format!("advisory locks are not supported ({name})")));
+    }
     if crate::system::view_columns(name).is_some() {
         return Err(SqlError::unsupported(format!(
             "{name}() returns a set of rows: it is only supported in FROM"

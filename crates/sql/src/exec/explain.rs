@@ -75,6 +75,8 @@ fn title(plan: &Plan) -> String {
                 "HashSetOp Except".into()
             }
         }
+        PlanKind::RecursiveUnion { .. } => "Recursive Union".into(),
+        PlanKind::WorkTable { .. } => "WorkTable Scan".into(),
     }
 }
 
@@ -101,6 +103,7 @@ fn children(plan: &Plan) -> Vec<&Plan> {
         | PlanKind::HashJoin { left, right, .. }
         | PlanKind::IndexJoin { left, right, .. }
         | PlanKind::SetDifference { left, right, .. } => vec![left, right],
+        PlanKind::RecursiveUnion { base, step, .. } => vec![base, step],
         PlanKind::Union { inputs, .. } => inputs.iter().collect(),
         _ => Vec::new(),
     }

@@ -378,6 +378,7 @@ fn run_internal(internal: &Internal, params: &[Datum], ctx: &mut Ctx<'_>) -> Res
         params,
         outer: Vec::new(),
         subquery_cache: HashMap::new(),
+        work_tables: HashMap::new(),
         stats: Vec::new(),
         analyze: false,
         budget: ctx.budget.clone(),

@@ -23,6 +23,7 @@ mod join;
 pub(crate) mod locking;
 mod objects;
 mod on_conflict;
+mod recursive;
 mod rows;
 mod scan;
 mod set_functions;
@@ -113,6 +114,8 @@ pub struct Ctx<'a> {
     pub params: &'a [Datum],
     pub outer: Vec<Row>,
     pub subquery_cache: HashMap<usize, CachedSubquery>,
+    /// The rows of each running WITH RECURSIVE's previous round, by work table number.
+    pub work_tables: HashMap<usize, Vec<Row>>,
     pub stats: Vec<NodeStats>,
     pub analyze: bool,
     pub budget: MemoryBudget,
@@ -300,6 +303,12 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         PlanKind::SetDifference { left, right, intersect, all } => {
             run_set_difference(left, right, *intersect, *all, plan.id, ctx, probe, sink)
         }
+        PlanKind::RecursiveUnion { base, step, all, work_table } => {
+            let union =
+                recursive::RecursiveUnion { base, step, all: *all, work_table: *work_table };
+            recursive::run_recursive_union(&union, ctx, probe, sink)
+        }
+        PlanKind::WorkTable { work_table } => recursive::scan_work_table(*work_table, ctx, sink),
     }
 }
 

@@ -70,6 +70,7 @@ pub(crate) fn detached_ctx<'a>(
         params,
         outer: Vec::new(),
         subquery_cache: HashMap::new(),
+        work_tables: HashMap::new(),
         stats: Vec::new(),
         analyze: false,
         budget: budget.clone(),

@@ -50,6 +50,11 @@ fn any(types: &[SqlType], explicit: bool, output: SqlType) -> Signature {
     Signature { arguments, output }
 }
 
+/// Every argument cast to text as `::text` does (a boolean becomes `true`, not `t`).
+fn cast_to_text(types: &[SqlType]) -> Signature {
+    Signature { arguments: vec![Coercion::Explicit(TEXT); types.len()], output: TEXT }
+}
+
 /// Every argument cast implicitly to `target`.
 fn all(types: &[SqlType], target: SqlType, output: SqlType) -> Signature {
     Signature { arguments: vec![Coercion::Implicit(target); types.len()], output }
@@ -479,7 +484,23 @@ pub static FUNCTIONS: &[Function] = &[
         non_strict
     ),
     function!(&["quote_ident"], 1..=1, |n, t| texts(n, t, TEXT), text::quote_ident, "'abc'"),
-    function!(&["quote_literal"], 1..=1, |n, t| texts(n, t, TEXT), text::quote_literal, "'ab'"),
+    // quote_literal(anyelement) and quote_nullable: the value cast to text, as a string
+    // literal (asyncpg's copy_from_query inlines its arguments with quote_literal).
+    function!(
+        &["quote_literal"],
+        1..=1,
+        |_, t| Ok(cast_to_text(t)),
+        text::quote_literal,
+        "'it''s'"
+    ),
+    function!(
+        &["quote_nullable"],
+        1..=1,
+        |_, t| Ok(cast_to_text(t)),
+        text::quote_nullable,
+        "'a\\b'",
+        non_strict
+    ),
     // The regular-expression operators (`~`, `~*`, `!~`, `!~*`) bind to these.
     function!(
         &["regex_match"],
@@ -631,6 +652,17 @@ pub static FUNCTIONS: &[Function] = &[
         volatile_non_strict
     ),
     function!(&["pg_backend_pid"], 0..=0, |_, _| Ok(none(SqlType::Int4)), info::backend_pid, ""),
+    // Advisory locks: none can be taken (the functions that take or release one are
+    // 0A000, bind/signatures.rs), so releasing them all, as connection pools do on
+    // release (asyncpg's reset), has nothing to do.
+    function!(
+        &["pg_advisory_unlock_all"],
+        0..=0,
+        |_, _| Ok(none(SqlType::Void)),
+        info::void,
+        "",
+        volatile
+    ),
     function!(
         &["nextval"],
         1..=1,

@@ -234,17 +234,43 @@ pub(super) fn concat_ws(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text(parts.join(separator)))
 }
 
-pub(super) fn quote_ident(call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Text(crate::identifiers::quote_identifier(call.text(0))))
+/// PostgreSQL's quote_literal: quotes and backslashes doubled, an E prefix when there is a
+/// backslash.
+fn literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 3);
+    if text.contains('\\') {
+        out.push('E');
+    }
+    out.push('\'');
+    for c in text.chars() {
+        if c == '\'' || c == '\\' {
+            out.push(c);
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
 }
 
-/// quote_literal(text): a string literal that reads back as the value: quotes and
-/// backslashes doubled, and an `E` prefix when there is a backslash (PostgreSQL's).
 pub(super) fn quote_literal(call: Call<'_>) -> Result<Datum> {
-    let value = call.text(0);
-    let escaped = value.replace('\'', "''").replace('\\', "\\\\");
-    let prefix = if value.contains('\\') { "E" } else { "" };
-    Ok(Datum::Text(format!("{prefix}'{escaped}'")))
+    let text = call.text(0);
+    check_text_bytes(text.len().saturating_mul(2).saturating_add(3))?;
+    Ok(Datum::Text(literal(text)))
+}
+
+/// quote_literal, or the word NULL for a NULL.
+pub(super) fn quote_nullable(call: Call<'_>) -> Result<Datum> {
+    match call.args[0].as_text() {
+        None => Ok(Datum::Text("NULL".into())),
+        Some(text) => {
+            check_text_bytes(text.len().saturating_mul(2).saturating_add(3))?;
+            Ok(Datum::Text(literal(text)))
+        }
+    }
+}
+
+pub(super) fn quote_ident(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Text(crate::identifiers::quote_identifier(call.text(0))))
 }
 
 /// `~`, `~*`, `!~`, `!~*`.

@@ -3,7 +3,7 @@
 //! `[WITH] CSV HEADER DELIMITER [AS] '|' NULL [AS] '' QUOTE [AS] '"'`.
 //!
 //! Every option PostgreSQL accepts is either applied or refused with 0A000 naming it
-//! (binary format, FORCE_QUOTE / FORCE_NOT_NULL / FORCE_NULL, HEADER MATCH, an encoding
+//! (FORCE_QUOTE / FORCE_NOT_NULL / FORCE_NULL, HEADER MATCH, an encoding
 //! other than UTF8); FREEZE is accepted (it changes no result tierdb gives). Errors follow
 //! PostgreSQL's wording: 42601 for an unknown or repeated option, 0A000 for misplaced CSV
 //! options.
@@ -15,6 +15,8 @@ use crate::error::{Result, SqlError};
 pub enum CopyFormat {
     Text,
     Csv,
+    /// PostgreSQL's binary COPY format (session/copy_binary.rs).
+    Binary,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -187,9 +189,7 @@ fn apply(given: &mut Given, option: &str, value: Option<String>) -> Result<()> {
             let format = match value.map(str::to_lowercase).as_deref() {
                 Some("csv") => CopyFormat::Csv,
                 Some("text") => CopyFormat::Text,
-                Some("binary") => {
-                    return Err(SqlError::unsupported("COPY binary format is not supported"))
-                }
+                Some("binary") => CopyFormat::Binary,
                 Some(other) => {
                     return Err(SqlError::new(
                         "22023",
@@ -244,6 +244,18 @@ fn character(option: &str, value: Option<&str>) -> Result<char> {
 fn finish(given: Given) -> Result<CopyOptions> {
     let format = given.format.unwrap_or(CopyFormat::Text);
     let csv = format == CopyFormat::Csv;
+    if format == CopyFormat::Binary {
+        // Checked before the defaults are filled in, as PostgreSQL does.
+        if given.delimiter.is_some() {
+            return Err(SqlError::syntax("cannot specify DELIMITER in BINARY mode"));
+        }
+        if given.null.is_some() {
+            return Err(SqlError::syntax("cannot specify NULL in BINARY mode"));
+        }
+        if given.header.is_some_and(|header| header) {
+            return Err(SqlError::unsupported("cannot specify HEADER in BINARY mode"));
+        }
+    }
     if !csv && given.quote.is_some() {
         return Err(SqlError::unsupported("COPY quote available only in CSV mode"));
     }
@@ -316,5 +328,21 @@ mod tests {
         assert_eq!(error("WITH (FORMAT csv, DELIMITER '\"')"), "0A000");
         assert_eq!(error("WITH (HEADER maybe)"), "22023");
         assert!(options("WITH (FREEZE false, ENCODING 'utf-8')").is_ok());
+    }
+
+    #[test]
+    fn binary_format_refuses_the_text_options_as_postgresql() {
+        assert_eq!(options("WITH (FORMAT binary)").unwrap().format, CopyFormat::Binary);
+        assert_eq!(options("BINARY").unwrap().format, CopyFormat::Binary);
+        let error = |text: &str| options(text).unwrap_err();
+        let delimiter = error("WITH (FORMAT binary, DELIMITER ',')");
+        assert_eq!(
+            (delimiter.sqlstate, delimiter.message.as_str()),
+            ("42601", "cannot specify DELIMITER in BINARY mode")
+        );
+        assert_eq!(error("WITH (FORMAT binary, NULL 'x')").sqlstate, "42601");
+        assert_eq!(error("WITH (FORMAT binary, HEADER)").sqlstate, "0A000");
+        assert_eq!(error("WITH (FORMAT binary, QUOTE '\"')").sqlstate, "0A000");
+        assert!(options("WITH (FORMAT binary, HEADER false, FREEZE)").is_ok());
     }
 }

@@ -18,6 +18,7 @@ pub(crate) fn refuse_json_keys(plan: &Plan) -> Result<()> {
         }
         PlanKind::Distinct { .. }
         | PlanKind::Union { all: false, .. }
+        | PlanKind::RecursiveUnion { all: false, .. }
         | PlanKind::SetDifference { .. } => (false, plan.columns.iter().any(|c| json(Some(&c.ty)))),
         _ => (false, false),
     };
@@ -49,6 +50,7 @@ fn inputs(plan: &Plan) -> Vec<&Plan> {
         | PlanKind::HashJoin { left, right, .. }
         | PlanKind::IndexJoin { left, right, .. }
         | PlanKind::SetDifference { left, right, .. } => vec![&**left, &**right],
+        PlanKind::RecursiveUnion { base, step, .. } => vec![&**base, &**step],
         PlanKind::Union { inputs, .. } => inputs.iter().collect(),
         _ => Vec::new(),
     }

@@ -570,6 +570,20 @@ pub enum PlanKind {
         intersect: bool,
         all: bool,
     },
+    /// A CTE of WITH RECURSIVE: `base` once, then `step` over the rows the previous round
+    /// added (its `WorkTable` scans), round after round until one adds no row; UNION
+    /// (`all` false) drops rows already produced (exec/recursive.rs).
+    RecursiveUnion {
+        base: Box<Plan>,
+        step: Box<Plan>,
+        all: bool,
+        /// The number its step's `WorkTable` scans name.
+        work_table: usize,
+    },
+    /// The rows the previous round of RecursiveUnion `work_table` added.
+    WorkTable {
+        work_table: usize,
+    },
 }
 
 #[derive(Clone, Debug)]

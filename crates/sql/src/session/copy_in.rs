@@ -10,11 +10,13 @@
 //! ```
 //!
 //! The load is one statement: in autocommit it is its own transaction, in a block it is a
-//! statement of the block, and an error anywhere fails it whole.
+//! statement of the block, and an error anywhere fails it whole. Text and CSV records end
+//! at newlines (`RecordScan`); binary ones are length-prefixed tuples (copy_binary.rs).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use super::copy_binary::{self, BinaryReader};
 use super::Session;
 use crate::bind::bind_defaults;
 use crate::bind::Binder;
@@ -24,7 +26,7 @@ use crate::exec::{Ctx, InsertBatch, ReferentialEvents};
 use crate::parse::front::{self, CopyFormat, CopyOptions, CopySource, CopyStatement};
 use crate::plan::{BoundTable, Expr};
 use crate::system::SessionInfo;
-use crate::types::{self, Datum};
+use crate::types::{self, Datum, SqlType};
 
 /// Unparsed data a session buffers before it parses and inserts the complete records in it.
 pub const COPY_CHUNK_BYTES: usize = 256 << 10;
@@ -45,8 +47,10 @@ pub struct CopyIn {
     header_pending: bool,
     /// Data not yet parsed: at most one chunk plus one partial record.
     pending: Vec<u8>,
-    /// How far `pending` has been scanned for record ends.
+    /// How far `pending` has been scanned for record ends (text and CSV).
     scan: RecordScan,
+    /// Where a binary COPY is in its stream.
+    binary: BinaryReader,
     /// Records read so far (for error messages' line numbers).
     lines: u64,
     rows: u64,
@@ -90,6 +94,7 @@ impl Session {
             header_pending: copy.options.header,
             pending: Vec::new(),
             scan: RecordScan::default(),
+            binary: BinaryReader::default(),
             lines: 0,
             rows: 0,
             autocommit,
@@ -120,6 +125,12 @@ impl Session {
                 .reserve_exact(room.max(copy.pending.len() + data.len()) - copy.pending.len());
         }
         copy.pending.extend_from_slice(data);
+        if copy.options.format == CopyFormat::Binary {
+            if copy.pending.len() < COPY_CHUNK_BYTES {
+                return Ok(());
+            }
+            return self.load_binary_records(false).inspect_err(|_| self.copy_in_abort());
+        }
         let scanned = copy.scan.advance(&copy.pending, &copy.options);
         if scanned.is_ok() && (copy.pending.len() < COPY_CHUNK_BYTES || copy.scan.last_end == 0) {
             return Ok(());
@@ -138,8 +149,13 @@ impl Session {
             ));
         };
         let end = copy.pending.len();
-        let scanned = copy.scan.advance(&copy.pending, &copy.options);
-        if let Err(error) = scanned.and_then(|()| self.load_records(end)) {
+        let loaded = if copy.options.format == CopyFormat::Binary {
+            self.load_binary_records(true)
+        } else {
+            let scanned = copy.scan.advance(&copy.pending, &copy.options);
+            scanned.and_then(|()| self.load_records(end))
+        };
+        if let Err(error) = loaded {
             self.copy_in_abort();
             return Err(error);
         }
@@ -175,14 +191,41 @@ impl Session {
         let mut records = match copy.options.format {
             CopyFormat::Text => front::parse_text_rows(text, &copy.options)?,
             CopyFormat::Csv => front::parse_csv_rows(text, &copy.options)?,
+            CopyFormat::Binary => unreachable!("binary records are split by copy_binary"),
         };
         if copy.header_pending && !records.is_empty() {
             records.remove(0);
             copy.header_pending = false;
             copy.lines += 1;
         }
+        self.insert_loaded(records, |text, ty| types::parse_text(&text, ty))
+    }
+
+    /// Parses and inserts the complete tuples of binary COPY's pending data (`at_end`: all
+    /// of it, the client has finished). Past a chunk, a partial tuple may grow to
+    /// COPY_RECORD_BYTES_MAX (54000 beyond), as a text record may.
+    fn load_binary_records(&mut self, at_end: bool) -> Result<()> {
+        let copy = self.copy_in.as_mut().expect("a COPY is running");
+        let (records, used) = copy.binary.split(&copy.pending, copy.targets.len(), at_end)?;
+        copy.pending.drain(..used);
+        if copy.pending.len() > COPY_RECORD_BYTES_MAX {
+            return Err(SqlError::new(
+                "54000",
+                format!("COPY record is longer than {} MiB", COPY_RECORD_BYTES_MAX >> 20),
+            ));
+        }
+        self.insert_loaded(records, |bytes, ty| copy_binary::receive(&bytes, ty))
+    }
+
+    /// Inserts records whose fields `decode` turns into their columns' values, counting
+    /// them.
+    fn insert_loaded<F>(
+        &mut self,
+        records: Vec<Vec<Option<F>>>,
+        decode: impl Fn(F, &SqlType) -> Result<Datum>,
+    ) -> Result<()> {
         let copy = self.copy_in.take().expect("a COPY is running");
-        let outcome = self.insert_records(&copy, records);
+        let outcome = self.with_row_ctx(|ctx| insert_records_in(&copy, records, decode, ctx));
         let copy = self.copy_in.insert(copy);
         let rows = outcome?;
         copy.lines += rows;
@@ -220,6 +263,7 @@ impl Session {
             params: &[],
             outer: Vec::new(),
             subquery_cache: HashMap::new(),
+            work_tables: HashMap::new(),
             stats: Vec::new(),
             analyze: false,
             budget,
@@ -232,17 +276,13 @@ impl Session {
         self.apply_setting_changes(info.setting_changes.into_inner())?;
         Ok(result)
     }
-
-    /// Inserts parsed records; returns how many.
-    fn insert_records(&mut self, copy: &CopyIn, records: Vec<Vec<Option<String>>>) -> Result<u64> {
-        self.with_row_ctx(|ctx| insert_records_in(copy, records, ctx))
-    }
 }
 
-/// `insert_records` in the context `ctx`.
-fn insert_records_in(
+/// Inserts records in the context `ctx`, each field decoded by `decode`; returns how many.
+fn insert_records_in<F>(
     copy: &CopyIn,
-    records: Vec<Vec<Option<String>>>,
+    records: Vec<Vec<Option<F>>>,
+    decode: impl Fn(F, &SqlType) -> Result<Datum>,
     ctx: &mut Ctx<'_>,
 ) -> Result<u64> {
     let mut inserted = 0u64;
@@ -266,7 +306,7 @@ fn insert_records_in(
             let ty = &copy.table.columns[target].ty;
             row[target] = Some(match field {
                 None => Datum::Null,
-                Some(text) => types::parse_text(&text, ty)?,
+                Some(field) => decode(field, ty)?,
             });
         }
         let stored = batch.push(&copy.table, row, &copy.defaults, ctx)?;

@@ -1,7 +1,9 @@
-//! COPY TO STDOUT: the query's rows are formatted into lines as the executor produces them
-//! and go to the statement's `RowSink` (the client's socket), or are collected into
+//! COPY TO STDOUT: the query's rows are formatted into lines (text, CSV) or tuples (binary,
+//! between its header and trailer: copy_binary.rs) as the executor produces them and go
+//! to the statement's `RowSink` (the client's socket), or are collected into
 //! `Output::CopyOut` when there is none.
 
+use super::copy_binary;
 use super::stream::Collector;
 use super::*;
 use crate::types::Row;
@@ -19,7 +21,8 @@ impl Session {
             Some(sink) => sink,
             None => collector.insert(Collector::default()),
         };
-        let mut lines = CopyLines { copy, sink, columns: Vec::new() };
+        let mut lines =
+            CopyLines { copy, sink, columns: Vec::new(), types: Vec::new(), header: None };
         let (output, _) = self.in_transaction(|session| {
             session.run_bound_into(bound, &[], false, Some(&mut lines))
         })?;
@@ -36,6 +39,11 @@ impl Session {
             }
             _ => return Err(SqlError::syntax("COPY query must return rows")),
         };
+        if copy.options.format == CopyFormat::Binary {
+            let mut trailer = lines.header.take().unwrap_or_default();
+            trailer.extend(copy_binary::trailer());
+            lines.sink.copy_data(trailer)?;
+        }
         let outcome = Output::Command { tag: CommandTag::Copy, rows };
         match collector {
             None => Ok(outcome),
@@ -52,6 +60,12 @@ struct CopyLines<'a> {
     copy: &'a CopyStatement,
     sink: &'a mut dyn RowSink,
     columns: Vec<OutputColumn>,
+    /// The columns' types (binary tuples).
+    types: Vec<SqlType>,
+    /// The binary header not sent yet: it goes in the first row's CopyData (or the
+    /// trailer's when there is no row), as PostgreSQL sends it; tokio-postgres's
+    /// BinaryCopyOutStream reads the header and the first tuple from one message.
+    header: Option<Vec<u8>>,
 }
 
 impl CopyLines<'_> {
@@ -63,8 +77,12 @@ impl CopyLines<'_> {
 impl RowSink for CopyLines<'_> {
     fn columns(&mut self, columns: &[OutputColumn]) -> Result<()> {
         self.columns = columns.to_vec();
+        self.types = columns.iter().map(|column| column.ty.clone()).collect();
         let csv = self.csv();
-        self.sink.copy_out(columns.len(), csv)?;
+        self.sink.copy_out(columns.len(), self.copy.options.format)?;
+        if self.copy.options.format == CopyFormat::Binary {
+            self.header = Some(copy_binary::header());
+        }
         if csv && self.copy.options.header {
             let options = &self.copy.options;
             let names: Vec<String> =
@@ -77,6 +95,11 @@ impl RowSink for CopyLines<'_> {
     }
 
     fn row(&mut self, row: Row) -> Result<()> {
+        if self.copy.options.format == CopyFormat::Binary {
+            let mut data = self.header.take().unwrap_or_default();
+            data.extend(copy_binary::tuple(&row, &self.types)?);
+            return self.sink.copy_data(data);
+        }
         let (options, csv) = (&self.copy.options, self.csv());
         let fields: Vec<String> = row
             .iter()
@@ -92,8 +115,8 @@ impl RowSink for CopyLines<'_> {
         self.sink.copy_data(line)
     }
 
-    fn copy_out(&mut self, columns: usize, csv: bool) -> Result<()> {
-        self.sink.copy_out(columns, csv)
+    fn copy_out(&mut self, columns: usize, format: CopyFormat) -> Result<()> {
+        self.sink.copy_out(columns, format)
     }
 
     fn copy_data(&mut self, line: Vec<u8>) -> Result<()> {

@@ -95,6 +95,12 @@ fn query_columns(output: &[crate::plan::OutputColumn]) -> Result<Vec<ColumnMeta>
         }
         let ty = match &column.ty {
             SqlType::Unknown => SqlType::Text,
+            SqlType::Void => {
+                return Err(SqlError::new(
+                    "42P16",
+                    format!("column \"{}\" has pseudo-type void", column.name),
+                ))
+            }
             other => other.clone(),
         };
         columns.push(ColumnMeta {

@@ -139,7 +139,7 @@ impl RowSink for Filling {
     }
 
     // DECLARE takes queries only; a portal read max_rows at a time may hold a COPY.
-    fn copy_out(&mut self, _columns: usize, _csv: bool) -> Result<()> {
+    fn copy_out(&mut self, _columns: usize, _format: CopyFormat) -> Result<()> {
         Err(SqlError::unsupported("COPY TO STDOUT in a portal with a row limit is not supported"))
     }
 

@@ -382,7 +382,7 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Unknown => 7,
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => 8,
         // Columns of these types are refused at CREATE TABLE.
-        SqlType::Object(_) => 8,
+        SqlType::Object(_) | SqlType::Void => 8,
         SqlType::Json => 9,
         SqlType::Jsonb => 10,
     };

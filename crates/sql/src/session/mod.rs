@@ -18,6 +18,7 @@
 mod alter_table;
 mod checks;
 mod columns;
+mod copy_binary;
 mod copy_in;
 mod copy_out;
 mod create_table_as;

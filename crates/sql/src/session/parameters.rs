@@ -16,15 +16,18 @@ use crate::error::{Result, SqlError};
 
 /// Parameters whose every value behaves the same in tierdb because the feature they tune
 /// does not exist here (no functions bodies to check, no row security policies, no XML,
-/// no notices below WARNING that a client could hide or see more of, no scans that start
-/// in the middle of a table to share reads: every scan starts at the beginning, which is
-/// what synchronize_seqscans = off asks for and what on allows) or because they only label
-/// the session (application_name).
-const VACUOUS: [&str; 7] = [
+/// no notices below WARNING that a client could hide or see more of, no JIT compilation:
+/// `jit = on` compiles nothing, as in a PostgreSQL built without LLVM, so asyncpg's
+/// `set_config('jit', 'off', false)` is exact; no scans that start in the middle of a table
+/// to share reads: every scan starts at the beginning, which is what synchronize_seqscans =
+/// off asks for and what on allows) or because they only label the session
+/// (application_name).
+const VACUOUS: [&str; 8] = [
     "application_name",
     "check_function_bodies",
     "client_min_messages",
     "escape_string_warning",
+    "jit",
     "row_security",
     "synchronize_seqscans",
     "xmloption",

@@ -111,6 +111,9 @@ impl Session {
             ast::Statement::ShowVariable { variable } => self.show(variable),
             ast::Statement::Discard { .. } => Ok(Output::command(CommandTag::DiscardAll)),
             ast::Statement::Deallocate { .. } => Ok(Output::command(CommandTag::Deallocate)),
+            // LISTEN is refused (0A000, below), so no session listens to any channel and
+            // UNLISTEN, which connection pools send on release, has nothing to stop.
+            ast::Statement::UNLISTEN { .. } => Ok(Output::command(CommandTag::Unlisten)),
             ast::Statement::CreateSchema { schema_name, if_not_exists, .. } => {
                 self.create_schema(schema_name, *if_not_exists)
             }
@@ -208,6 +211,7 @@ impl Session {
             params,
             outer: Vec::new(),
             subquery_cache: HashMap::new(),
+            work_tables: HashMap::new(),
             stats: Vec::new(),
             analyze,
             budget,

@@ -115,8 +115,8 @@ pub(super) struct Collector {
     pub(super) outputs: Vec<Result<Output>>,
     /// The columns and rows of the query streaming now.
     streaming: Option<(Vec<OutputColumn>, Vec<Row>)>,
-    /// The column count, CSV or not, and data of the COPY TO STDOUT running now.
-    copying: Option<(usize, bool, Vec<u8>)>,
+    /// The column count, format and data of the COPY TO STDOUT running now.
+    copying: Option<(usize, CopyFormat, Vec<u8>)>,
 }
 
 impl RowSink for Collector {
@@ -132,9 +132,9 @@ impl RowSink for Collector {
         Ok(())
     }
 
-    fn copy_out(&mut self, columns: usize, csv: bool) -> Result<()> {
+    fn copy_out(&mut self, columns: usize, format: CopyFormat) -> Result<()> {
         debug_assert!(self.copying.is_none(), "one COPY at a time");
-        self.copying = Some((columns, csv, Vec::new()));
+        self.copying = Some((columns, format, Vec::new()));
         Ok(())
     }
 
@@ -146,11 +146,13 @@ impl RowSink for Collector {
 
     fn finished(&mut self, outcome: Result<Output>, _state: BlockState) {
         let streamed = self.streaming.take();
-        if let (Ok(Output::Command { tag: CommandTag::Copy, rows }), Some((columns, csv, data))) =
-            (&outcome, self.copying.take())
+        if let (
+            Ok(Output::Command { tag: CommandTag::Copy, rows }),
+            Some((columns, format, data)),
+        ) = (&outcome, self.copying.take())
         {
             let rows = *rows;
-            self.outputs.push(Ok(Output::CopyOut { data, columns, rows, csv }));
+            self.outputs.push(Ok(Output::CopyOut { data, columns, rows, format }));
             return;
         }
         let outcome = match (outcome, streamed) {

@@ -236,6 +236,7 @@ pub enum ViewType {
     OidArray,
     TextArray,
     CharArray,
+    Regproc,
 }
 
 impl ViewType {
@@ -258,6 +259,7 @@ impl ViewType {
             ViewType::OidArray => array(SqlType::Oid),
             ViewType::TextArray => array(SqlType::Text),
             ViewType::CharArray => array(SqlType::Char(1)),
+            ViewType::Regproc => SqlType::Object(crate::types::ObjectKind::Procedure),
         }
     }
 }

@@ -663,7 +663,8 @@ pub static VIEWS: &[SystemView] = &[
         typname: Name = text(name),
         typnamespace: Oid = oid(NAMESPACE_CATALOG),
         typlen: Int2 = Datum::Int(i64::from(length)),
-        typtype: Text = text("b"),
+        // unknown and void are pseudo-types; the others are base types.
+        typtype: Text = text(if matches!(type_oid, 705 | 2278) { "p" } else { "b" }),
         typdelim: Text = text(","),
         typbasetype: Oid = oid(0),
         typelem: Oid = oid(array_types().find(|(_, array)| *array == type_oid).map_or(0, |(element, _)| element)),

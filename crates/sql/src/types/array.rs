@@ -90,9 +90,11 @@ pub fn array_type_oid(element: &SqlType) -> Option<u32> {
         SqlType::Vector(_) => super::VECTOR_ARRAY_OID,
         SqlType::Json => 199,
         SqlType::Jsonb => 3807,
-        SqlType::Object(_) | SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
-            return None
-        }
+        SqlType::Object(_)
+        | SqlType::Array(_)
+        | SqlType::Int2Vector
+        | SqlType::OidVector
+        | SqlType::Void => return None,
     })
 }
 

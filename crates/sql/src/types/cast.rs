@@ -24,6 +24,9 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         other => other.to_text(from).unwrap_or_default(),
     };
     Ok(match to {
+        // Only an untyped literal becomes void (through void_in); no type casts to it.
+        SqlType::Void if *from == SqlType::Unknown => Datum::Text(String::new()),
+        SqlType::Void => return Err(cannot_cast(from, to)),
         SqlType::Text | SqlType::Name | SqlType::Unknown => Datum::Text(as_text(&datum)),
         SqlType::Varchar(length) => Datum::Text(to_varchar(&as_text(&datum), *length, explicit)?),
         SqlType::Char(length) => Datum::Text(to_bpchar(&as_text(&datum), *length, explicit)?),

@@ -7,6 +7,7 @@
 //! `Float`, numeric is `Numeric`, character types are `Text` (char(n) stored padded).
 
 mod array;
+mod binary;
 mod cast;
 mod json;
 mod reg;
@@ -15,6 +16,7 @@ mod type_names;
 mod vector;
 
 pub use array::*;
+pub use binary::*;
 pub use cast::*;
 pub use json::*;
 pub use reg::*;
@@ -76,6 +78,9 @@ pub enum SqlType {
     Jsonb,
     /// An untyped literal or parameter whose type is not decided yet.
     Unknown,
+    /// The pseudo-type `void`: what a function called for its effect returns
+    /// (pg_advisory_unlock_all); its one value prints as the empty string.
+    Void,
 }
 
 /// Days from 1970-01-01 to PostgreSQL's epoch 2000-01-01.
@@ -101,6 +106,7 @@ impl SqlType {
             SqlType::Float4 => 700,
             SqlType::Float8 => 701,
             SqlType::Unknown => 705,
+            SqlType::Void => 2278,
             SqlType::Char(_) => 1042,
             SqlType::Varchar(_) => 1043,
             SqlType::Date => 1082,
@@ -229,6 +235,7 @@ impl SqlType {
             SqlType::Json => "json".into(),
             SqlType::Jsonb => "jsonb".into(),
             SqlType::Unknown => "unknown".into(),
+            SqlType::Void => "void".into(),
         }
     }
 
@@ -243,6 +250,7 @@ impl SqlType {
             SqlType::Float8 => "double precision",
             SqlType::Numeric { .. } => "numeric",
             SqlType::Text | SqlType::Unknown => "text",
+            SqlType::Void => "void",
             SqlType::Varchar(_) => "character varying",
             SqlType::Char(_) => "character",
             SqlType::Bytea => "bytea",
@@ -286,7 +294,8 @@ impl SqlType {
             | SqlType::Name
             | SqlType::Json
             | SqlType::Jsonb
-            | SqlType::Unknown => KeyKind::Text,
+            | SqlType::Unknown
+            | SqlType::Void => KeyKind::Text,
         }
     }
 

@@ -353,6 +353,8 @@ pub fn to_varchar(text: &str, length: Option<u32>, explicit: bool) -> Result<Str
 /// Parses text into a value of `ty` (PostgreSQL's input functions).
 pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
     Ok(match ty {
+        // void_in ignores its input.
+        SqlType::Void => Datum::Text(String::new()),
         SqlType::Bool => Datum::Bool(parse_bool(text)?),
         SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid => {
             Datum::Int(parse_integer(text, ty)?)

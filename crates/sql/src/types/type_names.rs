@@ -141,6 +141,17 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 }
             }
         }
+        // PostgreSQL's own types that tierdb has no values for yet: a missing feature.
+        D::Uuid
+        | D::Interval { .. }
+        | D::Time(..)
+        | D::Bit(_)
+        | D::BitVarying(_)
+        | D::TsVector
+        | D::TsQuery => {
+            let name = data_type.to_string().to_lowercase();
+            return Err(SqlError::unsupported(format!("type {name} is not supported")));
+        }
         other => return Err(SqlError::new("42704", format!("type \"{other}\" is not supported"))),
     })
 }
@@ -204,6 +215,7 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (700, "float4", 4),
     (701, "float8", 8),
     (705, "unknown", -2),
+    (2278, "void", 4),
     (1042, "bpchar", -1),
     (1043, "varchar", -1),
     (1082, "date", 4),
@@ -229,7 +241,7 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (1185, "_timestamptz", -1),
     (1231, "_numeric", -1),
     // PostgreSQL's bit types are listed (drivers such as pgvector's register_vector look
-    // them up) but values of them are not supported yet: using one fails (42704).
+    // them up) but values of them are not supported yet: using one fails (0A000).
     (1560, "bit", -1),
     (1562, "varbit", -1),
     (114, "json", -1),
