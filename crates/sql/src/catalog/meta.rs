@@ -43,6 +43,17 @@ pub fn sequence_oid(table: u32, position: usize) -> Option<u32> {
     (table < TABLES_MAX).then_some(SEQUENCE_OID_BASE | (table << 11) | position)
 }
 
+/// The OID of the DEFAULT (pg_attrdef row) of the column at `position` of the table with
+/// OID `table`: numbered as `sequence_oid` in the range below it (2^30 up), which the
+/// catalog's counter would reach after 2^30 objects. None for a table whose OID is past
+/// 2^19.
+pub fn default_oid(table: u32, position: usize) -> Option<u32> {
+    const DEFAULT_OID_BASE: u32 = 1 << 30;
+    const TABLES_MAX: u32 = 1 << 19;
+    let position = u32::try_from(position).ok()?;
+    (table < TABLES_MAX).then_some(DEFAULT_OID_BASE | (table << 11) | position)
+}
+
 /// Each sequence of a table's columns: (the column's position, the column, the sequence).
 pub fn column_sequences(table: &TableMeta) -> impl Iterator<Item = (usize, &ColumnMeta, &str)> {
     table.columns.iter().enumerate().filter_map(|(position, column)| {

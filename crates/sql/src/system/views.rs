@@ -152,11 +152,13 @@ fn sequence_max(ty: &SqlType) -> i64 {
 
 /// A column's DEFAULT as PostgreSQL prints it: a serial or identity column's
 /// `nextval('t_id_seq')` with its regclass cast, `nextval('t_id_seq'::regclass)`.
-fn default_text(default: &str) -> Datum {
+fn default_text(default: &str, public_on_path: bool) -> Datum {
     match crate::catalog::sequence_of_default(default) {
         Some(sequence) => {
+            // As regclass prints the sequence: qualified when public is off the path.
+            let schema = if public_on_path { "" } else { "public." };
             let name = crate::plan::deparse::quote_identifier(sequence).replace('\'', "''");
-            Datum::Text(format!("nextval('{name}'::regclass)"))
+            Datum::Text(format!("nextval('{schema}{name}'::regclass)"))
         }
         None => text(default),
     }
@@ -299,27 +301,78 @@ fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> 
     relations
 }
 
-/// pg_depend's rows: (objid, objsubid, refobjid, refobjsubid, deptype), all pg_class
-/// entries. An index depends on each column it covers ('a', automatic); a column's
-/// sequence on its column ('a' for serial, 'i' internal for identity), which is how psql
-/// and Alembic find a sequence's owner.
-fn dependencies(
-    tables: &[std::sync::Arc<TableMeta>],
-) -> Vec<(u32, usize, u32, usize, &'static str)> {
+/// One pg_depend row: (classid, objid, objsubid) depends on (refclassid, refobjid,
+/// refobjsubid) with `kind`.
+struct Dependency {
+    object: (i64, i64, usize),
+    referenced: (i64, i64, usize),
+    kind: &'static str,
+}
+
+/// The catalogs pg_depend rows name.
+const PG_TYPE_OID: i64 = 1247;
+const PG_AM_OID: i64 = 2601;
+const PG_ATTRDEF_OID: i64 = 2604;
+const PG_NAMESPACE_OID: i64 = 2615;
+const PG_OPCLASS_OID: i64 = 2616;
+const PG_EXTENSION_OID: i64 = 3079;
+
+/// pg_depend's rows. An index depends on each column it covers ('a', automatic); a
+/// column's sequence on its column ('a' for serial, 'i' internal for identity), which is
+/// how psql and Alembic find a sequence's owner; the built-in vector extension's types,
+/// access method and operator classes are its members ('e'), which pg_dump does not dump
+/// one by one.
+fn dependencies(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Dependency> {
+    let relation = |oid: u32, sub: usize| (PG_CLASS_OID, i64::from(oid), sub);
     let mut rows = Vec::new();
     for table in tables {
         for index in &table.indexes {
-            rows.extend(
-                index.columns.iter().map(|&column| (index.oid, 0, table.oid, column + 1, "a")),
-            );
+            rows.extend(index.columns.iter().map(|&column| Dependency {
+                object: relation(index.oid, 0),
+                referenced: relation(table.oid, column + 1),
+                kind: "a",
+            }));
         }
         for (position, column, _) in crate::catalog::column_sequences(table) {
             if let Some(sequence) = crate::catalog::sequence_oid(table.oid, position) {
                 let kind = if column.identity.is_some() { "i" } else { "a" };
-                rows.push((sequence, 0, table.oid, position + 1, kind));
+                rows.push(Dependency {
+                    object: relation(sequence, 0),
+                    referenced: relation(table.oid, position + 1),
+                    kind,
+                });
+                // A serial's DEFAULT calls nextval of the sequence (pg_dump then sets the
+                // DEFAULT after it creates the sequence).
+                let default = crate::catalog::default_oid(table.oid, position);
+                if let (None, Some(default)) = (column.identity, default) {
+                    rows.push(Dependency {
+                        object: (PG_ATTRDEF_OID, i64::from(default), 0),
+                        referenced: relation(sequence, 0),
+                        kind: "n",
+                    });
+                }
+            }
+        }
+        for (position, column) in table.columns.iter().enumerate() {
+            let default = crate::catalog::default_oid(table.oid, position);
+            if let (Some(_), None, Some(default)) = (&column.default, column.identity, default) {
+                rows.push(Dependency {
+                    object: (PG_ATTRDEF_OID, i64::from(default), 0),
+                    referenced: relation(table.oid, position + 1),
+                    kind: "a",
+                });
             }
         }
     }
+    let extension = (PG_EXTENSION_OID, VECTOR_EXTENSION_OID, 0);
+    let member = |object| Dependency { object, referenced: extension, kind: "e" };
+    let vector_types = crate::types::BUILTIN_TYPES.iter().filter(|(_, name, _)| {
+        matches!(name.trim_start_matches('_'), "vector" | "halfvec" | "sparsevec")
+    });
+    rows.extend(vector_types.map(|&(type_oid, _, _)| member((PG_TYPE_OID, type_oid, 0))));
+    rows.push(member((PG_AM_OID, AM_HNSW, 0)));
+    let classes = OPERATOR_CLASSES.iter().filter(|class| class.1 == AM_HNSW);
+    rows.extend(classes.map(|class| member((PG_OPCLASS_OID, class.0, 0))));
     rows
 }
 
@@ -608,7 +661,8 @@ pub static VIEWS: &[SystemView] = &[
         relhasrules: Bool = Datum::Bool(false),
         // PostgreSQL sets it for a table with or referenced by a FOREIGN KEY (its triggers);
         // psql's `\d` then lists them with queries tierdb cannot answer yet (a set-returning
-        // pg_partition_ancestors, regclass output), so it stays false (design 017).
+        // pg_partition_ancestors), so it stays false (design 017). pg_dump reads a table's
+        // FOREIGN KEYs only when it is set: they are not in its dumps yet.
         relhastriggers: Bool = Datum::Bool(false),
         relrowsecurity: Bool = Datum::Bool(false),
         relforcerowsecurity: Bool = Datum::Bool(false),
@@ -768,11 +822,11 @@ pub static VIEWS: &[SystemView] = &[
         valuntil: TimestampTz = Datum::Null,
         useconfig: TextArray = Datum::Null,
     }),
-    view!(&["pg_attrdef"], |c| columns(&c.tables).filter(|(_, _, column)| column.default.is_some() && column.identity.is_none()), |(table, position, column)| {
-        oid: Oid = oid(0),
+    view!(&["pg_attrdef"], |c| columns(&c.tables).filter(|(_, _, column)| column.default.is_some() && column.identity.is_none()).map(|item| (item, c.session.public_on_path)), |((table, position, column), public_on_path)| {
+        oid: Oid = oid(crate::catalog::default_oid(table.oid, position).unwrap_or(0)),
         adrelid: Oid = oid(table.oid),
         adnum: Int2 = count(position + 1),
-        adbin: Text = column.default.as_deref().map_or(Datum::Null, default_text),
+        adbin: Text = column.default.as_deref().map_or(Datum::Null, |default| default_text(default, public_on_path)),
     }),
     // Constraints: primary keys, UNIQUE and CHECK constraints (unique indexes made by CREATE
     // UNIQUE INDEX are not constraints in PostgreSQL either).
@@ -865,16 +919,22 @@ pub static VIEWS: &[SystemView] = &[
         seqcache: Int8 = Datum::Int(1),
         seqcycle: Bool = Datum::Bool(false),
     }),
-    view!(&["pg_depend"], |c| dependencies(&c.tables), |(object, sub, referenced, referenced_sub, kind)| {
-        classid: Oid = oid(PG_CLASS_OID),
-        objid: Oid = oid(object),
-        objsubid: Int4 = count(sub),
-        refclassid: Oid = oid(PG_CLASS_OID),
-        refobjid: Oid = oid(referenced),
-        refobjsubid: Int4 = count(referenced_sub),
-        deptype: Text = text(kind),
+    view!(&["pg_depend"], |c| dependencies(&c.tables), |dependency| {
+        classid: Oid = oid(dependency.object.0),
+        objid: Oid = oid(dependency.object.1),
+        objsubid: Int4 = count(dependency.object.2),
+        refclassid: Oid = oid(dependency.referenced.0),
+        refobjid: Oid = oid(dependency.referenced.1),
+        refobjsubid: Int4 = count(dependency.referenced.2),
+        deptype: Text = text(dependency.kind),
     }),
-    view!(&["pg_description"], { objoid: Oid, classoid: Oid, objsubid: Int4, description: Text }),
+    // The public schema's comment, as initdb writes it (the other objects have none).
+    view!(&["pg_description"], |_c| [(NAMESPACE_PUBLIC, PG_NAMESPACE_OID, "standard public schema")], |(object, class, description)| {
+        objoid: Oid = oid(object),
+        classoid: Oid = oid(class),
+        objsubid: Int4 = Datum::Int(0),
+        description: Text = text(description),
+    }),
     view!(&["pg_tables"], |c| c.tables.iter().map(|table| (c.catalog, table)), |(catalog, table)| {
         schemaname: Name = text("public"),
         tablename: Name = text(&table.name),
@@ -899,7 +959,7 @@ pub static VIEWS: &[SystemView] = &[
         table_name: Text = text(&table.name),
         column_name: Text = text(&column.name),
         ordinal_position: Int4 = count(position + 1),
-        column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, default_text),
+        column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, |default| default_text(default, true)),
         is_nullable: Text = text(if column.nullable { "YES" } else { "NO" }),
         data_type: Text = information_data_type(&column.ty),
         character_maximum_length: Int4 = optional(length),
