@@ -94,15 +94,20 @@ impl Session {
     /// SET (SESSION) `name` = `value`, or to its default when `value` is None. In a block
     /// it also becomes what an earlier SET LOCAL of the name returns to at COMMIT.
     fn apply_session_setting(&mut self, name: &str, value: Option<&str>) -> Result<()> {
-        match value {
-            Some(value) => self.apply_setting(name, value)?,
-            None => self.reset_setting(name)?,
-        }
+        self.set_or_reset(name, value)?;
         let key = stored_name(name);
         if let Some(restored) = self.local_restore.get_mut(key) {
             *restored = self.settings.get(key).cloned();
         }
         Ok(())
+    }
+
+    /// SET `name` to `value`, or back to its default when `value` is None.
+    fn set_or_reset(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        match value {
+            Some(value) => self.apply_setting(name, value),
+            None => self.reset_setting(name),
+        }
     }
 
     /// SET LOCAL: until the open block ends. Outside a block the value is checked, then
@@ -117,10 +122,7 @@ impl Session {
         }
         let key = stored_name(name);
         let before = self.settings.get(key).cloned();
-        match value {
-            Some(value) => self.apply_setting(name, value)?,
-            None => self.reset_setting(name)?,
-        }
+        self.set_or_reset(name, value)?;
         self.local_restore.entry(key.to_string()).or_insert(before);
         Ok(())
     }
