@@ -20,6 +20,7 @@ mod namespace;
 mod on_conflict;
 mod operators;
 mod query;
+mod recursive;
 mod scope;
 mod select;
 mod set_functions;
@@ -78,7 +79,12 @@ pub struct Binder<'a> {
     outer: Vec<Scope>,
     /// Per subquery nesting level: whether it read an enclosing scope.
     correlated: Vec<bool>,
-    ctes: Vec<HashMap<String, (ast::Query, Vec<String>)>>,
+    /// The WITH lists in scope, innermost last (CTEs are bound again at each reference).
+    ctes: Vec<recursive::CteFrame>,
+    /// The CTEs whose bodies are being bound, innermost last (frame id, name).
+    ctes_in_progress: Vec<(usize, String)>,
+    /// The WITH RECURSIVE terms being bound, innermost last.
+    recursions: Vec<recursive::ActiveRecursion>,
     grouping: Option<Grouping>,
     /// The window calls of the select list being bound (None where they are not allowed).
     windows: Option<Vec<window::PendingWindow>>,
@@ -112,6 +118,8 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             correlated: Vec::new(),
             ctes: Vec::new(),
+            ctes_in_progress: Vec::new(),
+            recursions: Vec::new(),
             grouping: None,
             windows: None,
             set_calls: None,

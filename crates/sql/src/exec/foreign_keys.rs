@@ -384,6 +384,7 @@ fn run_internal(internal: &Internal, params: &[Datum], ctx: &mut Ctx<'_>) -> Res
         session: ctx.session,
         statement_time_micros: ctx.statement_time_micros,
         interrupt: ctx.interrupt,
+        work_tables: Default::default(),
     };
     let changed = |output: crate::output::Output| match output {
         crate::output::Output::Command { rows, .. } => rows > 0,

@@ -23,6 +23,7 @@ mod join;
 pub(crate) mod locking;
 mod objects;
 mod on_conflict;
+mod recursive;
 mod rows;
 mod scan;
 mod set_functions;
@@ -37,6 +38,7 @@ pub(crate) use eval::*;
 pub(crate) use foreign_keys::ReferentialEvents;
 pub(crate) use hash::*;
 pub(crate) use join::*;
+pub use recursive::WorkTables;
 pub(crate) use scan::*;
 pub(crate) use sort::*;
 
@@ -120,6 +122,8 @@ pub struct Ctx<'a> {
     pub statement_time_micros: i64,
     /// The statement's cancel flag and statement_timeout deadline (checked per batch).
     pub interrupt: Option<&'a tierdb_engine::WaitLimits>,
+    /// The working tables of the WITH RECURSIVE iterations running (`recursive.rs`).
+    pub work_tables: WorkTables,
 }
 
 impl<'a> Ctx<'a> {
@@ -299,6 +303,19 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         PlanKind::Union { inputs, all } => run_union(inputs, *all, plan.id, ctx, probe, sink),
         PlanKind::SetDifference { left, right, intersect, all } => {
             run_set_difference(left, right, *intersect, *all, plan.id, ctx, probe, sink)
+        }
+        PlanKind::RecursiveUnion { non_recursive, recursive, all, work_table } => {
+            let recursion = recursive::Recursion {
+                non_recursive,
+                recursive,
+                all: *all,
+                work_table: *work_table,
+                plan_id: plan.id,
+            };
+            recursive::run_recursive_union(&recursion, ctx, probe, sink)
+        }
+        PlanKind::WorkTableScan { work_table, .. } => {
+            recursive::work_table_scan(*work_table, ctx, sink)
         }
     }
 }

@@ -76,6 +76,7 @@ pub(crate) fn detached_ctx<'a>(
         session,
         statement_time_micros: time,
         interrupt: None,
+        work_tables: Default::default(),
     }
 }
 

@@ -133,7 +133,8 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
         PlanKind::OneRow
         | PlanKind::Values { .. }
         | PlanKind::SystemView { .. }
-        | PlanKind::Series { .. } => identity(plan.columns.len()),
+        | PlanKind::Series { .. }
+        | PlanKind::WorkTableScan { .. } => identity(plan.columns.len()),
         PlanKind::Scan { table, filter, emit_key, projection, .. } => {
             prune_scan(table, filter.as_ref(), *emit_key, projection, &needed)
         }
@@ -195,7 +196,9 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
         PlanKind::HashJoin { left, right, left_keys, right_keys, residual, .. } => {
             prune_hash_join((left, right), (left_keys, right_keys), residual.as_mut(), needed)
         }
-        PlanKind::IndexJoin { left, right, .. } | PlanKind::SetDifference { left, right, .. } => {
+        PlanKind::IndexJoin { left, right, .. }
+        | PlanKind::SetDifference { left, right, .. }
+        | PlanKind::RecursiveUnion { non_recursive: left, recursive: right, .. } => {
             let (left_width, right_width) = (left.arity(), right.arity());
             prune(left, Needed::all(left_width));
             prune(right, Needed::all(right_width));

@@ -226,6 +226,7 @@ impl Session {
             session: &info,
             statement_time_micros: types::now_micros(),
             interrupt: None,
+            work_tables: Default::default(),
         };
         let result = body(&mut ctx)?;
         drop(ctx);

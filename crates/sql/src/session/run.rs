@@ -109,7 +109,9 @@ impl Session {
             ast::Statement::Set(set) => self.set(set),
             ast::Statement::ShowVariable { variable } => self.show(variable),
             ast::Statement::Discard { .. } => Ok(Output::command(CommandTag::DiscardAll)),
-            ast::Statement::Deallocate { .. } => Ok(Output::command(CommandTag::Deallocate)),
+            ast::Statement::Deallocate { .. }
+            | ast::Statement::Prepare { .. }
+            | ast::Statement::Execute { .. } => self.named_statement_command(sql, sink),
             ast::Statement::CreateSchema { schema_name, if_not_exists, .. } => {
                 self.create_schema(schema_name, *if_not_exists)
             }
@@ -213,6 +215,7 @@ impl Session {
             session: &info,
             statement_time_micros: types::now_micros(),
             interrupt: Some(&limits),
+            work_tables: Default::default(),
         };
         let output = match bound {
             Bound::Query(plan) if sink.is_some() => {
