@@ -19,24 +19,12 @@ pub(crate) struct NamedStatement {
     prepared: Prepared,
     /// Made by SQL PREPARE (false: by the extended protocol's Parse).
     from_sql: bool,
-    /// When it was prepared (microseconds since 2000-01-01, pg_prepared_statements).
-    prepare_time_micros: i64,
 }
 
 /// The session's named prepared statements.
 #[derive(Default)]
 pub(crate) struct NamedStatements {
     statements: HashMap<String, NamedStatement>,
-}
-
-/// A pg_prepared_statements row: name, statement text, prepare time, parameter types and
-/// whether SQL made it.
-pub struct PreparedStatementRow {
-    pub name: String,
-    pub statement: String,
-    pub prepare_time_micros: i64,
-    pub parameter_types: Vec<SqlType>,
-    pub from_sql: bool,
 }
 
 fn does_not_exist(name: &str) -> SqlError {
@@ -108,11 +96,7 @@ impl Session {
         prepared.columns = bound_columns(&bound);
         prepared.parameter_types = parameters;
         prepared.bound = Some(Arc::new((self.catalog.version(), bound)));
-        let named = NamedStatement {
-            prepared,
-            from_sql: true,
-            prepare_time_micros: crate::types::now_micros(),
-        };
+        let named = NamedStatement { prepared, from_sql: true };
         self.named_statements.statements.insert(name, named);
         Ok(Output::command(CommandTag::Prepare))
     }
@@ -218,11 +202,7 @@ impl Session {
         if self.named_statements.statements.get(name).is_some_and(|named| named.from_sql) {
             return Err(already_exists(name));
         }
-        let named = NamedStatement {
-            prepared: prepared.clone(),
-            from_sql: false,
-            prepare_time_micros: crate::types::now_micros(),
-        };
+        let named = NamedStatement { prepared: prepared.clone(), from_sql: false };
         self.named_statements.statements.insert(name.to_string(), named);
         Ok(())
     }
@@ -234,23 +214,5 @@ impl Session {
         if from_protocol {
             self.named_statements.statements.remove(name);
         }
-    }
-
-    /// The rows of pg_prepared_statements.
-    pub fn prepared_statement_rows(&self) -> Vec<PreparedStatementRow> {
-        let mut rows: Vec<PreparedStatementRow> = self
-            .named_statements
-            .statements
-            .iter()
-            .map(|(name, named)| PreparedStatementRow {
-                name: name.clone(),
-                statement: named.prepared.sql.clone(),
-                prepare_time_micros: named.prepare_time_micros,
-                parameter_types: named.prepared.parameter_types.clone(),
-                from_sql: named.from_sql,
-            })
-            .collect();
-        rows.sort_by(|a, b| a.name.cmp(&b.name));
-        rows
     }
 }
