@@ -39,7 +39,8 @@ use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{FieldDescription, NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete,
+    TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::EmptyQueryResponse;
 use pgwire::messages::simplequery::Query;
@@ -565,6 +566,54 @@ impl ExtendedQueryHandler for Connection {
 
     fn query_parser(&self) -> Arc<Parser> {
         Arc::new(Parser { session: Arc::clone(&self.session) })
+    }
+
+    /// As pgwire's default, and a named statement joins the session's prepared statements
+    /// (SQL's EXECUTE and DEALLOCATE reach it; a name SQL's PREPARE took is 42P05), as
+    /// PostgreSQL keeps one namespace per session.
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.clone().unwrap_or_else(|| DEFAULT_NAME.to_owned());
+        let parser = self.query_parser();
+        match StoredStatement::parse(client, &message, parser).await? {
+            Some(statement) => {
+                let registered = self
+                    .session
+                    .lock()
+                    .register_protocol_statement(&name, &statement.statement.lock());
+                registered.map_err(user_error)?;
+                client.portal_store().put_statement(Arc::new(statement));
+            }
+            None => client.portal_store().put_empty_statement(&name),
+        }
+        client.send(PgWireBackendMessage::ParseComplete(ParseComplete::new())).await?;
+        Ok(())
+    }
+
+    /// As pgwire's default; a closed statement leaves the session's prepared statements.
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                client.portal_store().rm_statement(name);
+                self.session.lock().forget_protocol_statement(name);
+            }
+            TARGET_TYPE_BYTE_PORTAL => client.portal_store().rm_portal(name),
+            _ => {}
+        }
+        client.send(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
+        Ok(())
     }
 
     /// As pgwire's default, but BindComplete is queued (`feed`), not flushed: the client

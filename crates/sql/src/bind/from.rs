@@ -126,6 +126,10 @@ impl<'a> Binder<'a> {
                     ))
                 }
             };
+            if kind == JoinKind::Left {
+                let nullable = if right_outer { &plan } else { &right };
+                self.refuse_recursive_reference(nullable, "an outer join")?;
+            }
             let left_width = scope.columns.len();
             let combined = scope.concat(&right_scope);
             let mut conjuncts = Vec::new();
@@ -229,28 +233,13 @@ impl<'a> Binder<'a> {
                 let table_name = object_name(name)?;
                 let qualifier =
                     alias.as_ref().map_or_else(|| table_name.clone(), |alias| ident(&alias.name));
-                // The work table of the recursive CTE whose query is being bound.
+                // A CTE of an enclosing WITH.
                 if name.0.len() == 1 {
-                    if let Some(plan) = self.work_table_reference(&table_name) {
-                        let mut plan = plan?;
+                    if let Some(mut plan) = self.cte_reference(&table_name)? {
                         rename_columns(&mut plan, &alias_columns(alias.as_ref()));
                         let scope = Scope::from_plan(&plan, Some(&qualifier));
                         return Ok((plan, scope));
                     }
-                }
-                // A CTE of an enclosing WITH.
-                let cte = self.ctes.iter().rev().find_map(|frame| frame.get(&table_name).cloned());
-                if let (Some(cte), 1) = (cte, name.0.len()) {
-                    let recursive =
-                        if cte.recursive { self.recursive_cte(&table_name, &cte)? } else { None };
-                    let mut plan = match recursive {
-                        Some(plan) => plan,
-                        None => self.query(&cte.query)?,
-                    };
-                    rename_columns(&mut plan, &cte.columns);
-                    rename_columns(&mut plan, &alias_columns(alias.as_ref()));
-                    let scope = Scope::from_plan(&plan, Some(&qualifier));
-                    return Ok((plan, scope));
                 }
                 let table = match self.namespace.relation(name)? {
                     Relation::View(view) => {

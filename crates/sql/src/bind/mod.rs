@@ -79,9 +79,12 @@ pub struct Binder<'a> {
     outer: Vec<Scope>,
     /// Per subquery nesting level: whether it read an enclosing scope.
     correlated: Vec<bool>,
-    ctes: Vec<HashMap<String, recursive::CteDefinition>>,
-    /// The recursive CTEs whose queries are being bound, innermost last.
-    work_tables: Vec<recursive::WorkTableBinding>,
+    /// The WITH lists in scope, innermost last (CTEs are bound again at each reference).
+    ctes: Vec<recursive::CteFrame>,
+    /// The CTEs whose bodies are being bound, innermost last (frame id, name).
+    ctes_in_progress: Vec<(usize, String)>,
+    /// The WITH RECURSIVE terms being bound, innermost last.
+    recursions: Vec<recursive::ActiveRecursion>,
     grouping: Option<Grouping>,
     /// The window calls of the select list being bound (None where they are not allowed).
     windows: Option<Vec<window::PendingWindow>>,
@@ -115,7 +118,8 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             correlated: Vec::new(),
             ctes: Vec::new(),
-            work_tables: Vec::new(),
+            ctes_in_progress: Vec::new(),
+            recursions: Vec::new(),
             grouping: None,
             windows: None,
             set_calls: None,

@@ -5,18 +5,7 @@ use super::*;
 impl<'a> Binder<'a> {
     pub fn query(&mut self, query: &ast::Query) -> Result<Plan> {
         depth::check_stack_depth()?;
-        let mut frame = HashMap::new();
-        if let Some(with) = &query.with {
-            for cte in &with.cte_tables {
-                let columns = cte.alias.columns.iter().map(|column| ident(&column.name)).collect();
-                let definition = recursive::CteDefinition {
-                    query: (*cte.query).clone(),
-                    columns,
-                    recursive: with.recursive,
-                };
-                frame.insert(ident(&cte.alias.name), definition);
-            }
-        }
+        let frame = self.cte_frame(query.with.as_ref())?;
         self.ctes.push(frame);
         let outcome = self.query_body(query);
         self.ctes.pop();
@@ -129,6 +118,20 @@ impl<'a> Binder<'a> {
                 let left = self.cast_plan(left, &columns);
                 let right = self.cast_plan(right, &columns);
                 let all = matches!(set_quantifier, ast::SetQuantifier::All);
+                // Where a recursive term may not read its working table (parse_cte.c).
+                match op {
+                    ast::SetOperator::Except | ast::SetOperator::Minus => {
+                        self.refuse_recursive_reference(&right, "EXCEPT")?;
+                        if all {
+                            self.refuse_recursive_reference(&left, "EXCEPT")?;
+                        }
+                    }
+                    ast::SetOperator::Intersect if all => {
+                        self.refuse_recursive_reference(&left, "INTERSECT")?;
+                        self.refuse_recursive_reference(&right, "INTERSECT")?;
+                    }
+                    _ => {}
+                }
                 match op {
                     ast::SetOperator::Union => {
                         Ok(self.plan(PlanKind::Union { inputs: vec![left, right], all }, columns))

@@ -1,171 +1,319 @@
-//! WITH RECURSIVE: a CTE whose query is `non-recursive term UNION [ALL] recursive term`
-//! and whose recursive term reads the CTE itself becomes a RecursiveUnion over a work
-//! table (exec/recursive.rs); a CTE of a WITH RECURSIVE that does not read itself is an
-//! ordinary CTE. PostgreSQL's checks and messages (42P19, 42804, 0A000) apply.
+//! WITH lists: CTEs bound again at each reference (so a CTE is inlined), and WITH
+//! RECURSIVE's self-referencing CTEs bound as a Recursive Union (`plan::PlanKind::
+//! RecursiveUnion`) whose recursive term reads the working table (`WorkTableScan`).
+//!
+//! PostgreSQL's rules, checked as its parse_cte.c does: a recursive CTE has the form
+//! `non-recursive-term UNION [ALL] recursive-term` (42P19); its name may appear once
+//! (42P19), in the recursive term only, not within a subquery in an expression, the
+//! nullable side of an outer join, EXCEPT (its right side; either side of EXCEPT ALL) or
+//! INTERSECT ALL, nor under an aggregate (42P19); ORDER BY, LIMIT, OFFSET and FOR UPDATE on
+//! the CTE's query are 0A000; the columns' types come from the non-recursive term and the
+//! union of both terms must keep them (42804); two CTEs referring to each other are 0A000.
+
+use std::ops::ControlFlow;
 
 use super::*;
 
-/// A CTE of a WITH clause; its query is bound where the CTE is referenced.
-#[derive(Clone)]
+/// One WITH list.
+pub(crate) struct CteFrame {
+    /// Unique in the statement: names the frame in `ActiveRecursion` and
+    /// `Binder::ctes_in_progress`.
+    id: usize,
+    /// WITH RECURSIVE: a CTE may refer to itself and to any CTE of the list.
+    recursive: bool,
+    definitions: HashMap<String, Arc<CteDefinition>>,
+}
+
 pub(crate) struct CteDefinition {
-    pub query: ast::Query,
-    /// The column names of `name (a, b) AS (...)`.
-    pub columns: Vec<String>,
-    /// Declared under WITH RECURSIVE: it may read itself.
-    pub recursive: bool,
+    query: ast::Query,
+    /// The column list after the name (may be empty).
+    columns: Vec<String>,
+    /// Its query names it (in a WITH RECURSIVE list this makes it recursive).
+    self_referencing: bool,
 }
 
-/// What a reference to a recursive CTE's own name means while its query is bound.
-#[derive(Clone)]
-enum SelfReference {
-    /// Inside the non-recursive term: an error.
-    NonRecursiveTerm,
-    /// The query is not a UNION: an error.
-    NotUnion,
-    /// Inside the recursive term at subquery level `level`: the work table.
-    RecursiveTerm { work_table: usize, columns: Vec<OutputColumn>, level: usize },
-}
-
-/// A recursive CTE whose query is being bound.
-#[derive(Clone)]
-pub(crate) struct WorkTableBinding {
+/// A recursive CTE whose terms are being bound.
+pub(crate) struct ActiveRecursion {
+    frame: usize,
     name: String,
-    state: SelfReference,
-    /// The recursive term read the CTE.
-    referenced: bool,
+    /// False while the non-recursive term is bound.
+    recursive_term: bool,
+    /// `Binder::outer`'s depth at the recursive term: deeper is within a subquery.
+    outer_depth: usize,
+    columns: Vec<OutputColumn>,
+    work_table: usize,
 }
 
-fn recursion_error(message: String) -> SqlError {
+fn invalid_recursion(message: String) -> SqlError {
     SqlError::new("42P19", message)
 }
 
-impl Binder<'_> {
-    /// A FROM reference to `name` inside the query of the recursive CTE of that name: its
-    /// work table (None: no recursive CTE of that name is being bound).
-    pub(crate) fn work_table_reference(&mut self, name: &str) -> Option<Result<Plan>> {
-        let level = self.correlated.len();
-        let binding = self.work_tables.iter_mut().rev().find(|binding| binding.name == name)?;
-        let (work_table, columns) = match &binding.state {
-            SelfReference::NonRecursiveTerm => {
-                return Some(Err(recursion_error(format!(
-                    "recursive reference to query \"{name}\" must not appear within its non-recursive term"
-                ))))
-            }
-            SelfReference::NotUnion => {
-                return Some(Err(recursion_error(format!(
-                    "recursive query \"{name}\" does not have the form non-recursive-term UNION [ALL] recursive-term"
-                ))))
-            }
-            SelfReference::RecursiveTerm { level: bound_level, .. } if *bound_level != level => {
-                return Some(Err(recursion_error(format!(
-                    "recursive reference to query \"{name}\" must not appear within a subquery"
-                ))))
-            }
-            SelfReference::RecursiveTerm { work_table, columns, .. } => {
-                (*work_table, columns.clone())
-            }
-        };
-        if binding.referenced {
-            return Some(Err(recursion_error(format!(
-                "recursive reference to query \"{name}\" must not appear more than once"
-            ))));
+fn mutual_recursion() -> SqlError {
+    SqlError::unsupported("mutual recursion between WITH items is not implemented")
+}
+
+/// Whether `query` names `name` as a relation anywhere (subqueries included).
+fn names_relation(query: &ast::Query, name: &str) -> bool {
+    let found = ast::visit_relations(query, |relation| {
+        if relation.0.len() == 1 && object_name(relation).is_ok_and(|other| other == name) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
         }
-        binding.referenced = true;
-        Some(Ok(self.plan(PlanKind::WorkTable { work_table }, columns)))
+    });
+    found.is_break()
+}
+
+/// How many `WorkTableScan`s of `work_table` `plan` holds (expression subqueries aside:
+/// a reference there is refused when it is bound).
+fn work_table_scans(plan: &Plan, work_table: usize) -> usize {
+    let own = usize::from(matches!(
+        plan.kind,
+        PlanKind::WorkTableScan { work_table: scanned, .. } if scanned == work_table
+    ));
+    own + plan.inputs().into_iter().map(|input| work_table_scans(input, work_table)).sum::<usize>()
+}
+
+impl Binder<'_> {
+    /// The frame of a query's WITH list (an empty one without WITH).
+    pub(crate) fn cte_frame(&mut self, with: Option<&ast::With>) -> Result<CteFrame> {
+        let mut frame = CteFrame { id: self.id(), recursive: false, definitions: HashMap::new() };
+        let Some(with) = with else {
+            return Ok(frame);
+        };
+        frame.recursive = with.recursive;
+        for cte in &with.cte_tables {
+            let name = ident(&cte.alias.name);
+            let definition = CteDefinition {
+                query: (*cte.query).clone(),
+                columns: cte.alias.columns.iter().map(|column| ident(&column.name)).collect(),
+                self_referencing: with.recursive && names_relation(&cte.query, &name),
+            };
+            if frame.definitions.insert(name.clone(), Arc::new(definition)).is_some() {
+                return Err(SqlError::new(
+                    "42712",
+                    format!("WITH query name \"{name}\" specified more than once"),
+                ));
+            }
+        }
+        Ok(frame)
     }
 
-    /// Binds the CTE `name` declared under WITH RECURSIVE: a RecursiveUnion when its
-    /// recursive term reads it, None when it does not read itself (an ordinary CTE).
-    pub(crate) fn recursive_cte(
-        &mut self,
-        name: &str,
-        cte: &CteDefinition,
-    ) -> Result<Option<Plan>> {
-        let ast::SetExpr::SetOperation { left, op: ast::SetOperator::Union, set_quantifier, right } =
-            cte.query.body.as_ref()
+    /// The plan of a reference to the CTE `name`, or None when no CTE in scope has that
+    /// name (it names a table).
+    pub(crate) fn cte_reference(&mut self, name: &str) -> Result<Option<Plan>> {
+        let Some(position) =
+            self.ctes.iter().rposition(|frame| frame.definitions.contains_key(name))
         else {
-            self.with_self_reference(name, SelfReference::NotUnion, |binder| {
-                binder.query(&cte.query)
-            })?;
             return Ok(None);
         };
-        let (base, _) =
-            self.with_self_reference(name, SelfReference::NonRecursiveTerm, |binder| {
-                binder.set_expr(left)
-            })?;
-        let mut columns = base.columns.clone();
+        let frame = &self.ctes[position];
+        let (frame_id, with_recursive) = (frame.id, frame.recursive);
+        let definition = Arc::clone(&frame.definitions[name]);
+        let recursion = self
+            .recursions
+            .iter()
+            .rev()
+            .find(|recursion| recursion.frame == frame_id && recursion.name == name);
+        if let Some(recursion) = recursion {
+            if !recursion.recursive_term {
+                return Err(invalid_recursion(format!(
+                    "recursive reference to query \"{name}\" must not appear within its non-recursive term"
+                )));
+            }
+            if self.ctes_in_progress.last().is_none_or(|(id, cte)| *id != frame_id || cte != name) {
+                return Err(mutual_recursion());
+            }
+            if self.outer.len() > recursion.outer_depth {
+                return Err(invalid_recursion(format!(
+                    "recursive reference to query \"{name}\" must not appear within a subquery"
+                )));
+            }
+            let kind =
+                PlanKind::WorkTableScan { work_table: recursion.work_table, name: name.into() };
+            let columns = recursion.columns.clone();
+            return Ok(Some(self.plan(kind, columns)));
+        }
+        let in_progress =
+            self.ctes_in_progress.iter().any(|(id, cte)| *id == frame_id && cte == name);
+        if in_progress {
+            // A CTE cannot see itself outside WITH RECURSIVE: the name is a table's there.
+            return if with_recursive { Err(mutual_recursion()) } else { Ok(None) };
+        }
+        // The body sees the WITH lists around its definition, not those around the
+        // reference.
+        let inner_frames = self.ctes.split_off(position + 1);
+        self.ctes_in_progress.push((frame_id, name.to_string()));
+        let outcome = if definition.self_referencing {
+            self.recursive_cte(frame_id, name, &definition)
+        } else {
+            self.query(&definition.query)
+                .and_then(|plan| named_columns(plan, name, &definition.columns))
+        };
+        self.ctes_in_progress.pop();
+        self.ctes.extend(inner_frames);
+        outcome.map(Some)
+    }
+
+    /// A self-referencing CTE of WITH RECURSIVE: its Recursive Union.
+    fn recursive_cte(
+        &mut self,
+        frame: usize,
+        name: &str,
+        definition: &CteDefinition,
+    ) -> Result<Plan> {
+        let query = &definition.query;
+        let ast::SetExpr::SetOperation { left, op: ast::SetOperator::Union, set_quantifier, right } =
+            query.body.as_ref()
+        else {
+            return Err(invalid_recursion(format!(
+                "recursive query \"{name}\" does not have the form non-recursive-term UNION [ALL] recursive-term"
+            )));
+        };
+        let all = match set_quantifier {
+            ast::SetQuantifier::All => true,
+            ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+            other => return Err(SqlError::unsupported(format!("UNION {other} is not supported"))),
+        };
+        refuse_decoration(query)?;
+        let inner = self.cte_frame(query.with.as_ref())?;
+        self.ctes.push(inner);
+        let work_table = self.id();
+        self.recursions.push(ActiveRecursion {
+            frame,
+            name: name.to_string(),
+            recursive_term: false,
+            outer_depth: self.outer.len(),
+            columns: Vec::new(),
+            work_table,
+        });
+        let outcome = self.recursive_terms(name, definition, (left, right), all, work_table);
+        self.recursions.pop();
+        self.ctes.pop();
+        outcome
+    }
+
+    fn recursive_terms(
+        &mut self,
+        name: &str,
+        definition: &CteDefinition,
+        (left, right): (&ast::SetExpr, &ast::SetExpr),
+        all: bool,
+        work_table: usize,
+    ) -> Result<Plan> {
+        let non_recursive = self.set_expr(left)?;
+        let written_types: Vec<SqlType> =
+            non_recursive.columns.iter().map(|column| column.ty.clone()).collect();
+        let mut columns = non_recursive.columns.clone();
         for column in &mut columns {
             if column.ty == SqlType::Unknown {
                 column.ty = SqlType::Text;
             }
         }
-        let base = self.cast_plan(base, &columns);
-        let mut columns = base.columns.clone();
-        rename_columns_of(&mut columns, &cte.columns);
-        let work_table = self.id();
-        let state = SelfReference::RecursiveTerm {
-            work_table,
-            columns: columns.clone(),
-            level: self.correlated.len(),
-        };
-        let (step, referenced) =
-            self.with_self_reference(name, state, |binder| binder.set_expr(right))?;
-        if !referenced {
-            return Ok(None);
-        }
-        if cte.query.order_by.is_some() {
-            return Err(SqlError::unsupported("ORDER BY in a recursive query is not implemented"));
-        }
-        if cte.query.limit_clause.is_some() {
-            return Err(SqlError::unsupported("LIMIT in a recursive query is not implemented"));
-        }
-        if step.arity() != base.arity() {
+        let non_recursive = self.cast_plan(non_recursive, &columns);
+        let non_recursive = named_columns(non_recursive, name, &definition.columns)?;
+        let columns = non_recursive.columns.clone();
+        let recursion = self.recursions.last_mut().expect("pushed by recursive_cte");
+        recursion.recursive_term = true;
+        recursion.columns = columns.clone();
+        let recursive = self.set_expr(right)?;
+        if recursive.arity() != columns.len() {
             return Err(SqlError::syntax("each UNION query must have the same number of columns"));
         }
-        for (position, (column, other)) in columns.iter().zip(&step.columns).enumerate() {
-            let overall = SqlType::common(&column.ty, &other.ty);
-            if overall.as_ref() != Some(&column.ty) {
-                let overall = overall.unwrap_or_else(|| other.ty.clone());
+        for (index, (column, written)) in columns.iter().zip(&written_types).enumerate() {
+            let other = &recursive.columns[index].ty;
+            let overall = SqlType::common(written, other).ok_or_else(|| {
+                SqlError::datatype_mismatch(format!(
+                    "UNION types {} and {} cannot be matched",
+                    written.display_name(),
+                    other.display_name()
+                ))
+            })?;
+            if overall != column.ty {
                 return Err(SqlError::datatype_mismatch(format!(
                     "recursive query \"{name}\" column {} has type {} in non-recursive term but type {} overall",
-                    position + 1,
+                    index + 1,
                     column.ty.display_name(),
                     overall.display_name()
                 )));
             }
         }
-        let step = self.cast_plan(step, &columns);
-        let all = matches!(set_quantifier, ast::SetQuantifier::All);
+        if work_table_scans(&recursive, work_table) > 1 {
+            return Err(invalid_recursion(format!(
+                "recursive reference to query \"{name}\" must not appear more than once"
+            )));
+        }
+        let recursive = self.cast_plan(recursive, &columns);
         let kind = PlanKind::RecursiveUnion {
-            base: Box::new(base),
-            step: Box::new(step),
+            non_recursive: Box::new(non_recursive),
+            recursive: Box::new(recursive),
             all,
             work_table,
         };
-        Ok(Some(self.plan(kind, columns)))
+        Ok(self.plan(kind, columns))
     }
 
-    /// Runs `bind` with references to `name` meaning `state`; returns its result and
-    /// whether it referenced `name`.
-    fn with_self_reference<T>(
-        &mut self,
-        name: &str,
-        state: SelfReference,
-        bind: impl FnOnce(&mut Self) -> Result<T>,
-    ) -> Result<(T, bool)> {
-        self.work_tables.push(WorkTableBinding {
-            name: name.to_string(),
-            state,
-            referenced: false,
+    /// 42P19 when `plan` (a part of a recursive term where the working table may not be
+    /// read) reads the working table of a recursion being bound; `place` names the part.
+    pub(crate) fn refuse_recursive_reference(&self, plan: &Plan, place: &str) -> Result<()> {
+        for recursion in self.recursions.iter().filter(|recursion| recursion.recursive_term) {
+            if work_table_scans(plan, recursion.work_table) > 0 {
+                return Err(invalid_recursion(format!(
+                    "recursive reference to query \"{}\" must not appear within {place}",
+                    recursion.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// 42P19 when a SELECT whose FROM is `plan` aggregates over a working table.
+    pub(crate) fn refuse_recursive_aggregate(&self, plan: &Plan) -> Result<()> {
+        let reads_work_table = self.recursions.iter().any(|recursion| {
+            recursion.recursive_term && work_table_scans(plan, recursion.work_table) > 0
         });
-        let outcome = bind(self);
-        let binding = self.work_tables.pop().expect("pushed above");
-        Ok((outcome?, binding.referenced))
+        if reads_work_table {
+            return Err(invalid_recursion(
+                "aggregate functions are not allowed in a recursive query's recursive term".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
-fn rename_columns_of(columns: &mut [OutputColumn], names: &[String]) {
-    for (column, name) in columns.iter_mut().zip(names) {
-        column.name = name.clone();
+/// ORDER BY, LIMIT, OFFSET and FOR UPDATE on a recursive CTE's query (0A000, as PostgreSQL).
+fn refuse_decoration(query: &ast::Query) -> Result<()> {
+    let refuse = |what: &str| {
+        Err(SqlError::unsupported(format!("{what} in a recursive query is not implemented")))
+    };
+    if query.order_by.is_some() {
+        return refuse("ORDER BY");
     }
+    match &query.limit_clause {
+        Some(ast::LimitClause::LimitOffset { offset: Some(_), .. })
+        | Some(ast::LimitClause::OffsetCommaLimit { .. }) => return refuse("OFFSET"),
+        Some(ast::LimitClause::LimitOffset { limit: Some(_), .. }) => return refuse("LIMIT"),
+        _ => {}
+    }
+    if !query.locks.is_empty() {
+        return refuse("FOR UPDATE/SHARE");
+    }
+    Ok(())
+}
+
+/// `plan` with the CTE's column list as its column names (42P10 for a list longer than
+/// the query's columns).
+fn named_columns(mut plan: Plan, name: &str, columns: &[String]) -> Result<Plan> {
+    if columns.len() > plan.arity() {
+        return Err(SqlError::new(
+            "42P10",
+            format!(
+                "WITH query \"{name}\" has {} columns available but {} columns specified",
+                plan.arity(),
+                columns.len()
+            ),
+        ));
+    }
+    rename_columns(&mut plan, columns);
+    Ok(plan)
 }

@@ -76,7 +76,7 @@ impl<'a> Binder<'a> {
             return Err(crate::parse::limits::target_list_error());
         }
         if let Some(grouping) = grouping {
-            plan = self.aggregate_plan(plan, grouping, having);
+            plan = self.aggregate_plan(plan, grouping, having)?;
         }
         plan = self.windows_plan(plan, windows, &mut items, &mut sort_keys);
         plan = self.project_set_plan(plan, set_calls, &mut items, &mut sort_keys);
@@ -233,7 +233,10 @@ impl<'a> Binder<'a> {
         plan: Plan,
         grouping: Grouping,
         having: Option<Expr>,
-    ) -> Plan {
+    ) -> Result<Plan> {
+        if !grouping.aggregates.is_empty() {
+            self.refuse_recursive_aggregate(&plan)?;
+        }
         let groups: Vec<Expr> = grouping.keys.iter().map(|(_, expr, _)| expr.clone()).collect();
         let mut columns: Vec<OutputColumn> =
             grouping.keys.iter().map(|(name, _, ty)| computed_column(name, ty.clone())).collect();
@@ -242,10 +245,10 @@ impl<'a> Binder<'a> {
         columns.extend(aggregates.iter().map(|call| computed_column("agg", call.output.clone())));
         let plan =
             self.plan(PlanKind::Aggregate { input: Box::new(plan), groups, aggregates }, columns);
-        match having {
+        Ok(match having {
             Some(having) => self.filter(plan, having),
             None => plan,
-        }
+        })
     }
 
     /// Puts LockRows over the table scan of a SELECT with a locking clause.

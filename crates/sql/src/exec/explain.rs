@@ -76,7 +76,7 @@ fn title(plan: &Plan) -> String {
             }
         }
         PlanKind::RecursiveUnion { .. } => "Recursive Union".into(),
-        PlanKind::WorkTable { .. } => "WorkTable Scan".into(),
+        PlanKind::WorkTableScan { name, .. } => format!("WorkTable Scan on {name}"),
     }
 }
 
@@ -85,27 +85,6 @@ fn join_suffix(kind: JoinKind) -> &'static str {
         " Left Join"
     } else {
         ""
-    }
-}
-
-fn children(plan: &Plan) -> Vec<&Plan> {
-    match &plan.kind {
-        PlanKind::Filter { input, .. }
-        | PlanKind::LockRows { input, .. }
-        | PlanKind::Project { input, .. }
-        | PlanKind::ProjectSet { input, .. }
-        | PlanKind::Aggregate { input, .. }
-        | PlanKind::Window { input, .. }
-        | PlanKind::Sort { input, .. }
-        | PlanKind::Limit { input, .. }
-        | PlanKind::Distinct { input } => vec![input],
-        PlanKind::NestedLoopJoin { left, right, .. }
-        | PlanKind::HashJoin { left, right, .. }
-        | PlanKind::IndexJoin { left, right, .. }
-        | PlanKind::SetDifference { left, right, .. } => vec![left, right],
-        PlanKind::RecursiveUnion { base, step, .. } => vec![base, step],
-        PlanKind::Union { inputs, .. } => inputs.iter().collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -158,7 +137,7 @@ fn node(
         lines.push(line);
         detail(plan, &detail_indent, lines);
     }
-    for child in children(plan) {
+    for child in plan.inputs() {
         node(child, stats, buffers, depth + 1, lines);
     }
 }

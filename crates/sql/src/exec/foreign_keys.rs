@@ -378,13 +378,13 @@ fn run_internal(internal: &Internal, params: &[Datum], ctx: &mut Ctx<'_>) -> Res
         params,
         outer: Vec::new(),
         subquery_cache: HashMap::new(),
-        work_tables: HashMap::new(),
         stats: Vec::new(),
         analyze: false,
         budget: ctx.budget.clone(),
         session: ctx.session,
         statement_time_micros: ctx.statement_time_micros,
         interrupt: ctx.interrupt,
+        work_tables: Default::default(),
     };
     let changed = |output: crate::output::Output| match output {
         crate::output::Output::Command { rows, .. } => rows > 0,

@@ -137,7 +137,7 @@ pub(crate) fn run_hash<O: HashOp>(
 }
 
 /// `group_key` of a whole row, into `out` (cleared first).
-fn encode_row_key(row: &[Datum], out: &mut Vec<u8>) {
+pub(crate) fn encode_row_key(row: &[Datum], out: &mut Vec<u8>) {
     out.clear();
     for datum in row {
         datum.group_key(out);

@@ -38,6 +38,7 @@ pub(crate) use eval::*;
 pub(crate) use foreign_keys::ReferentialEvents;
 pub(crate) use hash::*;
 pub(crate) use join::*;
+pub use recursive::WorkTables;
 pub(crate) use scan::*;
 pub(crate) use sort::*;
 
@@ -114,8 +115,6 @@ pub struct Ctx<'a> {
     pub params: &'a [Datum],
     pub outer: Vec<Row>,
     pub subquery_cache: HashMap<usize, CachedSubquery>,
-    /// The rows of each running WITH RECURSIVE's previous round, by work table number.
-    pub work_tables: HashMap<usize, Vec<Row>>,
     pub stats: Vec<NodeStats>,
     pub analyze: bool,
     pub budget: MemoryBudget,
@@ -123,6 +122,8 @@ pub struct Ctx<'a> {
     pub statement_time_micros: i64,
     /// The statement's cancel flag and statement_timeout deadline (checked per batch).
     pub interrupt: Option<&'a tierdb_engine::WaitLimits>,
+    /// The working tables of the WITH RECURSIVE iterations running (`recursive.rs`).
+    pub work_tables: WorkTables,
 }
 
 impl<'a> Ctx<'a> {
@@ -303,12 +304,19 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         PlanKind::SetDifference { left, right, intersect, all } => {
             run_set_difference(left, right, *intersect, *all, plan.id, ctx, probe, sink)
         }
-        PlanKind::RecursiveUnion { base, step, all, work_table } => {
-            let union =
-                recursive::RecursiveUnion { base, step, all: *all, work_table: *work_table };
-            recursive::run_recursive_union(&union, ctx, probe, sink)
+        PlanKind::RecursiveUnion { non_recursive, recursive, all, work_table } => {
+            let recursion = recursive::Recursion {
+                non_recursive,
+                recursive,
+                all: *all,
+                work_table: *work_table,
+                plan_id: plan.id,
+            };
+            recursive::run_recursive_union(&recursion, ctx, probe, sink)
         }
-        PlanKind::WorkTable { work_table } => recursive::scan_work_table(*work_table, ctx, sink),
+        PlanKind::WorkTableScan { work_table, .. } => {
+            recursive::work_table_scan(*work_table, ctx, sink)
+        }
     }
 }
 

@@ -70,13 +70,13 @@ pub(crate) fn detached_ctx<'a>(
         params,
         outer: Vec::new(),
         subquery_cache: HashMap::new(),
-        work_tables: HashMap::new(),
         stats: Vec::new(),
         analyze: false,
         budget: budget.clone(),
         session,
         statement_time_micros: time,
         interrupt: None,
+        work_tables: Default::default(),
     }
 }
 

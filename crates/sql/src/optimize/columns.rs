@@ -134,7 +134,7 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
         | PlanKind::Values { .. }
         | PlanKind::SystemView { .. }
         | PlanKind::Series { .. }
-        | PlanKind::WorkTable { .. } => identity(plan.columns.len()),
+        | PlanKind::WorkTableScan { .. } => identity(plan.columns.len()),
         PlanKind::Scan { table, filter, emit_key, projection, .. } => {
             prune_scan(table, filter.as_ref(), *emit_key, projection, &needed)
         }
@@ -198,7 +198,7 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
         }
         PlanKind::IndexJoin { left, right, .. }
         | PlanKind::SetDifference { left, right, .. }
-        | PlanKind::RecursiveUnion { base: left, step: right, .. } => {
+        | PlanKind::RecursiveUnion { non_recursive: left, recursive: right, .. } => {
             let (left_width, right_width) = (left.arity(), right.arity());
             prune(left, Needed::all(left_width));
             prune(right, Needed::all(right_width));

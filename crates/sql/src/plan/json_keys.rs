@@ -32,26 +32,5 @@ pub(crate) fn refuse_json_keys(plan: &Plan) -> Result<()> {
             "could not identify an equality operator for type json",
         ));
     }
-    inputs(plan).into_iter().try_for_each(refuse_json_keys)
-}
-
-/// The plans `plan` reads rows from.
-fn inputs(plan: &Plan) -> Vec<&Plan> {
-    match &plan.kind {
-        PlanKind::Filter { input, .. }
-        | PlanKind::LockRows { input, .. }
-        | PlanKind::Project { input, .. }
-        | PlanKind::Aggregate { input, .. }
-        | PlanKind::Window { input, .. }
-        | PlanKind::Sort { input, .. }
-        | PlanKind::Limit { input, .. }
-        | PlanKind::Distinct { input } => vec![&**input],
-        PlanKind::NestedLoopJoin { left, right, .. }
-        | PlanKind::HashJoin { left, right, .. }
-        | PlanKind::IndexJoin { left, right, .. }
-        | PlanKind::SetDifference { left, right, .. } => vec![&**left, &**right],
-        PlanKind::RecursiveUnion { base, step, .. } => vec![&**base, &**step],
-        PlanKind::Union { inputs, .. } => inputs.iter().collect(),
-        _ => Vec::new(),
-    }
+    plan.inputs().into_iter().try_for_each(refuse_json_keys)
 }

@@ -570,19 +570,22 @@ pub enum PlanKind {
         intersect: bool,
         all: bool,
     },
-    /// A CTE of WITH RECURSIVE: `base` once, then `step` over the rows the previous round
-    /// added (its `WorkTable` scans), round after round until one adds no row; UNION
-    /// (`all` false) drops rows already produced (exec/recursive.rs).
+    /// WITH RECURSIVE's iteration (PostgreSQL's Recursive Union): the non-recursive term's
+    /// rows, then the recursive term run again and again over the rows the previous run
+    /// produced (the working table, read by `WorkTableScan`) until a run produces none.
+    /// Without ALL a row already produced is dropped.
     RecursiveUnion {
-        base: Box<Plan>,
-        step: Box<Plan>,
+        non_recursive: Box<Plan>,
+        recursive: Box<Plan>,
         all: bool,
-        /// The number its step's `WorkTable` scans name.
+        /// Names the working table its `WorkTableScan`s read.
         work_table: usize,
     },
-    /// The rows the previous round of RecursiveUnion `work_table` added.
-    WorkTable {
+    /// The working table of the enclosing `RecursiveUnion` with the same `work_table`.
+    WorkTableScan {
         work_table: usize,
+        /// The CTE's name (EXPLAIN).
+        name: String,
     },
 }
 
@@ -597,6 +600,35 @@ pub struct Plan {
 impl Plan {
     pub fn arity(&self) -> usize {
         self.columns.len()
+    }
+
+    /// The plans this one reads rows from (expression subqueries aside).
+    pub fn inputs(&self) -> Vec<&Plan> {
+        match &self.kind {
+            PlanKind::Filter { input, .. }
+            | PlanKind::LockRows { input, .. }
+            | PlanKind::Project { input, .. }
+            | PlanKind::ProjectSet { input, .. }
+            | PlanKind::Aggregate { input, .. }
+            | PlanKind::Window { input, .. }
+            | PlanKind::Sort { input, .. }
+            | PlanKind::Limit { input, .. }
+            | PlanKind::Distinct { input } => vec![&**input],
+            PlanKind::NestedLoopJoin { left, right, .. }
+            | PlanKind::HashJoin { left, right, .. }
+            | PlanKind::IndexJoin { left, right, .. }
+            | PlanKind::SetDifference { left, right, .. }
+            | PlanKind::RecursiveUnion { non_recursive: left, recursive: right, .. } => {
+                vec![&**left, &**right]
+            }
+            PlanKind::Union { inputs, .. } => inputs.iter().collect(),
+            PlanKind::OneRow
+            | PlanKind::Values { .. }
+            | PlanKind::Scan { .. }
+            | PlanKind::SystemView { .. }
+            | PlanKind::Series { .. }
+            | PlanKind::WorkTableScan { .. } => Vec::new(),
+        }
     }
 }
 

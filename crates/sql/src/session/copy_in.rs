@@ -263,13 +263,13 @@ impl Session {
             params: &[],
             outer: Vec::new(),
             subquery_cache: HashMap::new(),
-            work_tables: HashMap::new(),
             stats: Vec::new(),
             analyze: false,
             budget,
             session: &info,
             statement_time_micros: types::now_micros(),
             interrupt: None,
+            work_tables: Default::default(),
         };
         let result = body(&mut ctx)?;
         drop(ctx);

@@ -25,6 +25,7 @@ mod create_table_as;
 mod cursor_rows;
 mod cursors;
 mod foreign_keys;
+mod prepared_sql;
 pub use cursors::{Kept, KeptRows};
 mod ddl;
 mod parameters;
@@ -153,6 +154,8 @@ pub struct Session {
     copy_in: Option<copy_in::CopyIn>,
     /// The transaction's open cursors (session/cursors.rs); dropped when it ends.
     cursors: cursors::Cursors,
+    /// PREPARE's statements and the extended protocol's named ones (session/prepared_sql.rs).
+    named_statements: prepared_sql::NamedStatements,
     /// The session's temporary files, bounded by temp_file_limit.
     temp_usage: Arc<tierdb_storage::TempUsage>,
     /// The one-statement string `simple_result_is_small` parsed and bound last, kept for
@@ -223,6 +226,7 @@ impl Session {
             statistics,
             copy_in: None,
             cursors: cursors::Cursors::new(),
+            named_statements: prepared_sql::NamedStatements::default(),
             temp_usage: Arc::default(),
             checked_simple: None,
             implicit_block: false,

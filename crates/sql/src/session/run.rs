@@ -110,7 +110,9 @@ impl Session {
             ast::Statement::Set(set) => self.set(set),
             ast::Statement::ShowVariable { variable } => self.show(variable),
             ast::Statement::Discard { .. } => Ok(Output::command(CommandTag::DiscardAll)),
-            ast::Statement::Deallocate { .. } => Ok(Output::command(CommandTag::Deallocate)),
+            ast::Statement::Deallocate { .. }
+            | ast::Statement::Prepare { .. }
+            | ast::Statement::Execute { .. } => self.named_statement_command(sql, sink),
             // LISTEN is refused (0A000, below), so no session listens to any channel and
             // UNLISTEN, which connection pools send on release, has nothing to stop.
             ast::Statement::UNLISTEN { .. } => Ok(Output::command(CommandTag::Unlisten)),
@@ -211,13 +213,13 @@ impl Session {
             params,
             outer: Vec::new(),
             subquery_cache: HashMap::new(),
-            work_tables: HashMap::new(),
             stats: Vec::new(),
             analyze,
             budget,
             session: &info,
             statement_time_micros: types::now_micros(),
             interrupt: Some(&limits),
+            work_tables: Default::default(),
         };
         let output = match bound {
             Bound::Query(plan) if sink.is_some() => {
