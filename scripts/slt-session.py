@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Makes an .slt file from a session script (one statement a line, run in order in ONE PostgreSQL 15
 session), for records that need the statements before them (PREPARE then EXECUTE).
-Usage: slt-session.py SCRIPT.sql OUT.slt "# header comment"  (PostgreSQL on 127.0.0.1:55462)."""
-import subprocess, re, sys
+Usage: slt-session.py SCRIPT.sql OUT.slt "# header comment"  (PostgreSQL on 127.0.0.1, port $SLT_PG_PORT or 55462)."""
+import os, subprocess, re, sys
+port = os.environ.get("SLT_PG_PORT", "55462")
 stmts = [l.rstrip(';\n') for l in open(sys.argv[1]) if l.strip()]
 script = ""
 for i, s in enumerate(stmts):
     script += f"\\echo ===D{i}\n{s} \\gdesc\n\\echo ===R{i}\n{s};\n"
 script += "\\echo ===END\n"
 # Run once with stderr interleaved
-p = subprocess.run("psql -h 127.0.0.1 -p 55462 -U postgres -X -q -A -t -F '\t' -P null=NULL -f - 2>&1", shell=True, input=script, capture_output=True, text=True)
+p = subprocess.run(f"psql -h 127.0.0.1 -p {port} -U postgres -X -q -A -t -F '\t' -P null=NULL -f - 2>&1", shell=True, input=script, capture_output=True, text=True)
 text = p.stdout
 parts = re.split(r"===([DR])(\d+)\n|===END\n", text)
 # parts: [pre, kind, idx, body, kind, idx, body, ...]

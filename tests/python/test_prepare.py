@@ -54,3 +54,39 @@ def test_pg_dump_style_prepare_with_an_oid_parameter():
         )
         assert conn.execute("EXECUTE get_acls('6100')").fetchall() == [(6100, True)]
         conn.execute("DEALLOCATE get_acls")
+
+
+def _sqlstate(result):
+    return result.error_field(psycopg.pq.DiagnosticField.SQLSTATE)
+
+
+def test_deallocate_and_discard_all_end_protocol_statements():
+    """A statement Parse named is gone after DEALLOCATE or DISCARD ALL: Bind and Describe
+    are 26000 and Parse may take the name again; Parse of a name in use is 42P05."""
+    with _connect(autocommit=True) as conn:
+        pgconn = conn.pgconn
+        assert pgconn.prepare(b"proto_c", b"SELECT 1").status == psycopg.pq.ExecStatus.COMMAND_OK
+        assert _sqlstate(pgconn.prepare(b"proto_c", b"SELECT 2")) == b"42P05"
+        assert pgconn.exec_prepared(b"proto_c", []).get_value(0, 0) == b"1"
+        conn.execute("DEALLOCATE proto_c")
+        assert _sqlstate(pgconn.exec_prepared(b"proto_c", [])) == b"26000"
+        assert _sqlstate(pgconn.describe_prepared(b"proto_c")) == b"26000"
+        assert pgconn.prepare(b"proto_c", b"SELECT 3").status == psycopg.pq.ExecStatus.COMMAND_OK
+        assert pgconn.exec_prepared(b"proto_c", []).get_value(0, 0) == b"3"
+        conn.execute("SET work_mem = '1MB'")
+        conn.execute("DISCARD ALL")
+        assert _sqlstate(pgconn.exec_prepared(b"proto_c", [])) == b"26000"
+        assert conn.execute("SHOW work_mem").fetchone() == ("4MB",)
+        # The unnamed statement is replaced by each Parse, never 42P05.
+        for value in (b"4", b"5"):
+            assert pgconn.prepare(b"", b"SELECT " + value).status == psycopg.pq.ExecStatus.COMMAND_OK
+            assert pgconn.exec_prepared(b"", []).get_value(0, 0) == value
+
+
+def test_psycopg_prepares_again_after_discard_all():
+    # psycopg clears its cache when it sees DISCARD ALL's command tag, and prepares again.
+    with _connect(autocommit=True) as conn:
+        for _ in range(3):
+            assert conn.execute("SELECT %s::int + 1", (1,), prepare=True).fetchone() == (2,)
+        conn.execute("DISCARD ALL")
+        assert conn.execute("SELECT %s::int + 1", (2,), prepare=True).fetchone() == (3,)

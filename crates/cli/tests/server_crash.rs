@@ -301,3 +301,50 @@ async fn a_load_killed_midway_leaves_nothing_visible() {
     let total = client.query_one("SELECT count(*) FROM loaded", &[]).await.expect("count");
     assert_eq!(total.get::<_, i64>(0), 5000);
 }
+
+/// setval is durable when it returns, whatever nextval had reserved in memory: after
+/// SIGKILL the next value follows the one setval set (is_called true and false), and a value
+/// nextval handed out before a kill is never handed out again.
+#[tokio::test(flavor = "multi_thread")]
+async fn setval_survives_sigkill() {
+    let mut server = TestServer::start(&[]);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE numbered (id serial PRIMARY KEY, big bigserial);
+             INSERT INTO numbered DEFAULT VALUES; INSERT INTO numbered DEFAULT VALUES;",
+        )
+        .await
+        .expect("setup");
+    let value = |row: tokio_postgres::Row| row.get::<_, i64>(0);
+    let set: i64 = value(
+        client.query_one("SELECT setval('numbered_id_seq', 1000)", &[]).await.expect("setval"),
+    );
+    assert_eq!(set, 1000);
+    client
+        .query_one("SELECT setval('numbered_big_seq', 9223372036854775806, false)", &[])
+        .await
+        .expect("setval is_called false");
+    let data_dir = server.kill();
+    drop(client);
+    server = TestServer::start_in(data_dir, &[]);
+    let client = server.connect().await;
+    let next = |sql: &'static str| {
+        let client = &client;
+        async move { value(client.query_one(sql, &[]).await.expect(sql)) }
+    };
+    assert_eq!(next("SELECT nextval('numbered_id_seq')").await, 1001);
+    assert_eq!(next("SELECT nextval('numbered_big_seq')").await, 9223372036854775806);
+    assert_eq!(next("SELECT nextval('numbered_big_seq')").await, i64::MAX);
+    let past_maximum = client.query_one("SELECT nextval('numbered_big_seq')", &[]).await;
+    let error = past_maximum.expect_err("past the maximum");
+    assert_eq!(error.code().map(|code| code.code()), Some("2200H"));
+    let handed_out = next("SELECT nextval('numbered_id_seq')").await;
+    let data_dir = server.kill();
+    drop(client);
+    server = TestServer::start_in(data_dir, &[]);
+    let client = server.connect().await;
+    let after: i64 =
+        value(client.query_one("SELECT nextval('numbered_id_seq')", &[]).await.expect("nextval"));
+    assert!(after > handed_out, "{after} repeats a value at or below {handed_out}");
+}

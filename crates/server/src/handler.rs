@@ -582,10 +582,12 @@ impl ExtendedQueryHandler for Connection {
         let parser = self.query_parser();
         match StoredStatement::parse(client, &message, parser).await? {
             Some(statement) => {
+                // The unnamed statement is not in the namespace: each Parse replaces it.
+                let named = message.name.as_deref().unwrap_or_default();
                 let registered = self
                     .session
                     .lock()
-                    .register_protocol_statement(&name, &statement.statement.lock());
+                    .register_protocol_statement(named, &statement.statement.lock());
                 registered.map_err(user_error)?;
                 client.portal_store().put_statement(Arc::new(statement));
             }
@@ -627,6 +629,7 @@ impl ExtendedQueryHandler for Connection {
     {
         let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        self.check_statement_exists(client, message.statement_name.as_deref())?;
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(statement)) => {
                 check_bind(&message, statement_name, &statement.statement.lock())?;
@@ -661,6 +664,7 @@ impl ExtendedQueryHandler for Connection {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         match message.target_type {
             TARGET_TYPE_BYTE_STATEMENT => {
+                self.check_statement_exists(client, message.name.as_deref())?;
                 let response = match client.portal_store().get_statement(name) {
                     Some(Entry::Value(statement)) => {
                         self.do_describe_statement(client, &statement).await?
@@ -988,6 +992,24 @@ impl StartupHandler for Connection {
 }
 
 impl Connection {
+    /// A named statement DEALLOCATE or DISCARD ALL ended is gone, as in PostgreSQL (26000),
+    /// though pgwire's store still holds it: it is dropped there too.
+    fn check_statement_exists<C>(&self, client: &mut C, name: Option<&str>) -> PgWireResult<()>
+    where
+        C: ClientPortalStore,
+        C::PortalStore: PortalStore<Statement = Statement>,
+    {
+        let Some(name) = name.filter(|name| !name.is_empty()) else { return Ok(()) };
+        if self.session.lock().has_named_statement(name) {
+            return Ok(());
+        }
+        client.portal_store().rm_statement(name);
+        Err(user_error(SqlError::new(
+            "26000",
+            format!("prepared statement \"{name}\" does not exist"),
+        )))
+    }
+
     /// The startup packet's `options` (`-c name=value`, libpq's PGOPTIONS), applied to the
     /// session as the user named there; a bad one refuses the connection (FATAL), as in
     /// PostgreSQL.

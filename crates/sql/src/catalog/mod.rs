@@ -47,10 +47,14 @@ const SEQUENCE_BLOCK_VALUES: i64 = 64;
 /// First OID handed to user objects, as in PostgreSQL.
 const FIRST_USER_OID: i64 = 16_384;
 
+/// A sequence's values in memory: those after `handed_out` up to `last_reserved` may be
+/// handed out without a write (`handed_out <= last_reserved`, both inclusive, so that a
+/// sequence ending at i64::MAX needs no value past it).
 struct SequenceState {
-    next: i64,
-    /// Values below this are reserved durably.
-    reserved_end: i64,
+    /// The last value nextval returned.
+    handed_out: i64,
+    /// The last value of the block reserved durably.
+    last_reserved: i64,
 }
 
 /// The SQL catalog shared by every session.
@@ -248,7 +252,7 @@ impl Catalog {
 
     /// A fresh OID for a table or index.
     pub fn next_oid(&self) -> Result<u32> {
-        let value = self.nextval_raw("tierdb_oid", FIRST_USER_OID)?;
+        let value = self.nextval_raw("tierdb_oid", FIRST_USER_OID, i64::MAX)?;
         u32::try_from(value).map_err(|_| SqlError::new("54000", "oid space exhausted"))
     }
 
@@ -443,14 +447,34 @@ impl Catalog {
         Ok(())
     }
 
-    /// The next value of a sequence. Non-transactional, like PostgreSQL's nextval.
-    pub fn nextval(&self, name: &str) -> Result<i64> {
+    /// The next value of a sequence, at most `maximum` (2200H past it, the value not
+    /// used). Non-transactional, like PostgreSQL's nextval.
+    pub fn nextval(&self, name: &str, maximum: i64) -> Result<i64> {
         // tierdb_oid hands out the catalog's OIDs: not a sequence SQL may advance (past
         // u32 every CREATE would fail).
         if name == "tierdb_oid" || !self.sequence_exists(name)? {
             return Err(SqlError::new("42P01", format!("relation \"{name}\" does not exist")));
         }
-        self.nextval_raw(name, 1)
+        self.nextval_raw(name, 1, maximum)
+    }
+
+    /// setval(name, value, is_called): the next nextval returns `value` (is_called false)
+    /// or the value after it. Durable at once and non-transactional, as in PostgreSQL; the
+    /// caller checked the bounds.
+    pub fn setval(&self, name: &str, value: i64, is_called: bool) -> Result<()> {
+        // The last value handed out, as the reservation row records it (0: none yet).
+        let last_reserved = if is_called { value } else { value - 1 };
+        let mut sequences = self.sequences.lock();
+        let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
+        let key = [Value::Text(name.to_string())];
+        let mut replacement = Some(vec![key[0].clone(), Value::Int(last_reserved)]);
+        if !transaction.update(SEQUENCES_TABLE, &key, &mut |_| replacement.take())? {
+            return Err(SqlError::new("42P01", format!("relation \"{name}\" does not exist")));
+        }
+        transaction.commit()?;
+        // Every session's next nextval reserves a block from the new value.
+        sequences.remove(name);
+        Ok(())
     }
 
     /// The last value nextval returned from sequence `name` (pg_sequence_last_value): None
@@ -458,7 +482,7 @@ impl Catalog {
     /// up to it may have been handed out). 42P01 for no such sequence.
     pub fn sequence_last_value(&self, name: &str) -> Result<Option<i64>> {
         if let Some(state) = self.sequences.lock().get(name) {
-            return Ok(Some(state.next - 1));
+            return Ok(Some(state.handed_out));
         }
         let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
         let row = transaction.get(SEQUENCES_TABLE, &[Value::Text(name.to_string())])?;
@@ -481,43 +505,58 @@ impl Catalog {
         Ok(found)
     }
 
-    fn nextval_raw(&self, name: &str, first: i64) -> Result<i64> {
+    /// The value after the last one handed out, at least `first` and at most `maximum`
+    /// (2200H past it: nothing is handed out or reserved). Values are reserved durably in
+    /// blocks of `SEQUENCE_BLOCK_VALUES` before any of them is handed out, so that after a
+    /// crash nextval continues past every value it may have returned.
+    fn nextval_raw(&self, name: &str, first: i64, maximum: i64) -> Result<i64> {
         let mut sequences = self.sequences.lock();
         if let Some(state) = sequences.get_mut(name) {
-            if state.next < state.reserved_end {
-                state.next += 1;
-                return Ok(state.next - 1);
+            if state.handed_out >= maximum {
+                return Err(reached_maximum(name, maximum));
+            }
+            if state.handed_out < state.last_reserved {
+                state.handed_out += 1;
+                return Ok(state.handed_out);
             }
         }
-        // Reserve the next block durably before handing out any of it.
         let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
         let key = [Value::Text(name.to_string())];
-        let mut last_reserved = first - 1;
-        let mut reserve = |row: &Vec<Value>| {
-            if let Some(Value::Int(value)) = row.get(1) {
-                last_reserved = (*value).max(first - 1);
-            }
-            Some(vec![row[0].clone(), Value::Int(last_reserved + SEQUENCE_BLOCK_VALUES)])
+        let durable = match transaction.get(SEQUENCES_TABLE, &key)? {
+            Some(row) => match row.get(1) {
+                Some(Value::Int(value)) => Some(*value),
+                other => {
+                    return Err(SqlError::internal(format!("sequence {name} holds {other:?}")))
+                }
+            },
+            None => None,
         };
-        let updated = transaction.update(SEQUENCES_TABLE, &key, &mut reserve)?;
-        if !updated {
-            transaction.insert(
-                SEQUENCES_TABLE,
-                vec![key[0].clone(), Value::Int(first - 1 + SEQUENCE_BLOCK_VALUES)],
-            )?;
-            last_reserved = first - 1;
+        let handed_out = durable.unwrap_or(0).max(first - 1);
+        if handed_out >= maximum {
+            return Err(reached_maximum(name, maximum));
+        }
+        let last_reserved = handed_out.saturating_add(SEQUENCE_BLOCK_VALUES).min(maximum);
+        let row = vec![key[0].clone(), Value::Int(last_reserved)];
+        if durable.is_some() {
+            let mut replacement = Some(row);
+            transaction.update(SEQUENCES_TABLE, &key, &mut |_| replacement.take())?;
+        } else {
+            transaction.insert(SEQUENCES_TABLE, row)?;
         }
         transaction.commit()?;
-        let start = last_reserved + 1;
-        sequences.insert(
-            name.to_string(),
-            SequenceState {
-                next: start + 1,
-                reserved_end: last_reserved + SEQUENCE_BLOCK_VALUES + 1,
-            },
-        );
-        Ok(start)
+        let value = handed_out + 1;
+        debug_assert!(value <= last_reserved && last_reserved <= maximum);
+        sequences.insert(name.to_string(), SequenceState { handed_out: value, last_reserved });
+        Ok(value)
     }
+}
+
+/// nextval's error past a sequence's maximum (PostgreSQL's 2200H).
+fn reached_maximum(name: &str, maximum: i64) -> SqlError {
+    SqlError::new(
+        "2200H",
+        format!("nextval: reached maximum value of sequence \"{name}\" ({maximum})"),
+    )
 }
 
 /// Inserts or replaces the row `name` of one of the text-keyed internal tables in

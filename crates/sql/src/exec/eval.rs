@@ -482,7 +482,10 @@ fn eval_like(
 fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
     let args = call.args.iter().map(|arg| eval(arg, row, ctx)).collect::<Result<Vec<Datum>>>()?;
     let catalog = ctx.session.catalog;
-    let nextval = |name: &str| catalog.nextval(name);
+    let session_info = ctx.session;
+    let sequence = |call: crate::functions::SequenceCall<'_>| {
+        super::sequences::sequence_call(call, session_info)
+    };
     let format_type = |oid: i64, typmod: i64| crate::system::format_type(oid, typmod);
     let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
     let constraint_definition =
@@ -510,7 +513,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         user: ctx.session.user,
         backend_pid: ctx.session.backend_pid,
         statement_time_micros: ctx.statement_time_micros,
-        nextval: &nextval,
+        sequence: &sequence,
         format_type: &format_type,
         index_definition: &index_definition,
         constraint_definition: &constraint_definition,

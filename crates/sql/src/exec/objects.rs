@@ -14,7 +14,7 @@ use crate::bind::{view_schema, SCHEMAS, SCHEMA_CATALOG, SCHEMA_PUBLIC};
 use crate::catalog::{column_sequences, sequence_oid};
 use crate::error::{Result, SqlError};
 use crate::plan::deparse::quote_identifier;
-use crate::system::SessionInfo;
+use crate::system::{SequenceRef, SessionInfo};
 use crate::types::{
     cannot_cast, type_oid_by_name, type_output_name, Datum, ObjectKind, ObjectReference, SqlType,
 };
@@ -213,7 +213,7 @@ fn invalid_name() -> SqlError {
 /// A dotted name split into identifiers as PostgreSQL's SplitIdentifierString does:
 /// unquoted parts folded to lower case, `"..."` parts kept with `""` as a quote,
 /// whitespace around parts skipped.
-fn name_parts(text: &str) -> Result<Vec<String>> {
+pub fn name_parts(text: &str) -> Result<Vec<String>> {
     let mut parts = Vec::new();
     let mut chars = text.trim().chars().peekable();
     loop {
@@ -249,10 +249,19 @@ fn name_parts(text: &str) -> Result<Vec<String>> {
 /// pg_sequence_last_value(sequence): the last value nextval returned, None before the
 /// first call; 42809 for a relation that is not a sequence.
 pub fn sequence_last_value(oid: i64, session: &SessionInfo<'_>) -> Result<Option<i64>> {
+    let sequence = sequence_by_oid(oid, session)?;
+    session.catalog.sequence_last_value(&sequence.name)
+}
+
+/// The sequence with OID `oid`: 42809 for a relation that is not a sequence, 42P01 for
+/// no relation.
+pub fn sequence_by_oid(oid: i64, session: &SessionInfo<'_>) -> Result<SequenceRef> {
     for table in session.catalog.tables() {
-        for (position, _, sequence) in column_sequences(&table) {
-            if sequence_oid(table.oid, position).is_some_and(|found| i64::from(found) == oid) {
-                return session.catalog.sequence_last_value(sequence);
+        for (position, column, sequence) in column_sequences(&table) {
+            let found = sequence_oid(table.oid, position);
+            if let Some(found) = found.filter(|found| i64::from(*found) == oid) {
+                let ty = column.ty.clone();
+                return Ok(SequenceRef { oid: found, name: sequence.to_string(), ty });
             }
         }
     }
@@ -261,6 +270,16 @@ pub fn sequence_last_value(oid: i64, session: &SessionInfo<'_>) -> Result<Option
         Some(name) => SqlError::new("42809", format!("\"{name}\" is not a sequence")),
         None => SqlError::new("42P01", format!("could not open relation with OID {oid}")),
     })
+}
+
+/// The sequence `text` names, read as regclass reads a name (nextval('public."s"')):
+/// 42P01 for no such relation, 42809 for one that is not a sequence.
+pub fn sequence_by_name(text: &str, session: &SessionInfo<'_>) -> Result<SequenceRef> {
+    let parts = name_parts(text)?;
+    match relation_oid(&parts, session)? {
+        Some(oid) => sequence_by_oid(i64::from(oid), session),
+        None => Err(missing(ObjectKind::Class, text)),
+    }
 }
 
 /// `pg_get_serial_sequence(table, column)`: the sequence a serial or identity column takes

@@ -1,6 +1,7 @@
 //! Functions of the session, the clock, the catalog, and PostgreSQL's text arrays.
 
 use super::Call;
+use super::SequenceCall;
 use crate::error::{Result, SqlError};
 use crate::types::{self, Datum};
 
@@ -80,7 +81,22 @@ pub(super) fn backend_pid(call: Call<'_>) -> Result<Datum> {
 }
 
 pub(super) fn nextval(call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Int((call.context.nextval)(call.text(0))?))
+    Ok(Datum::Int((call.context.sequence)(SequenceCall::Next(call.text(0)))?))
+}
+
+pub(super) fn currval(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Int((call.context.sequence)(SequenceCall::Current(call.text(0)))?))
+}
+
+pub(super) fn lastval(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Int((call.context.sequence)(SequenceCall::Last)?))
+}
+
+/// setval(sequence, value [, is_called]): is_called defaults to true.
+pub(super) fn setval(call: Call<'_>) -> Result<Datum> {
+    let is_called = !matches!(call.args.get(2), Some(Datum::Bool(false)));
+    let set = SequenceCall::Set { name: call.text(0), value: call.int(1), is_called };
+    Ok(Datum::Int((call.context.sequence)(set)?))
 }
 
 /// current_setting(name [, missing_ok]): 42704 for a name that is not a parameter, NULL

@@ -132,6 +132,19 @@ impl Call<'_> {
     }
 }
 
+/// One call of the sequence functions.
+#[derive(Clone, Copy, Debug)]
+pub enum SequenceCall<'a> {
+    /// `nextval(name)`.
+    Next(&'a str),
+    /// `currval(name)`.
+    Current(&'a str),
+    /// `lastval()`.
+    Last,
+    /// `setval(name, value, is_called)`.
+    Set { name: &'a str, value: i64, is_called: bool },
+}
+
 /// Facts about the session that some functions report.
 /// set_config's effect on the session: (name, value or None to reset, is_local).
 pub type ChangeSetting<'a> = dyn Fn(&str, Option<&str>, bool) -> Result<String> + 'a;
@@ -141,7 +154,8 @@ pub struct FunctionContext<'a> {
     pub user: &'a str,
     pub backend_pid: i32,
     pub statement_time_micros: i64,
-    pub nextval: &'a dyn Fn(&str) -> Result<i64>,
+    /// nextval, currval, lastval and setval (exec/sequences.rs).
+    pub sequence: &'a dyn Fn(SequenceCall<'_>) -> Result<i64>,
     pub format_type: &'a dyn Fn(i64, i64) -> Option<String>,
     pub index_definition: &'a dyn Fn(i64) -> Option<String>,
     /// `pg_get_constraintdef(oid, pretty)`.

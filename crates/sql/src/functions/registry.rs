@@ -18,6 +18,24 @@ fn texts(name: &str, types: &[SqlType], output: SqlType) -> Result<Signature> {
     Ok(Signature { arguments: vec![Coercion::Explicit(TEXT); types.len()], output })
 }
 
+/// The sequence functions: a sequence named by text or regclass (its printed name, read
+/// again as regclass reads it), then `rest` as `mixed` takes them.
+fn sequence_arguments(
+    name: &str,
+    types: &[SqlType],
+    rest: &[Option<SqlType>],
+) -> Result<Signature> {
+    let (Some(first), Some(others)) = (types.first(), types.get(1..)) else {
+        return Err(no_function(name, types));
+    };
+    if !first.is_text() && *first != SqlType::Object(ObjectKind::Class) {
+        return Err(no_function(name, types));
+    }
+    let mut signature = mixed(name, others, rest, SqlType::Int8)?;
+    signature.arguments.insert(0, Coercion::Explicit(TEXT));
+    Ok(signature)
+}
+
 /// Arguments in `kinds` order: `Some(ty)` an implicit cast to `ty`, `None` text (as `texts`).
 fn mixed(
     name: &str,
@@ -666,9 +684,28 @@ pub static FUNCTIONS: &[Function] = &[
     function!(
         &["nextval"],
         1..=1,
-        |n, t| texts(n, t, SqlType::Int8),
+        |n, t| sequence_arguments(n, t, &[]),
         info::nextval,
         "'registry_example_id_seq'",
+        volatile
+    ),
+    // After nextval: the registry test calls them in order, and currval and lastval need
+    // a nextval of the session first.
+    function!(
+        &["currval"],
+        1..=1,
+        |n, t| sequence_arguments(n, t, &[]),
+        info::currval,
+        "'registry_example_id_seq'",
+        volatile
+    ),
+    function!(&["lastval"], 0..=0, |_, _| Ok(none(SqlType::Int8)), info::lastval, "", volatile),
+    function!(
+        &["setval"],
+        2..=3,
+        |n, t| sequence_arguments(n, t, &[Some(SqlType::Int8), Some(SqlType::Bool)]),
+        info::setval,
+        "'registry_example_id_seq', 5, true",
         volatile
     ),
     // Arrays (functions/array.rs).

@@ -4,6 +4,8 @@
 //! CHECKPOINT.
 //! Everything else goes to `sqlparser`.
 
+use sqlparser::ast;
+
 use super::tokens::{tokens, Token};
 use crate::error::{Result, SqlError};
 
@@ -28,6 +30,26 @@ pub struct CopyStatement {
     pub options: CopyOptions,
 }
 
+/// What DISCARD drops from the session (PostgreSQL's discard.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiscardTarget {
+    All,
+    Plans,
+    Sequences,
+    Temporary,
+}
+
+impl From<&ast::DiscardObject> for DiscardTarget {
+    fn from(object: &ast::DiscardObject) -> DiscardTarget {
+        match object {
+            ast::DiscardObject::ALL => DiscardTarget::All,
+            ast::DiscardObject::PLANS => DiscardTarget::Plans,
+            ast::DiscardObject::SEQUENCES => DiscardTarget::Sequences,
+            ast::DiscardObject::TEMP => DiscardTarget::Temporary,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum FrontStatement {
     Copy(CopyStatement),
@@ -41,7 +63,9 @@ pub enum FrontStatement {
     Reset {
         name: String,
     },
-    Discard,
+    /// DISCARD ALL | PLANS | SEQUENCES | TEMP[ORARY] (other forms go to the SQL parser,
+    /// whose syntax error is PostgreSQL's answer).
+    Discard(DiscardTarget),
     /// `CHECKPOINT`: every dirty page written and a checkpoint taken now.
     Checkpoint,
     /// DECLARE ... CURSOR, FETCH, MOVE, CLOSE (parse/cursor.rs).
@@ -90,7 +114,20 @@ pub fn parse(sql: &str) -> Result<Option<FrontStatement>> {
             let words = words(trimmed)?;
             Ok(Some(FrontStatement::Reset { name: words.get(1).cloned().unwrap_or_default() }))
         }
-        "discard" => Ok(Some(FrontStatement::Discard)),
+        "discard" => {
+            let words = words(trimmed)?;
+            let target = match (words.get(1).map(|word| word.to_ascii_lowercase()), words.len()) {
+                (Some(word), 2) => match word.as_str() {
+                    "all" => DiscardTarget::All,
+                    "plans" => DiscardTarget::Plans,
+                    "sequences" => DiscardTarget::Sequences,
+                    "temp" | "temporary" => DiscardTarget::Temporary,
+                    _ => return Ok(None),
+                },
+                _ => return Ok(None),
+            };
+            Ok(Some(FrontStatement::Discard(target)))
+        }
         "declare" | "fetch" | "move" | "close" => {
             Ok(super::cursor::parse(trimmed)?.map(FrontStatement::Cursor))
         }

@@ -250,10 +250,60 @@ impl Session {
     /// and converts to the column's type), as stored.
     pub(super) fn checked_default(&self, expr: &ast::Expr, ty: &SqlType) -> Result<String> {
         refuse_subquery_in_default(expr)?;
+        self.refuse_sequence_in_default(expr)?;
         let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
         let (bound, from) = binder.expr(expr, &bind::Scope::default(), Some(ty))?;
         bind::coerce(bound, &from, ty, false)?;
         Ok(expr.to_string())
+    }
+
+    /// A DEFAULT that calls nextval: its sequence is resolved now, as PostgreSQL resolves
+    /// the regclass constant (42P01 for none). The only sequences are those of serial and
+    /// identity columns, and a column's DEFAULT may not take another column's (0A000):
+    /// dropping that column's table would reset the sequence under this one.
+    fn refuse_sequence_in_default(&self, expr: &ast::Expr) -> Result<()> {
+        let mut named = Vec::new();
+        let _ = ast::visit_expressions(expr, |inner| {
+            if let ast::Expr::Function(function) = inner {
+                let is_nextval = function.name.0.last().is_some_and(|part| {
+                    part.as_ident().is_some_and(|part| part.value.eq_ignore_ascii_case("nextval"))
+                });
+                if is_nextval {
+                    named.push(sequence_argument(function));
+                }
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        // The first call decides: every outcome below refuses the DEFAULT.
+        if let Some(name) = named.into_iter().next() {
+            let Some(parts) = name else {
+                return Err(SqlError::unsupported(
+                    "a DEFAULT calling nextval() with a computed argument is not supported",
+                ));
+            };
+            let name = match parts.as_slice() {
+                [name] => name.clone(),
+                [schema, name] if schema == crate::bind::SCHEMA_PUBLIC => name.clone(),
+                [schema, _] if !crate::bind::SCHEMAS.contains(&schema.as_str()) => {
+                    return Err(SqlError::new(
+                        "3F000",
+                        format!("schema \"{schema}\" does not exist"),
+                    ));
+                }
+                // pg_catalog and information_schema have no sequences.
+                _ => return Err(SqlError::undefined_table(&parts.join("."))),
+            };
+            let exists = self.catalog.tables().iter().any(|table| {
+                crate::catalog::column_sequences(table).any(|(_, _, sequence)| sequence == name)
+            });
+            if !exists {
+                return Err(SqlError::undefined_table(&parts.join(".")));
+            }
+            return Err(SqlError::unsupported(format!(
+                "a DEFAULT taking values from the sequence \"{name}\" of another column is not supported"
+            )));
+        }
+        Ok(())
     }
 
     /// SET NOT NULL's check: no row the statement's transaction sees has a NULL there (its
@@ -327,4 +377,21 @@ fn unsupported_operation(operation: &ast::AlterTableOperation) -> String {
         }
     };
     format!("ALTER TABLE ... {name}")
+}
+
+/// The name parts of the sequence a `nextval('name')` or `nextval('name'::regclass)` call
+/// names, as regclass reads them; None for any other argument.
+fn sequence_argument(function: &ast::Function) -> Option<Vec<String>> {
+    let ast::FunctionArguments::List(list) = &function.args else { return None };
+    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(argument))] = list.args.as_slice()
+    else {
+        return None;
+    };
+    let literal = match argument {
+        ast::Expr::Cast { expr, .. } => expr.as_ref(),
+        other => other,
+    };
+    let ast::Expr::Value(value) = literal else { return None };
+    let ast::Value::SingleQuotedString(text) = &value.value else { return None };
+    crate::exec::name_parts(text).ok()
 }

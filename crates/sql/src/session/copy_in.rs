@@ -256,6 +256,8 @@ impl Session {
             referential_checks_off: false,
             settings: &settings_view,
             setting_changes: RefCell::default(),
+            sequence_values: &self.sequence_values,
+            sequence_refs: RefCell::default(),
         };
         let transaction = self.transaction.as_mut().expect("rows are written in a transaction");
         let mut ctx = Ctx {

@@ -393,8 +393,6 @@ fn table_indexes(
     indexes
 }
 
-/// PostgreSQL's 0A000 for a subquery in a column default (a default runs with the inserting
-/// role's privileges: a subquery would read tables that role cannot).
 /// PostgreSQL's index access methods (and pgvector's) other than btree and hnsw: refused by
 /// name.
 const UNSUPPORTED_ACCESS_METHODS: [&str; 6] = ["hash", "gist", "gin", "spgist", "brin", "ivfflat"];
@@ -438,6 +436,8 @@ fn refuse_index_clauses(create: &ast::CreateIndex) -> Result<()> {
     }
 }
 
+/// PostgreSQL's 0A000 for a subquery in a column default (a default runs with the inserting
+/// role's privileges: a subquery would read tables that role cannot).
 pub(super) fn refuse_subquery_in_default(expr: &ast::Expr) -> Result<()> {
     let mut found = false;
     let _ = ast::visit_expressions(expr, |inner| {

@@ -58,7 +58,9 @@ use crate::error::{Result, SqlError};
 use crate::exec::explain;
 use crate::exec::{self, run_delete, run_insert, run_update, Ctx, MemoryBudget, NodeStats};
 use crate::output::{CommandTag, Output, RowSink};
-use crate::parse::front::{self, CopyFormat, CopySource, CopyStatement, FrontStatement};
+use crate::parse::front::{
+    self, CopyFormat, CopySource, CopyStatement, DiscardTarget, FrontStatement,
+};
 use crate::parse::{parse_sql, split_statements, Statement};
 use crate::plan::{computed_column, DeletePlan, InsertPlan, OutputColumn, Plan, UpdatePlan};
 use crate::sizes::{parse_size_bytes, SizeSyntax};
@@ -156,6 +158,8 @@ pub struct Session {
     cursors: cursors::Cursors,
     /// PREPARE's statements and the extended protocol's named ones (session/prepared_sql.rs).
     named_statements: prepared_sql::NamedStatements,
+    /// currval's and lastval's values (exec/sequences.rs).
+    sequence_values: std::cell::RefCell<crate::system::SequenceValues>,
     /// The session's temporary files, bounded by temp_file_limit.
     temp_usage: Arc<tierdb_storage::TempUsage>,
     /// The one-statement string `simple_result_is_small` parsed and bound last, kept for
@@ -227,6 +231,7 @@ impl Session {
             copy_in: None,
             cursors: cursors::Cursors::new(),
             named_statements: prepared_sql::NamedStatements::default(),
+            sequence_values: Default::default(),
             temp_usage: Arc::default(),
             checked_simple: None,
             implicit_block: false,

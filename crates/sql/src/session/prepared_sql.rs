@@ -183,7 +183,7 @@ impl Session {
     /// `DEALLOCATE [PREPARE] name | ALL`.
     pub(crate) fn deallocate_sql(&mut self, name: &ast::Ident) -> Result<Output> {
         if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all") {
-            self.named_statements.statements.clear();
+            self.deallocate_all();
             return Ok(Output::command(CommandTag::DeallocateAll));
         }
         let name = ident(name);
@@ -193,13 +193,25 @@ impl Session {
         Ok(Output::command(CommandTag::Deallocate))
     }
 
+    /// Forgets every named statement (DEALLOCATE ALL, DISCARD ALL).
+    pub(crate) fn deallocate_all(&mut self) {
+        self.named_statements.statements.clear();
+    }
+
+    /// Whether the session has the named statement `name` (the unnamed one, "", always
+    /// counts). The server asks before it runs a protocol statement it still holds, since
+    /// DEALLOCATE and DISCARD ALL end them here.
+    pub fn has_named_statement(&self, name: &str) -> bool {
+        name.is_empty() || self.named_statements.statements.contains_key(name)
+    }
+
     /// Records a statement the extended protocol's Parse named (42P05 if the name is
-    /// taken by a statement SQL prepared).
+    /// taken, as PostgreSQL's Parse of a name in use).
     pub fn register_protocol_statement(&mut self, name: &str, prepared: &Prepared) -> Result<()> {
         if name.is_empty() {
             return Ok(());
         }
-        if self.named_statements.statements.get(name).is_some_and(|named| named.from_sql) {
+        if self.named_statements.statements.contains_key(name) {
             return Err(already_exists(name));
         }
         let named = NamedStatement { prepared: prepared.clone(), from_sql: false };

@@ -109,7 +109,7 @@ impl Session {
             ast::Statement::Lock(lock) => self.lock_tables(lock),
             ast::Statement::Set(set) => self.set(set),
             ast::Statement::ShowVariable { variable } => self.show(variable),
-            ast::Statement::Discard { .. } => Ok(Output::command(CommandTag::DiscardAll)),
+            ast::Statement::Discard { object_type } => self.discard(object_type.into()),
             ast::Statement::Deallocate { .. }
             | ast::Statement::Prepare { .. }
             | ast::Statement::Execute { .. } => self.named_statement_command(sql, sink),
@@ -203,6 +203,8 @@ impl Session {
             referential_checks_off: self.referential_checks_off,
             settings: &settings_view,
             setting_changes: RefCell::default(),
+            sequence_values: &self.sequence_values,
+            sequence_refs: RefCell::default(),
         };
         let budget = self.memory_budget();
         let limits = self.wait_limits();

@@ -26,10 +26,7 @@ impl Session {
                 self.reset_setting(name)?;
                 Ok(Output::command(CommandTag::Reset))
             }
-            FrontStatement::Discard => {
-                self.reset_setting("all")?;
-                Ok(Output::command(CommandTag::DiscardAll))
-            }
+            FrontStatement::Discard(target) => self.discard(*target),
             FrontStatement::Checkpoint => {
                 if !self.is_superuser() {
                     return Err(SqlError::new(
@@ -155,4 +152,36 @@ impl Session {
 /// `name` as a quoted identifier (a `"` inside doubled), read back exactly as written.
 fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+impl Session {
+    /// DISCARD (PostgreSQL's discard.c). ALL is CLOSE ALL, RESET ALL, DEALLOCATE ALL and
+    /// DISCARD SEQUENCES (UNLISTEN, advisory locks and temp tables hold nothing in tierdb),
+    /// refused inside a block (25001). PLANS has nothing to drop: a plan is bound again
+    /// whenever DDL moved the catalog, so no cached plan outlives what it read. TEMP has
+    /// nothing to drop either: CREATE TEMP TABLE is refused.
+    pub(crate) fn discard(&mut self, target: DiscardTarget) -> Result<Output> {
+        let tag = match target {
+            DiscardTarget::All => {
+                if self.state != BlockState::Idle {
+                    return Err(SqlError::new(
+                        "25001",
+                        "DISCARD ALL cannot run inside a transaction block",
+                    ));
+                }
+                self.cursors.clear();
+                self.reset_setting("all")?;
+                self.deallocate_all();
+                self.sequence_values.borrow_mut().clear();
+                CommandTag::DiscardAll
+            }
+            DiscardTarget::Plans => CommandTag::DiscardPlans,
+            DiscardTarget::Sequences => {
+                self.sequence_values.borrow_mut().clear();
+                CommandTag::DiscardSequences
+            }
+            DiscardTarget::Temporary => CommandTag::DiscardTemp,
+        };
+        Ok(Output::command(tag))
+    }
 }

@@ -32,9 +32,11 @@ macro_rules! view {
 
 mod catalog_views;
 mod describe;
+mod sequences;
 mod views;
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::catalog::{is_internal_table, Catalog, TableMeta};
@@ -42,6 +44,7 @@ use crate::error::Result;
 use crate::plan::{computed_column, OutputColumn};
 use crate::types::{Row, SqlType};
 pub(crate) use describe::*;
+pub use sequences::{SequenceRef, SequenceValues};
 pub use views::VIEWS;
 
 /// The first OID of the system views that are not PostgreSQL catalogs.
@@ -145,6 +148,10 @@ pub struct SessionInfo<'a> {
     /// an earlier one), applied to the session when the statement succeeds: a failed
     /// statement's transaction rolls its setting changes back in PostgreSQL too.
     pub setting_changes: RefCell<Vec<SettingChange>>,
+    /// The session's currval and lastval values (exec/sequences.rs).
+    pub sequence_values: &'a RefCell<SequenceValues>,
+    /// The sequences this statement's sequence calls named, by the name as written.
+    pub sequence_refs: RefCell<HashMap<String, SequenceRef>>,
 }
 
 /// The session's settings as a statement reads and checks them: implemented by the session
