@@ -79,12 +79,20 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
                 binder.plan(crate::plan::PlanKind::Values { rows }, columns)
             }
             _ => {
-                let plan = binder.query(query)?;
+                let plan = binder.insert_query(query)?;
                 if plan.arity() > targets.len() {
                     return Err(SqlError::syntax(
                         "INSERT has more expressions than target columns",
                     ));
                 }
+                // Untyped literals take their target column's type.
+                let mut columns = plan.columns.clone();
+                for (index, column) in columns.iter_mut().enumerate() {
+                    if column.ty == SqlType::Unknown {
+                        column.ty = table.columns[targets[index]].ty.clone();
+                    }
+                }
+                let plan = binder.cast_plan(plan, &columns);
                 for (index, column) in plan.columns.iter().enumerate() {
                     let target = &table.columns[targets[index]];
                     if !assignable(&column.ty, &target.ty) {

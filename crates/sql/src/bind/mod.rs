@@ -95,6 +95,11 @@ pub struct Binder<'a> {
     aggregate_arguments: bool,
     /// Binding a window call's arguments or window (calls cannot nest).
     in_window_call: bool,
+    /// The next SELECT bound leaves its untyped literal outputs (`'5'`, NULL) untyped, for
+    /// the statement around it to type: a set operation with its other side, INSERT with
+    /// its target columns (PostgreSQL's p_resolve_unknowns false). Taken by that SELECT, so
+    /// subqueries inside it resolve theirs to text as usual.
+    keep_unknown_outputs: bool,
     next_id: usize,
     /// The clause being bound where aggregates are not allowed ("WHERE", "JOIN conditions"),
     /// for PostgreSQL's error message.
@@ -125,6 +130,7 @@ impl<'a> Binder<'a> {
             set_calls: None,
             aggregate_arguments: false,
             in_window_call: false,
+            keep_unknown_outputs: false,
             next_id: 0,
             locking: None,
             clause: None,

@@ -95,8 +95,8 @@ impl<'a> Binder<'a> {
             ast::SetExpr::Query(query) => self.query(query),
             ast::SetExpr::Values(values) => self.values(values, None),
             ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
-                let left = self.set_expr(left)?;
-                let right = self.set_expr(right)?;
+                let left = self.set_operand(left)?;
+                let right = self.set_operand(right)?;
                 if left.arity() != right.arity() {
                     return Err(SqlError::syntax(
                         "each UNION query must have the same number of columns",
@@ -158,6 +158,38 @@ impl<'a> Binder<'a> {
             }
             _ => Err(SqlError::unsupported(format!("unsupported query: {body}"))),
         }
+    }
+
+    /// One side of a set operation: a SELECT there leaves its untyped literals untyped, so
+    /// that they take the other side's type (`SELECT 1 UNION SELECT NULL` is integer).
+    fn set_operand(&mut self, operand: &ast::SetExpr) -> Result<Plan> {
+        self.keep_unknown_outputs = match operand {
+            ast::SetExpr::Select(_) => true,
+            // A parenthesized SELECT, `SELECT 1 UNION (SELECT NULL)`; with its own ORDER BY
+            // or LIMIT it is a query whose outputs are resolved, as in PostgreSQL.
+            ast::SetExpr::Query(query) => {
+                matches!(query.body.as_ref(), ast::SetExpr::Select(_))
+                    && query.order_by.is_none()
+                    && query.limit_clause.is_none()
+                    && query.fetch.is_none()
+            }
+            _ => false,
+        };
+        let outcome = self.set_expr(operand);
+        self.keep_unknown_outputs = false;
+        outcome
+    }
+
+    /// INSERT's query: a plain SELECT leaves its untyped literals untyped, so that they take
+    /// the target columns' types (`INSERT INTO t (n) SELECT '5'`, `SELECT NULL`).
+    pub(crate) fn insert_query(&mut self, query: &ast::Query) -> Result<Plan> {
+        // An ORDER BY resolves the outputs it sorts by to text (PostgreSQL's
+        // transformSortClause); tierdb resolves them all then.
+        self.keep_unknown_outputs =
+            matches!(query.body.as_ref(), ast::SetExpr::Select(_)) && query.order_by.is_none();
+        let outcome = self.query(query);
+        self.keep_unknown_outputs = false;
+        outcome
     }
 
     /// Wraps `plan` in a projection casting its columns to `columns`' types if they differ.

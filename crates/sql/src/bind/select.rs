@@ -17,10 +17,11 @@ impl<'a> Binder<'a> {
             // The top-level SELECT ... INTO was made CREATE TABLE AS by the parser.
             return Err(SqlError::syntax("SELECT ... INTO is not allowed here"));
         }
+        let keep_unknown = std::mem::take(&mut self.keep_unknown_outputs);
         // Window calls belong to this SELECT's list only (not to WHERE, nor to an enclosing
         // query's list while a subquery is bound).
         let enclosing = (self.windows.take(), self.set_calls.take());
-        let outcome = self.select_with_windows(select, order_by);
+        let outcome = self.select_with_windows(select, order_by, keep_unknown);
         (self.windows, self.set_calls) = enclosing;
         outcome
     }
@@ -29,6 +30,7 @@ impl<'a> Binder<'a> {
         &mut self,
         select: &ast::Select,
         order_by: &[ast::OrderByExpr],
+        keep_unknown: bool,
     ) -> Result<Plan> {
         let locking = self.locking.take();
         if let Some(locking) = &locking {
@@ -100,13 +102,7 @@ impl<'a> Binder<'a> {
                 "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
             ));
         }
-        let mut output: Vec<OutputColumn> = Vec::new();
-        // Output types are the binder's (a folded literal keeps its type: NULL::integer).
-        for ((name, origin), ty) in names.iter().zip(&item_types) {
-            let (table_oid, attribute) = origin.unwrap_or((0, 0));
-            let ty = if *ty == SqlType::Unknown { SqlType::Text } else { ty.clone() };
-            output.push(OutputColumn { name: name.clone(), ty, table_oid, attribute });
-        }
+        let mut output = output_columns(&names, &item_types, keep_unknown && !distinct);
         for (_, ty) in &hidden {
             output.push(computed_column(HIDDEN_SORT_COLUMN, ty.clone()));
         }
@@ -564,4 +560,25 @@ pub(crate) fn contains_aggregate(expr: &ast::Expr) -> bool {
     let mut finder = Finder { depth: 0, found: false };
     let _ = ast::Visit::visit(expr, &mut finder);
     finder.found
+}
+
+/// A SELECT's output columns: the binder's types (a folded literal keeps its type:
+/// NULL::integer), an untyped literal's text unless `keep_unknown`.
+fn output_columns(
+    names: &[(String, Option<(u32, i16)>)],
+    types: &[SqlType],
+    keep_unknown: bool,
+) -> Vec<OutputColumn> {
+    names
+        .iter()
+        .zip(types)
+        .map(|((name, origin), ty)| {
+            let (table_oid, attribute) = origin.unwrap_or((0, 0));
+            let ty = match ty {
+                SqlType::Unknown if !keep_unknown => SqlType::Text,
+                other => other.clone(),
+            };
+            OutputColumn { name: name.clone(), ty, table_oid, attribute }
+        })
+        .collect()
 }
