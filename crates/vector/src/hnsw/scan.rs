@@ -116,6 +116,11 @@ impl LayerScan {
         (0..ef).map_while(|_| self.pending.pop().map(|Reverse(candidate)| candidate)).collect()
     }
 
+    /// The approximate distance of the nearest pending node.
+    fn nearest_pending(&self) -> Option<f64> {
+        self.pending.peek().map(|Reverse((distance, _))| distance.0)
+    }
+
     /// Nodes evaluated so far (what bounds a scan's memory).
     fn evaluated(&self) -> usize {
         self.visited.len()
@@ -196,6 +201,9 @@ pub struct ScanState {
     batches: u64,
     /// Strict order: the distance of the farthest entry returned so far.
     returned_distance_max: f64,
+    /// Strict order: re-ranked entries held back for the next batch, because a pending
+    /// node's approximate distance says a nearer entry may still come.
+    held: Vec<SearchResult>,
 }
 
 impl ScanState {
@@ -250,8 +258,30 @@ impl ScanState {
                 })
             })?);
         }
+        if self.options.iterative == IterativeScan::StrictOrder {
+            results.append(&mut self.held);
+        }
         results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+        if self.options.iterative == IterativeScan::StrictOrder {
+            self.hold_back(&mut results);
+        }
         Ok(results)
+    }
+
+    /// Strict order: the pending queue is ordered by approximate (code) distances, so a
+    /// re-ranked batch may end with entries farther than the next pending node, whose
+    /// exact distance may be smaller; strict order would then drop that node. Entries
+    /// beyond the next pending node's distance wait for the next batch (at least one entry
+    /// is returned, so the scan advances). pgvector's distances are exact and need none.
+    fn hold_back(&mut self, results: &mut Vec<SearchResult>) {
+        assert!(self.held.is_empty(), "held entries were merged into this batch");
+        let Some(next) = self.layer.as_ref().and_then(LayerScan::nearest_pending) else {
+            return;
+        };
+        let kept = results.partition_point(|result| result.distance <= next).max(1);
+        if kept < results.len() {
+            self.held = results.split_off(kept);
+        }
     }
 
     /// Nodes whose distance the scan has computed so far (what `max_scan_tuples` bounds).
@@ -266,7 +296,7 @@ impl ScanState {
         let keys: usize = self.cache.expanded.values().map(|result| result.key.len()).sum();
         layer.evaluated() * EVALUATED_NODE_BYTES
             + layer.frontier.len() * FRONTIER_CANDIDATE_BYTES
-            + self.cache.expanded.len() * EXPANDED_RESULT_BYTES
+            + (self.cache.expanded.len() + self.held.len()) * EXPANDED_RESULT_BYTES
             + keys
     }
 }
@@ -373,6 +403,7 @@ impl Hnsw {
             cache,
             batches: 0,
             returned_distance_max: f64::NEG_INFINITY,
+            held: Vec::new(),
         })
     }
 
