@@ -4,7 +4,13 @@ SIFT-like data set (128-d, clustered, non-negative). Loads and indexes each serv
 then alternates query passes between them (pass 1 on every server, then pass 2, ...), so
 that a busy machine slows both alike; QPS is the median pass. Prints one JSON line per
 server and ef_search. Usage: bench-vectors.py ROWS QUERIES PASSES NAME:PORT:USER...
-(see scripts/bench-vectors.sh). EF_SEARCH: the ef_search values (default "20 40 64 100")."""
+(see scripts/bench-vectors.sh). EF_SEARCH: the ef_search values (default "20 40 64 100").
+FILTERED=1: the filtered mode instead (issue 14, filtered search): columns f10 = id % 10 and
+f100 = id % 100 (independent of the vectors), queries `WHERE f10 = x` (10% of rows) and
+`WHERE f100 = x` (1%) `ORDER BY v <-> q LIMIT 10` with each ITERATIVE_SCAN (default
+"relaxed_order strict_order") at FILTER_EF_SEARCH (default 40) on both servers: recall@10
+against the exact filtered answer, the fraction of queries whose LIMIT was filled, median
+latency, QPS and the ratio of tierdb's QPS to pgvector's."""
 import json, os, statistics, sys, time
 
 import numpy as np
@@ -31,15 +37,19 @@ def text(vector):
     return "[" + ",".join(f"{value:g}" for value in vector) + "]"
 probe_texts = [text(probe) for probe in probes]
 
+filtered = os.environ.get("FILTERED") == "1"
+# Filtered mode: (column, modulus); a query's filter value is its position modulo it.
+FILTERS = [("f10", 10), ("f100", 100)]
+
 def load(name, port, user):
     connection = psycopg.connect(f"host=127.0.0.1 port={port} user={user} dbname={user}", autocommit=True)
     cursor = connection.cursor()
     cursor.execute("DROP TABLE IF EXISTS bench_vectors")
-    cursor.execute(f"CREATE TABLE bench_vectors (id integer PRIMARY KEY, v vector({dimensions}))")
+    cursor.execute(f"CREATE TABLE bench_vectors (id integer PRIMARY KEY, f10 integer, f100 integer, v vector({dimensions}))")
     start = time.perf_counter()
-    with cursor.copy("COPY bench_vectors (id, v) FROM STDIN") as copy:
+    with cursor.copy("COPY bench_vectors (id, f10, f100, v) FROM STDIN") as copy:
         for index, vector in enumerate(data):
-            copy.write_row((index, text(vector)))
+            copy.write_row((index, index % 10, index % 100, text(vector)))
     load_seconds = time.perf_counter() - start
     start = time.perf_counter()
     cursor.execute("CREATE INDEX bench_vectors_v ON bench_vectors USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 64)")
@@ -55,8 +65,74 @@ def query_pass(cursor):
         found += len(expected & {row[0] for row in cursor.fetchall()})
     return len(probe_texts) / (time.perf_counter() - start), found
 
+def filtered_truth(modulus):
+    """The exact 10 nearest rows with id % modulus == the query's position % modulus."""
+    ids = np.arange(rows)
+    found = []
+    for position, probe in enumerate(probes):
+        keep = ids[ids % modulus == position % modulus]
+        distances = ((data[keep] - probe) ** 2).sum(axis=1)
+        found.append(set(keep[np.argsort(distances, kind="stable")[:10]].tolist()))
+    return found
+
+def filtered_pass(cursor, column, modulus, expected):
+    """(QPS, neighbours found, queries with 10 rows, per-query seconds) over one pass."""
+    found, filled, latencies = 0, 0, []
+    sql = f"SELECT id FROM bench_vectors WHERE {column} = %s ORDER BY v <-> %s::vector LIMIT 10"
+    start = time.perf_counter()
+    for position, (probe_text, truth_ids) in enumerate(zip(probe_texts, expected)):
+        began = time.perf_counter()
+        cursor.execute(sql, (position % modulus, probe_text))
+        result = [row[0] for row in cursor.fetchall()]
+        latencies.append(time.perf_counter() - began)
+        found += len(truth_ids & set(result))
+        filled += len(result) == 10
+    return len(probe_texts) / (time.perf_counter() - start), found, filled, latencies
+
+def run_filtered(loaded):
+    ef_search = int(os.environ.get("FILTER_EF_SEARCH", "40"))
+    for column, modulus in FILTERS:
+        expected = filtered_truth(modulus)
+        for iterative in os.environ.get("ITERATIVE_SCAN", "relaxed_order strict_order").split():
+            results = {server["name"]: [] for server in loaded}
+            for server in loaded:
+                server["cursor"].execute(f"SET hnsw.ef_search = {ef_search}")
+                server["cursor"].execute(f"SET hnsw.iterative_scan = {iterative}")
+                server["cursor"].execute(f"EXPLAIN SELECT id FROM bench_vectors WHERE {column} = 0 ORDER BY v <-> %s::vector LIMIT 10", (probe_texts[0],))
+                server["uses_index"] = any("Index Scan" in row[0] for row in server["cursor"].fetchall())
+                filtered_pass(server["cursor"], column, modulus, expected)  # warm-up
+            for _ in range(passes):
+                for server in loaded:
+                    results[server["name"]].append(filtered_pass(server["cursor"], column, modulus, expected))
+            report_filtered(loaded, results, (column, modulus, iterative, ef_search))
+
+def report_filtered(loaded, results, case):
+    column, modulus, iterative, ef_search = case
+    qps = {}
+    for server in loaded:
+        passes_run = results[server["name"]]
+        qps[server["name"]] = statistics.median(run[0] for run in passes_run)
+        latencies = [seconds for run in passes_run for seconds in run[3]]
+        print(json.dumps({
+            "engine": server["name"], "rows": rows, "filter": f"{column} = x",
+            "selectivity": 1 / modulus, "iterative_scan": iterative, "m": 16,
+            "ef_construction": 64, "ef_search": ef_search,
+            "recall_at_10": round(passes_run[-1][1] / (10 * len(probes)), 4),
+            "limit_filled": round(passes_run[-1][2] / len(probes), 4),
+            "latency_ms_median": round(1000 * statistics.median(latencies), 3),
+            "qps_1_client": round(qps[server["name"]], 1),
+            "qps_passes": [round(run[0], 1) for run in passes_run],
+            "uses_index": server["uses_index"],
+            "load_s": server["load_s"], "build_s": server["build_s"],
+        }), flush=True)
+    if "tierdb" in qps and "pgvector" in qps:
+        print(json.dumps({"filter": f"{column} = x", "iterative_scan": iterative,
+                          "qps_ratio_tierdb_to_pgvector": round(qps["tierdb"] / qps["pgvector"], 2)}), flush=True)
+
 loaded = [load(*server) for server in servers]
-for ef_search in [int(value) for value in os.environ.get("EF_SEARCH", "20 40 64 100").split()]:
+if filtered:
+    run_filtered(loaded)
+for ef_search in [] if filtered else [int(value) for value in os.environ.get("EF_SEARCH", "20 40 64 100").split()]:
     results = {server["name"]: [] for server in loaded}
     for server in loaded:
         server["cursor"].execute(f"SET hnsw.ef_search = {ef_search}")

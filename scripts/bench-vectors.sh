@@ -4,8 +4,9 @@
 # default 100,000), the same m = 16 / ef_construction = 64; recall@10 against brute force,
 # load and build times, and queries per second from one client at each EF_SEARCH (default "20 40 64 100"): a
 # warm-up pass, then PASSES passes (default 5) alternating between the servers, the median
-# reported. One JSON line per engine and ef_search (scripts/bench-vectors.py). Not part of
-# CI; timings are the machine's.
+# reported. One JSON line per engine and ef_search (scripts/bench-vectors.py). FILTERED=1:
+# filtered queries (10% and 1% of rows) with iterative scans instead, see bench-vectors.py.
+# Not part of CI; timings are the machine's.
 #
 #   scripts/bench-vectors.sh path/to/tierdb
 set -euo pipefail

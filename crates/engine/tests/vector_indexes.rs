@@ -11,6 +11,7 @@ use tierdb_engine::{
     VectorIndexParameters, VectorMetric,
 };
 use tierdb_storage::{PageStore, StoreConfig};
+use tierdb_vector::hnsw::{IterativeScan, ScanOptions, MAX_SCAN_TUPLES_DEFAULT};
 
 const DIMENSIONS: usize = 8;
 
@@ -71,7 +72,25 @@ fn index_def(name: &str) -> VectorIndexDef {
 /// The ids of the `limit` nearest rows by the index (ef_search above the row count, so the
 /// search is exhaustive and the answer exact).
 fn nearest_ids(txn: &mut Transaction, query: &[f32], limit: usize) -> Vec<i64> {
-    txn.nearest_rows("items", "items_v_idx", query, 1000, limit)
+    scanned_ids(txn, query, options(1000, IterativeScan::Off), limit)
+}
+
+fn options(ef_search: usize, iterative: IterativeScan) -> ScanOptions {
+    ScanOptions {
+        ef_search,
+        iterative,
+        max_scan_tuples: MAX_SCAN_TUPLES_DEFAULT,
+        memory_bytes_max: usize::MAX,
+    }
+}
+
+fn scanned_ids(
+    txn: &mut Transaction,
+    query: &[f32],
+    options: ScanOptions,
+    limit: usize,
+) -> Vec<i64> {
+    txn.nearest_rows("items", "items_v_idx", query, options, limit)
         .unwrap()
         .into_iter()
         .map(|(_, _, row)| match row[0] {
@@ -164,7 +183,9 @@ fn vector_index_follows_rows_under_mvcc_and_survives_a_crash() {
     txn.commit().unwrap();
     engine.drop_index("items", "items_v_idx").unwrap();
     let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
-    let error = txn.nearest_rows("items", "items_v_idx", &query, 40, 10).unwrap_err();
+    let error = txn
+        .nearest_rows("items", "items_v_idx", &query, options(40, IterativeScan::Off), 10)
+        .unwrap_err();
     assert_eq!(error.sqlstate(), "42P01");
     txn.rollback().unwrap();
     crash(store, engine);
@@ -172,4 +193,77 @@ fn vector_index_follows_rows_under_mvcc_and_survives_a_crash() {
     engine.create_vector_index("items", index_def("items_v_idx")).unwrap();
     let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
     assert_eq!(nearest_ids(&mut txn, &query, 10), vec![1], "rebuilt after the drop");
+}
+
+/// A filled LIMIT of 10: distinct rows, none of `gone`, nearly all of the exact answer
+/// (an approximate index may miss one).
+fn assert_filled(found: &[i64], exact: &[i64], gone: &[i64]) {
+    assert_eq!(found.len(), 10, "{found:?}");
+    let mut distinct = found.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 10, "no row twice: {found:?}");
+    assert!(found.iter().all(|id| !gone.contains(id)), "{found:?}");
+    let hits = found.iter().filter(|id| exact.contains(id)).count();
+    assert!(hits >= 8, "recall {hits}/10: {found:?} against {exact:?}");
+}
+
+/// Iterative scans: rows a transaction does not see (deleted, or inserted by a transaction
+/// still in progress) take no LIMIT slot; the scan continues past `ef_search` entries until
+/// the LIMIT is filled, in exact order with strict_order. Without it the deleted rows'
+/// entries take the ef_search slots and fewer rows come back, as in pgvector.
+#[test]
+fn iterative_scans_fill_the_limit_past_invisible_rows() {
+    const EF_SEARCH: usize = 10;
+    let directory = tempfile::tempdir().unwrap();
+    let (_store, engine) = open(directory.path());
+    create_items(&engine);
+    let mut random = SplitMix64::new(9);
+    let mut rows: Vec<(i64, Vec<f32>)> = (0..500).map(|id| (id, vector(&mut random))).collect();
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    for (id, v) in &rows {
+        txn.insert("items", item(*id, Some(v))).unwrap();
+    }
+    txn.commit().unwrap();
+    engine.create_vector_index("items", index_def("items_v_idx")).unwrap();
+    let query = vector(&mut random);
+    // The 30 nearest rows go: 20 deleted, 10 replaced by an uncommitted update.
+    let nearest = exact_ids(&rows, &query, 30);
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    for id in &nearest[..20] {
+        assert!(txn.delete("items", &[Value::Int(*id)]).unwrap());
+    }
+    txn.commit().unwrap();
+    rows.retain(|(id, _)| !nearest[..20].contains(id));
+    let mut writer = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    for id in &nearest[20..] {
+        assert!(writer.delete("items", &[Value::Int(*id)]).unwrap());
+    }
+    let mut reader = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let exact = exact_ids(&rows, &query, 10);
+    assert!(exact.iter().all(|id| nearest[20..].contains(id)), "the writer's rows are visible");
+    let off = scanned_ids(&mut reader, &query, options(EF_SEARCH, IterativeScan::Off), 10);
+    assert!(off.len() < 10, "off: the deleted rows take the ef_search slots: {off:?}");
+    for iterative in [IterativeScan::RelaxedOrder, IterativeScan::StrictOrder] {
+        let found = scanned_ids(&mut reader, &query, options(EF_SEARCH, iterative), 10);
+        assert_filled(&found, &exact, &nearest[..20]);
+    }
+    // Strict order: nearest first (relaxed may return a nearer row later, as pgvector).
+    let strict = options(EF_SEARCH, IterativeScan::StrictOrder);
+    let rows_found = reader.nearest_rows("items", "items_v_idx", &query, strict, 10).unwrap();
+    assert!(rows_found.windows(2).all(|pair| pair[0].0 <= pair[1].0), "strict order");
+    // The writer sees its deletes: its LIMIT is filled past them too.
+    rows.retain(|(id, _)| !nearest[20..].contains(id));
+    let found = scanned_ids(&mut writer, &query, strict, 10);
+    assert_filled(&found, &exact_ids(&rows, &query, 10), &nearest);
+    // max_scan_tuples bounds the search: the scan ends with the entries it has evaluated.
+    let bounded = ScanOptions { max_scan_tuples: 1, ..strict };
+    let mut scan = writer.nearest_scan("items", "items_v_idx", &query, bounded).unwrap();
+    let mut returned = 0;
+    while writer.nearest_next(&mut scan).unwrap().is_some() {
+        returned += 1;
+    }
+    assert!(returned < rows.len() && scan.evaluated() < rows.len(), "{returned}");
+    writer.rollback().unwrap();
+    reader.commit().unwrap();
 }

@@ -242,7 +242,7 @@ fn ids(session: &mut tierdb_sql::Session, sql: &str) -> Vec<i64> {
 /// `ORDER BY col <op> const LIMIT k` reads the HNSW index of that operator (EXPLAIN shows
 /// PostgreSQL's lines), returns what the exact sort returns on a small table, skips deleted
 /// and updated rows' stale entries, returns at most hnsw.ef_search rows as pgvector does, and
-/// the function form, other operators, DESC and filtered queries keep the sort.
+/// the function form, other operators and DESC keep the sort.
 #[test]
 fn nearest_neighbour_queries_use_the_hnsw_index() {
     with_session(|session| {
@@ -289,7 +289,6 @@ fn nearest_neighbour_queries_use_the_hnsw_index() {
         for sql in [
             "SELECT id FROM items ORDER BY v <+> '[3,1,4]' LIMIT 7",
             "SELECT id FROM items ORDER BY v <-> '[3,1,4]' DESC LIMIT 7",
-            "SELECT id FROM items WHERE id % 2 = 0 ORDER BY v <-> '[3,1,4]' LIMIT 7",
             "SELECT id FROM items ORDER BY v <-> '[3,1,4]'",
         ] {
             assert!(!explain(session, sql).contains("Order By"), "{sql}");
@@ -308,5 +307,80 @@ fn nearest_neighbour_queries_use_the_hnsw_index() {
         assert!(ids(session, nearest).is_empty());
         let elsewhere = "SELECT id FROM items ORDER BY v <-> '[16,4,19]' LIMIT 7";
         assert_eq!(ids(session, elsewhere).len(), 2);
+    });
+}
+
+/// A WHERE filter over the HNSW index scan (pgvector's iterative scans): without
+/// hnsw.iterative_scan the filter sees only the ef_search nearest entries, so the LIMIT goes
+/// unfilled; relaxed_order fills it with the rows of the exact answer, strict_order in their
+/// exact order; hnsw.max_scan_tuples stops the search. The settings are read when the
+/// query runs (a prepared statement follows SET), with pgvector's checks.
+#[test]
+fn filtered_nearest_queries_fill_the_limit_with_iterative_scans() {
+    with_session(|session| {
+        let values: Vec<String> = (1..=600)
+            .map(|id| {
+                let offset = f64::from(id) / 997.0;
+                let v = format!("[{},{},{}]", f64::from(id % 17) + offset, id % 5, id / 10);
+                format!("({id}, {}, '{v}')", id % 10)
+            })
+            .collect();
+        setup(
+            session,
+            &[
+                "CREATE TABLE items (id integer PRIMARY KEY, f integer, v vector(3))",
+                &format!("INSERT INTO items VALUES {}", values.join(", ")),
+                "CREATE INDEX items_l2 ON items USING hnsw (v vector_l2_ops)",
+                "SET hnsw.ef_search = 10",
+            ],
+        );
+        let filtered = "SELECT id FROM items WHERE f = 3 ORDER BY v <-> '[3,1,40]' LIMIT 10";
+        let exact = "SELECT id FROM items WHERE f = 3 ORDER BY l2_distance(v, '[3,1,40]') LIMIT 10";
+        let plan = explain(session, filtered);
+        assert!(plan.contains("Index Scan using items_l2 on items"), "{plan}");
+        assert!(plan.contains("Filter:"), "{plan}");
+        let expected = ids(session, exact);
+        assert_eq!(expected.len(), 10);
+        assert!(ids(session, filtered).len() < 10, "off: the LIMIT is not filled");
+        let mut prepared = session.prepare(filtered, &[]).unwrap();
+        let mut prepared_ids = |session: &mut tierdb_sql::Session| {
+            let Output::Rows { rows, .. } = session.execute_prepared(&mut prepared, &[]).unwrap()
+            else {
+                panic!("rows")
+            };
+            rows.len()
+        };
+        assert!(prepared_ids(session) < 10);
+        run(session, "SET hnsw.iterative_scan = relaxed_order").unwrap();
+        assert_eq!(prepared_ids(session), 10, "the prepared plan reads the setting");
+        let mut relaxed = ids(session, filtered);
+        relaxed.sort_unstable();
+        let mut sorted = expected.clone();
+        sorted.sort_unstable();
+        assert_eq!(relaxed, sorted);
+        run(session, "SET hnsw.iterative_scan = 'Strict_Order'").unwrap();
+        assert_eq!(ids(session, filtered), expected, "strict: exact order");
+        run(session, "SET hnsw.max_scan_tuples = 1").unwrap();
+        assert!(ids(session, filtered).len() < 10, "the search stops");
+        for (setting, shown) in [
+            ("hnsw.iterative_scan", "strict_order"),
+            ("hnsw.max_scan_tuples", "1"),
+            ("hnsw.scan_mem_multiplier", "1"),
+        ] {
+            assert_eq!(
+                value(session, &format!("SHOW {setting}")).unwrap(),
+                Datum::Text(shown.into())
+            );
+        }
+        for sql in [
+            "SET hnsw.iterative_scan = on",
+            "SET hnsw.max_scan_tuples = 0",
+            "SET hnsw.max_scan_tuples = 2147483648",
+            "SET hnsw.scan_mem_multiplier = 0.5",
+        ] {
+            assert_eq!(sqlstate(session, sql), "22023", "{sql}");
+        }
+        run(session, "SET hnsw.max_scan_tuples = 2.5").unwrap();
+        assert_eq!(value(session, "SHOW hnsw.max_scan_tuples").unwrap(), Datum::Text("2".into()));
     });
 }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use tierdb_common::SplitMix64;
 use tierdb_storage::{PageStore, StoreConfig};
-use tierdb_vector::hnsw::{Hnsw, HnswError, IndexParameters, Metric};
+use tierdb_vector::hnsw::{
+    Hnsw, HnswError, IndexParameters, IterativeScan, Metric, ScanOptions, SearchResult,
+};
 
 fn open_store(directory: &Path) -> Arc<PageStore> {
     let mut config = StoreConfig::local(directory).unwrap();
@@ -358,6 +360,95 @@ fn scans_continue_until_every_entry_is_returned() {
     assert_eq!(streamed.len(), 25);
     assert_eq!(streamed[..10], index.search(query, 10).unwrap()[..]);
     assert!(index.scan(&[0.0; 3], 10).is_err(), "dimensions are checked");
+}
+
+/// Every batch of `scan` until it is exhausted (`BATCHES_MAX` guards the loop).
+fn drain(scan: &mut tierdb_vector::hnsw::Scan<'_>) -> Vec<SearchResult> {
+    const BATCHES_MAX: usize = 10_000;
+    let mut results = Vec::new();
+    for _ in 0..BATCHES_MAX {
+        let batch = scan.next_batch().unwrap();
+        if batch.is_empty() {
+            return results;
+        }
+        results.extend(batch);
+    }
+    panic!("a scan of a finite graph ends");
+}
+
+fn assert_unique_keys(results: &[SearchResult]) {
+    let mut keys: Vec<&[u8]> = results.iter().map(|result| result.key.as_slice()).collect();
+    keys.sort_unstable();
+    let count = keys.len();
+    keys.dedup();
+    assert_eq!(keys.len(), count, "no entry twice");
+}
+
+/// pgvector's `hnsw.iterative_scan`: off stops after the first batch; strict_order returns
+/// entries in exact distance order across batches (dropping those nearer than one already
+/// returned, holding back those a pending node may precede); both iterative modes return no entry twice; `max_scan_tuples` stops the
+/// search from expanding, after which the entries already evaluated are returned.
+#[test]
+fn iterative_scans_follow_pgvector_options() {
+    const ROWS: usize = 700;
+    const EF_SEARCH: usize = 20;
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(43, ROWS, 16, 10);
+    let index = build(&store, &data, Metric::L2);
+    let query = &clustered(44, 1, 16, 10)[0];
+    let options = |iterative, max_scan_tuples| ScanOptions {
+        ef_search: EF_SEARCH,
+        iterative,
+        max_scan_tuples,
+        memory_bytes_max: usize::MAX,
+    };
+    let first = index.search(query, EF_SEARCH).unwrap();
+
+    let mut off = index.scan_with(query, options(IterativeScan::Off, 20_000)).unwrap();
+    assert_eq!(off.next_batch().unwrap(), first);
+    assert!(off.next_batch().unwrap().is_empty(), "off: one batch");
+
+    let relaxed =
+        drain(&mut index.scan_with(query, options(IterativeScan::RelaxedOrder, 20_000)).unwrap());
+    assert_eq!(relaxed.len(), ROWS, "relaxed: every entry");
+    assert_eq!(relaxed[..EF_SEARCH], first[..]);
+    assert_unique_keys(&relaxed);
+
+    let strict =
+        drain(&mut index.scan_with(query, options(IterativeScan::StrictOrder, 20_000)).unwrap());
+    assert_eq!(strict[0], first[0]);
+    assert!(strict.windows(2).all(|pair| pair[0].distance <= pair[1].distance), "strict order");
+    assert!(strict.len() > EF_SEARCH && strict.len() <= ROWS);
+    assert_unique_keys(&strict);
+    // pgvector's rule alone on the relaxed batches (drop an entry nearer than one returned
+    // before it) keeps no more: strict also holds back entries a pending node may precede.
+    let mut farthest = f64::NEG_INFINITY;
+    let mut kept = 0;
+    for result in &relaxed {
+        if result.distance >= farthest {
+            farthest = result.distance;
+            kept += 1;
+        }
+    }
+    assert!(strict.len() >= kept, "{} < {kept}", strict.len());
+
+    // A bound: once 100 nodes are evaluated the search expands no further, and what it
+    // has evaluated is returned, each entry once, nearest first within each batch.
+    const MAX_SCAN_TUPLES: usize = 100;
+    let mut bounded =
+        index.scan_with(query, options(IterativeScan::RelaxedOrder, MAX_SCAN_TUPLES)).unwrap();
+    let results = drain(&mut bounded);
+    assert!(bounded.evaluated() >= MAX_SCAN_TUPLES && bounded.evaluated() < ROWS);
+    assert_eq!(results.len(), bounded.evaluated(), "every evaluated entry once");
+    assert_unique_keys(&results);
+    assert!(index.scan_with(query, options(IterativeScan::Off, 0)).is_err());
+    // The memory bound stops it the same way.
+    let small = ScanOptions { memory_bytes_max: 1, ..options(IterativeScan::StrictOrder, 20_000) };
+    let mut bounded = index.scan_with(query, small).unwrap();
+    let results = drain(&mut bounded);
+    assert!(bounded.memory_bytes() > 1 && bounded.evaluated() < ROWS);
+    assert!(results.len() <= bounded.evaluated());
 }
 
 /// A build that keeps the vectors it inserted (`keep_vectors`, what CREATE INDEX does), with

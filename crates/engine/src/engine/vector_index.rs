@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tierdb_access::Direction;
 use tierdb_common::PageId;
-use tierdb_vector::hnsw::{Hnsw, Metric, ScanState, SearchResult};
+use tierdb_vector::hnsw::{Hnsw, Metric, ScanOptions, ScanState, SearchResult};
 
 use crate::error::{EngineError, Result};
 use crate::row::{decode_versions, Row, Value, Version};
@@ -134,9 +134,11 @@ impl Shared {
 }
 
 /// A nearest-neighbour scan of one vector index under a transaction
-/// (`Transaction::nearest_scan`): the graph gives the `ef_search` nearest entries, and
-/// `Transaction::nearest_next` turns them into visible rows one at a time, so a caller
-/// reads only the rows it needs (a LIMIT of 10 reads about 10 rows, not `ef_search`).
+/// (`Transaction::nearest_scan`): the graph gives the `ef_search` nearest entries (and,
+/// with an iterative scan, batch after batch more, up to `max_scan_tuples` evaluated
+/// nodes), and `Transaction::nearest_next` turns them into visible rows one at a time, so a
+/// caller reads only the rows it needs (a LIMIT of 10 reads about 10 rows, not `ef_search`)
+/// and the graph search continues only when the rows of its batches ran out.
 pub struct NearestScan {
     table: Arc<Table>,
     index: Arc<VectorIndex>,
@@ -147,8 +149,15 @@ pub struct NearestScan {
     /// Row keys returned: a row with several entries (its vector changed and changed back)
     /// is returned once.
     returned: HashSet<RowKey>,
-    /// Whether the graph's batch was taken (without iterative scans there is one).
-    batch_taken: bool,
+    /// Whether the graph search is exhausted (or stopped, without iterative scans).
+    exhausted: bool,
+}
+
+impl NearestScan {
+    /// Nodes of the graph whose distance the scan has computed (`max_scan_tuples` bounds it).
+    pub fn evaluated(&self) -> usize {
+        self.graph.evaluated()
+    }
 }
 
 impl Transaction {
@@ -159,7 +168,7 @@ impl Transaction {
         table: &(impl TableRef + ?Sized),
         index: &str,
         query: &[f32],
-        ef_search: usize,
+        options: ScanOptions,
     ) -> Result<NearestScan> {
         self.run(|txn| {
             let table = table.resolve(txn)?.table()?;
@@ -168,7 +177,7 @@ impl Transaction {
                 return Err(EngineError::UndefinedTable { name: index.to_string() });
             };
             let index = Arc::clone(found);
-            let graph = index.graph.scan_state(query, ef_search)?;
+            let graph = index.graph.scan_state(query, options)?;
             Ok(NearestScan {
                 table,
                 index,
@@ -176,7 +185,7 @@ impl Transaction {
                 graph,
                 ready: VecDeque::new(),
                 returned: HashSet::new(),
-                batch_taken: false,
+                exhausted: false,
             })
         })
     }
@@ -187,11 +196,12 @@ impl Transaction {
     pub fn nearest_next(&mut self, scan: &mut NearestScan) -> Result<Option<(f64, RowKey, Row)>> {
         self.run(|txn| loop {
             let Some(result) = scan.ready.pop_front() else {
-                if scan.batch_taken {
+                if scan.exhausted {
                     return Ok(None);
                 }
-                scan.batch_taken = true;
-                scan.ready.extend(scan.graph.next_batch(&scan.index.graph)?);
+                let batch = scan.graph.next_batch(&scan.index.graph)?;
+                scan.exhausted = batch.is_empty();
+                scan.ready.extend(batch);
                 continue;
             };
             if scan.returned.contains(&result.key) {
@@ -212,19 +222,20 @@ impl Transaction {
         })
     }
 
-    /// Up to `limit` rows visible to this transaction among the `ef_search` entries of the
-    /// vector index `index` nearest to `query`, nearest first, with the operator's value.
-    /// Entries whose row is invisible or now holds another vector are skipped, so fewer than
-    /// `limit` rows may come back (pgvector without iterative scans does the same).
+    /// Up to `limit` rows visible to this transaction among the entries of the vector index
+    /// `index` nearest to `query` that a scan with `options` returns, nearest first, with
+    /// the operator's value. Entries whose row is invisible or now holds another vector are
+    /// skipped, so without iterative scans fewer than `limit` rows may come back (pgvector
+    /// does the same).
     pub fn nearest_rows(
         &mut self,
         table: &(impl TableRef + ?Sized),
         index: &str,
         query: &[f32],
-        ef_search: usize,
+        options: ScanOptions,
         limit: usize,
     ) -> Result<Vec<(f64, RowKey, Row)>> {
-        let mut scan = self.nearest_scan(table, index, query, ef_search)?;
+        let mut scan = self.nearest_scan(table, index, query, options)?;
         let mut rows = Vec::new();
         while rows.len() < limit {
             match self.nearest_next(&mut scan)? {

@@ -197,7 +197,9 @@ fn scan_clustered<'s>(
     }
 }
 
-/// pgvector's nearest-neighbour index scan: up to hnsw.ef_search rows, nearest first.
+/// pgvector's nearest-neighbour index scan: rows nearest first, up to hnsw.ef_search of
+/// them, or with hnsw.iterative_scan batch after batch until the consumer stops (a LIMIT
+/// above it filled) or hnsw.max_scan_tuples nodes were evaluated.
 fn scan_nearest<'s>(
     table: &BoundTable,
     name: &str,
@@ -211,10 +213,10 @@ fn scan_nearest<'s>(
         // NULL is nearest to nothing: pgvector's index scan returns no rows.
         _ => return Ok(true),
     };
-    let ef_search = ctx.session.hnsw_ef_search;
-    let mut nearest = ctx.txn()?.nearest_scan(&table.handle, name, &query, ef_search)?;
+    let options = ctx.session.hnsw_scan;
+    let mut nearest = ctx.txn()?.nearest_scan(&table.handle, name, &query, options)?;
     // One row at a time: the LIMIT above stops the scan (`emit` returns false), so only the
-    // rows it returns are read and checked.
+    // rows it returns are read and checked, and a filter's rejects cost no LIMIT slot.
     while let Some((_, key, values)) = ctx.txn()?.nearest_next(&mut nearest)? {
         if !emit(ctx, key, values)? {
             return Ok(false);

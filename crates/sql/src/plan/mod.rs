@@ -395,7 +395,8 @@ pub enum Access {
         upper: Bound<Vec<Expr>>,
     },
     /// The rows nearest to `query` by an HNSW index's operator, nearest first (at most
-    /// `hnsw.ef_search` of them, as pgvector without iterative scans).
+    /// `hnsw.ef_search` of them, as pgvector without iterative scans; with
+    /// `hnsw.iterative_scan`, more until the consumer stops or `hnsw.max_scan_tuples`).
     Nearest {
         name: String,
         column: usize,

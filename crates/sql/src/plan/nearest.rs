@@ -31,10 +31,13 @@ fn hnsw_index<'t>(table: &'t TableMeta, column: usize, operator: &str) -> Option
         .map(|index| index.name.as_str())
 }
 
-/// Rewrites a query plan whose root is `Limit` over a sort by one distance operator on an
-/// unfiltered scan of one table (the binder's `Limit(Project(Sort(Project(Scan))))`, the
-/// outer projection present when the sort key is not selected) into a scan of the HNSW
-/// index: the sort goes, the scan returns rows nearest first and the limit stops it.
+/// Rewrites a query plan whose root is `Limit` over a sort by one distance operator on a
+/// full scan of one table (the binder's `Limit(Project(Sort(Project(Scan))))`, the outer
+/// projection present when the sort key is not selected) into a scan of the HNSW index:
+/// the sort goes, the scan returns rows nearest first and the limit stops it. A WHERE
+/// filter stays on the scan, applied to the index's rows as pgvector's executor does:
+/// without `hnsw.iterative_scan` fewer rows than the LIMIT may pass it; with it, the scan
+/// continues until the LIMIT is filled (or `hnsw.max_scan_tuples`).
 pub(crate) fn use_vector_indexes(plan: &mut Plan) {
     let PlanKind::Limit { input, limit: Some(_), .. } = &mut plan.kind else { return };
     let sort = match &mut input.kind {
@@ -76,7 +79,7 @@ fn nearest_scan(sort: &Plan) -> Option<Plan> {
     let PlanKind::Scan {
         table,
         access: Access::Full,
-        filter: None,
+        filter: _,
         emit_key: false,
         backward: false,
         projection: None,

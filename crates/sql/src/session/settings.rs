@@ -5,6 +5,10 @@ use crate::output::CommandTag;
 use crate::sizes::format_memory;
 use crate::system::{SessionSettings, SettingChange};
 use tierdb_storage::capacity::Capacity;
+use tierdb_vector::hnsw::{self, IterativeScan, ScanOptions};
+
+/// pgvector's default of `hnsw.scan_mem_multiplier` (a scan's memory: work_mem times it).
+const SCAN_MEM_MULTIPLIER_DEFAULT: f64 = 1.0;
 
 /// PostgreSQL's bounds of work_mem: 64 kB to 2147483647 kB.
 const WORK_MEM_MIN_BYTES: u64 = 64 << 10;
@@ -223,12 +227,27 @@ impl Session {
         Ok(())
     }
 
-    /// `hnsw.ef_search` as a number (stored only once checked by `check_ef_search`).
-    pub(crate) fn hnsw_ef_search(&self) -> usize {
-        self.settings
-            .get("hnsw.ef_search")
-            .and_then(|value| value.parse().ok())
-            .unwrap_or(tierdb_vector::hnsw::EF_SEARCH_DEFAULT)
+    /// pgvector's HNSW scan settings (each stored only once checked): `hnsw.ef_search`,
+    /// `hnsw.iterative_scan`, `hnsw.max_scan_tuples`, and the scan's memory bound
+    /// `work_mem` × `hnsw.scan_mem_multiplier`.
+    pub(crate) fn hnsw_scan_options(&self) -> ScanOptions {
+        let number = |name: &str, default: usize| {
+            self.settings.get(name).map_or(default, |value| value.parse().expect("checked"))
+        };
+        let multiplier = self
+            .settings
+            .get("hnsw.scan_mem_multiplier")
+            .map_or(SCAN_MEM_MULTIPLIER_DEFAULT, |value| value.parse().expect("checked"));
+        ScanOptions {
+            ef_search: number("hnsw.ef_search", hnsw::EF_SEARCH_DEFAULT),
+            iterative: match self.settings.get("hnsw.iterative_scan").map(String::as_str) {
+                Some("relaxed_order") => IterativeScan::RelaxedOrder,
+                Some("strict_order") => IterativeScan::StrictOrder,
+                _ => IterativeScan::Off,
+            },
+            max_scan_tuples: number("hnsw.max_scan_tuples", hnsw::MAX_SCAN_TUPLES_DEFAULT),
+            memory_bytes_max: crate::convert::scale_bytes(self.work_mem_bytes(), multiplier),
+        }
     }
 
     pub(crate) fn setting(&self, name: &str) -> Option<String> {
@@ -335,7 +354,10 @@ impl SettingsView<'_> {
                 tierdb_engine::MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
             )),
             "hash_mem_multiplier" => HASH_MEM_MULTIPLIER_DEFAULT.to_string(),
-            "hnsw.ef_search" => tierdb_vector::hnsw::EF_SEARCH_DEFAULT.to_string(),
+            "hnsw.ef_search" => hnsw::EF_SEARCH_DEFAULT.to_string(),
+            "hnsw.iterative_scan" => "off".into(),
+            "hnsw.max_scan_tuples" => hnsw::MAX_SCAN_TUPLES_DEFAULT.to_string(),
+            "hnsw.scan_mem_multiplier" => SCAN_MEM_MULTIPLIER_DEFAULT.to_string(),
             "temp_file_limit" | "log_temp_files" => "-1".into(),
             "timezone" => "UTC".into(),
             "datestyle" => "ISO, MDY".into(),
@@ -439,8 +461,17 @@ pub(crate) fn check_setting(name: &str, value: &str, superuser: bool) -> Result<
             let bytes = check_memory_setting(name, &value, MAINTENANCE_WORK_MEM_MIN_BYTES)?;
             store(format_memory(bytes))
         }
-        "hash_mem_multiplier" => store(check_hash_mem_multiplier(&value)?),
-        "hnsw.ef_search" => store(check_ef_search(&value)?.to_string()),
+        "hash_mem_multiplier" => store(check_multiplier(name, &value)?),
+        "hnsw.ef_search" => {
+            let (low, high) = (hnsw::EF_SEARCH_MIN, hnsw::EF_SEARCH_MAX);
+            store(check_integer_setting(name, &value, (low, high))?.to_string())
+        }
+        "hnsw.max_scan_tuples" => {
+            let (low, high) = (hnsw::MAX_SCAN_TUPLES_MIN, hnsw::MAX_SCAN_TUPLES_MAX);
+            store(check_integer_setting(name, &value, (low, high))?.to_string())
+        }
+        "hnsw.iterative_scan" => store(check_iterative_scan(&value)?.into()),
+        "hnsw.scan_mem_multiplier" => store(check_multiplier(name, &value)?),
         "temp_file_limit" | "log_temp_files" => {
             store(check_kilobyte_setting(name, &value, superuser)?)
         }
@@ -474,16 +505,18 @@ pub(crate) fn check_setting(name: &str, value: &str, superuser: bool) -> Result<
     }
 }
 
-fn check_hash_mem_multiplier(value: &str) -> Result<String> {
-    let factor = value.parse::<f64>().ok().filter(|factor| factor.is_finite());
+/// A real multiplier setting of 1 to 1000 (hash_mem_multiplier, pgvector's
+/// `hnsw.scan_mem_multiplier`), with PostgreSQL's messages.
+fn check_multiplier(name: &str, value: &str) -> Result<String> {
+    let factor = value.trim().parse::<f64>().ok().filter(|factor| factor.is_finite());
     let factor = factor.ok_or_else(|| {
-        SqlError::new(
-            "22023",
-            format!("invalid value for parameter \"hash_mem_multiplier\": \"{value}\""),
-        )
+        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
     })?;
     if !(1.0..=1000.0).contains(&factor) {
-        return Err(SqlError::new("22023", format!("{factor} is outside the valid range for parameter \"hash_mem_multiplier\" (1 .. 1000)")));
+        return Err(SqlError::new(
+            "22023",
+            format!("{factor} is outside the valid range for parameter \"{name}\" (1 .. 1000)"),
+        ));
     }
     Ok(factor.to_string())
 }
@@ -702,19 +735,49 @@ fn split_options(options: &str) -> Vec<String> {
     arguments
 }
 
-/// pgvector's `hnsw.ef_search`: an integer from 1 to 1000 (PostgreSQL's messages).
-fn check_ef_search(value: &str) -> Result<usize> {
-    let name = "hnsw.ef_search";
-    let parsed = value.trim().parse::<i64>().map_err(|_| {
-        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
-    })?;
-    let (low, high) = (tierdb_vector::hnsw::EF_SEARCH_MIN, tierdb_vector::hnsw::EF_SEARCH_MAX);
-    usize::try_from(parsed).ok().filter(|searched| (low..=high).contains(searched)).ok_or_else(
-        || {
-            SqlError::new(
-                "22023",
-                format!("{parsed} is outside the valid range for parameter \"{name}\" ({low} .. {high})"),
-            )
-        },
-    )
+/// An integer setting of PostgreSQL (pgvector's `hnsw.ef_search`, `hnsw.max_scan_tuples`)
+/// within `low..=high`, with PostgreSQL's messages: a number with a fraction is rounded
+/// (half to even, as `rint`), a value beyond int4 or not a number is invalid.
+fn check_integer_setting(name: &str, value: &str, (low, high): (usize, usize)) -> Result<usize> {
+    let invalid =
+        || SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""));
+    let text = value.trim();
+    let parsed = match text.parse::<i64>() {
+        Ok(parsed) => parsed,
+        Err(_) => {
+            let real =
+                text.parse::<f64>().ok().filter(|real| real.is_finite()).ok_or_else(invalid)?;
+            let rounded = real.round_ties_even();
+            if rounded.abs() > f64::from(i32::MAX) {
+                return Err(invalid());
+            }
+            // Within int4 (checked just above): exact.
+            #[allow(clippy::cast_possible_truncation)]
+            let rounded = rounded as i64;
+            rounded
+        }
+    };
+    if i32::try_from(parsed).is_err() {
+        return Err(invalid());
+    }
+    usize::try_from(parsed).ok().filter(|parsed| (low..=high).contains(parsed)).ok_or_else(|| {
+        SqlError::new(
+            "22023",
+            format!(
+                "{parsed} is outside the valid range for parameter \"{name}\" ({low} .. {high})"
+            ),
+        )
+    })
+}
+
+/// pgvector's `hnsw.iterative_scan`, an enum setting (PostgreSQL matches its names without
+/// regard to case): the value as stored.
+fn check_iterative_scan(value: &str) -> Result<&'static str> {
+    const NAMES: [&str; 3] = ["off", "relaxed_order", "strict_order"];
+    NAMES.into_iter().find(|name| name.eq_ignore_ascii_case(value.trim())).ok_or_else(|| {
+        SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"hnsw.iterative_scan\": \"{value}\""),
+        )
+    })
 }

@@ -132,8 +132,9 @@ pub struct SessionInfo<'a> {
     pub user: &'a str,
     pub backend_pid: i32,
     pub catalog: &'a Catalog,
-    /// pgvector's `hnsw.ef_search`, read by HNSW index scans when they run.
-    pub hnsw_ef_search: usize,
+    /// pgvector's `hnsw.ef_search`, `hnsw.iterative_scan`, `hnsw.max_scan_tuples` and
+    /// `hnsw.scan_mem_multiplier`, read by HNSW index scans when they run.
+    pub hnsw_scan: tierdb_vector::hnsw::ScanOptions,
     /// Tables the session does not see: created by other sessions' open transactions, or
     /// dropped by its own open block.
     pub hidden_tables: Vec<String>,

@@ -24,7 +24,10 @@ pub use layout::{
     ROW_KEY_BYTES_MAX,
 };
 use layout::{Meta, META_PAGE_TYPE};
-pub use scan::{Scan, ScanState};
+pub use scan::{
+    IterativeScan, Scan, ScanOptions, ScanState, MAX_SCAN_TUPLES_DEFAULT, MAX_SCAN_TUPLES_MAX,
+    MAX_SCAN_TUPLES_MIN,
+};
 
 /// pgvector's defaults.
 pub const M_DEFAULT: usize = 16;

@@ -116,16 +116,73 @@ impl LayerScan {
         (0..ef).map_while(|_| self.pending.pop().map(|Reverse(candidate)| candidate)).collect()
     }
 
+    /// The approximate distance of the nearest pending node.
+    fn nearest_pending(&self) -> Option<f64> {
+        self.pending.peek().map(|Reverse((distance, _))| distance.0)
+    }
+
     /// Nodes evaluated so far (what bounds a scan's memory).
     fn evaluated(&self) -> usize {
         self.visited.len()
     }
 }
 
+/// How a scan continues past its first batch: pgvector's `hnsw.iterative_scan`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IterativeScan {
+    /// One batch: the `ef_search` nearest entries, no more.
+    Off,
+    /// Batch after batch; a later batch may hold an entry nearer than the end of an
+    /// earlier one.
+    RelaxedOrder,
+    /// Batch after batch, and an entry nearer than one already returned is dropped, so the
+    /// results are in exact distance order (pgvector's rule, applied before visibility).
+    StrictOrder,
+}
+
+/// Bytes of scan state per evaluated node: its visited-set entry (a page id in a hash set
+/// with its control byte and load-factor slack) and its candidate in the pending heap.
+const EVALUATED_NODE_BYTES: usize = 16 + std::mem::size_of::<Candidate>();
+/// Bytes per unexpanded candidate in the frontier heap.
+const FRONTIER_CANDIDATE_BYTES: usize = std::mem::size_of::<Candidate>();
+/// Bytes per expanded node's kept exact result, besides its row key.
+const EXPANDED_RESULT_BYTES: usize = 16 + std::mem::size_of::<SearchResult>();
+
+/// pgvector's default of `hnsw.max_scan_tuples`.
+pub const MAX_SCAN_TUPLES_DEFAULT: usize = 20_000;
+/// pgvector's bounds of `hnsw.max_scan_tuples` (an int4 setting).
+pub const MAX_SCAN_TUPLES_MIN: usize = 1;
+pub const MAX_SCAN_TUPLES_MAX: usize = i32::MAX as usize;
+
+/// What a scan returns and how far it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// Candidates of the layer-0 search and entries per batch.
+    pub ef_search: usize,
+    pub iterative: IterativeScan,
+    /// Once this many nodes have been evaluated, the scan expands no further and returns
+    /// the entries it has already found, nearest first (pgvector's `hnsw.max_scan_tuples`).
+    pub max_scan_tuples: usize,
+    /// Likewise once the scan's state (`ScanState::memory_bytes`) exceeds this (pgvector's
+    /// `work_mem` × `hnsw.scan_mem_multiplier`).
+    pub memory_bytes_max: usize,
+}
+
+impl ScanOptions {
+    /// A relaxed-order scan that goes on until the reachable graph is exhausted.
+    pub fn unbounded(ef_search: usize) -> ScanOptions {
+        ScanOptions {
+            ef_search,
+            iterative: IterativeScan::RelaxedOrder,
+            max_scan_tuples: usize::MAX,
+            memory_bytes_max: usize::MAX,
+        }
+    }
+}
+
 /// A query's results, batch by batch: each batch is the `ef_search` nearest entries not yet
 /// returned, in exact distance order. The first batch is what `Hnsw::search` returns; later
-/// ones are in relaxed order across batches (a later batch may hold an entry nearer than the
-/// end of an earlier one), as pgvector's `hnsw.iterative_scan = relaxed_order`.
+/// ones follow `ScanOptions::iterative` (pgvector's `hnsw.iterative_scan`).
 pub struct Scan<'index> {
     index: &'index Hnsw,
     state: ScanState,
@@ -136,22 +193,57 @@ pub struct Scan<'index> {
 /// own handle (the engine's scan holds an `Arc` of it) and passes it to each call.
 pub struct ScanState {
     query: Vec<f32>,
-    ef_search: usize,
+    options: ScanOptions,
     /// `None` for an empty index.
     layer: Option<LayerScan>,
     cache: VectorCache,
+    /// Batches taken from the layer search so far.
+    batches: u64,
+    /// Strict order: the distance of the farthest entry returned so far.
+    returned_distance_max: f64,
+    /// Strict order: re-ranked entries held back for the next batch, because a pending
+    /// node's approximate distance says a nearer entry may still come.
+    held: Vec<SearchResult>,
 }
 
 impl ScanState {
     /// The next batch of `index` (the index this state was started on; empty once the
-    /// graph reachable from the entry point is exhausted).
+    /// graph reachable from the entry point is exhausted, or after the first batch when
+    /// the scan is not iterative).
     pub fn next_batch(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
-        let Some(layer) = self.layer.as_mut() else {
+        loop {
+            let mut batch = self.next_raw_batch(index)?;
+            if batch.is_empty() || self.options.iterative != IterativeScan::StrictOrder {
+                return Ok(batch);
+            }
+            let returned = self.returned_distance_max;
+            batch.retain(|result| result.distance >= returned);
+            if let Some(last) = batch.last() {
+                assert!(last.distance >= self.returned_distance_max, "strict order");
+                self.returned_distance_max = last.distance;
+                return Ok(batch);
+            }
+        }
+    }
+
+    /// The next `ef_search` pending entries, re-ranked: the layer search is continued
+    /// first unless the scan has evaluated `max_scan_tuples` nodes (the first batch always
+    /// searches).
+    fn next_raw_batch(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
+        let stopped = self.batches > 0 && self.options.iterative == IterativeScan::Off;
+        if self.layer.is_none() || stopped {
             return Ok(Vec::new());
-        };
-        layer.advance(index, &self.query, self.ef_search, &mut self.cache)?;
-        let mut results = Vec::with_capacity(self.ef_search);
-        for (_, page_id) in layer.take_nearest(self.ef_search) {
+        }
+        let ef_search = self.options.ef_search;
+        let within_bounds = self.evaluated() < self.options.max_scan_tuples
+            && self.memory_bytes() <= self.options.memory_bytes_max;
+        let layer = self.layer.as_mut().expect("checked above");
+        if self.batches == 0 || within_bounds {
+            layer.advance(index, &self.query, ef_search, &mut self.cache)?;
+        }
+        self.batches += 1;
+        let mut results = Vec::with_capacity(ef_search);
+        for (_, page_id) in layer.take_nearest(ef_search) {
             // An expanded node's exact result was taken when its page was read.
             if let Some(result) = self.cache.expanded.remove(&page_id) {
                 results.push(result);
@@ -166,14 +258,46 @@ impl ScanState {
                 })
             })?);
         }
+        if self.options.iterative == IterativeScan::StrictOrder {
+            results.append(&mut self.held);
+        }
         results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+        if self.options.iterative == IterativeScan::StrictOrder {
+            self.hold_back(&mut results);
+        }
         Ok(results)
     }
 
-    /// Nodes whose distance the scan has computed so far: a caller bounds a long iterative
-    /// scan with it (pgvector's `hnsw.max_scan_tuples`).
+    /// Strict order: the pending queue is ordered by approximate (code) distances, so a
+    /// re-ranked batch may end with entries farther than the next pending node, whose
+    /// exact distance may be smaller; strict order would then drop that node. Entries
+    /// beyond the next pending node's distance wait for the next batch (at least one entry
+    /// is returned, so the scan advances). pgvector's distances are exact and need none.
+    fn hold_back(&mut self, results: &mut Vec<SearchResult>) {
+        assert!(self.held.is_empty(), "held entries were merged into this batch");
+        let Some(next) = self.layer.as_ref().and_then(LayerScan::nearest_pending) else {
+            return;
+        };
+        let kept = results.partition_point(|result| result.distance <= next).max(1);
+        if kept < results.len() {
+            self.held = results.split_off(kept);
+        }
+    }
+
+    /// Nodes whose distance the scan has computed so far (what `max_scan_tuples` bounds).
     pub fn evaluated(&self) -> usize {
         self.layer.as_ref().map_or(0, LayerScan::evaluated)
+    }
+
+    /// An estimate of the scan's memory: its visited set, heaps and kept exact results
+    /// (what `ScanOptions::memory_bytes_max` bounds).
+    pub fn memory_bytes(&self) -> usize {
+        let Some(layer) = self.layer.as_ref() else { return 0 };
+        let keys: usize = self.cache.expanded.values().map(|result| result.key.len()).sum();
+        layer.evaluated() * EVALUATED_NODE_BYTES
+            + layer.frontier.len() * FRONTIER_CANDIDATE_BYTES
+            + (self.cache.expanded.len() + self.held.len()) * EXPANDED_RESULT_BYTES
+            + keys
     }
 }
 
@@ -186,6 +310,11 @@ impl Scan<'_> {
     /// Nodes whose distance the scan has computed so far.
     pub fn evaluated(&self) -> usize {
         self.state.evaluated()
+    }
+
+    /// An estimate of the scan's memory (`ScanState::memory_bytes`).
+    pub fn memory_bytes(&self) -> usize {
+        self.state.memory_bytes()
     }
 }
 
@@ -238,15 +367,24 @@ impl Hnsw {
 
     /// Starts a query: greedy descent through the upper layers, then a resumable search of
     /// layer 0 with `ef_search` candidates (distances from codes, exact re-ranking).
+    /// The scan goes on in relaxed order until the reachable graph is exhausted.
     pub fn scan(&self, query: &[f32], ef_search: usize) -> Result<Scan<'_>> {
-        Ok(Scan { index: self, state: self.scan_state(query, ef_search)?, ready: VecDeque::new() })
+        self.scan_with(query, ScanOptions::unbounded(ef_search))
     }
 
-    /// `scan` without the borrow: pass this index to each `ScanState::next_batch`.
-    pub fn scan_state(&self, query: &[f32], ef_search: usize) -> Result<ScanState> {
+    /// `scan` with pgvector's iterative-scan options.
+    pub fn scan_with(&self, query: &[f32], options: ScanOptions) -> Result<Scan<'_>> {
+        Ok(Scan { index: self, state: self.scan_state(query, options)?, ready: VecDeque::new() })
+    }
+
+    /// `scan_with` without the borrow: pass this index to each `ScanState::next_batch`.
+    pub fn scan_state(&self, query: &[f32], options: ScanOptions) -> Result<ScanState> {
         self.check_vector(query)?;
-        if ef_search == 0 {
-            return Err(HnswError::InvalidArgument("ef_search must be positive".into()));
+        let ef_search = options.ef_search;
+        if ef_search == 0 || options.max_scan_tuples == 0 {
+            return Err(HnswError::InvalidArgument(
+                "ef_search and max_scan_tuples must be positive".into(),
+            ));
         }
         let meta = read_meta(&self.store, self.meta)?;
         let mut cache = VectorCache::default();
@@ -258,7 +396,15 @@ impl Hnsw {
             }
             None => None,
         };
-        Ok(ScanState { query: query.to_vec(), ef_search, layer, cache })
+        Ok(ScanState {
+            query: query.to_vec(),
+            options,
+            layer,
+            cache,
+            batches: 0,
+            returned_distance_max: f64::NEG_INFINITY,
+            held: Vec::new(),
+        })
     }
 
     /// The `ef_search` entries nearest to `query` as the graph finds them, in exact
