@@ -404,6 +404,10 @@ impl crate::system::SessionSettings for SettingsView<'_> {
         })
     }
 
+    fn rows(&self) -> Vec<crate::system::SettingRow> {
+        super::settings_rows::rows(self)
+    }
+
     fn reset_value(&self, name: &str) -> Result<String> {
         if let Some(value) = self.reset_values.get(name) {
             return Ok(value.clone());

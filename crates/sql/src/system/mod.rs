@@ -165,6 +165,31 @@ pub trait SessionSettings {
     fn check(&self, name: &str, value: &str) -> Result<String>;
     /// The value RESET returns `name` to, or RESET's error.
     fn reset_value(&self, name: &str) -> Result<String>;
+    /// Every parameter as pg_settings shows it, in name order.
+    fn rows(&self) -> Vec<SettingRow>;
+}
+
+/// One row of pg_settings.
+#[derive(Clone, Debug)]
+pub struct SettingRow {
+    pub name: &'static str,
+    /// The value in `unit`s (SHOW's `4MB` is `4096` for unit `kB`).
+    pub setting: String,
+    pub unit: &'static str,
+    pub category: &'static str,
+    pub short_description: &'static str,
+    pub context: &'static str,
+    /// `bool`, `integer`, `real`, `string` or `enum`.
+    pub kind: &'static str,
+    /// `default`, or `session` for a value the session changed.
+    pub source: &'static str,
+    pub minimum: &'static str,
+    pub maximum: &'static str,
+    pub enum_values: &'static [&'static str],
+    /// The built-in default in `unit`s.
+    pub boot_value: &'static str,
+    /// What RESET returns to, in `unit`s.
+    pub reset_value: String,
 }
 
 /// One set_config call: `value` None resets the setting; `local` as SET LOCAL.

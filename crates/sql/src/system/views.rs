@@ -187,6 +187,24 @@ fn attribute_vector(numbers: impl Iterator<Item = usize>, lower: i32) -> Datum {
     Datum::Array(std::sync::Arc::new(crate::types::ArrayValue { lower, elements }))
 }
 
+/// NULL for "" (pg_settings' unit and bounds of a parameter without them).
+fn text_or_null(value: &str) -> Datum {
+    if value.is_empty() {
+        Datum::Null
+    } else {
+        text(value)
+    }
+}
+
+/// A text[] of `values`, NULL when there are none (pg_settings.enumvals).
+fn text_array(values: &[&str]) -> Datum {
+    if values.is_empty() {
+        return Datum::Null;
+    }
+    let elements = values.iter().map(|value| text(value)).collect();
+    Datum::Array(std::sync::Arc::new(crate::types::ArrayValue { lower: 1, elements }))
+}
+
 /// An oidvector (lower bound 0) of OIDs.
 fn oid_vector(oids: impl Iterator<Item = i64>) -> Datum {
     let elements = oids.map(Datum::Int).collect();
@@ -788,12 +806,25 @@ pub static VIEWS: &[SystemView] = &[
         datctype: Text = text("C"),
         datallowconn: Bool = Datum::Bool(true),
     }),
-    view!(&["pg_settings"], {
-        name: Text,
-        setting: Text,
-        unit: Text,
-        category: Text,
-        short_desc: Text,
+    // Every PostgreSQL 15 parameter, with the session's value (session/settings_rows.rs).
+    view!(&["pg_settings"], |c| c.session.settings.rows(), |row| {
+        name: Text = text(row.name),
+        setting: Text = text(&row.setting),
+        unit: Text = text_or_null(row.unit),
+        category: Text = text(row.category),
+        short_desc: Text = text(row.short_description),
+        extra_desc: Text = Datum::Null,
+        context: Text = text(row.context),
+        vartype: Text = text(row.kind),
+        source: Text = text(row.source),
+        min_val: Text = text_or_null(row.minimum),
+        max_val: Text = text_or_null(row.maximum),
+        enumvals: TextArray = text_array(row.enum_values),
+        boot_val: Text = text(row.boot_value),
+        reset_val: Text = text(&row.reset_value),
+        sourcefile: Text = Datum::Null,
+        sourceline: Int4 = Datum::Null,
+        pending_restart: Bool = Datum::Bool(false),
     }),
     // Passwords are never shown: PostgreSQL's views show this constant whatever is stored.
     view!(&["pg_roles"], |c| c.catalog.roles(), |role| {
