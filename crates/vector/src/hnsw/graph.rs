@@ -1,13 +1,9 @@
-//! Changing the graph: insert (pgvector's algorithm, one mini-transaction per insert) and
-//! the invariant check.
-
-use std::collections::{HashMap, VecDeque};
+//! Changing the graph: insert (pgvector's algorithm, one mini-transaction per insert).
 
 use tierdb_common::{Lsn, PageId, SplitMix64};
 
 use super::layout::{
-    Meta, META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE,
-    ROW_KEY_BYTES_MAX,
+    META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE, ROW_KEY_BYTES_MAX,
 };
 use super::search::{Candidate, Distances, VectorCache};
 use super::{read_meta, Distance, Hnsw, HnswError, Result};
@@ -18,18 +14,6 @@ enum ListChange {
     Append { count: usize },
     /// The list was full: rebuilt by the heuristic over its links and the new node.
     Rewrite(Vec<PageId>),
-}
-
-/// What `Hnsw::check` found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CheckReport {
-    /// Nodes reachable from the entry point over all layers.
-    pub nodes_reached: u64,
-    /// The meta page's node count.
-    pub node_count: u64,
-    pub top_level: u8,
-    /// Links followed, all layers.
-    pub links: u64,
 }
 
 /// A level drawn with pgvector's distribution, `floor(-ln(U) / ln(m))`: level `l` or higher
@@ -216,85 +200,5 @@ impl Hnsw {
         let capacity = self.layout.capacity(layer);
         let kept = self.select_neighbours_keeping(&candidates, (capacity, Some(node_id)), cache)?;
         Ok(kept.map(ListChange::Rewrite))
-    }
-
-    /// Walks every layer from the entry point and checks the graph's invariants
-    /// (docs/design/014-vector-indexes.md, "Invariant check"). Blocks inserts meanwhile.
-    pub fn check(&self) -> Result<CheckReport> {
-        let _writer = self.writer.lock();
-        let meta = read_meta(&self.store, self.meta)?;
-        let corrupt = |page_id: PageId, detail: String| HnswError::Corrupt { page_id, detail };
-        let Some(entry) = meta.entry else {
-            if meta.node_count != 0 {
-                return Err(corrupt(
-                    self.meta,
-                    format!("no entry point but count={}", meta.node_count),
-                ));
-            }
-            return Ok(CheckReport { nodes_reached: 0, node_count: 0, top_level: 0, links: 0 });
-        };
-        let mut levels: HashMap<PageId, u8> = HashMap::new();
-        let mut edges: Vec<(PageId, PageId, usize)> = Vec::new();
-        let mut queue = VecDeque::from([entry]);
-        while let Some(page_id) = queue.pop_front() {
-            if levels.contains_key(&page_id) {
-                continue;
-            }
-            let (level, links) = self.read_node(page_id, |node| {
-                let lists: Vec<Vec<PageId>> =
-                    (0..=usize::from(node.level())).map(|layer| node.links(layer)).collect();
-                Ok((node.level(), lists))
-            })?;
-            if level > meta.top_level {
-                return Err(corrupt(
-                    page_id,
-                    format!("level={level} above top={}", meta.top_level),
-                ));
-            }
-            levels.insert(page_id, level);
-            for (layer, list) in links.into_iter().enumerate() {
-                for target in list {
-                    if target == page_id {
-                        return Err(corrupt(page_id, format!("links to itself on layer={layer}")));
-                    }
-                    edges.push((page_id, target, layer));
-                    queue.push_back(target);
-                }
-            }
-        }
-        for &(source, target, layer) in &edges {
-            if usize::from(levels[&target]) < layer {
-                return Err(corrupt(
-                    source,
-                    format!("links on layer={layer} to {target} of level={}", levels[&target]),
-                ));
-            }
-        }
-        self.check_meta(&meta, entry, &levels, u64::try_from(edges.len()).expect("fits"))
-    }
-
-    fn check_meta(
-        &self,
-        meta: &Meta,
-        entry: PageId,
-        levels: &HashMap<PageId, u8>,
-        links: u64,
-    ) -> Result<CheckReport> {
-        let reached = u64::try_from(levels.len()).expect("fits");
-        if levels[&entry] != meta.top_level || reached > meta.node_count {
-            return Err(HnswError::Corrupt {
-                page_id: self.meta,
-                detail: format!(
-                    "entry level={} top={} reached={reached} count={}",
-                    levels[&entry], meta.top_level, meta.node_count
-                ),
-            });
-        }
-        Ok(CheckReport {
-            nodes_reached: reached,
-            node_count: meta.node_count,
-            top_level: meta.top_level,
-            links,
-        })
     }
 }
