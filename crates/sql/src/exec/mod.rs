@@ -29,6 +29,7 @@ mod scan;
 mod set_functions;
 mod sort;
 pub(crate) mod spill;
+mod vector_check;
 mod window;
 
 pub(crate) use aggregate::*;
