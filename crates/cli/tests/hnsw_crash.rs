@@ -1,0 +1,202 @@
+//! Crash safety of an HNSW index through the server (issue 14): four clients insert rows
+//! with seeded random 16-dimensional vectors into an HNSW-indexed table while the server
+//! is killed with SIGKILL at a random moment. After each restart:
+//!
+//! - an exact scan (a sequential scan, as EXPLAIN shows) returns every acknowledged row
+//!   with its vector, and no row but those and the one insert each client had in flight
+//!   at the kill (its commit may land before the acknowledgement);
+//! - the index finds every acknowledged row by its own vector (`ORDER BY v <-> vector
+//!   LIMIT 1` at hnsw.ef_search = `EF_SEARCH`, an index scan as EXPLAIN shows: recall of
+//!   the exact-match query 1.0);
+//! - `tierdb_check_vector_index` reports no violation, every row it sees indexed, and
+//!   every node of the graph reachable from its entry point.
+//!
+//! Cycles: `TIERDB_HNSW_CRASH_CYCLES` (default `CYCLES_DEFAULT`, the issue's 20).
+
+mod server_support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use server_support::TestServer;
+use tierdb_common::SplitMix64;
+use tokio_postgres::Client;
+
+const CYCLES_DEFAULT: usize = 20;
+const WORKERS: u64 = 4;
+const DIMENSIONS: usize = 16;
+/// Vector elements are integers below this: exact in f32, printed back as written.
+const ELEMENT_BOUND: u64 = 1000;
+/// Ids of cycle `c`, worker `w` start at `c * CYCLE_IDS + w * WORKER_IDS`.
+const CYCLE_IDS: i64 = 10_000_000;
+const WORKER_IDS: i64 = 1_000_000;
+/// How long clients insert before the kill: `KILL_AFTER_MIN_MS` plus a seeded part.
+const KILL_AFTER_MIN_MS: u64 = 150;
+const KILL_AFTER_SPREAD_MS: u64 = 450;
+const EF_SEARCH: usize = 100;
+/// Connections the exact-match queries are spread over.
+const QUERY_CONNECTIONS: usize = 4;
+
+fn cycles() -> usize {
+    std::env::var("TIERDB_HNSW_CRASH_CYCLES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(CYCLES_DEFAULT)
+}
+
+fn vector_text(random: &mut SplitMix64) -> String {
+    let values: Vec<String> =
+        (0..DIMENSIONS).map(|_| random.below(ELEMENT_BOUND).to_string()).collect();
+    format!("[{}]", values.join(","))
+}
+
+/// What the clients sent: acknowledged rows, and each client's insert in flight.
+#[derive(Default)]
+struct Ledger {
+    acknowledged: HashMap<i64, String>,
+    in_flight: HashMap<i64, String>,
+}
+
+/// One client: inserts rows until the server goes away.
+async fn insert_until_killed(connection_string: String, first_id: i64, ledger: Arc<Mutex<Ledger>>) {
+    let Ok((client, connection)) =
+        tokio_postgres::connect(&connection_string, tokio_postgres::NoTls).await
+    else {
+        return;
+    };
+    tokio::spawn(connection);
+    let mut random = SplitMix64::new(u64::try_from(first_id).expect("ids are positive"));
+    for id in first_id.. {
+        let vector = vector_text(&mut random);
+        ledger.lock().expect("ledger").in_flight.insert(id, vector.clone());
+        let sql = format!("INSERT INTO items VALUES ({id}, '{vector}')");
+        if client.execute(sql.as_str(), &[]).await.is_err() {
+            return;
+        }
+        let mut ledger = ledger.lock().expect("ledger");
+        ledger.in_flight.remove(&id);
+        ledger.acknowledged.insert(id, vector);
+    }
+}
+
+async fn plan(client: &Client, sql: &str) -> String {
+    let rows = client.query(&format!("EXPLAIN {sql}"), &[]).await.expect("explain");
+    rows.iter().map(|row| row.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+}
+
+/// The rows an exact scan returns, by id; every acknowledged row is among them with its
+/// vector, and every other row is an insert that was in flight at the kill.
+async fn check_exact_scan(client: &Client, ledger: &Ledger, cycle: usize) -> HashMap<i64, String> {
+    let scan = "SELECT id, v::text FROM items";
+    let explained = plan(client, scan).await;
+    assert!(explained.contains("Seq Scan on items"), "{explained}");
+    let rows = client.query(scan, &[]).await.expect("exact scan");
+    let present: HashMap<i64, String> =
+        rows.iter().map(|row| (row.get::<_, i64>(0), row.get::<_, String>(1))).collect();
+    for (id, vector) in &ledger.acknowledged {
+        assert_eq!(present.get(id), Some(vector), "cycle {cycle}: acknowledged row {id}");
+    }
+    for (id, vector) in &present {
+        let sent = ledger.acknowledged.get(id).or_else(|| ledger.in_flight.get(id));
+        assert_eq!(sent, Some(vector), "cycle {cycle}: row {id} was never sent");
+    }
+    present
+}
+
+/// Every row in `rows` is the nearest by the index to its own vector.
+async fn check_exact_matches(server: &TestServer, rows: Vec<(i64, String)>, cycle: usize) {
+    let chunk = rows.len().div_ceil(QUERY_CONNECTIONS).max(1);
+    let mut queries = Vec::new();
+    for part in rows.chunks(chunk) {
+        let client = server.connect().await;
+        let part = part.to_vec();
+        queries.push(tokio::spawn(async move {
+            client.batch_execute(&format!("SET hnsw.ef_search = {EF_SEARCH}")).await.unwrap();
+            for (id, vector) in part {
+                let sql = format!("SELECT id FROM items ORDER BY v <-> '{vector}' LIMIT 1");
+                let found: i64 = client.query_one(sql.as_str(), &[]).await.expect("nearest").get(0);
+                assert_eq!(found, id, "cycle {cycle}: row {id} not found by its vector");
+            }
+        }));
+    }
+    for query in queries {
+        query.await.expect("exact-match queries");
+    }
+}
+
+/// The index's check: no violation, every visible row indexed, every node reachable.
+async fn check_index(client: &Client, rows: usize, cycle: usize) -> String {
+    let fields = ["violation_count", "rows_indexed", "rows_missing", "node_count", "nodes_reached"];
+    let columns: Vec<String> = fields.iter().map(|name| format!("r ->> '{name}'")).collect();
+    let sql = format!(
+        "SELECT {}, r::text FROM (SELECT tierdb_check_vector_index('items_v_idx') AS r) AS c",
+        columns.join(", ")
+    );
+    let row = client.query_one(sql.as_str(), &[]).await.expect("check");
+    let count = |index: usize| row.get::<_, String>(index).parse::<usize>().expect("a count");
+    let report: String = row.get(fields.len());
+    assert_eq!(count(0), 0, "cycle {cycle}: {report}");
+    assert_eq!((count(1), count(2)), (rows, 0), "cycle {cycle}: {report}");
+    assert_eq!(count(3), count(4), "cycle {cycle}: unreachable nodes: {report}");
+    report
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hnsw_index_keeps_acknowledged_rows_through_sigkill_cycles() {
+    let started = Instant::now();
+    let mut server = TestServer::start(&[]);
+    server
+        .connect()
+        .await
+        .batch_execute(
+            "CREATE TABLE items (id bigint PRIMARY KEY, v vector(16));
+             CREATE INDEX items_v_idx ON items USING hnsw (v vector_l2_ops)
+                 WITH (m = 8, ef_construction = 32);",
+        )
+        .await
+        .expect("schema");
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let mut random = SplitMix64::new(0x1414);
+    for cycle in 0..cycles() {
+        let cycle_ids = i64::try_from(cycle).expect("fits") * CYCLE_IDS;
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|worker| {
+                let first_id = cycle_ids + i64::try_from(worker).expect("fits") * WORKER_IDS + 1;
+                let inserting =
+                    insert_until_killed(server.connection_string(), first_id, Arc::clone(&ledger));
+                tokio::spawn(inserting)
+            })
+            .collect();
+        let kill_after = KILL_AFTER_MIN_MS + random.below(KILL_AFTER_SPREAD_MS);
+        tokio::time::sleep(Duration::from_millis(kill_after)).await;
+        let data_dir = server.kill();
+        for worker in workers {
+            worker.await.expect("worker");
+        }
+        server = TestServer::start_in(data_dir, &[]);
+        let client = server.connect().await;
+        let mut sent = std::mem::take(&mut *ledger.lock().expect("ledger"));
+        let present = check_exact_scan(&client, &sent, cycle).await;
+        let nearest = "SELECT id FROM items ORDER BY v <-> '[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]' LIMIT 1";
+        let explained = plan(&client, nearest).await;
+        assert!(explained.contains("Index Scan using items_v_idx on items"), "{explained}");
+        let rows: Vec<(i64, String)> = present.iter().map(|(id, v)| (*id, v.clone())).collect();
+        check_exact_matches(&server, rows, cycle).await;
+        let report = check_index(&client, present.len(), cycle).await;
+        // An insert in flight at the kill either committed (it stays: from now on it is
+        // treated as acknowledged) or is gone for good.
+        let in_flight = std::mem::take(&mut sent.in_flight);
+        let in_flight_count = in_flight.len();
+        let landed: Vec<_> =
+            in_flight.into_iter().filter(|(id, _)| present.contains_key(id)).collect();
+        let landed_count = landed.len();
+        sent.acknowledged.extend(landed);
+        eprintln!(
+            "cycle {cycle}: killed after {kill_after} ms; {} rows ({landed_count} of {in_flight_count} in flight committed), all found by exact scan and by their vector; {report}; {:.1} s",
+            present.len(),
+            started.elapsed().as_secs_f64()
+        );
+        *ledger.lock().expect("ledger") = sent;
+    }
+}
