@@ -32,8 +32,8 @@ const ELEMENT_BOUND: u64 = 1000;
 const CYCLE_IDS: i64 = 10_000_000;
 const WORKER_IDS: i64 = 1_000_000;
 /// How long clients insert before the kill: `KILL_AFTER_MIN_MS` plus a seeded part.
-const KILL_AFTER_MIN_MS: u64 = 150;
-const KILL_AFTER_SPREAD_MS: u64 = 450;
+const KILL_AFTER_MIN_MS: u64 = 100;
+const KILL_AFTER_SPREAD_MS: u64 = 300;
 const EF_SEARCH: usize = 100;
 /// Connections the exact-match queries are spread over.
 const QUERY_CONNECTIONS: usize = 4;
