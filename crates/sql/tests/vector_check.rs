@@ -1,10 +1,11 @@
 //! `tierdb_check_vector_index(regclass)`: a jsonb report of an HNSW index's check against
 //! its table (counts, and no violations for a sound index); 42809 for a relation that is not
-//! an HNSW index, 42P01 for a name or OID that is no relation.
+//! an HNSW index, 42P01 for a name or OID that is no relation, 42501 without SELECT on the
+//! table.
 
 mod support;
 
-use support::{setup, sqlstate, value, with_session};
+use support::{session_as, setup, sqlstate, value, with_session};
 use tierdb_sql::Datum;
 
 /// A field of the report as text (`->>`).
@@ -54,5 +55,12 @@ fn the_check_reports_counts_and_no_violations() {
         assert_eq!(sqlstate(session, "SELECT tierdb_check_vector_index('no_such')"), "42P01");
         assert_eq!(sqlstate(session, "SELECT tierdb_check_vector_index(123456)"), "42P01");
         assert_eq!(value(session, "SELECT tierdb_check_vector_index(NULL)").unwrap(), Datum::Null);
+        // The check reads the table's rows: a role needs SELECT on it.
+        setup(session, &["CREATE USER alice"]);
+        let mut alice = session_as(session, "alice");
+        let check = "SELECT tierdb_check_vector_index('items_v_idx') ->> 'violation_count'";
+        assert_eq!(sqlstate(&mut alice, check), "42501");
+        setup(session, &["GRANT SELECT ON items TO alice"]);
+        assert_eq!(value(&mut alice, check).unwrap(), Datum::Text("0".into()));
     });
 }

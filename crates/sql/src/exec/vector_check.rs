@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tierdb_engine::{Transaction, VectorIndexCheck};
 
-use crate::catalog::IndexKind;
+use crate::catalog::{IndexKind, Privilege};
 use crate::error::{Result, SqlError};
 use crate::system::SessionInfo;
 use crate::types::{Datum, Jsonb};
@@ -30,10 +30,25 @@ pub fn check_vector_index(
         if !matches!(index.kind, IndexKind::Hnsw(_)) {
             return Err(not_hnsw(&index.name));
         }
+        require_select(session, &table.name)?;
         let check = txn.check_vector_index(table.name.as_str(), &index.name)?;
         return Ok(Datum::Jsonb(Arc::new(report(&check))));
     }
     Err(no_relation())
+}
+
+/// The check reads every row of the table (violations name row keys): the session's user
+/// needs SELECT on it (42501), as a query of the table does; a superuser has it.
+fn require_select(session: &SessionInfo<'_>, table: &str) -> Result<()> {
+    let role = session.catalog.role(session.user);
+    if role.as_ref().is_some_and(|role| role.superuser) {
+        return Ok(());
+    }
+    let oid = role.map_or(u32::MAX, |role| role.oid);
+    if session.catalog.table_acl(table).allows(oid, Privilege::Select) {
+        return Ok(());
+    }
+    Err(SqlError::new("42501", format!("permission denied for table {table}")))
 }
 
 fn not_hnsw(name: &str) -> SqlError {
