@@ -12,8 +12,9 @@ use super::{read_meta, Distance, Hnsw, HnswError, Result};
 enum ListChange {
     /// The list has room: the new node is appended after `count` links.
     Append { count: usize },
-    /// The list was full: rebuilt by the heuristic over its links and the new node.
-    Rewrite(Vec<PageId>),
+    /// The list was full: rebuilt by the heuristic over its links and the new node, which
+    /// drops `dropped` from it.
+    Rewrite { list: Vec<PageId>, dropped: Vec<PageId> },
 }
 
 /// A level drawn with pgvector's distribution, `floor(-ln(U) / ln(m))`: level `l` or higher
@@ -25,6 +26,24 @@ fn draw_level(random: &mut SplitMix64, m: usize, cap: u8) -> u8 {
         level += 1;
     }
     level
+}
+
+/// Links the new node to the nodes its reverse links dropped from full lists, while its own
+/// list has room. A dropped node may have had no other in-link: without this it could be
+/// unreachable from then on (pgvector's graph has that flaw; found by the invariant check
+/// in a crash test). The new node is reachable through the lists that dropped them (each
+/// rewrite keeps it), so each adopted node stays reachable through it. Its vector is
+/// loaded: it was a candidate of the rewrite's heuristic.
+fn adopt(list: &mut Vec<PageId>, dropped: &[PageId], capacity: usize) {
+    for &page_id in dropped {
+        if list.len() == capacity {
+            return;
+        }
+        if !list.contains(&page_id) {
+            list.push(page_id);
+        }
+    }
+    assert!(list.len() <= capacity, "a list within its capacity");
 }
 
 impl Hnsw {
@@ -79,7 +98,7 @@ impl Hnsw {
         let (node_slot, node_id) = mtr.allocate(NODE_PAGE_TYPE)?;
         cache.vectors.insert(node_id, vector);
         let mut lists = vec![Vec::new(); usize::from(level) + 1];
-        let mut changes = Vec::new();
+        let mut changes: Vec<(PageId, usize, ListChange)> = Vec::new();
         if let Some(entry) = meta.entry {
             let start = usize::from(level.min(meta.top_level));
             let mut nearest = self.descend(vector, entry, meta.top_level, start, cache)?;
@@ -92,13 +111,9 @@ impl Hnsw {
                     Distances::Exact,
                     cache,
                 )?;
-                let selected =
+                let mut selected =
                     self.select_neighbours(&found, self.layout.capacity(layer), cache)?;
-                for &neighbour in &selected {
-                    if let Some(change) = self.reverse_link(neighbour, node_id, layer, cache)? {
-                        changes.push((neighbour, layer, change));
-                    }
-                }
+                self.link_back((node_id, layer), &mut selected, &mut changes, cache)?;
                 lists[layer] = selected;
                 nearest = found;
             }
@@ -117,7 +132,7 @@ impl Hnsw {
                         mtr.write(slot, offset, &bytes);
                     }
                 }
-                ListChange::Rewrite(list) => {
+                ListChange::Rewrite { list, .. } => {
                     let bytes = self.layout.encode_list(layer, &with_vectors(&list));
                     mtr.write(slot, self.layout.list_offset(layer), &bytes);
                 }
@@ -177,17 +192,55 @@ impl Hnsw {
         Ok(Some(kept))
     }
 
+    /// The reverse links of the new node on `layer` to its `selected` neighbours, appended
+    /// to `changes`. The new node gets at least one in-link: if the heuristic keeps it in
+    /// no full list, the nearest neighbour's list is forced to take it. The nodes rewritten
+    /// lists drop are adopted by the new node's list while it has room (`adopt`).
+    fn link_back(
+        &self,
+        (node_id, layer): (PageId, usize),
+        selected: &mut Vec<PageId>,
+        changes: &mut Vec<(PageId, usize, ListChange)>,
+        cache: &mut VectorCache,
+    ) -> Result<()> {
+        let mut dropped = Vec::new();
+        let mut record = |target: PageId, change: Option<ListChange>| {
+            let Some(change) = change else { return false };
+            if let ListChange::Rewrite { dropped: lost, .. } = &change {
+                dropped.extend_from_slice(lost);
+            }
+            changes.push((target, layer, change));
+            true
+        };
+        let mut linked = false;
+        for &neighbour in selected.iter() {
+            let change = self.reverse_link(neighbour, (node_id, layer), false, cache)?;
+            linked |= record(neighbour, change);
+        }
+        if let Some(&nearest) = selected.first().filter(|_| !linked) {
+            // Every full list refused it (the nearest's too, so it has no change yet).
+            let change = self.reverse_link(nearest, (node_id, layer), true, cache)?;
+            linked = record(nearest, change);
+        }
+        assert!(linked || selected.is_empty(), "the new node has an in-link");
+        adopt(selected, &dropped, self.layout.capacity(layer));
+        Ok(())
+    }
+
     /// The change that links `neighbour` back to the new node on `layer` (None: the
-    /// heuristic keeps the neighbour's full list as it is).
+    /// heuristic keeps the neighbour's full list as it is, unless `force`: then the
+    /// heuristic's list over the old links, its farthest dropped if it is full, and the
+    /// new node).
     fn reverse_link(
         &self,
         neighbour: PageId,
-        node_id: PageId,
-        layer: usize,
+        (node_id, layer): (PageId, usize),
+        force: bool,
         cache: &mut VectorCache,
     ) -> Result<Option<ListChange>> {
         let links = self.read_node(neighbour, |node| Ok(node.links(layer)))?;
-        if links.len() < self.layout.capacity(layer) {
+        let capacity = self.layout.capacity(layer);
+        if links.len() < capacity {
             return Ok(Some(ListChange::Append { count: links.len() }));
         }
         self.load_vector(neighbour, cache)?;
@@ -197,8 +250,21 @@ impl Hnsw {
             candidates.push((self.exact_distance(&base, page_id, cache)?, page_id));
         }
         candidates.sort();
-        let capacity = self.layout.capacity(layer);
         let kept = self.select_neighbours_keeping(&candidates, (capacity, Some(node_id)), cache)?;
-        Ok(kept.map(ListChange::Rewrite))
+        let list = match kept {
+            Some(list) => list,
+            None if force => {
+                candidates.retain(|&(_, page_id)| page_id != node_id);
+                let mut list = self.select_neighbours(&candidates, capacity, cache)?;
+                if list.len() == capacity {
+                    list.pop();
+                }
+                list.push(node_id);
+                list
+            }
+            None => return Ok(None),
+        };
+        let dropped = links.iter().filter(|link| !list.contains(link)).copied().collect();
+        Ok(Some(ListChange::Rewrite { list, dropped }))
     }
 }
