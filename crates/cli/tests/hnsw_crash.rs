@@ -10,7 +10,7 @@
 //! - the index finds every row by its own vector (`ORDER BY v <-> vector LIMIT 1`, an
 //!   index scan as EXPLAIN shows: recall of the exact-match query 1.0) at hnsw.ef_search
 //!   = `EF_SEARCH`, or for the few rows that search stops short of, at `EF_SEARCH_MAX`
-//!   (counted and printed: HNSW is approximate, and uniform 16-d data at m = 8 is hard);
+//!   (counted and printed: HNSW is approximate, and uniform 16-d data is hard for it);
 //! - `tierdb_check_vector_index` reports no violation, every row it sees indexed, and
 //!   every node of the graph reachable from its entry point.
 //!
@@ -188,7 +188,7 @@ async fn exact_match_misses(
 
 /// Every row in `rows` is the nearest by the index to its own vector: at ef_search
 /// `EF_SEARCH`, or else at `EF_SEARCH_MAX` (an approximate search may stop short of a
-/// reachable node; uniform 16-d data at m = 8 is hard for any HNSW graph). Returns the rows
+/// reachable node; uniform 16-d data is hard for any HNSW graph). Returns the rows
 /// that needed the second search; a row found by neither fails the test, naming the check.
 async fn check_exact_matches(
     server: &TestServer,
@@ -253,8 +253,7 @@ async fn hnsw_index_keeps_acknowledged_rows_through_sigkill_cycles() {
         .await
         .batch_execute(
             "CREATE TABLE items (id bigint PRIMARY KEY, v vector(16));
-             CREATE INDEX items_v_idx ON items USING hnsw (v vector_l2_ops)
-                 WITH (m = 8, ef_construction = 32);",
+             CREATE INDEX items_v_idx ON items USING hnsw (v vector_l2_ops);",
         )
         .await
         .expect("schema");
