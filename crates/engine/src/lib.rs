@@ -13,7 +13,7 @@ mod wait;
 pub use engine::{
     ColumnDef, ConflictArbiters, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress,
     IndexDef, InsertOutcome, NearestScan, Projection, PurgeStats, RowKey, RowPage, TableDef,
-    TableHandle, TableRef, Transaction, VectorIndexDef, INSERT_BATCH_ROWS_MAX,
+    TableHandle, TableRef, Transaction, VectorIndexCheck, VectorIndexDef, INSERT_BATCH_ROWS_MAX,
     MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
 pub use error::{EngineError, Result};

@@ -36,9 +36,16 @@ fn split_arguments(example: &str) -> Vec<String> {
     arguments
 }
 
-/// The sequence the registry's nextval example calls (registry_example_id_seq).
+/// The sequence the registry's nextval example calls (registry_example_id_seq), and the
+/// HNSW index tierdb_check_vector_index's example checks (registry_example_v_idx).
 fn create_example_sequence(session: &mut Session) {
-    setup(session, &["CREATE TABLE registry_example (id serial PRIMARY KEY)"]);
+    setup(
+        session,
+        &[
+            "CREATE TABLE registry_example (id serial PRIMARY KEY, v vector(3))",
+            "CREATE INDEX registry_example_v_idx ON registry_example USING hnsw (v vector_l2_ops)",
+        ],
+    );
 }
 
 #[test]

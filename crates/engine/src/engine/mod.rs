@@ -43,6 +43,7 @@ mod layout;
 mod purge;
 mod table;
 mod transaction;
+mod vector_check;
 mod vector_index;
 
 pub use index_build::{
@@ -54,6 +55,7 @@ pub use table::{
     VectorIndexDef,
 };
 pub use transaction::{ConflictArbiters, InsertOutcome, Transaction, INSERT_BATCH_ROWS_MAX};
+pub use vector_check::VectorIndexCheck;
 pub use vector_index::NearestScan;
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two

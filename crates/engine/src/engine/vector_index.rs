@@ -28,7 +28,7 @@ pub(super) fn metric_of(code: i64) -> Option<Metric> {
 
 /// The vector in `row[column]` (None for NULL). The SQL layer stores a vector as its f32
 /// values, little-endian, in a bytes value.
-fn vector_of(row: &[Value], column: usize) -> Result<Option<Vec<f32>>> {
+pub(super) fn vector_of(row: &[Value], column: usize) -> Result<Option<Vec<f32>>> {
     match row.get(column) {
         Some(Value::Null) => Ok(None),
         Some(Value::Bytes(bytes)) if bytes.len() % 4 == 0 => Ok(Some(

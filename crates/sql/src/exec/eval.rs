@@ -508,6 +508,11 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         crate::bind::search_path_schemas(&path, implicit)
     };
     let sequence_last_value = |oid: i64| super::objects::sequence_last_value(oid, session);
+    let txn = std::cell::RefCell::new(ctx.txn.as_deref_mut());
+    let check_vector_index = |oid: i64| match txn.borrow_mut().as_deref_mut() {
+        Some(txn) => super::vector_check::check_vector_index(oid, session, txn),
+        None => Err(SqlError::unsupported("tierdb_check_vector_index outside a transaction")),
+    };
     let context = FunctionContext {
         database: ctx.session.database,
         user: ctx.session.user,
@@ -524,6 +529,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         role_name: &role_name,
         current_schemas: &current_schemas,
         sequence_last_value: &sequence_last_value,
+        check_vector_index: &check_vector_index,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

@@ -30,6 +30,7 @@ mod sequences;
 mod set_functions;
 mod sort;
 pub(crate) mod spill;
+mod vector_check;
 mod window;
 
 pub(crate) use aggregate::*;

@@ -181,6 +181,11 @@ pub(super) fn sequence_last_value(call: Call<'_>) -> Result<Datum> {
     Ok((call.context.sequence_last_value)(oid)?.map_or(Datum::Null, Datum::Int))
 }
 
+pub(super) fn check_vector_index(call: Call<'_>) -> Result<Datum> {
+    let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
+    (call.context.check_vector_index)(oid)
+}
+
 pub(super) fn format_type(call: Call<'_>) -> Result<Datum> {
     let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
     let typmod = call.args.get(1).and_then(Datum::as_int).unwrap_or(-1);

@@ -176,6 +176,8 @@ pub struct FunctionContext<'a> {
     pub current_schemas: &'a dyn Fn(bool) -> Vec<String>,
     /// pg_sequence_last_value(oid): None before the first nextval.
     pub sequence_last_value: &'a dyn Fn(i64) -> Result<Option<i64>>,
+    /// tierdb_check_vector_index(oid): the check of an HNSW index as a jsonb report.
+    pub check_vector_index: &'a dyn Fn(i64) -> Result<Datum>,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.

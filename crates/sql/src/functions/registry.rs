@@ -927,6 +927,21 @@ pub static FUNCTIONS: &[Function] = &[
         "'registry_example_id_seq'",
         volatile
     ),
+    // tierdb's check of an HNSW index against its table (exec/vector_check.rs).
+    function!(
+        &["tierdb_check_vector_index"],
+        1..=1,
+        |_, t| Ok(Signature {
+            arguments: vec![match t.first() {
+                Some(SqlType::Unknown) => Coercion::Explicit(SqlType::Object(ObjectKind::Class)),
+                _ => Coercion::Implicit(SqlType::Object(ObjectKind::Class)),
+            }],
+            output: SqlType::Jsonb,
+        }),
+        info::check_vector_index,
+        "'registry_example_v_idx'",
+        volatile
+    ),
     function!(
         &["pg_is_in_recovery"],
         0..=0,

@@ -1,13 +1,9 @@
-//! Changing the graph: insert (pgvector's algorithm, one mini-transaction per insert) and
-//! the invariant check.
-
-use std::collections::{HashMap, VecDeque};
+//! Changing the graph: insert (pgvector's algorithm, one mini-transaction per insert).
 
 use tierdb_common::{Lsn, PageId, SplitMix64};
 
 use super::layout::{
-    Meta, META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE,
-    ROW_KEY_BYTES_MAX,
+    META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE, ROW_KEY_BYTES_MAX,
 };
 use super::search::{Candidate, Distances, VectorCache};
 use super::{read_meta, Distance, Hnsw, HnswError, Result};
@@ -16,20 +12,9 @@ use super::{read_meta, Distance, Hnsw, HnswError, Result};
 enum ListChange {
     /// The list has room: the new node is appended after `count` links.
     Append { count: usize },
-    /// The list was full: rebuilt by the heuristic over its links and the new node.
-    Rewrite(Vec<PageId>),
-}
-
-/// What `Hnsw::check` found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CheckReport {
-    /// Nodes reachable from the entry point over all layers.
-    pub nodes_reached: u64,
-    /// The meta page's node count.
-    pub node_count: u64,
-    pub top_level: u8,
-    /// Links followed, all layers.
-    pub links: u64,
+    /// The list was full: rebuilt by the heuristic over its links and the new node, which
+    /// drops `dropped` from it.
+    Rewrite { list: Vec<PageId>, dropped: Vec<PageId> },
 }
 
 /// A level drawn with pgvector's distribution, `floor(-ln(U) / ln(m))`: level `l` or higher
@@ -41,6 +26,24 @@ fn draw_level(random: &mut SplitMix64, m: usize, cap: u8) -> u8 {
         level += 1;
     }
     level
+}
+
+/// Links the new node to the nodes its reverse links dropped from full lists, while its own
+/// list has room. A dropped node may have had no other in-link: without this it could be
+/// unreachable from then on (pgvector's graph has that flaw; found by the invariant check
+/// in a crash test). The new node is reachable through the lists that dropped them (each
+/// rewrite keeps it), so each adopted node stays reachable through it. Its vector is
+/// loaded: it was a candidate of the rewrite's heuristic.
+fn adopt(list: &mut Vec<PageId>, dropped: &[PageId], capacity: usize) {
+    for &page_id in dropped {
+        if list.len() == capacity {
+            return;
+        }
+        if !list.contains(&page_id) {
+            list.push(page_id);
+        }
+    }
+    assert!(list.len() <= capacity, "a list within its capacity");
 }
 
 impl Hnsw {
@@ -95,7 +98,7 @@ impl Hnsw {
         let (node_slot, node_id) = mtr.allocate(NODE_PAGE_TYPE)?;
         cache.vectors.insert(node_id, vector);
         let mut lists = vec![Vec::new(); usize::from(level) + 1];
-        let mut changes = Vec::new();
+        let mut changes: Vec<(PageId, usize, ListChange)> = Vec::new();
         if let Some(entry) = meta.entry {
             let start = usize::from(level.min(meta.top_level));
             let mut nearest = self.descend(vector, entry, meta.top_level, start, cache)?;
@@ -108,13 +111,9 @@ impl Hnsw {
                     Distances::Exact,
                     cache,
                 )?;
-                let selected =
+                let mut selected =
                     self.select_neighbours(&found, self.layout.capacity(layer), cache)?;
-                for &neighbour in &selected {
-                    if let Some(change) = self.reverse_link(neighbour, node_id, layer, cache)? {
-                        changes.push((neighbour, layer, change));
-                    }
-                }
+                self.link_back((node_id, layer), &mut selected, &mut changes, cache)?;
                 lists[layer] = selected;
                 nearest = found;
             }
@@ -133,7 +132,7 @@ impl Hnsw {
                         mtr.write(slot, offset, &bytes);
                     }
                 }
-                ListChange::Rewrite(list) => {
+                ListChange::Rewrite { list, .. } => {
                     let bytes = self.layout.encode_list(layer, &with_vectors(&list));
                     mtr.write(slot, self.layout.list_offset(layer), &bytes);
                 }
@@ -193,17 +192,55 @@ impl Hnsw {
         Ok(Some(kept))
     }
 
+    /// The reverse links of the new node on `layer` to its `selected` neighbours, appended
+    /// to `changes`. The new node gets at least one in-link: if the heuristic keeps it in
+    /// no full list, the nearest neighbour's list is forced to take it. The nodes rewritten
+    /// lists drop are adopted by the new node's list while it has room (`adopt`).
+    fn link_back(
+        &self,
+        (node_id, layer): (PageId, usize),
+        selected: &mut Vec<PageId>,
+        changes: &mut Vec<(PageId, usize, ListChange)>,
+        cache: &mut VectorCache,
+    ) -> Result<()> {
+        let mut dropped = Vec::new();
+        let mut record = |target: PageId, change: Option<ListChange>| {
+            let Some(change) = change else { return false };
+            if let ListChange::Rewrite { dropped: lost, .. } = &change {
+                dropped.extend_from_slice(lost);
+            }
+            changes.push((target, layer, change));
+            true
+        };
+        let mut linked = false;
+        for &neighbour in selected.iter() {
+            let change = self.reverse_link(neighbour, (node_id, layer), false, cache)?;
+            linked |= record(neighbour, change);
+        }
+        if let Some(&nearest) = selected.first().filter(|_| !linked) {
+            // Every full list refused it (the nearest's too, so it has no change yet).
+            let change = self.reverse_link(nearest, (node_id, layer), true, cache)?;
+            linked = record(nearest, change);
+        }
+        assert!(linked || selected.is_empty(), "the new node has an in-link");
+        adopt(selected, &dropped, self.layout.capacity(layer));
+        Ok(())
+    }
+
     /// The change that links `neighbour` back to the new node on `layer` (None: the
-    /// heuristic keeps the neighbour's full list as it is).
+    /// heuristic keeps the neighbour's full list as it is, unless `force`: then the
+    /// heuristic's list over the old links, its farthest dropped if it is full, and the
+    /// new node).
     fn reverse_link(
         &self,
         neighbour: PageId,
-        node_id: PageId,
-        layer: usize,
+        (node_id, layer): (PageId, usize),
+        force: bool,
         cache: &mut VectorCache,
     ) -> Result<Option<ListChange>> {
         let links = self.read_node(neighbour, |node| Ok(node.links(layer)))?;
-        if links.len() < self.layout.capacity(layer) {
+        let capacity = self.layout.capacity(layer);
+        if links.len() < capacity {
             return Ok(Some(ListChange::Append { count: links.len() }));
         }
         self.load_vector(neighbour, cache)?;
@@ -213,88 +250,21 @@ impl Hnsw {
             candidates.push((self.exact_distance(&base, page_id, cache)?, page_id));
         }
         candidates.sort();
-        let capacity = self.layout.capacity(layer);
         let kept = self.select_neighbours_keeping(&candidates, (capacity, Some(node_id)), cache)?;
-        Ok(kept.map(ListChange::Rewrite))
-    }
-
-    /// Walks every layer from the entry point and checks the graph's invariants
-    /// (docs/design/014-vector-indexes.md, "Invariant check"). Blocks inserts meanwhile.
-    pub fn check(&self) -> Result<CheckReport> {
-        let _writer = self.writer.lock();
-        let meta = read_meta(&self.store, self.meta)?;
-        let corrupt = |page_id: PageId, detail: String| HnswError::Corrupt { page_id, detail };
-        let Some(entry) = meta.entry else {
-            if meta.node_count != 0 {
-                return Err(corrupt(
-                    self.meta,
-                    format!("no entry point but count={}", meta.node_count),
-                ));
-            }
-            return Ok(CheckReport { nodes_reached: 0, node_count: 0, top_level: 0, links: 0 });
-        };
-        let mut levels: HashMap<PageId, u8> = HashMap::new();
-        let mut edges: Vec<(PageId, PageId, usize)> = Vec::new();
-        let mut queue = VecDeque::from([entry]);
-        while let Some(page_id) = queue.pop_front() {
-            if levels.contains_key(&page_id) {
-                continue;
-            }
-            let (level, links) = self.read_node(page_id, |node| {
-                let lists: Vec<Vec<PageId>> =
-                    (0..=usize::from(node.level())).map(|layer| node.links(layer)).collect();
-                Ok((node.level(), lists))
-            })?;
-            if level > meta.top_level {
-                return Err(corrupt(
-                    page_id,
-                    format!("level={level} above top={}", meta.top_level),
-                ));
-            }
-            levels.insert(page_id, level);
-            for (layer, list) in links.into_iter().enumerate() {
-                for target in list {
-                    if target == page_id {
-                        return Err(corrupt(page_id, format!("links to itself on layer={layer}")));
-                    }
-                    edges.push((page_id, target, layer));
-                    queue.push_back(target);
+        let list = match kept {
+            Some(list) => list,
+            None if force => {
+                candidates.retain(|&(_, page_id)| page_id != node_id);
+                let mut list = self.select_neighbours(&candidates, capacity, cache)?;
+                if list.len() == capacity {
+                    list.pop();
                 }
+                list.push(node_id);
+                list
             }
-        }
-        for &(source, target, layer) in &edges {
-            if usize::from(levels[&target]) < layer {
-                return Err(corrupt(
-                    source,
-                    format!("links on layer={layer} to {target} of level={}", levels[&target]),
-                ));
-            }
-        }
-        self.check_meta(&meta, entry, &levels, u64::try_from(edges.len()).expect("fits"))
-    }
-
-    fn check_meta(
-        &self,
-        meta: &Meta,
-        entry: PageId,
-        levels: &HashMap<PageId, u8>,
-        links: u64,
-    ) -> Result<CheckReport> {
-        let reached = u64::try_from(levels.len()).expect("fits");
-        if levels[&entry] != meta.top_level || reached > meta.node_count {
-            return Err(HnswError::Corrupt {
-                page_id: self.meta,
-                detail: format!(
-                    "entry level={} top={} reached={reached} count={}",
-                    levels[&entry], meta.top_level, meta.node_count
-                ),
-            });
-        }
-        Ok(CheckReport {
-            nodes_reached: reached,
-            node_count: meta.node_count,
-            top_level: meta.top_level,
-            links,
-        })
+            None => return Ok(None),
+        };
+        let dropped = links.iter().filter(|link| !list.contains(link)).copied().collect();
+        Ok(Some(ListChange::Rewrite { list, dropped }))
     }
 }

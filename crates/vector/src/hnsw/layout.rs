@@ -226,7 +226,7 @@ pub fn dimensions_max(m: usize) -> usize {
 }
 
 /// Appends the per-vector SQ8 code of `vector`: min, step, one byte per dimension.
-fn encode_code(vector: &[f32], out: &mut Vec<u8>) {
+pub(crate) fn encode_code(vector: &[f32], out: &mut Vec<u8>) {
     let minimum = vector.iter().copied().fold(f32::INFINITY, f32::min);
     let maximum = vector.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let step = (maximum - minimum) / CODE_LEVELS;

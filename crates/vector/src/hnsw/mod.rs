@@ -6,6 +6,7 @@
 //! needs no HNSW code. Entries carry no visibility: the engine checks rows like it does for
 //! B+tree secondary indexes.
 
+mod check;
 mod graph;
 mod layout;
 mod scan;
@@ -18,7 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use tierdb_common::{ErrorKind, PageId, SplitMix64};
 use tierdb_storage::{PageStore, StorageError};
 
-pub use graph::CheckReport;
+pub use check::{CheckReport, NodeVisitor, Violation, VIOLATIONS_LISTED_MAX};
 pub use layout::{
     dimensions_max, Layout, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, LEVELS_MAX, M_MAX, M_MIN,
     ROW_KEY_BYTES_MAX,
