@@ -21,13 +21,15 @@ use crate::error::{Result, SqlError};
 /// `set_config('jit', 'off', false)` is exact; no scans that start in the middle of a table
 /// to share reads: every scan starts at the beginning, which is what synchronize_seqscans =
 /// off asks for and what on allows) or because they only label the session
-/// (application_name).
-const VACUOUS: [&str; 8] = [
+/// (application_name); restrict_nonsystem_relation_kind (which pg_dump sets) restricts
+/// views and foreign tables, of which tierdb has none (honour it when views come).
+const VACUOUS: [&str; 9] = [
     "application_name",
     "check_function_bodies",
     "client_min_messages",
     "escape_string_warning",
     "jit",
+    "restrict_nonsystem_relation_kind",
     "row_security",
     "synchronize_seqscans",
     "xmloption",
@@ -113,6 +115,17 @@ fn valid_value(parameter: &PgParameter, value: &str) -> Result<String> {
             let level = value.to_lowercase();
             MESSAGE_LEVELS.contains(&level.as_str()).then_some(level).ok_or_else(invalid)
         }
+        (_, "restrict_nonsystem_relation_kind") => {
+            // A list of relation kinds, kept as written (PostgreSQL shows it so).
+            let kinds = value.split(',').map(str::trim).filter(|kind| !kind.is_empty());
+            let unknown = kinds
+                .into_iter()
+                .find(|kind| !["view", "foreign-table"].contains(&kind.to_lowercase().as_str()));
+            match unknown {
+                None => Ok(value.to_string()),
+                Some(_) => Err(invalid()),
+            }
+        }
         (_, "xmloption") => {
             let option = value.to_lowercase();
             ["content", "document"].contains(&option.as_str()).then_some(option).ok_or_else(invalid)
@@ -187,6 +200,10 @@ mod tests {
         assert_eq!(check_parameter("client_min_messages", "WARNING", false).unwrap(), "warning");
         assert_eq!(sqlstate("client_min_messages", "loud"), "22023");
         assert!(check_parameter("row_security", "off", false).is_ok());
+        let kinds =
+            check_parameter("restrict_nonsystem_relation_kind", "view, foreign-table", false);
+        assert_eq!(kinds.unwrap(), "view, foreign-table");
+        assert_eq!(sqlstate("restrict_nonsystem_relation_kind", "table"), "22023");
         assert_eq!(sqlstate("row_security", "maybe"), "22023");
         assert!(check_parameter("application_name", "my app", false).is_ok());
     }
