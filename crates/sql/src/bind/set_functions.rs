@@ -179,10 +179,7 @@ const SEQUENCE_ROW_QUERY: &str =
 impl Binder<'_> {
     /// Whether `name` is a serial or identity column's sequence (and not a table).
     pub(crate) fn is_sequence(&self, name: &str) -> bool {
-        self.catalog.table(name).is_none()
-            && self.catalog.tables().iter().any(|table| {
-                crate::catalog::column_sequences(table).any(|(_, _, sequence)| sequence == name)
-            })
+        self.catalog.table(name).is_none() && self.catalog.is_column_sequence(name)
     }
 
     /// A sequence in FROM: its one row (last_value, log_cnt, is_called).

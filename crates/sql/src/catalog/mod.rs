@@ -495,6 +495,13 @@ impl Catalog {
         }
     }
 
+    /// Whether `name` is the sequence of a serial or identity column (the only sequences).
+    pub fn is_column_sequence(&self, name: &str) -> bool {
+        self.tables()
+            .iter()
+            .any(|table| column_sequences(table).any(|(_, _, sequence)| sequence == name))
+    }
+
     fn sequence_exists(&self, name: &str) -> Result<bool> {
         if self.sequences.lock().contains_key(name) {
             return Ok(true);

@@ -293,10 +293,7 @@ impl Session {
                 // pg_catalog and information_schema have no sequences.
                 _ => return Err(SqlError::undefined_table(&parts.join("."))),
             };
-            let exists = self.catalog.tables().iter().any(|table| {
-                crate::catalog::column_sequences(table).any(|(_, _, sequence)| sequence == name)
-            });
-            if !exists {
+            if !self.catalog.is_column_sequence(&name) {
                 return Err(SqlError::undefined_table(&parts.join(".")));
             }
             return Err(SqlError::unsupported(format!(
