@@ -128,21 +128,33 @@ def test_parameters_of_many_types_round_trip():
     run(main)
 
 
-def test_uuid_is_refused_or_round_trips():
-    """tierdb has no uuid type yet: it must refuse it with 0A000 naming it, never
-    accept and mangle it; PostgreSQL round-trips it."""
+def test_uuid_round_trips_in_binary():
+    """uuid parameters, results, arrays and binary COPY (asyncpg sends and reads uuid in
+    binary), and gen_random_uuid as a column default."""
     import uuid
 
     value = uuid.UUID("12345678-1234-5678-1234-567812345678")
 
     async def main(connection):
-        try:
-            back = await connection.fetchval("SELECT $1::uuid", value)
-        except asyncpg.PostgresError as error:
-            assert error.sqlstate == "0A000", error
-            assert "uuid" in str(error), error
-        else:
-            assert back == value
+        assert await connection.fetchval("SELECT $1::uuid", value) == value
+        assert await connection.fetchval("SELECT $1::uuid[]", [value, None]) == [value, None]
+        await connection.execute("DROP TABLE IF EXISTS ap_uuid")
+        await connection.execute(
+            "CREATE TABLE ap_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), label text)"
+        )
+        generated = await connection.fetchval("INSERT INTO ap_uuid (label) VALUES ('a') RETURNING id")
+        assert isinstance(generated, uuid.UUID) and generated.version == 4
+        await connection.execute("INSERT INTO ap_uuid VALUES ($1, 'b')", value)
+        assert await connection.fetchval("SELECT label FROM ap_uuid WHERE id = $1", value) == "b"
+        records = [(uuid.UUID(int=n), f"copy {n}") for n in range(1, 201)]
+        assert await connection.copy_records_to_table("ap_uuid", records=records) == "COPY 200"
+        smallest = await connection.fetchval("SELECT id FROM ap_uuid ORDER BY id LIMIT 1")
+        assert smallest == uuid.UUID(int=1)
+        with pytest.raises(asyncpg.UniqueViolationError):
+            await connection.execute("INSERT INTO ap_uuid VALUES ($1, 'dup')", value)
+        with pytest.raises(asyncpg.InvalidTextRepresentationError):
+            await connection.execute("SELECT 'not a uuid'::uuid")
+        await connection.execute("DROP TABLE ap_uuid")
 
     run(main)
 

@@ -480,6 +480,24 @@ def test_json_and_jsonb_load_as_python_objects(autoconn, table, binary):
         autoconn.execute(f"INSERT INTO {table} VALUES (3, 'not json', NULL)")
 
 
+@pytest.mark.parametrize("binary", [False, True])
+def test_uuid_loads_as_python_uuid(autoconn, table, binary):
+    value = uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
+    autoconn.execute(f"CREATE TABLE {table} (id uuid PRIMARY KEY, tags uuid[], n int4)")
+    autoconn.execute(f"INSERT INTO {table} VALUES (%s, %s, 1)", (value, [value, None]), binary=binary)
+    autoconn.execute(f"INSERT INTO {table} VALUES ('{{00000000-0000-0000-0000-000000000002}}', NULL, 2)")
+    cur = autoconn.cursor(binary=binary)
+    cur.execute(f"SELECT id, tags FROM {table} ORDER BY id")
+    assert [column.type_code for column in cur.description] == [2950, 2951]
+    assert cur.fetchall() == [(uuid.UUID(int=2), None), (value, [value, None])]
+    cur.execute(f"SELECT n FROM {table} WHERE id = %s", (value,))
+    assert cur.fetchall() == [(1,)]
+    cur.execute("SELECT gen_random_uuid()")
+    assert cur.fetchone()[0].version == 4
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+        autoconn.execute(f"INSERT INTO {table} VALUES ('a0eebc99', NULL, 3)")
+
+
 def test_json_copy_round_trip(autoconn, table):
     autoconn.execute(f"CREATE TABLE {table} (id int4 PRIMARY KEY, j json, b jsonb)")
     cur = autoconn.cursor()

@@ -163,7 +163,7 @@ fn refusals_happen_at_bind_time() {
         assert_eq!(sqlstate(session, "SELECT pg_advisory_unlock(1) FROM empty"), "0A000");
         // PostgreSQL's types tierdb has no values for are a missing feature; a name
         // PostgreSQL does not have either is 42704, as there.
-        assert_eq!(sqlstate(session, "SELECT NULL::uuid FROM empty"), "0A000");
+        assert_eq!(sqlstate(session, "SELECT NULL::interval FROM empty"), "0A000");
         assert_eq!(sqlstate(session, "SELECT NULL::interval FROM empty"), "0A000");
         assert_eq!(sqlstate(session, "SELECT NULL::tinyint FROM empty"), "42704");
         assert_eq!(sqlstate(session, "SELECT tierdb_stat_tier_cache() FROM empty"), "0A000");

@@ -211,7 +211,7 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
                 return Err(SqlError::undefined_function(&format!("avg({})", other.display_name())))
             }
         },
-        AggregateFunction::Min | AggregateFunction::Max => text_if_char(input),
+        AggregateFunction::Min | AggregateFunction::Max => min_max_output(aggregate, input)?,
         AggregateFunction::BoolAnd | AggregateFunction::BoolOr => SqlType::Bool,
         AggregateFunction::StringAgg => SqlType::Text,
         AggregateFunction::ArrayAgg => crate::types::array_of(&text_if_unknown(input))?,
@@ -220,6 +220,23 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         AggregateFunction::JsonAgg { binary: true }
         | AggregateFunction::JsonObjectAgg { binary: true } => SqlType::Jsonb,
     })
+}
+
+/// min and max exist for the types PostgreSQL 15 gives them: not for boolean, bytea, json,
+/// jsonb, uuid or vector (42883).
+fn min_max_output(aggregate: AggregateFunction, input: &SqlType) -> Result<SqlType> {
+    match input {
+        SqlType::Bool
+        | SqlType::Bytea
+        | SqlType::Json
+        | SqlType::Jsonb
+        | SqlType::Uuid
+        | SqlType::Vector(_) => {
+            let name = if aggregate == AggregateFunction::Min { "min" } else { "max" };
+            Err(SqlError::undefined_function(&format!("{name}({})", input.display_name())))
+        }
+        other => Ok(text_if_char(other)),
+    }
 }
 
 /// The json aggregates' arguments as their accumulators take them: each value through

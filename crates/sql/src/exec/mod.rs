@@ -480,6 +480,7 @@ pub fn datum_type(datum: &Datum) -> SqlType {
         Datum::Timestamp(_) => SqlType::Timestamp,
         Datum::TimestampTz(_) => SqlType::TimestampTz,
         Datum::Vector(_) => SqlType::Vector(None),
+        Datum::Uuid(_) => SqlType::Uuid,
         Datum::Array(array) => {
             let element = array
                 .elements

@@ -610,6 +610,14 @@ pub static FUNCTIONS: &[Function] = &[
     function!(&["cbrt"], 1..=1, numeric_or_double, math::cbrt, "27"),
     function!(&["pi"], 0..=0, |_, _| Ok(none(SqlType::Float8)), math::pi, ""),
     function!(&["random"], 0..=0, |_, _| Ok(none(SqlType::Float8)), math::random, "", volatile),
+    function!(
+        &["gen_random_uuid"],
+        0..=0,
+        |_, _| Ok(none(SqlType::Uuid)),
+        |_| crate::types::random_uuid(),
+        "",
+        volatile
+    ),
     // Date and time: the statement's time, as PostgreSQL's transaction_timestamp.
     function!(
         &[

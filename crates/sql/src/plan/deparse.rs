@@ -372,6 +372,7 @@ fn constant(datum: &Datum, ty: Option<&SqlType>) -> String {
         (Datum::Array(_), _) => SqlType::Array(Box::new(SqlType::Text)),
         (Datum::Object(_), _) => SqlType::Oid,
         (Datum::Jsonb(_), _) => SqlType::Jsonb,
+        (Datum::Uuid(_), _) => SqlType::Uuid,
         (Datum::Text(_) | Datum::Null, _) => SqlType::Text,
     };
     let Some(text) = datum.to_text(&ty) else {

@@ -385,6 +385,7 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Object(_) | SqlType::Void => 8,
         SqlType::Json => 9,
         SqlType::Jsonb => 10,
+        SqlType::Uuid => 11,
     };
     category(from) == category(to)
 }

@@ -32,7 +32,9 @@ macro_rules! view {
 
 mod catalog_views;
 mod describe;
+mod information_columns;
 mod sequences;
+mod values;
 mod views;
 
 use std::cell::RefCell;

@@ -1,9 +1,10 @@
 //! The table of system views. Each column is written as `name: Type = value`, the value
 //! computed from the row's source item (`|item| { ... }` over the view's items).
 
+use super::values::{columns, default_text, text};
 use super::{index_definition, SystemView, ViewContext, ViewType};
 use crate::catalog::{
-    Catalog, CheckMeta, ColumnMeta, ForeignKeyMeta, IndexKind, IndexMeta, RoleMeta, TableMeta,
+    Catalog, CheckMeta, ForeignKeyMeta, IndexKind, IndexMeta, RoleMeta, TableMeta,
     BOOTSTRAP_SUPERUSER_OID,
 };
 use crate::types::{Datum, SqlType};
@@ -52,10 +53,6 @@ fn owner_name(catalog: &Catalog, table: &str) -> Datum {
 /// (CREATEDB, CREATEROLE, REPLICATION, BYPASSRLS); tierdb gives no other role those.
 fn bootstrap(role: &RoleMeta) -> bool {
     role.oid == BOOTSTRAP_SUPERUSER_OID
-}
-
-fn text(value: &str) -> Datum {
-    Datum::Text(value.to_string())
 }
 
 /// A count or 1-based position of things in memory: a `Vec` holds at most `isize::MAX`
@@ -150,20 +147,6 @@ fn sequence_max(ty: &SqlType) -> i64 {
     }
 }
 
-/// A column's DEFAULT as PostgreSQL prints it: a serial or identity column's
-/// `nextval('t_id_seq')` with its regclass cast, `nextval('t_id_seq'::regclass)`.
-fn default_text(default: &str, public_on_path: bool) -> Datum {
-    match crate::catalog::sequence_of_default(default) {
-        Some(sequence) => {
-            // As regclass prints the sequence: qualified when public is off the path.
-            let schema = if public_on_path { "" } else { "public." };
-            let name = crate::plan::deparse::quote_identifier(sequence).replace('\'', "''");
-            Datum::Text(format!("nextval('{schema}{name}'::regclass)"))
-        }
-        None => text(default),
-    }
-}
-
 /// The array types pg_type lists: (element type, array type).
 fn array_types() -> impl Iterator<Item = (i64, i64)> {
     let arrays =
@@ -224,7 +207,8 @@ fn by_value(length: i16) -> bool {
 /// pg_type.typalign / pg_attribute.attalign for a type `length` bytes long.
 fn alignment(length: i16) -> &'static str {
     match length {
-        1 | -2 => "c",
+        // uuid (16 bytes) is byte-aligned in PostgreSQL.
+        1 | 16 | -2 => "c",
         2 => "s",
         8 => "d",
         _ => "i",
@@ -392,15 +376,6 @@ fn dependencies(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Dependency> {
     let classes = OPERATOR_CLASSES.iter().filter(|class| class.1 == AM_HNSW);
     rows.extend(classes.map(|class| member((PG_OPCLASS_OID, class.0, 0))));
     rows
-}
-
-/// Each table's columns with their 0-based positions.
-fn columns(
-    tables: &[std::sync::Arc<TableMeta>],
-) -> impl Iterator<Item = (&TableMeta, usize, &ColumnMeta)> {
-    tables.iter().flat_map(|table| {
-        table.columns.iter().enumerate().map(move |(position, column)| (&**table, position, column))
-    })
 }
 
 /// Each table's indexes.
@@ -582,27 +557,6 @@ fn check_attributes(table: &TableMeta, check: &CheckMeta) -> Vec<String> {
 
 /// information_schema.columns' length, precision and scale of a type.
 /// information_schema's data_type: the type's name without modifiers, `ARRAY` for arrays.
-fn information_data_type(ty: &SqlType) -> Datum {
-    if ty.array_element().is_some() {
-        return text("ARRAY");
-    }
-    text(ty.display_name().split('(').next().unwrap_or_default())
-}
-
-fn type_dimensions(ty: &SqlType) -> (Option<i64>, Option<i64>, Option<i64>) {
-    match ty {
-        SqlType::Varchar(length) => (length.map(i64::from), None, None),
-        SqlType::Char(length) => (Some(i64::from(*length)), None, None),
-        SqlType::Numeric { precision, scale } => {
-            (None, precision.map(i64::from), scale.map(i64::from))
-        }
-        SqlType::Int2 => (None, Some(16), Some(0)),
-        SqlType::Int4 => (None, Some(32), Some(0)),
-        SqlType::Int8 => (None, Some(64), Some(0)),
-        _ => (None, None, None),
-    }
-}
-
 /// Nanoseconds as fractional milliseconds, for display.
 #[allow(clippy::cast_precision_loss)] // Display precision: the low bits do not matter.
 fn milliseconds(nanoseconds: u64) -> f64 {
@@ -617,10 +571,6 @@ fn mean(total: f64, calls: u64) -> f64 {
     } else {
         total / calls as f64
     }
-}
-
-fn optional(value: Option<i64>) -> Datum {
-    value.map_or(Datum::Null, Datum::Int)
 }
 
 /// The tier cache's figures: total and used bytes, hits, misses, writes, invalidations.
@@ -857,7 +807,7 @@ pub static VIEWS: &[SystemView] = &[
         oid: Oid = oid(crate::catalog::default_oid(table.oid, position).unwrap_or(0)),
         adrelid: Oid = oid(table.oid),
         adnum: Int2 = count(position + 1),
-        adbin: Text = column.default.as_deref().map_or(Datum::Null, |default| default_text(default, public_on_path)),
+        adbin: Text = column.default.as_deref().map_or(Datum::Null, |default| default_text(default, &column.ty, public_on_path)),
     }),
     // Constraints: primary keys, UNIQUE and CHECK constraints (unique indexes made by CREATE
     // UNIQUE INDEX are not constraints in PostgreSQL either).
@@ -984,25 +934,7 @@ pub static VIEWS: &[SystemView] = &[
         table_name: Text = text(&table.name),
         table_type: Text = text("BASE TABLE"),
     }),
-    view!(&["columns"], |c| columns(&c.tables).map(|(table, position, column)| (c.session, table, position, column, type_dimensions(&column.ty))), |(session, table, position, column, (length, precision, scale))| {
-        table_catalog: Text = text(session.database),
-        table_schema: Text = text("public"),
-        table_name: Text = text(&table.name),
-        column_name: Text = text(&column.name),
-        ordinal_position: Int4 = count(position + 1),
-        column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, |default| default_text(default, true)),
-        is_nullable: Text = text(if column.nullable { "YES" } else { "NO" }),
-        data_type: Text = information_data_type(&column.ty),
-        character_maximum_length: Int4 = optional(length),
-        numeric_precision: Int4 = optional(precision),
-        numeric_scale: Int4 = optional(scale),
-        is_identity: Text = text(if column.identity.is_some() { "YES" } else { "NO" }),
-        identity_generation: Text = match column.identity {
-            Some(crate::catalog::Identity::Always) => text("ALWAYS"),
-            Some(crate::catalog::Identity::ByDefault) => text("BY DEFAULT"),
-            None => Datum::Null,
-        },
-    }),
+    super::information_columns::COLUMNS,
     // PostgreSQL 15 lists each NOT NULL column as a CHECK constraint in these two, named
     // `<namespace oid>_<table oid>_<attnum>_not_null`.
     view!(&["table_constraints"], |c| information_constraints(&c.tables).into_iter().map(|row| (c.session, row)), |(session, (name, table, constraint_type, _))| {

@@ -90,6 +90,7 @@ pub fn array_type_oid(element: &SqlType) -> Option<u32> {
         SqlType::Vector(_) => super::VECTOR_ARRAY_OID,
         SqlType::Json => 199,
         SqlType::Jsonb => 3807,
+        SqlType::Uuid => super::UUID_ARRAY_OID,
         SqlType::Object(_)
         | SqlType::Array(_)
         | SqlType::Int2Vector
@@ -118,6 +119,7 @@ pub fn array_element_of_oid(oid: u32) -> Option<SqlType> {
         1185 => SqlType::TimestampTz,
         1231 => SqlType::numeric(),
         199 => SqlType::Json,
+        super::UUID_ARRAY_OID => SqlType::Uuid,
         3807 => SqlType::Jsonb,
         _ => return None,
     };

@@ -52,6 +52,7 @@ pub fn binary_send(datum: &Datum, ty: &SqlType) -> Result<Option<Vec<u8>>> {
         (Datum::Numeric(value), _) => numeric_send(value),
         (Datum::Text(text), _) => text.as_bytes().to_vec(),
         (Datum::Bytes(bytes), _) => bytes.clone(),
+        (Datum::Uuid(bytes), _) => bytes.to_vec(),
         (Datum::Vector(elements), _) => super::vector_send(elements),
         (Datum::Array(array), _) => encode_array(array, ty)?,
         (Datum::Date(days), _) => days.to_be_bytes().to_vec(),
@@ -245,6 +246,7 @@ pub fn binary_receive(bytes: &[u8], ty: &SqlType) -> Result<Datum> {
             Datum::TimestampTz(i64::from_be_bytes(fixed(8)?.try_into().expect("8")))
         }
         SqlType::Bytea => Datum::Bytes(bytes.to_vec()),
+        SqlType::Uuid => super::uuid_from_binary(bytes)?,
         // The binder types such parameters as text (their names resolve in a cast).
         SqlType::Object(kind) => {
             return Err(SqlError::unsupported(format!(

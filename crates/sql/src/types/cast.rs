@@ -99,15 +99,7 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
             cast_to_array(datum, from, to, explicit)?
         }
-        SqlType::Json => match &datum {
-            Datum::Text(text) => parse_json_text(text)?,
-            Datum::Jsonb(value) => Datum::Text(value.output()),
-            _ => return Err(cannot_cast(from, to)),
-        },
-        SqlType::Jsonb => match &datum {
-            Datum::Text(text) => parse_jsonb(text)?,
-            _ => return Err(cannot_cast(from, to)),
-        },
+        SqlType::Json | SqlType::Jsonb | SqlType::Uuid => cast_from_text_input(datum, from, to)?,
         // Resolving a name or an oid takes the catalog: the executor casts to these
         // (`system::objects`), and the binder never folds such a cast.
         SqlType::Object(_) => match &datum {
@@ -292,4 +284,16 @@ pub fn numeric_power(base: Decimal, exponent: Decimal) -> Result<Decimal> {
     let mut rounded = result.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
     rounded.rescale(scale);
     Ok(rounded)
+}
+
+/// Casts to the types whose only casts are from their text form (and json from jsonb).
+fn cast_from_text_input(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
+    Ok(match (to, &datum) {
+        (SqlType::Json, Datum::Text(text)) => parse_json_text(text)?,
+        (SqlType::Json, Datum::Jsonb(value)) => Datum::Text(value.output()),
+        (SqlType::Jsonb, Datum::Text(text)) => parse_jsonb(text)?,
+        (SqlType::Uuid, Datum::Uuid(_)) => datum,
+        (SqlType::Uuid, Datum::Text(text)) => super::parse_uuid(text)?,
+        _ => return Err(cannot_cast(from, to)),
+    })
 }

@@ -13,6 +13,7 @@ mod json;
 mod reg;
 mod text;
 mod type_names;
+mod uuid;
 mod vector;
 
 pub use array::*;
@@ -22,6 +23,7 @@ pub use json::*;
 pub use reg::*;
 pub use text::*;
 pub use type_names::*;
+pub use uuid::*;
 pub use vector::*;
 
 use std::cmp::Ordering;
@@ -76,6 +78,8 @@ pub enum SqlType {
     Json,
     /// jsonb: parsed and normalised (`Datum::Jsonb`).
     Jsonb,
+    /// uuid: 16 bytes (`Datum::Uuid`), ordered as bytes as PostgreSQL's uuid_cmp does.
+    Uuid,
     /// An untyped literal or parameter whose type is not decided yet.
     Unknown,
     /// The pseudo-type `void`: what a function called for its effect returns
@@ -117,6 +121,7 @@ impl SqlType {
             SqlType::Object(kind) => kind.type_oid(),
             SqlType::Json => 114,
             SqlType::Jsonb => 3802,
+            SqlType::Uuid => UUID_OID,
             SqlType::Int2Vector => 22,
             SqlType::OidVector => 30,
             // The element types without an array type are refused when the array type is
@@ -160,6 +165,7 @@ impl SqlType {
             30 => SqlType::OidVector,
             114 => SqlType::Json,
             3802 => SqlType::Jsonb,
+            UUID_OID => SqlType::Uuid,
             other => match array_element_of_oid(other) {
                 Some(element) => SqlType::Array(Box::new(element)),
                 None => SqlType::Object(ObjectKind::from_type_oid(other)?),
@@ -198,6 +204,7 @@ impl SqlType {
                 4
             }
             SqlType::Int8 | SqlType::Float8 | SqlType::Timestamp | SqlType::TimestampTz => 8,
+            SqlType::Uuid => 16,
             SqlType::Name => 64,
             _ => -1,
         }
@@ -234,6 +241,7 @@ impl SqlType {
             SqlType::Object(kind) => kind.type_name().into(),
             SqlType::Json => "json".into(),
             SqlType::Jsonb => "jsonb".into(),
+            SqlType::Uuid => "uuid".into(),
             SqlType::Unknown => "unknown".into(),
             SqlType::Void => "void".into(),
         }
@@ -266,6 +274,7 @@ impl SqlType {
             SqlType::Object(kind) => kind.type_name(),
             SqlType::Json => "json",
             SqlType::Jsonb => "jsonb",
+            SqlType::Uuid => "uuid",
         }
     }
 
@@ -284,6 +293,7 @@ impl SqlType {
             SqlType::Float4 | SqlType::Float8 => KeyKind::Float,
             SqlType::Numeric { .. } => KeyKind::Numeric,
             SqlType::Bytea
+            | SqlType::Uuid
             | SqlType::Vector(_)
             | SqlType::Array(_)
             | SqlType::Int2Vector
@@ -432,6 +442,8 @@ pub enum Datum {
     Object(ObjectReference),
     /// A jsonb value (`SqlType::Jsonb`; json values are `Text`).
     Jsonb(Arc<Jsonb>),
+    /// A uuid's 16 bytes, in the order they are written.
+    Uuid([u8; UUID_LENGTH]),
 }
 
 impl PartialEq for Datum {
@@ -524,6 +536,7 @@ impl Datum {
             (Array(a), Array(b)) => compare_arrays(a, b),
             (Object(a), Object(b)) => a.oid.cmp(&b.oid),
             (Jsonb(a), Jsonb(b)) => a.compare(b),
+            (Uuid(a), Uuid(b)) => a.cmp(b),
             (Object(a), Int(b)) => i64::from(a.oid).cmp(b),
             (Int(a), Object(b)) => a.cmp(&i64::from(b.oid)),
             _ => return None,
@@ -614,6 +627,10 @@ impl Datum {
                 out.push(8);
                 value.group_key(out);
             }
+            Datum::Uuid(bytes) => {
+                out.push(9);
+                out.extend_from_slice(bytes);
+            }
             Datum::Vector(elements) => {
                 // -0 = 0 as pgvector's comparison says (elements are never NaN).
                 out.push(7);
@@ -675,6 +692,7 @@ impl Datum {
             }
             Datum::Object(object) => Value::Int(i64::from(object.oid)),
             Datum::Jsonb(value) => Value::Text(value.output()),
+            Datum::Uuid(bytes) => Value::Bytes(bytes.to_vec()),
         })
     }
 
@@ -700,6 +718,7 @@ impl Datum {
             Value::Text(text) => Datum::Text(text.clone()),
             Value::Bytes(bytes) => match ty {
                 SqlType::Vector(_) => vector_from_storage(bytes),
+                SqlType::Uuid => uuid_from_storage(bytes),
                 SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
                     array_from_storage(bytes, ty.array_element().expect("an array type"))
                 }
@@ -716,6 +735,7 @@ impl Datum {
                 if !matches!(
                     ty,
                     SqlType::Vector(_)
+                        | SqlType::Uuid
                         | SqlType::Array(_)
                         | SqlType::Int2Vector
                         | SqlType::OidVector
@@ -760,6 +780,7 @@ impl Datum {
             },
             Datum::Object(object) => object.output(),
             Datum::Jsonb(value) => value.output(),
+            Datum::Uuid(bytes) => format_uuid(bytes),
         })
     }
 }

@@ -376,6 +376,7 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         SqlType::OidVector => parse_vector_array(text, &SqlType::Oid)?,
         SqlType::Json => parse_json_text(text)?,
         SqlType::Jsonb => parse_jsonb(text)?,
+        SqlType::Uuid => super::parse_uuid(text)?,
         // Names resolve through the catalog: the binder makes such input a cast the
         // executor runs (`system::objects`), so no value reaches this without it.
         SqlType::Object(kind) => {

@@ -99,6 +99,7 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "oid" => SqlType::Oid,
                 "json" => SqlType::Json,
                 "jsonb" => SqlType::Jsonb,
+                "uuid" => SqlType::Uuid,
                 "regclass" | "regtype" | "regproc" | "regnamespace" | "regrole" => {
                     SqlType::Object(ObjectKind::from_type_name(&name).ok_or_else(|| {
                         SqlError::internal("the object identifier type names are listed")
@@ -141,9 +142,9 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 }
             }
         }
+        D::Uuid => SqlType::Uuid,
         // PostgreSQL's own types that tierdb has no values for yet: a missing feature.
-        D::Uuid
-        | D::Interval { .. }
+        D::Interval { .. }
         | D::Time(..)
         | D::Bit(_)
         | D::BitVarying(_)
@@ -248,6 +249,8 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (199, "_json", -1),
     (3802, "jsonb", -1),
     (3807, "_jsonb", -1),
+    (2950, "uuid", 16),
+    (2951, "_uuid", -1),
     (24, "regproc", 4),
     (2205, "regclass", 4),
     (2206, "regtype", 4),
