@@ -21,5 +21,5 @@ pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};
 pub use row::{decode_row, encode_row, Row, Value};
 pub use tierdb_access::{Decimal, Direction, KeyKind};
 pub use tierdb_vector::hnsw::{IndexParameters as VectorIndexParameters, Metric as VectorMetric};
-pub use txn::{IsolationLevel, TxnId};
+pub use txn::{IsolationLevel, TxnId, VirtualId};
 pub use wait::WaitLimits;

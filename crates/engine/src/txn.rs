@@ -412,6 +412,12 @@ impl TxnManager {
     pub fn is_active(&self, txn: TxnId) -> bool {
         self.table.lock().active.contains(&txn)
     }
+
+    /// Whether the transaction with virtual id `virtual_id` is running: it holds its snapshot
+    /// floor from `begin` until `finish` (read-only transactions never get a `TxnId`).
+    pub fn is_virtual_active(&self, virtual_id: VirtualId) -> bool {
+        self.table.lock().snapshot_floors.contains_key(&virtual_id)
+    }
 }
 
 /// Walks the chain of CLOG directory pages from `first`.

@@ -33,7 +33,7 @@ use crate::root::{
     ROOT_PAGE,
 };
 use crate::row::{decode_versions, Value};
-use crate::txn::{IsolationLevel, TxnManager};
+use crate::txn::{IsolationLevel, TxnManager, VirtualId};
 
 use purge::{purge_loop, PurgeQueue};
 
@@ -346,6 +346,12 @@ impl Engine {
     /// Starts a transaction.
     pub fn begin(&self, isolation: IsolationLevel) -> Result<Transaction> {
         self.shared.begin(isolation)
+    }
+
+    /// Whether the transaction with virtual id `virtual_id` (`Transaction::virtual_id`) is
+    /// still running: neither committed, rolled back nor dropped.
+    pub fn is_transaction_running(&self, virtual_id: VirtualId) -> bool {
+        self.shared.txns.is_virtual_active(virtual_id)
     }
 
     /// Runs one purge pass now (the purge thread also runs them).

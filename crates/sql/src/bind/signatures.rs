@@ -43,10 +43,6 @@ fn refuse_unsupported(name: &str) -> Result<()> {
         // pgvector defines l2_norm for halfvec and sparsevec only; tierdb has neither yet.
         return Err(SqlError::unsupported("l2_norm() over halfvec and sparsevec is not supported"));
     }
-    if name.contains("advisory_") && name != "pg_advisory_unlock_all" {
-        // pg_advisory_lock and its kin (shared, transaction-level, try, unlock).
-        return Err(SqlError::unsupported(format!("advisory locks are not supported ({name})")));
-    }
     if crate::system::view_columns(name).is_some() {
         return Err(SqlError::unsupported(format!(
             "{name}() returns a set of rows: it is only supported in FROM"

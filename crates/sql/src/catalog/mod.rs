@@ -13,6 +13,7 @@
 //! TABLE, DROP INDEX and TRUNCATE inside a block are transactional at the session level
 //! (session/ddl.rs `drop_in_block`, session/run.rs).
 
+mod advisory;
 mod cluster;
 mod grants;
 mod meta;
@@ -21,6 +22,7 @@ mod schema_grants;
 mod transactional;
 mod verifier;
 
+pub use advisory::*;
 pub use cluster::MOCK_AUTH_SECRET;
 pub use grants::*;
 pub use meta::*;
@@ -85,6 +87,8 @@ pub struct Catalog {
     version: AtomicU64,
     /// Per-statement statistics of every session (`tierdb_stat_statements`).
     statement_stats: Arc<crate::stats::StatementStats>,
+    /// The server's advisory locks (pg_advisory_lock and its family).
+    advisory_locks: advisory::AdvisoryLocks,
 }
 
 impl Catalog {
@@ -116,6 +120,7 @@ impl Catalog {
             uncommitted: RwLock::new(HashMap::new()),
             version: AtomicU64::new(1),
             statement_stats: Arc::new(crate::stats::StatementStats::default()),
+            advisory_locks: advisory::AdvisoryLocks::default(),
         };
         catalog.load()?;
         catalog.load_roles()?;
@@ -187,6 +192,11 @@ impl Catalog {
 
     pub fn statement_stats(&self) -> &Arc<crate::stats::StatementStats> {
         &self.statement_stats
+    }
+
+    /// The server's advisory locks (catalog/advisory.rs).
+    pub fn advisory_locks(&self) -> &advisory::AdvisoryLocks {
+        &self.advisory_locks
     }
 
     /// Makes every prepared statement bind anew before its next execution (a session's

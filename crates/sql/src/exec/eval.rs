@@ -486,6 +486,12 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
     let sequence = |call: crate::functions::SequenceCall<'_>| {
         super::sequences::sequence_call(call, session_info)
     };
+    let transaction_id = ctx.txn.as_ref().map(|transaction| transaction.virtual_id());
+    let no_limits = tierdb_engine::WaitLimits::default();
+    let limits = ctx.interrupt.unwrap_or(&no_limits);
+    let advisory = |call: crate::functions::AdvisoryCall| {
+        super::advisory::advisory_call(call, session_info, transaction_id, limits)
+    };
     let format_type = |oid: i64, typmod: i64| crate::system::format_type(oid, typmod);
     let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
     let constraint_definition =
@@ -519,6 +525,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         backend_pid: ctx.session.backend_pid,
         statement_time_micros: ctx.statement_time_micros,
         sequence: &sequence,
+        advisory: &advisory,
         format_type: &format_type,
         index_definition: &index_definition,
         constraint_definition: &constraint_definition,

@@ -10,6 +10,7 @@
 //! (DRAM hits, tier hits, volume reads from the page store's per-thread counters), each
 //! measured around the node's own work minus the time spent in its consumer.
 
+mod advisory;
 mod aggregate;
 mod arrays;
 mod compare;

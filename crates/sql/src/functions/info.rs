@@ -71,11 +71,6 @@ pub(super) fn empty_text(_call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text(String::new()))
 }
 
-/// The one value of type void, for functions called for their effect.
-pub(super) fn void(_call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Text(String::new()))
-}
-
 pub(super) fn backend_pid(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Int(i64::from(call.context.backend_pid)))
 }

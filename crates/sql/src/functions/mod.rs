@@ -3,6 +3,7 @@
 //! (`bind::signatures`); the bound call holds the entry and execution evaluates through it,
 //! so a function the binder accepts is always one the executor can run.
 
+mod advisory;
 mod array;
 mod info;
 mod json;
@@ -15,6 +16,7 @@ pub use registry::FUNCTIONS;
 
 use std::ops::RangeInclusive;
 
+use crate::catalog::{AdvisoryKey, AdvisoryMode};
 use crate::error::{Result, SqlError};
 use crate::types::{Datum, SqlType};
 
@@ -145,6 +147,17 @@ pub enum SequenceCall<'a> {
     Set { name: &'a str, value: i64, is_called: bool },
 }
 
+/// One call of the advisory lock functions (catalog/advisory.rs).
+#[derive(Clone, Copy, Debug)]
+pub enum AdvisoryCall {
+    /// pg_[try_]advisory_[xact_]lock[_shared]: true when granted.
+    Lock { key: AdvisoryKey, mode: AdvisoryMode, transaction: bool, wait: bool },
+    /// pg_advisory_unlock[_shared]: true when a session-level hold was released.
+    Unlock { key: AdvisoryKey, mode: AdvisoryMode },
+    /// pg_advisory_unlock_all.
+    UnlockAll,
+}
+
 /// Facts about the session that some functions report.
 /// set_config's effect on the session: (name, value or None to reset, is_local).
 pub type ChangeSetting<'a> = dyn Fn(&str, Option<&str>, bool) -> Result<String> + 'a;
@@ -156,6 +169,8 @@ pub struct FunctionContext<'a> {
     pub statement_time_micros: i64,
     /// nextval, currval, lastval and setval (exec/sequences.rs).
     pub sequence: &'a dyn Fn(SequenceCall<'_>) -> Result<i64>,
+    /// The advisory lock functions (exec/advisory.rs).
+    pub advisory: &'a dyn Fn(AdvisoryCall) -> Result<bool>,
     pub format_type: &'a dyn Fn(i64, i64) -> Option<String>,
     pub index_definition: &'a dyn Fn(i64) -> Option<String>,
     /// `pg_get_constraintdef(oid, pretty)`.

@@ -3,7 +3,7 @@
 use super::array::{self, polymorphic, Kind, Output};
 use super::text::Side;
 use super::vector::{self, subvector_signature, vectors};
-use super::{info, json, math, no_function, text, Coercion, Function, Signature};
+use super::{advisory, info, json, math, no_function, text, Coercion, Function, Signature};
 use crate::error::{Result, SqlError};
 use crate::types::{ObjectKind, SqlType};
 
@@ -34,6 +34,22 @@ fn sequence_arguments(
     let mut signature = mixed(name, others, rest, SqlType::Int8)?;
     signature.arguments.insert(0, Coercion::Explicit(TEXT));
     Ok(signature)
+}
+
+/// The advisory lock functions' arguments: one bigint, or two integers.
+/// Only the implicit integer casts apply: a bigint or numeric for an integer is 42883.
+fn advisory_arguments(name: &str, types: &[SqlType], output: SqlType) -> Result<Signature> {
+    let fits = |ty: &SqlType, wide: bool| {
+        matches!(ty, SqlType::Unknown | SqlType::Int2 | SqlType::Int4)
+            || (wide && *ty == SqlType::Int8)
+    };
+    match types {
+        [key] if fits(key, true) => mixed(name, types, &[Some(SqlType::Int8)], output),
+        [high, low] if fits(high, false) && fits(low, false) => {
+            mixed(name, types, &[Some(SqlType::Int4), Some(SqlType::Int4)], output)
+        }
+        _ => Err(no_function(name, types)),
+    }
 }
 
 /// Arguments in `kinds` order: `Some(ty)` an implicit cast to `ty`, `None` text (as `texts`).
@@ -678,14 +694,92 @@ pub static FUNCTIONS: &[Function] = &[
         volatile_non_strict
     ),
     function!(&["pg_backend_pid"], 0..=0, |_, _| Ok(none(SqlType::Int4)), info::backend_pid, ""),
-    // Advisory locks: none can be taken (the functions that take or release one are
-    // 0A000, bind/signatures.rs), so releasing them all, as connection pools do on
-    // release (asyncpg's reset), has nothing to do.
+    // Advisory locks (catalog/advisory.rs): a bigint key, or two integers.
+    function!(
+        &["pg_advisory_lock"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Void),
+        advisory::lock,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_advisory_lock_shared"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Void),
+        advisory::lock_shared,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_advisory_xact_lock"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Void),
+        advisory::xact_lock,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_advisory_xact_lock_shared"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Void),
+        advisory::xact_lock_shared,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_try_advisory_lock"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Bool),
+        advisory::try_lock,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_try_advisory_lock_shared"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Bool),
+        advisory::try_lock_shared,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_try_advisory_xact_lock"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Bool),
+        advisory::try_xact_lock,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_try_advisory_xact_lock_shared"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Bool),
+        advisory::try_xact_lock_shared,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_advisory_unlock"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Bool),
+        advisory::unlock,
+        "7",
+        volatile
+    ),
+    function!(
+        &["pg_advisory_unlock_shared"],
+        1..=2,
+        |n, t| advisory_arguments(n, t, SqlType::Bool),
+        advisory::unlock_shared,
+        "7",
+        volatile
+    ),
     function!(
         &["pg_advisory_unlock_all"],
         0..=0,
         |_, _| Ok(none(SqlType::Void)),
-        info::void,
+        advisory::unlock_all,
         "",
         volatile
     ),

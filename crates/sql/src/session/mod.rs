@@ -768,6 +768,7 @@ impl Session {
             let _ = transaction.rollback();
         }
         self.end_transaction_ddl(false);
+        self.catalog.advisory_locks().release_session(self.session_id);
         self.state = BlockState::Idle;
     }
 }

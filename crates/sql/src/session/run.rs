@@ -196,6 +196,7 @@ impl Session {
             database: &self.database,
             user,
             backend_pid: self.backend_pid,
+            session_id: self.session_id,
             catalog: &self.catalog,
             hnsw_scan: self.hnsw_scan_options(),
             hidden_tables: self.hidden_tables(),

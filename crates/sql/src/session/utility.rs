@@ -155,8 +155,9 @@ fn quoted(name: &str) -> String {
 }
 
 impl Session {
-    /// DISCARD (PostgreSQL's discard.c). ALL is CLOSE ALL, RESET ALL, DEALLOCATE ALL and
-    /// DISCARD SEQUENCES (UNLISTEN, advisory locks and temp tables hold nothing in tierdb),
+    /// DISCARD (PostgreSQL's discard.c). ALL is CLOSE ALL, RESET ALL, DEALLOCATE ALL,
+    /// pg_advisory_unlock_all and DISCARD SEQUENCES (UNLISTEN and temp tables hold nothing
+    /// in tierdb),
     /// refused inside a block (25001). PLANS has nothing to drop: a plan is bound again
     /// whenever DDL moved the catalog, so no cached plan outlives what it read. TEMP has
     /// nothing to drop either: CREATE TEMP TABLE is refused.
@@ -173,6 +174,7 @@ impl Session {
                 self.reset_setting("all")?;
                 self.deallocate_all();
                 self.sequence_values.borrow_mut().clear();
+                self.catalog.advisory_locks().release_all_session(self.session_id);
                 CommandTag::DiscardAll
             }
             DiscardTarget::Plans => CommandTag::DiscardPlans,

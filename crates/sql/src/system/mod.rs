@@ -133,6 +133,8 @@ pub struct SessionInfo<'a> {
     pub database: &'a str,
     pub user: &'a str,
     pub backend_pid: i32,
+    /// The session's number in the catalog's waits and advisory locks.
+    pub session_id: u64,
     pub catalog: &'a Catalog,
     /// pgvector's `hnsw.ef_search`, `hnsw.iterative_scan`, `hnsw.max_scan_tuples` and
     /// `hnsw.scan_mem_multiplier`, read by HNSW index scans when they run.

@@ -97,6 +97,11 @@ impl Transaction {
         self.id
     }
 
+    /// The id every transaction has from its start (`Engine::is_transaction_running`).
+    pub fn virtual_id(&self) -> crate::txn::VirtualId {
+        self.virtual_id
+    }
+
     /// Starts a statement: READ COMMITTED takes a fresh snapshot; REPEATABLE READ keeps the
     /// first one. Until `begin_statement` is first called, every operation below is a
     /// statement; in statement mode an operation is part of the current statement.
