@@ -42,7 +42,7 @@ pub(super) fn oid(value: impl Into<i64>) -> Datum {
 
 /// The name of the role owning `table` (NULL once that role is gone, as PostgreSQL's
 /// pg_get_userbyid shows an unknown OID).
-fn owner_name(catalog: &Catalog, table: &str) -> Datum {
+pub(super) fn owner_name(catalog: &Catalog, table: &str) -> Datum {
     let owner = catalog.table_acl(table).owner;
     let role = catalog.roles().into_iter().find(|role| role.oid == owner);
     role.map_or(Datum::Null, |role| text(&role.name))
@@ -54,7 +54,7 @@ fn bootstrap(role: &RoleMeta) -> bool {
     role.oid == BOOTSTRAP_SUPERUSER_OID
 }
 
-fn text(value: &str) -> Datum {
+pub(super) fn text(value: &str) -> Datum {
     Datum::Text(value.to_string())
 }
 
@@ -278,8 +278,8 @@ fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> 
         relations.push(Relation {
             oid: table.oid,
             name: &table.name,
-            kind: "r",
-            access_method: AM_HEAP,
+            kind: if table.is_view() { "v" } else { "r" },
+            access_method: if table.is_view() { 0 } else { AM_HEAP },
             has_index: !table.indexes.is_empty(),
             attributes: table.columns.len(),
             owner,
@@ -966,7 +966,7 @@ pub static VIEWS: &[SystemView] = &[
         objsubid: Int4 = Datum::Int(0),
         description: Text = text(description),
     }),
-    view!(&["pg_tables"], |c| c.tables.iter().map(|table| (c.catalog, table)), |(catalog, table)| {
+    view!(&["pg_tables"], |c| c.tables.iter().filter(|table| !table.is_view()).map(|table| (c.catalog, table)), |(catalog, table)| {
         schemaname: Name = text("public"),
         tablename: Name = text(&table.name),
         tableowner: Name = owner_name(catalog, &table.name),
@@ -982,7 +982,7 @@ pub static VIEWS: &[SystemView] = &[
         table_catalog: Text = text(session.database),
         table_schema: Text = text("public"),
         table_name: Text = text(&table.name),
-        table_type: Text = text("BASE TABLE"),
+        table_type: Text = text(if table.is_view() { "VIEW" } else { "BASE TABLE" }),
     }),
     view!(&["columns"], |c| columns(&c.tables).map(|(table, position, column)| (c.session, table, position, column, type_dimensions(&column.ty))), |(session, table, position, column, (length, precision, scale))| {
         table_catalog: Text = text(session.database),
