@@ -43,7 +43,6 @@ pub(crate) use scope::*;
 pub(crate) use select::*;
 pub(crate) use set_functions::is_set_function;
 pub(crate) use signatures::*;
-pub(crate) use views::parse_view_query;
 pub(crate) use window::{check_distinct_on_order, has_window, place_windows};
 
 use std::collections::HashMap;

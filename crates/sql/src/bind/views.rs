@@ -25,7 +25,7 @@ impl Binder<'_> {
                 format!("infinite recursion detected in rules for relation \"{}\"", view.name),
             ));
         }
-        let query = parse_view_query(&definition.query)?;
+        let query = crate::parse::parse_view_query(&definition.query)?;
         let mut inner = Binder::new(self.catalog, self.namespace.clone(), Vec::new());
         inner.next_id = self.next_id;
         inner.views_in_progress = self.views_in_progress.clone();
@@ -44,17 +44,5 @@ impl Binder<'_> {
         let columns = super::from::relation_columns(view);
         let exprs = (0..view.columns.len()).map(Expr::Column).collect();
         Ok(self.plan(PlanKind::Project { input: Box::new(plan), exprs }, columns))
-    }
-}
-
-/// A view's stored query parsed again (it was parsed from this text at CREATE VIEW).
-pub(crate) fn parse_view_query(text: &str) -> Result<ast::Query> {
-    let statements = crate::parse::parse_sql(text)?;
-    match statements.into_iter().next() {
-        Some(crate::parse::Statement::Sql(statement)) => match *statement {
-            ast::Statement::Query(query) => Ok(*query),
-            _ => Err(SqlError::internal("a view's stored query is not a query")),
-        },
-        _ => Err(SqlError::internal("a view's stored query is not a query")),
     }
 }

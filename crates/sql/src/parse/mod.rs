@@ -140,6 +140,18 @@ pub(crate) fn parse_stored_expression(text: &str) -> Result<ast::Expr> {
         .map_err(|error| SqlError::internal(format!("stored expression does not parse: {error}")))
 }
 
+/// A view's stored query parsed again (it was parsed from this text at CREATE VIEW).
+pub(crate) fn parse_view_query(text: &str) -> Result<ast::Query> {
+    let statements = parse_sql(text)?;
+    match statements.into_iter().next() {
+        Some(Statement::Sql(statement)) => match *statement {
+            ast::Statement::Query(query) => Ok(*query),
+            _ => Err(SqlError::internal("a view's stored query is not a query")),
+        },
+        _ => Err(SqlError::internal("a view's stored query is not a query")),
+    }
+}
+
 /// Parses one statement tierdb writes itself (FOREIGN KEY checks and actions).
 pub(crate) fn parse_internal_statement(sql: &str) -> Result<ast::Statement> {
     Parser::new(&PostgreSqlDialect {})

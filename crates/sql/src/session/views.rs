@@ -2,9 +2,9 @@
 //! they read (docs/design/018): PostgreSQL's dependencies, without its pg_depend.
 
 use super::*;
-use crate::bind::parse_view_query;
 use crate::catalog::{columns_read, view_uses_column, ViewDependency, ViewMeta};
 use crate::output::CommandTag;
+use crate::parse::parse_view_query;
 
 impl Session {
     /// CREATE VIEW in the statement's transaction with the name claimed; any other statement

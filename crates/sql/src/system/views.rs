@@ -371,6 +371,13 @@ fn dependencies(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Dependency> {
                 }
             }
         }
+        // A view on what its query names (PostgreSQL records this from the view's pg_rewrite
+        // rule, which tierdb does not list): pg_dump orders the view after them.
+        let names = table.view.iter().flat_map(|view| view.depends_on.iter());
+        for referenced in names.filter_map(|name| tables.iter().find(|t| t.name == name.relation)) {
+            let (object, referenced) = (relation(table.oid, 0), relation(referenced.oid, 0));
+            rows.push(Dependency { object, referenced, kind: "n" });
+        }
         for (position, column) in table.columns.iter().enumerate() {
             let default = crate::catalog::default_oid(table.oid, position);
             if let (Some(_), None, Some(default)) = (&column.default, column.identity, default) {
