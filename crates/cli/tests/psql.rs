@@ -225,3 +225,23 @@ fn psql_startup_options_are_applied() {
         assert!(!output.status.success() && stderr.contains(expected), "{options}: {stderr}");
     }
 }
+
+#[test]
+fn psql_describe_views() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    setup(&server);
+    psql(&server, "CREATE VIEW cheap AS SELECT id, name FROM items WHERE price < 10");
+    let output = psql(&server, "\\dv");
+    assert!(line_with(&output, &["public", "cheap", "view", "tierdb"]).is_some(), "{output}");
+    assert!(output.contains("(1 row)"), "\\dv lists views only: {output}");
+    let output = psql(&server, "\\d");
+    assert!(line_with(&output, &["public", "cheap", "view", "tierdb"]).is_some(), "{output}");
+    let output = psql(&server, "\\d cheap");
+    assert!(output.contains("View \"public.cheap\""), "{output}");
+    assert!(line_with(&output, &["id", "integer"]).is_some(), "{output}");
+    assert!(line_with(&output, &["name", "text"]).is_some(), "{output}");
+    let output = psql(&server, "\\d+ cheap");
+    assert!(output.contains("View definition:"), "{output}");
+    assert!(output.contains("price < 10"), "{output}");
+}

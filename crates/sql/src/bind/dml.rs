@@ -11,7 +11,9 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(SqlError::unsupported("INSERT into a table function"));
     };
-    let table = binder.bind_target_table(binder.table(name)?)?;
+    let table = binder.table(name)?;
+    refuse_view_target(&table, "insert into")?;
+    let table = binder.bind_target_table(table)?;
     let alias = insert.table_alias.as_ref().map(|alias| ident(&alias.alias));
     let targets: Vec<usize> = if insert.columns.is_empty() {
         (0..table.columns.len()).collect()
@@ -166,7 +168,8 @@ pub(crate) fn bind_update(binder: &mut Binder<'_>, update: &ast::Update) -> Resu
             return Err(SqlError::syntax("syntax error at or near \"FROM\""))
         }
     };
-    let (table, alias) = target_table(binder, &update.table.relation, "UPDATE of a non-table")?;
+    let (table, alias) =
+        target_table(binder, &update.table.relation, "update", "UPDATE of a non-table")?;
     let (scan, scope) =
         bind_target_rows(binder, &table, alias.as_deref(), from, update.selection.as_ref())?;
     let assignments = bind_assignments(binder, &table, &update.assignments, &scope.scope)?;
@@ -182,24 +185,40 @@ pub(crate) fn bind_delete(binder: &mut Binder<'_>, delete: &ast::Delete) -> Resu
         return Err(SqlError::unsupported("DELETE of a join"));
     }
     let using = delete.using.as_deref().unwrap_or_default();
-    let (table, alias) = target_table(binder, &from[0].relation, "DELETE from a non-table")?;
+    let (table, alias) =
+        target_table(binder, &from[0].relation, "delete from", "DELETE from a non-table")?;
     let (scan, scope) =
         bind_target_rows(binder, &table, alias.as_deref(), using, delete.selection.as_ref())?;
     let returning = bind_returning(binder, &scope.scope, delete.returning.as_deref())?;
     Ok(DeletePlan { table, scan, filter: scope.filter, returning })
 }
 
+/// 0A000 for a statement writing to a view (`verb`: "insert into", "update", "delete
+/// from"; PostgreSQL's words for a view it cannot update): PostgreSQL's automatically updatable views and INSTEAD OF triggers are not
+/// supported.
+fn refuse_view_target(table: &TableMeta, verb: &str) -> Result<()> {
+    match table.is_view() {
+        true => Err(SqlError::unsupported(format!(
+            "cannot {verb} view \"{}\" (writing through views is not supported)",
+            table.name
+        ))),
+        false => Ok(()),
+    }
+}
+
 /// The table UPDATE or DELETE changes, and its alias.
 fn target_table(
     binder: &mut Binder<'_>,
     relation: &ast::TableFactor,
+    verb: &str,
     unsupported: &str,
 ) -> Result<(BoundTable, Option<String>)> {
     match relation {
-        ast::TableFactor::Table { name, alias, args: None, .. } => Ok((
-            binder.bind_target_table(binder.table(name)?)?,
-            alias.as_ref().map(|alias| ident(&alias.name)),
-        )),
+        ast::TableFactor::Table { name, alias, args: None, .. } => {
+            let table = binder.table(name)?;
+            refuse_view_target(&table, verb)?;
+            Ok((binder.bind_target_table(table)?, alias.as_ref().map(|alias| ident(&alias.name))))
+        }
         _ => Err(SqlError::unsupported(unsupported)),
     }
 }

@@ -265,7 +265,10 @@ impl<'a> Binder<'a> {
                         .ok_or_else(|| SqlError::undefined_table(&display))?,
                 };
                 let oid = table.oid;
-                let mut plan = self.scan(self.bind_table(table)?);
+                let mut plan = match table.is_view() {
+                    true => self.view_reference(&table)?,
+                    false => self.scan(self.bind_table(table)?),
+                };
                 rename_columns(&mut plan, &alias_columns(alias.as_ref()));
                 let scope = Scope::from_relation(&plan, &qualifier, oid);
                 Ok((plan, scope))
@@ -383,17 +386,7 @@ impl<'a> Binder<'a> {
     }
 
     pub fn scan(&mut self, table: BoundTable) -> Plan {
-        let columns = table
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(index, column)| OutputColumn {
-                name: column.name.clone(),
-                ty: column.ty.clone(),
-                table_oid: table.oid,
-                attribute: crate::catalog::attribute_number(index),
-            })
-            .collect();
+        let columns = relation_columns(&table);
         self.plan(
             PlanKind::Scan {
                 table,
@@ -572,4 +565,20 @@ fn natural_names(left: &Scope, right: &Scope) -> Vec<String> {
         }
     }
     names
+}
+
+/// The output columns of a scan of table or view `table`: its columns, naming it and their
+/// attribute numbers (RowDescription, `tableoid`).
+pub(crate) fn relation_columns(table: &TableMeta) -> Vec<OutputColumn> {
+    table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(index, column)| OutputColumn {
+            name: column.name.clone(),
+            ty: column.ty.clone(),
+            table_oid: table.oid,
+            attribute: crate::catalog::attribute_number(index),
+        })
+        .collect()
 }

@@ -25,6 +25,7 @@ mod scope;
 mod select;
 mod set_functions;
 mod signatures;
+mod views;
 mod window;
 
 pub(crate) use crate::parse::names::{ident, object_name};
@@ -106,6 +107,9 @@ pub struct Binder<'a> {
     clause: Option<&'static str>,
     /// The locking clause of the query whose SELECT is bound next (taken by `select`).
     locking: Option<locking::LockSpec>,
+    /// The views whose queries are being bound, outermost first (a view reaching itself
+    /// through others is PostgreSQL's 42P17).
+    views_in_progress: Vec<String>,
 }
 
 impl<'a> Binder<'a> {
@@ -134,6 +138,7 @@ impl<'a> Binder<'a> {
             next_id: 0,
             locking: None,
             clause: None,
+            views_in_progress: Vec::new(),
         }
     }
 
@@ -172,6 +177,12 @@ impl<'a> Binder<'a> {
     /// table is gone) and pinned to the table's columns: ADD / DROP COLUMN after binding
     /// makes the statement fail instead of reading or writing other columns.
     pub fn bind_table(&self, table: Arc<TableMeta>) -> Result<BoundTable> {
+        if table.is_view() {
+            return Err(SqlError::unsupported(format!(
+                "writing to view \"{}\" is not supported (PostgreSQL's automatically updatable views)",
+                table.name
+            )));
+        }
         let handle = self.catalog.engine().table_handle(&table.name)?.pinned()?;
         Ok(BoundTable {
             meta: table,

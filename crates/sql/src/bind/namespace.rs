@@ -27,8 +27,9 @@ pub const SCHEMA_INFORMATION: &str = "information_schema";
 pub const SCHEMAS: [&str; 3] = [SCHEMA_CATALOG, SCHEMA_PUBLIC, SCHEMA_INFORMATION];
 
 /// The views of information_schema; every other system view is pg_catalog's.
-const INFORMATION_VIEWS: [&str; 7] = [
+const INFORMATION_VIEWS: [&str; 8] = [
     "tables",
+    "views",
     "columns",
     "schemata",
     "table_constraints",
@@ -55,6 +56,9 @@ pub struct Namespace {
     /// Tables the session dropped in its open transaction block: gone for it (42P01)
     /// though the drop happens at COMMIT.
     pub hidden: Vec<String>,
+    /// restrict_nonsystem_relation_kind names `view`: a view named in a query is 0A000
+    /// (PostgreSQL's rewriter refuses to expand one; pg_dump sets it for its session).
+    pub views_restricted: bool,
 }
 
 /// The schemas of `search_path` that exist, in its order (current_schemas): with
@@ -118,7 +122,12 @@ impl Namespace {
             .split(',')
             .map(|part| part.trim().trim_matches('"'))
             .any(|schema| schema == SCHEMA_PUBLIC);
-        Namespace { database: database.to_string(), public_on_path, hidden: Vec::new() }
+        Namespace {
+            database: database.to_string(),
+            public_on_path,
+            hidden: Vec::new(),
+            views_restricted: false,
+        }
     }
 
     /// Splits `name` into schema and object name: 0A000 for another database, 42601 for

@@ -9,6 +9,8 @@
 //! | `i` (index) | name, oid, column positions `0,2`, unique 0/1, primary 0/1, kind, [`u`] |
 //! | `k` (CHECK) | name, oid, expression, definition, pretty definition |
 //! | `f` (FOREIGN KEY) | name, oid, columns `0,2`, referenced table, its columns, ON UPDATE and ON DELETE codes (`a r c n d`), MATCH code (`s f`) |
+//! | `w` (view) | the query's SQL text |
+//! | `u` (view dependency, after `w`) | a table or view the query names, then each column of it the query may read |
 //! | `l` (layout) | each column's engine slot `0,3`, the columns' missing values (hex of the engine's row encoding) |
 //!
 //! Optional trailing fields are written only when set, so entries written before they
@@ -263,6 +265,29 @@ pub struct TableMeta {
     /// Where the engine stores each column (None: column `i` in slot `i`, no missing
     /// values): what a rollback hands back to the engine (`Engine::set_layout`).
     pub layout: Option<ColumnLayout>,
+    /// Set for a view (pg_class.relkind 'v'): no engine table, its query is bound in place of
+    /// a scan wherever the view is named (docs/design/018).
+    pub view: Option<ViewMeta>,
+}
+
+/// A view's stored query and the relations it names (docs/design/018).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewMeta {
+    /// The query as SQL text (sqlparser's rendering of the parsed query), bound again at each
+    /// use; the view's columns are `TableMeta::columns`, its first ones.
+    pub query: String,
+    /// The tables and views the query names, in name order, with the columns it may read
+    /// of each: what DROP and column changes of them look for.
+    pub depends_on: Vec<ViewDependency>,
+}
+
+/// A relation a view's query names and the columns of it the query may read (docs/design/018:
+/// those whose name the query uses as a word, all of them if it has a `*`; decided at CREATE
+/// VIEW, so that columns added later are not read by the view).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewDependency {
+    pub relation: String,
+    pub columns: Vec<String>,
 }
 
 /// The engine layout of a table's columns (docs/design/016): each column's physical slot
@@ -275,6 +300,26 @@ pub struct ColumnLayout {
 }
 
 impl TableMeta {
+    /// A table of `columns` without indexes, constraints or a stored layout, its OID not yet
+    /// given (CREATE TABLE AS, CREATE VIEW).
+    pub fn with_columns(name: String, columns: Vec<ColumnMeta>) -> TableMeta {
+        TableMeta {
+            name,
+            oid: 0,
+            columns,
+            indexes: Vec::new(),
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
+            layout: None,
+            view: None,
+        }
+    }
+
+    /// Whether this is a view (no engine table; docs/design/018).
+    pub fn is_view(&self) -> bool {
+        self.view.is_some()
+    }
+
     /// The table's column layout, the identity one when it has none stored.
     pub fn column_layout(&self) -> ColumnLayout {
         self.layout.clone().unwrap_or_else(|| ColumnLayout {
@@ -425,6 +470,16 @@ impl TableMeta {
                 if key.match_full { "f" } else { "s" }
             ));
         }
+        if let Some(view) = &self.view {
+            out.push_str(&format!("w\t{}\n", escape(&view.query)));
+            for dependency in &view.depends_on {
+                out.push_str(&format!("u\t{}", escape(&dependency.relation)));
+                for column in &dependency.columns {
+                    out.push_str(&format!("\t{}", escape(column)));
+                }
+                out.push('\n');
+            }
+        }
         out
     }
 
@@ -444,6 +499,7 @@ impl TableMeta {
             checks: Vec::new(),
             foreign_keys: Vec::new(),
             layout: None,
+            view: None,
         };
         for line in lines {
             let fields: Vec<&str> = line.split('\t').collect();
@@ -524,6 +580,9 @@ impl TableMeta {
                             _ => return Err(bad("foreign key match")),
                         },
                     });
+                }
+                Some("w" | "u") if fields.len() >= 2 => {
+                    decode_view_line(&mut meta, &fields).ok_or_else(|| bad("view"))?
                 }
                 Some("l") if fields.len() == 3 => {
                     meta.layout =
@@ -615,4 +674,19 @@ pub(crate) fn decode_type(text: &str) -> Option<SqlType> {
         [oid] => SqlType::from_oid(oid.parse().ok()?),
         _ => None,
     }
+}
+
+/// A view's `w` (its query) or `u` (a dependency, after the `w`) line; None if malformed.
+fn decode_view_line(meta: &mut TableMeta, fields: &[&str]) -> Option<()> {
+    match fields[0] {
+        "w" if fields.len() == 2 => {
+            meta.view = Some(ViewMeta { query: unescape(fields[1]), depends_on: Vec::new() });
+        }
+        "u" => meta.view.as_mut()?.depends_on.push(ViewDependency {
+            relation: unescape(fields[1]),
+            columns: fields[2..].iter().map(|column| unescape(column)).collect(),
+        }),
+        _ => return None,
+    }
+    Some(())
 }

@@ -21,6 +21,7 @@ mod roles;
 mod schema_grants;
 mod transactional;
 mod verifier;
+mod views;
 
 pub use advisory::*;
 pub use cluster::MOCK_AUTH_SECRET;
@@ -29,6 +30,7 @@ pub use meta::*;
 pub use roles::*;
 pub use schema_grants::*;
 pub use verifier::*;
+pub use views::{columns_read, view_uses_column};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

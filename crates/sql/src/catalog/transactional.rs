@@ -245,6 +245,10 @@ impl Catalog {
                 None => None,
             };
             match stored {
+                Some(meta) if meta.view.is_some() => {
+                    self.restore_view_acl(transaction, &meta.name)?;
+                    self.publish(meta);
+                }
                 Some(meta) => {
                     self.restore_engine_table(&meta)?;
                     self.publish(meta);

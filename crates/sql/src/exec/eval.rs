@@ -494,6 +494,8 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
     };
     let format_type = |oid: i64, typmod: i64| crate::system::format_type(oid, typmod);
     let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
+    let view_definition =
+        |oid: i64| crate::system::view_definition(catalog, oid, session_info.public_on_path);
     let constraint_definition =
         |oid: i64, pretty: bool| crate::system::constraint_definition(catalog, oid, pretty);
     let session = ctx.session;
@@ -528,6 +530,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         advisory: &advisory,
         format_type: &format_type,
         index_definition: &index_definition,
+        view_definition: &view_definition,
         constraint_definition: &constraint_definition,
         object_by_name: &object_by_name,
         serial_sequence: &serial_sequence,

@@ -211,6 +211,21 @@ pub(super) fn index_definition(call: Call<'_>) -> Result<Datum> {
     Ok((call.context.index_definition)(call.int(0)).map_or(Datum::Null, Datum::Text))
 }
 
+/// pg_get_viewdef(view [, pretty]): by OID (or regclass); a name in text is looked up as
+/// `'name'::regclass` would be. The pretty flag changes nothing (design 018).
+pub(super) fn view_definition(call: Call<'_>) -> Result<Datum> {
+    let oid = match call.args.first() {
+        Some(Datum::Text(name)) => {
+            match (call.context.object_by_name)(crate::types::ObjectKind::Class, name)? {
+                Some(Datum::Object(object)) => i64::from(object.oid),
+                _ => return Err(SqlError::undefined_table(name)),
+            }
+        }
+        _ => call.int(0),
+    };
+    Ok((call.context.view_definition)(oid).map_or(Datum::Null, Datum::Text))
+}
+
 /// Constraints are primary keys: their definition from the index's.
 pub(super) fn constraint_definition(call: Call<'_>) -> Result<Datum> {
     let pretty = matches!(call.args.get(1), Some(Datum::Bool(true)));

@@ -173,6 +173,8 @@ pub struct FunctionContext<'a> {
     pub advisory: &'a dyn Fn(AdvisoryCall) -> Result<bool>,
     pub format_type: &'a dyn Fn(i64, i64) -> Option<String>,
     pub index_definition: &'a dyn Fn(i64) -> Option<String>,
+    /// `pg_get_viewdef(oid)`: None for an OID that is not a view's.
+    pub view_definition: &'a dyn Fn(i64) -> Option<String>,
     /// `pg_get_constraintdef(oid, pretty)`.
     pub constraint_definition: &'a dyn Fn(i64, bool) -> Option<String>,
     /// The object a name denotes (`to_regclass`), None when there is none.

@@ -988,6 +988,13 @@ pub static FUNCTIONS: &[Function] = &[
         "0"
     ),
     function!(
+        &["pg_get_viewdef"],
+        1..=2,
+        |_, t| Ok(any(t, false, TEXT)),
+        info::view_definition,
+        "0"
+    ),
+    function!(
         &["pg_get_constraintdef"],
         1..=2,
         |_, t| Ok(any(t, false, TEXT)),

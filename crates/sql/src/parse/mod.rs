@@ -56,6 +56,9 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
             _ if names_search_or_cycle(text) => SqlError::unsupported(
                 "the SEARCH and CYCLE clauses of WITH RECURSIVE are not supported",
             ),
+            _ if let Some(feature) = unsupported_view_clause(text) => {
+                SqlError::unsupported(format!("{feature} is not supported"))
+            }
             error => syntax_error(text, &error.to_string()),
         })
         .map_err(|error| map_position(error, &checked))?;
@@ -87,6 +90,39 @@ fn names_search_or_cycle(text: &str) -> bool {
     clause.is_match(text)
 }
 
+/// The view feature a text that failed to parse uses, for which sqlparser has no grammar:
+/// CREATE RECURSIVE VIEW and WITH [CASCADED | LOCAL] CHECK OPTION (0A000 naming them
+/// rather than a syntax error).
+fn unsupported_view_clause(text: &str) -> Option<&'static str> {
+    static RECURSIVE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static CHECK_OPTION: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let recursive = RECURSIVE.get_or_init(|| {
+        regex::Regex::new(
+            r"(?is)^\s*create\s+(or\s+replace\s+)?((temp|temporary)\s+)?recursive\s+view\b",
+        )
+        .expect("a valid pattern")
+    });
+    let check_option = CHECK_OPTION.get_or_init(|| {
+        regex::Regex::new(
+            r"(?is)^\s*create\s.*\bview\b.*\bwith\s+((cascaded|local)\s+)?check\s+option\s*;?\s*$",
+        )
+        .expect("a valid pattern")
+    });
+    if recursive.is_match(text) {
+        Some("CREATE RECURSIVE VIEW")
+    } else if text
+        .trim_start()
+        .get(..10)
+        .is_some_and(|start| start.eq_ignore_ascii_case("alter view"))
+    {
+        Some("ALTER VIEW")
+    } else if check_option.is_match(text) {
+        Some("WITH CHECK OPTION")
+    } else {
+        None
+    }
+}
+
 /// An error's position in the text the client sent (parsing saw it with whitespace shrunk).
 fn map_position(mut error: SqlError, checked: &limits::CheckedText<'_>) -> SqlError {
     error.position = error.position.map(|position| checked.original_position(position));
@@ -102,6 +138,18 @@ pub(crate) fn parse_stored_expression(text: &str) -> Result<ast::Expr> {
         .try_with_sql(text)
         .and_then(|mut parser| parser.parse_expr())
         .map_err(|error| SqlError::internal(format!("stored expression does not parse: {error}")))
+}
+
+/// A view's stored query parsed again (it was parsed from this text at CREATE VIEW).
+pub(crate) fn parse_view_query(text: &str) -> Result<ast::Query> {
+    let statements = parse_sql(text)?;
+    match statements.into_iter().next() {
+        Some(Statement::Sql(statement)) => match *statement {
+            ast::Statement::Query(query) => Ok(*query),
+            _ => Err(SqlError::internal("a view's stored query is not a query")),
+        },
+        _ => Err(SqlError::internal("a view's stored query is not a query")),
+    }
 }
 
 /// Parses one statement tierdb writes itself (FOREIGN KEY checks and actions).

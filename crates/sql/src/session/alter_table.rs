@@ -26,6 +26,15 @@ impl Session {
                 .catalog
                 .table(&table_name)
                 .ok_or_else(|| SqlError::undefined_table(&table_name))?;
+            if table.is_view() {
+                return Err(SqlError::new(
+                    "42809",
+                    format!(
+                        "ALTER TABLE ... cannot be performed on relation \"{table_name}\" (a view)"
+                    ),
+                ));
+            }
+            self.refuse_view_column_change(&table_name, operation)?;
             match operation {
                 ast::AlterTableOperation::AddConstraint {
                     constraint: ast::TableConstraint::Check(check),
@@ -70,6 +79,36 @@ impl Session {
             }
         }
         Ok(Output::command(CommandTag::AlterTable))
+    }
+
+    /// The column changes views that read the column refuse (`refuse_column_change`).
+    fn refuse_view_column_change(
+        &self,
+        table: &str,
+        operation: &ast::AlterTableOperation,
+    ) -> Result<()> {
+        use super::views::{refuse_column_change, ColumnChange};
+        match operation {
+            ast::AlterTableOperation::RenameColumn { old_column_name, .. } => {
+                let column = ident(old_column_name);
+                refuse_column_change(&self.catalog, table, &column, ColumnChange::Rename)
+            }
+            ast::AlterTableOperation::AlterColumn {
+                column_name,
+                op: ast::AlterColumnOperation::SetDataType { .. },
+            } => {
+                let column = ident(column_name);
+                refuse_column_change(&self.catalog, table, &column, ColumnChange::Type)
+            }
+            ast::AlterTableOperation::DropColumn { column_names, .. } => {
+                for column in column_names {
+                    let column = ident(column);
+                    refuse_column_change(&self.catalog, table, &column, ColumnChange::Drop)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// ALTER TABLE ... ADD PRIMARY KEY / UNIQUE: a unique index, built now.

@@ -35,15 +35,7 @@ impl Session {
             if self.catalog.table(name).is_some() {
                 return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
             }
-            let meta = TableMeta {
-                name: name.into(),
-                oid: 0,
-                columns,
-                indexes: Vec::new(),
-                checks: Vec::new(),
-                foreign_keys: Vec::new(),
-                layout: None,
-            };
+            let meta = TableMeta::with_columns(name.into(), columns);
             let session_id = self.session_id;
             catalog.create_table(self.ddl_transaction(), session_id, meta)?;
             self.own_new_table(name)?;

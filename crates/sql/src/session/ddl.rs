@@ -88,6 +88,7 @@ impl Session {
             checks: Vec::new(),
             foreign_keys: Vec::new(),
             layout: None,
+            view: None,
         };
         meta.checks = self.new_checks(&meta, &checks)?;
         meta.foreign_keys = self.new_foreign_keys(&meta, &foreign_keys)?;
@@ -183,6 +184,12 @@ impl Session {
             .catalog
             .table(&table_name)
             .ok_or_else(|| SqlError::undefined_table(&table_name))?;
+        if table.is_view() {
+            return Err(SqlError::new(
+                "42809",
+                format!("cannot create index on relation \"{table_name}\""),
+            ));
+        }
         let mut positions = Vec::new();
         let mut column_names = Vec::new();
         for column in &create.columns {
@@ -235,13 +242,21 @@ impl Session {
         let catalog = Arc::clone(&self.catalog);
         let _guard = catalog.lock_ddl();
         match object_type {
+            ast::ObjectType::View => self.drop_views(if_exists, names, cascade),
             ast::ObjectType::Table => {
                 let dropped: Vec<String> = names
                     .iter()
                     .filter_map(|name| self.namespace().existing_table(name).ok())
                     .filter(|name| self.catalog.table(name).is_some())
                     .collect();
+                if let Some(view) = dropped
+                    .iter()
+                    .find(|name| self.catalog.table(name).is_some_and(|table| table.is_view()))
+                {
+                    return Err(SqlError::new("42809", format!("\"{view}\" is not a table")));
+                }
                 self.drop_referencing_keys(&dropped, cascade)?;
+                self.drop_dependent_views(&dropped, "table", cascade)?;
                 for name in names {
                     let name = match self.namespace().existing_table(name) {
                         Err(error) if error.sqlstate == "3F000" && if_exists => continue,
@@ -560,7 +575,10 @@ impl Session {
     pub(crate) fn namespace(&self) -> Namespace {
         let search_path = self.setting("search_path").unwrap_or_default();
         let hidden = self.hidden_tables();
-        Namespace { hidden, ..Namespace::new(&self.database, &search_path) }
+        let restricted = self.setting("restrict_nonsystem_relation_kind").unwrap_or_default();
+        let views_restricted =
+            restricted.split(',').any(|kind| kind.trim().eq_ignore_ascii_case("view"));
+        Namespace { hidden, views_restricted, ..Namespace::new(&self.database, &search_path) }
     }
 }
 

@@ -247,6 +247,11 @@ impl Session {
     /// TRUNCATE of `names`: the tables whose FOREIGN KEYs reference them must be truncated
     /// too (0A000), or are added with CASCADE. Returns the tables to truncate.
     pub(super) fn truncate_targets(&self, names: &[String], cascade: bool) -> Result<Vec<String>> {
+        if let Some(view) =
+            names.iter().find(|name| self.catalog.table(name).is_some_and(|table| table.is_view()))
+        {
+            return Err(SqlError::new("42809", format!("\"{view}\" is not a table")));
+        }
         let mut targets = names.to_vec();
         let gone = self.dropped_tables();
         let mut tables = self.catalog.tables();

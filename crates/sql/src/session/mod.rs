@@ -43,6 +43,7 @@ mod txn_modes;
 mod utility;
 mod vacuum;
 mod vector_ddl;
+mod views;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;

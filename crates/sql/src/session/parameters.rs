@@ -22,7 +22,8 @@ use crate::error::{Result, SqlError};
 /// to share reads: every scan starts at the beginning, which is what synchronize_seqscans =
 /// off asks for and what on allows) or because they only label the session
 /// (application_name); restrict_nonsystem_relation_kind (which pg_dump sets) restricts
-/// views and foreign tables, of which tierdb has none (honour it when views come).
+/// views, which the binder honours (bind/views.rs), and foreign tables, of which tierdb has
+/// none.
 const VACUOUS: [&str; 9] = [
     "application_name",
     "check_function_bodies",

@@ -287,9 +287,11 @@ fn sql_needs(catalog: &Catalog, sql: &ast::Statement) -> Result<Vec<(String, Opt
             .collect::<Result<_>>()?,
         ast::Statement::AlterTable(alter) => vec![owned(&alter.name)?],
         ast::Statement::CreateIndex(create) => vec![owned(&create.table_name)?],
-        ast::Statement::Drop { object_type: ast::ObjectType::Table, names, .. } => {
-            names.iter().map(owned).collect::<Result<_>>()?
-        }
+        ast::Statement::Drop {
+            object_type: ast::ObjectType::Table | ast::ObjectType::View,
+            names,
+            ..
+        } => names.iter().map(owned).collect::<Result<_>>()?,
         ast::Statement::Drop { object_type: ast::ObjectType::Index, names, .. } => {
             let mut tables = Vec::new();
             for name in names {
@@ -301,6 +303,18 @@ fn sql_needs(catalog: &Catalog, sql: &ast::Statement) -> Result<Vec<(String, Opt
                 tables.extend(table.map(|table| (table.name.clone(), None)));
             }
             tables
+        }
+        // The creator reads the tables the query names (their privileges are not checked
+        // again when the view is used: docs/design/018); OR REPLACE needs the view's owner.
+        ast::Statement::CreateView(create) => {
+            let query = ast::Statement::Query(create.query.clone());
+            let reads =
+                required(&query).into_iter().map(|(name, privilege)| (name, Some(privilege)));
+            let mut needs: Vec<(String, Option<Privilege>)> = reads.collect();
+            if create.or_replace {
+                needs.push(owned(&create.name)?);
+            }
+            needs
         }
         other => {
             required(other).into_iter().map(|(name, privilege)| (name, Some(privilege))).collect()

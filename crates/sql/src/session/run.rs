@@ -120,10 +120,7 @@ impl Session {
                 self.create_schema(schema_name, *if_not_exists)
             }
             ast::Statement::CreateExtension(create) => create_extension(&create.name.value),
-            other => Err(SqlError::unsupported(format!(
-                "statement not supported: {}",
-                other.to_string().chars().take(80).collect::<String>()
-            ))),
+            other => self.view_statement(other),
         }
     }
 
@@ -356,7 +353,7 @@ impl Session {
         let namespace = self.namespace();
         let resolved = names.iter().filter_map(|name| namespace.existing_table(name).ok());
         match object_type {
-            ast::ObjectType::Table => resolved.collect(),
+            ast::ObjectType::Table | ast::ObjectType::View => resolved.collect(),
             ast::ObjectType::Index => {
                 let tables = self.catalog.tables();
                 resolved

@@ -33,6 +33,11 @@ impl Session {
             {
                 CreateCheck::First
             }
+            ast::Statement::CreateView(create)
+                if self.namespace().new_table(&create.name).is_ok() =>
+            {
+                CreateCheck::First
+            }
             ast::Statement::CreateIndex(_) => CreateCheck::AfterOwnership,
             ast::Statement::AlterTable(alter) => {
                 let adds_index = alter.operations.iter().any(|operation| {

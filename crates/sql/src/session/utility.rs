@@ -51,6 +51,15 @@ impl Session {
         copy: &CopyStatement,
         sink: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
+        if let CopySource::Table { schema, name, .. } = &copy.source {
+            let name = self.copy_table_name(schema, name)?;
+            if self.catalog.table(&name).is_some_and(|table| table.is_view()) {
+                // PostgreSQL's words: COPY (SELECT ...) TO reads a view.
+                let direction = if copy.from { "to" } else { "from" };
+                let message = format!("cannot copy {direction} view \"{name}\"");
+                return Err(SqlError::new("42809", message));
+            }
+        }
         match (&copy.source, copy.from) {
             (CopySource::Table { schema, name, columns }, true) => {
                 let name = &self.copy_table_name(schema, name)?;

@@ -32,6 +32,7 @@ impl Session {
                 .catalog
                 .tables()
                 .into_iter()
+                .filter(|table| !table.is_view())
                 .map(|table| table.name.clone())
                 .filter(|name| !is_internal_table(name))
                 .collect();
@@ -42,6 +43,12 @@ impl Session {
         };
         let oid = self.role_oid();
         let mut owned = Vec::new();
+        // A view has no rows to purge (PostgreSQL skips it with a warning).
+        let catalog = Arc::clone(&self.catalog);
+        let targets: Vec<String> = targets
+            .into_iter()
+            .filter(|name| catalog.table(name).is_none_or(|table| !table.is_view()))
+            .collect();
         for table in targets {
             if self.catalog.table_acl(&table).owner == oid {
                 owned.push(table);

@@ -65,7 +65,8 @@ pub(super) const COLUMNS: SystemView = view!(&["columns"], |c| columns(&c.tables
     identity_cycle: Text = text("NO"),
     is_generated: Text = text("NEVER"),
     generation_expression: Text = Datum::Null,
-    is_updatable: Text = text("YES"),
+    // tierdb does not write through views (0A000).
+    is_updatable: Text = yes_or_no(!table.is_view()),
 });
 
 fn ordinal(position: usize) -> Datum {

@@ -34,6 +34,7 @@ mod catalog_views;
 mod describe;
 mod information_columns;
 mod sequences;
+mod user_views;
 mod values;
 mod views;
 
@@ -47,6 +48,7 @@ use crate::plan::{computed_column, OutputColumn};
 use crate::types::{Row, SqlType};
 pub(crate) use describe::*;
 pub use sequences::{SequenceRef, SequenceValues};
+pub use user_views::view_definition;
 pub use views::VIEWS;
 
 /// The first OID of the system views that are not PostgreSQL catalogs.
@@ -118,9 +120,10 @@ pub fn view_oids() -> impl Iterator<Item = (&'static str, u32)> {
     })
 }
 
-/// Every system view: the computed ones, then the catalogs of objects tierdb has none of.
+/// Every system view: the computed ones, the catalogs of objects tierdb has none of, then
+/// those of user views (after the others, so that the OIDs numbered in order stay).
 pub fn all_views() -> impl Iterator<Item = &'static SystemView> {
-    VIEWS.iter().chain(catalog_views::CATALOG_VIEWS)
+    VIEWS.iter().chain(catalog_views::CATALOG_VIEWS).chain(user_views::USER_VIEW_CATALOG)
 }
 
 /// The OID of the system view `name` (its `tableoid`).

@@ -43,7 +43,7 @@ pub(super) fn oid(value: impl Into<i64>) -> Datum {
 
 /// The name of the role owning `table` (NULL once that role is gone, as PostgreSQL's
 /// pg_get_userbyid shows an unknown OID).
-fn owner_name(catalog: &Catalog, table: &str) -> Datum {
+pub(super) fn owner_name(catalog: &Catalog, table: &str) -> Datum {
     let owner = catalog.table_acl(table).owner;
     let role = catalog.roles().into_iter().find(|role| role.oid == owner);
     role.map_or(Datum::Null, |role| text(&role.name))
@@ -262,8 +262,8 @@ fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> 
         relations.push(Relation {
             oid: table.oid,
             name: &table.name,
-            kind: "r",
-            access_method: AM_HEAP,
+            kind: if table.is_view() { "v" } else { "r" },
+            access_method: if table.is_view() { 0 } else { AM_HEAP },
             has_index: !table.indexes.is_empty(),
             attributes: table.columns.len(),
             owner,
@@ -354,6 +354,13 @@ fn dependencies(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Dependency> {
                     });
                 }
             }
+        }
+        // A view on what its query names (PostgreSQL records this from the view's pg_rewrite
+        // rule, which tierdb does not list): pg_dump orders the view after them.
+        let names = table.view.iter().flat_map(|view| view.depends_on.iter());
+        for referenced in names.filter_map(|name| tables.iter().find(|t| t.name == name.relation)) {
+            let (object, referenced) = (relation(table.oid, 0), relation(referenced.oid, 0));
+            rows.push(Dependency { object, referenced, kind: "n" });
         }
         for (position, column) in table.columns.iter().enumerate() {
             let default = crate::catalog::default_oid(table.oid, position);
@@ -916,7 +923,7 @@ pub static VIEWS: &[SystemView] = &[
         objsubid: Int4 = Datum::Int(0),
         description: Text = text(description),
     }),
-    view!(&["pg_tables"], |c| c.tables.iter().map(|table| (c.catalog, table)), |(catalog, table)| {
+    view!(&["pg_tables"], |c| c.tables.iter().filter(|table| !table.is_view()).map(|table| (c.catalog, table)), |(catalog, table)| {
         schemaname: Name = text("public"),
         tablename: Name = text(&table.name),
         tableowner: Name = owner_name(catalog, &table.name),
@@ -932,7 +939,7 @@ pub static VIEWS: &[SystemView] = &[
         table_catalog: Text = text(session.database),
         table_schema: Text = text("public"),
         table_name: Text = text(&table.name),
-        table_type: Text = text("BASE TABLE"),
+        table_type: Text = text(if table.is_view() { "VIEW" } else { "BASE TABLE" }),
     }),
     super::information_columns::COLUMNS,
     // PostgreSQL 15 lists each NOT NULL column as a CHECK constraint in these two, named
