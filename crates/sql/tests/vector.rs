@@ -202,8 +202,12 @@ fn an_interrupted_hnsw_build_leaves_no_index() {
                 m: 16,
                 ef_construction: 64,
             };
-            let orphan =
-                tierdb_engine::VectorIndexDef { name: "t_v_idx".into(), column: 1, parameters };
+            let orphan = tierdb_engine::VectorIndexDef {
+                name: "t_v_idx".into(),
+                column: 1,
+                parameters,
+                method: tierdb_engine::VectorMethod::Hnsw,
+            };
             engine.create_vector_index("t", orphan).unwrap();
             let catalog = tierdb_sql::Catalog::open(Arc::clone(&engine)).unwrap();
             assert!(engine.vector_index_defs("t").unwrap().is_empty(), "the orphan is dropped");
