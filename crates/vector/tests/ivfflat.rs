@@ -20,7 +20,15 @@ fn open_store(directory: &Path) -> Arc<PageStore> {
 fn random_vectors(seed: u64, count: usize, dimensions: usize) -> Vec<Vec<f32>> {
     let mut random = SplitMix64::new(seed);
     (0..count)
-        .map(|_| (0..dimensions).map(|_| random.next_f64() as f32 * 2.0 - 1.0).collect())
+        .map(|_| {
+            (0..dimensions)
+                .map(|_| {
+                    // 16 random bits, exact in an f32, in [-1, 1).
+                    let bits = u16::try_from(random.next_u64() >> 48).unwrap();
+                    f32::from(bits) / 32_768.0 - 1.0
+                })
+                .collect()
+        })
         .collect()
 }
 

@@ -276,7 +276,7 @@ pub struct NearestScan {
 
 /// The scan of the index's pages, by access method.
 enum GraphScan {
-    Hnsw(hnsw::ScanState),
+    Hnsw(Box<hnsw::ScanState>),
     IvfFlat(ivfflat::ScanState),
 }
 
@@ -332,7 +332,9 @@ impl Transaction {
             };
             let index = Arc::clone(found);
             let graph = match &index.graph {
-                VectorGraph::Hnsw(graph) => GraphScan::Hnsw(graph.scan_state(query, options.hnsw)?),
+                VectorGraph::Hnsw(graph) => {
+                    GraphScan::Hnsw(Box::new(graph.scan_state(query, options.hnsw)?))
+                }
                 VectorGraph::IvfFlat(lists) => {
                     GraphScan::IvfFlat(lists.scan_state(query, options.ivfflat)?)
                 }

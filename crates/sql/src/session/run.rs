@@ -197,7 +197,7 @@ impl Session {
             user,
             backend_pid: self.backend_pid,
             catalog: &self.catalog,
-            hnsw_scan: self.hnsw_scan_options(),
+            vector_scan: self.vector_scan_options(),
             hidden_tables: self.hidden_tables(),
             public_on_path: self.namespace().public_on_path,
             referential_checks_off: self.referential_checks_off,

@@ -18,11 +18,17 @@ pub(crate) fn normalizes(metric: Metric) -> bool {
     matches!(metric, Metric::InnerProduct | Metric::Cosine)
 }
 
+/// An f64 value rounded to the nearest f32 (k-means sums and means are f64; vectors f32).
+#[allow(clippy::cast_possible_truncation)]
+fn to_f32(value: f64) -> f32 {
+    value as f32
+}
+
 /// `vector` scaled to unit norm (unchanged if its norm is 0).
 pub(crate) fn normalized(vector: &[f32]) -> Vec<f32> {
     let norm = crate::norm(vector);
     if norm > 0.0 {
-        vector.iter().map(|&value| (f64::from(value) / norm) as f32).collect()
+        vector.iter().map(|&value| to_f32(f64::from(value) / norm)).collect()
     } else {
         vector.to_vec()
     }
@@ -89,7 +95,7 @@ fn quick_centers(
     let mut centers: Vec<f32> = samples.iter().flatten().copied().collect();
     while centers.len() < lists * dimensions {
         let mut center: Vec<f32> =
-            (0..dimensions).map(|_| (random.next_f64() * 2.0 - 1.0) as f32).collect();
+            (0..dimensions).map(|_| to_f32(random.next_f64() * 2.0 - 1.0)).collect();
         if normalizes(metric) {
             center = normalized(&center);
         }
@@ -102,7 +108,8 @@ fn quick_centers(
 /// distance to the nearest center so far.
 fn seed_centers(samples: &[Vec<f32>], lists: usize, random: &mut SplitMix64) -> Vec<f32> {
     let pick = |random: &mut SplitMix64, bound: usize| -> usize {
-        ((random.next_f64() * bound as f64) as usize).min(bound - 1)
+        let bound = u64::try_from(bound).expect("usize fits u64");
+        usize::try_from(random.below(bound)).expect("below a usize")
     };
     let mut centers: Vec<f32> = samples[pick(random, samples.len())].clone();
     let mut weights: Vec<f64> = samples.iter().map(|s| distance(s, &centers)).collect();
@@ -157,7 +164,7 @@ fn lloyd(samples: &[Vec<f32>], centers: &mut [f32], lists: usize, dimensions: us
         for (list, count) in counts.iter().enumerate().filter(|(_, count)| **count > 0) {
             let range = list * dimensions..(list + 1) * dimensions;
             for (center, total) in centers[range.clone()].iter_mut().zip(&sums[range]) {
-                *center = (*total / *count as f64) as f32;
+                *center = to_f32(*total / *count as f64);
             }
         }
     }
