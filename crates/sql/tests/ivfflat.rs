@@ -34,10 +34,7 @@ fn ids(session: &mut tierdb_sql::Session, sql: &str) -> Vec<i64> {
 #[test]
 fn ivfflat_refusals_name_what_is_not_supported() {
     with_session(|session| {
-        setup(
-            session,
-            &["CREATE TABLE t (id integer PRIMARY KEY, n integer, v vector(3))"],
-        );
+        setup(session, &["CREATE TABLE t (id integer PRIMARY KEY, n integer, v vector(3))"]);
         for (sql, message) in [
             ("CREATE INDEX ON t USING ivfflat (v halfvec_l2_ops)", "halfvec_l2_ops"),
             ("CREATE INDEX ON t USING ivfflat (v halfvec_cosine_ops)", "halfvec_cosine_ops"),
