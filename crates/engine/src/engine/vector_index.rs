@@ -331,6 +331,18 @@ impl Transaction {
                 return Err(EngineError::UndefinedTable { name: index.to_string() });
             };
             let index = Arc::clone(found);
+            let dimensions = index.def.parameters.dimensions;
+            if query.len() != dimensions {
+                // pgvector's error from the distance to a center (ivfflat: the index's
+                // dimensions first) or to the entry point (hnsw: the query's first).
+                let (first, second) = match index.def.method {
+                    VectorMethod::Hnsw => (query.len(), dimensions),
+                    VectorMethod::IvfFlat { .. } => (dimensions, query.len()),
+                };
+                return Err(EngineError::DataException {
+                    message: format!("different vector dimensions {first} and {second}"),
+                });
+            }
             let graph = match &index.graph {
                 VectorGraph::Hnsw(graph) => {
                     GraphScan::Hnsw(Box::new(graph.scan_state(query, options.hnsw)?))
