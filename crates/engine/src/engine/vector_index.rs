@@ -98,10 +98,22 @@ impl VectorGraph {
     }
 }
 
+/// Bytes of (vector, row key) entries an ivfflat build collects before writing them, one
+/// mtr per list of the batch (so a WAL record stays below this plus a few pages).
+const BUILD_BATCH_BYTES: usize = 4 << 20;
+
+/// The entries an ivfflat build has collected and not yet written.
+#[derive(Default)]
+struct BuildBatch {
+    entries: Vec<(Vec<f32>, Vec<u8>)>,
+    bytes: usize,
+}
+
 impl VectorIndex {
-    /// Adds the entry of one row version (nothing for NULL or, under cosine, a zero vector).
-    fn add(&self, row: &[Value], key: &[u8]) -> Result<()> {
-        if let Some(vector) = vector_of(row, self.def.column)? {
+    /// The vector of `row` for this index (None for NULL), its dimensions checked.
+    fn indexed_vector(&self, row: &[Value]) -> Result<Option<Vec<f32>>> {
+        let vector = vector_of(row, self.def.column)?;
+        if let Some(vector) = &vector {
             if vector.len() != self.def.parameters.dimensions {
                 return Err(EngineError::InvalidRow {
                     detail: format!(
@@ -111,8 +123,45 @@ impl VectorIndex {
                     ),
                 });
             }
+        }
+        Ok(vector)
+    }
+
+    /// Adds the entry of one row version (nothing for NULL or, under cosine, a zero vector).
+    fn add(&self, row: &[Value], key: &[u8]) -> Result<()> {
+        if let Some(vector) = self.indexed_vector(row)? {
             self.graph.insert(&vector, key)?;
         }
+        Ok(())
+    }
+
+    /// `add` during a build: an ivfflat entry waits in `batch` (written by `flush` once the
+    /// batch holds `BUILD_BATCH_BYTES`); an HNSW entry is inserted at once.
+    fn add_built(&self, row: &[Value], key: &[u8], batch: &mut BuildBatch) -> Result<()> {
+        if !matches!(self.graph, VectorGraph::IvfFlat(_)) {
+            return self.add(row, key);
+        }
+        if let Some(vector) = self.indexed_vector(row)? {
+            batch.bytes += 4 * vector.len() + key.len();
+            batch.entries.push((vector, key.to_vec()));
+            if batch.bytes >= BUILD_BATCH_BYTES {
+                self.flush(batch)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the entries of `batch` and empties it.
+    fn flush(&self, batch: &mut BuildBatch) -> Result<()> {
+        if let VectorGraph::IvfFlat(lists) = &self.graph {
+            let entries: Vec<(&[f32], &[u8])> = batch
+                .entries
+                .iter()
+                .map(|(vector, key)| (vector.as_slice(), key.as_slice()))
+                .collect();
+            lists.insert_many(&entries)?;
+        }
+        *batch = BuildBatch::default();
         Ok(())
     }
 }
@@ -168,6 +217,7 @@ impl Shared {
         if let VectorGraph::Hnsw(graph) = &index.graph {
             graph.keep_vectors(memory_bytes);
         }
+        let mut batch = BuildBatch::default();
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             let mut added: Vec<Option<Value>> = Vec::new();
@@ -175,11 +225,12 @@ impl Shared {
                 let row = table.layout.decode(&version.row)?;
                 let value = row.get(index.def.column).cloned();
                 if !added.contains(&value) {
-                    index.add(&row, &key)?;
+                    index.add_built(&row, &key, &mut batch)?;
                     added.push(value);
                 }
             }
         }
+        index.flush(&mut batch)?;
         if let VectorGraph::Hnsw(graph) = &index.graph {
             graph.keep_vectors(0);
         }

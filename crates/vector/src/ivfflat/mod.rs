@@ -250,63 +250,92 @@ impl IvfFlat {
     /// its WAL record. Returns None, adding nothing, for a vector with no distance under the
     /// metric (a zero vector under cosine), as pgvector does.
     pub fn insert(&self, vector: &[f32], key: &[u8]) -> Result<Option<Lsn>> {
-        self.check_vector(vector)?;
-        if key.len() > ROW_KEY_BYTES_MAX || !entry_fits(self.dimensions, key.len()) {
-            return Err(IndexError::InvalidArgument(format!(
-                "index row size {} exceeds maximum {} for an ivfflat index",
-                list_entry_bytes(self.dimensions, key.len()),
-                PAGE_PAYLOAD_SIZE - CHAIN_HEADER_BYTES
-            )));
-        }
-        if !self.metric.indexable(vector) {
-            return Ok(None);
-        }
-        let distances = self.center_distances(vector);
-        let list = (0..distances.len())
-            .min_by(|a, b| distances[*a].total_cmp(&distances[*b]))
-            .expect("at least one list");
-        let _writer = self.writer.lock();
-        let head = self.heads.read()[list];
-        let (lsn, head) = self.append(head, &encode_list_entry(vector, key))?;
-        self.heads.write()[list] = head;
-        Ok(Some(lsn))
+        self.insert_many(&[(vector, key)])
     }
 
-    /// Appends `entry` to the list whose head is `head` in one mtr (the last page, or a new
-    /// page linked after it); returns the LSN and the list's new head.
-    fn append(&self, head: ListHead, entry: &[u8]) -> Result<(Lsn, ListHead)> {
+    /// Adds every (vector, row key) of `entries` (a build's batch): one mtr per list the
+    /// batch touches, so at most `entries`' bytes plus a few pages per WAL record (the
+    /// caller bounds the batch). Returns the LSN of the last record (None if nothing was
+    /// indexable).
+    pub fn insert_many(&self, entries: &[(&[f32], &[u8])]) -> Result<Option<Lsn>> {
+        let mut by_list: Vec<Vec<Vec<u8>>> = vec![Vec::new(); self.lists()];
+        for (vector, key) in entries {
+            self.check_vector(vector)?;
+            if key.len() > ROW_KEY_BYTES_MAX || !entry_fits(self.dimensions, key.len()) {
+                return Err(IndexError::InvalidArgument(format!(
+                    "index row size {} exceeds maximum {} for an ivfflat index",
+                    list_entry_bytes(self.dimensions, key.len()),
+                    PAGE_PAYLOAD_SIZE - CHAIN_HEADER_BYTES
+                )));
+            }
+            if self.metric.indexable(vector) {
+                by_list[self.nearest_list(vector)].push(encode_list_entry(vector, key));
+            }
+        }
+        let _writer = self.writer.lock();
+        let mut lsn = None;
+        for (list, entries) in by_list.iter().enumerate().filter(|(_, e)| !e.is_empty()) {
+            let head = self.heads.read()[list];
+            let (appended, head) = self.append(head, entries)?;
+            self.heads.write()[list] = head;
+            lsn = Some(appended);
+        }
+        Ok(lsn)
+    }
+
+    /// The list whose center is nearest to `vector`.
+    fn nearest_list(&self, vector: &[f32]) -> usize {
+        let distances = self.center_distances(vector);
+        (0..distances.len())
+            .min_by(|a, b| distances[*a].total_cmp(&distances[*b]))
+            .expect("at least one list")
+    }
+
+    /// Appends `entries` to the list whose head is `head` in one mtr (at the last page's
+    /// bytes-used mark, then on new pages linked after it); returns the LSN and the list's
+    /// new head.
+    fn append(&self, head: ListHead, entries: &[Vec<u8>]) -> Result<(Lsn, ListHead)> {
         let mut mtr = self.store.mtr();
         let mut new_head = head;
-        let mut appended = false;
+        // The page being filled: (slot, entries, bytes used).
+        let mut current = None;
         if head.last.0 != 0 {
             let slot = mtr.latch(head.last)?;
             let (_, count, used) = decode_chain_header(head.last, mtr.page(slot).payload())?;
-            if used + entry.len() <= PAGE_PAYLOAD_SIZE {
-                mtr.write(slot, used, entry);
-                let header = encode_chain_header(PageId(0), count + 1, used + entry.len());
-                mtr.write(slot, CHAIN_COUNT_OFFSET, &header[CHAIN_COUNT_OFFSET..]);
-                appended = true;
+            current = Some((slot, count, used));
+        }
+        for entry in entries {
+            match current {
+                Some((slot, count, used)) if used + entry.len() <= PAGE_PAYLOAD_SIZE => {
+                    mtr.write(slot, used, entry);
+                    let header = encode_chain_header(PageId(0), count + 1, used + entry.len());
+                    mtr.write(slot, CHAIN_COUNT_OFFSET, &header[CHAIN_COUNT_OFFSET..]);
+                    current = Some((slot, count + 1, used + entry.len()));
+                }
+                _ => {
+                    let (slot, page_id) = mtr.allocate(LIST_PAGE_TYPE)?;
+                    let used = CHAIN_HEADER_BYTES + entry.len();
+                    let mut bytes = encode_chain_header(PageId(0), 1, used);
+                    bytes.extend_from_slice(entry);
+                    mtr.write(slot, 0, &bytes);
+                    match current {
+                        Some((previous, _, _)) => mtr.write(previous, 0, &page_id.0.to_le_bytes()),
+                        None => new_head.first = page_id,
+                    }
+                    new_head.last = page_id;
+                    current = Some((slot, 1, used));
+                }
             }
         }
-        if !appended {
-            let (slot, page_id) = mtr.allocate(LIST_PAGE_TYPE)?;
-            let mut bytes = encode_chain_header(PageId(0), 1, CHAIN_HEADER_BYTES + entry.len());
-            bytes.extend_from_slice(entry);
-            mtr.write(slot, 0, &bytes);
-            if head.last.0 != 0 {
-                let last = mtr.latch(head.last)?;
-                mtr.write(last, 0, &page_id.0.to_le_bytes());
-            } else {
-                new_head.first = page_id;
-            }
-            new_head.last = page_id;
+        if new_head != head {
             let directory = mtr.latch(head.page)?;
             mtr.write(directory, head.offset, &new_head.first.0.to_le_bytes());
             mtr.write(directory, head.offset + 8, &new_head.last.0.to_le_bytes());
         }
         let meta_slot = mtr.latch(self.meta)?;
-        let entries = get_u64(mtr.page(meta_slot).payload(), META_ENTRIES_OFFSET);
-        mtr.write(meta_slot, META_ENTRIES_OFFSET, &(entries + 1).to_le_bytes());
+        let count = get_u64(mtr.page(meta_slot).payload(), META_ENTRIES_OFFSET);
+        let added = u64::try_from(entries.len()).expect("usize fits u64");
+        mtr.write(meta_slot, META_ENTRIES_OFFSET, &(count + added).to_le_bytes());
         Ok((mtr.commit()?, new_head))
     }
 
