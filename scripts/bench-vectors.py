@@ -10,7 +10,9 @@ f100 = id % 100 (independent of the vectors), queries `WHERE f10 = x` (10% of ro
 `WHERE f100 = x` (1%) `ORDER BY v <-> q LIMIT 10` with each ITERATIVE_SCAN (default
 "relaxed_order strict_order") at FILTER_EF_SEARCH (default 40) on both servers: recall@10
 against the exact filtered answer, the fraction of queries whose LIMIT was filled, median
-latency, QPS and the ratio of tierdb's QPS to pgvector's."""
+latency, QPS and the ratio of tierdb's QPS to pgvector's.
+INDEX=ivfflat: an ivfflat index instead, WITH (lists = LISTS) (default rows / 1000, pgvector's
+advice), queries at each PROBES value (default "1 5 10 20") instead of ef_search."""
 import json, os, statistics, sys, time
 
 import numpy as np
@@ -38,6 +40,8 @@ def text(vector):
 probe_texts = [text(probe) for probe in probes]
 
 filtered = os.environ.get("FILTERED") == "1"
+ivfflat = os.environ.get("INDEX", "hnsw") == "ivfflat"
+lists = int(os.environ.get("LISTS", str(max(1, rows // 1000))))
 # Filtered mode: (column, modulus); a query's filter value is its position modulo it.
 FILTERS = [("f10", 10), ("f100", 100)]
 
@@ -52,7 +56,10 @@ def load(name, port, user):
             copy.write_row((index, index % 10, index % 100, text(vector)))
     load_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    cursor.execute("CREATE INDEX bench_vectors_v ON bench_vectors USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 64)")
+    if ivfflat:
+        cursor.execute(f"CREATE INDEX bench_vectors_v ON bench_vectors USING ivfflat (v vector_l2_ops) WITH (lists = {lists})")
+    else:
+        cursor.execute("CREATE INDEX bench_vectors_v ON bench_vectors USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 64)")
     build_seconds = time.perf_counter() - start
     return {"name": name, "cursor": cursor, "load_s": round(load_seconds, 2), "build_s": round(build_seconds, 2)}
 
@@ -132,10 +139,12 @@ def report_filtered(loaded, results, case):
 loaded = [load(*server) for server in servers]
 if filtered:
     run_filtered(loaded)
-for ef_search in [] if filtered else [int(value) for value in os.environ.get("EF_SEARCH", "20 40 64 100").split()]:
+settings = os.environ.get("PROBES", "1 5 10 20") if ivfflat else os.environ.get("EF_SEARCH", "20 40 64 100")
+for ef_search in [] if filtered else [int(value) for value in settings.split()]:
     results = {server["name"]: [] for server in loaded}
     for server in loaded:
-        server["cursor"].execute(f"SET hnsw.ef_search = {ef_search}")
+        setting = "ivfflat.probes" if ivfflat else "hnsw.ef_search"
+        server["cursor"].execute(f"SET {setting} = {ef_search}")
         query_pass(server["cursor"])  # warm-up pass, not counted
     for _ in range(passes):
         for server in loaded:
@@ -143,9 +152,10 @@ for ef_search in [] if filtered else [int(value) for value in os.environ.get("EF
     for server in loaded:
         passes_qps = [qps for qps, _ in results[server["name"]]]
         found = results[server["name"]][-1][1]
+        index = {"index": "ivfflat", "lists": lists, "probes": ef_search} if ivfflat else \
+            {"m": 16, "ef_construction": 64, "ef_search": ef_search}
         print(json.dumps({
-            "engine": server["name"], "rows": rows, "dimensions": dimensions, "m": 16,
-            "ef_construction": 64, "ef_search": ef_search,
+            "engine": server["name"], "rows": rows, "dimensions": dimensions, **index,
             "recall_at_10": round(found / (10 * len(probes)), 4),
             "qps_1_client": round(statistics.median(passes_qps), 1),
             "qps_passes": [round(qps, 1) for qps in passes_qps],

@@ -15,6 +15,12 @@
 //!   every node of the graph reachable from its entry point.
 //!
 //! Cycles: `TIERDB_HNSW_CRASH_CYCLES` (default `CYCLES_DEFAULT`, the issue's 20).
+//!
+//! The same cycles run against an ivfflat index (`IVFFLAT_LISTS` lists, created on the empty
+//! table, so its centers are random; queries probe every list, so an exact-match query is
+//! exact): every acknowledged row is found by the index at every cycle. Cycles:
+//! `TIERDB_IVFFLAT_CRASH_CYCLES` (default `IVFFLAT_CYCLES_DEFAULT`). The graph check is
+//! HNSW's only.
 
 mod server_support;
 
@@ -27,6 +33,8 @@ use tierdb_common::SplitMix64;
 use tokio_postgres::Client;
 
 const CYCLES_DEFAULT: usize = 20;
+const IVFFLAT_CYCLES_DEFAULT: usize = 5;
+const IVFFLAT_LISTS: usize = 4;
 const WORKERS: u64 = 4;
 const DIMENSIONS: usize = 16;
 /// Vector elements are integers below this: exact in f32, printed back as written.
@@ -43,11 +51,39 @@ const EF_SEARCH_MAX: usize = 1000;
 /// Connections the exact-match queries are spread over.
 const QUERY_CONNECTIONS: usize = 4;
 
-fn cycles() -> usize {
-    std::env::var("TIERDB_HNSW_CRASH_CYCLES")
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(CYCLES_DEFAULT)
+/// The vector index the cycles run against.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Hnsw,
+    IvfFlat,
+}
+
+impl Method {
+    fn cycles(self) -> usize {
+        let (variable, default) = match self {
+            Method::Hnsw => ("TIERDB_HNSW_CRASH_CYCLES", CYCLES_DEFAULT),
+            Method::IvfFlat => ("TIERDB_IVFFLAT_CRASH_CYCLES", IVFFLAT_CYCLES_DEFAULT),
+        };
+        std::env::var(variable).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+    }
+
+    fn create_index(self) -> String {
+        match self {
+            Method::Hnsw => "CREATE INDEX items_v_idx ON items USING hnsw (v vector_l2_ops)".into(),
+            Method::IvfFlat => format!(
+                "CREATE INDEX items_v_idx ON items USING ivfflat (v vector_l2_ops) \
+                 WITH (lists = {IVFFLAT_LISTS})"
+            ),
+        }
+    }
+
+    /// The setting of an exact-match search: HNSW's `ef_search`, ivfflat probing every list.
+    fn search_setting(self, ef_search: usize) -> String {
+        match self {
+            Method::Hnsw => format!("SET hnsw.ef_search = {ef_search}"),
+            Method::IvfFlat => format!("SET ivfflat.probes = {IVFFLAT_LISTS}"),
+        }
+    }
 }
 
 fn vector_text(random: &mut SplitMix64) -> String {
@@ -157,6 +193,7 @@ async fn check_exact_scan(client: &Client, ledger: &Ledger, cycle: usize) -> Has
 /// row the index returned first, at ef_search `ef_search`.
 async fn exact_match_misses(
     server: &TestServer,
+    method: Method,
     rows: Vec<(i64, String)>,
     ef_search: usize,
 ) -> Vec<(i64, String, Option<i64>)> {
@@ -166,7 +203,7 @@ async fn exact_match_misses(
         let client = server.connect().await;
         let part = part.to_vec();
         queries.push(tokio::spawn(async move {
-            client.batch_execute(&format!("SET hnsw.ef_search = {ef_search}")).await.unwrap();
+            client.batch_execute(&method.search_setting(ef_search)).await.unwrap();
             let mut misses = Vec::new();
             for (id, vector) in part {
                 let sql = format!("SELECT id FROM items ORDER BY v <-> '{vector}' LIMIT 1");
@@ -193,13 +230,18 @@ async fn exact_match_misses(
 async fn check_exact_matches(
     server: &TestServer,
     client: &Client,
+    method: Method,
     rows: Vec<(i64, String)>,
     cycle: usize,
 ) -> usize {
-    let misses = exact_match_misses(server, rows, EF_SEARCH).await;
+    let misses = exact_match_misses(server, method, rows, EF_SEARCH).await;
+    if method == Method::IvfFlat {
+        assert!(misses.is_empty(), "cycle {cycle}: rows not found by their vector: {misses:?}");
+        return 0;
+    }
     let again: Vec<(i64, String)> =
         misses.iter().map(|(id, vector, _)| (*id, vector.clone())).collect();
-    let still = exact_match_misses(server, again, EF_SEARCH_MAX).await;
+    let still = exact_match_misses(server, method, again, EF_SEARCH_MAX).await;
     if still.is_empty() {
         return misses.len();
     }
@@ -246,21 +288,26 @@ async fn check_index(client: &Client, rows: usize, cycle: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hnsw_index_keeps_acknowledged_rows_through_sigkill_cycles() {
+    sigkill_cycles(Method::Hnsw).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ivfflat_index_keeps_acknowledged_rows_through_sigkill_cycles() {
+    sigkill_cycles(Method::IvfFlat).await;
+}
+
+async fn sigkill_cycles(method: Method) {
     let started = Instant::now();
     let mut server = TestServer::start(&[]);
-    server
-        .connect()
-        .await
-        .batch_execute(
-            "CREATE TABLE items (id bigint PRIMARY KEY, v vector(16));
-             CREATE INDEX items_v_idx ON items USING hnsw (v vector_l2_ops);",
-        )
-        .await
-        .expect("schema");
+    let schema = format!(
+        "CREATE TABLE items (id bigint PRIMARY KEY, v vector(16)); {};",
+        method.create_index()
+    );
+    server.connect().await.batch_execute(&schema).await.expect("schema");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let mut random = SplitMix64::new(0x1414);
     let mut retried_total = 0;
-    for cycle in 0..cycles() {
+    for cycle in 0..method.cycles() {
         let cycle_ids = i64::try_from(cycle).expect("fits") * CYCLE_IDS;
         let workers: Vec<_> = (0..WORKERS)
             .map(|worker| {
@@ -284,9 +331,12 @@ async fn hnsw_index_keeps_acknowledged_rows_through_sigkill_cycles() {
         let explained = plan(&client, nearest).await;
         assert!(explained.contains("Index Scan using items_v_idx on items"), "{explained}");
         let rows: Vec<(i64, String)> = present.iter().map(|(id, v)| (*id, v.clone())).collect();
-        let retried = check_exact_matches(&server, &client, rows, cycle).await;
+        let retried = check_exact_matches(&server, &client, method, rows, cycle).await;
         retried_total += retried;
-        let report = check_index(&client, present.len(), cycle).await;
+        let report = match method {
+            Method::Hnsw => check_index(&client, present.len(), cycle).await,
+            Method::IvfFlat => "ivfflat".to_string(),
+        };
         // An insert in flight at the kill either committed (it stays: from now on it is
         // treated as acknowledged) or is gone for good.
         let in_flight: Vec<_> = std::mem::take(&mut sent.in_flight).into_values().collect();
@@ -309,7 +359,7 @@ async fn hnsw_index_keeps_acknowledged_rows_through_sigkill_cycles() {
     eprintln!(
         "{} cycles: {rows} rows; exact-match searches needing ef_search {EF_SEARCH_MAX}: \
          {retried_total}; {:.1} s",
-        cycles(),
+        method.cycles(),
         started.elapsed().as_secs_f64()
     );
 }

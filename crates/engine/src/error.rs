@@ -35,6 +35,9 @@ pub enum EngineError {
     TransactionAborted,
     #[error("invalid row: {detail}")]
     InvalidRow { detail: String },
+    /// A data exception with PostgreSQL's (or pgvector's) message as it is (22000).
+    #[error("{message}")]
+    DataException { message: String },
     #[error("limit exceeded: {detail}")]
     LimitExceeded { detail: String },
     #[error("corrupt {what}: {detail}")]
@@ -69,6 +72,7 @@ impl EngineError {
             EngineError::TransactionAborted => "25P02",
             EngineError::InvalidRow { .. } => "22023",
             EngineError::LimitExceeded { .. } => "54000",
+            EngineError::DataException { .. } => "22000",
             EngineError::Corrupt { .. } => ErrorKind::Corruption.sqlstate(),
             EngineError::ShuttingDown => "57P01",
             EngineError::Canceled { .. } => "57014",

@@ -51,7 +51,12 @@ fn create_items(engine: &Engine) {
         m: 8,
         ef_construction: 32,
     };
-    let def = VectorIndexDef { name: "items_v_idx".into(), column: 1, parameters };
+    let def = VectorIndexDef {
+        name: "items_v_idx".into(),
+        column: 1,
+        parameters,
+        method: tierdb_engine::VectorMethod::Hnsw,
+    };
     engine.create_vector_index("items", def).unwrap();
 }
 

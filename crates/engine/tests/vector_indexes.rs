@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tierdb_common::SplitMix64;
 use tierdb_engine::{
     ColumnDef, Engine, IsolationLevel, KeyKind, TableDef, Transaction, Value, VectorIndexDef,
-    VectorIndexParameters, VectorMetric,
+    VectorIndexParameters, VectorMethod, VectorMetric,
 };
 use tierdb_storage::{PageStore, StoreConfig};
 use tierdb_vector::hnsw::{IterativeScan, ScanOptions, MAX_SCAN_TUPLES_DEFAULT};
@@ -66,6 +66,7 @@ fn index_def(name: &str) -> VectorIndexDef {
             m: 16,
             ef_construction: 64,
         },
+        method: VectorMethod::Hnsw,
     }
 }
 

@@ -343,8 +343,11 @@ impl Connection {
     {
         let warnings = self.session.lock().take_warnings();
         for warning in warnings {
+            // Class 00 (successful completion) is a NOTICE, as PostgreSQL's ereport(NOTICE)
+            // without an error code (pgvector's "ivfflat index created with little data").
+            let severity = if warning.sqlstate.starts_with("00") { "NOTICE" } else { "WARNING" };
             let info = pgwire::error::ErrorInfo::new(
-                "WARNING".to_string(),
+                severity.to_string(),
                 warning.sqlstate.to_string(),
                 warning.message,
             );

@@ -62,8 +62,8 @@ fn index_methods_and_clauses_that_would_be_ignored_are_refused() {
         );
         for (sql, message) in [
             (
-                "CREATE INDEX ON embeddings USING ivfflat (v vector_l2_ops) WITH (lists = 10)",
-                "index access method \"ivfflat\" is not supported",
+                "CREATE INDEX ON embeddings USING brin (n)",
+                "index access method \"brin\" is not supported",
             ),
             (
                 "CREATE INDEX ON embeddings USING hash (n)",
@@ -202,8 +202,12 @@ fn an_interrupted_hnsw_build_leaves_no_index() {
                 m: 16,
                 ef_construction: 64,
             };
-            let orphan =
-                tierdb_engine::VectorIndexDef { name: "t_v_idx".into(), column: 1, parameters };
+            let orphan = tierdb_engine::VectorIndexDef {
+                name: "t_v_idx".into(),
+                column: 1,
+                parameters,
+                method: tierdb_engine::VectorMethod::Hnsw,
+            };
             engine.create_vector_index("t", orphan).unwrap();
             let catalog = tierdb_sql::Catalog::open(Arc::clone(&engine)).unwrap();
             assert!(engine.vector_index_defs("t").unwrap().is_empty(), "the orphan is dropped");

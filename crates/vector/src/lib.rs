@@ -9,6 +9,8 @@ mod bits;
 mod dense;
 mod half_precision;
 pub mod hnsw;
+mod index;
+pub mod ivfflat;
 
 pub use bits::{hamming_distance, jaccard_distance};
 pub use dense::{
@@ -19,6 +21,7 @@ pub use half_precision::{
     halfvec_cosine_distance, halfvec_inner_product, halfvec_l1_distance,
     halfvec_l2_squared_distance, halfvec_norm,
 };
+pub use index::{IndexError, Metric, SearchResult};
 
 /// pgvector's largest dimension count of a stored `vector` and `halfvec` value.
 pub const VECTOR_DIMENSIONS_MAX: usize = 16_000;

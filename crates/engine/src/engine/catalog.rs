@@ -14,13 +14,13 @@ use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, encode_row, Value, Version};
 use crate::txn::TxnStatus;
 
-use tierdb_vector::hnsw::{Hnsw, IndexParameters as VectorIndexParameters};
+use tierdb_vector::hnsw::IndexParameters as VectorIndexParameters;
 
 use super::index_build::{IndexBuild, IndexBuildOptions};
 use super::layout::{value_fits, Layout};
 use super::table::{
     index_handle, index_prefix, ColumnDef, Index, IndexDef, Table, TableDef, TableHandle,
-    VectorIndex, VectorIndexDef,
+    VectorGraph, VectorIndex, VectorIndexDef, VectorMethod,
 };
 use super::vector_index::{metric_code, metric_of};
 use super::Shared;
@@ -69,9 +69,14 @@ fn encode_def(
     }
     for (index, meta) in vector_indexes {
         let parameters = &index.parameters;
+        // An ivfflat index is stored with m = 0 and its lists in ef_construction's place.
+        let (m, second) = match index.method {
+            VectorMethod::Hnsw => (parameters.m, parameters.ef_construction),
+            VectorMethod::IvfFlat { lists } => (0, lists),
+        };
         row.push(Value::Text(index.name.clone()));
         row.extend(
-            [index.column, parameters.m, parameters.ef_construction, parameters.dimensions]
+            [index.column, m, second, parameters.dimensions]
                 .map(|number| Value::Int(i64::try_from(number).expect("fits"))),
         );
         row.push(Value::Int(metric_code(parameters.metric)));
@@ -241,8 +246,19 @@ fn decode_def(bytes: &[u8]) -> Result<DecodedDef> {
             if column >= columns.len() {
                 return Err(bad("vector index column out of range"));
             }
-            let parameters = VectorIndexParameters { dimensions, metric, m, ef_construction };
-            vector_indexes.push((VectorIndexDef { name, column, parameters }, meta));
+            let (method, parameters) = if m == 0 {
+                let hnsw_defaults = VectorIndexParameters {
+                    dimensions,
+                    metric,
+                    m: tierdb_vector::hnsw::M_DEFAULT,
+                    ef_construction: tierdb_vector::hnsw::EF_CONSTRUCTION_DEFAULT,
+                };
+                (VectorMethod::IvfFlat { lists: ef_construction }, hnsw_defaults)
+            } else {
+                let parameters = VectorIndexParameters { dimensions, metric, m, ef_construction };
+                (VectorMethod::Hnsw, parameters)
+            };
+            vector_indexes.push((VectorIndexDef { name, column, parameters, method }, meta));
         }
     }
     let layout = match values.next() {
@@ -473,7 +489,7 @@ impl Shared {
         }
         let mut vector_indexes = Vec::with_capacity(old.vector_indexes.len());
         for index in &old.vector_indexes {
-            let graph = Hnsw::create(Arc::clone(&self.store), index.def.parameters)?;
+            let graph = VectorGraph::create(&self.store, &index.def, index.graph.centers())?;
             vector_indexes.push(Arc::new(VectorIndex { def: index.def.clone(), graph }));
         }
         self.write_catalog(&old.def, &old.layout, tree.meta_page(), &indexes, &vector_indexes)?;

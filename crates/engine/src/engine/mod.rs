@@ -52,11 +52,11 @@ pub use index_build::{
 pub use purge::PurgeStats;
 pub use table::{
     ColumnDef, IndexDef, Projection, RowKey, RowPage, TableDef, TableHandle, TableRef,
-    VectorIndexDef,
+    VectorIndexDef, VectorMethod,
 };
 pub use transaction::{ConflictArbiters, InsertOutcome, Transaction, INSERT_BATCH_ROWS_MAX};
 pub use vector_check::VectorIndexCheck;
-pub use vector_index::NearestScan;
+pub use vector_index::{NearestOptions, NearestScan};
 
 /// Row stripes (`Shared::row_locks`): rows hash onto them by table name and key, so two
 /// writers of different rows rarely share a mutex, and the memory stays bounded.
@@ -312,7 +312,7 @@ impl Engine {
         self.shared.create_index(table, index, options)
     }
 
-    /// Creates an HNSW index on a table that may hold rows (built from every row version;
+    /// Creates a vector index (HNSW or ivfflat) on a table that may hold rows (built from every row version;
     /// blocks writers of every table meanwhile). 42P07 if an index or table has the name.
     pub fn create_vector_index(&self, table: &str, index: VectorIndexDef) -> Result<()> {
         self.shared.create_vector_index(table, index, MAINTENANCE_WORK_MEM_DEFAULT_BYTES)
@@ -327,6 +327,14 @@ impl Engine {
         memory_bytes: usize,
     ) -> Result<()> {
         self.shared.create_vector_index(table, index, memory_bytes)
+    }
+
+    /// Rows of `table` with a vector in `column`, counted up to `limit`: an ivfflat build
+    /// samples fewer rows than its lists when this is below them (pgvector's NOTICE
+    /// "ivfflat index created with little data").
+    pub fn vector_rows_up_to(&self, table: &str, column: usize, limit: usize) -> Result<usize> {
+        let table = self.shared.table(table)?;
+        self.shared.sampled_rows(&table, column, limit)
     }
 
     /// The index builds running now (`pg_stat_progress_create_index`).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use tierdb_access::{encode_key, BTree, Direction, KeyColumn, KeyKind};
-use tierdb_vector::hnsw::{Hnsw, IndexParameters};
+use tierdb_vector::hnsw::IndexParameters;
 
 use crate::error::{EngineError, Result};
 use crate::row::{Row, Value, Version};
@@ -42,18 +42,37 @@ pub struct IndexDef {
     pub unique: bool,
 }
 
-/// A vector index: its name, the indexed column and the graph's options.
+/// A vector index: its name, the indexed column, its access method and its options
+/// (`parameters.dimensions` and `parameters.metric` for both methods; `m` and
+/// `ef_construction` only for HNSW).
 #[derive(Clone, Debug, PartialEq)]
 pub struct VectorIndexDef {
     pub name: String,
     pub column: usize,
     pub parameters: IndexParameters,
+    pub method: VectorMethod,
+}
+
+/// The access method of a vector index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VectorMethod {
+    Hnsw,
+    /// ivfflat with `lists` lists.
+    IvfFlat {
+        lists: usize,
+    },
 }
 
 /// An open vector index (its maintenance and search: `vector_index.rs`).
 pub(super) struct VectorIndex {
     pub(super) def: VectorIndexDef,
-    pub(super) graph: Hnsw,
+    pub(super) graph: VectorGraph,
+}
+
+/// The pages of a vector index, by access method.
+pub(super) enum VectorGraph {
+    Hnsw(tierdb_vector::hnsw::Hnsw),
+    IvfFlat(tierdb_vector::ivfflat::IvfFlat),
 }
 
 /// A secondary index's B+tree: key = encoded index columns followed by the row's primary key

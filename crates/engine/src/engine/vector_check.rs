@@ -17,7 +17,7 @@ use tierdb_vector::hnsw::{CheckReport, VIOLATIONS_LISTED_MAX};
 use crate::error::{EngineError, Result};
 use crate::row::decode_versions;
 
-use super::table::{RowKey, Table, TableRef, VectorIndex};
+use super::table::{RowKey, Table, TableRef, VectorGraph, VectorIndex};
 use super::vector_index::vector_of;
 use super::Transaction;
 
@@ -86,7 +86,12 @@ impl Transaction {
                 return Err(EngineError::UndefinedTable { name: index.to_string() });
             };
             let mut entries = Entries::new();
-            let graph = index.graph.check_graph(&mut |_, vector, key| {
+            let VectorGraph::Hnsw(graph) = &index.graph else {
+                return Err(EngineError::InvalidRow {
+                    detail: format!("\"{}\" is not an hnsw index", index.def.name),
+                });
+            };
+            let graph = graph.check_graph(&mut |_, vector, key| {
                 entries.entry(key.to_vec()).or_default().push(stored_bytes(vector));
             })?;
             let mut check = VectorIndexCheck {

@@ -1,6 +1,6 @@
-//! HNSW vector indexes of a table (docs/design/014-vector-indexes.md, "MVCC"): one graph per
-//! index (crate tierdb-vector) over one vector column, whose values are stored as pgvector's
-//! little-endian f32 bytes. Entries are (vector, row key) with no visibility: a search reads
+//! Vector indexes of a table, HNSW and ivfflat (docs/design/014-vector-indexes.md, "MVCC"):
+//! one graph or set of lists per index (crate tierdb-vector) over one vector column, whose
+//! values are stored as pgvector's little-endian f32 bytes. Entries are (vector, row key) with no visibility: a search reads
 //! each row through the table and keeps it only if the snapshot sees it with the entry's
 //! vector. DELETE leaves entries; an UPDATE that keeps the vector adds none.
 
@@ -9,13 +9,16 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use tierdb_access::Direction;
-use tierdb_common::PageId;
-use tierdb_vector::hnsw::{Hnsw, Metric, ScanOptions, ScanState, SearchResult};
+use tierdb_common::{Lsn, PageId, SplitMix64};
+use tierdb_vector::hnsw::{self, Hnsw, Metric, ScanOptions, SearchResult};
+use tierdb_vector::ivfflat::{self, IvfFlat};
 
 use crate::error::{EngineError, Result};
 use crate::row::{decode_versions, Row, Value, Version};
 
-use super::table::{RowKey, Table, TableRef, VectorIndex, VectorIndexDef};
+use super::table::{
+    RowKey, Table, TableRef, VectorGraph, VectorIndex, VectorIndexDef, VectorMethod,
+};
 use super::{Shared, Transaction};
 
 pub(super) fn metric_code(metric: Metric) -> i64 {
@@ -43,10 +46,74 @@ pub(super) fn vector_of(row: &[Value], column: usize) -> Result<Option<Vec<f32>>
     }
 }
 
+impl VectorGraph {
+    /// An empty index for `def` (ivfflat: over `centers`, `lists` × dimensions values).
+    pub(super) fn create(
+        store: &Arc<tierdb_storage::PageStore>,
+        def: &VectorIndexDef,
+        centers: &[f32],
+    ) -> Result<VectorGraph> {
+        let store = Arc::clone(store);
+        Ok(match def.method {
+            VectorMethod::Hnsw => VectorGraph::Hnsw(Hnsw::create(store, def.parameters)?),
+            VectorMethod::IvfFlat { lists } => {
+                let parameters = ivfflat::IndexParameters {
+                    dimensions: def.parameters.dimensions,
+                    metric: def.parameters.metric,
+                    lists,
+                };
+                VectorGraph::IvfFlat(IvfFlat::create(store, parameters, centers)?)
+            }
+        })
+    }
+
+    pub(super) fn meta_page(&self) -> PageId {
+        match self {
+            VectorGraph::Hnsw(graph) => graph.meta_page(),
+            VectorGraph::IvfFlat(lists) => lists.meta_page(),
+        }
+    }
+
+    pub(super) fn metric(&self) -> Metric {
+        match self {
+            VectorGraph::Hnsw(graph) => graph.metric(),
+            VectorGraph::IvfFlat(lists) => lists.metric(),
+        }
+    }
+
+    fn insert(&self, vector: &[f32], key: &[u8]) -> Result<Option<Lsn>> {
+        Ok(match self {
+            VectorGraph::Hnsw(graph) => graph.insert(vector, key)?,
+            VectorGraph::IvfFlat(lists) => lists.insert(vector, key)?,
+        })
+    }
+
+    /// The centers a fresh copy of this index starts with (TRUNCATE keeps an ivfflat
+    /// index's centers).
+    pub(super) fn centers(&self) -> &[f32] {
+        match self {
+            VectorGraph::Hnsw(_) => &[],
+            VectorGraph::IvfFlat(lists) => lists.centers(),
+        }
+    }
+}
+
+/// Bytes of (vector, row key) entries an ivfflat build collects before writing them, one
+/// mtr per list of the batch (so a WAL record stays below this plus a few pages).
+const BUILD_BATCH_BYTES: usize = 4 << 20;
+
+/// The entries an ivfflat build has collected and not yet written.
+#[derive(Default)]
+struct BuildBatch {
+    entries: Vec<(Vec<f32>, Vec<u8>)>,
+    bytes: usize,
+}
+
 impl VectorIndex {
-    /// Adds the entry of one row version (nothing for NULL or, under cosine, a zero vector).
-    fn add(&self, row: &[Value], key: &[u8]) -> Result<()> {
-        if let Some(vector) = vector_of(row, self.def.column)? {
+    /// The vector of `row` for this index (None for NULL), its dimensions checked.
+    fn indexed_vector(&self, row: &[Value]) -> Result<Option<Vec<f32>>> {
+        let vector = vector_of(row, self.def.column)?;
+        if let Some(vector) = &vector {
             if vector.len() != self.def.parameters.dimensions {
                 return Err(EngineError::InvalidRow {
                     detail: format!(
@@ -56,8 +123,45 @@ impl VectorIndex {
                     ),
                 });
             }
+        }
+        Ok(vector)
+    }
+
+    /// Adds the entry of one row version (nothing for NULL or, under cosine, a zero vector).
+    fn add(&self, row: &[Value], key: &[u8]) -> Result<()> {
+        if let Some(vector) = self.indexed_vector(row)? {
             self.graph.insert(&vector, key)?;
         }
+        Ok(())
+    }
+
+    /// `add` during a build: an ivfflat entry waits in `batch` (written by `flush` once the
+    /// batch holds `BUILD_BATCH_BYTES`); an HNSW entry is inserted at once.
+    fn add_built(&self, row: &[Value], key: &[u8], batch: &mut BuildBatch) -> Result<()> {
+        if !matches!(self.graph, VectorGraph::IvfFlat(_)) {
+            return self.add(row, key);
+        }
+        if let Some(vector) = self.indexed_vector(row)? {
+            batch.bytes += 4 * vector.len() + key.len();
+            batch.entries.push((vector, key.to_vec()));
+            if batch.bytes >= BUILD_BATCH_BYTES {
+                self.flush(batch)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the entries of `batch` and empties it.
+    fn flush(&self, batch: &mut BuildBatch) -> Result<()> {
+        if let VectorGraph::IvfFlat(lists) = &self.graph {
+            let entries: Vec<(&[f32], &[u8])> = batch
+                .entries
+                .iter()
+                .map(|(vector, key)| (vector.as_slice(), key.as_slice()))
+                .collect();
+            lists.insert_many(&entries)?;
+        }
+        *batch = BuildBatch::default();
         Ok(())
     }
 }
@@ -103,11 +207,17 @@ impl Shared {
         if def.column >= table.def.columns.len() {
             return Err(EngineError::InvalidRow { detail: "index column out of range".into() });
         }
-        let index =
-            VectorIndex { graph: Hnsw::create(Arc::clone(&self.store), def.parameters)?, def };
+        let centers = match def.method {
+            VectorMethod::Hnsw => Vec::new(),
+            VectorMethod::IvfFlat { lists } => self.ivfflat_centers(table, &def, lists)?,
+        };
+        let index = VectorIndex { graph: VectorGraph::create(&self.store, &def, &centers)?, def };
         // The build keeps the vectors it inserted (up to the session's maintenance_work_mem),
         // so that each is read from its page once instead of at every distance to it.
-        index.graph.keep_vectors(memory_bytes);
+        if let VectorGraph::Hnsw(graph) = &index.graph {
+            graph.keep_vectors(memory_bytes);
+        }
+        let mut batch = BuildBatch::default();
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             let mut added: Vec<Option<Value>> = Vec::new();
@@ -115,13 +225,70 @@ impl Shared {
                 let row = table.layout.decode(&version.row)?;
                 let value = row.get(index.def.column).cloned();
                 if !added.contains(&value) {
-                    index.add(&row, &key)?;
+                    index.add_built(&row, &key, &mut batch)?;
                     added.push(value);
                 }
             }
         }
-        index.graph.keep_vectors(0);
+        index.flush(&mut batch)?;
+        if let VectorGraph::Hnsw(graph) = &index.graph {
+            graph.keep_vectors(0);
+        }
         Ok(index)
+    }
+
+    /// The centers of a new ivfflat index: k-means over a uniform sample (reservoir) of at
+    /// most `lists` × `SAMPLES_PER_LIST` of the table's newest row versions' indexable
+    /// vectors, as pgvector samples rows. Fewer samples than lists: the samples and random
+    /// centers (the SQL layer sends pgvector's NOTICE).
+    fn ivfflat_centers(
+        &self,
+        table: &Table,
+        def: &VectorIndexDef,
+        lists: usize,
+    ) -> Result<Vec<f32>> {
+        let capacity = lists.saturating_mul(ivfflat::SAMPLES_PER_LIST);
+        let metric = def.parameters.metric;
+        let mut random = SplitMix64::new(0x1f_f1a7 ^ lists as u64);
+        let mut samples: Vec<Vec<f32>> = Vec::new();
+        let mut seen = 0u64;
+        for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            let (_, bytes) = stored?;
+            let Some(newest) = decode_versions(&bytes)?.into_iter().next() else { continue };
+            let row = table.layout.decode(&newest.row)?;
+            let Some(vector) = vector_of(&row, def.column)? else { continue };
+            if vector.len() != def.parameters.dimensions || !metric.indexable(&vector) {
+                continue;
+            }
+            seen += 1;
+            if samples.len() < capacity {
+                samples.push(vector);
+            } else {
+                let slot = random.below(seen);
+                if let Some(sample) = usize::try_from(slot).ok().and_then(|s| samples.get_mut(s)) {
+                    *sample = vector;
+                }
+            }
+        }
+        let dimensions = def.parameters.dimensions;
+        Ok(ivfflat::centers(&samples, lists, dimensions, metric, 0x5eed ^ lists as u64))
+    }
+
+    /// Rows an ivfflat build would sample from `table` for `lists` lists: pgvector's NOTICE
+    /// "ivfflat index created with little data" is sent when this is below `lists`.
+    pub(super) fn sampled_rows(&self, table: &Table, column: usize, lists: usize) -> Result<usize> {
+        let mut count = 0;
+        for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            let (_, bytes) = stored?;
+            let Some(newest) = decode_versions(&bytes)?.into_iter().next() else { continue };
+            if vector_of(&table.layout.decode(&newest.row)?, column)?.is_some() {
+                count += 1;
+                if count >= lists {
+                    break;
+                }
+            }
+        }
+        Ok(count)
     }
 
     pub(super) fn open_vector_index(
@@ -129,7 +296,12 @@ impl Shared {
         def: VectorIndexDef,
         meta: PageId,
     ) -> Result<VectorIndex> {
-        Ok(VectorIndex { graph: Hnsw::open(Arc::clone(&self.store), meta)?, def })
+        let store = Arc::clone(&self.store);
+        let graph = match def.method {
+            VectorMethod::Hnsw => VectorGraph::Hnsw(Hnsw::open(store, meta)?),
+            VectorMethod::IvfFlat { .. } => VectorGraph::IvfFlat(IvfFlat::open(store, meta)?),
+        };
+        Ok(VectorIndex { graph, def })
     }
 }
 
@@ -143,7 +315,7 @@ pub struct NearestScan {
     table: Arc<Table>,
     index: Arc<VectorIndex>,
     query: Vec<f32>,
-    graph: ScanState,
+    graph: GraphScan,
     /// Entries of the batch taken, nearest first, not yet returned or skipped.
     ready: VecDeque<SearchResult>,
     /// Row keys returned: a row with several entries (its vector changed and changed back)
@@ -153,10 +325,42 @@ pub struct NearestScan {
     exhausted: bool,
 }
 
+/// The scan of the index's pages, by access method.
+enum GraphScan {
+    Hnsw(Box<hnsw::ScanState>),
+    IvfFlat(ivfflat::ScanState),
+}
+
+/// What a nearest-neighbour scan reads: the session's settings of each access method
+/// (`hnsw.*` for an HNSW index, `ivfflat.*` for an ivfflat one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NearestOptions {
+    pub hnsw: ScanOptions,
+    pub ivfflat: ivfflat::ScanOptions,
+}
+
+impl From<ScanOptions> for NearestOptions {
+    fn from(hnsw: ScanOptions) -> NearestOptions {
+        NearestOptions { hnsw, ivfflat: ivfflat::ScanOptions::default() }
+    }
+}
+
 impl NearestScan {
-    /// Nodes of the graph whose distance the scan has computed (`max_scan_tuples` bounds it).
+    /// Nodes of the graph (HNSW) or entries of the lists (ivfflat) whose distance the scan
+    /// has computed.
     pub fn evaluated(&self) -> usize {
-        self.graph.evaluated()
+        match &self.graph {
+            GraphScan::Hnsw(scan) => scan.evaluated(),
+            GraphScan::IvfFlat(scan) => scan.evaluated(),
+        }
+    }
+
+    fn next_batch(&mut self) -> Result<Vec<SearchResult>> {
+        Ok(match (&mut self.graph, &self.index.graph) {
+            (GraphScan::Hnsw(scan), VectorGraph::Hnsw(graph)) => scan.next_batch(graph)?,
+            (GraphScan::IvfFlat(scan), VectorGraph::IvfFlat(lists)) => scan.next_batch(lists)?,
+            _ => unreachable!("a scan is started on its own index"),
+        })
     }
 }
 
@@ -168,8 +372,9 @@ impl Transaction {
         table: &(impl TableRef + ?Sized),
         index: &str,
         query: &[f32],
-        options: ScanOptions,
+        options: impl Into<NearestOptions>,
     ) -> Result<NearestScan> {
+        let options = options.into();
         self.run(|txn| {
             let table = table.resolve(txn)?.table()?;
             let Some(found) = table.vector_indexes.iter().find(|found| found.def.name == index)
@@ -177,7 +382,26 @@ impl Transaction {
                 return Err(EngineError::UndefinedTable { name: index.to_string() });
             };
             let index = Arc::clone(found);
-            let graph = index.graph.scan_state(query, options)?;
+            let dimensions = index.def.parameters.dimensions;
+            if query.len() != dimensions {
+                // pgvector's error from the distance to a center (ivfflat: the index's
+                // dimensions first) or to the entry point (hnsw: the query's first).
+                let (first, second) = match index.def.method {
+                    VectorMethod::Hnsw => (query.len(), dimensions),
+                    VectorMethod::IvfFlat { .. } => (dimensions, query.len()),
+                };
+                return Err(EngineError::DataException {
+                    message: format!("different vector dimensions {first} and {second}"),
+                });
+            }
+            let graph = match &index.graph {
+                VectorGraph::Hnsw(graph) => {
+                    GraphScan::Hnsw(Box::new(graph.scan_state(query, options.hnsw)?))
+                }
+                VectorGraph::IvfFlat(lists) => {
+                    GraphScan::IvfFlat(lists.scan_state(query, options.ivfflat)?)
+                }
+            };
             Ok(NearestScan {
                 table,
                 index,
@@ -199,7 +423,7 @@ impl Transaction {
                 if scan.exhausted {
                     return Ok(None);
                 }
-                let batch = scan.graph.next_batch(&scan.index.graph)?;
+                let batch = scan.next_batch()?;
                 scan.exhausted = batch.is_empty();
                 scan.ready.extend(batch);
                 continue;
@@ -232,7 +456,7 @@ impl Transaction {
         table: &(impl TableRef + ?Sized),
         index: &str,
         query: &[f32],
-        options: ScanOptions,
+        options: impl Into<NearestOptions>,
         limit: usize,
     ) -> Result<Vec<(f64, RowKey, Row)>> {
         let mut scan = self.nearest_scan(table, index, query, options)?;

@@ -99,20 +99,33 @@ pub enum IndexKind {
     Clustered,
     /// An engine secondary index.
     Secondary,
-    /// An HNSW vector index (pgvector's `USING hnsw`) on one vector column.
+    /// A vector index (pgvector's `USING hnsw` or `USING ivfflat`) on one vector column.
     Hnsw(HnswOptions),
 }
 
-/// An HNSW index's operator class and the options given in WITH (None: pgvector's
-/// default, which `pg_get_indexdef` then does not print).
+/// A vector index's access method, operator class and the options given in WITH (None:
+/// pgvector's default, which `pg_get_indexdef` then does not print): `m` and
+/// `ef_construction` for HNSW, `lists` for ivfflat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HnswOptions {
     pub metric: tierdb_vector::hnsw::Metric,
     pub m: Option<usize>,
     pub ef_construction: Option<usize>,
+    /// Whether the index is ivfflat (else HNSW).
+    pub ivfflat: bool,
+    pub lists: Option<usize>,
 }
 
 impl HnswOptions {
+    /// The access method's name: `hnsw` or `ivfflat`.
+    pub fn access_method(&self) -> &'static str {
+        if self.ivfflat {
+            "ivfflat"
+        } else {
+            "hnsw"
+        }
+    }
+
     /// The operator class's name.
     pub fn operator_class(&self) -> &'static str {
         match self.metric {
@@ -124,13 +137,29 @@ impl HnswOptions {
     }
 
     /// The stored form: `hnsw:<metric code>:<m or ->:<ef_construction or ->`.
+    /// An ivfflat index's: `ivfflat:<metric code>:<lists or ->`.
     fn encode(&self) -> String {
         let option =
             |value: Option<usize>| value.map_or_else(|| "-".to_string(), |value| value.to_string());
+        if self.ivfflat {
+            return format!("ivfflat:{}:{}", self.metric.code(), option(self.lists));
+        }
         format!("hnsw:{}:{}:{}", self.metric.code(), option(self.m), option(self.ef_construction))
     }
 
     fn decode(text: &str) -> Option<HnswOptions> {
+        if let Some(rest) = text.strip_prefix("ivfflat:") {
+            let (metric, lists) = rest.split_once(':')?;
+            let metric = tierdb_vector::hnsw::Metric::from_code(metric.parse().ok()?)?;
+            let lists = if lists == "-" { None } else { Some(lists.parse().ok()?) };
+            return Some(HnswOptions {
+                metric,
+                m: None,
+                ef_construction: None,
+                ivfflat: true,
+                lists,
+            });
+        }
         let mut fields = text.strip_prefix("hnsw:")?.split(':');
         let metric = tierdb_vector::hnsw::Metric::from_code(fields.next()?.parse().ok()?)?;
         let mut option = || -> Option<Option<usize>> {
@@ -139,7 +168,8 @@ impl HnswOptions {
                 number => number.parse().ok().map(Some),
             }
         };
-        Some(HnswOptions { metric, m: option()?, ef_construction: option()? })
+        let (m, ef_construction) = (option()?, option()?);
+        Some(HnswOptions { metric, m, ef_construction, ivfflat: false, lists: None })
     }
 }
 

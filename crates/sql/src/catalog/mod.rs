@@ -396,8 +396,8 @@ impl Catalog {
         Ok(())
     }
 
-    /// Creates an HNSW index (`index.kind` is `IndexKind::Hnsw`) over `parameters`, built by
-    /// the engine from the table's rows.
+    /// Creates a vector index, HNSW or ivfflat (`index.kind` is `IndexKind::Hnsw`), over
+    /// `parameters`, built by the engine from the table's rows.
     pub fn create_vector_index(
         &self,
         transaction: &mut Transaction,
@@ -407,13 +407,21 @@ impl Catalog {
         memory_bytes: usize,
     ) -> Result<()> {
         let Some(meta) = self.table(table) else { return Err(SqlError::undefined_table(table)) };
-        assert!(matches!(index.kind, IndexKind::Hnsw(_)) && index.columns.len() == 1);
+        let IndexKind::Hnsw(options) = index.kind else { panic!("a vector index") };
+        assert_eq!(index.columns.len(), 1);
+        let method = if options.ivfflat {
+            let lists = options.lists.unwrap_or(tierdb_vector::ivfflat::LISTS_DEFAULT);
+            tierdb_engine::VectorMethod::IvfFlat { lists }
+        } else {
+            tierdb_engine::VectorMethod::Hnsw
+        };
         self.refuse_taken_index_name(&index.name)?;
         index.oid = self.next_oid()?;
         let definition = tierdb_engine::VectorIndexDef {
             name: index.name.clone(),
             column: index.columns[0],
             parameters,
+            method,
         };
         self.engine.create_vector_index_with(table, definition, memory_bytes)?;
         let mut updated = (*meta).clone();

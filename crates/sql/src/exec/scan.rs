@@ -213,7 +213,7 @@ fn scan_nearest<'s>(
         // NULL is nearest to nothing: pgvector's index scan returns no rows.
         _ => return Ok(true),
     };
-    let options = ctx.session.hnsw_scan;
+    let options = ctx.session.vector_scan;
     let mut nearest = ctx.txn()?.nearest_scan(&table.handle, name, &query, options)?;
     // One row at a time: the LIMIT above stops the scan (`emit` returns false), so only the
     // rows it returns are read and checked, and a filter's rejects cost no LIMIT slot.

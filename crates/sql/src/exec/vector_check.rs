@@ -27,7 +27,7 @@ pub fn check_vector_index(
             return Err(not_hnsw(&table.name));
         }
         let Some(index) = table.indexes.iter().find(|index| index.oid == oid) else { continue };
-        if !matches!(index.kind, IndexKind::Hnsw(_)) {
+        if !matches!(index.kind, IndexKind::Hnsw(options) if !options.ivfflat) {
             return Err(not_hnsw(&index.name));
         }
         require_select(session, &table.name)?;

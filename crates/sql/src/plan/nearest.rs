@@ -1,5 +1,5 @@
-//! The HNSW index scan (docs/design/014-vector-indexes.md): `SELECT ... FROM t ORDER BY col
-//! <op> query LIMIT k`, where `<op>` is the operator of an HNSW index on `col` and `query` a
+//! The vector index scan, HNSW or ivfflat (docs/design/014-vector-indexes.md): `SELECT ... FROM t ORDER BY col
+//! <op> query LIMIT k`, where `<op>` is the operator of a vector index on `col` and `query` a
 //! constant or a parameter, reads the index's nearest rows instead of sorting the table.
 
 use crate::catalog::{IndexKind, TableMeta};

@@ -173,8 +173,8 @@ impl Session {
             // tierdb's build blocks writers (the DDL lock); PostgreSQL's CONCURRENTLY does not.
             return Err(SqlError::unsupported("CREATE INDEX CONCURRENTLY is not supported"));
         }
-        if super::vector_ddl::is_hnsw(create) {
-            return self.create_hnsw_index(create);
+        if let Some(method) = super::vector_ddl::vector_access_method(create) {
+            return self.create_vector_index(create, method);
         }
         refuse_index_clauses(create)?;
         let table_name = self.namespace().existing_table(&create.table_name)?;
@@ -408,9 +408,9 @@ fn table_indexes(
     indexes
 }
 
-/// PostgreSQL's index access methods (and pgvector's) other than btree and hnsw: refused by
-/// name.
-const UNSUPPORTED_ACCESS_METHODS: [&str; 6] = ["hash", "gist", "gin", "spgist", "brin", "ivfflat"];
+/// PostgreSQL's index access methods other than btree (and pgvector's hnsw and ivfflat):
+/// refused by name.
+const UNSUPPORTED_ACCESS_METHODS: [&str; 5] = ["hash", "gist", "gin", "spgist", "brin"];
 
 /// Refuses what CREATE INDEX would otherwise ignore (each changes what the index is):
 /// access methods other than btree, operator classes, partial indexes, INCLUDE, NULLS NOT

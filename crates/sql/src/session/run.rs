@@ -195,7 +195,7 @@ impl Session {
             backend_pid: self.backend_pid,
             session_id: self.session_id,
             catalog: &self.catalog,
-            hnsw_scan: self.hnsw_scan_options(),
+            vector_scan: self.vector_scan_options(),
             hidden_tables: self.hidden_tables(),
             public_on_path: self.namespace().public_on_path,
             referential_checks_off: self.referential_checks_off,

@@ -6,6 +6,7 @@ use crate::sizes::format_memory;
 use crate::system::{SessionSettings, SettingChange};
 use tierdb_storage::capacity::Capacity;
 use tierdb_vector::hnsw::{self, IterativeScan, ScanOptions};
+use tierdb_vector::ivfflat;
 
 /// pgvector's default of `hnsw.scan_mem_multiplier` (a scan's memory: work_mem times it).
 const SCAN_MEM_MULTIPLIER_DEFAULT: f64 = 1.0;
@@ -230,7 +231,25 @@ impl Session {
     /// pgvector's HNSW scan settings (each stored only once checked): `hnsw.ef_search`,
     /// `hnsw.iterative_scan`, `hnsw.max_scan_tuples`, and the scan's memory bound
     /// `work_mem` × `hnsw.scan_mem_multiplier`.
-    pub(crate) fn hnsw_scan_options(&self) -> ScanOptions {
+    ///
+    /// With pgvector's ivfflat scan settings: `ivfflat.probes`, `ivfflat.iterative_scan`,
+    /// `ivfflat.max_probes`.
+    pub(crate) fn vector_scan_options(&self) -> tierdb_engine::NearestOptions {
+        let number = |name: &str, default: usize| {
+            self.settings.get(name).map_or(default, |value| value.parse().expect("checked"))
+        };
+        let ivfflat = ivfflat::ScanOptions {
+            probes: number("ivfflat.probes", ivfflat::PROBES_DEFAULT),
+            iterative: match self.settings.get("ivfflat.iterative_scan").map(String::as_str) {
+                Some("relaxed_order") => ivfflat::IterativeScan::RelaxedOrder,
+                _ => ivfflat::IterativeScan::Off,
+            },
+            max_probes: number("ivfflat.max_probes", ivfflat::MAX_PROBES_DEFAULT),
+        };
+        tierdb_engine::NearestOptions { hnsw: self.hnsw_scan_options(), ivfflat }
+    }
+
+    fn hnsw_scan_options(&self) -> ScanOptions {
         let number = |name: &str, default: usize| {
             self.settings.get(name).map_or(default, |value| value.parse().expect("checked"))
         };
@@ -358,6 +377,9 @@ impl SettingsView<'_> {
             "hnsw.iterative_scan" => "off".into(),
             "hnsw.max_scan_tuples" => hnsw::MAX_SCAN_TUPLES_DEFAULT.to_string(),
             "hnsw.scan_mem_multiplier" => SCAN_MEM_MULTIPLIER_DEFAULT.to_string(),
+            "ivfflat.probes" => ivfflat::PROBES_DEFAULT.to_string(),
+            "ivfflat.iterative_scan" => "off".into(),
+            "ivfflat.max_probes" => ivfflat::MAX_PROBES_DEFAULT.to_string(),
             "temp_file_limit" | "log_temp_files" => "-1".into(),
             "timezone" => "UTC".into(),
             "datestyle" => "ISO, MDY".into(),
@@ -474,7 +496,14 @@ pub(crate) fn check_setting(name: &str, value: &str, superuser: bool) -> Result<
             let (low, high) = (hnsw::MAX_SCAN_TUPLES_MIN, hnsw::MAX_SCAN_TUPLES_MAX);
             store(check_integer_setting(name, &value, (low, high))?.to_string())
         }
-        "hnsw.iterative_scan" => store(check_iterative_scan(&value)?.into()),
+        "hnsw.iterative_scan" => store(check_enum_setting(name, &value, &HNSW_ITERATIVE)?.into()),
+        "ivfflat.iterative_scan" => {
+            store(check_enum_setting(name, &value, &IVFFLAT_ITERATIVE)?.into())
+        }
+        "ivfflat.probes" | "ivfflat.max_probes" => {
+            let (low, high) = (ivfflat::PROBES_MIN, ivfflat::PROBES_MAX);
+            store(check_integer_setting(name, &value, (low, high))?.to_string())
+        }
         "hnsw.scan_mem_multiplier" => store(check_multiplier(name, &value)?),
         "temp_file_limit" | "log_temp_files" => {
             store(check_kilobyte_setting(name, &value, superuser)?)
@@ -774,14 +803,15 @@ fn check_integer_setting(name: &str, value: &str, (low, high): (usize, usize)) -
     })
 }
 
-/// pgvector's `hnsw.iterative_scan`, an enum setting (PostgreSQL matches its names without
-/// regard to case): the value as stored.
-fn check_iterative_scan(value: &str) -> Result<&'static str> {
-    const NAMES: [&str; 3] = ["off", "relaxed_order", "strict_order"];
-    NAMES.into_iter().find(|name| name.eq_ignore_ascii_case(value.trim())).ok_or_else(|| {
-        SqlError::new(
-            "22023",
-            format!("invalid value for parameter \"hnsw.iterative_scan\": \"{value}\""),
-        )
+/// pgvector's `hnsw.iterative_scan` values.
+const HNSW_ITERATIVE: [&str; 3] = ["off", "relaxed_order", "strict_order"];
+/// pgvector's `ivfflat.iterative_scan` values.
+const IVFFLAT_ITERATIVE: [&str; 2] = ["off", "relaxed_order"];
+
+/// An enum setting (pgvector's `hnsw.iterative_scan`, `ivfflat.iterative_scan`; PostgreSQL
+/// matches its names without regard to case): the value as stored.
+fn check_enum_setting(name: &str, value: &str, names: &[&'static str]) -> Result<&'static str> {
+    names.iter().copied().find(|known| known.eq_ignore_ascii_case(value.trim())).ok_or_else(|| {
+        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))
     })
 }

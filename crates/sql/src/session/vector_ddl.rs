@@ -1,46 +1,74 @@
-//! `CREATE INDEX ... USING hnsw (column opclass) [WITH (m = .., ef_construction = ..)]`:
-//! pgvector's HNSW index, with its defaults, bounds and error messages (checked against
-//! pgvector 0.8.2), built and maintained by the engine (docs/design/014-vector-indexes.md).
+//! `CREATE INDEX ... USING hnsw (column opclass) [WITH (m = .., ef_construction = ..)]` and
+//! `CREATE INDEX ... USING ivfflat (column opclass) [WITH (lists = ..)]`: pgvector's HNSW and
+//! ivfflat indexes, with their defaults, bounds and error messages (checked against pgvector
+//! 0.8.2), built and maintained by the engine (docs/design/014-vector-indexes.md).
 
 use tierdb_vector::hnsw::{
     dimensions_max, Metric, EF_CONSTRUCTION_DEFAULT, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN,
     M_DEFAULT, M_MAX, M_MIN,
 };
 
+use tierdb_vector::ivfflat::{LISTS_MAX, LISTS_MIN};
+
 use super::*;
 use crate::catalog::HnswOptions;
 use crate::output::CommandTag;
 use crate::types::SqlType;
 
-/// pgvector's largest dimension count of an HNSW index on `vector`.
-const HNSW_DIMENSIONS_MAX: u32 = 2000;
+/// pgvector's largest dimension count of an HNSW or ivfflat index on `vector`.
+const VECTOR_INDEX_DIMENSIONS_MAX: u32 = 2000;
 
-/// Whether the statement asks for pgvector's HNSW access method.
-pub(crate) fn is_hnsw(create: &ast::CreateIndex) -> bool {
-    matches!(&create.using, Some(ast::IndexType::Custom(name)) if ident(name) == "hnsw")
+/// pgvector's vector access method the statement asks for: `hnsw` or `ivfflat`.
+pub(crate) fn vector_access_method(create: &ast::CreateIndex) -> Option<&'static str> {
+    match &create.using {
+        Some(ast::IndexType::Custom(name)) => match ident(name).as_str() {
+            "hnsw" => Some("hnsw"),
+            "ivfflat" => Some("ivfflat"),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn invalid(message: String) -> SqlError {
     SqlError::new("22023", message)
 }
 
-/// The metric of an operator class on a vector column, with pgvector's errors.
-fn metric_of(class: Option<&ast::ObjectName>, column_type: &SqlType) -> Result<Metric> {
-    let Some(class) = class else {
-        return Err(SqlError::new(
-            "42704",
-            format!(
-                "data type {} has no default operator class for access method \"hnsw\"",
-                column_type.message_name()
-            ),
-        ));
+/// The metric of an operator class on a vector column, with pgvector's errors. ivfflat's
+/// default class is vector_l2_ops (on a vector column); HNSW has none.
+fn metric_of(
+    method: &str,
+    class: Option<&ast::ObjectName>,
+    column_type: &SqlType,
+) -> Result<Metric> {
+    let name = match class {
+        Some(class) => object_name(class)?,
+        None if method == "ivfflat" && matches!(column_type, SqlType::Vector(_)) => {
+            "vector_l2_ops".to_string()
+        }
+        None => {
+            return Err(SqlError::new(
+                "42704",
+                format!(
+                    "data type {} has no default operator class for access method \"{method}\"",
+                    column_type.message_name()
+                ),
+            ))
+        }
     };
-    let name = object_name(class)?;
+    let ivfflat = method == "ivfflat";
     let metric = match name.as_str() {
         "vector_l2_ops" => Metric::L2,
         "vector_ip_ops" => Metric::InnerProduct,
         "vector_cosine_ops" => Metric::Cosine,
-        "vector_l1_ops" => Metric::L1,
+        "vector_l1_ops" if !ivfflat => Metric::L1,
+        "halfvec_l2_ops" | "halfvec_ip_ops" | "halfvec_cosine_ops" | "bit_hamming_ops"
+            if ivfflat =>
+        {
+            return Err(SqlError::unsupported(format!(
+                "ivfflat operator class \"{name}\" is not supported"
+            )))
+        }
         "halfvec_l2_ops"
         | "halfvec_ip_ops"
         | "halfvec_cosine_ops"
@@ -50,7 +78,9 @@ fn metric_of(class: Option<&ast::ObjectName>, column_type: &SqlType) -> Result<M
         | "sparsevec_l2_ops"
         | "sparsevec_ip_ops"
         | "sparsevec_cosine_ops"
-        | "sparsevec_l1_ops" => {
+        | "sparsevec_l1_ops"
+            if !ivfflat =>
+        {
             return Err(SqlError::unsupported(format!(
                 "hnsw operator class \"{name}\" is not supported"
             )))
@@ -58,7 +88,7 @@ fn metric_of(class: Option<&ast::ObjectName>, column_type: &SqlType) -> Result<M
         _ => {
             return Err(SqlError::new(
                 "42704",
-                format!("operator class \"{name}\" does not exist for access method \"hnsw\""),
+                format!("operator class \"{name}\" does not exist for access method \"{method}\""),
             ))
         }
     };
@@ -95,9 +125,9 @@ fn integer_option(name: &str, value: &ast::Expr, bounds: (usize, usize)) -> Resu
     in_bounds.ok_or_else(|| invalid(format!("value {text} out of bounds for option \"{name}\"")))
 }
 
-/// `m` and `ef_construction` from WITH (None: not given).
-fn hnsw_options(with: &[ast::Expr]) -> Result<(Option<usize>, Option<usize>)> {
-    let (mut m, mut ef_construction) = (None, None);
+/// `m` and `ef_construction` (HNSW) or `lists` (ivfflat) from WITH (None: not given).
+fn index_options(method: &str, with: &[ast::Expr]) -> Result<[Option<usize>; 3]> {
+    let (mut m, mut ef_construction, mut lists) = (None, None, None);
     for option in with {
         let ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } = option else {
             return Err(invalid(format!("invalid index option {option}")));
@@ -106,9 +136,12 @@ fn hnsw_options(with: &[ast::Expr]) -> Result<(Option<usize>, Option<usize>)> {
             ast::Expr::Identifier(name) => ident(name),
             other => other.to_string(),
         };
-        let (slot, bounds) = match name.as_str() {
-            "m" => (&mut m, (M_MIN, M_MAX)),
-            "ef_construction" => (&mut ef_construction, (EF_CONSTRUCTION_MIN, EF_CONSTRUCTION_MAX)),
+        let (slot, bounds) = match (method, name.as_str()) {
+            ("hnsw", "m") => (&mut m, (M_MIN, M_MAX)),
+            ("hnsw", "ef_construction") => {
+                (&mut ef_construction, (EF_CONSTRUCTION_MIN, EF_CONSTRUCTION_MAX))
+            }
+            ("ivfflat", "lists") => (&mut lists, (LISTS_MIN, LISTS_MAX)),
             _ => return Err(invalid(format!("unrecognized parameter \"{name}\""))),
         };
         if slot.is_some() {
@@ -116,26 +149,64 @@ fn hnsw_options(with: &[ast::Expr]) -> Result<(Option<usize>, Option<usize>)> {
         }
         *slot = Some(integer_option(&name, right, bounds)?);
     }
-    Ok((m, ef_construction))
+    Ok([m, ef_construction, lists])
+}
+
+/// What CREATE INDEX ... USING hnsw | ivfflat refuses before looking at the table:
+/// UNIQUE, several columns, partial indexes and INCLUDE (0A000, pgvector's words).
+fn refuse_vector_index_clauses(method: &str, create: &ast::CreateIndex) -> Result<()> {
+    if create.unique {
+        return Err(SqlError::unsupported(format!(
+            "access method \"{method}\" does not support unique indexes"
+        )));
+    }
+    if create.columns.len() != 1 {
+        return Err(SqlError::unsupported(format!(
+            "access method \"{method}\" does not support multicolumn indexes"
+        )));
+    }
+    if create.predicate.is_some() || !create.include.is_empty() {
+        return Err(SqlError::unsupported(format!(
+            "partial {method} indexes and INCLUDE are not supported"
+        )));
+    }
+    Ok(())
+}
+
+/// The dimensions of an indexed vector column, with pgvector's errors, and HNSW's own
+/// limit at `m` (a node must fit a page).
+fn index_dimensions(method: &str, column_type: &SqlType, m: usize) -> Result<usize> {
+    let dimensions = match column_type {
+        SqlType::Vector(Some(dimensions)) => *dimensions,
+        _ => return Err(invalid("column does not have dimensions".into())),
+    };
+    if dimensions > VECTOR_INDEX_DIMENSIONS_MAX {
+        return Err(SqlError::new(
+            "54000",
+            format!(
+                "column cannot have more than {VECTOR_INDEX_DIMENSIONS_MAX} dimensions for \
+                 {method} index"
+            ),
+        ));
+    }
+    let dimensions = usize::try_from(dimensions).expect("at most 2000");
+    if method == "hnsw" && dimensions > dimensions_max(m) {
+        return Err(SqlError::unsupported(format!(
+            "hnsw indexes on more than {} dimensions at m = {m} are not supported",
+            dimensions_max(m)
+        )));
+    }
+    Ok(dimensions)
 }
 
 impl Session {
-    pub(crate) fn create_hnsw_index(&mut self, create: &ast::CreateIndex) -> Result<Output> {
-        if create.unique {
-            return Err(SqlError::unsupported(
-                "access method \"hnsw\" does not support unique indexes",
-            ));
-        }
-        if create.columns.len() != 1 {
-            return Err(SqlError::unsupported(
-                "access method \"hnsw\" does not support multicolumn indexes",
-            ));
-        }
-        if create.predicate.is_some() || !create.include.is_empty() {
-            return Err(SqlError::unsupported(
-                "partial hnsw indexes and INCLUDE are not supported",
-            ));
-        }
+    /// CREATE INDEX ... USING `method` (hnsw or ivfflat).
+    pub(crate) fn create_vector_index(
+        &mut self,
+        create: &ast::CreateIndex,
+        method: &'static str,
+    ) -> Result<Output> {
+        refuse_vector_index_clauses(method, create)?;
         let table_name = self.namespace().existing_table(&create.table_name)?;
         let catalog = Arc::clone(&self.catalog);
         let _guard = catalog.lock_ddl();
@@ -145,39 +216,23 @@ impl Session {
             .ok_or_else(|| SqlError::undefined_table(&table_name))?;
         let column = &create.columns[0];
         let ast::Expr::Identifier(column_name) = &column.column.expr else {
-            return Err(SqlError::unsupported("hnsw index on an expression is not supported"));
+            return Err(SqlError::unsupported(format!(
+                "{method} index on an expression is not supported"
+            )));
         };
         let column_name = ident(column_name);
         let position = table.column_index(&column_name).ok_or_else(|| {
             SqlError::new("42703", format!("column \"{column_name}\" does not exist"))
         })?;
         let column_type = &table.columns[position].ty;
-        let metric = metric_of(column.operator_class.as_ref(), column_type)?;
-        let (m, ef_construction) = hnsw_options(&create.with)?;
+        let metric = metric_of(method, column.operator_class.as_ref(), column_type)?;
+        let [m, ef_construction, lists] = index_options(method, &create.with)?;
         let (m_value, ef_value) =
             (m.unwrap_or(M_DEFAULT), ef_construction.unwrap_or(EF_CONSTRUCTION_DEFAULT));
         if ef_value < 2 * m_value {
             return Err(invalid("ef_construction must be greater than or equal to 2 * m".into()));
         }
-        let dimensions = match column_type {
-            SqlType::Vector(Some(dimensions)) => *dimensions,
-            _ => return Err(invalid("column does not have dimensions".into())),
-        };
-        if dimensions > HNSW_DIMENSIONS_MAX {
-            return Err(SqlError::new(
-                "54000",
-                format!(
-                    "column cannot have more than {HNSW_DIMENSIONS_MAX} dimensions for hnsw index"
-                ),
-            ));
-        }
-        let dimensions = usize::try_from(dimensions).expect("at most 2000");
-        if dimensions > dimensions_max(m_value) {
-            return Err(SqlError::unsupported(format!(
-                "hnsw indexes on more than {} dimensions at m = {m_value} are not supported",
-                dimensions_max(m_value)
-            )));
-        }
+        let dimensions = index_dimensions(method, column_type, m_value)?;
         let name = match &create.name {
             Some(name) => object_name(name)?,
             None => format!("{table_name}_{column_name}_idx"),
@@ -187,6 +242,8 @@ impl Session {
         if create.if_not_exists && exists {
             return Ok(Output::command(CommandTag::CreateIndex));
         }
+        let ivfflat = method == "ivfflat";
+        let options = HnswOptions { metric, m, ef_construction, ivfflat, lists };
         let index = IndexMeta {
             name,
             oid: 0,
@@ -194,7 +251,7 @@ impl Session {
             unique: false,
             primary: false,
             constraint: false,
-            kind: IndexKind::Hnsw(HnswOptions { metric, m, ef_construction }),
+            kind: IndexKind::Hnsw(options),
         };
         let parameters = tierdb_engine::VectorIndexParameters {
             dimensions,
@@ -202,6 +259,9 @@ impl Session {
             m: m_value,
             ef_construction: ef_value,
         };
+        if ivfflat {
+            self.warn_little_data(&table_name, position, lists)?;
+        }
         let memory_bytes = self.index_build_options().memory_bytes;
         Arc::clone(&self.catalog).create_vector_index(
             self.ddl_transaction(),
@@ -211,5 +271,14 @@ impl Session {
             memory_bytes,
         )?;
         Ok(Output::command(CommandTag::CreateIndex))
+    }
+
+    /// pgvector's NOTICE when an ivfflat build samples fewer rows than it has lists.
+    fn warn_little_data(&mut self, table: &str, column: usize, lists: Option<usize>) -> Result<()> {
+        let lists = lists.unwrap_or(tierdb_vector::ivfflat::LISTS_DEFAULT);
+        if self.catalog.engine().vector_rows_up_to(table, column, lists)? < lists {
+            self.warn(SqlError::new("00000", "ivfflat index created with little data"));
+        }
+        Ok(())
     }
 }

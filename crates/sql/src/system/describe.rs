@@ -31,7 +31,7 @@ pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
     Some(ty.display_name())
 }
 
-/// An HNSW index's definition as PostgreSQL prints pgvector's: the options given in WITH
+/// A vector index's definition as PostgreSQL prints pgvector's: the options given in WITH
 /// as quoted strings, none when none were given.
 fn hnsw_definition(name: &str, table: &str, columns: &[&str], options: &HnswOptions) -> String {
     let mut given = Vec::new();
@@ -41,12 +41,22 @@ fn hnsw_definition(name: &str, table: &str, columns: &[&str], options: &HnswOpti
     if let Some(ef_construction) = options.ef_construction {
         given.push(format!("ef_construction='{ef_construction}'"));
     }
+    if let Some(lists) = options.lists {
+        given.push(format!("lists='{lists}'"));
+    }
     let with =
         if given.is_empty() { String::new() } else { format!(" WITH ({})", given.join(", ")) };
+    // PostgreSQL omits a column's operator class when it is the default (ivfflat's
+    // vector_l2_ops; HNSW has no default).
+    let class = if options.ivfflat && options.metric == tierdb_vector::hnsw::Metric::L2 {
+        String::new()
+    } else {
+        format!(" {}", options.operator_class())
+    };
     format!(
-        "CREATE INDEX {name} ON public.{table} USING hnsw ({} {}){with}",
+        "CREATE INDEX {name} ON public.{table} USING {} ({}{class}){with}",
+        options.access_method(),
         columns.join(", "),
-        options.operator_class()
     )
 }
 

@@ -140,8 +140,9 @@ pub struct SessionInfo<'a> {
     pub session_id: u64,
     pub catalog: &'a Catalog,
     /// pgvector's `hnsw.ef_search`, `hnsw.iterative_scan`, `hnsw.max_scan_tuples` and
-    /// `hnsw.scan_mem_multiplier`, read by HNSW index scans when they run.
-    pub hnsw_scan: tierdb_vector::hnsw::ScanOptions,
+    /// `hnsw.scan_mem_multiplier`, and `ivfflat.probes`, `ivfflat.iterative_scan` and
+    /// `ivfflat.max_probes`, read by vector index scans when they run.
+    pub vector_scan: tierdb_engine::NearestOptions,
     /// Tables the session does not see: created by other sessions' open transactions, or
     /// dropped by its own open block.
     pub hidden_tables: Vec<String>,

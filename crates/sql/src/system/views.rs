@@ -16,6 +16,7 @@ const NAMESPACE_INFORMATION: i64 = 13_000;
 const AM_BTREE: i64 = 403;
 /// pgvector's access method has an extension's OID; tierdb's built-in one a fixed one.
 const AM_HNSW: i64 = 16_400;
+const AM_IVFFLAT: i64 = 16_401;
 const AM_HEAP: i64 = 2;
 /// pg_class's own OID: pg_depend's classid and refclassid for relations.
 const PG_CLASS_OID: i64 = 1259;
@@ -123,6 +124,9 @@ const OPERATOR_CLASSES: &[(i64, i64, &str, i64, i64, bool)] = &[
     (8414, AM_HNSW, "vector_ip_ops", 8415, crate::types::VECTOR_OID_I64, false),
     (8416, AM_HNSW, "vector_cosine_ops", 8417, crate::types::VECTOR_OID_I64, false),
     (8418, AM_HNSW, "vector_l1_ops", 8419, crate::types::VECTOR_OID_I64, false),
+    (8420, AM_IVFFLAT, "vector_l2_ops", 8421, crate::types::VECTOR_OID_I64, true),
+    (8422, AM_IVFFLAT, "vector_ip_ops", 8423, crate::types::VECTOR_OID_I64, false),
+    (8424, AM_IVFFLAT, "vector_cosine_ops", 8425, crate::types::VECTOR_OID_I64, false),
 ];
 
 /// Each sequence of a serial or identity column: its OID and the column's type.
@@ -273,10 +277,10 @@ fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> 
             oid: index.oid,
             name: &index.name,
             kind: "i",
-            access_method: if matches!(index.kind, IndexKind::Hnsw(_)) {
-                AM_HNSW
-            } else {
-                AM_BTREE
+            access_method: match index.kind {
+                IndexKind::Hnsw(options) if options.ivfflat => AM_IVFFLAT,
+                IndexKind::Hnsw(_) => AM_HNSW,
+                _ => AM_BTREE,
             },
             has_index: false,
             attributes: index.columns.len(),
@@ -380,7 +384,9 @@ fn dependencies(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Dependency> {
     });
     rows.extend(vector_types.map(|&(type_oid, _, _)| member((PG_TYPE_OID, type_oid, 0))));
     rows.push(member((PG_AM_OID, AM_HNSW, 0)));
-    let classes = OPERATOR_CLASSES.iter().filter(|class| class.1 == AM_HNSW);
+    rows.push(member((PG_AM_OID, AM_IVFFLAT, 0)));
+    let classes =
+        OPERATOR_CLASSES.iter().filter(|class| class.1 == AM_HNSW || class.1 == AM_IVFFLAT);
     rows.extend(classes.map(|class| member((PG_OPCLASS_OID, class.0, 0))));
     rows
 }
@@ -747,7 +753,7 @@ pub static VIEWS: &[SystemView] = &[
         indpred: Text = Datum::Null,
         indcollation: OidVector = oid_vector(index.columns.iter().map(|&column| collation_of(i64::from(table.columns[column].ty.oid())))),
     }),
-    view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HNSW, "hnsw", "i")], |(am, name, kind)| {
+    view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HNSW, "hnsw", "i"), (AM_IVFFLAT, "ivfflat", "i")], |(am, name, kind)| {
         oid: Oid = oid(am),
         amname: Name = text(name),
         amtype: Text = text(kind),
@@ -864,7 +870,7 @@ pub static VIEWS: &[SystemView] = &[
         oid: Oid = oid(class),
         opcmethod: Oid = oid(method),
         opcname: Name = text(name),
-        opcnamespace: Oid = oid(if method == AM_HNSW { NAMESPACE_PUBLIC } else { NAMESPACE_CATALOG }),
+        opcnamespace: Oid = oid(if method == AM_HNSW || method == AM_IVFFLAT { NAMESPACE_PUBLIC } else { NAMESPACE_CATALOG }),
         opcowner: Oid = oid(OWNER),
         opcfamily: Oid = oid(family),
         opcintype: Oid = oid(input),

@@ -12,13 +12,14 @@ mod layout;
 mod scan;
 mod search;
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use tierdb_common::{ErrorKind, PageId, SplitMix64};
-use tierdb_storage::{PageStore, StorageError};
+use tierdb_common::{PageId, SplitMix64};
+use tierdb_storage::PageStore;
 
+pub(crate) use crate::index::Distance;
+pub use crate::index::{HnswError, Metric, Result, SearchResult};
 pub use check::{CheckReport, NodeVisitor, Violation, VIOLATIONS_LISTED_MAX};
 pub use layout::{
     dimensions_max, Layout, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, LEVELS_MAX, M_MAX, M_MIN,
@@ -37,80 +38,6 @@ pub const EF_SEARCH_DEFAULT: usize = 40;
 /// pgvector's bounds of `hnsw.ef_search`.
 pub const EF_SEARCH_MIN: usize = 1;
 pub const EF_SEARCH_MAX: usize = 1000;
-
-#[derive(Debug, thiserror::Error)]
-pub enum HnswError {
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error("corrupt hnsw page page_id={page_id}: {detail}")]
-    Corrupt { page_id: PageId, detail: String },
-    #[error("{0}")]
-    InvalidArgument(String),
-}
-
-impl HnswError {
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            HnswError::Storage(error) => error.kind(),
-            HnswError::Corrupt { .. } => ErrorKind::Corruption,
-            HnswError::InvalidArgument(_) => ErrorKind::InvalidArgument,
-        }
-    }
-}
-
-pub type Result<T, E = HnswError> = std::result::Result<T, E>;
-
-/// The distance an index orders by: the SQL operator of its operator class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Metric {
-    /// `<->`, vector_l2_ops.
-    L2,
-    /// `<#>` (the negated inner product), vector_ip_ops.
-    InnerProduct,
-    /// `<=>`, vector_cosine_ops.
-    Cosine,
-    /// `<+>`, vector_l1_ops.
-    L1,
-}
-
-impl Metric {
-    /// The metric's code in the meta page and in catalogs.
-    pub fn code(self) -> u8 {
-        match self {
-            Metric::L2 => 1,
-            Metric::InnerProduct => 2,
-            Metric::Cosine => 3,
-            Metric::L1 => 4,
-        }
-    }
-
-    pub fn from_code(code: u8) -> Option<Metric> {
-        Some(match code {
-            1 => Metric::L2,
-            2 => Metric::InnerProduct,
-            3 => Metric::Cosine,
-            4 => Metric::L1,
-            _ => return None,
-        })
-    }
-
-    /// The value of the SQL operator, computed by the same kernels, so an index scan orders
-    /// rows as a sort on the operator does.
-    pub fn distance(self, a: &[f32], b: &[f32]) -> f64 {
-        match self {
-            Metric::L2 => f64::from(crate::l2_squared_distance(a, b)).sqrt(),
-            Metric::InnerProduct => f64::from(-crate::inner_product(a, b)),
-            Metric::Cosine => crate::cosine_distance(a, b),
-            Metric::L1 => f64::from(crate::l1_distance(a, b)),
-        }
-    }
-
-    /// Whether a vector has a defined distance under this metric (a zero vector has no
-    /// cosine distance; pgvector does not index it).
-    pub fn indexable(self, vector: &[f32]) -> bool {
-        self != Metric::Cosine || vector.iter().any(|&value| value != 0.0)
-    }
-}
 
 /// The options of `CREATE INDEX ... USING hnsw ... WITH (...)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,31 +63,6 @@ impl IndexParameters {
             )));
         }
         Layout::choose(self.dimensions, self.m)
-    }
-}
-
-/// One result of a search: the operator's value and the row key of the entry.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SearchResult {
-    pub distance: f64,
-    pub key: Vec<u8>,
-}
-
-/// A distance for heaps: ordered by `total_cmp` (a NaN cosine distance sorts last).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Distance(pub f64);
-
-impl Eq for Distance {}
-
-impl PartialOrd for Distance {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Distance {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
     }
 }
 
