@@ -42,9 +42,7 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
     let source = match &insert.source {
         None => binder.plan(crate::plan::PlanKind::Values { rows: vec![Vec::new()] }, Vec::new()),
         Some(query) => match query.body.as_ref() {
-            ast::SetExpr::Values(values)
-                if query.order_by.is_none() && query.limit_clause.is_none() =>
-            {
+            ast::SetExpr::Values(values) if undecorated(query) => {
                 // DEFAULT in a VALUES row means the column default.
                 let mut rows = Vec::new();
                 for row in &values.rows {
@@ -302,4 +300,9 @@ pub(crate) fn set_emit_key(plan: &mut Plan) {
     if let crate::plan::PlanKind::Scan { emit_key, .. } = &mut plan.kind {
         *emit_key = true;
     }
+}
+
+/// A query with no ORDER BY, LIMIT, OFFSET or FETCH: its VALUES rows are the rows inserted.
+fn undecorated(query: &ast::Query) -> bool {
+    query.order_by.is_none() && query.limit_clause.is_none() && query.fetch.is_none()
 }

@@ -31,6 +31,8 @@ impl<'a> Binder<'a> {
             }
             None => (None, None),
         };
+        let fetch_count = fetch_limit(query)?;
+        let limit = limit.or(fetch_count.as_ref());
         let locking = locking::LockSpec::of_query(query)?;
         let mut plan = match query.body.as_ref() {
             ast::SetExpr::Select(select) => {
@@ -271,4 +273,23 @@ pub(crate) fn literal_position(expr: &ast::Expr) -> Option<usize> {
         },
         _ => None,
     }
+}
+
+/// `FETCH FIRST [n] ROW[S] ONLY` as the LIMIT it is (n defaults to 1). After a LIMIT it is
+/// PostgreSQL's syntax error; WITH TIES is not supported (0A000), PERCENT is not PostgreSQL's.
+fn fetch_limit(query: &ast::Query) -> Result<Option<ast::Expr>> {
+    let Some(fetch) = &query.fetch else { return Ok(None) };
+    if matches!(&query.limit_clause, Some(ast::LimitClause::LimitOffset { limit: Some(_), .. }))
+        || matches!(&query.limit_clause, Some(ast::LimitClause::OffsetCommaLimit { .. }))
+    {
+        return Err(SqlError::syntax("syntax error at or near \"FETCH\""));
+    }
+    if fetch.percent {
+        return Err(SqlError::syntax("syntax error at or near \"PERCENT\""));
+    }
+    if fetch.with_ties {
+        return Err(SqlError::unsupported("FETCH FIRST ... WITH TIES is not supported"));
+    }
+    let one = || ast::Expr::value(ast::Value::Number("1".into(), false));
+    Ok(Some(fetch.quantity.clone().unwrap_or_else(one)))
 }

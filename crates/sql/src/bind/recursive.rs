@@ -295,6 +295,9 @@ fn refuse_decoration(query: &ast::Query) -> Result<()> {
         Some(ast::LimitClause::LimitOffset { limit: Some(_), .. }) => return refuse("LIMIT"),
         _ => {}
     }
+    if query.fetch.is_some() {
+        return refuse("LIMIT");
+    }
     if !query.locks.is_empty() {
         return refuse("FOR UPDATE/SHARE");
     }

@@ -280,6 +280,15 @@ fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result
     };
     let value_type =
         |ty: &SqlType| if *ty == SqlType::Unknown { SqlType::Text } else { ty.clone() };
+    // The value functions are polymorphic (anycompatible): their result has no type
+    // modifier, and lag / lead's default joins the value in their common type.
+    let shifted_type = |types: &[SqlType]| -> Result<SqlType> {
+        let mut output = value_type(&types[0]);
+        if let Some(default) = types.get(2) {
+            output = SqlType::common(&output, default).ok_or_else(signature)?;
+        }
+        Ok(without_typmod(value_type(&output)))
+    };
     if let Some(aggregate) = aggregate_function(name, star) {
         let input = types.first().map_or(SqlType::Int8, value_type);
         let output = aggregate_output(aggregate, &input)?;
@@ -304,11 +313,11 @@ fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result
         ("percent_rank", 0) => (WindowFunction::PercentRank, SqlType::Float8),
         ("cume_dist", 0) => (WindowFunction::CumeDist, SqlType::Float8),
         ("ntile", 1) => (WindowFunction::Ntile, SqlType::Int4),
-        ("lag", 1..=3) => (WindowFunction::Lag, value_type(&types[0])),
-        ("lead", 1..=3) => (WindowFunction::Lead, value_type(&types[0])),
-        ("first_value", 1) => (WindowFunction::FirstValue, value_type(&types[0])),
-        ("last_value", 1) => (WindowFunction::LastValue, value_type(&types[0])),
-        ("nth_value", 2) => (WindowFunction::NthValue, value_type(&types[0])),
+        ("lag", 1..=3) => (WindowFunction::Lag, shifted_type(&types)?),
+        ("lead", 1..=3) => (WindowFunction::Lead, shifted_type(&types)?),
+        ("first_value", 1) => (WindowFunction::FirstValue, shifted_type(&types[..1])?),
+        ("last_value", 1) => (WindowFunction::LastValue, shifted_type(&types[..1])?),
+        ("nth_value", 2) => (WindowFunction::NthValue, shifted_type(&types[..1])?),
         (
             "row_number" | "rank" | "dense_rank" | "percent_rank" | "cume_dist" | "ntile" | "lag"
             | "lead" | "first_value" | "last_value" | "nth_value",
@@ -325,11 +334,10 @@ fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result
     };
     let mut bound = Vec::with_capacity(args.len());
     for (position, (expr, ty)) in args.into_iter().enumerate() {
-        // The value keeps its type; offsets and counts are integers; lag/lead's default
-        // takes the value's type.
+        // Offsets and counts are integers; the value and lag / lead's default take the
+        // result's type.
         let target = match (position, &function) {
             (0, WindowFunction::Ntile) | (1, _) => SqlType::Int4,
-            (0, _) => value_type(&ty),
             _ => output.clone(),
         };
         bound.push(coerce(expr, &ty, &target, false)?);
@@ -400,4 +408,13 @@ fn frame_bound(bound: &ast::WindowFrameBound, rows: bool, which: &str) -> Result
         ast::WindowFrameBound::Preceding(Some(expr)) => FrameBound::Preceding(offset(expr)?),
         ast::WindowFrameBound::Following(Some(expr)) => FrameBound::Following(offset(expr)?),
     })
+}
+
+/// A type without its modifier, as a polymorphic function's result has it.
+fn without_typmod(ty: SqlType) -> SqlType {
+    match ty {
+        SqlType::Numeric { .. } => SqlType::numeric(),
+        SqlType::Varchar(_) => SqlType::Varchar(None),
+        other => other,
+    }
 }

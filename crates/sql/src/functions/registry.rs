@@ -485,6 +485,8 @@ pub static FUNCTIONS: &[Function] = &[
     ),
     function!(&["replace"], 3..=3, |n, t| texts(n, t, TEXT), text::replace, "'abc', 'b', 'x'"),
     function!(&["translate"], 3..=3, |n, t| texts(n, t, TEXT), text::translate, "'abc', 'ab', 'x'"),
+    function!(&["ascii"], 1..=1, |n, t| texts(n, t, SqlType::Int4), text::ascii, "'x'"),
+    function!(&["chr"], 1..=1, |n, t| mixed(n, t, &[Some(SqlType::Int4)], TEXT), text::chr, "65"),
     function!(&["strpos"], 2..=2, |n, t| texts(n, t, SqlType::Int4), text::strpos, "'abc', 'c'"),
     function!(
         &["starts_with"],

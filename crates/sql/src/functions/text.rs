@@ -62,6 +62,36 @@ pub(super) fn initcap(call: Call<'_>) -> Result<Datum> {
 }
 
 /// md5: the hex digest of the text's bytes, as PostgreSQL.
+/// ascii(text): the code point of the first character (UTF8's, as PostgreSQL's in a UTF8
+/// database), 0 for the empty string.
+pub(super) fn ascii(call: Call<'_>) -> Result<Datum> {
+    Ok(Datum::Int(call.text(0).chars().next().map_or(0, |first| i64::from(u32::from(first)))))
+}
+
+/// chr(integer): the character with that code point; PostgreSQL's errors for 0, negative
+/// numbers, surrogates and numbers past Unicode.
+pub(super) fn chr(call: Call<'_>) -> Result<Datum> {
+    let number = call.args.first().and_then(Datum::as_int).unwrap_or(0);
+    if number < 0 {
+        return Err(SqlError::new("22023", "character number must be positive"));
+    }
+    if number == 0 {
+        return Err(SqlError::new("54000", "null character not permitted"));
+    }
+    let character = u32::try_from(number).ok().and_then(char::from_u32);
+    match character {
+        Some(character) => Ok(Datum::Text(character.to_string())),
+        None if (0xD800..=0xDFFF).contains(&number) => Err(SqlError::new(
+            "54000",
+            format!("requested character not valid for encoding: {number}"),
+        )),
+        None => Err(SqlError::new(
+            "54000",
+            format!("requested character too large for encoding: {number}"),
+        )),
+    }
+}
+
 pub(super) fn md5(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text(format!("{:x}", md5::compute(call.text(0).as_bytes()))))
 }
