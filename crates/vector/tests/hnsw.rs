@@ -276,6 +276,16 @@ fn searches_run_concurrently_with_inserts() {
     assert_eq!((report.node_count, report.nodes_reached), (1500, 1500));
 }
 
+/// Whether the entry `key` of `vector` is in the index at distance 0: an approximate search
+/// nearly always finds it first; when the greedy search misses it (threads interleave
+/// differently each run), a scan that continues until every reachable entry is returned
+/// decides, so that a miss of the search is never taken for a lost entry.
+fn survived(index: &Hnsw, vector: &[f32], key: &[u8]) -> bool {
+    let found = |result: &SearchResult| result.distance == 0.0 && result.key == key;
+    index.search(vector, 10).unwrap().iter().any(found)
+        || index.scan(vector, 40).unwrap().map(Result::unwrap).any(|result| found(&result))
+}
+
 /// 20 crash cycles: two threads insert concurrently, each waiting for its insert's WAL
 /// record to be durable before counting it acknowledged, then inserting a few more without
 /// waiting; the store is then abandoned (no flush, no checkpoint: what a SIGKILL leaves, the
@@ -298,8 +308,10 @@ fn acknowledged_inserts_survive_crash_cycles() {
         assert_eq!(report.nodes_reached, report.node_count, "cycle {cycle}");
         assert!(report.node_count >= u64::try_from(acknowledged.len()).unwrap());
         for &position in &acknowledged {
-            let nearest = &index.search(&data[position], 10).unwrap()[0];
-            assert_eq!((nearest.distance, &nearest.key), (0.0, &key_of(position)), "cycle {cycle}");
+            assert!(
+                survived(&index, &data[position], &key_of(position)),
+                "cycle {cycle}: {position}"
+            );
         }
         let writers: Vec<_> = (0..2)
             .map(|writer| {

@@ -225,7 +225,11 @@ impl<'a> Binder<'a> {
 
     pub(crate) fn table_factor(&mut self, factor: &ast::TableFactor) -> Result<(Plan, Scope)> {
         match factor {
-            ast::TableFactor::Table { name, alias, args, .. } => {
+            ast::TableFactor::Table { name, alias, args, sample, .. } => {
+                if sample.is_some() {
+                    // Never a full scan in place of a sample.
+                    return Err(SqlError::unsupported("TABLESAMPLE is not supported"));
+                }
                 if let Some(args) = args {
                     let function = self.namespace.function(name)?;
                     return self.table_function(&function, &args.args, alias.as_ref());
