@@ -65,14 +65,6 @@ pub enum AdvisoryMode {
 }
 
 impl AdvisoryMode {
-    /// The lock mode's name in PostgreSQL's messages and pg_locks.
-    pub fn name(self) -> &'static str {
-        match self {
-            AdvisoryMode::Exclusive => "ExclusiveLock",
-            AdvisoryMode::Shared => "ShareLock",
-        }
-    }
-
     fn conflicts_with(self, other: AdvisoryMode) -> bool {
         self == AdvisoryMode::Exclusive || other == AdvisoryMode::Exclusive
     }
@@ -126,21 +118,6 @@ impl State {
             .iter()
             .find(|hold| hold.session != session && hold.mode.conflicts_with(mode))
             .map(|hold| hold.session)
-    }
-
-    /// Whether `session` waiting for `holder` closes a cycle of waits.
-    fn closes_cycle(&self, session: u64, holder: u64) -> bool {
-        let mut current = holder;
-        for _ in 0..=self.waits.len() {
-            if current == session {
-                return true;
-            }
-            match self.waits.get(&current) {
-                Some(&next) => current = next,
-                None => return false,
-            }
-        }
-        false
     }
 
     fn grant(
@@ -206,7 +183,7 @@ impl AdvisoryLocks {
             if !request.wait {
                 return Ok(false);
             }
-            if state.closes_cycle(session, holder) {
+            if super::transactional::closes_cycle(&state.waits, session, holder) {
                 return Err(SqlError::new("40P01", "deadlock detected"));
             }
             let recheck = Duration::from_millis(ADVISORY_RECHECK_MS);
@@ -257,27 +234,5 @@ impl AdvisoryLocks {
         });
         drop(state);
         self.released.notify_all();
-    }
-
-    /// Every hold (pg_locks): key, session, mode, whether it is transaction-level.
-    pub fn holds(
-        &self,
-        is_active: &dyn Fn(VirtualId) -> bool,
-    ) -> Vec<(AdvisoryKey, u64, AdvisoryMode)> {
-        let state = self.state.lock();
-        let mut rows = Vec::new();
-        for (key, holds) in &state.holds {
-            for hold in holds {
-                let live = match hold.scope {
-                    AdvisoryScope::Session => true,
-                    AdvisoryScope::Transaction(txn) => is_active(txn),
-                };
-                if live {
-                    rows.push((*key, hold.session, hold.mode));
-                }
-            }
-        }
-        rows.sort_by_key(|(key, session, _)| (key.two_keys, key.value, *session));
-        rows
     }
 }

@@ -65,22 +65,21 @@ pub(super) struct Claims {
     column_changes: HashMap<String, u64>,
 }
 
-impl Claims {
-    /// Whether `session` waiting for `holder` closes a cycle of waits.
-    fn closes_cycle(&self, session: u64, holder: u64) -> bool {
-        let mut next = holder;
-        // Each session waits for at most one other: the walk ends within `waits.len()` steps.
-        for _ in 0..=self.waits.len() {
-            if next == session {
-                return true;
-            }
-            match self.waits.get(&next) {
-                Some(&further) => next = further,
-                None => return false,
-            }
+/// Whether `session` waiting for `holder` closes a cycle in `waits` (a waiting session -> the
+/// session it waits for): the deadlock check of DDL claims and of advisory locks.
+pub(super) fn closes_cycle(waits: &HashMap<u64, u64>, session: u64, holder: u64) -> bool {
+    let mut next = holder;
+    // Each session waits for at most one other: the walk ends within `waits.len()` steps.
+    for _ in 0..=waits.len() {
+        if next == session {
+            return true;
         }
-        false
+        match waits.get(&next) {
+            Some(&further) => next = further,
+            None => return false,
+        }
     }
+    false
 }
 
 impl Catalog {
@@ -144,7 +143,7 @@ impl Catalog {
     ) -> Result<()> {
         let lock_deadline = limits.lock_deadline();
         while let Some(holder) = holder_of(claims) {
-            if claims.closes_cycle(session, holder) {
+            if closes_cycle(&claims.waits, session, holder) {
                 return Err(SqlError::new("40P01", "deadlock detected"));
             }
             let recheck = Duration::from_millis(CLAIM_RECHECK_MS);
