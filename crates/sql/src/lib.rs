@@ -27,7 +27,7 @@ pub use catalog::{
 };
 pub use durations::{format_duration_ms, parse_duration_ms, TIMEOUT_MAX_MS, TIMEOUT_SETTINGS};
 pub use error::{Result, SqlError};
-pub use functions::{Function, FUNCTIONS};
+pub use functions::{functions, Function};
 pub use output::{CommandTag, Output, RowSink};
 pub use parse::front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;

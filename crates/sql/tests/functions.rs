@@ -5,7 +5,7 @@
 mod support;
 
 use support::{setup, sqlstate, value, with_session};
-use tierdb_sql::{Datum, Session, FUNCTIONS};
+use tierdb_sql::{functions, Datum, Session};
 
 /// The arguments of an example call, split at top-level commas (quoted text and ARRAY[...]
 /// may hold some).
@@ -52,7 +52,7 @@ fn create_example_sequence(session: &mut Session) {
 fn every_entry_evaluates_its_example_under_every_name() {
     with_session(|session| {
         create_example_sequence(session);
-        for function in FUNCTIONS {
+        for function in functions() {
             let arguments = split_arguments(function.example);
             assert!(
                 function.arguments.contains(&arguments.len()),
@@ -79,7 +79,7 @@ fn strict_entries_return_null_on_a_null_argument() {
     with_session(|session| {
         create_example_sequence(session);
         let mut checked = 0;
-        for function in FUNCTIONS.iter().filter(|function| function.strict) {
+        for function in functions().filter(|function| function.strict) {
             let arguments = split_arguments(function.example);
             for position in 0..arguments.len() {
                 let mut with_null = arguments.clone();

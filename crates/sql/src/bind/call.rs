@@ -50,6 +50,9 @@ impl<'a> Binder<'a> {
     ) -> Result<(Expr, SqlType)> {
         let key = function.to_string();
         let Some(grouping) = &self.grouping else {
+            if self.aggregate_arguments {
+                return Err(SqlError::new("42803", "aggregate function calls cannot be nested"));
+            }
             let place =
                 self.clause.map_or_else(|| "here".to_string(), |clause| format!("in {clause}"));
             return Err(SqlError::new(
@@ -63,44 +66,16 @@ impl<'a> Binder<'a> {
             return Ok((Expr::Column(position), ty));
         }
         let input_scope = grouping.input.clone();
-        let saved = self.grouping.take();
-        // A set-returning call inside an aggregate's arguments is refused (0A000).
-        let saved_set_calls = self.set_calls.take();
-        self.aggregate_arguments = true;
-        let mut bound = Vec::new();
-        let mut input = SqlType::Int8;
+        let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
-        for (index, arg) in args.iter().enumerate() {
-            let outcome = self.expr(arg, &input_scope, None);
-            let (expr, ty) = match outcome {
-                Ok(value) => value,
-                Err(error) => {
-                    self.grouping = saved;
-                    self.aggregate_arguments = false;
-                    return Err(error);
-                }
-            };
-            let ty = if ty == SqlType::Unknown { SqlType::Text } else { ty };
-            let expr =
-                coerce(expr, &SqlType::Unknown, &ty, false).unwrap_or(expr_clone_placeholder());
-            let _ = expr;
-            let (expr2, _) = match self.expr(arg, &input_scope, None) {
-                Ok(value) => value,
-                Err(error) => {
-                    self.grouping = saved;
-                    self.aggregate_arguments = false;
-                    return Err(error);
-                }
-            };
-            if index == 0 {
-                input = ty.clone();
-            }
-            types.push(ty);
-            bound.push(expr2);
+        for arg in args {
+            let (expr, ty) =
+                self.in_aggregate(None, |binder| binder.expr(arg, &input_scope, None))?;
+            types.push(if ty == SqlType::Unknown { SqlType::Text } else { ty });
+            bound.push(expr);
         }
-        self.grouping = saved;
-        self.set_calls = saved_set_calls;
-        self.aggregate_arguments = false;
+        let input = types.first().cloned().unwrap_or(SqlType::Int8);
+        let filter = self.aggregate_filter(function, &input_scope)?;
         let output = aggregate_output(aggregate, &input)?;
         let expected_args = match aggregate {
             AggregateFunction::CountStar => 0,
@@ -125,6 +100,7 @@ impl<'a> Binder<'a> {
             args: bound,
             distinct,
             order,
+            filter,
             input,
             output: output.clone(),
         };
@@ -144,20 +120,9 @@ impl<'a> Binder<'a> {
         let mut order = Vec::new();
         for clause in &list.clauses {
             let ast::FunctionArgumentClause::OrderBy(keys) = clause else { continue };
-            let saved = self.grouping.take();
-            let saved_set_calls = self.set_calls.take();
-            self.aggregate_arguments = true;
             for key in keys {
-                let outcome = self.expr(&key.expr, input_scope, None);
-                let (expr, _) = match outcome {
-                    Ok(bound) => bound,
-                    Err(error) => {
-                        self.grouping = saved;
-                        self.set_calls = saved_set_calls;
-                        self.aggregate_arguments = false;
-                        return Err(error);
-                    }
-                };
+                let (expr, _) =
+                    self.in_aggregate(None, |binder| binder.expr(&key.expr, input_scope, None))?;
                 let sort = sort_key(0, &key.options);
                 order.push(AggregateOrder {
                     expr,
@@ -165,11 +130,44 @@ impl<'a> Binder<'a> {
                     nulls_first: sort.nulls_first,
                 });
             }
-            self.grouping = saved;
-            self.set_calls = saved_set_calls;
-            self.aggregate_arguments = false;
         }
         Ok(order)
+    }
+
+    /// An aggregate's `FILTER (WHERE ...)`, bound over the aggregate's input: a boolean
+    /// (42804 otherwise) in which aggregates are not allowed (42803, as PostgreSQL says).
+    fn aggregate_filter(
+        &mut self,
+        function: &ast::Function,
+        input_scope: &Scope,
+    ) -> Result<Option<Expr>> {
+        let Some(filter) = &function.filter else { return Ok(None) };
+        let (expr, ty) =
+            self.in_aggregate(Some("FILTER"), |binder| binder.expr(filter, input_scope, None))?;
+        filter_condition(expr, &ty).map(Some)
+    }
+
+    /// Runs `bind` over an aggregate's input: outside the grouping (its columns are the
+    /// input's), with set-returning calls refused (0A000) and, for a FILTER, aggregates
+    /// refused under the clause's name. The binder's state is restored on error too.
+    fn in_aggregate<T>(
+        &mut self,
+        clause: Option<&'static str>,
+        bind: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        let saved_grouping = self.grouping.take();
+        let saved_set_calls = self.set_calls.take();
+        let saved_clause = self.clause;
+        if clause.is_some() {
+            self.clause = clause;
+        }
+        let saved_arguments = std::mem::replace(&mut self.aggregate_arguments, clause.is_none());
+        let outcome = bind(self);
+        self.grouping = saved_grouping;
+        self.set_calls = saved_set_calls;
+        self.clause = saved_clause;
+        self.aggregate_arguments = saved_arguments;
+        outcome
     }
 
     pub(crate) fn call(
@@ -358,9 +356,14 @@ fn text_if_unknown(ty: &SqlType) -> SqlType {
 
 pub(crate) fn refuse_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
     if function.filter.is_some() {
-        return Err(SqlError::unsupported(format!(
-            "FILTER (WHERE ...) on aggregate {name} is not supported"
-        )));
+        // A window call's FILTER is bound with the window (bind/window.rs).
+        let aggregate = aggregate_function(name, false).is_some();
+        if !aggregate && function.over.is_none() {
+            return Err(SqlError::new(
+                "42809",
+                format!("FILTER specified, but {name} is not an aggregate function"),
+            ));
+        }
     }
     if !function.within_group.is_empty() {
         return Err(SqlError::unsupported(format!("WITHIN GROUP on {name} is not supported")));
@@ -396,4 +399,15 @@ pub(crate) fn refuse_call_clauses(function: &ast::Function, name: &str) -> Resul
         }
     }
     Ok(())
+}
+
+/// A bound FILTER condition: boolean (42804 otherwise, as PostgreSQL says).
+pub(crate) fn filter_condition(expr: Expr, ty: &SqlType) -> Result<Expr> {
+    if *ty != SqlType::Bool && *ty != SqlType::Unknown {
+        return Err(SqlError::datatype_mismatch(format!(
+            "argument of FILTER must be type boolean, not type {}",
+            ty.display_name()
+        )));
+    }
+    coerce(expr, ty, &SqlType::Bool, false)
 }

@@ -211,6 +211,9 @@ impl<'a> Binder<'a> {
                 );
                 Ok((if *negated { Expr::Not(Box::new(range)) } else { range }, SqlType::Bool))
             }
+            ast::Expr::InList { expr: inner, list, negated } if is_row(inner) => {
+                self.row_in_list(inner, list, *negated, scope, hint)
+            }
             ast::Expr::InList { expr: inner, list, negated } => {
                 let (value, value_ty) = self.expr(inner, scope, None)?;
                 let mut items = Vec::new();
@@ -290,11 +293,14 @@ impl<'a> Binder<'a> {
             }
             ast::Expr::Like { negated, expr: inner, pattern, escape_char, any: false }
             | ast::Expr::ILike { negated, expr: inner, pattern, escape_char, any: false } => {
-                if escape_char.is_some() {
-                    return Err(SqlError::unsupported("LIKE ... ESCAPE is not supported"));
-                }
                 let value = self.text_arg(inner, scope)?;
-                let pattern = self.text_arg(pattern, scope)?;
+                let mut pattern = self.text_arg(pattern, scope)?;
+                if let Some(escape) = escape_char {
+                    // PostgreSQL's parser rewrites `LIKE p ESCAPE e` as `LIKE like_escape(p, e)`.
+                    let escape = self.text_arg(escape, scope)?;
+                    let arguments = vec![(pattern, SqlType::Text), (escape, SqlType::Text)];
+                    pattern = bind_call("like_escape", arguments)?.0;
+                }
                 Ok((
                     Expr::Like {
                         expr: Box::new(value),
@@ -304,6 +310,9 @@ impl<'a> Binder<'a> {
                     },
                     SqlType::Bool,
                 ))
+            }
+            ast::Expr::SimilarTo { negated, expr: inner, pattern, escape_char } => {
+                self.similar_to(inner, pattern, escape_char.as_deref(), *negated, scope)
             }
             ast::Expr::Case { operand, conditions, else_result, .. } => {
                 self.case(operand.as_deref(), conditions, else_result.as_deref(), scope, hint)
@@ -375,8 +384,71 @@ impl<'a> Binder<'a> {
             ast::Expr::AllOp { left, compare_op, right } => {
                 self.any_all(left, compare_op, right, true, scope)
             }
+            ast::Expr::Tuple(_) => Err(SqlError::unsupported(
+                "row constructors are supported only in comparisons and IN lists of rows",
+            )),
             other => Err(SqlError::unsupported(format!("unsupported expression: {other}"))),
         }
+    }
+
+    /// `(a, b) IN ((1, 2), ...)`: row equalities joined by OR (NOT IN: negated).
+    fn row_in_list(
+        &mut self,
+        row: &ast::Expr,
+        list: &[ast::Expr],
+        negated: bool,
+        scope: &Scope,
+        hint: Option<&SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        let mut equalities = Vec::with_capacity(list.len());
+        for item in list {
+            let equal = row_comparison(row, CompareOp::Eq, item)?;
+            equalities.push(ast::Expr::Nested(Box::new(equal)));
+        }
+        let any = equalities
+            .into_iter()
+            .reduce(|all, next| ast::Expr::BinaryOp {
+                left: Box::new(all),
+                op: ast::BinaryOperator::Or,
+                right: Box::new(next),
+            })
+            .ok_or_else(|| SqlError::syntax("syntax error at or near \")\""))?;
+        let test = if negated {
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Not,
+                expr: Box::new(ast::Expr::Nested(Box::new(any))),
+            }
+        } else {
+            any
+        };
+        self.expr(&test, scope, hint)
+    }
+
+    /// `a [NOT] SIMILAR TO p [ESCAPE e]`, bound as PostgreSQL's parser rewrites it:
+    /// `a ~ similar_to_escape(p [, e])`.
+    fn similar_to(
+        &mut self,
+        value: &ast::Expr,
+        pattern: &ast::Expr,
+        escape: Option<&ast::Expr>,
+        negated: bool,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let (value, value_ty) = self.expr(value, scope, Some(&SqlType::Text))?;
+        if !value_ty.is_text() {
+            return Err(SqlError::undefined_operator(format!(
+                "operator does not exist: {} ~ text",
+                value_ty.display_name()
+            )));
+        }
+        let value = coerce(value, &value_ty, &SqlType::Text, false)?;
+        let mut arguments = vec![(self.text_arg(pattern, scope)?, SqlType::Text)];
+        if let Some(escape) = escape {
+            arguments.push((self.text_arg(escape, scope)?, SqlType::Text));
+        }
+        let (pattern, _) = bind_call("similar_to_escape", arguments)?;
+        let operator = if negated { "regex_not_match" } else { "regex_match" };
+        bind_call(operator, vec![(value, SqlType::Text), (pattern, SqlType::Text)])
     }
 
     pub(crate) fn text_arg(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<Expr> {
@@ -538,10 +610,6 @@ impl<'a> Binder<'a> {
         };
         compare_operands(left, &left_ty, right, &right_ty)
     }
-}
-
-pub(crate) fn expr_clone_placeholder() -> Expr {
-    Expr::Literal(Datum::Null)
 }
 
 /// `-(a ^ b)` as PostgreSQL parses `-a ^ b`: `(-a) ^ b` (`^` is left-associative).

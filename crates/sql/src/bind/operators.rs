@@ -22,6 +22,10 @@ impl<'a> Binder<'a> {
             _ => None,
         };
         if let Some(op) = compare {
+            if is_row(left) || is_row(right) {
+                let expanded = row_comparison(left, op, right)?;
+                return self.expr(&expanded, scope, None);
+            }
             let (left, right, bpchar) = self.comparable(left, right, scope)?;
             return Ok((
                 Expr::Compare { op, left: Box::new(left), right: Box::new(right), bpchar },
@@ -468,4 +472,65 @@ pub(crate) fn text_if_char(ty: &SqlType) -> SqlType {
         SqlType::Char(_) | SqlType::Varchar(_) | SqlType::Name => SqlType::Text,
         other => other.clone(),
     }
+}
+
+/// A row constructor `(a, b, ...)` as an operand.
+pub(crate) fn is_row(expr: &ast::Expr) -> bool {
+    matches!(expr, ast::Expr::Tuple(_))
+}
+
+/// A comparison of two rows, written as PostgreSQL evaluates it (row-wise comparison,
+/// docs 9.24.5): `=` is every pair equal, `<>` any pair different; `<` `<=` `>` `>=` compare
+/// pair by pair from the left, the first pair that is not equal deciding (a NULL there
+/// gives NULL). The elements of an ordering comparison appear more than once in the
+/// expansion: each is evaluated once per appearance.
+pub(crate) fn row_comparison(
+    left: &ast::Expr,
+    op: CompareOp,
+    right: &ast::Expr,
+) -> Result<ast::Expr> {
+    use ast::BinaryOperator as B;
+    let (ast::Expr::Tuple(lefts), ast::Expr::Tuple(rights)) = (left, right) else {
+        return Err(SqlError::unsupported(
+            "comparing a row constructor with a value that is not one is not supported",
+        ));
+    };
+    if lefts.len() != rights.len() {
+        return Err(SqlError::syntax("unequal number of entries in row expressions"));
+    }
+    let pair = |index: usize, op: B| ast::Expr::BinaryOp {
+        left: Box::new(lefts[index].clone()),
+        op,
+        right: Box::new(rights[index].clone()),
+    };
+    let join = |operands: Vec<ast::Expr>, op: B| {
+        operands
+            .into_iter()
+            .reduce(|all, next| ast::Expr::BinaryOp {
+                left: Box::new(all),
+                op: op.clone(),
+                right: Box::new(ast::Expr::Nested(Box::new(next))),
+            })
+            .expect("a row has at least one element")
+    };
+    let last = lefts.len() - 1;
+    Ok(match op {
+        CompareOp::Eq => join((0..lefts.len()).map(|i| pair(i, B::Eq)).collect(), B::And),
+        CompareOp::NotEq => join((0..lefts.len()).map(|i| pair(i, B::NotEq)).collect(), B::Or),
+        ordering => {
+            let (strict, final_op) = match ordering {
+                CompareOp::Lt => (B::Lt, B::Lt),
+                CompareOp::LtEq => (B::Lt, B::LtEq),
+                CompareOp::Gt => (B::Gt, B::Gt),
+                _ => (B::Gt, B::GtEq),
+            };
+            // a1 < b1 OR (a1 = b1 AND (a2 < b2 OR (a2 = b2 AND ... an <= bn)))
+            let mut expanded = pair(last, final_op);
+            for index in (0..last).rev() {
+                let rest = join(vec![pair(index, B::Eq), expanded], B::And);
+                expanded = join(vec![pair(index, strict.clone()), rest], B::Or);
+            }
+            expanded
+        }
+    })
 }

@@ -61,13 +61,39 @@ impl<'a> Binder<'a> {
         let bound = self.bind_window_parts(spec, &args, scope);
         self.in_window_call = false;
         let (partition, order, args) = bound?;
-        let call = window_function(name, star, args)?;
+        let mut call = window_function(name, star, args)?;
+        if let Some(filter) = &function.filter {
+            self.window_filter(filter, scope, &mut call)?;
+        }
         let frame = frame_of(spec.window_frame.as_ref())?;
         let output = call.output.clone();
         let windows = self.windows.as_mut().expect("checked above");
         let index = windows.len();
         windows.push(PendingWindow { key: spec.to_string(), partition, order, frame, call });
         Ok((Expr::Column(WINDOW_COLUMN_BASE + index), output))
+    }
+
+    /// A window aggregate's `FILTER (WHERE ...)`, over the window's input row (PostgreSQL:
+    /// 0A000 for a window function that is not an aggregate, 42804 for a non-boolean).
+    fn window_filter(
+        &mut self,
+        filter: &ast::Expr,
+        scope: &Scope,
+        call: &mut WindowCall,
+    ) -> Result<()> {
+        let WindowFunction::Aggregate(aggregate) = &mut call.function else {
+            return Err(SqlError::unsupported(
+                "FILTER is not implemented for non-aggregate window functions",
+            ));
+        };
+        self.in_window_call = true;
+        let saved_clause = self.clause.replace("FILTER");
+        let bound = self.expr(filter, scope, None);
+        self.clause = saved_clause;
+        self.in_window_call = false;
+        let (expr, ty) = bound?;
+        aggregate.filter = Some(filter_condition(expr, &ty)?);
+        Ok(())
     }
 
     #[allow(clippy::type_complexity)]
@@ -297,6 +323,7 @@ fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result
             args: args.into_iter().map(|(expr, _)| expr).collect(),
             distinct: false,
             order: Vec::new(),
+            filter: None,
             input,
             output: output.clone(),
         };

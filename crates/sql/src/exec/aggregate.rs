@@ -334,6 +334,11 @@ impl Group {
     /// Folds one input row in (a DISTINCT aggregate's value only the first time).
     fn add(&mut self, aggregates: &[AggregateCall], row: &Row, ctx: &mut Ctx<'_>) -> Result<()> {
         for (index, call) in aggregates.iter().enumerate() {
+            if let Some(filter) = &call.filter {
+                if !matches!(eval(filter, row, ctx)?, Datum::Bool(true)) {
+                    continue;
+                }
+            }
             let state = &mut self.states[index];
             if let Some(buffer) = &mut self.ordered[index] {
                 let keys = call

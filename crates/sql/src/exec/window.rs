@@ -266,9 +266,17 @@ fn aggregate_values(
     ctx: &mut Ctx<'_>,
 ) -> Result<Vec<Datum>> {
     let rows = partition.rows;
-    let arguments: Vec<Row> = rows
+    // A row its FILTER rejects is folded in as no row: `None`.
+    let arguments: Vec<Option<Row>> = rows
         .iter()
-        .map(|row| aggregate.args.iter().map(|expr| eval(expr, row, ctx)).collect())
+        .map(|row| {
+            if let Some(filter) = &aggregate.filter {
+                if !matches!(eval(filter, row, ctx)?, Datum::Bool(true)) {
+                    return Ok(None);
+                }
+            }
+            aggregate.args.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<_>>().map(Some)
+        })
         .collect::<Result<_>>()?;
     let mut values = Vec::with_capacity(rows.len());
     let mut state = accumulator(aggregate);
@@ -282,7 +290,7 @@ fn aggregate_values(
                 state = accumulator(aggregate);
                 held = (start, start);
             }
-            for arguments in &arguments[held.1..end] {
+            for arguments in arguments[held.1..end].iter().flatten() {
                 accumulate(&mut state, aggregate, arguments)?;
             }
             held.1 = end;

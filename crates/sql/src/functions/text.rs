@@ -4,9 +4,6 @@ use super::{check_text_bytes, count, Call};
 use crate::error::{Result, SqlError};
 use crate::types::{Datum, SqlType};
 
-/// Compiled size bound of a regular expression (a hostile pattern cannot take the memory).
-const REGEX_SIZE_MAX_BYTES: usize = 1 << 20;
-
 /// Fails with 54000 when replacing every `from` in `text` with `to` would build a text
 /// over `TEXT_BYTES_MAX` (each match may grow it: checked before building it).
 pub(super) fn check_replaced_bytes(text: &str, from: &str, to: &str) -> Result<()> {
@@ -301,14 +298,4 @@ pub(super) fn quote_nullable(call: Call<'_>) -> Result<Datum> {
 
 pub(super) fn quote_ident(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text(crate::identifiers::quote_identifier(call.text(0))))
-}
-
-/// `~`, `~*`, `!~`, `!~*`.
-pub(super) fn regex(call: Call<'_>, insensitive: bool, negated: bool) -> Result<Datum> {
-    let pattern = regex::RegexBuilder::new(call.text(1))
-        .case_insensitive(insensitive)
-        .size_limit(REGEX_SIZE_MAX_BYTES)
-        .build()
-        .map_err(|error| SqlError::new("2201B", format!("invalid regular expression: {error}")))?;
-    Ok(Datum::Bool(pattern.is_match(call.text(0)) != negated))
 }

@@ -171,11 +171,13 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
             reads.add_exprs(
                 aggregates.iter().flat_map(|call| call.order.iter().map(|key| &key.expr)),
             );
+            reads.add_exprs(aggregates.iter().filter_map(|call| call.filter.as_ref()));
             let mapping = prune(input, reads);
             groups.iter_mut().for_each(|expr| renumber(expr, &mapping));
             for call in aggregates.iter_mut() {
                 call.args.iter_mut().for_each(|expr| renumber(expr, &mapping));
                 call.order.iter_mut().for_each(|key| renumber(&mut key.expr, &mapping));
+                call.filter.iter_mut().for_each(|expr| renumber(expr, &mapping));
             }
             identity(plan.columns.len())
         }

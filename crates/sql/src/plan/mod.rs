@@ -130,6 +130,8 @@ pub struct AggregateCall {
     pub distinct: bool,
     /// The call's ORDER BY: its input is sorted by these before it is folded in.
     pub order: Vec<AggregateOrder>,
+    /// The call's `FILTER (WHERE ...)`: rows for which it is not true are not folded in.
+    pub filter: Option<Expr>,
     /// Type of the argument (first), for sum/avg result rules.
     pub input: SqlType,
     pub output: SqlType,

@@ -1,0 +1,171 @@
+//! The typing rules registry entries share: how a call's argument types resolve to a
+//! signature.
+
+use super::{no_function, Coercion, Signature};
+use crate::error::{Result, SqlError};
+use crate::types::{ObjectKind, SqlType};
+
+pub(super) const TEXT: SqlType = SqlType::Text;
+
+/// Every argument is text (character types and untyped literals convert; other types have
+/// no implicit cast to text, so no such function exists).
+pub(super) fn texts(name: &str, types: &[SqlType], output: SqlType) -> Result<Signature> {
+    if types.iter().any(|ty| !ty.is_text()) {
+        return Err(no_function(name, types));
+    }
+    Ok(Signature { arguments: vec![Coercion::Explicit(TEXT); types.len()], output })
+}
+
+/// The sequence functions: a sequence named by text or regclass (its printed name, read
+/// again as regclass reads it), then `rest` as `mixed` takes them.
+pub(super) fn sequence_arguments(
+    name: &str,
+    types: &[SqlType],
+    rest: &[Option<SqlType>],
+) -> Result<Signature> {
+    let (Some(first), Some(others)) = (types.first(), types.get(1..)) else {
+        return Err(no_function(name, types));
+    };
+    if !first.is_text() && *first != SqlType::Object(ObjectKind::Class) {
+        return Err(no_function(name, types));
+    }
+    let mut signature = mixed(name, others, rest, SqlType::Int8)?;
+    signature.arguments.insert(0, Coercion::Explicit(TEXT));
+    Ok(signature)
+}
+
+/// The advisory lock functions' arguments: one bigint, or two integers.
+/// Only the implicit integer casts apply: a bigint or numeric for an integer is 42883.
+pub(super) fn advisory_arguments(
+    name: &str,
+    types: &[SqlType],
+    output: SqlType,
+) -> Result<Signature> {
+    let fits = |ty: &SqlType, wide: bool| {
+        matches!(ty, SqlType::Unknown | SqlType::Int2 | SqlType::Int4)
+            || (wide && *ty == SqlType::Int8)
+    };
+    match types {
+        [key] if fits(key, true) => mixed(name, types, &[Some(SqlType::Int8)], output),
+        [high, low] if fits(high, false) && fits(low, false) => {
+            mixed(name, types, &[Some(SqlType::Int4), Some(SqlType::Int4)], output)
+        }
+        _ => Err(no_function(name, types)),
+    }
+}
+
+/// Arguments in `kinds` order: `Some(ty)` an implicit cast to `ty`, `None` text (as `texts`).
+pub(super) fn mixed(
+    name: &str,
+    types: &[SqlType],
+    kinds: &[Option<SqlType>],
+    output: SqlType,
+) -> Result<Signature> {
+    let mut arguments = Vec::with_capacity(types.len());
+    for (ty, kind) in types.iter().zip(kinds) {
+        arguments.push(match kind {
+            Some(target) => Coercion::Implicit(target.clone()),
+            None if ty.is_text() => Coercion::Explicit(TEXT),
+            None => return Err(no_function(name, types)),
+        });
+    }
+    Ok(Signature { arguments, output })
+}
+
+/// Arguments of "any" type: untyped literals become text (`explicit` as the function's
+/// declared parameter is text or "any"), typed values are passed as they are.
+pub(super) fn any(types: &[SqlType], explicit: bool, output: SqlType) -> Signature {
+    let arguments = types
+        .iter()
+        .map(|ty| match (ty, explicit) {
+            (SqlType::Unknown, true) => Coercion::Explicit(TEXT),
+            (SqlType::Unknown, false) => Coercion::Implicit(TEXT),
+            _ => Coercion::Keep,
+        })
+        .collect();
+    Signature { arguments, output }
+}
+
+/// Every argument cast to text as `::text` does (a boolean becomes `true`, not `t`).
+pub(super) fn cast_to_text(types: &[SqlType]) -> Signature {
+    Signature { arguments: vec![Coercion::Explicit(TEXT); types.len()], output: TEXT }
+}
+
+/// Every argument cast implicitly to `target`.
+pub(super) fn all(types: &[SqlType], target: SqlType, output: SqlType) -> Signature {
+    Signature { arguments: vec![Coercion::Implicit(target); types.len()], output }
+}
+
+pub(super) fn none(output: SqlType) -> Signature {
+    Signature { arguments: Vec::new(), output }
+}
+
+/// length and its synonyms: bpchar is kept as it is (its padding does not count).
+pub(super) fn length(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if matches!(types, [SqlType::Char(_)]) {
+        return Ok(Signature { arguments: vec![Coercion::Keep], output: SqlType::Int4 });
+    }
+    texts(name, types, SqlType::Int4)
+}
+
+/// coalesce, greatest, least, nullif: the arguments' common type (42804 when none).
+pub(super) fn common(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let mut common = SqlType::Unknown;
+    for ty in types {
+        common = SqlType::common(&common, ty).ok_or_else(|| {
+            SqlError::datatype_mismatch(format!(
+                "{} types {} and {} cannot be matched",
+                name.to_uppercase(),
+                common.display_name(),
+                ty.display_name()
+            ))
+        })?;
+    }
+    let common = match common {
+        SqlType::Unknown | SqlType::Varchar(_) | SqlType::Name => TEXT,
+        other => other,
+    };
+    Ok(all(types, common.clone(), common))
+}
+
+/// abs, ceil, floor, sign: numeric stays numeric, abs keeps integer and real types, the
+/// others compute in double precision.
+pub(super) fn unary_numeric(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let ty = match &types[0] {
+        SqlType::Unknown => SqlType::Float8,
+        ty => ty.clone(),
+    };
+    if !ty.is_numeric_family() {
+        return Err(no_function(name, &[ty]));
+    }
+    let output = match &ty {
+        SqlType::Numeric { .. } => SqlType::numeric(),
+        ty if name == "abs" && (ty.is_integer() || *ty == SqlType::Float4) => ty.clone(),
+        _ => SqlType::Float8,
+    };
+    let target = if output == SqlType::Float8 && ty.is_integer() { SqlType::Float8 } else { ty };
+    Ok(Signature { arguments: vec![Coercion::Implicit(target)], output })
+}
+
+/// round, trunc: numeric with places, or for numeric and integer values; else double.
+pub(super) fn rounding(_name: &str, types: &[SqlType]) -> Result<Signature> {
+    let ty = match &types[0] {
+        SqlType::Unknown => SqlType::numeric(),
+        ty => ty.clone(),
+    };
+    if types.len() == 2 || matches!(ty, SqlType::Numeric { .. }) || ty.is_integer() {
+        let mut arguments = vec![Coercion::Implicit(SqlType::numeric())];
+        if types.len() == 2 {
+            arguments.push(Coercion::Implicit(SqlType::Int4));
+        }
+        return Ok(Signature { arguments, output: SqlType::numeric() });
+    }
+    Ok(all(types, SqlType::Float8, SqlType::Float8))
+}
+
+/// power, sqrt, exp, ln, log, cbrt: numeric when an argument is numeric, else double.
+pub(super) fn numeric_or_double(_name: &str, types: &[SqlType]) -> Result<Signature> {
+    let numeric = types.iter().any(|ty| matches!(ty, SqlType::Numeric { .. }));
+    let target = if numeric { SqlType::numeric() } else { SqlType::Float8 };
+    Ok(all(types, target.clone(), target))
+}
