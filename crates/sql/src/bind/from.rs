@@ -327,7 +327,10 @@ impl<'a> Binder<'a> {
         if name == "pg_options_to_table" {
             return self.options_table(args, alias);
         }
-        if name == "unnest" || name == "generate_subscripts" {
+        if matches!(
+            name,
+            "unnest" | "generate_subscripts" | "regexp_matches" | "regexp_split_to_table"
+        ) {
             let mut exprs = Vec::with_capacity(args.len());
             for arg in args {
                 let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) = arg else {

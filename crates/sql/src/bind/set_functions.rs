@@ -21,6 +21,8 @@ fn set_function(name: &str) -> Option<SetFunction> {
         "generate_series" => SetFunction::Series,
         "unnest" => SetFunction::Unnest,
         "generate_subscripts" => SetFunction::Subscripts,
+        "regexp_matches" => SetFunction::RegexpMatches,
+        "regexp_split_to_table" => SetFunction::RegexpSplit,
         _ => return None,
     })
 }
@@ -83,6 +85,16 @@ impl<'a> Binder<'a> {
                     _ => return Err(no_function()),
                 }
                 (targets, SqlType::Int4)
+            }
+            SetFunction::RegexpMatches | SetFunction::RegexpSplit => {
+                if !(2..=3).contains(&types.len()) || types.iter().any(|ty| !ty.is_text()) {
+                    return Err(no_function());
+                }
+                let ty = match function {
+                    SetFunction::RegexpMatches => SqlType::Array(Box::new(SqlType::Text)),
+                    _ => SqlType::Text,
+                };
+                (vec![SqlType::Text; types.len()], ty)
             }
         };
         let mut coerced = Vec::with_capacity(bound.len());

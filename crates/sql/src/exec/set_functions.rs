@@ -31,6 +31,16 @@ impl SetValues {
                 Ok(SetValues::Elements { elements: elements.into_iter() })
             }
             SetFunction::Subscripts => subscripts(&args),
+            SetFunction::RegexpMatches | SetFunction::RegexpSplit => {
+                let text = |index: usize| args.get(index).and_then(Datum::as_text).unwrap_or("");
+                let (string, pattern, flags) = (text(0), text(1), text(2));
+                let rows = if call.function == SetFunction::RegexpMatches {
+                    crate::functions::regexp_matches(string, pattern, flags)?
+                } else {
+                    crate::functions::regexp_split_to_table(string, pattern, flags)?
+                };
+                Ok(SetValues::Elements { elements: rows.into_iter() })
+            }
         }
     }
 

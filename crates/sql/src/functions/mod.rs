@@ -44,6 +44,8 @@ mod text;
 mod typing;
 mod vector;
 
+pub use regex::{regexp_matches, regexp_split_to_table};
+
 /// The registry's tables, in the order the registry's tests call their examples (the
 /// sequence functions need nextval's before currval's).
 static TABLES: [&[Function]; 4] = [

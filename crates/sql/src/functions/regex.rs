@@ -255,7 +255,52 @@ pub(super) fn regexp_like(call: Call<'_>) -> Result<Datum> {
 pub(super) fn regexp_match(call: Call<'_>) -> Result<Datum> {
     let flags = parse_flags("regexp_match", optional_text(&call, 2), false)?;
     let regex = compile(call.text(1), flags)?;
-    let Some(captures) = regex.captures(call.text(0)) else { return Ok(Datum::Null) };
+    Ok(regex.captures(call.text(0)).as_ref().map_or(Datum::Null, groups))
+}
+
+pub(super) fn regexp_split_to_array(call: Call<'_>) -> Result<Datum> {
+    let pieces =
+        split("regexp_split_to_array", call.text(0), call.text(1), optional_text(&call, 2))?;
+    if pieces.len() > crate::types::ARRAY_ELEMENTS_MAX {
+        return Err(crate::types::array_too_large());
+    }
+    Ok(text_array(pieces))
+}
+
+/// regexp_split_to_table's rows (a set-returning function: exec/set_functions.rs).
+pub fn regexp_split_to_table(text: &str, pattern: &str, flags: &str) -> Result<Vec<Datum>> {
+    split("regexp_split_to_table", text, pattern, flags)
+}
+
+/// The pieces of `text` between the matches of `pattern` (empty matches at the ends or
+/// right after a match do not split).
+fn split(function: &str, text: &str, pattern: &str, flags: &str) -> Result<Vec<Datum>> {
+    let regex = compile(pattern, parse_flags(function, flags, false)?)?;
+    let mut pieces = Vec::new();
+    let mut piece_start = 0;
+    for captures in matches(&regex, text, 0, true) {
+        let whole = captures.get(0).expect("group 0 is the match");
+        pieces.push(Datum::Text(text[piece_start..whole.start()].into()));
+        piece_start = whole.end();
+    }
+    pieces.push(Datum::Text(text[piece_start..].into()));
+    Ok(pieces)
+}
+
+/// regexp_matches' rows: each match's groups (or the whole match) as text[]; only the
+/// first match without flag `g`.
+pub fn regexp_matches(text: &str, pattern: &str, flags: &str) -> Result<Vec<Datum>> {
+    let flags = parse_flags("regexp_matches", flags, true)?;
+    let regex = compile(pattern, flags)?;
+    let mut found = matches(&regex, text, 0, false);
+    if !flags.global {
+        found.truncate(1);
+    }
+    Ok(found.iter().map(groups).collect())
+}
+
+/// A match as regexp_match returns it: its groups, or the whole match when it has none.
+fn groups(captures: &regex::Captures<'_>) -> Datum {
     let groups: Vec<Datum> = if captures.len() > 1 {
         captures
             .iter()
@@ -265,25 +310,7 @@ pub(super) fn regexp_match(call: Call<'_>) -> Result<Datum> {
     } else {
         vec![Datum::Text(captures[0].to_string())]
     };
-    Ok(text_array(groups))
-}
-
-pub(super) fn regexp_split_to_array(call: Call<'_>) -> Result<Datum> {
-    let flags = parse_flags("regexp_split_to_array", optional_text(&call, 2), false)?;
-    let regex = compile(call.text(1), flags)?;
-    let text = call.text(0);
-    let mut pieces = Vec::new();
-    let mut piece_start = 0;
-    for captures in matches(&regex, text, 0, true) {
-        let whole = captures.get(0).expect("group 0 is the match");
-        pieces.push(Datum::Text(text[piece_start..whole.start()].into()));
-        piece_start = whole.end();
-    }
-    pieces.push(Datum::Text(text[piece_start..].into()));
-    if pieces.len() > crate::types::ARRAY_ELEMENTS_MAX {
-        return Err(crate::types::array_too_large());
-    }
-    Ok(text_array(pieces))
+    text_array(groups)
 }
 
 pub(super) fn regexp_count(call: Call<'_>) -> Result<Datum> {

@@ -59,6 +59,10 @@ pub enum SetFunction {
     Unnest,
     /// generate_subscripts(array, dimension [, reverse]).
     Subscripts,
+    /// regexp_matches(string, pattern [, flags]): each match's groups as text[].
+    RegexpMatches,
+    /// regexp_split_to_table(string, pattern [, flags]): the pieces between matches.
+    RegexpSplit,
 }
 
 /// One call of a set-returning function, with its bound arguments and result type.
