@@ -486,6 +486,10 @@ impl<'a> Binder<'a> {
                     return Ok((plan, scope));
                 }
             }
+            if POSTGRES_SET_FUNCTIONS.contains(&name) {
+                // PostgreSQL has it; a missing function would be a silent difference.
+                return Err(SqlError::unsupported(format!("{name} in FROM is not supported")));
+            }
             return Err(SqlError::undefined_function(name));
         }
         let empty = Scope::default();
@@ -704,6 +708,29 @@ impl<'a> Binder<'a> {
 
     // ----- expressions -----
 }
+
+/// PostgreSQL's set-returning functions tierdb does not run in FROM (0A000 there, not
+/// 42883).
+const POSTGRES_SET_FUNCTIONS: &[&str] = &[
+    "json_array_elements",
+    "json_array_elements_text",
+    "json_each",
+    "json_each_text",
+    "json_object_keys",
+    "json_populate_recordset",
+    "json_to_recordset",
+    "jsonb_array_elements",
+    "jsonb_array_elements_text",
+    "jsonb_each",
+    "jsonb_each_text",
+    "jsonb_object_keys",
+    "jsonb_path_query",
+    "jsonb_populate_recordset",
+    "jsonb_to_recordset",
+    "regexp_matches",
+    "regexp_split_to_table",
+    "string_to_table",
+];
 
 /// Whether a LATERAL reference to the left side is refused for this join (RIGHT, FULL).
 fn refuses_lateral(operator: &ast::JoinOperator) -> bool {
