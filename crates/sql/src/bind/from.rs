@@ -20,9 +20,12 @@ impl<'a> Binder<'a> {
             };
             return Ok((plan, Scope::default(), conjuncts));
         }
-        let mut relations = Vec::new();
+        let mut relations: Vec<(Plan, Scope)> = Vec::new();
         for item in from {
-            relations.push(self.table_with_joins(item)?);
+            let before = (!relations.is_empty()).then(|| {
+                relations.iter().fold(Scope::default(), |all, (_, scope)| all.concat(scope))
+            });
+            relations.push(self.bind_from_item(item, before.as_ref())?);
         }
         let (scope, predicate) = self.bind_where(&relations, selection)?;
         let (plan, conjuncts) = self.join_relations(relations, predicate)?;
@@ -64,9 +67,18 @@ impl<'a> Binder<'a> {
         if let Some(predicate) = predicate {
             split_conjuncts(predicate, &mut conjuncts);
         }
-        // Push single-relation conjuncts down.
+        let lateral: Vec<bool> =
+            relations.iter().map(|(plan, _)| self.lateral_items.contains(&plan.id)).collect();
+        // Push single-relation conjuncts down (not into a LATERAL item: it runs with the
+        // left row as an outer row, which would shift the conjunct's outer references).
         let mut plans = Vec::new();
-        for ((plan, _), &(start, end)) in relations.into_iter().zip(&bounds) {
+        for (((plan, _), &(start, end)), &lateral) in
+            relations.into_iter().zip(&bounds).zip(&lateral)
+        {
+            if lateral {
+                plans.push(plan);
+                continue;
+            }
             let mut mine = Vec::new();
             conjuncts.retain(|conjunct: &Expr| {
                 if !conjunct.has_correlated_subquery() && within(conjunct, start, end) {
@@ -85,7 +97,7 @@ impl<'a> Binder<'a> {
         let mut plans = plans.into_iter();
         let mut plan = plans.next().expect("FROM has an item");
         let mut end = bounds[0].1;
-        for (right, &(_, right_end)) in plans.zip(&bounds[1..]) {
+        for ((right, &(_, right_end)), &lateral) in plans.zip(&bounds[1..]).zip(&lateral[1..]) {
             let mut mine = Vec::new();
             conjuncts.retain(|conjunct: &Expr| {
                 if !conjunct.has_correlated_subquery() && within(conjunct, 0, right_end) {
@@ -95,16 +107,46 @@ impl<'a> Binder<'a> {
                     true
                 }
             });
-            plan = self.join(plan, right, JoinKind::Inner, mine, end)?;
+            plan = if lateral {
+                self.lateral_join(plan, right, JoinKind::Inner, mine)
+            } else {
+                self.join(plan, right, JoinKind::Inner, mine, end)?
+            };
             end = right_end;
         }
         Ok((plan, conjuncts))
     }
 
     pub(crate) fn table_with_joins(&mut self, item: &ast::TableWithJoins) -> Result<(Plan, Scope)> {
-        let (mut plan, mut scope) = self.table_factor(&item.relation)?;
+        self.bind_from_item(item, None)
+    }
+
+    /// A FROM list item; `before` is the scope of the items before it, which its LATERAL
+    /// parts may read (the item is then registered in `lateral_items`).
+    fn bind_from_item(
+        &mut self,
+        item: &ast::TableWithJoins,
+        before: Option<&Scope>,
+    ) -> Result<(Plan, Scope)> {
+        let levels: Vec<Scope> = before.into_iter().cloned().collect();
+        let (mut plan, mut scope, reads) = self.lateral_factor(&item.relation, &levels)?;
+        let mut reads_before = reads.first().copied().unwrap_or(false);
         for join in &item.joins {
-            let (right, right_scope) = self.table_factor(&join.relation)?;
+            let mut join_levels = levels.clone();
+            join_levels.push(scope.clone());
+            let (mut right, mut right_scope, reads) =
+                self.lateral_factor(&join.relation, &join_levels)?;
+            let mut reads_left = reads.last().copied().unwrap_or(false);
+            if reads_left && refuses_lateral(&join.join_operator) {
+                // PostgreSQL: the combining JOIN type must be INNER or LEFT for a LATERAL
+                // reference. One that only read enclosing queries binds without the left.
+                (right, right_scope) = self
+                    .table_factor(&join.relation)
+                    .map_err(|error| invalid_reference(error, &join_levels))?;
+                reads_left = false;
+            } else if before.is_some() && reads[0] {
+                reads_before = true;
+            }
             // RIGHT JOIN is planned as a LEFT JOIN with the sides swapped (`right_join`).
             let mut right_outer = false;
             let (kind, constraint) = match &join.join_operator {
@@ -119,6 +161,7 @@ impl<'a> Binder<'a> {
                     right_outer = true;
                     (JoinKind::Left, Some(constraint))
                 }
+                ast::JoinOperator::FullOuter(constraint) => (JoinKind::Full, Some(constraint)),
                 ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
                 other => {
                     return Err(SqlError::unsupported(
@@ -126,7 +169,10 @@ impl<'a> Binder<'a> {
                     ))
                 }
             };
-            if kind == JoinKind::Left {
+            if kind == JoinKind::Full {
+                self.refuse_recursive_reference(&plan, "an outer join")?;
+                self.refuse_recursive_reference(&right, "an outer join")?;
+            } else if kind == JoinKind::Left {
                 let nullable = if right_outer { &plan } else { &right };
                 self.refuse_recursive_reference(nullable, "an outer join")?;
             }
@@ -163,7 +209,9 @@ impl<'a> Binder<'a> {
                     bpchar,
                 });
             }
-            plan = if right_outer {
+            plan = if reads_left {
+                self.lateral_join(plan, right, kind, conjuncts)
+            } else if right_outer {
                 self.right_join(plan, right, conjuncts, left_width)?
             } else {
                 self.join(plan, right, kind, conjuncts, left_width)?
@@ -171,39 +219,114 @@ impl<'a> Binder<'a> {
             (plan, scope) = if using.is_empty() {
                 (plan, combined)
             } else {
-                self.merge_using(plan, combined, left_width, &using, right_outer)?
+                let merged = match (kind, right_outer) {
+                    (JoinKind::Full, _) => MergedValue::Coalesce,
+                    (_, true) => MergedValue::Right,
+                    (_, false) => MergedValue::Left,
+                };
+                self.merge_using(plan, combined, left_width, &using, merged)?
             };
+        }
+        if reads_before {
+            self.lateral_items.push(plan.id);
         }
         Ok((plan, scope))
     }
 
+    /// Binds `factor` to the right of FROM items whose scopes are `levels` (the FROM list's
+    /// earlier items, then a JOIN chain's left side). A LATERAL subquery or a function
+    /// call (LATERAL without the word, as in PostgreSQL) is bound with them as enclosing
+    /// scopes, innermost last; returns per level whether it read it (a reference to a
+    /// level marks the levels inside it too: all are pushed as outer rows when it runs).
+    fn lateral_factor(
+        &mut self,
+        factor: &ast::TableFactor,
+        levels: &[Scope],
+    ) -> Result<(Plan, Scope, Vec<bool>)> {
+        let lateral = match factor {
+            ast::TableFactor::Derived { lateral, .. } => *lateral,
+            ast::TableFactor::Table { args, .. } => args.is_some(),
+            ast::TableFactor::Function { .. } | ast::TableFactor::UNNEST { .. } => true,
+            _ => false,
+        };
+        if levels.is_empty() || !lateral {
+            let (plan, scope) =
+                self.table_factor(factor).map_err(|error| invalid_reference(error, levels))?;
+            return Ok((plan, scope, vec![false; levels.len()]));
+        }
+        let outer_depth = self.outer.len();
+        let correlated_depth = self.correlated.len();
+        for level in levels {
+            self.outer.push(level.clone());
+            self.correlated.push(false);
+        }
+        let outcome = self.table_factor(factor);
+        let reads = self.correlated.split_off(correlated_depth);
+        self.outer.truncate(outer_depth);
+        let (plan, scope) = outcome?;
+        Ok((plan, scope, reads))
+    }
+
+    /// `left` joined with a LATERAL `right` that reads it (`JoinKind::Inner` or `Left`).
+    fn lateral_join(
+        &mut self,
+        left: Plan,
+        right: Plan,
+        kind: JoinKind,
+        conjuncts: Vec<Expr>,
+    ) -> Plan {
+        assert!(!kind.keeps_right(), "PostgreSQL refuses a LATERAL reference here");
+        let mut columns = left.columns.clone();
+        columns.extend(right.columns.iter().cloned());
+        let (left, right) = (Box::new(left), Box::new(right));
+        let on = conjunction(conjuncts);
+        self.plan(PlanKind::LateralJoin { left, right, kind, on }, columns)
+    }
+
     /// A join with USING (or NATURAL): the joined columns come first, once each (the left
-    /// side's value, the right side's for a RIGHT JOIN, in the common type), then every
-    /// column of both sides, where the joined ones are reached only by a qualified name or
-    /// `alias.*`, as in PostgreSQL.
+    /// side's value, the right side's for a RIGHT JOIN, COALESCE of both for a FULL JOIN,
+    /// in the common type), then every column of both sides, where the joined ones are
+    /// reached only by a qualified name or `alias.*`, as in PostgreSQL.
     fn merge_using(
         &mut self,
         plan: Plan,
         mut combined: Scope,
         left_width: usize,
         using: &[UsingPair],
-        right_outer: bool,
+        merged_value: MergedValue,
     ) -> Result<(Plan, Scope)> {
         let mut exprs = Vec::with_capacity(using.len() + plan.arity());
         let mut columns = Vec::with_capacity(exprs.capacity());
         let mut merged = Scope::default();
         for pair in using {
-            let source = if right_outer { left_width + pair.right } else { pair.left };
+            let right = left_width + pair.right;
+            let source = if merged_value == MergedValue::Right { right } else { pair.left };
             let origin = combined.columns[source].clone();
-            let common = SqlType::common(&combined.columns[pair.left].ty, &origin.ty)
+            let other = &combined.columns[if source == right { pair.left } else { right }];
+            let left_type = &combined.columns[pair.left].ty;
+            let common = SqlType::common(left_type, &combined.columns[right].ty)
                 .map(|common| if common == SqlType::Unknown { SqlType::Text } else { common })
                 .unwrap_or_else(|| origin.ty.clone());
-            exprs.push(coerce(Expr::Column(source), &origin.ty, &common, false)?);
+            let value = coerce(Expr::Column(source), &origin.ty, &common, false)?;
+            let (value, table_oid, attribute) = if merged_value == MergedValue::Coalesce {
+                // PostgreSQL's COALESCE(left, right): a column of neither table.
+                let right_value = coerce(Expr::Column(right), &other.ty, &common, false)?;
+                let present = Expr::IsNull { expr: Box::new(value.clone()), negated: true };
+                let coalesced = Expr::Case {
+                    operand: None,
+                    branches: vec![(present, value)],
+                    otherwise: Some(Box::new(right_value)),
+                };
+                (coalesced, 0, 0)
+            } else {
+                (value, origin.table_oid, origin.attribute)
+            };
+            exprs.push(value);
             columns.push(OutputColumn {
                 name: pair.name.clone(),
                 ty: common.clone(),
-                table_oid: origin.table_oid,
-                attribute: origin.attribute,
+                table_oid,
+                attribute,
             });
             merged.columns.push(ScopeColumn {
                 qualifier: None,
@@ -277,13 +400,22 @@ impl<'a> Binder<'a> {
                 let scope = Scope::from_relation(&plan, &qualifier, oid);
                 Ok((plan, scope))
             }
-            ast::TableFactor::Derived { subquery, alias, lateral, .. } => {
-                if *lateral {
-                    return Err(SqlError::unsupported("LATERAL is not supported"));
-                }
+            ast::TableFactor::Derived { subquery, alias, .. } => {
                 let mut plan = self.query(subquery)?;
-                rename_columns(&mut plan, &alias_columns(alias.as_ref()));
                 let qualifier = alias.as_ref().map(|alias| ident(&alias.name));
+                let names = alias_columns(alias.as_ref());
+                if names.len() > plan.arity() {
+                    return Err(SqlError::new(
+                        "42P10",
+                        format!(
+                            "table \"{}\" has {} columns available but {} columns specified",
+                            qualifier.as_deref().unwrap_or_default(),
+                            plan.arity(),
+                            names.len()
+                        ),
+                    ));
+                }
+                rename_columns(&mut plan, &names);
                 let scope = Scope::from_plan(&plan, qualifier.as_deref());
                 Ok((plan, scope))
             }
@@ -298,6 +430,12 @@ impl<'a> Binder<'a> {
                     let mut scope = scope;
                     for column in &mut scope.columns {
                         column.qualifier = Some(qualifier.clone());
+                    }
+                    // A column list names the join's visible columns in order.
+                    let names = alias_columns(Some(alias));
+                    let visible = scope.columns.iter_mut().filter(|column| !column.merged);
+                    for (column, name) in visible.zip(names) {
+                        column.name = name;
                     }
                     return Ok((plan, scope));
                 }
@@ -350,6 +488,10 @@ impl<'a> Binder<'a> {
                     let scope = Scope::from_plan(&plan, Some(&qualifier));
                     return Ok((plan, scope));
                 }
+            }
+            if POSTGRES_SET_FUNCTIONS.contains(&name) {
+                // PostgreSQL has it; a missing function would be a silent difference.
+                return Err(SqlError::unsupported(format!("{name} in FROM is not supported")));
             }
             return Err(SqlError::undefined_function(name));
         }
@@ -483,6 +625,9 @@ impl<'a> Binder<'a> {
     ) -> Result<Plan> {
         let mut columns = left.columns.clone();
         columns.extend(right.columns.iter().cloned());
+        if kind == JoinKind::Full {
+            return self.full_join(left, right, conjuncts, left_width, columns);
+        }
         let JoinConjuncts { right_only, equalities, residual } =
             split_join_conjuncts(conjuncts, left_width, columns.len());
         let right =
@@ -516,7 +661,113 @@ impl<'a> Binder<'a> {
         Ok(self.plan(join, columns))
     }
 
+    /// FULL JOIN: a hash join on the equalities between the sides, the other conjuncts
+    /// tested on each pair (no conjunct filters a side before the join: its rows are
+    /// emitted unmatched instead). Without an equality only a condition reading no column
+    /// (`ON true`) is joined, by a nested loop; PostgreSQL refuses the rest.
+    fn full_join(
+        &mut self,
+        left: Plan,
+        right: Plan,
+        conjuncts: Vec<Expr>,
+        left_width: usize,
+        columns: Vec<OutputColumn>,
+    ) -> Result<Plan> {
+        let JoinConjuncts { right_only, equalities, mut residual } =
+            split_join_conjuncts(conjuncts, left_width, columns.len());
+        for mut conjunct in right_only {
+            conjunct.shift_columns(isize::try_from(left_width).expect("a width fits isize"));
+            residual.push(conjunct);
+        }
+        let (left, right) = (Box::new(left), Box::new(right));
+        if equalities.is_empty() {
+            let reads_row = residual.iter().any(|conjunct| {
+                let mut read = Vec::new();
+                conjunct.columns(&mut read);
+                !read.is_empty() || conjunct.has_correlated_subquery()
+            });
+            if reads_row {
+                return Err(SqlError::unsupported(
+                    "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
+                ));
+            }
+            let on = conjunction(residual);
+            let kind = JoinKind::Full;
+            return Ok(self.plan(PlanKind::NestedLoopJoin { left, right, kind, on }, columns));
+        }
+        let shift = left_shift(left_width);
+        let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = equalities
+            .into_iter()
+            .map(|(a, mut b)| {
+                b.shift_columns(shift);
+                (a, b)
+            })
+            .unzip();
+        let residual = conjunction(residual);
+        let kind = JoinKind::Full;
+        let join = PlanKind::HashJoin { left, right, kind, left_keys, right_keys, residual };
+        Ok(self.plan(join, columns))
+    }
+
     // ----- expressions -----
+}
+
+/// PostgreSQL's set-returning functions tierdb does not run in FROM (0A000 there, not
+/// 42883).
+const POSTGRES_SET_FUNCTIONS: &[&str] = &[
+    "json_array_elements",
+    "json_array_elements_text",
+    "json_each",
+    "json_each_text",
+    "json_object_keys",
+    "json_populate_recordset",
+    "json_to_recordset",
+    "jsonb_array_elements",
+    "jsonb_array_elements_text",
+    "jsonb_each",
+    "jsonb_each_text",
+    "jsonb_object_keys",
+    "jsonb_path_query",
+    "jsonb_populate_recordset",
+    "jsonb_to_recordset",
+    "regexp_matches",
+    "regexp_split_to_table",
+    "string_to_table",
+];
+
+/// Whether a LATERAL reference to the left side is refused for this join (RIGHT, FULL).
+fn refuses_lateral(operator: &ast::JoinOperator) -> bool {
+    matches!(
+        operator,
+        ast::JoinOperator::Right(_)
+            | ast::JoinOperator::RightOuter(_)
+            | ast::JoinOperator::FullOuter(_)
+    )
+}
+
+/// PostgreSQL's 42P01 for a FROM item that names an item before it without LATERAL:
+/// `missing FROM-clause entry` becomes `invalid reference to FROM-clause entry` when one
+/// of `levels` has that name.
+fn invalid_reference(error: SqlError, levels: &[Scope]) -> SqlError {
+    let prefix = "missing FROM-clause entry for table \"";
+    let Some(name) = error.message.strip_prefix(prefix).and_then(|rest| rest.strip_suffix('"'))
+    else {
+        return error;
+    };
+    if error.sqlstate != "42P01" || !levels.iter().any(|level| level.has_qualifier(name)) {
+        return error;
+    }
+    SqlError::new("42P01", format!("invalid reference to FROM-clause entry for table \"{name}\""))
+}
+
+/// Where a USING column's merged value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MergedValue {
+    Left,
+    /// RIGHT JOIN: the right side's value.
+    Right,
+    /// FULL JOIN: the left side's value, or the right side's when it is NULL.
+    Coalesce,
 }
 
 /// One column of a USING list: its name and its position on each side.

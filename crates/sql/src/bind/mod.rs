@@ -80,6 +80,9 @@ pub struct Binder<'a> {
     outer: Vec<Scope>,
     /// Per subquery nesting level: whether it read an enclosing scope.
     correlated: Vec<bool>,
+    /// The plan ids of FROM list items that read the items before them (LATERAL): joined
+    /// to those by a LateralJoin (`join_relations`).
+    lateral_items: Vec<usize>,
     /// The WITH lists in scope, innermost last (CTEs are bound again at each reference).
     ctes: Vec<recursive::CteFrame>,
     /// The CTEs whose bodies are being bound, innermost last (frame id, name).
@@ -126,6 +129,7 @@ impl<'a> Binder<'a> {
             parameters,
             outer: Vec::new(),
             correlated: Vec::new(),
+            lateral_items: Vec::new(),
             ctes: Vec::new(),
             ctes_in_progress: Vec::new(),
             recursions: Vec::new(),

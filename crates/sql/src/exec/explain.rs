@@ -45,8 +45,9 @@ fn title(plan: &Plan) -> String {
         PlanKind::Project { .. } => "Result".into(),
         PlanKind::NestedLoopJoin { kind, .. } => format!("Nested Loop{}", join_suffix(*kind)),
         PlanKind::HashJoin { kind, .. } => {
-            format!("Hash{} Join", if *kind == JoinKind::Left { " Left" } else { "" })
+            format!("Hash{} Join", join_word(*kind))
         }
+        PlanKind::LateralJoin { kind, .. } => format!("Nested Loop{}", join_suffix(*kind)),
         PlanKind::IndexJoin { kind, .. } => {
             format!("Nested Loop{} (index lookup)", join_suffix(*kind))
         }
@@ -81,10 +82,19 @@ fn title(plan: &Plan) -> String {
 }
 
 fn join_suffix(kind: JoinKind) -> &'static str {
-    if kind == JoinKind::Left {
-        " Left Join"
-    } else {
-        ""
+    match kind {
+        JoinKind::Inner => "",
+        JoinKind::Left => " Left Join",
+        JoinKind::Full => " Full Join",
+    }
+}
+
+/// The join type in a hash join's title ("Hash Left Join", "Hash Full Join").
+fn join_word(kind: JoinKind) -> &'static str {
+    match kind {
+        JoinKind::Inner => "",
+        JoinKind::Left => " Left",
+        JoinKind::Full => " Full",
     }
 }
 

@@ -35,7 +35,7 @@ pub(crate) fn join_row<'r>(
     if !more {
         return Ok(false);
     }
-    if !matched && kind == JoinKind::Left {
+    if !matched && kind.keeps_left() {
         return sink(ctx, padded(left_row, width));
     }
     Ok(true)
@@ -72,6 +72,14 @@ fn padded(mut left_row: Row, width: usize) -> Row {
     left_row
 }
 
+/// An unmatched right row of a FULL JOIN: `left_width` NULLs, then the row.
+fn left_padded(right_row: &[Datum], left_width: usize) -> Row {
+    let mut row = Vec::with_capacity(left_width + right_row.len());
+    row.extend(std::iter::repeat_n(Datum::Null, left_width));
+    row.extend_from_slice(right_row);
+    row
+}
+
 /// A nested-loop join: the right side in a row store (in memory while it fits work_mem,
 /// then in a temporary file read once per left row), each left row against all of it.
 pub(crate) fn nested_loop_join(
@@ -83,6 +91,9 @@ pub(crate) fn nested_loop_join(
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
+    if kind == JoinKind::Full {
+        return nested_loop_full_join(left, right, on, ctx, probe, sink);
+    }
     let mut store = RowStore::new(ctx);
     run(right, ctx, probe, &mut |_, row| store.push(row).map(|()| true))?;
     store.seal()?;
@@ -110,6 +121,104 @@ pub(crate) fn nested_loop_join(
     })
 }
 
+/// FULL JOIN by nested loop (only for a condition that reads no column, `ON true`): the
+/// right side in a row store with a matched flag per row (one byte, as `join_in_chunks`),
+/// each left row against all of it, then the right rows never matched.
+fn nested_loop_full_join(
+    left: &Plan,
+    right: &Plan,
+    on: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut store = RowStore::new(ctx);
+    let mut matched = Vec::new();
+    run(right, ctx, probe, &mut |_, row| {
+        matched.push(false);
+        store.push(row).map(|()| true)
+    })?;
+    store.seal()?;
+    let (left_width, width) = (left.arity(), right.arity());
+    let more = run(left, ctx, probe, &mut |ctx, left_row| {
+        let (mut position, mut any) = (0usize, false);
+        let more = store.for_each(&mut |right_row| {
+            let (hit, more) =
+                join_matches(&left_row, std::slice::from_ref(&right_row), on, ctx, sink)?;
+            matched[position] |= hit;
+            any |= hit;
+            position += 1;
+            Ok(more)
+        })?;
+        if !more {
+            return Ok(false);
+        }
+        if !any {
+            return sink(ctx, padded(left_row, width));
+        }
+        Ok(true)
+    })?;
+    if !more {
+        return Ok(false);
+    }
+    let mut position = 0usize;
+    store.for_each(&mut |right_row| {
+        position += 1;
+        if matched[position - 1] {
+            return Ok(true);
+        }
+        sink(ctx, left_padded(&right_row, left_width))
+    })
+}
+
+/// A LATERAL join: `right` run once per left row with the left row as the innermost
+/// outer row (what its `Expr::Outer { depth: 1 }` references read), its rows streamed. The
+/// left row is taken off the outer rows while a joined row is tested and passed on, so
+/// the plan above sees the outer rows it expects.
+pub(crate) fn lateral_join(
+    left: &Plan,
+    right: &Plan,
+    kind: JoinKind,
+    on: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    assert!(!kind.keeps_right(), "a LATERAL join is inner or left");
+    let width = right.arity();
+    run(left, ctx, probe, &mut |ctx, left_row| {
+        let mut matched = false;
+        ctx.outer.push(left_row);
+        let outcome = run(right, ctx, &[], &mut |ctx, right_row| {
+            let left_row = ctx.outer.pop().expect("the left row was pushed");
+            let mut joined = left_row.clone();
+            joined.extend(right_row);
+            let passed = match on {
+                Some(on) => eval(on, &joined, ctx).map(|value| truthy(&value)),
+                None => Ok(true),
+            };
+            let more = match passed {
+                Ok(true) => {
+                    matched = true;
+                    sink(ctx, joined)
+                }
+                Ok(false) => Ok(true),
+                Err(error) => Err(error),
+            };
+            ctx.outer.push(left_row);
+            more
+        });
+        let left_row = ctx.outer.pop().expect("the left row was pushed");
+        if !outcome? {
+            return Ok(false);
+        }
+        if !matched && kind.keeps_left() {
+            return sink(ctx, padded(left_row, width));
+        }
+        Ok(true)
+    })
+}
+
 /// What a hash join needs besides its inputs.
 pub(crate) struct HashJoin<'p> {
     pub kind: JoinKind,
@@ -118,6 +227,8 @@ pub(crate) struct HashJoin<'p> {
     pub residual: Option<&'p Expr>,
     /// Values of a right row (the padding of an unmatched left-join row).
     pub width: usize,
+    /// Values of a left row (the padding of an unmatched FULL JOIN right row).
+    pub left_width: usize,
 }
 
 /// The key of a row as the `group_key` encoding of its key expressions; `None` when one
@@ -139,6 +250,8 @@ struct JoinTable {
     rows: Vec<Row>,
     /// The next row of the same key, per row (`CHAIN_END` after the last).
     next: Vec<usize>,
+    /// Per row, whether a probe row matched it (FULL JOIN emits the others at the end).
+    matched: Vec<bool>,
 }
 
 impl JoinTable {
@@ -146,6 +259,7 @@ impl JoinTable {
         let index = self.rows.len();
         self.rows.push(row);
         self.next.push(CHAIN_END);
+        self.matched.push(false);
         match self.chains.get_mut(key) {
             Some((_, last)) => {
                 self.next[*last] = index;
@@ -172,6 +286,53 @@ impl JoinTable {
         Chain { table: self, at: CHAIN_END }
     }
 
+    /// FULL JOIN: emits `left_row` joined with each row of key `key` that passes
+    /// `residual`, marking those rows matched; returns whether any did and whether to go on.
+    fn probe_marking(
+        &mut self,
+        left_row: &Row,
+        key: Option<&[u8]>,
+        residual: Option<&Expr>,
+        ctx: &mut Ctx<'_>,
+        sink: &mut Sink<'_>,
+    ) -> Result<(bool, bool)> {
+        let mut at =
+            key.and_then(|key| self.chains.get(key)).map_or(CHAIN_END, |&(first, _)| first);
+        let mut any = false;
+        while at != CHAIN_END {
+            let index = at;
+            at = self.next[index];
+            let mut joined = left_row.clone();
+            joined.extend(self.rows[index].iter().cloned());
+            if let Some(residual) = residual {
+                if !truthy(&eval(residual, &joined, ctx)?) {
+                    continue;
+                }
+            }
+            self.matched[index] = true;
+            any = true;
+            if !sink(ctx, joined)? {
+                return Ok((true, false));
+            }
+        }
+        Ok((any, true))
+    }
+
+    /// FULL JOIN: emits the rows no probe row matched, padded on the left.
+    fn emit_unmatched(
+        &self,
+        left_width: usize,
+        ctx: &mut Ctx<'_>,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool> {
+        for (row, _) in self.rows.iter().zip(&self.matched).filter(|(_, &matched)| !matched) {
+            if !sink(ctx, left_padded(row, left_width))? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Hands every row with its key to `each`, emptying the table.
     fn drain(&mut self, mut each: impl FnMut(&[u8], &Row) -> Result<()>) -> Result<()> {
         for (key, (first, _)) in self.chains.drain() {
@@ -183,6 +344,7 @@ impl JoinTable {
         }
         self.rows = Vec::new();
         self.next = Vec::new();
+        self.matched = Vec::new();
         Ok(())
     }
 }
@@ -222,25 +384,42 @@ impl Build {
         Build { table: JoinTable::default(), grant, partitions: None, level, key: Vec::new() }
     }
 
-    /// Adds a right row (rows with a NULL key are dropped: they match nothing).
-    fn add(&mut self, join: &HashJoin<'_>, row: Row, ctx: &mut Ctx<'_>) -> Result<()> {
+    /// Adds a right row; a row with a NULL key matches nothing and is handed back (a
+    /// FULL JOIN emits it unmatched, the other joins drop it).
+    fn add(&mut self, join: &HashJoin<'_>, row: Row, ctx: &mut Ctx<'_>) -> Result<Option<Row>> {
         let Build { table, grant, partitions, level, key } = self;
         if !encode_keys(join.right_keys, &row, ctx, key)? {
-            return Ok(());
+            return Ok(Some(row));
         }
         if let Some(partitions) = partitions {
-            return partitions.write(key, &row);
+            partitions.write(key, &row)?;
+            return Ok(None);
         }
         if grant.try_grow(row_size(&row) + key.len()) {
             table.push(key, row);
-            return Ok(());
+            return Ok(None);
         }
         let mut spilled = Partitions::new(ctx, *level);
         table.drain(|held_key, held| spilled.write(held_key, held))?;
         grant.reset();
         spilled.write(key, &row)?;
         *partitions = Some(spilled);
-        Ok(())
+        Ok(None)
+    }
+
+    /// Adds a right row from the build side's input: a FULL JOIN emits a row with a NULL
+    /// key at once, padded (it can match nothing).
+    fn add_input(
+        &mut self,
+        join: &HashJoin<'_>,
+        row: Row,
+        ctx: &mut Ctx<'_>,
+        sink: &mut Sink<'_>,
+    ) -> Result<bool> {
+        match self.add(join, row, ctx)? {
+            Some(row) if join.kind.keeps_right() => sink(ctx, left_padded(&row, join.left_width)),
+            _ => Ok(true),
+        }
     }
 }
 
@@ -256,15 +435,14 @@ pub(crate) fn hash_join(
 ) -> Result<bool> {
     let mut stats = HashStats { batches: 1, ..HashStats::default() };
     let mut build = Build::new(ctx, 0);
-    run(right, ctx, probe, &mut |ctx, row| build.add(join, row, ctx).map(|()| true))?;
+    if !run(right, ctx, probe, &mut |ctx, row| build.add_input(join, row, ctx, sink))? {
+        return Ok(false);
+    }
     stats.peak_memory_bytes = build.grant.peak_bytes();
     let outcome = match build.partitions.take() {
-        None => {
-            let mut key = Vec::new();
-            run(left, ctx, probe, &mut |ctx, left_row| {
-                probe_row(join, &build.table, left_row, &mut key, ctx, sink)
-            })
-        }
+        None => probe_table(join, &mut build.table, ctx, sink, &mut |ctx, each| {
+            run(left, ctx, probe, each)
+        }),
         Some(build_partitions) => {
             drop(build);
             let mut probe_partitions = Partitions::new(ctx, 0);
@@ -285,6 +463,39 @@ pub(crate) fn hash_join(
     };
     record_memory(ctx, plan_id, stats.memory());
     outcome
+}
+
+/// Probes `table` with each row `probe_side` gives, then, for a FULL JOIN, emits the
+/// table's rows no probe row matched.
+fn probe_table(
+    join: &HashJoin<'_>,
+    table: &mut JoinTable,
+    ctx: &mut Ctx<'_>,
+    sink: &mut Sink<'_>,
+    probe_side: &mut dyn FnMut(&mut Ctx<'_>, &mut Sink<'_>) -> Result<bool>,
+) -> Result<bool> {
+    let mut key = Vec::new();
+    if !join.kind.keeps_right() {
+        return probe_side(ctx, &mut |ctx, left_row| {
+            probe_row(join, table, left_row, &mut key, ctx, sink)
+        });
+    }
+    let more = probe_side(ctx, &mut |ctx, left_row| {
+        let present = encode_keys(join.left_keys, &left_row, ctx, &mut key)?;
+        let key = present.then_some(key.as_slice());
+        let (any, more) = table.probe_marking(&left_row, key, join.residual, ctx, sink)?;
+        if !more {
+            return Ok(false);
+        }
+        if !any {
+            return sink(ctx, padded(left_row, join.width));
+        }
+        Ok(true)
+    })?;
+    if !more {
+        return Ok(false);
+    }
+    table.emit_unmatched(join.left_width, ctx, sink)
 }
 
 /// Joins one left row with its matches in `table`; `key` is a buffer for its key.
@@ -316,6 +527,14 @@ fn join_partitions(
     stats.disk_bytes += build.bytes + probe.bytes;
     for (build_run, probe_run) in build.finish()?.into_iter().zip(probe.finish()?) {
         let Some(probe_run) = probe_run else {
+            // No left row has these keys: only a FULL JOIN emits, padded.
+            if let (Some(build_run), true) = (build_run, join.kind.keeps_right()) {
+                let left_width = join.left_width;
+                let each: &mut Sink<'_> = &mut |ctx, row| sink(ctx, left_padded(&row, left_width));
+                if !replay(&build_run, ctx, each)? {
+                    return Ok(false);
+                }
+            }
             continue;
         };
         stats.batches += 1;
@@ -337,8 +556,8 @@ fn join_runs(
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
     let Some(build_run) = build_run else {
-        // No right row has these keys: only a left join emits, padded.
-        if join.kind != JoinKind::Left {
+        // No right row has these keys: only a LEFT or FULL JOIN emits, padded.
+        if !join.kind.keeps_left() {
             return Ok(true);
         }
         return replay(probe_run, ctx, &mut |ctx, row| sink(ctx, padded(row, join.width)));
@@ -347,13 +566,16 @@ fn join_runs(
         return join_in_chunks(join, &build_run, probe_run, ctx, sink);
     }
     let mut build = Build::new(ctx, level);
-    replay(&build_run, ctx, &mut |ctx, row| build.add(join, row, ctx).map(|()| true))?;
+    replay(&build_run, ctx, &mut |ctx, row| {
+        let dropped = build.add(join, row, ctx)?;
+        assert!(dropped.is_none(), "NULL keys are not spilled");
+        Ok(true)
+    })?;
     drop(build_run);
     stats.peak_memory_bytes = stats.peak_memory_bytes.max(build.grant.peak_bytes());
     let Some(build_partitions) = build.partitions.take() else {
-        let mut key = Vec::new();
-        return replay(probe_run, ctx, &mut |ctx, left_row| {
-            probe_row(join, &build.table, left_row, &mut key, ctx, sink)
+        return probe_table(join, &mut build.table, ctx, sink, &mut |ctx, each| {
+            replay(probe_run, ctx, each)
         });
     };
     drop(build);
@@ -368,7 +590,8 @@ fn join_runs(
 /// The fallback for a partition whose build side still does not fit after
 /// `SPILL_LEVELS_MAX` splits (one key on most rows): the build side in chunks that fit
 /// hash_mem, the probe side read once per chunk. A left join remembers which probe rows
-/// matched (one flag per row) and pads the others after the last chunk.
+/// matched (one flag per row) and pads the others after the last chunk; a FULL JOIN emits
+/// each chunk's unmatched build rows after the chunk's pass.
 fn join_in_chunks(
     join: &HashJoin<'_>,
     build_run: &TempRun,
@@ -396,7 +619,7 @@ fn join_in_chunks(
         let more = replay(probe_run, ctx, &mut |ctx, left_row| {
             let key = join_key(join.left_keys, &left_row, ctx)?.expect("NULL keys are not spilled");
             let (any, more) =
-                join_matches(&left_row, table.matches(&key), join.residual, ctx, sink)?;
+                table.probe_marking(&left_row, Some(&key), join.residual, ctx, sink)?;
             matched[position] |= any;
             position += 1;
             Ok(more)
@@ -404,8 +627,11 @@ fn join_in_chunks(
         if !more {
             return Ok(false);
         }
+        if join.kind.keeps_right() && !table.emit_unmatched(join.left_width, ctx, sink)? {
+            return Ok(false);
+        }
     }
-    if join.kind != JoinKind::Left {
+    if !join.kind.keeps_left() {
         return Ok(true);
     }
     let mut position = 0usize;

@@ -279,8 +279,12 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
                 right_keys,
                 residual: residual.as_ref(),
                 width: right.arity(),
+                left_width: left.arity(),
             };
             hash_join(left, right, &join, plan.id, ctx, probe, sink)
+        }
+        PlanKind::LateralJoin { left, right, kind, on } => {
+            lateral_join(left, right, *kind, on.as_ref(), ctx, probe, sink)
         }
         PlanKind::IndexJoin { left, right, kind, residual } => {
             let width = right.arity();

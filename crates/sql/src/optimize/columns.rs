@@ -199,6 +199,7 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
             prune_hash_join((left, right), (left_keys, right_keys), residual.as_mut(), needed)
         }
         PlanKind::IndexJoin { left, right, .. }
+        | PlanKind::LateralJoin { left, right, .. }
         | PlanKind::SetDifference { left, right, .. }
         | PlanKind::RecursiveUnion { non_recursive: left, recursive: right, .. } => {
             let (left_width, right_width) = (left.arity(), right.arity());

@@ -424,6 +424,20 @@ pub struct ScanProjection {
 pub enum JoinKind {
     Inner,
     Left,
+    /// FULL [OUTER] JOIN: the unmatched rows of both sides, padded with NULLs.
+    Full,
+}
+
+impl JoinKind {
+    /// Whether a left row without a match is emitted with NULLs for the right side.
+    pub fn keeps_left(self) -> bool {
+        matches!(self, JoinKind::Left | JoinKind::Full)
+    }
+
+    /// Whether a right row without a match is emitted with NULLs for the left side.
+    pub fn keeps_right(self) -> bool {
+        self == JoinKind::Full
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -536,6 +550,15 @@ pub enum PlanKind {
         right_keys: Vec<Expr>,
         residual: Option<Expr>,
     },
+    /// A LATERAL item: `right` run again for each left row, which its `Expr::Outer`
+    /// references of depth 1 read (the left row pushed as the innermost outer row); `on`
+    /// over the combined row. Inner or LEFT only (PostgreSQL refuses RIGHT and FULL).
+    LateralJoin {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        on: Option<Expr>,
+    },
     /// For each left row, look up the right table with keys computed from the left row.
     IndexJoin {
         left: Box<Plan>,
@@ -624,6 +647,7 @@ impl Plan {
             PlanKind::NestedLoopJoin { left, right, .. }
             | PlanKind::HashJoin { left, right, .. }
             | PlanKind::IndexJoin { left, right, .. }
+            | PlanKind::LateralJoin { left, right, .. }
             | PlanKind::SetDifference { left, right, .. }
             | PlanKind::RecursiveUnion { non_recursive: left, recursive: right, .. } => {
                 vec![&**left, &**right]
