@@ -730,8 +730,6 @@ const POSTGRES_SET_FUNCTIONS: &[&str] = &[
     "jsonb_path_query",
     "jsonb_populate_recordset",
     "jsonb_to_recordset",
-    "regexp_matches",
-    "regexp_split_to_table",
     "string_to_table",
 ];
 
