@@ -5,6 +5,7 @@
 
 mod advisory;
 mod array;
+mod datetime;
 mod info;
 mod json;
 mod math;
@@ -104,7 +105,10 @@ impl Function {
 
 /// The registry entry called `name`, if any.
 pub fn lookup(name: &str) -> Option<&'static Function> {
-    FUNCTIONS.iter().find(|function| function.names.contains(&name))
+    FUNCTIONS
+        .iter()
+        .chain(datetime::DATETIME_FUNCTIONS)
+        .find(|function| function.names.contains(&name))
 }
 
 /// PostgreSQL's 42883 for a call with these argument types.

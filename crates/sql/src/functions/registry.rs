@@ -658,16 +658,6 @@ pub static FUNCTIONS: &[Function] = &[
         info::localtimestamp,
         ""
     ),
-    function!(
-        &["date_part"],
-        2..=2,
-        |_, _| Ok(Signature {
-            arguments: vec![Coercion::Explicit(TEXT), Coercion::Implicit(SqlType::Timestamp)],
-            output: SqlType::Float8,
-        }),
-        info::date_part,
-        "'year', TIMESTAMP '2024-05-06 07:08:09'"
-    ),
     // Session.
     function!(&["version"], 0..=0, |_, _| Ok(none(TEXT)), info::version, ""),
     function!(&["current_database"], 0..=0, |_, _| Ok(none(TEXT)), info::current_database, ""),
