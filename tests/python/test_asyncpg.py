@@ -250,6 +250,28 @@ COPY_COLUMNS = [
 ]
 
 
+def test_interval_and_time_round_trip_in_binary():
+    """interval as timedelta and time as datetime.time, parameters and results (asyncpg
+    sends and reads both in binary)."""
+    import datetime as dt
+
+    span = dt.timedelta(days=2, hours=3, microseconds=7)
+    clock = dt.time(23, 59, 59, 999999)
+
+    async def main(connection):
+        assert await connection.fetchval("SELECT $1::interval", span) == span
+        assert await connection.fetchval("SELECT $1::time", clock) == clock
+        assert await connection.fetchval("SELECT interval '1 mon -1 day'") == dt.timedelta(days=29)
+        assert await connection.fetchval("SELECT $1::interval[]", [span, None]) == [span, None]
+        await connection.execute("DROP TABLE IF EXISTS ap_datetime")
+        await connection.execute("CREATE TABLE ap_datetime (t time PRIMARY KEY, d interval)")
+        await connection.execute("INSERT INTO ap_datetime VALUES ($1, $2)", clock, span)
+        assert await connection.fetchrow("SELECT t, d FROM ap_datetime WHERE t = $1", clock) == (clock, span)
+        await connection.execute("DROP TABLE ap_datetime")
+
+    run(main)
+
+
 async def _copy_table(connection, name="ap_copy"):
     await connection.execute(f"DROP TABLE IF EXISTS {name}")
     await connection.execute(

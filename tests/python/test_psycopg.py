@@ -498,6 +498,23 @@ def test_uuid_loads_as_python_uuid(autoconn, table, binary):
         autoconn.execute(f"INSERT INTO {table} VALUES ('a0eebc99', NULL, 3)")
 
 
+@pytest.mark.parametrize("binary", [False, True])
+def test_interval_and_time_load_as_timedelta_and_time(autoconn, table, binary):
+    span = dt.timedelta(days=3, hours=4, minutes=5, seconds=6, microseconds=500000)
+    clock = dt.time(10, 20, 30, 123456)
+    autoconn.execute(f"CREATE TABLE {table} (id int4 PRIMARY KEY, d interval, t time)")
+    autoconn.execute(f"INSERT INTO {table} VALUES (1, %s, %s)", (span, clock), binary=binary)
+    autoconn.execute(f"INSERT INTO {table} VALUES (2, '-1 day +02:00', '24:00'::time - interval '1 hour')")
+    cur = autoconn.cursor(binary=binary)
+    cur.execute(f"SELECT d, t FROM {table} ORDER BY id")
+    assert [column.type_code for column in cur.description] == [1186, 1083]
+    assert cur.fetchall() == [(span, clock), (dt.timedelta(days=-1, hours=2), dt.time(23, 0))]
+    cur.execute("SELECT interval '1 day' * 1.5, time '10:00' + interval '90 minutes'")
+    assert cur.fetchone() == (dt.timedelta(days=1, hours=12), dt.time(11, 30))
+    cur.execute(f"SELECT id FROM {table} WHERE d = %s", (span,))
+    assert cur.fetchall() == [(1,)]
+
+
 def test_json_copy_round_trip(autoconn, table):
     autoconn.execute(f"CREATE TABLE {table} (id int4 PRIMARY KEY, j json, b jsonb)")
     cur = autoconn.cursor()

@@ -165,7 +165,7 @@ fn refusals_happen_at_bind_time() {
         );
         // PostgreSQL's types tierdb has no values for are a missing feature; a name
         // PostgreSQL does not have either is 42704, as there.
-        assert_eq!(sqlstate(session, "SELECT NULL::interval FROM empty"), "0A000");
+        assert_eq!(sqlstate(session, "SELECT NULL::timetz FROM empty"), "0A000");
         // A sample is never answered by a full scan.
         assert_eq!(sqlstate(session, "SELECT a FROM empty TABLESAMPLE SYSTEM (50)"), "0A000");
         assert_eq!(sqlstate(session, "SELECT NULL::tinyint FROM empty"), "42704");

@@ -196,6 +196,7 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
             SqlType::Int8 | SqlType::Numeric { .. } => SqlType::numeric(),
             SqlType::Float4 => SqlType::Float4,
             SqlType::Float8 => SqlType::Float8,
+            SqlType::Interval => SqlType::Interval,
             other => {
                 return Err(SqlError::undefined_function(&format!("sum({})", other.display_name())))
             }
@@ -205,6 +206,7 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
             ty if ty.is_integer() => SqlType::numeric(),
             SqlType::Numeric { .. } => SqlType::numeric(),
             SqlType::Float4 | SqlType::Float8 => SqlType::Float8,
+            SqlType::Interval => SqlType::Interval,
             other => {
                 return Err(SqlError::undefined_function(&format!("avg({})", other.display_name())))
             }

@@ -95,6 +95,14 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     if from.is_temporal() && to.is_temporal() {
         return true;
     }
+    // time to interval is implicit in PostgreSQL; a timestamp to time is an assignment.
+    if matches!(
+        (from, to),
+        (SqlType::Time, SqlType::Interval)
+            | (SqlType::Timestamp | SqlType::TimestampTz, SqlType::Time)
+    ) {
+        return true;
+    }
     // vector(n) to vector(m) checks the dimension count when it runs (pgvector's
     // `vector(vector, typmod)` cast is implicit).
     if matches!((from, to), (SqlType::Vector(_), SqlType::Vector(_))) {

@@ -105,6 +105,7 @@ impl<'a> Binder<'a> {
                 }
                 Ok((Expr::Literal(types::parse_text(&text, &ty)?), ty))
             }
+            ast::Expr::Interval(interval) => self.interval_literal(interval, scope),
             ast::Expr::Nested(inner) => self.expr(inner, scope, hint),
             ast::Expr::Cast { expr: inner, data_type, .. } => {
                 let to = sql_type(data_type)?;
@@ -137,7 +138,7 @@ impl<'a> Binder<'a> {
                     }
                     let (bound, ty) = self.expr(inner, scope, hint)?;
                     let ty = if ty == SqlType::Unknown { SqlType::numeric() } else { ty };
-                    if !ty.is_numeric_family() {
+                    if !ty.is_numeric_family() && ty != SqlType::Interval {
                         return Err(SqlError::undefined_operator(format!(
                             "operator does not exist: - {}",
                             ty.display_name()
@@ -358,7 +359,7 @@ impl<'a> Binder<'a> {
                 let field = ast::Expr::value(ast::Value::SingleQuotedString(
                     field.to_string().to_lowercase(),
                 ));
-                self.call("date_part", &[field, inner.as_ref().clone()], scope)
+                self.call("extract", &[field, inner.as_ref().clone()], scope)
             }
             ast::Expr::Collate { expr: inner, .. } => self.expr(inner, scope, hint),
             ast::Expr::CompoundFieldAccess { root, access_chain } => {

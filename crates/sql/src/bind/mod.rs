@@ -12,6 +12,7 @@ mod assignments;
 mod call;
 mod checks;
 mod coerce;
+mod datetime;
 mod dml;
 mod expr;
 mod from;

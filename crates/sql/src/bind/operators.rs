@@ -385,6 +385,14 @@ pub(crate) fn arithmetic_expr(
     if *left_ty == SqlType::Jsonb && op == ArithmeticOp::Subtract {
         return Err(SqlError::unsupported("the jsonb - operator is not supported"));
     }
+    if let Some((left_target, right_target, ty)) =
+        crate::bind::datetime::operator_types(op, left_ty, right_ty)?
+    {
+        let left = coerce(left, left_ty, &left_target, false)?;
+        let right = coerce(right, right_ty, &right_target, false)?;
+        let (left, right) = (Box::new(left), Box::new(right));
+        return Ok((Expr::Arithmetic { op, left, right, ty: ty.clone() }, ty));
+    }
     // Dates: date + integer, date - integer, date - date.
     if *left_ty == SqlType::Date
         && (right_ty.is_integer() || *right_ty == SqlType::Unknown)

@@ -495,6 +495,7 @@ pub(crate) fn default_name(expr: &ast::Expr) -> String {
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Extract { .. } => "extract".into(),
+        ast::Expr::Interval(_) => "interval".into(),
         ast::Expr::Array(_) => "array".into(),
         ast::Expr::CompoundFieldAccess { root, .. } => default_name(root),
         ast::Expr::TypedString(typed) => sql_type(&typed.data_type)
@@ -517,6 +518,7 @@ pub(crate) fn type_column_name(ty: &SqlType) -> String {
         SqlType::Char(_) => "bpchar".into(),
         SqlType::Timestamp => "timestamp".into(),
         SqlType::TimestampTz => "timestamptz".into(),
+        SqlType::Time => "time".into(),
         // `'{1}'::int[]` is named after the element type, as PostgreSQL's last type name.
         SqlType::Array(element) => type_column_name(element),
         other => other.display_name(),

@@ -661,6 +661,13 @@ fn refuse_vector_key(table: &TableMeta, index: &IndexMeta) -> Result<()> {
                     "btree indexes, primary keys and unique constraints on jsonb columns are not supported",
                 ))
             }
+            // The key encoding orders an interval's stored fields, not interval_cmp's
+            // normalised span ('1 mon' = '30 days').
+            Some(SqlType::Interval) => {
+                return Err(SqlError::unsupported(
+                    "btree indexes, primary keys and unique constraints on interval columns are not supported",
+                ))
+            }
             _ => {}
         }
     }

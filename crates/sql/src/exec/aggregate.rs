@@ -62,11 +62,16 @@ pub(crate) enum Accumulator {
     VectorSum(Option<Vec<f32>>),
     /// pgvector's avg(vector): double sums and the count.
     VectorAverage(Option<Vec<f64>>, i64),
+    /// sum(interval) and avg(interval): the field-wise sum and the count.
+    IntervalSum(types::Interval, i64),
 }
 
 pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
     match call.function {
         AggregateFunction::CountStar | AggregateFunction::Count => Accumulator::Count(0),
+        AggregateFunction::Sum | AggregateFunction::Avg if call.input == SqlType::Interval => {
+            Accumulator::IntervalSum(types::Interval::default(), 0)
+        }
         AggregateFunction::Sum => match call.input {
             SqlType::Vector(_) => Accumulator::VectorSum(None),
             SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => Accumulator::SumInt(0, false),
@@ -148,12 +153,22 @@ pub(crate) fn accumulate(
             types::vector_average_step(sums, types::vector_elements(value)?)?;
             *count += 1;
         }
+        Accumulator::IntervalSum(sum, count) => {
+            if let Datum::Interval(interval) = value {
+                *sum = sum.checked_add(interval)?;
+                *count += 1;
+            }
+        }
         Accumulator::Extreme(best) => {
             let replace = match best {
                 None => true,
                 Some(current) => {
                     let ordering = value.compare(current).unwrap_or(Ordering::Equal);
-                    if call.function == AggregateFunction::Min {
+                    // interval_smaller / interval_larger keep the later of equal values
+                    // ('1 mon' and '30 days' are equal but print differently).
+                    if ordering.is_eq() && matches!(value, Datum::Interval(_)) {
+                        true
+                    } else if call.function == AggregateFunction::Min {
                         ordering.is_lt()
                     } else {
                         ordering.is_gt()
@@ -304,6 +319,11 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
             Some(sums) => types::vector_average_finish(sums, *count)?,
             None => Datum::Null,
         },
+        Accumulator::IntervalSum(_, 0) => Datum::Null,
+        Accumulator::IntervalSum(sum, count) if call.function == AggregateFunction::Avg => {
+            Datum::Interval(sum.divide(count.to_f64().unwrap_or(1.0))?)
+        }
+        Accumulator::IntervalSum(sum, _) => Datum::Interval(*sum),
     })
 }
 

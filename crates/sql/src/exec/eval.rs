@@ -314,6 +314,7 @@ fn negate(value: Datum, ty: &SqlType) -> Result<Datum> {
         )?),
         Datum::Float(value) => Datum::Float(-value),
         Datum::Numeric(value) => Datum::Numeric(-value),
+        Datum::Interval(interval) => Datum::Interval(interval.checked_negate()?),
         _ => return Err(SqlError::undefined_operator("operator does not exist: - unknown")),
     })
 }
@@ -598,6 +599,16 @@ pub fn like(value: &str, pattern: &str) -> bool {
 pub fn arithmetic(op: ArithmeticOp, left: &Datum, right: &Datum, ty: &SqlType) -> Result<Datum> {
     if left.is_null() || right.is_null() {
         return Ok(Datum::Null);
+    }
+    let datetime = match op {
+        ArithmeticOp::Add => types::add_datetime(left, right)?,
+        ArithmeticOp::Subtract => types::subtract_datetime(left, right)?,
+        ArithmeticOp::Multiply => types::scale_interval(left, right, false)?,
+        ArithmeticOp::Divide => types::scale_interval(left, right, true)?,
+        ArithmeticOp::Modulo | ArithmeticOp::Power => None,
+    };
+    if let Some(result) = datetime {
+        return Ok(result);
     }
     match ty {
         SqlType::Date => {

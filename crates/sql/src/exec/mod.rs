@@ -486,6 +486,8 @@ pub fn datum_type(datum: &Datum) -> SqlType {
         Datum::TimestampTz(_) => SqlType::TimestampTz,
         Datum::Vector(_) => SqlType::Vector(None),
         Datum::Uuid(_) => SqlType::Uuid,
+        Datum::Interval(_) => SqlType::Interval,
+        Datum::Time(_) => SqlType::Time,
         Datum::Array(array) => {
             let element = array
                 .elements

@@ -73,6 +73,8 @@ pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
             }
             Datum::Jsonb(value) => counted(out, 13, value.output().as_bytes()),
             Datum::Uuid(bytes) => tagged(out, 15, bytes),
+            Datum::Interval(interval) => tagged(out, 16, &interval.storage_bytes()),
+            Datum::Time(micros) => tagged(out, 17, &micros.to_le_bytes()),
             Datum::Object(object) => {
                 tagged(out, 12, &object.oid.to_le_bytes());
                 let text = object.text.as_deref().unwrap_or_default();
@@ -118,6 +120,8 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
             11 => crate::types::vector_from_storage(cursor.counted()?),
             14 => decode_array(cursor.counted()?)?,
             15 => Datum::Uuid(cursor.array()?),
+            16 => Datum::Interval(crate::types::Interval::from_storage(&cursor.array::<16>()?)),
+            17 => Datum::Time(i64::from_le_bytes(cursor.array()?)),
             13 => crate::types::parse_jsonb(
                 std::str::from_utf8(cursor.counted()?).map_err(|error| error.to_string())?,
             )

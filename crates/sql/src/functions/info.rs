@@ -8,9 +8,6 @@ use crate::types::{self, Datum};
 /// Microseconds in a day.
 const DAY_MICROS: i64 = 86_400_000_000;
 
-/// Seconds from the Unix epoch to PostgreSQL's (2000-01-01).
-const POSTGRES_EPOCH_SECONDS: f64 = 946_684_800.0;
-
 pub(super) fn now(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::TimestampTz(call.context.statement_time_micros))
 }
@@ -22,28 +19,6 @@ pub(super) fn localtimestamp(call: Call<'_>) -> Result<Datum> {
 pub(super) fn current_date(call: Call<'_>) -> Result<Datum> {
     let days = call.context.statement_time_micros.div_euclid(DAY_MICROS);
     i32::try_from(days).map(Datum::Date).map_err(|_| SqlError::out_of_range("date"))
-}
-
-pub(super) fn date_part(call: Call<'_>) -> Result<Datum> {
-    let (Datum::Timestamp(micros) | Datum::TimestampTz(micros)) = call.args[1] else {
-        return Ok(Datum::Null);
-    };
-    let text = types::format_timestamp(micros);
-    let (date, time) = text.split_once(' ').unwrap_or((&text, "00:00:00"));
-    let date_parts: Vec<f64> = date.split('-').filter_map(|part| part.parse().ok()).collect();
-    let time_parts: Vec<f64> = time.split(':').filter_map(|part| part.parse().ok()).collect();
-    let part = |parts: &[f64], index: usize| parts.get(index).copied().unwrap_or(0.0);
-    Ok(Datum::Float(match call.text(0) {
-        "year" => part(&date_parts, 0),
-        "month" => part(&date_parts, 1),
-        "day" => part(&date_parts, 2),
-        "hour" => part(&time_parts, 0),
-        "minute" => part(&time_parts, 1),
-        "second" => part(&time_parts, 2),
-        #[allow(clippy::cast_precision_loss)]
-        "epoch" => (micros as f64) / 1e6 + POSTGRES_EPOCH_SECONDS,
-        other => return Err(SqlError::new("22023", format!("unit \"{other}\" not supported"))),
-    }))
 }
 
 pub(super) fn version(_call: Call<'_>) -> Result<Datum> {

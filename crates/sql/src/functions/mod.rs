@@ -33,6 +33,7 @@ macro_rules! function {
 
 mod advisory;
 mod array;
+mod datetime;
 mod info;
 mod json;
 mod math;
@@ -48,11 +49,12 @@ pub use regex::{regexp_matches, regexp_split_to_table};
 
 /// The registry's tables, in the order the registry's tests call their examples (the
 /// sequence functions need nextval's before currval's).
-static TABLES: [&[Function]; 4] = [
+static TABLES: [&[Function]; 5] = [
     registry_vector_json::VECTOR_JSON,
     registry_core::CORE,
     registry_arrays_catalog::ARRAYS_CATALOG,
     regex::REGEX,
+    datetime::DATETIME_FUNCTIONS,
 ];
 
 /// Every scalar function tierdb runs. Names are matched after identifier folding.

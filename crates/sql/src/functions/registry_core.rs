@@ -3,7 +3,7 @@
 
 use super::text::Side;
 use super::typing::*;
-use super::{advisory, info, math, text, Coercion, Function, Signature};
+use super::{advisory, info, math, text, Function};
 use crate::types::{ObjectKind, SqlType};
 
 /// Text, conditional, numeric, date and time, session, advisory lock and sequence functions.
@@ -212,16 +212,6 @@ pub(super) static CORE: &[Function] = &[
         |_, _| Ok(none(SqlType::Timestamp)),
         info::localtimestamp,
         ""
-    ),
-    function!(
-        &["date_part"],
-        2..=2,
-        |_, _| Ok(Signature {
-            arguments: vec![Coercion::Explicit(TEXT), Coercion::Implicit(SqlType::Timestamp)],
-            output: SqlType::Float8,
-        }),
-        info::date_part,
-        "'year', TIMESTAMP '2024-05-06 07:08:09'"
     ),
     // Session.
     function!(&["version"], 0..=0, |_, _| Ok(none(TEXT)), info::version, ""),

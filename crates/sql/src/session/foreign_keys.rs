@@ -391,6 +391,8 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Json => 9,
         SqlType::Jsonb => 10,
         SqlType::Uuid => 11,
+        SqlType::Interval => 12,
+        SqlType::Time => 13,
     };
     category(from) == category(to)
 }

@@ -91,6 +91,8 @@ pub fn array_type_oid(element: &SqlType) -> Option<u32> {
         SqlType::Json => 199,
         SqlType::Jsonb => 3807,
         SqlType::Uuid => super::UUID_ARRAY_OID,
+        SqlType::Interval => super::INTERVAL_ARRAY_OID,
+        SqlType::Time => super::TIME_ARRAY_OID,
         SqlType::Object(_)
         | SqlType::Array(_)
         | SqlType::Int2Vector
@@ -120,6 +122,8 @@ pub fn array_element_of_oid(oid: u32) -> Option<SqlType> {
         1231 => SqlType::numeric(),
         199 => SqlType::Json,
         super::UUID_ARRAY_OID => SqlType::Uuid,
+        super::INTERVAL_ARRAY_OID => SqlType::Interval,
+        super::TIME_ARRAY_OID => SqlType::Time,
         3807 => SqlType::Jsonb,
         _ => return None,
     };

@@ -53,6 +53,8 @@ pub fn binary_send(datum: &Datum, ty: &SqlType) -> Result<Option<Vec<u8>>> {
         (Datum::Text(text), _) => text.as_bytes().to_vec(),
         (Datum::Bytes(bytes), _) => bytes.clone(),
         (Datum::Uuid(bytes), _) => bytes.to_vec(),
+        (Datum::Interval(interval), _) => interval.send(),
+        (Datum::Time(micros), _) => micros.to_be_bytes().to_vec(),
         (Datum::Vector(elements), _) => super::vector_send(elements),
         (Datum::Array(array), _) => encode_array(array, ty)?,
         (Datum::Date(days), _) => days.to_be_bytes().to_vec(),
@@ -247,6 +249,10 @@ pub fn binary_receive(bytes: &[u8], ty: &SqlType) -> Result<Datum> {
         }
         SqlType::Bytea => Datum::Bytes(bytes.to_vec()),
         SqlType::Uuid => super::uuid_from_binary(bytes)?,
+        SqlType::Interval => Datum::Interval(super::Interval::receive(bytes)?),
+        SqlType::Time => {
+            Datum::Time(super::receive_time(i64::from_be_bytes(fixed(8)?.try_into().expect("8")))?)
+        }
         // The binder types such parameters as text (their names resolve in a cast).
         SqlType::Object(kind) => {
             return Err(SqlError::unsupported(format!(

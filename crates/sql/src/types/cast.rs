@@ -100,6 +100,7 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
             cast_to_array(datum, from, to, explicit)?
         }
         SqlType::Json | SqlType::Jsonb | SqlType::Uuid => cast_from_text_input(datum, from, to)?,
+        SqlType::Interval | SqlType::Time => cast_to_interval_or_time(datum, from, to)?,
         // Resolving a name or an oid takes the catalog: the executor casts to these
         // (`system::objects`), and the binder never folds such a cast.
         SqlType::Object(_) => match &datum {
@@ -294,6 +295,24 @@ fn cast_from_text_input(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Da
         (SqlType::Jsonb, Datum::Text(text)) => parse_jsonb(text)?,
         (SqlType::Uuid, Datum::Uuid(_)) => datum,
         (SqlType::Uuid, Datum::Text(text)) => super::parse_uuid(text)?,
+        _ => return Err(cannot_cast(from, to)),
+    })
+}
+
+/// Casts to interval (from text, time) and to time (from text, timestamps, interval).
+fn cast_to_interval_or_time(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
+    Ok(match (to, &datum) {
+        (SqlType::Interval, Datum::Interval(_)) | (SqlType::Time, Datum::Time(_)) => datum,
+        (SqlType::Interval, Datum::Text(text)) => Datum::Interval(parse_interval(text)?),
+        (SqlType::Interval, Datum::Time(micros)) => Datum::Interval(Interval::new(0, 0, *micros)),
+        (SqlType::Time, Datum::Text(text)) => Datum::Time(parse_time(text)?),
+        (SqlType::Time, Datum::Timestamp(micros) | Datum::TimestampTz(micros)) => {
+            Datum::Time(micros.rem_euclid(MICROSECONDS_PER_DAY))
+        }
+        // interval_time: the time part modulo a day (days and months are dropped).
+        (SqlType::Time, Datum::Interval(interval)) => {
+            Datum::Time(interval.micros.rem_euclid(MICROSECONDS_PER_DAY))
+        }
         _ => return Err(cannot_cast(from, to)),
     })
 }

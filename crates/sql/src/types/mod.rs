@@ -9,9 +9,13 @@
 mod array;
 mod binary;
 mod cast;
+mod datetime;
+mod datetime_format;
+mod interval;
 mod json;
 mod reg;
 mod text;
+mod time;
 mod type_names;
 mod uuid;
 mod vector;
@@ -19,9 +23,13 @@ mod vector;
 pub use array::*;
 pub use binary::*;
 pub use cast::*;
+pub use datetime::*;
+pub use datetime_format::*;
+pub use interval::*;
 pub use json::*;
 pub use reg::*;
 pub use text::*;
+pub use time::*;
 pub use type_names::*;
 pub use uuid::*;
 pub use vector::*;
@@ -60,6 +68,10 @@ pub enum SqlType {
     Date,
     Timestamp,
     TimestampTz,
+    /// interval: months, days and microseconds (`Datum::Interval`, types/interval.rs).
+    Interval,
+    /// time without time zone: microseconds since midnight (`Datum::Time`).
+    Time,
     /// PostgreSQL's `oid` (catalog queries).
     Oid,
     /// PostgreSQL's `name` (catalog queries); behaves as text.
@@ -116,6 +128,8 @@ impl SqlType {
             SqlType::Date => 1082,
             SqlType::Timestamp => 1114,
             SqlType::TimestampTz => 1184,
+            SqlType::Interval => INTERVAL_OID,
+            SqlType::Time => TIME_OID,
             SqlType::Numeric { .. } => 1700,
             SqlType::Vector(_) => VECTOR_OID,
             SqlType::Object(kind) => kind.type_oid(),
@@ -159,6 +173,8 @@ impl SqlType {
             1082 => SqlType::Date,
             1114 => SqlType::Timestamp,
             1184 => SqlType::TimestampTz,
+            INTERVAL_OID => SqlType::Interval,
+            TIME_OID => SqlType::Time,
             1700 => SqlType::numeric(),
             VECTOR_OID => SqlType::Vector(None),
             22 => SqlType::Int2Vector,
@@ -203,8 +219,12 @@ impl SqlType {
             SqlType::Int4 | SqlType::Float4 | SqlType::Date | SqlType::Oid | SqlType::Object(_) => {
                 4
             }
-            SqlType::Int8 | SqlType::Float8 | SqlType::Timestamp | SqlType::TimestampTz => 8,
-            SqlType::Uuid => 16,
+            SqlType::Int8
+            | SqlType::Float8
+            | SqlType::Timestamp
+            | SqlType::TimestampTz
+            | SqlType::Time => 8,
+            SqlType::Uuid | SqlType::Interval => 16,
             SqlType::Name => 64,
             _ => -1,
         }
@@ -231,6 +251,8 @@ impl SqlType {
             SqlType::Date => "date".into(),
             SqlType::Timestamp => "timestamp without time zone".into(),
             SqlType::TimestampTz => "timestamp with time zone".into(),
+            SqlType::Interval => "interval".into(),
+            SqlType::Time => "time without time zone".into(),
             SqlType::Oid => "oid".into(),
             SqlType::Name => "name".into(),
             SqlType::Vector(Some(dimensions)) => format!("vector({dimensions})"),
@@ -265,6 +287,8 @@ impl SqlType {
             SqlType::Date => "date",
             SqlType::Timestamp => "timestamp without time zone",
             SqlType::TimestampTz => "timestamp with time zone",
+            SqlType::Interval => "interval",
+            SqlType::Time => "time without time zone",
             SqlType::Oid => "oid",
             SqlType::Name => "name",
             SqlType::Vector(_) => "vector",
@@ -289,11 +313,13 @@ impl SqlType {
             | SqlType::Object(_)
             | SqlType::Date
             | SqlType::Timestamp
-            | SqlType::TimestampTz => KeyKind::Int,
+            | SqlType::TimestampTz
+            | SqlType::Time => KeyKind::Int,
             SqlType::Float4 | SqlType::Float8 => KeyKind::Float,
             SqlType::Numeric { .. } => KeyKind::Numeric,
             SqlType::Bytea
             | SqlType::Uuid
+            | SqlType::Interval
             | SqlType::Vector(_)
             | SqlType::Array(_)
             | SqlType::Int2Vector
@@ -444,6 +470,10 @@ pub enum Datum {
     Jsonb(Arc<Jsonb>),
     /// A uuid's 16 bytes, in the order they are written.
     Uuid([u8; UUID_LENGTH]),
+    /// An interval (`SqlType::Interval`).
+    Interval(Interval),
+    /// A time of day in microseconds since midnight, 0 to 24:00:00 (`SqlType::Time`).
+    Time(i64),
 }
 
 impl PartialEq for Datum {
@@ -537,6 +567,8 @@ impl Datum {
             (Object(a), Object(b)) => a.oid.cmp(&b.oid),
             (Jsonb(a), Jsonb(b)) => a.compare(b),
             (Uuid(a), Uuid(b)) => a.cmp(b),
+            (Interval(a), Interval(b)) => a.compare(b),
+            (Time(a), Time(b)) => a.cmp(b),
             (Object(a), Int(b)) => i64::from(a.oid).cmp(b),
             (Int(a), Object(b)) => a.cmp(&i64::from(b.oid)),
             _ => return None,
@@ -631,6 +663,15 @@ impl Datum {
                 out.push(9);
                 out.extend_from_slice(bytes);
             }
+            Datum::Interval(interval) => {
+                // The normalised span: '1 mon' and '30 days' are equal, so one group.
+                out.push(10);
+                out.extend_from_slice(&interval.span_micros().to_le_bytes());
+            }
+            Datum::Time(micros) => {
+                out.push(11);
+                out.extend_from_slice(&micros.to_le_bytes());
+            }
             Datum::Vector(elements) => {
                 // -0 = 0 as pgvector's comparison says (elements are never NaN).
                 out.push(7);
@@ -693,6 +734,8 @@ impl Datum {
             Datum::Object(object) => Value::Int(i64::from(object.oid)),
             Datum::Jsonb(value) => Value::Text(value.output()),
             Datum::Uuid(bytes) => Value::Bytes(bytes.to_vec()),
+            Datum::Interval(interval) => Value::Bytes(interval.storage_bytes()),
+            Datum::Time(micros) => Value::Int(*micros),
         })
     }
 
@@ -710,6 +753,7 @@ impl Datum {
                 }
                 SqlType::Timestamp => Datum::Timestamp(*number),
                 SqlType::TimestampTz => Datum::TimestampTz(*number),
+                SqlType::Time => Datum::Time(*number),
                 _ => Datum::Int(*number),
             },
             Value::Float(number) => Datum::Float(*number),
@@ -719,6 +763,7 @@ impl Datum {
             Value::Bytes(bytes) => match ty {
                 SqlType::Vector(_) => vector_from_storage(bytes),
                 SqlType::Uuid => uuid_from_storage(bytes),
+                SqlType::Interval => Datum::Interval(Interval::from_storage(bytes)),
                 SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
                     array_from_storage(bytes, ty.array_element().expect("an array type"))
                 }
@@ -736,6 +781,7 @@ impl Datum {
                     ty,
                     SqlType::Vector(_)
                         | SqlType::Uuid
+                        | SqlType::Interval
                         | SqlType::Array(_)
                         | SqlType::Int2Vector
                         | SqlType::OidVector
@@ -781,6 +827,8 @@ impl Datum {
             Datum::Object(object) => object.output(),
             Datum::Jsonb(value) => value.output(),
             Datum::Uuid(bytes) => format_uuid(bytes),
+            Datum::Interval(interval) => format_interval(interval),
+            Datum::Time(micros) => format_time(*micros),
         })
     }
 }

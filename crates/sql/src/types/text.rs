@@ -377,6 +377,8 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         SqlType::Json => parse_json_text(text)?,
         SqlType::Jsonb => parse_jsonb(text)?,
         SqlType::Uuid => super::parse_uuid(text)?,
+        SqlType::Interval => Datum::Interval(parse_interval(text)?),
+        SqlType::Time => Datum::Time(parse_time(text)?),
         // Names resolve through the catalog: the binder makes such input a cast the
         // executor runs (`system::objects`), so no value reaches this without it.
         SqlType::Object(kind) => {

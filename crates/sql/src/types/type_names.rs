@@ -37,6 +37,27 @@ pub(crate) fn modifier_length(type_name: &str, modifiers: &[String]) -> Result<O
     }
 }
 
+/// interval and time without time zone; their precision, interval's field qualifiers and
+/// time with time zone are not supported (0A000).
+fn interval_or_time(data_type: &ast::DataType) -> Result<SqlType> {
+    use ast::DataType as D;
+    Ok(match data_type {
+        D::Interval { fields: None, precision: None } => SqlType::Interval,
+        D::Interval { .. } => {
+            return Err(SqlError::unsupported(
+                "interval field qualifiers and precision are not supported",
+            ))
+        }
+        D::Time(None, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+            SqlType::Time
+        }
+        D::Time(Some(_), ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+            return Err(SqlError::unsupported("time precision (time(p)) is not supported"))
+        }
+        _ => return Err(SqlError::unsupported("type time with time zone is not supported")),
+    })
+}
+
 /// The SQL type a type name denotes.
 pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
@@ -100,6 +121,9 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "json" => SqlType::Json,
                 "jsonb" => SqlType::Jsonb,
                 "uuid" => SqlType::Uuid,
+                "interval" => SqlType::Interval,
+                "time" => SqlType::Time,
+                "timetz" => return Err(SqlError::unsupported("type timetz is not supported")),
                 "regclass" | "regtype" | "regproc" | "regnamespace" | "regrole" => {
                     SqlType::Object(ObjectKind::from_type_name(&name).ok_or_else(|| {
                         SqlError::internal("the object identifier type names are listed")
@@ -143,13 +167,9 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
             }
         }
         D::Uuid => SqlType::Uuid,
+        D::Interval { .. } | D::Time(..) => interval_or_time(data_type)?,
         // PostgreSQL's own types that tierdb has no values for yet: a missing feature.
-        D::Interval { .. }
-        | D::Time(..)
-        | D::Bit(_)
-        | D::BitVarying(_)
-        | D::TsVector
-        | D::TsQuery => {
+        D::Bit(_) | D::BitVarying(_) | D::TsVector | D::TsQuery => {
             let name = data_type.to_string().to_lowercase();
             return Err(SqlError::unsupported(format!("type {name} is not supported")));
         }
@@ -222,6 +242,10 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (1082, "date", 4),
     (1114, "timestamp", 8),
     (1184, "timestamptz", 8),
+    (1186, "interval", 16),
+    (1187, "_interval", -1),
+    (1083, "time", 8),
+    (1183, "_time", -1),
     (1700, "numeric", -1),
     (22, "int2vector", -1),
     (30, "oidvector", -1),

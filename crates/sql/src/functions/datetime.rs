@@ -1,0 +1,407 @@
+//! The date and time functions: extract / date_part, date_trunc, age, the justify and make
+//! functions, to_timestamp(double), to_char, to_date and to_timestamp(text, text)
+//! (types/datetime.rs and types/datetime_format.rs compute them).
+
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+
+use super::{no_function, Call, Coercion, Function, Signature};
+use crate::error::{Result, SqlError};
+use crate::types::{self, Datum, Field, Interval, SqlType};
+
+const TEXT: SqlType = SqlType::Text;
+const MICROSECONDS_PER_DAY: i64 = 86_400_000_000;
+
+/// The date and time functions (a table of the registry).
+pub(super) static DATETIME_FUNCTIONS: &[Function] = &[
+    function!(&["extract"], 2..=2, field_and_value, extract, "'year', TIMESTAMP '2024-05-06'"),
+    function!(&["date_part"], 2..=2, field_and_value, date_part, "'year', TIMESTAMP '2024-05-06'"),
+    function!(
+        &["date_trunc"],
+        2..=2,
+        field_and_value,
+        date_trunc,
+        "'month', TIMESTAMP '2024-05-06'"
+    ),
+    function!(
+        &["age"],
+        1..=2,
+        age_signature,
+        age,
+        "TIMESTAMP '2024-05-06', TIMESTAMP '2020-01-31'"
+    ),
+    function!(
+        &["justify_days"],
+        1..=1,
+        |_, t| Ok(intervals(t)),
+        justify_days,
+        "INTERVAL '35 days'"
+    ),
+    function!(
+        &["justify_hours"],
+        1..=1,
+        |_, t| Ok(intervals(t)),
+        justify_hours,
+        "INTERVAL '27 hours'"
+    ),
+    function!(
+        &["justify_interval"],
+        1..=1,
+        |_, t| Ok(intervals(t)),
+        justify_interval,
+        "INTERVAL '-1 mon 2 days'"
+    ),
+    function!(&["make_interval"], 0..=7, make_interval_signature, make_interval, "1, 2, 0, 3"),
+    function!(
+        &["make_date"],
+        3..=3,
+        |_, t| Ok(integers(t, SqlType::Date)),
+        make_date,
+        "2024, 2, 29"
+    ),
+    function!(&["make_time"], 3..=3, make_time_signature, make_time, "10, 20, 30.5"),
+    function!(
+        &["make_timestamp"],
+        6..=6,
+        make_timestamp_signature,
+        make_timestamp,
+        "2024, 2, 29, 10, 20, 30.5"
+    ),
+    function!(&["to_timestamp"], 1..=2, to_timestamp_signature, to_timestamp, "1700000000"),
+    function!(
+        &["to_date"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Date),
+        to_date,
+        "'2024-05-06', 'YYYY-MM-DD'"
+    ),
+    function!(&["to_char"], 2..=2, to_char_signature, to_char, "TIMESTAMP '2024-05-06', 'YYYY'"),
+];
+
+fn texts(name: &str, types: &[SqlType], output: SqlType) -> Result<Signature> {
+    if types.iter().any(|ty| !ty.is_text()) {
+        return Err(no_function(name, types));
+    }
+    Ok(Signature { arguments: vec![Coercion::Explicit(TEXT); types.len()], output })
+}
+
+fn intervals(types: &[SqlType]) -> Signature {
+    Signature {
+        arguments: vec![Coercion::Implicit(SqlType::Interval); types.len()],
+        output: SqlType::Interval,
+    }
+}
+
+fn integers(types: &[SqlType], output: SqlType) -> Signature {
+    Signature { arguments: vec![Coercion::Implicit(SqlType::Int4); types.len()], output }
+}
+
+/// PostgreSQL's 42725 for a call its argument types do not decide between overloads.
+fn not_unique(name: &str, types: &[SqlType]) -> SqlError {
+    let types: Vec<String> = types.iter().map(SqlType::display_name).collect();
+    SqlError::new("42725", format!("function {}({}) is not unique", name, types.join(", ")))
+}
+
+/// extract, date_part, date_trunc: a text unit and a date/time value (a date is read as a
+/// timestamp, except by extract and date_part, which have date overloads in PostgreSQL 15).
+fn field_and_value(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if !types[0].is_text() {
+        return Err(no_function(name, types));
+    }
+    let value = match (&types[1], name) {
+        (SqlType::Unknown, _) => return Err(not_unique(name, types)),
+        (SqlType::Date, "date_trunc") => SqlType::TimestampTz,
+        (ty @ (SqlType::Timestamp | SqlType::TimestampTz | SqlType::Interval), _) => ty.clone(),
+        (ty @ (SqlType::Date | SqlType::Time), "extract" | "date_part") => ty.clone(),
+        _ => return Err(no_function(name, types)),
+    };
+    let output = match name {
+        "extract" => SqlType::numeric(),
+        "date_part" => SqlType::Float8,
+        _ => value.clone(),
+    };
+    Ok(Signature { arguments: vec![Coercion::Explicit(TEXT), Coercion::Implicit(value)], output })
+}
+
+fn field_of(call: &Call<'_>, type_name: &str) -> Result<Field> {
+    let name = call.text(0);
+    Field::from_name(name).ok_or_else(|| types::unit_not_recognized(name, type_name))
+}
+
+fn extract_value(call: &Call<'_>) -> Result<Decimal> {
+    let type_name = call.arg_types[1].display_name();
+    let field = field_of(call, &type_name)?;
+    match &call.args[1] {
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
+            types::extract_timestamp(field, *micros, &type_name)
+        }
+        Datum::Date(days) => {
+            let micros = i64::from(*days) * MICROSECONDS_PER_DAY;
+            match field {
+                Field::Microseconds
+                | Field::Milliseconds
+                | Field::Second
+                | Field::Minute
+                | Field::Hour
+                | Field::Timezone
+                | Field::TimezoneHour
+                | Field::TimezoneMinute => {
+                    Err(types::unit_not_supported(types::field_name(field), "date"))
+                }
+                // A date's epoch and julian day are whole numbers.
+                _ => types::extract_timestamp(field, micros, &type_name).map(|value| value.trunc()),
+            }
+        }
+        Datum::Time(micros) => types::extract_time(field, *micros),
+        Datum::Interval(interval) => types::extract_interval(field, interval),
+        other => Err(SqlError::internal(format!("extract bound for {other:?}"))),
+    }
+}
+
+fn extract(call: Call<'_>) -> Result<Datum> {
+    extract_value(&call).map(Datum::Numeric)
+}
+
+fn date_part(call: Call<'_>) -> Result<Datum> {
+    let value = extract_value(&call)?;
+    Ok(Datum::Float(value.to_f64().unwrap_or(0.0)))
+}
+
+fn date_trunc(call: Call<'_>) -> Result<Datum> {
+    let type_name = call.arg_types[1].display_name();
+    let field = field_of(&call, &type_name)?;
+    Ok(match &call.args[1] {
+        Datum::Timestamp(micros) => {
+            Datum::Timestamp(types::truncate_timestamp(field, *micros, &type_name)?)
+        }
+        Datum::TimestampTz(micros) => {
+            Datum::TimestampTz(types::truncate_timestamp(field, *micros, &type_name)?)
+        }
+        Datum::Interval(interval) => Datum::Interval(types::truncate_interval(field, interval)?),
+        other => return Err(SqlError::internal(format!("date_trunc bound for {other:?}"))),
+    })
+}
+
+/// age(timestamp[, timestamp]) and age(timestamptz[, timestamptz]).
+fn age_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let zoned = types.iter().any(|ty| matches!(ty, SqlType::TimestampTz | SqlType::Date));
+    let target = if zoned { SqlType::TimestampTz } else { SqlType::Timestamp };
+    if types.iter().any(|ty| !(ty.is_temporal() || *ty == SqlType::Unknown)) {
+        return Err(no_function(name, types));
+    }
+    if types.iter().all(|ty| *ty == SqlType::Unknown) {
+        return Err(not_unique(name, types));
+    }
+    Ok(Signature {
+        arguments: vec![Coercion::Implicit(target); types.len()],
+        output: SqlType::Interval,
+    })
+}
+
+fn timestamp_micros(datum: &Datum) -> i64 {
+    match datum {
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => *micros,
+        Datum::Date(days) => i64::from(*days) * MICROSECONDS_PER_DAY,
+        _ => 0,
+    }
+}
+
+fn age(call: Call<'_>) -> Result<Datum> {
+    let left = timestamp_micros(&call.args[0]);
+    let right = match call.args.get(1) {
+        Some(datum) => timestamp_micros(datum),
+        None => {
+            // age(x) is age(current_date at midnight, x).
+            let today = call.context.statement_time_micros.div_euclid(MICROSECONDS_PER_DAY);
+            return types::age(today * MICROSECONDS_PER_DAY, left).map(Datum::Interval);
+        }
+    };
+    types::age(left, right).map(Datum::Interval)
+}
+
+fn interval_argument(call: &Call<'_>) -> Result<Interval> {
+    match &call.args[0] {
+        Datum::Interval(interval) => Ok(*interval),
+        other => Err(SqlError::internal(format!("an interval function bound for {other:?}"))),
+    }
+}
+
+fn justify_days(call: Call<'_>) -> Result<Datum> {
+    interval_argument(&call)?.justify_days().map(Datum::Interval)
+}
+
+fn justify_hours(call: Call<'_>) -> Result<Datum> {
+    interval_argument(&call)?.justify_hours().map(Datum::Interval)
+}
+
+fn justify_interval(call: Call<'_>) -> Result<Datum> {
+    interval_argument(&call)?.justify_interval().map(Datum::Interval)
+}
+
+/// make_interval(years, months, weeks, days, hours, mins, secs): integers and a double.
+fn make_interval_signature(_name: &str, types: &[SqlType]) -> Result<Signature> {
+    let mut arguments = vec![Coercion::Implicit(SqlType::Int4); types.len().min(6)];
+    if types.len() == 7 {
+        arguments.push(Coercion::Implicit(SqlType::Float8));
+    }
+    Ok(Signature { arguments, output: SqlType::Interval })
+}
+
+fn make_interval(call: Call<'_>) -> Result<Datum> {
+    let value = |index: usize| call.args.get(index).and_then(Datum::as_int).unwrap_or(0);
+    let seconds = call.args.get(6).and_then(Datum::as_f64).unwrap_or(0.0);
+    let overflow = types::interval_out_of_range;
+    let months = value(0).checked_mul(12).and_then(|months| months.checked_add(value(1)));
+    let days = value(2).checked_mul(7).and_then(|days| days.checked_add(value(3)));
+    let hours = i128::from(value(4)) * 3_600_000_000 + i128::from(value(5)) * 60_000_000;
+    let micros = hours as f64 + (seconds * 1e6).round_ties_even();
+    if !seconds.is_finite() || !(-9.2e18..9.2e18).contains(&micros) {
+        return Err(overflow());
+    }
+    let months = months.and_then(|months| i32::try_from(months).ok()).ok_or_else(overflow)?;
+    let days = days.and_then(|days| i32::try_from(days).ok()).ok_or_else(overflow)?;
+    #[allow(clippy::cast_possible_truncation)]
+    Ok(Datum::Interval(Interval::new(months, days, micros as i64)))
+}
+
+fn make_date_value(year: i64, month: i64, day: i64) -> Result<i32> {
+    let out_of_range = || {
+        SqlError::new("22008", format!("date field value out of range: {year}-{month:02}-{day:02}"))
+    };
+    // Negative years are BC: year -1 is 1 BC, astronomical year 0.
+    let astronomical = if year < 0 { year + 1 } else { year };
+    if year == 0 {
+        return Err(out_of_range());
+    }
+    let year = i32::try_from(astronomical).map_err(|_| out_of_range())?;
+    let month = u32::try_from(month).map_err(|_| out_of_range())?;
+    let day = u32::try_from(day).map_err(|_| out_of_range())?;
+    let date = chrono::NaiveDate::from_ymd_opt(year, month, day).ok_or_else(out_of_range)?;
+    i32::try_from(types::days_of_date(date)).map_err(|_| SqlError::out_of_range("date"))
+}
+
+fn make_date(call: Call<'_>) -> Result<Datum> {
+    make_date_value(call.int(0), call.int(1), call.int(2)).map(Datum::Date)
+}
+
+fn make_time_signature(_name: &str, types: &[SqlType]) -> Result<Signature> {
+    let mut signature = integers(&types[..2], SqlType::Time);
+    signature.arguments.push(Coercion::Implicit(SqlType::Float8));
+    Ok(signature)
+}
+
+fn time_micros(hour: i64, minute: i64, seconds: f64) -> Result<i64> {
+    let micros = (seconds * 1e6).round_ties_even();
+    let valid =
+        (0..=24).contains(&hour) && (0..=59).contains(&minute) && (0.0..=60.0e6).contains(&micros);
+    #[allow(clippy::cast_possible_truncation)]
+    let total = (hour * 60 + minute) * 60_000_000 + micros as i64;
+    if !valid || total > MICROSECONDS_PER_DAY {
+        return Err(SqlError::new(
+            "22008",
+            format!(
+                "time field value out of range: {hour}:{minute:02}:{:0>2}",
+                types::format_float8(seconds)
+            ),
+        ));
+    }
+    Ok(total)
+}
+
+fn make_time(call: Call<'_>) -> Result<Datum> {
+    let seconds = call.args[2].as_f64().unwrap_or(0.0);
+    time_micros(call.int(0), call.int(1), seconds).map(Datum::Time)
+}
+
+fn make_timestamp_signature(_name: &str, types: &[SqlType]) -> Result<Signature> {
+    let mut signature = integers(&types[..5], SqlType::Timestamp);
+    signature.arguments.push(Coercion::Implicit(SqlType::Float8));
+    Ok(signature)
+}
+
+fn make_timestamp(call: Call<'_>) -> Result<Datum> {
+    let days = make_date_value(call.int(0), call.int(1), call.int(2))?;
+    let seconds = call.args[5].as_f64().unwrap_or(0.0);
+    let time = time_micros(call.int(3), call.int(4), seconds)?;
+    Ok(Datum::Timestamp(i64::from(days) * MICROSECONDS_PER_DAY + time))
+}
+
+/// to_timestamp(double precision) (Unix seconds) or to_timestamp(text, format).
+fn to_timestamp_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if types.len() == 2 {
+        return texts(name, types, SqlType::TimestampTz);
+    }
+    if !(types[0].is_numeric_family() || types[0] == SqlType::Unknown) {
+        return Err(no_function(name, types));
+    }
+    Ok(Signature {
+        arguments: vec![Coercion::Implicit(SqlType::Float8)],
+        output: SqlType::TimestampTz,
+    })
+}
+
+fn to_timestamp(call: Call<'_>) -> Result<Datum> {
+    if call.args.len() == 2 {
+        let micros = types::parse_formatted(call.text(0), call.text(1), true)?;
+        return Ok(Datum::TimestampTz(micros));
+    }
+    let seconds = call.args[0].as_f64().unwrap_or(0.0);
+    if seconds.is_nan() {
+        return Err(SqlError::new("22008", "timestamp cannot be NaN"));
+    }
+    if seconds.is_infinite() {
+        return Err(SqlError::unsupported("infinite timestamps are not supported"));
+    }
+    let micros = (seconds * 1e6).round_ties_even() - 946_684_800e6;
+    if !(-211_813_488e9..9_223_371_331.2e9).contains(&micros) {
+        return Err(SqlError::new(
+            "22008",
+            format!("timestamp out of range: \"{}\"", types::format_float8(seconds)),
+        ));
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    Ok(Datum::TimestampTz(micros as i64))
+}
+
+fn to_date(call: Call<'_>) -> Result<Datum> {
+    let micros = types::parse_formatted(call.text(0), call.text(1), false)?;
+    let days = micros.div_euclid(MICROSECONDS_PER_DAY);
+    i32::try_from(days).map(Datum::Date).map_err(|_| SqlError::out_of_range("date"))
+}
+
+/// to_char(timestamp | timestamptz | interval | number, text).
+fn to_char_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if !types[1].is_text() {
+        return Err(no_function(name, types));
+    }
+    let value = match &types[0] {
+        SqlType::Date => SqlType::Timestamp,
+        ty @ (SqlType::Timestamp | SqlType::TimestampTz | SqlType::Interval) => ty.clone(),
+        ty
+        @ (SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Float4 | SqlType::Float8) => {
+            ty.clone()
+        }
+        SqlType::Numeric { .. } => SqlType::numeric(),
+        SqlType::Unknown => return Err(not_unique(name, types)),
+        _ => return Err(no_function(name, types)),
+    };
+    Ok(Signature {
+        arguments: vec![Coercion::Implicit(value), Coercion::Explicit(TEXT)],
+        output: TEXT,
+    })
+}
+
+fn to_char(call: Call<'_>) -> Result<Datum> {
+    let format = call.text(1);
+    // An empty template gives NULL, as in PostgreSQL.
+    if format.is_empty() {
+        return Ok(Datum::Null);
+    }
+    let text = match &call.args[0] {
+        Datum::Timestamp(micros) => types::format_timestamp_pattern(*micros, format, false)?,
+        Datum::TimestampTz(micros) => types::format_timestamp_pattern(*micros, format, true)?,
+        Datum::Interval(interval) => types::format_interval_pattern(interval, format)?,
+        number => types::format_number_pattern(number, format)?,
+    };
+    Ok(Datum::Text(text))
+}
