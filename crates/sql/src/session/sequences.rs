@@ -25,7 +25,7 @@ impl Session {
                 if *if_not_exists && self.catalog.relation_exists(&name) {
                     return Ok(Output::command(CommandTag::CreateSequence));
                 }
-                self.transactional_ddl(&[name.clone()], |session| {
+                self.transactional_ddl(std::slice::from_ref(&name), |session| {
                     session.create_sequence(&name, options)
                 })
             }
