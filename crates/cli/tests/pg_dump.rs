@@ -108,3 +108,115 @@ fn a_pg_dump_of_tierdb_restores_into_postgresql_with_the_same_rows() {
     let next = "INSERT INTO dump_item (name) VALUES ('fourth') RETURNING id";
     assert_eq!(psql(&restored, &["-c", next], None), "4\n");
 }
+
+/// tierdb's sequences of every kind: one of CREATE SEQUENCE with options and values taken,
+/// one OWNED BY a column whose DEFAULT calls it, a serial column's, one never called.
+const SEQUENCES_SETUP: &str = "
+CREATE SEQUENCE dump_standalone INCREMENT BY 5 START 100 MAXVALUE 1000 CACHE 10 CYCLE;
+SELECT nextval('dump_standalone');
+SELECT nextval('dump_standalone');
+CREATE TABLE dump_owner (id integer NOT NULL, v text);
+CREATE SEQUENCE dump_owner_id_seq AS integer OWNED BY dump_owner.id;
+ALTER TABLE dump_owner ALTER COLUMN id SET DEFAULT nextval('dump_owner_id_seq'::regclass);
+INSERT INTO dump_owner (v) VALUES ('a'), ('b');
+CREATE TABLE dump_serial (id serial, v text);
+INSERT INTO dump_serial (v) VALUES ('x');
+CREATE SEQUENCE dump_unused START 7;
+CREATE SEQUENCE dump_descending INCREMENT -3 MINVALUE -50 MAXVALUE -1;
+SELECT setval('dump_descending', -20, false);
+";
+
+/// What the sequences must agree on after a restore: definitions, values, the rows taken
+/// from them and the owner pg_get_serial_sequence finds.
+const SEQUENCES_COMPARED: [&str; 4] = [
+    "SELECT sequencename, data_type, start_value, min_value, max_value, increment_by, cycle, \
+     cache_size, last_value FROM pg_sequences ORDER BY 1",
+    "SELECT relname FROM pg_class WHERE relkind = 'S' ORDER BY 1",
+    "SELECT id, v FROM dump_owner ORDER BY id",
+    "SELECT pg_get_serial_sequence('dump_owner', 'id'), pg_get_serial_sequence('dump_serial', 'id')",
+];
+
+/// Takes the next value of each sequence: the same on both servers after a restore.
+const SEQUENCES_NEXT: &str = "SELECT nextval('dump_standalone'), nextval('dump_owner_id_seq'), \
+     nextval('dump_serial_id_seq'), nextval('dump_unused'), nextval('dump_descending')";
+
+#[test]
+fn a_pg_dump_of_tierdb_sequences_restores_into_postgresql_with_the_same_values() {
+    let pg_dump = pg_bin().join("pg_dump");
+    assert!(pg_dump.is_file(), "{} is missing (apt-get install postgresql-15)", pg_dump.display());
+    let server = TestServer::start(&[]);
+    let tierdb = server.connection_string();
+    psql(&tierdb, &["-c", SEQUENCES_SETUP], None);
+    let dump =
+        Command::new(&pg_dump).args(["--no-owner", "-d", &tierdb]).output().expect("pg_dump runs");
+    assert!(dump.status.success(), "pg_dump failed: {}", String::from_utf8_lossy(&dump.stderr));
+    let text = String::from_utf8_lossy(&dump.stdout);
+    assert!(text.contains("CREATE SEQUENCE public.dump_standalone"), "{text}");
+    assert!(text.contains("OWNED BY public.dump_owner.id"), "{text}");
+
+    let postgres = Postgres::start();
+    let restored = postgres.connection_string();
+    psql(&restored, &["-f", "-"], Some(&dump.stdout));
+    for query in SEQUENCES_COMPARED {
+        let expected = psql(&tierdb, &["-c", query], None);
+        assert!(!expected.is_empty(), "{query} returns rows");
+        assert_eq!(psql(&restored, &["-c", query], None), expected, "{query}");
+    }
+    let expected = psql(&tierdb, &["-c", SEQUENCES_NEXT], None);
+    assert_eq!(psql(&restored, &["-c", SEQUENCES_NEXT], None), expected);
+}
+
+/// A PostgreSQL 15 database with serial and bigserial columns, sequences of CREATE SEQUENCE
+/// (one counting down with CYCLE, one never called) and setval calls.
+const POSTGRES_SETUP: &str = "
+CREATE TABLE src_serial (id serial PRIMARY KEY, v text);
+INSERT INTO src_serial (v) VALUES ('a'), ('b'), ('c');
+CREATE TABLE src_big (id bigserial, note text);
+INSERT INTO src_big (note) VALUES ('n1');
+SELECT setval('src_big_id_seq', 70);
+CREATE SEQUENCE src_standalone AS integer INCREMENT BY -2 MINVALUE -100 MAXVALUE 50 START 40 CYCLE;
+SELECT nextval('src_standalone');
+SELECT nextval('src_standalone');
+CREATE SEQUENCE src_fresh;
+CREATE SEQUENCE src_unset START 9;
+SELECT setval('src_unset', 12, false);
+";
+
+const POSTGRES_COMPARED: [&str; 4] = [
+    "SELECT sequencename, data_type, start_value, min_value, max_value, increment_by, cycle, \
+     cache_size, last_value FROM pg_sequences ORDER BY 1",
+    "SELECT id, v FROM src_serial ORDER BY id",
+    "SELECT id, note FROM src_big ORDER BY id",
+    "SELECT pg_get_serial_sequence('src_serial', 'id'), pg_get_serial_sequence('src_big', 'id')",
+];
+
+const POSTGRES_NEXT: &str = "SELECT nextval('src_standalone'), nextval('src_fresh'), \
+     nextval('src_unset'), nextval('src_serial_id_seq'), nextval('src_big_id_seq')";
+
+#[test]
+fn a_pg_dump_of_postgresql_sequences_restores_into_tierdb_with_the_same_values() {
+    let pg_dump = pg_bin().join("pg_dump");
+    assert!(pg_dump.is_file(), "{} is missing (apt-get install postgresql-15)", pg_dump.display());
+    let postgres = Postgres::start();
+    let source = postgres.connection_string();
+    psql(&source, &["-c", POSTGRES_SETUP], None);
+    let dump =
+        Command::new(&pg_dump).args(["--no-owner", "-d", &source]).output().expect("pg_dump runs");
+    assert!(dump.status.success(), "pg_dump failed: {}", String::from_utf8_lossy(&dump.stderr));
+    let text = String::from_utf8_lossy(&dump.stdout);
+    assert!(text.contains("CREATE SEQUENCE public.src_standalone"), "{text}");
+
+    let server = TestServer::start(&[]);
+    let tierdb = server.connection_string();
+    psql(&tierdb, &["-f", "-"], Some(&dump.stdout));
+    for query in POSTGRES_COMPARED {
+        let expected = psql(&source, &["-c", query], None);
+        assert!(!expected.is_empty(), "{query} returns rows");
+        assert_eq!(psql(&tierdb, &["-c", query], None), expected, "{query}");
+    }
+    let expected = psql(&source, &["-c", POSTGRES_NEXT], None);
+    assert_eq!(psql(&tierdb, &["-c", POSTGRES_NEXT], None), expected);
+    // The restored serial column takes its values from the restored sequence.
+    let insert = "INSERT INTO src_serial (v) VALUES ('d') RETURNING id";
+    assert_eq!(psql(&tierdb, &["-c", insert], None), psql(&source, &["-c", insert], None));
+}

@@ -348,3 +348,40 @@ async fn setval_survives_sigkill() {
         value(client.query_one("SELECT nextval('numbered_id_seq')", &[]).await.expect("nextval"));
     assert!(after > handed_out, "{after} repeats a value at or below {handed_out}");
 }
+
+/// A sequence of CREATE SEQUENCE keeps serial's property: a value nextval handed out before
+/// SIGKILL is never handed out again (ascending and descending, past a reservation block),
+/// and setval is durable when it returns.
+#[tokio::test(flavor = "multi_thread")]
+async fn created_sequences_survive_sigkill() {
+    let mut server = TestServer::start(&[]);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE SEQUENCE up_by_three INCREMENT BY 3 START 10;
+             CREATE SEQUENCE down INCREMENT BY -1 MAXVALUE 0;
+             CREATE SEQUENCE set_here;",
+        )
+        .await
+        .expect("setup");
+    let value = |row: tokio_postgres::Row| row.get::<_, i64>(0);
+    let mut up = Vec::new();
+    for _ in 0..40 {
+        up.push(value(client.query_one("SELECT nextval('up_by_three')", &[]).await.expect("up")));
+    }
+    assert_eq!(up[0], 10);
+    assert_eq!(up[39], 10 + 39 * 3);
+    let down = value(client.query_one("SELECT nextval('down')", &[]).await.expect("down"));
+    assert_eq!(down, 0);
+    client.query_one("SELECT setval('set_here', 500, false)", &[]).await.expect("setval");
+    let data_dir = server.kill();
+    drop(client);
+    server = TestServer::start_in(data_dir, &[]);
+    let client = server.connect().await;
+    let after = value(client.query_one("SELECT nextval('up_by_three')", &[]).await.expect("up"));
+    assert!(after > up[39] && (after - 10) % 3 == 0, "{after} after {}", up[39]);
+    let after = value(client.query_one("SELECT nextval('down')", &[]).await.expect("down"));
+    assert!(after < down, "{after} repeats a value at or above {down}");
+    let after = value(client.query_one("SELECT nextval('set_here')", &[]).await.expect("set"));
+    assert_eq!(after, 500);
+}

@@ -27,8 +27,9 @@ pub const SCHEMA_INFORMATION: &str = "information_schema";
 pub const SCHEMAS: [&str; 3] = [SCHEMA_CATALOG, SCHEMA_PUBLIC, SCHEMA_INFORMATION];
 
 /// The views of information_schema; every other system view is pg_catalog's.
-const INFORMATION_VIEWS: [&str; 8] = [
+const INFORMATION_VIEWS: [&str; 9] = [
     "tables",
+    "sequences",
     "views",
     "columns",
     "schemata",

@@ -181,17 +181,18 @@ impl Binder<'_> {
 }
 
 /// The row a sequence reads as (`SELECT last_value, is_called FROM seq`, as pg_dump
-/// reads it); `sequence_argument` is replaced by the sequence's name. tierdb's sequences
-/// start at 1 and log nothing ahead (log_cnt 0).
+/// reads it); `sequence_argument` is replaced by the sequence's name.
 const SEQUENCE_ROW_QUERY: &str =
-    "SELECT coalesce(pg_sequence_last_value(sequence_argument::regclass), 1) AS last_value, \
-     0::bigint AS log_cnt, \
-     pg_sequence_last_value(sequence_argument::regclass) IS NOT NULL AS is_called";
+    "SELECT tierdb_sequence_state(sequence_argument::regclass, 0) AS last_value, \
+     tierdb_sequence_state(sequence_argument::regclass, 1) AS log_cnt, \
+     tierdb_sequence_state(sequence_argument::regclass, 2) = 1 AS is_called";
 
 impl Binder<'_> {
     /// Whether `name` is a serial or identity column's sequence (and not a table).
     pub(crate) fn is_sequence(&self, name: &str) -> bool {
-        self.catalog.table(name).is_none() && self.catalog.is_column_sequence(name)
+        self.catalog.table(name).is_none()
+            && (self.catalog.is_column_sequence(name)
+                || self.catalog.sequence_object(name).is_some())
     }
 
     /// A sequence in FROM: its one row (last_value, log_cnt, is_called).

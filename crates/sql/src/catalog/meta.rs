@@ -11,6 +11,7 @@
 //! | `f` (FOREIGN KEY) | name, oid, columns `0,2`, referenced table, its columns, ON UPDATE and ON DELETE codes (`a r c n d`), MATCH code (`s f`) |
 //! | `w` (view) | the query's SQL text |
 //! | `u` (view dependency, after `w`) | a table or view the query names, then each column of it the query may read |
+//! | `q` (sequence) | type, start, increment, min, max, cache, cycle 0/1, [owner table, column] |
 //! | `l` (layout) | each column's engine slot `0,3`, the columns' missing values (hex of the engine's row encoding) |
 //!
 //! Optional trailing fields are written only when set, so entries written before they
@@ -298,6 +299,9 @@ pub struct TableMeta {
     /// Set for a view (pg_class.relkind 'v'): no engine table, its query is bound in place of
     /// a scan wherever the view is named (docs/design/018).
     pub view: Option<ViewMeta>,
+    /// Set for a sequence made by CREATE SEQUENCE (pg_class.relkind 'S'): no engine table and
+    /// no columns (catalog/sequences.rs).
+    pub sequence: Option<SequenceMeta>,
 }
 
 /// A view's stored query and the relations it names (docs/design/018).
@@ -342,6 +346,7 @@ impl TableMeta {
             foreign_keys: Vec::new(),
             layout: None,
             view: None,
+            sequence: None,
         }
     }
 
@@ -431,6 +436,9 @@ impl TableMeta {
 
     pub(crate) fn encode(&self) -> String {
         let mut out = format!("v1\t{}\t{}\n", self.oid, escape(&self.name));
+        if let Some(sequence) = &self.sequence {
+            out.push_str(&sequence.encode());
+        }
         for column in &self.columns {
             out.push_str(&format!(
                 "c\t{}\t{}\t{}\t{}",
@@ -530,6 +538,7 @@ impl TableMeta {
             foreign_keys: Vec::new(),
             layout: None,
             view: None,
+            sequence: None,
         };
         for line in lines {
             let fields: Vec<&str> = line.split('\t').collect();
@@ -613,6 +622,10 @@ impl TableMeta {
                 }
                 Some("w" | "u") if fields.len() >= 2 => {
                     decode_view_line(&mut meta, &fields).ok_or_else(|| bad("view"))?
+                }
+                Some("q") => {
+                    meta.sequence =
+                        Some(SequenceMeta::decode(&fields).ok_or_else(|| bad("sequence"))?);
                 }
                 Some("l") if fields.len() == 3 => {
                     meta.layout =

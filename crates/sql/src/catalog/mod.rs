@@ -19,6 +19,7 @@ mod grants;
 mod meta;
 mod roles;
 mod schema_grants;
+mod sequences;
 mod transactional;
 mod verifier;
 mod views;
@@ -29,6 +30,7 @@ pub use grants::*;
 pub use meta::*;
 pub use roles::*;
 pub use schema_grants::*;
+pub use sequences::{default_sequences, SequenceMeta, SequenceState};
 pub use verifier::*;
 pub use views::{columns_read, view_uses_column};
 
@@ -54,7 +56,7 @@ const FIRST_USER_OID: i64 = 16_384;
 /// A sequence's values in memory: those after `handed_out` up to `last_reserved` may be
 /// handed out without a write (`handed_out <= last_reserved`, both inclusive, so that a
 /// sequence ending at i64::MAX needs no value past it).
-struct SequenceState {
+struct SerialState {
     /// The last value nextval returned.
     handed_out: i64,
     /// The last value of the block reserved durably.
@@ -72,7 +74,9 @@ pub struct Catalog {
     grants: RwLock<HashMap<String, TableAcl>>,
     /// Privileges on schemas whose ACL is not PostgreSQL's default (schema_grants.rs).
     schema_grants: RwLock<HashMap<String, TableAcl>>,
-    sequences: Mutex<HashMap<String, SequenceState>>,
+    sequences: Mutex<HashMap<String, SerialState>>,
+    /// The values of the sequences made by CREATE SEQUENCE (sequences.rs), by name.
+    sequence_states: Mutex<HashMap<String, sequences::SequenceState>>,
     /// Serializes DDL statements.
     ddl: Mutex<()>,
     /// Tables whose definitions open transactions changed (transactional.rs).
@@ -103,6 +107,9 @@ impl Catalog {
         if !names.iter().any(|name| name == SEQUENCES_TABLE) {
             engine.create_table(text_key_table(SEQUENCES_TABLE, "last_value", KeyKind::Int))?;
         }
+        if !names.iter().any(|name| name == sequences::SEQUENCE_STATES_TABLE) {
+            engine.create_table(sequence_states_table())?;
+        }
         for internal in [ROLES_TABLE, GRANTS_TABLE, SCHEMA_GRANTS_TABLE, cluster::CLUSTER_TABLE] {
             if !names.iter().any(|name| name == internal) {
                 engine.create_table(text_key_table(internal, "definition", KeyKind::Text))?;
@@ -115,6 +122,7 @@ impl Catalog {
             grants: RwLock::new(HashMap::new()),
             schema_grants: RwLock::new(HashMap::new()),
             sequences: Mutex::new(HashMap::new()),
+            sequence_states: Mutex::new(HashMap::new()),
             ddl: Mutex::new(()),
             claims: Mutex::new(transactional::Claims::default()),
             claims_released: Condvar::new(),
@@ -211,8 +219,9 @@ impl Catalog {
         self.version.load(Ordering::Acquire)
     }
 
+    /// The table or view named `name` (not a sequence: `sequence_object`).
     pub fn table(&self, name: &str) -> Option<Arc<TableMeta>> {
-        self.tables.read().get(name).cloned()
+        self.tables.read().get(name).filter(|meta| meta.sequence.is_none()).cloned()
     }
 
     /// The FOREIGN KEYs that reference table `name`, with their tables, in table and then
@@ -234,8 +243,10 @@ impl Catalog {
         found
     }
 
+    /// Every table and view (not sequences: `sequence_objects`), in name order.
     pub fn tables(&self) -> Vec<Arc<TableMeta>> {
-        let mut tables: Vec<Arc<TableMeta>> = self.tables.read().values().cloned().collect();
+        let mut tables: Vec<Arc<TableMeta>> =
+            self.tables.read().values().filter(|meta| meta.sequence.is_none()).cloned().collect();
         tables.sort_by(|a, b| a.name.cmp(&b.name));
         tables
     }
@@ -326,8 +337,18 @@ impl Catalog {
         let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
         transaction.delete(TABLES_TABLE, &[Value::Text(name.to_string())])?;
         self.delete_sequences(&mut transaction, &meta)?;
+        // The sequences OWNED BY its columns go with it.
+        let owned = self.owned_sequences(name, None);
+        for sequence in &owned {
+            transaction.delete(TABLES_TABLE, &[Value::Text(sequence.name.clone())])?;
+            self.delete_sequences(&mut transaction, sequence)?;
+        }
         transaction.commit()?;
         self.remove_table_acl(name)?;
+        for sequence in &owned {
+            self.remove_table_acl(&sequence.name)?;
+            self.tables.write().remove(&sequence.name);
+        }
         self.tables.write().remove(name);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -335,6 +356,9 @@ impl Catalog {
 
     /// Deletes the sequences of `meta`'s serial and identity columns in `transaction`.
     fn delete_sequences(&self, transaction: &mut Transaction, meta: &TableMeta) -> Result<()> {
+        if meta.sequence.is_some() {
+            self.delete_sequence_state(transaction, &meta.name)?;
+        }
         for column in &meta.columns {
             if let Some(sequence) = column.default.as_deref().and_then(sequence_of_default) {
                 transaction.delete(SEQUENCES_TABLE, &[Value::Text(sequence.to_string())])?;
@@ -573,7 +597,7 @@ impl Catalog {
         transaction.commit()?;
         let value = handed_out + 1;
         debug_assert!(value <= last_reserved && last_reserved <= maximum);
-        sequences.insert(name.to_string(), SequenceState { handed_out: value, last_reserved });
+        sequences.insert(name.to_string(), SerialState { handed_out: value, last_reserved });
         Ok(value)
     }
 }
@@ -604,6 +628,13 @@ fn upsert_text_in(
     Ok(())
 }
 
+/// `tierdb_sql_sequence_states`: a sequence's name, last value and is_called (0 / 1).
+fn sequence_states_table() -> TableDef {
+    let mut table = text_key_table(sequences::SEQUENCE_STATES_TABLE, "last_value", KeyKind::Int);
+    table.columns.push(ColumnDef { name: "is_called".into(), kind: KeyKind::Int, nullable: false });
+    table
+}
+
 fn text_key_table(name: &str, value_column: &str, value_kind: KeyKind) -> TableDef {
     TableDef {
         name: name.to_string(),
@@ -626,6 +657,7 @@ pub fn is_internal_table(name: &str) -> bool {
     [
         TABLES_TABLE,
         SEQUENCES_TABLE,
+        sequences::SEQUENCE_STATES_TABLE,
         ROLES_TABLE,
         GRANTS_TABLE,
         SCHEMA_GRANTS_TABLE,

@@ -244,7 +244,7 @@ impl Catalog {
                 None => None,
             };
             match stored {
-                Some(meta) if meta.view.is_some() => {
+                Some(meta) if meta.view.is_some() || meta.sequence.is_some() => {
                     self.restore_view_acl(transaction, &meta.name)?;
                     self.publish(meta);
                 }

@@ -516,7 +516,10 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         let path = session.setting("search_path").unwrap_or_default();
         crate::bind::search_path_schemas(&path, implicit)
     };
-    let sequence_last_value = |oid: i64| super::objects::sequence_last_value(oid, session);
+    let sequence_state = |oid: i64| {
+        let state = super::objects::sequence_state(oid, session)?;
+        Ok((state.last_value, state.log_count, state.is_called))
+    };
     let txn = std::cell::RefCell::new(ctx.txn.as_deref_mut());
     let check_vector_index = |oid: i64| match txn.borrow_mut().as_deref_mut() {
         Some(txn) => super::vector_check::check_vector_index(oid, session, txn),
@@ -539,7 +542,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         change_setting: &change_setting,
         role_name: &role_name,
         current_schemas: &current_schemas,
-        sequence_last_value: &sequence_last_value,
+        sequence_state: &sequence_state,
         check_vector_index: &check_vector_index,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use crate::bind::{view_schema, SCHEMAS, SCHEMA_CATALOG, SCHEMA_PUBLIC};
-use crate::catalog::{column_sequences, sequence_oid};
+use crate::catalog::{column_sequences, sequence_oid, SequenceState};
 use crate::error::{Result, SqlError};
 use crate::plan::deparse::quote_identifier;
 use crate::system::{SequenceRef, SessionInfo};
@@ -167,9 +167,9 @@ fn relation_oid(parts: &[String], session: &SessionInfo<'_>) -> Result<Option<u3
 /// The user relations the session sees, (OID, name): tables, their indexes and the
 /// sequences of their serial and identity columns.
 fn user_relations(session: &SessionInfo<'_>) -> impl Iterator<Item = (u32, String)> {
-    let tables = session.catalog.tables();
     let hidden = session.hidden_tables.clone();
-    tables.into_iter().filter(move |table| !hidden.contains(&table.name)).flat_map(|table| {
+    let tables = session.catalog.tables().into_iter();
+    let tables = tables.filter(move |table| !hidden.contains(&table.name)).flat_map(|table| {
         let mut relations = vec![(table.oid, table.name.clone())];
         relations.extend(table.indexes.iter().map(|index| (index.oid, index.name.clone())));
         for (position, _, sequence) in column_sequences(&table) {
@@ -178,7 +178,11 @@ fn user_relations(session: &SessionInfo<'_>) -> impl Iterator<Item = (u32, Strin
             }
         }
         relations
-    })
+    });
+    let hidden = session.hidden_tables.clone();
+    let sequences = session.catalog.sequence_objects().into_iter();
+    let sequences = sequences.filter(move |sequence| !hidden.contains(&sequence.name));
+    tables.chain(sequences.map(|sequence| (sequence.oid, sequence.name.clone())))
 }
 
 /// The error of a cast from a name that denotes no object.
@@ -248,20 +252,51 @@ pub fn name_parts(text: &str) -> Result<Vec<String>> {
 
 /// pg_sequence_last_value(sequence): the last value nextval returned, None before the
 /// first call; 42809 for a relation that is not a sequence.
-pub fn sequence_last_value(oid: i64, session: &SessionInfo<'_>) -> Result<Option<i64>> {
+pub fn sequence_state(oid: i64, session: &SessionInfo<'_>) -> Result<SequenceState> {
     let sequence = sequence_by_oid(oid, session)?;
-    session.catalog.sequence_last_value(&sequence.name)
+    if sequence.standalone {
+        return session.catalog.sequence_state(&sequence.name);
+    }
+    let last_value = session.catalog.sequence_last_value(&sequence.name)?;
+    Ok(SequenceState {
+        last_value: last_value.unwrap_or(1),
+        is_called: last_value.is_some(),
+        log_count: 0,
+    })
 }
 
 /// The sequence with OID `oid`: 42809 for a relation that is not a sequence, 42P01 for
 /// no relation.
 pub fn sequence_by_oid(oid: i64, session: &SessionInfo<'_>) -> Result<SequenceRef> {
+    for sequence in session.catalog.sequence_objects() {
+        let Some(options) = sequence.sequence.as_ref() else { continue };
+        if i64::from(sequence.oid) == oid && !session.hidden_tables.contains(&sequence.name) {
+            return Ok(SequenceRef {
+                oid: sequence.oid,
+                name: sequence.name.clone(),
+                ty: options.ty.clone(),
+                standalone: true,
+                minimum: options.minimum,
+                maximum: options.maximum,
+            });
+        }
+    }
     for table in session.catalog.tables() {
         for (position, column, sequence) in column_sequences(&table) {
             let found = sequence_oid(table.oid, position);
             if let Some(found) = found.filter(|found| i64::from(*found) == oid) {
                 let ty = column.ty.clone();
-                return Ok(SequenceRef { oid: found, name: sequence.to_string(), ty });
+                let maximum = super::sequences::sequence_max(&ty);
+                let name = sequence.to_string();
+                let minimum = super::sequences::SEQUENCE_MIN;
+                return Ok(SequenceRef {
+                    oid: found,
+                    name,
+                    ty,
+                    standalone: false,
+                    minimum,
+                    maximum,
+                });
             }
         }
     }
@@ -303,6 +338,10 @@ pub fn serial_sequence(
             format!("column \"{column}\" of relation \"{}\" does not exist", meta.name),
         ));
     };
-    let sequence = column_meta.default.as_deref().and_then(crate::catalog::sequence_of_default);
+    let implicit = column_meta.default.as_deref().and_then(crate::catalog::sequence_of_default);
+    // Else a sequence OWNED BY the column (PostgreSQL looks for the dependency).
+    let owned = session.catalog.owned_sequences(&meta.name, Some(column));
+    let owned = owned.iter().find(|sequence| !session.hidden_tables.contains(&sequence.name));
+    let sequence = implicit.or(owned.map(|sequence| sequence.name.as_str()));
     Ok(sequence.map(|sequence| format!("{SCHEMA_PUBLIC}.{}", quote_identifier(sequence))))
 }

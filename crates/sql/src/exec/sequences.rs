@@ -18,7 +18,16 @@ pub fn sequence_call(call: SequenceCall<'_>, session: &SessionInfo<'_>) -> Resul
     match call {
         SequenceCall::Next(name) => {
             let sequence = resolve(name, session)?;
-            let value = session.catalog.nextval(&sequence.name, sequence_max(&sequence.ty))?;
+            let value = if sequence.standalone {
+                let meta = session.catalog.sequence_object(&sequence.name);
+                let options = meta
+                    .as_ref()
+                    .and_then(|meta| meta.sequence.as_ref())
+                    .ok_or_else(|| SqlError::undefined_table(&sequence.name))?;
+                session.catalog.nextval_object(&sequence.name, options)?
+            } else {
+                session.catalog.nextval(&sequence.name, sequence_max(&sequence.ty))?
+            };
             let mut values = session.sequence_values.borrow_mut();
             values.current.insert(sequence.oid, value);
             values.last_advanced = Some(sequence.oid);
@@ -72,7 +81,7 @@ fn set_value(
     is_called: bool,
     session: &SessionInfo<'_>,
 ) -> Result<i64> {
-    let (minimum, maximum) = (SEQUENCE_MIN, sequence_max(&sequence.ty));
+    let (minimum, maximum) = (sequence.minimum, sequence.maximum);
     if !(minimum..=maximum).contains(&value) {
         return Err(SqlError::new(
             "22003",
@@ -82,7 +91,11 @@ fn set_value(
             ),
         ));
     }
-    session.catalog.setval(&sequence.name, value, is_called)?;
+    if sequence.standalone {
+        session.catalog.write_state(&sequence.name, value, is_called)?;
+    } else {
+        session.catalog.setval(&sequence.name, value, is_called)?;
+    }
     if is_called {
         session.sequence_values.borrow_mut().current.insert(sequence.oid, value);
     }

@@ -148,7 +148,20 @@ fn one_dimension(elements: Vec<Datum>) -> Datum {
 
 pub(super) fn sequence_last_value(call: Call<'_>) -> Result<Datum> {
     let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
-    Ok((call.context.sequence_last_value)(oid)?.map_or(Datum::Null, Datum::Int))
+    let (last_value, _, is_called) = (call.context.sequence_state)(oid)?;
+    Ok(if is_called { Datum::Int(last_value) } else { Datum::Null })
+}
+
+/// tierdb_sequence_state(sequence, field): a column of the row `SELECT * FROM seq` reads
+/// (0 last_value, 1 log_cnt, 2 is_called as 0 / 1).
+pub(super) fn sequence_state(call: Call<'_>) -> Result<Datum> {
+    let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
+    let (last_value, log_count, is_called) = (call.context.sequence_state)(oid)?;
+    Ok(Datum::Int(match call.args[1].as_int() {
+        Some(0) => last_value,
+        Some(1) => log_count,
+        _ => i64::from(is_called),
+    }))
 }
 
 pub(super) fn check_vector_index(call: Call<'_>) -> Result<Datum> {

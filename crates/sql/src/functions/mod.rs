@@ -239,8 +239,8 @@ pub struct FunctionContext<'a> {
     /// current_schemas(include_implicit): the search_path's existing schemas, in order
     /// (with `true`, pg_catalog first when the path does not name it).
     pub current_schemas: &'a dyn Fn(bool) -> Vec<String>,
-    /// pg_sequence_last_value(oid): None before the first nextval.
-    pub sequence_last_value: &'a dyn Fn(i64) -> Result<Option<i64>>,
+    /// A sequence's state by OID: (last_value, log_cnt, is_called).
+    pub sequence_state: &'a dyn Fn(i64) -> Result<(i64, i64, bool)>,
     /// tierdb_check_vector_index(oid): the check of an HNSW index as a jsonb report.
     pub check_vector_index: &'a dyn Fn(i64) -> Result<Datum>,
 }

@@ -233,6 +233,20 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         "'registry_example_id_seq'",
         volatile
     ),
+    function!(
+        &["tierdb_sequence_state"],
+        2..=2,
+        |_, _| Ok(Signature {
+            arguments: vec![
+                Coercion::Implicit(SqlType::Object(ObjectKind::Class)),
+                Coercion::Implicit(SqlType::Int4),
+            ],
+            output: SqlType::Int8,
+        }),
+        info::sequence_state,
+        "'registry_example_id_seq', 0",
+        volatile
+    ),
     // tierdb's check of an HNSW index against its table (exec/vector_check.rs).
     function!(
         &["tierdb_check_vector_index"],

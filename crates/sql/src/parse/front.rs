@@ -70,6 +70,19 @@ pub enum FrontStatement {
     Checkpoint,
     /// DECLARE ... CURSOR, FETCH, MOVE, CLOSE (parse/cursor.rs).
     Cursor(super::cursor::CursorStatement),
+    /// CREATE, ALTER and DROP SEQUENCE (parse/sequences.rs).
+    Sequence(super::sequences::SequenceStatement),
+}
+
+/// Whether a CREATE, ALTER or DROP statement is about a sequence (its second or, after
+/// TEMP, third word).
+fn names_sequence(sql: &str) -> bool {
+    let mut words = sql.split_whitespace().skip(1).map(str::to_ascii_lowercase);
+    match words.next().as_deref() {
+        Some("sequence") => true,
+        Some("temp" | "temporary") => words.next().as_deref() == Some("sequence"),
+        _ => false,
+    }
 }
 
 fn first_word(sql: &str) -> String {
@@ -127,6 +140,9 @@ pub fn parse(sql: &str) -> Result<Option<FrontStatement>> {
                 _ => return Ok(None),
             };
             Ok(Some(FrontStatement::Discard(target)))
+        }
+        "create" | "alter" | "drop" if names_sequence(trimmed) => {
+            Ok(super::sequences::parse(trimmed)?.map(FrontStatement::Sequence))
         }
         "declare" | "fetch" | "move" | "close" => {
             Ok(super::cursor::parse(trimmed)?.map(FrontStatement::Cursor))

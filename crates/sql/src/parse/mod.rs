@@ -9,6 +9,7 @@ mod lock_strengths;
 pub mod names;
 mod roles;
 mod select_into;
+pub mod sequences;
 mod tokens;
 mod vector_operators;
 

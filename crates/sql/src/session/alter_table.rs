@@ -289,18 +289,27 @@ impl Session {
     /// and converts to the column's type), as stored.
     pub(super) fn checked_default(&self, expr: &ast::Expr, ty: &SqlType) -> Result<String> {
         refuse_subquery_in_default(expr)?;
-        self.refuse_sequence_in_default(expr)?;
+        let sequence = self.refuse_sequence_in_default(expr)?;
         let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
         let (bound, from) = binder.expr(expr, &bind::Scope::default(), Some(ty))?;
         bind::coerce(bound, &from, ty, false)?;
-        Ok(expr.to_string())
+        // `nextval('public.s'::regclass)` stored as PostgreSQL prints it back (and as
+        // `default_sequences` reads it): `nextval('s'::regclass)`.
+        match (sequence, expr) {
+            (Some(name), ast::Expr::Function(_)) => {
+                let quoted = crate::identifiers::quote_identifier(&name).replace('\'', "''");
+                Ok(format!("nextval('{quoted}'::regclass)"))
+            }
+            _ => Ok(expr.to_string()),
+        }
     }
 
     /// A DEFAULT that calls nextval: its sequence is resolved now, as PostgreSQL resolves
-    /// the regclass constant (42P01 for none). The only sequences are those of serial and
-    /// identity columns, and a column's DEFAULT may not take another column's (0A000):
-    /// dropping that column's table would reset the sequence under this one.
-    fn refuse_sequence_in_default(&self, expr: &ast::Expr) -> Result<()> {
+    /// the regclass constant (42P01 for none). A sequence of CREATE SEQUENCE is returned
+    /// (DROP SEQUENCE finds the DEFAULT by it); a column's DEFAULT may not take another
+    /// serial or identity column's (0A000): dropping that column's table would reset the
+    /// sequence under this one.
+    fn refuse_sequence_in_default(&self, expr: &ast::Expr) -> Result<Option<String>> {
         let mut named = Vec::new();
         let _ = ast::visit_expressions(expr, |inner| {
             if let ast::Expr::Function(function) = inner {
@@ -332,6 +341,11 @@ impl Session {
                 // pg_catalog and information_schema have no sequences.
                 _ => return Err(SqlError::undefined_table(&parts.join("."))),
             };
+            if self.catalog.sequence_object(&name).is_some()
+                && !self.hidden_tables().contains(&name)
+            {
+                return Ok(Some(name));
+            }
             if !self.catalog.is_column_sequence(&name) {
                 return Err(SqlError::undefined_table(&parts.join(".")));
             }
@@ -339,7 +353,7 @@ impl Session {
                 "a DEFAULT taking values from the sequence \"{name}\" of another column is not supported"
             )));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// SET NOT NULL's check: no row the statement's transaction sees has a NULL there (its

@@ -199,6 +199,12 @@ impl Session {
         }
         let layout = updated.column_layout();
         self.install_columns(updated, layout)?;
+        // The sequences OWNED BY the column go with it.
+        for sequence in self.catalog.owned_sequences(&table.name, Some(name)) {
+            self.claim_for_ddl(std::slice::from_ref(&sequence.name))?;
+            Arc::clone(&self.catalog)
+                .drop_sequence_object(self.ddl_transaction(), &sequence.name)?;
+        }
         self.renumber_referencing_keys(&table.name, position)
     }
 

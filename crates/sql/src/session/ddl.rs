@@ -89,6 +89,7 @@ impl Session {
             foreign_keys: Vec::new(),
             layout: None,
             view: None,
+            sequence: None,
         };
         meta.checks = self.new_checks(&meta, &checks)?;
         meta.foreign_keys = self.new_foreign_keys(&meta, &foreign_keys)?;
@@ -244,6 +245,13 @@ impl Session {
         match object_type {
             ast::ObjectType::View => self.drop_views(if_exists, names, cascade),
             ast::ObjectType::Table => {
+                let sequence = names
+                    .iter()
+                    .filter_map(|name| self.namespace().existing_table(name).ok())
+                    .find(|name| self.catalog.sequence_object(name).is_some());
+                if let Some(sequence) = sequence {
+                    return Err(SqlError::new("42809", format!("\"{sequence}\" is not a table")));
+                }
                 let dropped: Vec<String> = names
                     .iter()
                     .filter_map(|name| self.namespace().existing_table(name).ok())

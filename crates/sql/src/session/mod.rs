@@ -35,6 +35,7 @@ mod privileges;
 mod roles;
 mod run;
 mod schema_privileges;
+mod sequences;
 mod settings;
 mod settings_rows;
 mod stream;

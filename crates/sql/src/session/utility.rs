@@ -43,6 +43,7 @@ impl Session {
             }
             FrontStatement::Copy(copy) => self.copy(copy, sink),
             FrontStatement::Cursor(cursor) => self.cursor(cursor),
+            FrontStatement::Sequence(sequence) => self.sequence_statement(sequence),
         }
     }
 

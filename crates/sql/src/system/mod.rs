@@ -33,6 +33,7 @@ macro_rules! view {
 mod catalog_views;
 mod describe;
 mod information_columns;
+mod sequence_views;
 mod sequences;
 mod user_views;
 mod values;
@@ -123,7 +124,11 @@ pub fn view_oids() -> impl Iterator<Item = (&'static str, u32)> {
 /// Every system view: the computed ones, the catalogs of objects tierdb has none of, then
 /// those of user views (after the others, so that the OIDs numbered in order stay).
 pub fn all_views() -> impl Iterator<Item = &'static SystemView> {
-    VIEWS.iter().chain(catalog_views::CATALOG_VIEWS).chain(user_views::USER_VIEW_CATALOG)
+    VIEWS
+        .iter()
+        .chain(catalog_views::CATALOG_VIEWS)
+        .chain(user_views::USER_VIEW_CATALOG)
+        .chain(sequence_views::SEQUENCE_CATALOG)
 }
 
 /// The OID of the system view `name` (its `tableoid`).
@@ -278,6 +283,7 @@ pub enum ViewType {
     TextArray,
     CharArray,
     Regproc,
+    Regtype,
 }
 
 impl ViewType {
@@ -301,6 +307,7 @@ impl ViewType {
             ViewType::TextArray => array(SqlType::Text),
             ViewType::CharArray => array(SqlType::Char(1)),
             ViewType::Regproc => SqlType::Object(crate::types::ObjectKind::Procedure),
+            ViewType::Regtype => SqlType::Object(crate::types::ObjectKind::Type),
         }
     }
 }

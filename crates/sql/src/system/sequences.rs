@@ -13,6 +13,12 @@ pub struct SequenceRef {
     pub name: String,
     /// The type of the column it serves: its values stay within that type's range.
     pub ty: SqlType,
+    /// A sequence made by CREATE SEQUENCE (its options in the catalog), not a serial or
+    /// identity column's.
+    pub standalone: bool,
+    /// The sequence's MINVALUE and MAXVALUE.
+    pub minimum: i64,
+    pub maximum: i64,
 }
 
 /// What the session remembers of its sequence calls. Bounded by the number of sequences

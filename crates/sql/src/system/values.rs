@@ -32,6 +32,15 @@ pub(super) fn default_text(default: &str, ty: &SqlType, public_on_path: bool) ->
             let name = crate::plan::deparse::quote_identifier(sequence).replace('\'', "''");
             Datum::Text(format!("nextval('{schema}{name}'::regclass)"))
         }
+        // A DEFAULT calling a CREATE SEQUENCE sequence's nextval, stored as
+        // `nextval('s'::regclass)` (session/alter_table.rs `checked_default`).
+        None if let Some(quoted) = default
+            .strip_prefix("nextval('")
+            .and_then(|rest| rest.strip_suffix("'::regclass)"))
+            .filter(|_| !public_on_path) =>
+        {
+            Datum::Text(format!("nextval('public.{quoted}'::regclass)"))
+        }
         None => text(&literal_default(default, ty).unwrap_or_else(|| default.to_string())),
     }
 }

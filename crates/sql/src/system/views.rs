@@ -129,28 +129,6 @@ const OPERATOR_CLASSES: &[(i64, i64, &str, i64, i64, bool)] = &[
     (8424, AM_IVFFLAT, "vector_cosine_ops", 8425, crate::types::VECTOR_OID_I64, false),
 ];
 
-/// Each sequence of a serial or identity column: its OID and the column's type.
-fn sequences(tables: &[std::sync::Arc<TableMeta>]) -> Vec<(u32, SqlType)> {
-    tables
-        .iter()
-        .flat_map(|table| {
-            crate::catalog::column_sequences(table).filter_map(|(position, column, _)| {
-                let oid = crate::catalog::sequence_oid(table.oid, position)?;
-                Some((oid, column.ty.clone()))
-            })
-        })
-        .collect()
-}
-
-/// The largest value of a sequence of type `ty` (pg_sequence.seqmax).
-fn sequence_max(ty: &SqlType) -> i64 {
-    match ty {
-        SqlType::Int2 => i64::from(i16::MAX),
-        SqlType::Int4 => i64::from(i32::MAX),
-        _ => i64::MAX,
-    }
-}
-
 /// The array types pg_type lists: (element type, array type).
 fn array_types() -> impl Iterator<Item = (i64, i64)> {
     let arrays =
@@ -259,8 +237,23 @@ struct Relation<'a> {
     checks: usize,
 }
 
-fn relations<'a>(catalog: &Catalog, tables: &'a [std::sync::Arc<TableMeta>]) -> Vec<Relation<'a>> {
+fn relations<'a>(
+    catalog: &Catalog,
+    tables: &'a [std::sync::Arc<TableMeta>],
+    sequences: &'a [std::sync::Arc<TableMeta>],
+) -> Vec<Relation<'a>> {
     let mut relations = Vec::new();
+    // CREATE SEQUENCE's sequences (three columns: last_value, log_cnt, is_called).
+    relations.extend(sequences.iter().map(|sequence| Relation {
+        oid: sequence.oid,
+        name: &sequence.name,
+        kind: "S",
+        access_method: 0,
+        has_index: false,
+        attributes: 3,
+        owner: catalog.table_acl(&sequence.name).owner,
+        checks: 0,
+    }));
     for table in tables {
         let owner = catalog.table_acl(&table.name).owner;
         relations.push(Relation {
@@ -328,9 +321,45 @@ const PG_EXTENSION_OID: i64 = 3079;
 /// how psql and Alembic find a sequence's owner; the built-in vector extension's types,
 /// access method and operator classes are its members ('e'), which pg_dump does not dump
 /// one by one.
-fn dependencies(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Dependency> {
+fn dependencies(
+    tables: &[std::sync::Arc<TableMeta>],
+    sequences: &[std::sync::Arc<TableMeta>],
+) -> Vec<Dependency> {
     let relation = |oid: u32, sub: usize| (PG_CLASS_OID, i64::from(oid), sub);
     let mut rows = Vec::new();
+    // CREATE SEQUENCE's sequences: OWNED BY ('a', as PostgreSQL's), and the DEFAULTs that
+    // call their nextval ('n': pg_dump creates the sequence first).
+    for sequence in sequences {
+        let owner = sequence.sequence.as_ref().and_then(|options| options.owner.as_ref());
+        if let Some((table, column)) = owner {
+            let owning = tables.iter().find(|meta| meta.name == *table);
+            if let Some((owning, position)) =
+                owning.and_then(|meta| Some((meta, meta.column_index(column)?)))
+            {
+                rows.push(Dependency {
+                    object: relation(sequence.oid, 0),
+                    referenced: relation(owning.oid, position + 1),
+                    kind: "a",
+                });
+            }
+        }
+        for table in tables {
+            for (position, column) in table.columns.iter().enumerate() {
+                let default = column.default.as_deref().unwrap_or_default();
+                let uses = crate::catalog::default_sequences(default);
+                if let (true, Some(default)) = (
+                    uses.contains(&sequence.name),
+                    crate::catalog::default_oid(table.oid, position),
+                ) {
+                    rows.push(Dependency {
+                        object: (PG_ATTRDEF_OID, i64::from(default), 0),
+                        referenced: relation(sequence.oid, 0),
+                        kind: "n",
+                    });
+                }
+            }
+        }
+    }
     for table in tables {
         for index in &table.indexes {
             rows.extend(index.columns.iter().map(|&column| Dependency {
@@ -626,7 +655,7 @@ pub static VIEWS: &[SystemView] = &[
         nspowner: Oid = oid(OWNER),
         nspacl: TextArray = Datum::Null,
     }),
-    view!(&["pg_class"], |c| relations(c.catalog, &c.tables), |relation| {
+    view!(&["pg_class"], |c| relations(c.catalog, &c.tables, &super::sequence_views::visible_sequences(c)), |relation| {
         oid: Oid = oid(relation.oid),
         relname: Name = text(relation.name),
         relnamespace: Oid = oid(NAMESPACE_PUBLIC),
@@ -902,18 +931,18 @@ pub static VIEWS: &[SystemView] = &[
         extconfig: OidArray = Datum::Null,
         extcondition: TextArray = Datum::Null,
     }),
-    // Every serial and identity column's sequence starts at 1 and counts up by 1.
-    view!(&["pg_sequence"], |c| sequences(&c.tables), |(sequence, ty)| {
-        seqrelid: Oid = oid(sequence),
-        seqtypid: Oid = oid(ty.oid()),
-        seqstart: Int8 = Datum::Int(1),
-        seqincrement: Int8 = Datum::Int(1),
-        seqmax: Int8 = Datum::Int(sequence_max(&ty)),
-        seqmin: Int8 = Datum::Int(1),
-        seqcache: Int8 = Datum::Int(1),
-        seqcycle: Bool = Datum::Bool(false),
+    // Serial and identity columns' sequences start at 1 and count up by 1 (sequence_views.rs).
+    view!(&["pg_sequence"], |c| super::sequence_views::sequence_rows(c), |row| {
+        seqrelid: Oid = oid(row.oid),
+        seqtypid: Oid = oid(row.options.ty.oid()),
+        seqstart: Int8 = Datum::Int(row.options.start),
+        seqincrement: Int8 = Datum::Int(row.options.increment),
+        seqmax: Int8 = Datum::Int(row.options.maximum),
+        seqmin: Int8 = Datum::Int(row.options.minimum),
+        seqcache: Int8 = Datum::Int(row.options.cache),
+        seqcycle: Bool = Datum::Bool(row.options.cycle),
     }),
-    view!(&["pg_depend"], |c| dependencies(&c.tables), |dependency| {
+    view!(&["pg_depend"], |c| dependencies(&c.tables, &super::sequence_views::visible_sequences(c)), |dependency| {
         classid: Oid = oid(dependency.object.0),
         objid: Oid = oid(dependency.object.1),
         objsubid: Int4 = count(dependency.object.2),
