@@ -236,9 +236,14 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
     function!(
         &["tierdb_sequence_state"],
         2..=2,
-        |_, _| Ok(Signature {
+        |_, t| Ok(Signature {
             arguments: vec![
-                Coercion::Implicit(SqlType::Object(ObjectKind::Class)),
+                match t.first() {
+                    Some(SqlType::Unknown) => {
+                        Coercion::Explicit(SqlType::Object(ObjectKind::Class))
+                    }
+                    _ => Coercion::Implicit(SqlType::Object(ObjectKind::Class)),
+                },
                 Coercion::Implicit(SqlType::Int4),
             ],
             output: SqlType::Int8,
