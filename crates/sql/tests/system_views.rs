@@ -30,6 +30,7 @@ fn fits(value: &Datum, ty: &SqlType) -> bool {
             | (Datum::Text(_), SqlType::Text | SqlType::Name)
             | (Datum::Bool(_), SqlType::Bool)
             | (Datum::Float(_), SqlType::Float4 | SqlType::Float8)
+            | (Datum::Object(_), SqlType::Object(_))
     ) || matches!(value, Datum::Array(array)
             if ty.array_element().is_some()
                 && array.elements.iter().all(|element| fits(element, ty.array_element().expect("an array type"))))

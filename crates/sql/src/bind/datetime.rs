@@ -82,24 +82,35 @@ impl Binder<'_> {
         interval: &ast::Interval,
         scope: &Scope,
     ) -> Result<(Expr, SqlType)> {
-        let qualified = interval.leading_field.is_some()
-            || interval.last_field.is_some()
-            || interval.leading_precision.is_some()
-            || interval.fractional_seconds_precision.is_some();
-        if qualified {
-            return Err(SqlError::unsupported(
-                "interval field qualifiers and precision are not supported",
-            ));
+        if interval.leading_precision.is_some() || interval.fractional_seconds_precision.is_some() {
+            return Err(SqlError::unsupported("interval precision (INTERVAL(p)) is not supported"));
         }
+        let leading = interval.leading_field.as_ref().map(interval_field).transpose()?;
+        let last = interval.last_field.as_ref().map(interval_field).transpose()?;
         let (bound, ty) = self.expr(&interval.value, scope, Some(&SqlType::Interval))?;
-        match (&bound, &ty) {
-            (Expr::Literal(Datum::Text(text)), SqlType::Unknown) => Ok((
-                Expr::Literal(Datum::Interval(types::parse_interval(text)?)),
-                SqlType::Interval,
-            )),
-            _ => Err(SqlError::unsupported(
+        let (Expr::Literal(Datum::Text(text)), SqlType::Unknown) = (&bound, &ty) else {
+            return Err(SqlError::unsupported(
                 "INTERVAL with a value other than a string literal is not supported",
-            )),
-        }
+            ));
+        };
+        let value = match leading {
+            Some(leading) => types::parse_qualified_interval(text, leading, last)?,
+            None => types::parse_interval(text)?,
+        };
+        Ok((Expr::Literal(Datum::Interval(value)), SqlType::Interval))
     }
+}
+
+/// A field of an interval qualifier; PostgreSQL's grammar has only these six (42601).
+fn interval_field(field: &ast::DateTimeField) -> Result<types::IntervalField> {
+    use types::IntervalField as F;
+    Ok(match field {
+        ast::DateTimeField::Year => F::Year,
+        ast::DateTimeField::Month => F::Month,
+        ast::DateTimeField::Day => F::Day,
+        ast::DateTimeField::Hour => F::Hour,
+        ast::DateTimeField::Minute => F::Minute,
+        ast::DateTimeField::Second => F::Second,
+        other => return Err(SqlError::syntax(format!("syntax error at or near \"{other}\""))),
+    })
 }

@@ -664,3 +664,104 @@ fn parse_iso8601(text: &str) -> std::result::Result<Interval, InputError> {
     }
     fields.finish()
 }
+
+/// A field of an interval qualifier (`INTERVAL '90' DAY`, `INTERVAL '1-2' YEAR TO MONTH`),
+/// in PostgreSQL's order from the largest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IntervalField {
+    Year,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+}
+
+impl IntervalField {
+    fn unit(self) -> &'static str {
+        match self {
+            IntervalField::Year => "year",
+            IntervalField::Month => "month",
+            IntervalField::Day => "day",
+            IntervalField::Hour => "hour",
+            IntervalField::Minute => "minute",
+            IntervalField::Second => "second",
+        }
+    }
+}
+
+/// interval_in with a qualifier, as PostgreSQL reads `INTERVAL 'text' leading [TO last]`:
+/// a bare number counts units of the last field (`'90' DAY` is 90 days), `'m:s'` is minutes
+/// and seconds under MINUTE TO SECOND, and the fields below the last one are dropped
+/// (AdjustIntervalForTypmod: `'1 day 02:00' DAY` is 1 day). The ranges PostgreSQL's grammar
+/// does not have are 42601.
+pub fn parse_qualified_interval(
+    text: &str,
+    leading: IntervalField,
+    last: Option<IntervalField>,
+) -> Result<Interval> {
+    use IntervalField::{Day, Hour, Minute, Month, Second, Year};
+    let range_allowed = match last {
+        None => true,
+        Some(last) => matches!(
+            (leading, last),
+            (Year, Month)
+                | (Day, Hour)
+                | (Day, Minute)
+                | (Day, Second)
+                | (Hour, Minute)
+                | (Hour, Second)
+                | (Minute, Second)
+        ),
+    };
+    if let (false, Some(last)) = (range_allowed, last) {
+        return Err(SqlError::syntax(format!("syntax error at or near \"{}\"", last.unit())));
+    }
+    let last = last.unwrap_or(leading);
+    let trimmed = text.trim();
+    let bare_number = !trimmed.is_empty()
+        && trimmed.trim_start_matches(['+', '-']).chars().all(|c| c.is_ascii_digit() || c == '.');
+    let minutes_seconds = leading == Minute
+        && last == Second
+        && trimmed.matches(':').count() == 1
+        && !trimmed.contains(' ');
+    let parsed = if bare_number {
+        parse_interval(&format!("{trimmed} {}", last.unit()))
+    } else if minutes_seconds {
+        let (sign, rest) = match trimmed.strip_prefix('-') {
+            Some(rest) => ("-", rest),
+            None => ("", trimmed.trim_start_matches('+')),
+        };
+        parse_interval(&format!("{sign}0:{rest}"))
+    } else {
+        parse_interval(text)
+    }
+    .map_err(|error| match error.sqlstate {
+        "22007" => {
+            SqlError::new("22007", format!("invalid input syntax for type interval: \"{text}\""))
+        }
+        _ => error,
+    })?;
+    Ok(truncate_to_field(parsed, last))
+}
+
+/// The interval with the fields below `last` dropped (toward zero, as PostgreSQL's C
+/// division does).
+fn truncate_to_field(interval: Interval, last: IntervalField) -> Interval {
+    let months_per_year = i32::try_from(MONTHS_PER_YEAR).expect("12 fits in i32");
+    let micros_to = |unit: i64| interval.micros / unit * unit;
+    match last {
+        IntervalField::Year => {
+            Interval::new(interval.months / months_per_year * months_per_year, 0, 0)
+        }
+        IntervalField::Month => Interval::new(interval.months, 0, 0),
+        IntervalField::Day => Interval::new(interval.months, interval.days, 0),
+        IntervalField::Hour => {
+            Interval::new(interval.months, interval.days, micros_to(MICROSECONDS_PER_HOUR))
+        }
+        IntervalField::Minute => {
+            Interval::new(interval.months, interval.days, micros_to(MICROSECONDS_PER_HOUR / 60))
+        }
+        IntervalField::Second => interval,
+    }
+}
