@@ -649,14 +649,7 @@ impl<'a> Binder<'a> {
                 self.plan(PlanKind::NestedLoopJoin { left, right, kind, on: residual }, columns)
             );
         }
-        let shift = left_shift(left_width);
-        let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = equalities
-            .into_iter()
-            .map(|(a, mut b)| {
-                b.shift_columns(shift);
-                (a, b)
-            })
-            .unzip();
+        let (left_keys, right_keys) = hash_keys(equalities, left_width);
         let join = PlanKind::HashJoin { left, right, kind, left_keys, right_keys, residual };
         Ok(self.plan(join, columns))
     }
@@ -695,14 +688,7 @@ impl<'a> Binder<'a> {
             let kind = JoinKind::Full;
             return Ok(self.plan(PlanKind::NestedLoopJoin { left, right, kind, on }, columns));
         }
-        let shift = left_shift(left_width);
-        let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = equalities
-            .into_iter()
-            .map(|(a, mut b)| {
-                b.shift_columns(shift);
-                (a, b)
-            })
-            .unzip();
+        let (left_keys, right_keys) = hash_keys(equalities, left_width);
         let residual = conjunction(residual);
         let kind = JoinKind::Full;
         let join = PlanKind::HashJoin { left, right, kind, left_keys, right_keys, residual };
@@ -837,4 +823,17 @@ pub(crate) fn relation_columns(table: &TableMeta) -> Vec<OutputColumn> {
             attribute: crate::catalog::attribute_number(index),
         })
         .collect()
+}
+
+/// A hash join's keys from the equalities between its sides: each right expression moved
+/// from the joined row's numbering onto the right side's own columns.
+fn hash_keys(equalities: Vec<(Expr, Expr)>, left_width: usize) -> (Vec<Expr>, Vec<Expr>) {
+    let shift = left_shift(left_width);
+    equalities
+        .into_iter()
+        .map(|(left, mut right)| {
+            right.shift_columns(shift);
+            (left, right)
+        })
+        .unzip()
 }

@@ -113,30 +113,14 @@ impl Interval {
 
     /// justify_hours: whole days of the time moved into days, signs made to agree.
     pub fn justify_hours(&self) -> Result<Interval> {
-        let mut days = i64::from(self.days) + self.micros / MICROSECONDS_PER_DAY;
-        let mut micros = self.micros % MICROSECONDS_PER_DAY;
-        if days > 0 && micros < 0 {
-            micros += MICROSECONDS_PER_DAY;
-            days -= 1;
-        } else if days < 0 && micros > 0 {
-            micros -= MICROSECONDS_PER_DAY;
-            days += 1;
-        }
+        let (days, micros) = carry(i64::from(self.days), self.micros, MICROSECONDS_PER_DAY);
         let days = i32::try_from(days).map_err(|_| interval_out_of_range())?;
         Ok(Interval { months: self.months, days, micros })
     }
 
     /// justify_days: whole 30-day months of the days moved into months, signs made to agree.
     pub fn justify_days(&self) -> Result<Interval> {
-        let mut months = i64::from(self.months) + i64::from(self.days) / DAYS_PER_MONTH;
-        let mut days = i64::from(self.days) % DAYS_PER_MONTH;
-        if months > 0 && days < 0 {
-            days += DAYS_PER_MONTH;
-            months -= 1;
-        } else if months < 0 && days > 0 {
-            days -= DAYS_PER_MONTH;
-            months += 1;
-        }
+        let (months, days) = carry(i64::from(self.months), i64::from(self.days), DAYS_PER_MONTH);
         let months = i32::try_from(months).map_err(|_| interval_out_of_range())?;
         let days = i32::try_from(days).expect("below 30 in magnitude");
         Ok(Interval { months, days, micros: self.micros })
@@ -663,6 +647,20 @@ fn parse_iso8601(text: &str) -> std::result::Result<Interval, InputError> {
         rest = &after[1..];
     }
     fields.finish()
+}
+
+/// The whole `unit`s of `part` carried into `whole`, then the two made to agree in sign
+/// (PostgreSQL's justify_hours and justify_days): returns (whole, part).
+fn carry(whole: i64, part: i64, unit: i64) -> (i64, i64) {
+    let (mut whole, mut part) = (whole + part / unit, part % unit);
+    if whole > 0 && part < 0 {
+        part += unit;
+        whole -= 1;
+    } else if whole < 0 && part > 0 {
+        part -= unit;
+        whole += 1;
+    }
+    (whole, part)
 }
 
 /// A field of an interval qualifier (`INTERVAL '90' DAY`, `INTERVAL '1-2' YEAR TO MONTH`),
