@@ -31,6 +31,9 @@ impl<'a> Binder<'a> {
         if is_set_function(&name) && !distinct && !star {
             return self.set_call_placeholder(&name, &args, scope);
         }
+        if name == "grouping" && !distinct && !star {
+            return self.grouping_call(&args, scope);
+        }
         if let Some(aggregate) = aggregate_function(&name, star) {
             return self.aggregate(function, aggregate, &args, distinct);
         }

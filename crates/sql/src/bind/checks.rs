@@ -24,6 +24,7 @@ fn row_scope(table: &TableMeta) -> Scope {
                 relation: 0,
             })
             .collect(),
+        grouped_keys: None,
     }
 }
 

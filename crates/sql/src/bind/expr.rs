@@ -39,7 +39,10 @@ impl<'a> Binder<'a> {
         let saved_grouping = self.grouping.take();
         let saved_clause = self.clause.take();
         let scope = match &saved_grouping {
-            Some(grouping) => grouping.input.clone(),
+            Some(grouping) => {
+                let keys = grouping.keys.iter().map(|(_, expr, _)| expr.clone()).collect();
+                Scope { grouped_keys: Some(keys), ..grouping.input.clone() }
+            }
             None => scope.clone(),
         };
         self.outer.push(scope);

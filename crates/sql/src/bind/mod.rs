@@ -16,6 +16,7 @@ mod datetime;
 mod dml;
 mod expr;
 mod from;
+mod grouping_sets;
 pub(crate) mod locking;
 mod namespace;
 mod on_conflict;
@@ -69,6 +70,9 @@ struct Grouping {
     /// GROUP BY expressions, as text (for matching) and bound.
     keys: Vec<(String, Expr, SqlType)>,
     aggregates: Vec<(String, AggregateCall)>,
+    /// With GROUPING SETS, ROLLUP or CUBE naming more than one set: per set, the positions
+    /// in `keys` it groups by; the last key is then the set's number (`grouping_sets.rs`).
+    sets: Option<Vec<Vec<usize>>>,
 }
 
 pub struct Binder<'a> {

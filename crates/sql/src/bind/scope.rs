@@ -23,6 +23,10 @@ pub struct ScopeColumn {
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     pub columns: Vec<ScopeColumn>,
+    /// Set on an aggregating query's input scope while a subquery in its select list,
+    /// HAVING or ORDER BY is bound: that subquery reads the aggregate's output row, where
+    /// only the GROUP BY keys are, at their key positions (`resolve_column`).
+    pub grouped_keys: Option<Vec<Expr>>,
 }
 
 impl Scope {
@@ -41,6 +45,7 @@ impl Scope {
                     relation: 0,
                 })
                 .collect(),
+            grouped_keys: None,
         }
     }
 
@@ -56,7 +61,7 @@ impl Scope {
     pub(crate) fn concat(&self, other: &Scope) -> Scope {
         let mut columns = self.columns.clone();
         columns.extend(other.columns.iter().cloned());
-        Scope { columns }
+        Scope { columns, grouped_keys: None }
     }
 
     pub(crate) fn find(&self, qualifier: Option<&str>, name: &str) -> Result<Option<usize>> {
@@ -174,12 +179,17 @@ impl<'a> Binder<'a> {
         // Enclosing queries (correlated subqueries).
         for depth in 1..=self.outer.len() {
             let outer = &self.outer[self.outer.len() - depth];
-            if let Some(index) = outer.find(qualifier, name)? {
+            if let Some(found) = outer.find(qualifier, name)? {
+                let index = match &outer.grouped_keys {
+                    Some(keys) => grouped_outer_column(keys, found, outer, name)?,
+                    None => found,
+                };
+                let ty = outer.columns[found].ty.clone();
                 let levels = self.correlated.len();
                 for level in 0..depth.min(levels) {
                     self.correlated[levels - 1 - level] = true;
                 }
-                return Ok((Expr::Outer { depth, index }, outer.columns[index].ty.clone()));
+                return Ok((Expr::Outer { depth, index }, ty));
             }
         }
         Err(match qualifier {
@@ -226,5 +236,25 @@ pub(crate) fn column_origin(expr: &Expr, scope: &Scope, grouped: bool) -> Option
             scope.columns.get(*index).map(|column| (column.table_oid, column.attribute))
         }
         _ => None,
+    }
+}
+
+/// Where an aggregating query's input column `position` is in the aggregate's output (its
+/// GROUP BY key's position), or PostgreSQL's 42803 when no key is that column.
+fn grouped_outer_column(
+    keys: &[Expr],
+    position: usize,
+    outer: &Scope,
+    name: &str,
+) -> Result<usize> {
+    match keys.iter().position(|key| matches!(key, Expr::Column(column) if *column == position)) {
+        Some(key) => Ok(key),
+        None => {
+            let qualifier = outer.columns[position].qualifier.clone().unwrap_or_default();
+            Err(SqlError::new(
+                "42803",
+                format!("subquery uses ungrouped column \"{qualifier}.{name}\" from outer query"),
+            ))
+        }
     }
 }

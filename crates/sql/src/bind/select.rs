@@ -208,17 +208,22 @@ impl<'a> Binder<'a> {
             || order_by.iter().any(|item| contains_aggregate(&item.expr));
 
         if has_aggregates {
+            if let Some(sets) = grouping_sets::grouping_sets(&group_exprs)? {
+                self.bind_grouping_sets(sets, &select.projection, scope)?;
+                return Ok(true);
+            }
             let mut keys = Vec::new();
             for expr in &group_exprs {
                 // GROUP BY may name an output column by position or alias.
-                let resolved = self.resolve_group_expr(expr, &select.projection)?;
+                let resolved = self.resolve_group_expr(expr, &select.projection, scope)?;
                 self.clause = Some("GROUP BY");
                 let outcome = self.expr(&resolved, scope, None);
                 self.clause = None;
                 let (bound, ty) = outcome?;
                 keys.push((resolved.to_string(), bound, ty));
             }
-            self.grouping = Some(Grouping { input: scope.clone(), keys, aggregates: Vec::new() });
+            self.grouping =
+                Some(Grouping { input: scope.clone(), keys, aggregates: Vec::new(), sets: None });
         }
         Ok(has_aggregates)
     }
@@ -233,7 +238,14 @@ impl<'a> Binder<'a> {
         if !grouping.aggregates.is_empty() {
             self.refuse_recursive_aggregate(&plan)?;
         }
-        let groups: Vec<Expr> = grouping.keys.iter().map(|(_, expr, _)| expr.clone()).collect();
+        let mut grouping = grouping;
+        let (plan, groups) = match grouping.sets.take() {
+            Some(sets) => self.expand_grouping_sets(plan, &mut grouping, sets),
+            None => {
+                let groups = grouping.keys.iter().map(|(_, expr, _)| expr.clone()).collect();
+                (plan, groups)
+            }
+        };
         let mut columns: Vec<OutputColumn> =
             grouping.keys.iter().map(|(name, _, ty)| computed_column(name, ty.clone())).collect();
         let aggregates: Vec<AggregateCall> =
@@ -275,10 +287,14 @@ impl<'a> Binder<'a> {
         Ok(self.plan(kind, columns))
     }
 
+    /// A GROUP BY item as the expression it names: an output column's by position, an
+    /// output column's by alias when no input column has that name (input columns come
+    /// first, as in PostgreSQL), else itself.
     pub(crate) fn resolve_group_expr(
         &self,
         expr: &ast::Expr,
         projection: &[ast::SelectItem],
+        scope: &Scope,
     ) -> Result<ast::Expr> {
         if let Some(position) = literal_position(expr) {
             return match projection.get(position.wrapping_sub(1)) {
@@ -292,12 +308,12 @@ impl<'a> Binder<'a> {
         }
         if let ast::Expr::Identifier(name) = expr {
             let name = ident(name);
-            let is_input_column = self.grouping.is_none(); // always true here; names resolve to input first
-            let _ = is_input_column;
-            for item in projection {
-                if let ast::SelectItem::ExprWithAlias { expr: aliased, alias } = item {
-                    if ident(alias) == name && !matches!(aliased, ast::Expr::Identifier(_)) {
-                        return Ok(aliased.clone());
+            if scope.find(None, &name)?.is_none() {
+                for item in projection {
+                    if let ast::SelectItem::ExprWithAlias { expr: aliased, alias } = item {
+                        if ident(alias) == name {
+                            return Ok(aliased.clone());
+                        }
                     }
                 }
             }

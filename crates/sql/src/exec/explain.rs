@@ -58,6 +58,7 @@ fn title(plan: &Plan) -> String {
                 "HashAggregate".into()
             }
         }
+        PlanKind::Expand { sets, .. } => format!("Grouping Sets Expand ({} sets)", sets.len()),
         PlanKind::Window { .. } => "WindowAgg".into(),
         PlanKind::Sort { .. } => "Sort".into(),
         PlanKind::Limit { .. } => "Limit".into(),

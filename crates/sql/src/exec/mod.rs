@@ -19,6 +19,7 @@ mod eval;
 pub(crate) mod explain;
 mod foreign_keys;
 mod group_key;
+mod grouping_sets;
 mod hash;
 mod join;
 pub(crate) mod locking;
@@ -299,6 +300,9 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         }
         PlanKind::Aggregate { input, groups, aggregates } => {
             aggregate(input, groups, aggregates, plan.id, ctx, probe, sink)
+        }
+        PlanKind::Expand { input, keys, sets } => {
+            grouping_sets::expand(input, keys, sets, ctx, probe, sink)
         }
         PlanKind::Window { input, spec, calls } => {
             window::run_window(input, spec, calls, ctx, probe, sink)

@@ -22,6 +22,7 @@
 //! | Sort                          | `needed` and the sort keys                                |
 //! | Limit                         | `needed`                                                  |
 //! | Aggregate                     | the columns of the groups and of every aggregate argument |
+//! | Expand                        | `needed` among the input's columns, and the keys' columns |
 //! | NestedLoopJoin, HashJoin      | `needed`, the keys and the condition, split by side        |
 //! | Scan                          | decodes `needed` and its filter's columns, returns `needed` |
 //! | IndexJoin, LockRows, Distinct, Window, Union, SetDifference | everything                 |
@@ -206,6 +207,16 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
             prune(left, Needed::all(left_width));
             prune(right, Needed::all(right_width));
             identity(plan.columns.len())
+        }
+        PlanKind::Expand { input, keys, .. } => {
+            // The input's columns read above and the keys' columns; the appended keys,
+            // set number and flag stay (the Aggregate above groups and filters by them).
+            let width = input.arity();
+            let (mut reads, _) = needed.split(width);
+            reads.add_exprs(keys.iter());
+            let input_mapping = prune(input, reads);
+            keys.iter_mut().for_each(|key| renumber(key, &input_mapping));
+            combined(&input_mapping, &identity(plan.columns.len() - width))
         }
         PlanKind::ProjectSet { input, .. } => {
             // Keeps its input whole: its calls' arguments read the input's columns.

@@ -482,6 +482,9 @@ impl std::ops::Deref for BoundTable {
     }
 }
 
+/// PostgreSQL's bound on the grouping sets of one GROUP BY (54001 past it).
+pub const GROUPING_SETS_MAX: usize = 4096;
+
 #[derive(Clone, Debug)]
 pub enum PlanKind {
     /// One row of no columns (SELECT without FROM).
@@ -571,6 +574,17 @@ pub enum PlanKind {
         groups: Vec<Expr>,
         aggregates: Vec<AggregateCall>,
     },
+    /// GROUPING SETS, ROLLUP and CUBE below their Aggregate: each input row once per set,
+    /// the input's columns followed by every key (NULL where the set does not group by
+    /// it), the set's number (int4) and `true`. Before any input, one row per empty set
+    /// (`()`): NULL columns, the set's number and `false`, so that the set has its one row
+    /// even over no input; the aggregates above skip the `false` rows (their filters).
+    /// `sets` holds, per set, the positions in `keys` it groups by.
+    Expand {
+        input: Box<Plan>,
+        keys: Vec<Expr>,
+        sets: Vec<Vec<usize>>,
+    },
     /// Window functions over `input` sorted by the spec's partition and order columns: the
     /// input row, then one value per call.
     Window {
@@ -640,6 +654,7 @@ impl Plan {
             | PlanKind::Project { input, .. }
             | PlanKind::ProjectSet { input, .. }
             | PlanKind::Aggregate { input, .. }
+            | PlanKind::Expand { input, .. }
             | PlanKind::Window { input, .. }
             | PlanKind::Sort { input, .. }
             | PlanKind::Limit { input, .. }
