@@ -525,6 +525,9 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         Some(txn) => super::vector_check::check_vector_index(oid, session, txn),
         None => Err(SqlError::unsupported("tierdb_check_vector_index outside a transaction")),
     };
+    let has_privilege = |call: crate::functions::PrivilegeCall<'_>| {
+        super::privilege_checks::has_privilege(call, session)
+    };
     let context = FunctionContext {
         database: ctx.session.database,
         user: ctx.session.user,
@@ -544,6 +547,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         current_schemas: &current_schemas,
         sequence_state: &sequence_state,
         check_vector_index: &check_vector_index,
+        has_privilege: &has_privilege,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

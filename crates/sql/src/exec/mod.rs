@@ -25,6 +25,7 @@ mod join;
 pub(crate) mod locking;
 mod objects;
 mod on_conflict;
+mod privilege_checks;
 mod recursive;
 mod rows;
 mod scan;

@@ -220,10 +220,6 @@ pub(super) fn constraint_definition(call: Call<'_>) -> Result<Datum> {
     Ok((call.context.constraint_definition)(call.int(0), pretty).map_or(Datum::Null, Datum::Text))
 }
 
-pub(super) fn size_pretty(call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Text(format!("{} bytes", call.int(0))))
-}
-
 pub(super) fn encoding_name(_call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Text("UTF8".into()))
 }

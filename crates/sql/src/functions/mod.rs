@@ -37,6 +37,7 @@ mod datetime;
 mod info;
 mod json;
 mod math;
+mod privileges;
 mod regex;
 mod registry_arrays_catalog;
 mod registry_core;
@@ -45,6 +46,7 @@ mod text;
 mod typing;
 mod vector;
 
+pub use privileges::{NamedPrivilege, PrivilegeCall, PrivilegeTarget};
 pub use regex::{regexp_matches, regexp_split_to_table};
 
 /// The registry's tables, in the order the registry's tests call their examples (the
@@ -243,6 +245,9 @@ pub struct FunctionContext<'a> {
     pub sequence_state: &'a dyn Fn(i64) -> Result<(i64, i64, bool)>,
     /// tierdb_check_vector_index(oid): the check of an HNSW index as a jsonb report.
     pub check_vector_index: &'a dyn Fn(i64) -> Result<Datum>,
+    /// has_table_privilege and has_schema_privilege: None when the object's OID names
+    /// nothing (exec/privilege_checks.rs).
+    pub has_privilege: &'a dyn Fn(PrivilegeCall<'_>) -> Result<Option<bool>>,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.

@@ -2,7 +2,7 @@
 
 use super::array::{self, polymorphic, Kind, Output};
 use super::typing::*;
-use super::{info, Coercion, Function, Signature};
+use super::{info, privileges, Coercion, Function, Signature};
 use crate::types::{ObjectKind, SqlType};
 
 /// Array functions and the catalog functions clients call.
@@ -318,7 +318,7 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         &["pg_size_pretty"],
         1..=1,
         |_, t| Ok(any(t, false, TEXT)),
-        info::size_pretty,
+        privileges::size_pretty,
         "8192"
     ),
     function!(
@@ -329,10 +329,17 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         "6"
     ),
     function!(
-        &["has_table_privilege", "has_schema_privilege"],
+        &["has_table_privilege"],
         2..=3,
         |_, t| Ok(any(t, false, SqlType::Bool)),
-        info::constant_true,
+        privileges::has_table_privilege,
+        "'pg_class', 'SELECT'"
+    ),
+    function!(
+        &["has_schema_privilege"],
+        2..=3,
+        |_, t| Ok(any(t, false, SqlType::Bool)),
+        privileges::has_schema_privilege,
         "'public', 'USAGE'"
     ),
 ];

@@ -1,0 +1,124 @@
+//! The answers of has_table_privilege and has_schema_privilege (functions/privileges.rs)
+//! from the catalog: superusers hold everything; a table's owner holds every privilege
+//! and its grant options; other roles hold what was granted to them or to PUBLIC
+//! (`TableAcl::allows`), never REFERENCES, TRIGGER or a grant option (tierdb grants
+//! none of those). pg_catalog and information_schema relations are readable by every
+//! role; their schemas usable by every role. Schema `public` follows its own ACL.
+
+use super::objects::{missing, object_by_name};
+use crate::bind::SCHEMA_PUBLIC;
+use crate::catalog::{Privilege, SchemaPrivilege, TableAcl};
+use crate::error::Result;
+use crate::functions::{NamedPrivilege, PrivilegeCall, PrivilegeTarget};
+use crate::system::SessionInfo;
+use crate::types::{Datum, ObjectKind};
+
+/// Answers one privilege function call (None: the object's OID names nothing).
+pub(super) fn has_privilege(
+    call: PrivilegeCall<'_>,
+    session: &SessionInfo<'_>,
+) -> Result<Option<bool>> {
+    let role = role_oid(call.role, session)?;
+    let superuser = session.catalog.role_by_oid(role).is_some_and(|role| role.superuser);
+    let kind = match call.target {
+        PrivilegeTarget::Table => ObjectKind::Class,
+        PrivilegeTarget::Schema => ObjectKind::Namespace,
+    };
+    let Some(object) = object_oid(kind, call.object, session)? else { return Ok(None) };
+    if superuser {
+        return Ok(Some(true));
+    }
+    let answer = match call.target {
+        PrivilegeTarget::Table => table_privilege(object, role, call.privileges, session),
+        PrivilegeTarget::Schema => schema_privilege(object, role, call.privileges, session),
+    };
+    Ok(Some(answer))
+}
+
+/// The role asked about: the session's, or one by name (42704 when none) or by OID.
+fn role_oid(role: Option<&Datum>, session: &SessionInfo<'_>) -> Result<u32> {
+    let Some(role) = role else {
+        let current = session.catalog.role(session.user);
+        return Ok(current.map_or(u32::MAX, |role| role.oid));
+    };
+    if let Some(oid) = role.as_int() {
+        return Ok(u32::try_from(oid).unwrap_or(u32::MAX));
+    }
+    let name = role.as_text().unwrap_or("");
+    match session.catalog.role(name) {
+        Some(role) => Ok(role.oid),
+        None => Err(missing(ObjectKind::Role, name)),
+    }
+}
+
+/// The object asked about by OID (None when it names nothing) or by name (PostgreSQL's
+/// error when it names nothing).
+fn object_oid(kind: ObjectKind, object: &Datum, session: &SessionInfo<'_>) -> Result<Option<u32>> {
+    if let Some(oid) = object.as_int() {
+        let oid = u32::try_from(oid).unwrap_or(u32::MAX);
+        return Ok(object_exists(kind, oid, session).then_some(oid));
+    }
+    let name = object.as_text().unwrap_or("");
+    match object_by_name(kind, name, session)? {
+        Some(reference) if reference.oid != 0 => Ok(Some(reference.oid)),
+        _ => Err(missing(kind, name)),
+    }
+}
+
+fn object_exists(kind: ObjectKind, oid: u32, session: &SessionInfo<'_>) -> bool {
+    super::objects::reference(kind, oid, session).text.is_some()
+}
+
+fn table_privilege(
+    oid: u32,
+    role: u32,
+    asked: &[NamedPrivilege],
+    session: &SessionInfo<'_>,
+) -> bool {
+    let Some(table) = session.catalog.tables().into_iter().find(|table| table.oid == oid) else {
+        // A system relation: SELECT is granted to PUBLIC, nothing else.
+        return asked.iter().any(|privilege| privilege.name == "SELECT" && !privilege.grant_option);
+    };
+    let acl = session.catalog.table_acl(&table.name);
+    asked.iter().any(|privilege| acl_allows(&acl, role, privilege))
+}
+
+fn acl_allows(acl: &TableAcl, role: u32, asked: &NamedPrivilege) -> bool {
+    if acl.owner == role {
+        return true;
+    }
+    if asked.grant_option {
+        return false;
+    }
+    let privilege = match asked.name {
+        "SELECT" => Privilege::Select,
+        "INSERT" => Privilege::Insert,
+        "UPDATE" => Privilege::Update,
+        "DELETE" => Privilege::Delete,
+        "TRUNCATE" => Privilege::Truncate,
+        _ => return false,
+    };
+    acl.allows(role, privilege)
+}
+
+fn schema_privilege(
+    oid: u32,
+    role: u32,
+    asked: &[NamedPrivilege],
+    session: &SessionInfo<'_>,
+) -> bool {
+    let name = super::objects::reference(ObjectKind::Namespace, oid, session).text;
+    if name.as_deref() != Some(SCHEMA_PUBLIC) {
+        // pg_catalog and information_schema: USAGE to PUBLIC, CREATE to superusers.
+        return asked.iter().any(|privilege| privilege.name == "USAGE" && !privilege.grant_option);
+    }
+    let acl = session.catalog.schema_acl(SCHEMA_PUBLIC);
+    asked.iter().any(|asked| {
+        if acl.owner == role {
+            return true;
+        }
+        let privilege =
+            if asked.name == "USAGE" { SchemaPrivilege::Usage } else { SchemaPrivilege::Create };
+        !asked.grant_option && acl.allows_bits(role, privilege.bit())
+    })
+}
