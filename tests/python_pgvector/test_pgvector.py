@@ -87,7 +87,7 @@ def test_register_vector_finds_halfvec_by_name(conn):
     oid, array_oid = conn.execute(
         "SELECT oid, typarray FROM pg_type WHERE typname = 'halfvec'"
     ).fetchone()
-    assert (oid, array_oid) == (8402, 8403)
+    assert (oid, array_oid) == (8430, 8431)
 
 
 @pytest.mark.parametrize("binary", [False, True])

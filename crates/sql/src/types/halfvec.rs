@@ -16,11 +16,11 @@ use super::*;
 pub use tierdb_vector::f16;
 
 /// pg_type OID of `halfvec` (fixed, as `VECTOR_OID`: drivers look the type up by name).
-pub const HALFVEC_OID: u32 = 8402;
+pub const HALFVEC_OID: u32 = 8430;
 /// pg_type OID of `halfvec[]` (`_halfvec`).
-pub const HALFVEC_ARRAY_OID: u32 = 8403;
-pub const HALFVEC_OID_I64: i64 = 8402;
-pub const HALFVEC_ARRAY_OID_I64: i64 = 8403;
+pub const HALFVEC_ARRAY_OID: u32 = 8431;
+pub const HALFVEC_OID_I64: i64 = 8430;
+pub const HALFVEC_ARRAY_OID_I64: i64 = 8431;
 
 /// The elements of a datum of type halfvec (the binder coerced it).
 pub fn halfvec_elements(datum: &Datum) -> Result<&[f16]> {

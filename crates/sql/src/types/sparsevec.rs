@@ -11,11 +11,11 @@ use super::vector::read_float4;
 use super::*;
 
 /// pg_type OID of `sparsevec` (fixed, as `VECTOR_OID`: drivers look the type up by name).
-pub const SPARSEVEC_OID: u32 = 8404;
+pub const SPARSEVEC_OID: u32 = 8432;
 /// pg_type OID of `sparsevec[]` (`_sparsevec`).
-pub const SPARSEVEC_ARRAY_OID: u32 = 8405;
-pub const SPARSEVEC_OID_I64: i64 = 8404;
-pub const SPARSEVEC_ARRAY_OID_I64: i64 = 8405;
+pub const SPARSEVEC_ARRAY_OID: u32 = 8433;
+pub const SPARSEVEC_OID_I64: i64 = 8432;
+pub const SPARSEVEC_ARRAY_OID_I64: i64 = 8433;
 /// pgvector's `SPARSEVEC_MAX_DIM`.
 pub const SPARSEVEC_DIMENSIONS_MAX: u32 = 1_000_000_000;
 /// pgvector's `SPARSEVEC_MAX_NNZ`.
