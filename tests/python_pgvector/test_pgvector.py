@@ -1,6 +1,7 @@
 """pgvector's Python adapter (pgvector.psycopg, pgvector.sqlalchemy) against a running tierdb
-server (port from TIERDB_PORT), unmodified: the adapter looks the `vector` type up by name
-and sends numpy arrays in pgvector's text and binary forms.
+server (port from TIERDB_PORT), unmodified: the adapter looks the `vector` and `halfvec`
+types up by name and sends numpy arrays, `HalfVector`s and `SparseVector`s in pgvector's
+text and binary forms.
 
 Run: TIERDB_PORT=5432 python3 -m pytest -q tests/python_pgvector
 """
@@ -11,6 +12,7 @@ import numpy as np
 import psycopg
 import pytest
 import sqlalchemy
+from pgvector import HalfVector, SparseVector
 from pgvector.psycopg import register_vector
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -71,6 +73,66 @@ def test_nearest_neighbours_with_a_parameter(conn, binary):
 def test_dimension_mismatch_is_pgvectors_error(conn):
     with pytest.raises(psycopg.errors.DataException, match="expected 3 dimensions, not 2"):
         conn.execute("INSERT INTO py_vector_items VALUES (1, %s)", (np.array([1, 2]),))
+
+
+@pytest.fixture
+def halfvec_table(conn):
+    conn.execute("DROP TABLE IF EXISTS py_halfvec_items")
+    conn.execute("CREATE TABLE py_halfvec_items (id integer PRIMARY KEY, embedding halfvec(3))")
+    yield conn
+    conn.execute("DROP TABLE IF EXISTS py_halfvec_items")
+
+
+def test_register_vector_finds_halfvec_by_name(conn):
+    oid, array_oid = conn.execute(
+        "SELECT oid, typarray FROM pg_type WHERE typname = 'halfvec'"
+    ).fetchone()
+    assert (oid, array_oid) == (8430, 8431)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_halfvec_round_trip(halfvec_table, binary):
+    conn = halfvec_table
+    embeddings = [HalfVector([1.5, 2, 3]), HalfVector([0.1, -65504, 6.25])]
+    with conn.cursor(binary=binary) as cur:
+        for index, embedding in enumerate(embeddings):
+            cur.execute("INSERT INTO py_halfvec_items VALUES (%s, %s)", (index, embedding))
+        cur.execute("SELECT embedding FROM py_halfvec_items ORDER BY id")
+        rows = [row[0] for row in cur.fetchall()]
+        cur.execute(
+            "SELECT id, embedding <-> %s FROM py_halfvec_items ORDER BY embedding <-> %s LIMIT 1",
+            (HalfVector([1, 2, 3]), HalfVector([1, 2, 3])),
+        )
+        assert cur.fetchone() == (0, 0.5)
+    for got, sent in zip(rows, embeddings):
+        assert isinstance(got, HalfVector)
+        assert np.array_equal(got.to_numpy(), sent.to_numpy())
+    assert rows[1].to_list()[0] == np.float16(0.1)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_sparsevec_round_trip(conn, binary):
+    conn.execute("DROP TABLE IF EXISTS py_sparsevec_items")
+    conn.execute("CREATE TABLE py_sparsevec_items (id integer PRIMARY KEY, embedding sparsevec(5))")
+    try:
+        embeddings = [SparseVector({0: 1.5, 2: 2.0}, 5), SparseVector([0, 0, 0, 0, 0.1])]
+        with conn.cursor(binary=binary) as cur:
+            for index, embedding in enumerate(embeddings):
+                cur.execute("INSERT INTO py_sparsevec_items VALUES (%s, %s)", (index, embedding))
+            cur.execute("SELECT embedding, embedding::text FROM py_sparsevec_items ORDER BY id")
+            rows = cur.fetchall()
+            cur.execute(
+                "SELECT id, embedding <-> %s FROM py_sparsevec_items ORDER BY embedding <-> %s",
+                (SparseVector({0: 1.5}, 5), SparseVector({0: 1.5}, 5)),
+            )
+            assert cur.fetchall() == [(1, 1.5033296346654172), (0, 2.0)]
+        assert [text for _, text in rows] == ["{1:1.5,3:2}/5", "{5:0.1}/5"]
+        for (got, _), sent in zip(rows, embeddings):
+            assert isinstance(got, SparseVector)
+            assert (got.indices(), got.dimensions()) == (sent.indices(), sent.dimensions())
+            assert np.array_equal(np.float32(got.values()), np.float32(sent.values()))
+    finally:
+        conn.execute("DROP TABLE IF EXISTS py_sparsevec_items")
 
 
 class Base(DeclarativeBase):

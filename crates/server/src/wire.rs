@@ -52,17 +52,22 @@ impl ToSqlText for Encoded {
 }
 
 pub fn pg_type(ty: &SqlType) -> Type {
-    if let SqlType::Vector(_) = ty {
-        // Not one of PostgreSQL's built-in types, so not in postgres-types' table.
-        static VECTOR: std::sync::LazyLock<Type> = std::sync::LazyLock::new(|| {
-            Type::new(
-                "vector".into(),
-                tierdb_sql::VECTOR_OID,
-                postgres_types::Kind::Simple,
-                "public".into(),
-            )
-        });
-        return VECTOR.clone();
+    // pgvector's types are not PostgreSQL's built-in types, so not in postgres-types' table.
+    static PGVECTOR_TYPES: std::sync::LazyLock<[Type; 3]> = std::sync::LazyLock::new(|| {
+        [
+            ("vector", tierdb_sql::VECTOR_OID),
+            ("halfvec", tierdb_sql::HALFVEC_OID),
+            ("sparsevec", tierdb_sql::SPARSEVEC_OID),
+        ]
+        .map(|(name, oid)| {
+            Type::new(name.into(), oid, postgres_types::Kind::Simple, "public".into())
+        })
+    });
+    match ty {
+        SqlType::Vector(_) => return PGVECTOR_TYPES[0].clone(),
+        SqlType::HalfVec(_) => return PGVECTOR_TYPES[1].clone(),
+        SqlType::SparseVec(_) => return PGVECTOR_TYPES[2].clone(),
+        _ => {}
     }
     Type::from_oid(ty.oid()).unwrap_or(Type::TEXT)
 }

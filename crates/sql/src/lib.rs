@@ -36,5 +36,7 @@ pub use sizes::{format_memory, parse_size_bytes, SizeSyntax};
 pub use stats::{StatementEntry, StatementStats};
 pub use system::{all_views, SystemView, VIEWS};
 pub use types::{binary_receive, binary_send, numeric_receive, numeric_send};
+pub use types::{
+    f16, vector_receive, vector_send, ArrayValue, HALFVEC_OID, SPARSEVEC_OID, VECTOR_OID,
+};
 pub use types::{format_float4, format_float8, parse_text, Datum, SqlType};
-pub use types::{vector_receive, vector_send, ArrayValue, VECTOR_OID};

@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::Arc;
 
-use support::{run, setup, sqlstate, value, with_session};
+use support::{explain, ids, run, setup, sqlstate, value, with_session};
 use tierdb_sql::{Datum, Output};
 
 #[test]
@@ -130,7 +130,7 @@ fn hnsw_indexes_are_created_with_pgvector_checks() {
             ("CREATE INDEX ON t USING hnsw (v int4_ops)", "42704", "operator class \"int4_ops\" does not exist for access method \"hnsw\""),
             ("CREATE INDEX ON t USING hnsw (v vector_l2_ops, id)", "0A000", "access method \"hnsw\" does not support multicolumn indexes"),
             ("CREATE UNIQUE INDEX ON t USING hnsw (v vector_l2_ops)", "0A000", "access method \"hnsw\" does not support unique indexes"),
-            ("CREATE INDEX ON t USING hnsw (v halfvec_l2_ops)", "0A000", "hnsw operator class \"halfvec_l2_ops\" is not supported"),
+            ("CREATE INDEX ON t USING hnsw (v halfvec_l2_ops)", "42804", "operator class \"halfvec_l2_ops\" does not accept data type vector"),
             ("SET hnsw.ef_search = 0", "22023", "0 is outside the valid range for parameter \"hnsw.ef_search\" (1 .. 1000)"),
             ("SET hnsw.ef_search = 1001", "22023", "1001 is outside the valid range for parameter \"hnsw.ef_search\" (1 .. 1000)"),
             ("SET hnsw.ef_search = 'x'", "22023", "invalid value for parameter \"hnsw.ef_search\": \"x\""),
@@ -219,28 +219,6 @@ fn an_interrupted_hnsw_build_leaves_no_index() {
         .unwrap()
         .join()
         .unwrap();
-}
-
-fn explain(session: &mut tierdb_sql::Session, sql: &str) -> String {
-    let rows = support::rows(session, &format!("EXPLAIN {sql}")).unwrap();
-    rows.iter()
-        .map(|row| match &row[0] {
-            Datum::Text(line) => line.clone(),
-            other => panic!("plan line {other:?}"),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn ids(session: &mut tierdb_sql::Session, sql: &str) -> Vec<i64> {
-    support::rows(session, sql)
-        .unwrap()
-        .into_iter()
-        .map(|row| match row[0] {
-            Datum::Int(id) => id,
-            ref other => panic!("id {other:?}"),
-        })
-        .collect()
 }
 
 /// `ORDER BY col <op> const LIMIT k` reads the HNSW index of that operator (EXPLAIN shows

@@ -42,6 +42,15 @@ pub enum Metric {
     Cosine,
     /// `<+>`, vector_l1_ops.
     L1,
+    /// `<->` over halfvec, halfvec_l2_ops: the index holds the halves widened to f32
+    /// (exactly), distances are pgvector's halfvec kernels.
+    HalfL2,
+    /// `<#>` over halfvec, halfvec_ip_ops.
+    HalfInnerProduct,
+    /// `<=>` over halfvec, halfvec_cosine_ops.
+    HalfCosine,
+    /// `<+>` over halfvec, halfvec_l1_ops.
+    HalfL1,
 }
 
 impl Metric {
@@ -52,6 +61,10 @@ impl Metric {
             Metric::InnerProduct => 2,
             Metric::Cosine => 3,
             Metric::L1 => 4,
+            Metric::HalfL2 => 5,
+            Metric::HalfInnerProduct => 6,
+            Metric::HalfCosine => 7,
+            Metric::HalfL1 => 8,
         }
     }
 
@@ -61,8 +74,38 @@ impl Metric {
             2 => Metric::InnerProduct,
             3 => Metric::Cosine,
             4 => Metric::L1,
+            5 => Metric::HalfL2,
+            6 => Metric::HalfInnerProduct,
+            7 => Metric::HalfCosine,
+            8 => Metric::HalfL1,
             _ => return None,
         })
+    }
+
+    /// The float metric of the same geometry (what k-means, the probes and the checks
+    /// go by; a halfvec metric differs only in the kernels of `distance`).
+    pub fn base(self) -> Metric {
+        match self {
+            Metric::L2 | Metric::HalfL2 => Metric::L2,
+            Metric::InnerProduct | Metric::HalfInnerProduct => Metric::InnerProduct,
+            Metric::Cosine | Metric::HalfCosine => Metric::Cosine,
+            Metric::L1 | Metric::HalfL1 => Metric::L1,
+        }
+    }
+
+    /// Whether the indexed column is a halfvec (its stored elements are halves).
+    pub fn is_half(self) -> bool {
+        self != self.base()
+    }
+
+    /// The halfvec metric of the same geometry.
+    pub fn half(self) -> Metric {
+        match self.base() {
+            Metric::L2 => Metric::HalfL2,
+            Metric::InnerProduct => Metric::HalfInnerProduct,
+            Metric::Cosine => Metric::HalfCosine,
+            _ => Metric::HalfL1,
+        }
     }
 
     /// The value of the SQL operator, computed by the same kernels, so an index scan orders
@@ -73,13 +116,31 @@ impl Metric {
             Metric::InnerProduct => f64::from(-crate::inner_product(a, b)),
             Metric::Cosine => crate::cosine_distance(a, b),
             Metric::L1 => f64::from(crate::l1_distance(a, b)),
+            Metric::HalfL2 | Metric::HalfInnerProduct | Metric::HalfCosine | Metric::HalfL1 => {
+                half_distance(self, a, b)
+            }
         }
     }
 
     /// Whether a vector has a defined distance under this metric (a zero vector has no
     /// cosine distance; pgvector does not index it).
     pub fn indexable(self, vector: &[f32]) -> bool {
-        self != Metric::Cosine || vector.iter().any(|&value| value != 0.0)
+        self.base() != Metric::Cosine || vector.iter().any(|&value| value != 0.0)
+    }
+}
+
+/// A halfvec metric's distance over widened halves: narrowed back (exactly, they were
+/// halves; a quantized navigation value rounds) and summed by pgvector's halfvec kernels.
+fn half_distance(metric: Metric, a: &[f32], b: &[f32]) -> f64 {
+    let halves = |values: &[f32]| -> Vec<half::f16> {
+        values.iter().map(|value| half::f16::from_f32(*value)).collect()
+    };
+    let (a, b) = (halves(a), halves(b));
+    match metric.base() {
+        Metric::L2 => f64::from(crate::halfvec_l2_squared_distance(&a, &b)).sqrt(),
+        Metric::InnerProduct => f64::from(-crate::halfvec_inner_product(&a, &b)),
+        Metric::Cosine => crate::halfvec_cosine_distance(&a, &b),
+        _ => f64::from(crate::halfvec_l1_distance(&a, &b)),
     }
 }
 

@@ -11,17 +11,24 @@ mod half_precision;
 pub mod hnsw;
 mod index;
 pub mod ivfflat;
+mod sparse;
 
 pub use bits::{hamming_distance, jaccard_distance};
 pub use dense::{
     cosine_distance, inner_product, l1_distance, l2_squared_distance, norm, portable,
     simd_path_name,
 };
+/// The half-precision element type of `halfvec` values (the `half` crate's).
+pub use half::f16;
 pub use half_precision::{
     halfvec_cosine_distance, halfvec_inner_product, halfvec_l1_distance,
     halfvec_l2_squared_distance, halfvec_norm,
 };
 pub use index::{IndexError, Metric, SearchResult};
+pub use sparse::{
+    sparse_cosine_distance, sparse_inner_product, sparse_l1_distance, sparse_l2_squared_distance,
+    SparseSlice,
+};
 
 /// pgvector's largest dimension count of a stored `vector` and `halfvec` value.
 pub const VECTOR_DIMENSIONS_MAX: usize = 16_000;

@@ -125,13 +125,14 @@ impl Transaction {
         check: &mut VectorIndexCheck,
     ) -> Result<()> {
         let column = index.def.column;
+        let metric = index.def.parameters.metric;
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             let vectors = entries.remove(&key).unwrap_or_default();
             let mut versions = Vec::new();
             for version in decode_versions(&bytes)? {
                 let row = table.layout.decode(&version.row)?;
-                if let Some(vector) = vector_of(&row, column)? {
+                if let Some(vector) = vector_of(&row, column, metric)? {
                     versions.push(stored_bytes(&vector));
                 }
             }
@@ -139,7 +140,7 @@ impl Transaction {
             check.entries_live += u64::try_from(live).expect("a count fits u64");
             check.entries_dead += u64::try_from(vectors.len() - live).expect("a count fits u64");
             let Some(row) = self.visible_row_stored(&table.layout, &bytes)? else { continue };
-            let Some(vector) = vector_of(&row, column)? else { continue };
+            let Some(vector) = vector_of(&row, column, metric)? else { continue };
             if !index.graph.metric().indexable(&vector) {
                 continue;
             }

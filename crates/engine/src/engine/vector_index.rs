@@ -31,10 +31,17 @@ pub(super) fn metric_of(code: i64) -> Option<Metric> {
 
 /// The vector in `row[column]` (None for NULL). The SQL layer stores a vector as its f32
 /// values, little-endian, in a bytes value.
-pub(super) fn vector_of(row: &[Value], column: usize) -> Result<Option<Vec<f32>>> {
+pub(super) fn vector_of(row: &[Value], column: usize, metric: Metric) -> Result<Option<Vec<f32>>> {
     match row.get(column) {
         Some(Value::Null) => Ok(None),
-        Some(Value::Bytes(bytes)) if bytes.len() % 4 == 0 => Ok(Some(
+        // A halfvec column stores little-endian half bit patterns: widened exactly.
+        Some(Value::Bytes(bytes)) if metric.is_half() && bytes.len() % 2 == 0 => Ok(Some(
+            bytes
+                .chunks_exact(2)
+                .map(|chunk| tierdb_vector::f16::from_le_bytes([chunk[0], chunk[1]]).to_f32())
+                .collect(),
+        )),
+        Some(Value::Bytes(bytes)) if !metric.is_half() && bytes.len() % 4 == 0 => Ok(Some(
             bytes
                 .chunks_exact(4)
                 .map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes")))
@@ -112,7 +119,7 @@ struct BuildBatch {
 impl VectorIndex {
     /// The vector of `row` for this index (None for NULL), its dimensions checked.
     fn indexed_vector(&self, row: &[Value]) -> Result<Option<Vec<f32>>> {
-        let vector = vector_of(row, self.def.column)?;
+        let vector = vector_of(row, self.def.column, self.def.parameters.metric)?;
         if let Some(vector) = &vector {
             if vector.len() != self.def.parameters.dimensions {
                 return Err(EngineError::InvalidRow {
@@ -256,7 +263,7 @@ impl Shared {
             let (_, bytes) = stored?;
             let Some(newest) = decode_versions(&bytes)?.into_iter().next() else { continue };
             let row = table.layout.decode(&newest.row)?;
-            let Some(vector) = vector_of(&row, def.column)? else { continue };
+            let Some(vector) = vector_of(&row, def.column, metric)? else { continue };
             if vector.len() != def.parameters.dimensions || !metric.indexable(&vector) {
                 continue;
             }
@@ -281,7 +288,8 @@ impl Shared {
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (_, bytes) = stored?;
             let Some(newest) = decode_versions(&bytes)?.into_iter().next() else { continue };
-            if vector_of(&table.layout.decode(&newest.row)?, column)?.is_some() {
+            let row = table.layout.decode(&newest.row)?;
+            if row.get(column).is_some_and(|value| !matches!(value, Value::Null)) {
                 count += 1;
                 if count >= lists {
                     break;
@@ -433,7 +441,8 @@ impl Transaction {
             }
             let Some(bytes) = scan.table.tree.get(&result.key)? else { continue };
             let Some(row) = txn.visible_row_stored(&scan.table.layout, &bytes)? else { continue };
-            let current = vector_of(&row, scan.index.def.column)?;
+            let index = &scan.index.def;
+            let current = vector_of(&row, index.column, index.parameters.metric)?;
             // A stale entry: the visible version holds another vector.
             let matches = current.is_some_and(|vector| {
                 scan.index.graph.metric().distance(&scan.query, &vector).to_bits()

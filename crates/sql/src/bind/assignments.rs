@@ -51,6 +51,7 @@ pub(crate) fn assignable(from: &SqlType, to: &SqlType) -> bool {
         || (from.is_numeric_family() && to.is_numeric_family())
         || to.is_text()
         || (from.is_temporal() && to.is_temporal())
+        || super::coerce::pgvector_castable(from, to)
 }
 
 pub(crate) fn assignment_error(error: SqlError, column: &ColumnMeta, from: &SqlType) -> SqlError {

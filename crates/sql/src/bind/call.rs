@@ -195,6 +195,7 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         AggregateFunction::CountStar | AggregateFunction::Count => SqlType::Int8,
         AggregateFunction::Sum => match input {
             SqlType::Vector(_) => SqlType::Vector(None),
+            SqlType::HalfVec(_) => SqlType::HalfVec(None),
             SqlType::Int2 | SqlType::Int4 => SqlType::Int8,
             SqlType::Int8 | SqlType::Numeric { .. } => SqlType::numeric(),
             SqlType::Float4 => SqlType::Float4,
@@ -206,6 +207,7 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         },
         AggregateFunction::Avg => match input {
             SqlType::Vector(_) => SqlType::Vector(None),
+            SqlType::HalfVec(_) => SqlType::HalfVec(None),
             ty if ty.is_integer() => SqlType::numeric(),
             SqlType::Numeric { .. } => SqlType::numeric(),
             SqlType::Float4 | SqlType::Float8 => SqlType::Float8,
@@ -234,7 +236,9 @@ fn min_max_output(aggregate: AggregateFunction, input: &SqlType) -> Result<SqlTy
         | SqlType::Json
         | SqlType::Jsonb
         | SqlType::Uuid
-        | SqlType::Vector(_) => {
+        | SqlType::Vector(_)
+        | SqlType::HalfVec(_)
+        | SqlType::SparseVec(_) => {
             let name = if aggregate == AggregateFunction::Min { "min" } else { "max" };
             Err(SqlError::undefined_function(&format!("{name}({})", input.display_name())))
         }

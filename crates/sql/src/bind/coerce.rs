@@ -103,9 +103,7 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     ) {
         return true;
     }
-    // vector(n) to vector(m) checks the dimension count when it runs (pgvector's
-    // `vector(vector, typmod)` cast is implicit).
-    if matches!((from, to), (SqlType::Vector(_), SqlType::Vector(_))) {
+    if pgvector_castable(from, to) {
         return true;
     }
     // Arrays convert element by element where the elements do (int4[] to int8[]).
@@ -121,6 +119,43 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
     if matches!((from, to), (SqlType::Object(_), other) | (other, SqlType::Object(_)) if other.is_integer())
     {
         return true;
+    }
+    false
+}
+
+/// pgvector's implicit and assignment casts among vector, halfvec, sparsevec and arrays.
+pub(crate) fn pgvector_castable(from: &SqlType, to: &SqlType) -> bool {
+    // vector(n) to vector(m) checks the dimension count when it runs (pgvector's
+    // `vector(vector, typmod)` cast is implicit).
+    if matches!((from, to), (SqlType::Vector(_), SqlType::Vector(_))) {
+        return true;
+    }
+    // pgvector: vector to halfvec is implicit, halfvec to vector and real[] and numeric
+    // arrays to halfvec are assignment casts.
+    if matches!(
+        (from, to),
+        (SqlType::Vector(_) | SqlType::HalfVec(_), SqlType::HalfVec(_))
+            | (SqlType::HalfVec(_), SqlType::Vector(_))
+    ) {
+        return true;
+    }
+    if let (SqlType::HalfVec(_), Some(SqlType::Float4)) = (from, to.array_element()) {
+        return true;
+    }
+    // vector and halfvec to sparsevec are implicit, sparsevec to them assignment casts.
+    if matches!(
+        (from, to),
+        (SqlType::Vector(_) | SqlType::HalfVec(_) | SqlType::SparseVec(_), SqlType::SparseVec(_))
+            | (SqlType::SparseVec(_), SqlType::Vector(_) | SqlType::HalfVec(_))
+    ) {
+        return true;
+    }
+    if let (Some(element), SqlType::HalfVec(_) | SqlType::SparseVec(_)) = (from.array_element(), to)
+    {
+        return matches!(
+            element,
+            SqlType::Int4 | SqlType::Float4 | SqlType::Float8 | SqlType::Numeric { .. }
+        );
     }
     false
 }

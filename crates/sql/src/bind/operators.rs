@@ -131,12 +131,18 @@ impl<'a> Binder<'a> {
         scope: &Scope,
     ) -> Result<(Expr, SqlType)> {
         use ast::BinaryOperator as B;
-        // A parameter is a vector; an untyped literal stays unknown until the call is
-        // resolved (two of them are ambiguous, as in PostgreSQL with pgvector).
-        let vector = SqlType::Vector(None);
-        let hint = |side: &ast::Expr| is_placeholder(side).then_some(&vector);
-        let (left, left_ty) = self.expr(left, scope, hint(left))?;
-        let (right, right_ty) = self.expr(right, scope, hint(right))?;
+        // A parameter takes the other operand's type (vector or halfvec; vector when both
+        // are parameters); an untyped literal stays unknown until the call is resolved
+        // (two of them are ambiguous, as in PostgreSQL with pgvector).
+        let (left, left_ty, right, right_ty) = if is_placeholder(left) {
+            let (right, right_ty) = self.vector_operand(right, scope, None)?;
+            let (left, left_ty) = self.vector_operand(left, scope, Some(&right_ty))?;
+            (left, left_ty, right, right_ty)
+        } else {
+            let (left, left_ty) = self.vector_operand(left, scope, None)?;
+            let (right, right_ty) = self.vector_operand(right, scope, Some(&left_ty))?;
+            (left, left_ty, right, right_ty)
+        };
         if left_ty == SqlType::Unknown && right_ty == SqlType::Unknown {
             let symbol = match op {
                 B::Custom(symbol) if symbol == crate::parse::L1_OPERATOR_STAND_IN => "<+>".into(),
@@ -152,6 +158,25 @@ impl<'a> Binder<'a> {
             call.operator = Some(vector_operator_symbol(function));
         }
         Ok((call, ty))
+    }
+
+    /// One operand of a distance operator; a parameter is typed as `other` when that is a
+    /// halfvec or a sparsevec, else as a vector.
+    fn vector_operand(
+        &mut self,
+        operand: &ast::Expr,
+        scope: &Scope,
+        other: Option<&SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        if !is_placeholder(operand) {
+            return self.expr(operand, scope, None);
+        }
+        let ty = match other {
+            Some(SqlType::HalfVec(_)) => SqlType::HalfVec(None),
+            Some(SqlType::SparseVec(_)) => SqlType::SparseVec(None),
+            _ => SqlType::Vector(None),
+        };
+        self.expr(operand, scope, Some(&ty))
     }
 
     /// `+ - * / % ^`: numeric arithmetic, or pgvector's element-wise vector operations.
@@ -306,13 +331,13 @@ fn vector_operator_function(op: &ast::BinaryOperator) -> Option<&'static str> {
     }
 }
 
-/// A vector operand with the other a vector or an untyped literal: pgvector's operator.
+/// A vector or halfvec operand with the other one too or an untyped literal: pgvector's
+/// operator.
 fn is_vector_operation(left: &SqlType, right: &SqlType) -> bool {
-    matches!(
-        (left, right),
-        (SqlType::Vector(_), SqlType::Vector(_) | SqlType::Unknown)
-            | (SqlType::Unknown, SqlType::Vector(_))
-    )
+    let dense = |ty: &SqlType| matches!(ty, SqlType::Vector(_) | SqlType::HalfVec(_));
+    (dense(left) || dense(right))
+        && (dense(left) || *left == SqlType::Unknown)
+        && (dense(right) || *right == SqlType::Unknown)
 }
 
 /// jsonb || jsonb (an untyped literal read as jsonb): jsonb's concatenation; jsonb with a
@@ -364,8 +389,20 @@ pub(crate) fn compare_operands(
         SqlType::Unknown => SqlType::Text,
         other => text_if_char(&other),
     };
+    // pgvector's implicit casts: a vector compared with a halfvec is a halfvec, either with
+    // a sparsevec a sparsevec.
+    let pgvector_cast = |ty: &SqlType| {
+        matches!(
+            (ty, &common),
+            (SqlType::Vector(_), SqlType::HalfVec(_) | SqlType::SparseVec(_))
+                | (SqlType::HalfVec(_), SqlType::SparseVec(_))
+        )
+    };
     let coerce_side = |expr: Expr, ty: &SqlType| -> Result<Expr> {
-        if *ty == SqlType::Unknown || matches!(ty, SqlType::Char(_)) && common == SqlType::Text {
+        if *ty == SqlType::Unknown
+            || matches!(ty, SqlType::Char(_)) && common == SqlType::Text
+            || pgvector_cast(ty)
+        {
             coerce(expr, ty, &common, false)
         } else {
             Ok(expr)

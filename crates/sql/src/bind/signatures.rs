@@ -39,10 +39,6 @@ pub(crate) fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr,
 /// Functions PostgreSQL has that tierdb does not run: 0A000 at bind time, so that no
 /// statement fails halfway through its rows.
 fn refuse_unsupported(name: &str) -> Result<()> {
-    if name == "l2_norm" {
-        // pgvector defines l2_norm for halfvec and sparsevec only; tierdb has neither yet.
-        return Err(SqlError::unsupported("l2_norm() over halfvec and sparsevec is not supported"));
-    }
     if crate::system::view_columns(name).is_some() {
         return Err(SqlError::unsupported(format!(
             "{name}() returns a set of rows: it is only supported in FROM"

@@ -134,6 +134,10 @@ impl HnswOptions {
             tierdb_vector::hnsw::Metric::InnerProduct => "vector_ip_ops",
             tierdb_vector::hnsw::Metric::Cosine => "vector_cosine_ops",
             tierdb_vector::hnsw::Metric::L1 => "vector_l1_ops",
+            tierdb_vector::hnsw::Metric::HalfL2 => "halfvec_l2_ops",
+            tierdb_vector::hnsw::Metric::HalfInnerProduct => "halfvec_ip_ops",
+            tierdb_vector::hnsw::Metric::HalfCosine => "halfvec_cosine_ops",
+            tierdb_vector::hnsw::Metric::HalfL1 => "halfvec_l1_ops",
         }
     }
 
@@ -692,6 +696,10 @@ pub(crate) fn encode_type(ty: &SqlType) -> String {
         SqlType::Varchar(length) => format!("varchar:{}", length.map_or(-1, i64::from)),
         SqlType::Char(length) => format!("char:{length}"),
         SqlType::Vector(dimensions) => format!("vector:{}", dimensions.map_or(-1, i64::from)),
+        SqlType::HalfVec(dimensions) => format!("halfvec:{}", dimensions.map_or(-1, i64::from)),
+        SqlType::SparseVec(dimensions) => {
+            format!("sparsevec:{}", dimensions.map_or(-1, i64::from))
+        }
         // The element's own encoding after the prefix (it may hold colons itself).
         SqlType::Array(element) => format!("array:{}", encode_type(element)),
         other => other.oid().to_string(),
@@ -714,6 +722,8 @@ pub(crate) fn decode_type(text: &str) -> Option<SqlType> {
         ["varchar", length] => Some(SqlType::Varchar(optional(length)?)),
         ["char", length] => Some(SqlType::Char(length.parse().ok()?)),
         ["vector", dimensions] => Some(SqlType::Vector(optional(dimensions)?)),
+        ["halfvec", dimensions] => Some(SqlType::HalfVec(optional(dimensions)?)),
+        ["sparsevec", dimensions] => Some(SqlType::SparseVec(optional(dimensions)?)),
         [oid] => SqlType::from_oid(oid.parse().ok()?),
         _ => None,
     }

@@ -671,7 +671,9 @@ pub fn is_internal_table(name: &str) -> bool {
 /// them differently and range scans would return wrong rows.
 fn refuse_vector_key(table: &TableMeta, index: &IndexMeta) -> Result<()> {
     let vector_key = index.columns.iter().any(|column| {
-        table.columns.get(*column).is_some_and(|meta| matches!(meta.ty, SqlType::Vector(_)))
+        table.columns.get(*column).is_some_and(|meta| {
+            matches!(meta.ty, SqlType::Vector(_) | SqlType::HalfVec(_) | SqlType::SparseVec(_))
+        })
     });
     if vector_key {
         return Err(SqlError::unsupported(

@@ -62,6 +62,10 @@ pub(crate) enum Accumulator {
     VectorSum(Option<Vec<f32>>),
     /// pgvector's avg(vector): double sums and the count.
     VectorAverage(Option<Vec<f64>>, i64),
+    /// pgvector's sum(halfvec): half sums (`halfvec_add`).
+    HalfVecSum(Option<Vec<types::f16>>),
+    /// pgvector's avg(halfvec): double sums and the count, as for vector.
+    HalfVecAverage(Option<Vec<f64>>, i64),
     /// sum(interval) and avg(interval): the field-wise sum and the count.
     IntervalSum(types::Interval, i64),
 }
@@ -74,12 +78,14 @@ pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
         }
         AggregateFunction::Sum => match call.input {
             SqlType::Vector(_) => Accumulator::VectorSum(None),
+            SqlType::HalfVec(_) => Accumulator::HalfVecSum(None),
             SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => Accumulator::SumInt(0, false),
             SqlType::Float4 | SqlType::Float8 => Accumulator::SumFloat(0.0, false),
             _ => Accumulator::SumDecimal(Decimal::ZERO, false),
         },
         AggregateFunction::Avg => match call.input {
             SqlType::Vector(_) => Accumulator::VectorAverage(None, 0),
+            SqlType::HalfVec(_) => Accumulator::HalfVecAverage(None, 0),
             SqlType::Float4 | SqlType::Float8 => Accumulator::AvgFloat(0.0, 0),
             _ => Accumulator::AvgDecimal(Decimal::ZERO, 0),
         },
@@ -151,6 +157,14 @@ pub(crate) fn accumulate(
         }
         Accumulator::VectorAverage(sums, count) => {
             types::vector_average_step(sums, types::vector_elements(value)?)?;
+            *count += 1;
+        }
+        Accumulator::HalfVecSum(sums) => {
+            types::halfvec_sum_step(sums, types::halfvec_elements(value)?)?
+        }
+        Accumulator::HalfVecAverage(sums, count) => {
+            let widened = types::halves_to_floats(types::halfvec_elements(value)?);
+            types::vector_average_step(sums, &widened)?;
             *count += 1;
         }
         Accumulator::IntervalSum(sum, count) => {
@@ -317,6 +331,13 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
         }
         Accumulator::VectorAverage(sums, count) => match sums {
             Some(sums) => types::vector_average_finish(sums, *count)?,
+            None => Datum::Null,
+        },
+        Accumulator::HalfVecSum(sums) => {
+            sums.as_ref().map_or(Datum::Null, |sums| Datum::HalfVec(sums.as_slice().into()))
+        }
+        Accumulator::HalfVecAverage(sums, count) => match sums {
+            Some(sums) => types::halfvec_average_finish(sums, *count)?,
             None => Datum::Null,
         },
         Accumulator::IntervalSum(_, 0) => Datum::Null,

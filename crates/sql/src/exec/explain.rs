@@ -165,6 +165,9 @@ fn detail(plan: &Plan, indent: &str, lines: &mut Vec<String>) {
                         Expr::Literal(Datum::Vector(elements)) => {
                             format!("'{}'::vector", crate::types::format_vector(elements))
                         }
+                        Expr::Literal(Datum::HalfVec(elements)) => {
+                            format!("'{}'::halfvec", crate::types::format_halfvec(elements))
+                        }
                         Expr::Parameter(index) => format!("${}", index + 1),
                         _ => "(query)".into(),
                     };

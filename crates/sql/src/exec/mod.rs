@@ -490,6 +490,8 @@ pub fn datum_type(datum: &Datum) -> SqlType {
         Datum::Timestamp(_) => SqlType::Timestamp,
         Datum::TimestampTz(_) => SqlType::TimestampTz,
         Datum::Vector(_) => SqlType::Vector(None),
+        Datum::HalfVec(_) => SqlType::HalfVec(None),
+        Datum::SparseVec(_) => SqlType::SparseVec(None),
         Datum::Uuid(_) => SqlType::Uuid,
         Datum::Interval(_) => SqlType::Interval,
         Datum::Time(_) => SqlType::Time,

@@ -210,6 +210,8 @@ fn scan_nearest<'s>(
 ) -> Result<bool> {
     let query = match eval(query, probe, ctx)? {
         Datum::Vector(elements) => elements,
+        // The index holds halves widened to f32 (exact); its metric narrows them back.
+        Datum::HalfVec(elements) => crate::types::halves_to_floats(&elements).into(),
         // NULL is nearest to nothing: pgvector's index scan returns no rows.
         _ => return Ok(true),
     };

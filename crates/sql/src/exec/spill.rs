@@ -65,6 +65,12 @@ pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
             Datum::Vector(elements) => {
                 counted(out, 11, &crate::types::vector_storage_bytes(elements))
             }
+            Datum::SparseVec(value) => {
+                counted(out, 19, &crate::types::sparsevec_storage_bytes(value))
+            }
+            Datum::HalfVec(elements) => {
+                counted(out, 18, &crate::types::halfvec_storage_bytes(elements))
+            }
             Datum::Array(array) => {
                 // The lower bound, then the elements as a nested row.
                 let mut body = array.lower.to_le_bytes().to_vec();
@@ -118,6 +124,8 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
             9 => Datum::Timestamp(i64::from_le_bytes(cursor.array()?)),
             10 => Datum::TimestampTz(i64::from_le_bytes(cursor.array()?)),
             11 => crate::types::vector_from_storage(cursor.counted()?),
+            18 => crate::types::halfvec_from_storage(cursor.counted()?),
+            19 => crate::types::sparsevec_from_storage(cursor.counted()?),
             14 => decode_array(cursor.counted()?)?,
             15 => Datum::Uuid(cursor.array()?),
             16 => Datum::Interval(crate::types::Interval::from_storage(&cursor.array::<16>()?)),

@@ -34,6 +34,7 @@ macro_rules! function {
 mod advisory;
 mod array;
 mod datetime;
+mod halfvec;
 mod info;
 mod json;
 mod math;
@@ -42,6 +43,7 @@ mod regex;
 mod registry_arrays_catalog;
 mod registry_core;
 mod registry_vector_json;
+mod sparsevec;
 mod text;
 mod typing;
 mod vector;

@@ -1,7 +1,8 @@
 //! The registry's pgvector and json functions.
 
 use super::typing::*;
-use super::vector::{self, subvector_signature, vectors};
+use super::vector::{self, l2_norm_signature, subvector_signature, vectors};
+use super::{halfvec, sparsevec};
 use super::{info, json, Function, Signature};
 use crate::types::{ObjectKind, SqlType};
 
@@ -63,6 +64,17 @@ pub(super) static VECTOR_JSON: &[Function] = &[
         |n, t| vectors(n, t, SqlType::Float8),
         vector::norm,
         "'[3,4]'::vector"
+    ),
+    function!(
+        &["l2_norm"],
+        1..=1,
+        l2_norm_signature,
+        |call| if sparsevec::is_sparsevec(&call) {
+            sparsevec::l2_norm(&call)
+        } else {
+            halfvec::l2_norm(call)
+        },
+        "'[3,4]'::halfvec"
     ),
     function!(
         &["l2_normalize"],

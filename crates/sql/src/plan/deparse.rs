@@ -368,6 +368,8 @@ fn constant(datum: &Datum, ty: Option<&SqlType>) -> String {
         (Datum::Timestamp(_), _) => SqlType::Timestamp,
         (Datum::TimestampTz(_), _) => SqlType::TimestampTz,
         (Datum::Vector(_), _) => SqlType::Vector(None),
+        (Datum::HalfVec(_), _) => SqlType::HalfVec(None),
+        (Datum::SparseVec(_), _) => SqlType::SparseVec(None),
         // Elements print by their own values; text[] only decides the quoting.
         (Datum::Array(_), _) => SqlType::Array(Box::new(SqlType::Text)),
         (Datum::Object(_), _) => SqlType::Oid,

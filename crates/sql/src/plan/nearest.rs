@@ -18,9 +18,16 @@ fn metric_of(operator: &str) -> Option<Metric> {
     })
 }
 
-/// The HNSW index on `column` ordering by `operator`, if the table has one.
-fn hnsw_index<'t>(table: &'t TableMeta, column: usize, operator: &str) -> Option<&'t str> {
+/// The HNSW index on `column` ordering by `operator` (over halfvec when `half`), if the
+/// table has one.
+fn hnsw_index<'t>(
+    table: &'t TableMeta,
+    column: usize,
+    operator: &str,
+    half: bool,
+) -> Option<&'t str> {
     let metric = metric_of(operator)?;
+    let metric = if half { metric.half() } else { metric };
     table
         .indexes
         .iter()
@@ -51,12 +58,13 @@ pub(crate) fn use_vector_indexes(plan: &mut Plan) {
     }
 }
 
-/// The table column an operand reads: a vector column, possibly coerced from `vector(n)` to
-/// the operator's `vector`.
+/// The table column an operand reads: a vector (halfvec) column, possibly coerced from
+/// `vector(n)` to the operator's `vector` (`halfvec(n)` to `halfvec`).
 fn vector_column(operand: &Expr) -> Option<usize> {
     match operand {
         Expr::Column(column) => Some(*column),
-        Expr::Cast { expr, from: SqlType::Vector(_), to: SqlType::Vector(None), .. } => {
+        Expr::Cast { expr, from: SqlType::Vector(_), to: SqlType::Vector(None), .. }
+        | Expr::Cast { expr, from: SqlType::HalfVec(_), to: SqlType::HalfVec(None), .. } => {
             match expr.as_ref() {
                 Expr::Column(column) => Some(*column),
                 _ => None,
@@ -91,10 +99,11 @@ fn nearest_scan(sort: &Plan) -> Option<Plan> {
     let operator = call.operator?;
     let [column, query] = call.args.as_slice() else { return None };
     let column = vector_column(column)?;
-    if !matches!(query, Expr::Literal(Datum::Vector(_)) | Expr::Parameter(_)) {
+    if !matches!(query, Expr::Literal(Datum::Vector(_) | Datum::HalfVec(_)) | Expr::Parameter(_)) {
         return None;
     }
-    let name = hnsw_index(table, column, operator)?.to_string();
+    let half = matches!(call.arg_types.first(), Some(SqlType::HalfVec(_)));
+    let name = hnsw_index(table, column, operator, half)?.to_string();
     let mut project = (**project).clone();
     let PlanKind::Project { input: scan, .. } = &mut project.kind else { unreachable!() };
     let PlanKind::Scan { access, .. } = &mut scan.kind else { unreachable!() };

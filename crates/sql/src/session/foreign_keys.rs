@@ -383,7 +383,7 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => 3,
         SqlType::Bool => 4,
         SqlType::Bytea => 5,
-        SqlType::Vector(_) => 6,
+        SqlType::Vector(_) | SqlType::HalfVec(_) | SqlType::SparseVec(_) => 6,
         SqlType::Unknown => 7,
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => 8,
         // Columns of these types are refused at CREATE TABLE.

@@ -17,6 +17,8 @@ use crate::types::SqlType;
 
 /// pgvector's largest dimension count of an HNSW or ivfflat index on `vector`.
 const VECTOR_INDEX_DIMENSIONS_MAX: u32 = 2000;
+/// pgvector's limit for an indexed halfvec column.
+const HALFVEC_INDEX_DIMENSIONS_MAX: u32 = 4000;
 
 /// pgvector's vector access method the statement asks for: `hnsw` or `ivfflat`.
 pub(crate) fn vector_access_method(create: &ast::CreateIndex) -> Option<&'static str> {
@@ -62,18 +64,16 @@ fn metric_of(
         "vector_ip_ops" => Metric::InnerProduct,
         "vector_cosine_ops" => Metric::Cosine,
         "vector_l1_ops" if !ivfflat => Metric::L1,
-        "halfvec_l2_ops" | "halfvec_ip_ops" | "halfvec_cosine_ops" | "bit_hamming_ops"
-            if ivfflat =>
-        {
+        "halfvec_l2_ops" => Metric::HalfL2,
+        "halfvec_ip_ops" => Metric::HalfInnerProduct,
+        "halfvec_cosine_ops" => Metric::HalfCosine,
+        "halfvec_l1_ops" if !ivfflat => Metric::HalfL1,
+        "bit_hamming_ops" if ivfflat => {
             return Err(SqlError::unsupported(format!(
                 "ivfflat operator class \"{name}\" is not supported"
             )))
         }
-        "halfvec_l2_ops"
-        | "halfvec_ip_ops"
-        | "halfvec_cosine_ops"
-        | "halfvec_l1_ops"
-        | "bit_hamming_ops"
+        "bit_hamming_ops"
         | "bit_jaccard_ops"
         | "sparsevec_l2_ops"
         | "sparsevec_ip_ops"
@@ -92,7 +92,12 @@ fn metric_of(
             ))
         }
     };
-    if !matches!(column_type, SqlType::Vector(_)) {
+    let accepted = if metric.is_half() {
+        matches!(column_type, SqlType::HalfVec(_))
+    } else {
+        matches!(column_type, SqlType::Vector(_))
+    };
+    if !accepted {
         return Err(SqlError::new(
             "42804",
             format!(
@@ -173,21 +178,27 @@ fn refuse_vector_index_clauses(method: &str, create: &ast::CreateIndex) -> Resul
     Ok(())
 }
 
-/// The dimensions of an indexed vector column, with pgvector's errors, and HNSW's own
-/// limit at `m` (a node must fit a page).
+/// The dimensions of an indexed vector or halfvec column, with pgvector's errors, and
+/// HNSW's own limit at `m` (a node must fit a page).
 fn index_dimensions(method: &str, column_type: &SqlType, m: usize) -> Result<usize> {
-    let dimensions = match column_type {
-        SqlType::Vector(Some(dimensions)) => *dimensions,
+    let (dimensions, maximum) = match column_type {
+        SqlType::Vector(Some(dimensions)) => (*dimensions, VECTOR_INDEX_DIMENSIONS_MAX),
+        SqlType::HalfVec(Some(dimensions)) => (*dimensions, HALFVEC_INDEX_DIMENSIONS_MAX),
         _ => return Err(invalid("column does not have dimensions".into())),
     };
-    if dimensions > VECTOR_INDEX_DIMENSIONS_MAX {
+    if dimensions > maximum {
         return Err(SqlError::new(
             "54000",
-            format!(
-                "column cannot have more than {VECTOR_INDEX_DIMENSIONS_MAX} dimensions for \
-                 {method} index"
-            ),
+            format!("column cannot have more than {maximum} dimensions for {method} index"),
         ));
+    }
+    if dimensions > VECTOR_INDEX_DIMENSIONS_MAX {
+        // The index holds halves widened to f32 (design 014), so a node fits a page up to
+        // vector's limit only.
+        return Err(SqlError::unsupported(format!(
+            "{method} indexes on halfvec columns of more than {VECTOR_INDEX_DIMENSIONS_MAX} \
+             dimensions are not supported"
+        )));
     }
     let dimensions = usize::try_from(dimensions).expect("at most 2000");
     if method == "hnsw" && dimensions > dimensions_max(m) {

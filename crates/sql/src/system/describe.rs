@@ -19,6 +19,8 @@ pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
         SqlType::Char(_) => return Some("bpchar".into()),
         // pgvector's typmod is the dimension count, without a header.
         SqlType::Vector(_) if typmod >= 1 => SqlType::Vector(u32::try_from(typmod).ok()),
+        SqlType::HalfVec(_) if typmod >= 1 => SqlType::HalfVec(u32::try_from(typmod).ok()),
+        SqlType::SparseVec(_) if typmod >= 1 => SqlType::SparseVec(u32::try_from(typmod).ok()),
         SqlType::Numeric { .. } if typmod >= header => {
             let packed = typmod - header;
             SqlType::Numeric {

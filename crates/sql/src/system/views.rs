@@ -138,7 +138,12 @@ fn array_types() -> impl Iterator<Item = (i64, i64)> {
                 _ => None,
             },
         );
-    arrays.chain([(crate::types::VECTOR_OID_I64, i64::from(crate::types::VECTOR_ARRAY_OID))])
+    // pgvector's array types are listed, not usable (no arrays of them).
+    arrays.chain([
+        (crate::types::VECTOR_OID_I64, crate::types::VECTOR_ARRAY_OID_I64),
+        (crate::types::HALFVEC_OID_I64, crate::types::HALFVEC_ARRAY_OID_I64),
+        (crate::types::SPARSEVEC_OID_I64, crate::types::SPARSEVEC_ARRAY_OID_I64),
+    ])
 }
 
 /// An index's key columns as 1-based attribute numbers.

@@ -88,6 +88,8 @@ pub fn array_type_oid(element: &SqlType) -> Option<u32> {
         SqlType::TimestampTz => 1185,
         SqlType::Numeric { .. } => 1231,
         SqlType::Vector(_) => super::VECTOR_ARRAY_OID,
+        SqlType::HalfVec(_) => super::HALFVEC_ARRAY_OID,
+        SqlType::SparseVec(_) => super::SPARSEVEC_ARRAY_OID,
         SqlType::Json => 199,
         SqlType::Jsonb => 3807,
         SqlType::Uuid => super::UUID_ARRAY_OID,

@@ -56,6 +56,8 @@ pub fn binary_send(datum: &Datum, ty: &SqlType) -> Result<Option<Vec<u8>>> {
         (Datum::Interval(interval), _) => interval.send(),
         (Datum::Time(micros), _) => micros.to_be_bytes().to_vec(),
         (Datum::Vector(elements), _) => super::vector_send(elements),
+        (Datum::HalfVec(elements), _) => super::halfvec_send(elements),
+        (Datum::SparseVec(value), _) => super::sparsevec_send(value),
         (Datum::Array(array), _) => encode_array(array, ty)?,
         (Datum::Date(days), _) => days.to_be_bytes().to_vec(),
         (Datum::Timestamp(micros) | Datum::TimestampTz(micros), _) => micros.to_be_bytes().to_vec(),
@@ -266,6 +268,8 @@ pub fn binary_receive(bytes: &[u8], ty: &SqlType) -> Result<Datum> {
             _ => return Err(SqlError::new("22P03", "unsupported jsonb version number")),
         },
         SqlType::Vector(dimensions) => super::vector_receive(bytes, *dimensions)?,
+        SqlType::HalfVec(dimensions) => super::halfvec_receive(bytes, *dimensions)?,
+        SqlType::SparseVec(dimensions) => super::sparsevec_receive(bytes, *dimensions)?,
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => decode_array(bytes, ty)?,
         SqlType::Numeric { .. } => {
             Datum::Numeric(numeric_receive(bytes).ok_or_else(|| bad_binary(ty))?)

@@ -95,7 +95,12 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
                 Datum::TimestampTz(micros)
             }
         }
-        SqlType::Vector(dimensions) => cast_to_vector(datum, from, to, *dimensions)?,
+        SqlType::Vector(_) | SqlType::HalfVec(_) | SqlType::SparseVec(_) => {
+            cast_to_pgvector(datum, from, to)?
+        }
+        SqlType::Array(_) if matches!(datum, Datum::HalfVec(_)) => {
+            halfvec_to_float4_array(&datum, from, to)?
+        }
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
             cast_to_array(datum, from, to, explicit)?
         }
@@ -142,21 +147,87 @@ fn to_integer(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
     })
 }
 
-/// Casts to vector(n): pgvector's `vector(vector, typmod)` cast checks the dimension count.
-fn cast_to_vector(
-    datum: Datum,
-    from: &SqlType,
-    to: &SqlType,
-    dimensions: Option<u32>,
-) -> Result<Datum> {
-    match &datum {
-        Datum::Vector(elements) => {
-            check_expected_dimensions(dimensions, elements.len())?;
+/// Casts to vector(n), halfvec(n) and sparsevec(n) as pgvector defines them: to the same
+/// type checks the dimension count; vector -> halfvec -> sparsevec are implicit, back and
+/// from integer / real / double precision / numeric arrays assignment casts.
+fn cast_to_pgvector(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
+    let length = |dimensions: u32| usize::try_from(dimensions).unwrap_or(usize::MAX);
+    match (to, &datum) {
+        (_, Datum::Text(text)) => parse_text(text, to),
+        (SqlType::Vector(typmod), Datum::Vector(_))
+        | (SqlType::HalfVec(typmod), Datum::HalfVec(_))
+        | (SqlType::SparseVec(typmod), Datum::SparseVec(_)) => {
+            check_expected_dimensions(*typmod, dimensions_of(&datum))?;
             Ok(datum)
         }
-        Datum::Text(text) => parse_vector(text, dimensions),
+        (SqlType::Vector(typmod), Datum::HalfVec(elements)) => {
+            vector_datum(halves_to_floats(elements), *typmod)
+        }
+        (SqlType::Vector(typmod), Datum::SparseVec(value)) => {
+            check_vector_dimensions(length(value.dimensions))?;
+            vector_datum(value.dense(), *typmod)
+        }
+        (SqlType::HalfVec(typmod), Datum::Vector(elements)) => {
+            halfvec_from_floats(elements, *typmod)
+        }
+        (SqlType::HalfVec(typmod), Datum::SparseVec(value)) => {
+            check_halfvec_dimensions(length(value.dimensions))?;
+            halfvec_from_floats(&value.dense(), *typmod)
+        }
+        (SqlType::HalfVec(typmod), Datum::Array(array)) => {
+            halfvec_from_floats(&array_float4s(array, from, to)?, *typmod)
+        }
+        (SqlType::SparseVec(typmod), Datum::Vector(elements)) => {
+            sparsevec_from_floats(elements, *typmod)
+        }
+        (SqlType::SparseVec(typmod), Datum::HalfVec(elements)) => {
+            sparsevec_from_floats(&halves_to_floats(elements), *typmod)
+        }
+        (SqlType::SparseVec(typmod), Datum::Array(array)) => {
+            sparsevec_from_floats(&array_float4s(array, from, to)?, *typmod)
+        }
         _ => Err(cannot_cast(from, to)),
     }
+}
+
+/// The dimension count of a vector, halfvec or sparsevec datum (0 for other values).
+fn dimensions_of(datum: &Datum) -> usize {
+    match datum {
+        Datum::Vector(elements) => elements.len(),
+        Datum::HalfVec(elements) => elements.len(),
+        Datum::SparseVec(value) => usize::try_from(value.dimensions).unwrap_or(usize::MAX),
+        _ => 0,
+    }
+}
+
+/// The elements of a numeric array as pgvector's `array_to_*` reads them: each narrowed to
+/// float4 (C's conversion); a NULL element is 22004; other element types have no cast.
+fn array_float4s(array: &ArrayValue, from: &SqlType, to: &SqlType) -> Result<Vec<f32>> {
+    let element = from.array_element().unwrap_or(&SqlType::Unknown);
+    if !element.is_numeric_family() {
+        return Err(cannot_cast(from, to));
+    }
+    array
+        .elements
+        .iter()
+        .map(|element| match element.as_f64() {
+            #[allow(clippy::cast_possible_truncation)]
+            Some(value) => Ok(value as f32),
+            None => Err(SqlError::new("22004", "array must not contain nulls")),
+        })
+        .collect()
+}
+
+/// pgvector's `halfvec_to_float4`: the halves widened, in a real[] (an assignment cast).
+fn halfvec_to_float4_array(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
+    if to.array_element() != Some(&SqlType::Float4) {
+        return Err(cannot_cast(from, to));
+    }
+    let elements = halfvec_elements(datum)?
+        .iter()
+        .map(|element| Datum::Float(f64::from(element.to_f32())))
+        .collect();
+    Ok(Datum::Array(Arc::new(ArrayValue { lower: 1, elements })))
 }
 
 /// Casts to an array type: text through the input function, arrays element by element

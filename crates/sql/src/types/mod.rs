@@ -11,9 +11,11 @@ mod binary;
 mod cast;
 mod datetime;
 mod datetime_format;
+mod halfvec;
 mod interval;
 mod json;
 mod reg;
+mod sparsevec;
 mod text;
 mod time;
 mod type_names;
@@ -25,9 +27,11 @@ pub use binary::*;
 pub use cast::*;
 pub use datetime::*;
 pub use datetime_format::*;
+pub use halfvec::*;
 pub use interval::*;
 pub use json::*;
 pub use reg::*;
+pub use sparsevec::*;
 pub use text::*;
 pub use time::*;
 pub use type_names::*;
@@ -78,6 +82,10 @@ pub enum SqlType {
     Name,
     /// pgvector's `vector(n)`: `Some(n)` checks the dimension count on assignment.
     Vector(Option<u32>),
+    /// pgvector's `halfvec(n)`: half-precision elements (`Datum::HalfVec`, types/halfvec.rs).
+    HalfVec(Option<u32>),
+    /// pgvector's `sparsevec(n)` (`Datum::SparseVec`, types/sparsevec.rs).
+    SparseVec(Option<u32>),
     /// A one-dimensional array of the element type (types/array.rs).
     Array(Box<SqlType>),
     /// The catalog's `int2vector` (pg_index.indkey): smallints, subscripts from 0.
@@ -132,6 +140,8 @@ impl SqlType {
             SqlType::Time => TIME_OID,
             SqlType::Numeric { .. } => 1700,
             SqlType::Vector(_) => VECTOR_OID,
+            SqlType::HalfVec(_) => HALFVEC_OID,
+            SqlType::SparseVec(_) => SPARSEVEC_OID,
             SqlType::Object(kind) => kind.type_oid(),
             SqlType::Json => 114,
             SqlType::Jsonb => 3802,
@@ -177,6 +187,8 @@ impl SqlType {
             TIME_OID => SqlType::Time,
             1700 => SqlType::numeric(),
             VECTOR_OID => SqlType::Vector(None),
+            HALFVEC_OID => SqlType::HalfVec(None),
+            SPARSEVEC_OID => SqlType::SparseVec(None),
             22 => SqlType::Int2Vector,
             30 => SqlType::OidVector,
             114 => SqlType::Json,
@@ -204,7 +216,11 @@ impl SqlType {
                 ((precision << 16) | scale) + header
             }
             // pgvector's typmod is the dimension count itself, without a header.
-            SqlType::Vector(Some(dimensions)) => bounded_i32(u64::from(*dimensions)),
+            SqlType::Vector(Some(dimensions)) | SqlType::HalfVec(Some(dimensions)) => {
+                bounded_i32(u64::from(*dimensions))
+            }
+            // Up to 1,000,000,000 (the typmod's check), which fits i32.
+            SqlType::SparseVec(Some(dimensions)) => i32::try_from(*dimensions).unwrap_or(-1),
             // An array column's typmod is its element's (varchar(10)[]).
             SqlType::Array(element) => element.typmod(),
             _ => -1,
@@ -257,6 +273,10 @@ impl SqlType {
             SqlType::Name => "name".into(),
             SqlType::Vector(Some(dimensions)) => format!("vector({dimensions})"),
             SqlType::Vector(None) => "vector".into(),
+            SqlType::HalfVec(Some(dimensions)) => format!("halfvec({dimensions})"),
+            SqlType::HalfVec(None) => "halfvec".into(),
+            SqlType::SparseVec(Some(dimensions)) => format!("sparsevec({dimensions})"),
+            SqlType::SparseVec(None) => "sparsevec".into(),
             SqlType::Array(element) => format!("{}[]", element.display_name()),
             SqlType::Int2Vector => "int2vector".into(),
             SqlType::OidVector => "oidvector".into(),
@@ -292,6 +312,8 @@ impl SqlType {
             SqlType::Oid => "oid",
             SqlType::Name => "name",
             SqlType::Vector(_) => "vector",
+            SqlType::HalfVec(_) => "halfvec",
+            SqlType::SparseVec(_) => "sparsevec",
             SqlType::Array(_) => "array",
             SqlType::Int2Vector => "int2vector",
             SqlType::OidVector => "oidvector",
@@ -321,6 +343,8 @@ impl SqlType {
             | SqlType::Uuid
             | SqlType::Interval
             | SqlType::Vector(_)
+            | SqlType::HalfVec(_)
+            | SqlType::SparseVec(_)
             | SqlType::Array(_)
             | SqlType::Int2Vector
             | SqlType::OidVector => KeyKind::Bytes,
@@ -411,6 +435,17 @@ impl SqlType {
             }
             (a, b) if a.is_temporal() && b.is_temporal() => Some(SqlType::TimestampTz),
             (SqlType::Vector(_), SqlType::Vector(_)) => Some(SqlType::Vector(None)),
+            // vector to halfvec is pgvector's implicit cast (the reverse is assignment only).
+            (SqlType::HalfVec(_), SqlType::HalfVec(_) | SqlType::Vector(_))
+            | (SqlType::Vector(_), SqlType::HalfVec(_)) => Some(SqlType::HalfVec(None)),
+            // vector and halfvec cast to sparsevec implicitly.
+            (
+                SqlType::SparseVec(_),
+                SqlType::SparseVec(_) | SqlType::HalfVec(_) | SqlType::Vector(_),
+            )
+            | (SqlType::HalfVec(_) | SqlType::Vector(_), SqlType::SparseVec(_)) => {
+                Some(SqlType::SparseVec(None))
+            }
             (a, b) if a.array_element().is_some() && b.array_element().is_some() => {
                 let element = SqlType::common(a.array_element()?, b.array_element()?)?;
                 array_of(&element).ok()
@@ -462,6 +497,10 @@ pub enum Datum {
     TimestampTz(i64),
     /// A pgvector `vector`: finite elements, 1 to `VECTOR_DIMENSIONS_MAX` of them.
     Vector(Arc<[f32]>),
+    /// A pgvector `halfvec`: finite halves, 1 to `VECTOR_DIMENSIONS_MAX` of them.
+    HalfVec(Arc<[f16]>),
+    /// A pgvector `sparsevec`.
+    SparseVec(Arc<SparseVector>),
     /// An array (one dimension; types/array.rs).
     Array(Arc<ArrayValue>),
     /// A value of an object identifier type (`SqlType::Object`).
@@ -563,6 +602,8 @@ impl Datum {
                 a.cmp(&(i64::from(*b) * MICROSECONDS_PER_DAY))
             }
             (Vector(a), Vector(b)) => compare_vectors(a, b),
+            (HalfVec(a), HalfVec(b)) => compare_halfvecs(a, b),
+            (SparseVec(a), SparseVec(b)) => compare_sparsevecs(a, b),
             (Array(a), Array(b)) => compare_arrays(a, b),
             (Object(a), Object(b)) => a.oid.cmp(&b.oid),
             (Jsonb(a), Jsonb(b)) => a.compare(b),
@@ -681,6 +722,20 @@ impl Datum {
                     out.extend_from_slice(&element.to_bits().to_le_bytes());
                 }
             }
+            Datum::HalfVec(elements) => {
+                // -0 = 0 as pgvector's comparison says (elements are never NaN).
+                out.push(12);
+                out.extend_from_slice(&count_u64(elements.len()).to_le_bytes());
+                for element in elements.iter() {
+                    let element = if element.to_f32() == 0.0 { f16::ZERO } else { *element };
+                    out.extend_from_slice(&element.to_bits().to_le_bytes());
+                }
+            }
+            Datum::SparseVec(value) => {
+                // Equal values have equal elements (never -0: zeros are not stored).
+                out.push(13);
+                out.extend_from_slice(&sparsevec_storage_bytes(value));
+            }
             Datum::Array(array) => {
                 // Equal arrays (same bounds, equal elements) give equal keys.
                 out.push(8);
@@ -700,6 +755,8 @@ impl Datum {
             Datum::Text(text) => inline + text.len(),
             Datum::Bytes(bytes) => inline + bytes.len(),
             Datum::Vector(elements) => inline + std::mem::size_of_val(&**elements),
+            Datum::HalfVec(elements) => inline + std::mem::size_of_val(&**elements),
+            Datum::SparseVec(value) => inline + value.indices.len() * 8,
             Datum::Array(array) => {
                 inline + array.elements.iter().map(Datum::memory_size).sum::<usize>()
             }
@@ -727,6 +784,8 @@ impl Datum {
             Datum::Date(days) => Value::Int(i64::from(*days)),
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Value::Int(*micros),
             Datum::Vector(elements) => Value::Bytes(vector_storage_bytes(elements)),
+            Datum::HalfVec(elements) => Value::Bytes(halfvec_storage_bytes(elements)),
+            Datum::SparseVec(value) => Value::Bytes(sparsevec_storage_bytes(value)),
             Datum::Array(array) => {
                 let element = ty.array_element().unwrap_or(&SqlType::Text);
                 Value::Bytes(array_storage_bytes(array, element)?)
@@ -762,6 +821,8 @@ impl Datum {
             Value::Text(text) => Datum::Text(text.clone()),
             Value::Bytes(bytes) => match ty {
                 SqlType::Vector(_) => vector_from_storage(bytes),
+                SqlType::HalfVec(_) => halfvec_from_storage(bytes),
+                SqlType::SparseVec(_) => sparsevec_from_storage(bytes),
                 SqlType::Uuid => uuid_from_storage(bytes),
                 SqlType::Interval => Datum::Interval(Interval::from_storage(bytes)),
                 SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
@@ -780,6 +841,8 @@ impl Datum {
                 if !matches!(
                     ty,
                     SqlType::Vector(_)
+                        | SqlType::HalfVec(_)
+                        | SqlType::SparseVec(_)
                         | SqlType::Uuid
                         | SqlType::Interval
                         | SqlType::Array(_)
@@ -820,6 +883,8 @@ impl Datum {
             Datum::Timestamp(micros) => format_timestamp(*micros),
             Datum::TimestampTz(micros) => format!("{}+00", format_timestamp(*micros)),
             Datum::Vector(elements) => format_vector(elements),
+            Datum::HalfVec(elements) => format_halfvec(elements),
+            Datum::SparseVec(value) => format_sparsevec(value),
             Datum::Array(array) => match ty {
                 SqlType::Int2Vector | SqlType::OidVector => format_vector_array(array),
                 _ => format_array(array, ty.array_element().unwrap_or(&SqlType::Unknown)),

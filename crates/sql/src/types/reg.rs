@@ -116,6 +116,8 @@ pub fn type_output_name(oid: u32) -> Option<String> {
     Some(match name {
         "varbit" => "bit varying".to_string(),
         "_vector" => "vector[]".to_string(),
+        "_halfvec" => "halfvec[]".to_string(),
+        "_sparsevec" => "sparsevec[]".to_string(),
         other => other.to_string(),
     })
 }

@@ -371,6 +371,8 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         SqlType::Timestamp => Datum::Timestamp(parse_timestamp(text, false)?),
         SqlType::TimestampTz => Datum::TimestampTz(parse_timestamp(text, true)?),
         SqlType::Vector(dimensions) => parse_vector(text, *dimensions)?,
+        SqlType::HalfVec(dimensions) => super::parse_halfvec(text, *dimensions)?,
+        SqlType::SparseVec(dimensions) => super::parse_sparsevec(text, *dimensions)?,
         SqlType::Array(element) => parse_array(text, element)?,
         SqlType::Int2Vector => parse_vector_array(text, &SqlType::Int2)?,
         SqlType::OidVector => parse_vector_array(text, &SqlType::Oid)?,

@@ -144,6 +144,8 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "real" => SqlType::Float4,
                 "float" => SqlType::Float8,
                 "vector" => SqlType::Vector(crate::types::vector_typmod(modifiers)?),
+                "halfvec" => SqlType::HalfVec(crate::types::halfvec_typmod(modifiers)?),
+                "sparsevec" => SqlType::SparseVec(crate::types::sparsevec_typmod(modifiers)?),
                 "int2vector" => SqlType::Int2Vector,
                 "oidvector" => SqlType::OidVector,
                 other if other.starts_with('_') => {
@@ -282,4 +284,8 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (4096, "regrole", 4),
     (crate::types::VECTOR_OID_I64, "vector", -1),
     (crate::types::VECTOR_ARRAY_OID_I64, "_vector", -1),
+    (crate::types::HALFVEC_OID_I64, "halfvec", -1),
+    (crate::types::HALFVEC_ARRAY_OID_I64, "_halfvec", -1),
+    (crate::types::SPARSEVEC_OID_I64, "sparsevec", -1),
+    (crate::types::SPARSEVEC_ARRAY_OID_I64, "_sparsevec", -1),
 ];

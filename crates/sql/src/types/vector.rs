@@ -43,13 +43,18 @@ pub fn compare_vectors(a: &[f32], b: &[f32]) -> Ordering {
 
 /// pgvector's `CheckDim`: 1 to `VECTOR_DIMENSIONS_MAX` elements.
 pub fn check_vector_dimensions(dimensions: usize) -> Result<()> {
+    check_dimensions("vector", dimensions)
+}
+
+/// `CheckDim` of the dense type `name` (vector and halfvec share the limit and wording).
+pub(super) fn check_dimensions(name: &str, dimensions: usize) -> Result<()> {
     if dimensions < 1 {
-        return Err(SqlError::new("22000", "vector must have at least 1 dimension"));
+        return Err(SqlError::new("22000", format!("{name} must have at least 1 dimension")));
     }
     if dimensions > VECTOR_DIMENSIONS_MAX {
         return Err(SqlError::new(
             "54000",
-            format!("vector cannot have more than {VECTOR_DIMENSIONS_MAX} dimensions"),
+            format!("{name} cannot have more than {VECTOR_DIMENSIONS_MAX} dimensions"),
         ));
     }
     Ok(())
@@ -67,11 +72,13 @@ pub fn check_expected_dimensions(typmod: Option<u32>, dimensions: usize) -> Resu
 
 /// pgvector's `CheckDims` for a binary operation.
 pub fn check_same_dimensions(a: &[f32], b: &[f32]) -> Result<()> {
-    if a.len() != b.len() {
-        return Err(SqlError::new(
-            "22000",
-            format!("different vector dimensions {} and {}", a.len(), b.len()),
-        ));
+    check_same_lengths("vector", a.len(), b.len())
+}
+
+/// `CheckDims` of the type `name` over operands of `a` and `b` elements.
+pub(super) fn check_same_lengths(name: &str, a: usize, b: usize) -> Result<()> {
+    if a != b {
+        return Err(SqlError::new("22000", format!("different {name} dimensions {a} and {b}")));
     }
     Ok(())
 }
@@ -102,17 +109,22 @@ fn is_vector_space(character: char) -> bool {
     matches!(character, ' ' | '\t' | '\n' | '\r' | '\u{b}' | '\u{c}')
 }
 
-fn invalid_vector_text(text: &str) -> SqlError {
-    SqlError::new("22P02", format!("invalid input syntax for type vector: \"{text}\""))
+fn invalid_text(name: &str, text: &str) -> SqlError {
+    SqlError::new("22P02", format!("invalid input syntax for type {name}: \"{text}\""))
 }
 
-/// One element's text as `strtof` reads it, with pgvector's range error.
+/// One element's text as `strtof` reads it; `None` when it is not a number (22P02). The
+/// flag says whether the text spells infinity (then an infinite value is no range error).
+pub(super) fn read_float4(token: &str) -> Option<(f32, bool)> {
+    let value: f32 = token.parse().ok()?;
+    let unsigned = token.trim_start_matches(['+', '-']).to_ascii_lowercase();
+    Some((value, unsigned == "inf" || unsigned == "infinity"))
+}
+
+/// One vector element, with pgvector's range error and `CheckElement`.
 fn parse_vector_element(token: &str, text: &str) -> Result<f32> {
-    let value: f32 = token.parse().map_err(|_| invalid_vector_text(text))?;
-    let spelled_infinite = {
-        let unsigned = token.trim_start_matches(['+', '-']).to_ascii_lowercase();
-        unsigned == "inf" || unsigned == "infinity"
-    };
+    let (value, spelled_infinite) =
+        read_float4(token).ok_or_else(|| invalid_text("vector", text))?;
     if value.is_infinite() && !spelled_infinite {
         return Err(SqlError::new("22003", format!("\"{token}\" is out of range for type vector")));
     }
@@ -122,28 +134,40 @@ fn parse_vector_element(token: &str, text: &str) -> Result<f32> {
 
 /// pgvector's `vector_in`: `[1,2,3]` with optional whitespace around every part.
 pub fn parse_vector(text: &str, typmod: Option<u32>) -> Result<Datum> {
+    let elements = parse_dense("vector", text, |token| parse_vector_element(token, text))?;
+    check_expected_dimensions(typmod, elements.len())?;
+    Ok(Datum::Vector(elements.into()))
+}
+
+/// The bracketed list of `vector_in` and `halfvec_in` (type `name`), each element read by
+/// `element`; the dimension count is not checked against a typmod here.
+pub(super) fn parse_dense<T>(
+    name: &str,
+    text: &str,
+    element: impl Fn(&str) -> Result<T>,
+) -> Result<Vec<T>> {
     let body = text.trim_start_matches(is_vector_space);
     let Some(mut rest) = body.strip_prefix('[') else {
-        return Err(invalid_vector_text(text));
+        return Err(invalid_text(name, text));
     };
     if rest.trim_start_matches(is_vector_space).starts_with(']') {
-        return Err(SqlError::new("22000", "vector must have at least 1 dimension"));
+        return Err(SqlError::new("22000", format!("{name} must have at least 1 dimension")));
     }
     let mut elements = Vec::new();
     loop {
         if elements.len() == VECTOR_DIMENSIONS_MAX {
             return Err(SqlError::new(
                 "54000",
-                format!("vector cannot have more than {VECTOR_DIMENSIONS_MAX} dimensions"),
+                format!("{name} cannot have more than {VECTOR_DIMENSIONS_MAX} dimensions"),
             ));
         }
         rest = rest.trim_start_matches(is_vector_space);
         let end = rest.find(|c: char| c == ',' || c == ']' || is_vector_space(c));
         let (token, after) = rest.split_at(end.unwrap_or(rest.len()));
         if token.is_empty() {
-            return Err(invalid_vector_text(text));
+            return Err(invalid_text(name, text));
         }
-        elements.push(parse_vector_element(token, text)?);
+        elements.push(element(token)?);
         rest = after.trim_start_matches(is_vector_space);
         if let Some(after_comma) = rest.strip_prefix(',') {
             rest = after_comma;
@@ -151,14 +175,13 @@ pub fn parse_vector(text: &str, typmod: Option<u32>) -> Result<Datum> {
             rest = after_bracket;
             break;
         } else {
-            return Err(invalid_vector_text(text));
+            return Err(invalid_text(name, text));
         }
     }
     if !rest.trim_start_matches(is_vector_space).is_empty() {
-        return Err(invalid_vector_text(text));
+        return Err(invalid_text(name, text));
     }
-    check_expected_dimensions(typmod, elements.len())?;
-    Ok(Datum::Vector(elements.into()))
+    Ok(elements)
 }
 
 /// pgvector's `vector_out`: shortest round-trip float4 text of each element.
@@ -204,23 +227,7 @@ pub fn vector_send(elements: &[f32]) -> Vec<u8> {
 
 /// pgvector's `vector_recv`, with its checks and messages.
 pub fn vector_receive(bytes: &[u8], typmod: Option<u32>) -> Result<Datum> {
-    let short = || SqlError::new("08P01", "insufficient data left in message");
-    let header = bytes.get(..4).ok_or_else(short)?;
-    let dimensions = i16::from_be_bytes([header[0], header[1]]);
-    let unused = i16::from_be_bytes([header[2], header[3]]);
-    let count = usize::try_from(dimensions).unwrap_or(0);
-    check_vector_dimensions(count)?;
-    check_expected_dimensions(typmod, count)?;
-    if unused != 0 {
-        return Err(SqlError::new("22000", format!("expected unused to be 0, not {unused}")));
-    }
-    let body = &bytes[4..];
-    if body.len() < count * 4 {
-        return Err(short());
-    }
-    if body.len() > count * 4 {
-        return Err(SqlError::new("22P03", "incorrect binary data format in bind parameter"));
-    }
+    let body = dense_receive_body("vector", bytes, typmod, 4)?;
     let elements: Vec<f32> = body
         .chunks_exact(4)
         .map(|chunk| f32::from_be_bytes(chunk.try_into().expect("chunks of 4")))
@@ -228,8 +235,46 @@ pub fn vector_receive(bytes: &[u8], typmod: Option<u32>) -> Result<Datum> {
     vector_datum(elements, typmod)
 }
 
+/// The header checks of `vector_recv` and `halfvec_recv` (type `name`, elements of
+/// `element_bytes`): the element bytes after the header, exactly as many as declared.
+pub(super) fn dense_receive_body<'bytes>(
+    name: &str,
+    bytes: &'bytes [u8],
+    typmod: Option<u32>,
+    element_bytes: usize,
+) -> Result<&'bytes [u8]> {
+    let short = || SqlError::new("08P01", "insufficient data left in message");
+    let header = bytes.get(..4).ok_or_else(short)?;
+    let dimensions = i16::from_be_bytes([header[0], header[1]]);
+    let unused = i16::from_be_bytes([header[2], header[3]]);
+    let count = usize::try_from(dimensions).unwrap_or(0);
+    check_dimensions(name, count)?;
+    check_expected_dimensions(typmod, count)?;
+    if unused != 0 {
+        return Err(SqlError::new("22000", format!("expected unused to be 0, not {unused}")));
+    }
+    let body = &bytes[4..];
+    if body.len() < count * element_bytes {
+        return Err(short());
+    }
+    if body.len() > count * element_bytes {
+        return Err(SqlError::new("22P03", "incorrect binary data format in bind parameter"));
+    }
+    Ok(body)
+}
+
 /// The dimension count of a declared `vector(n)`, checked as pgvector's `vector_typmod_in`.
 pub fn vector_typmod(modifiers: &[String]) -> Result<Option<u32>> {
+    typmod_dimensions("vector", modifiers, VECTOR_DIMENSIONS_MAX)
+}
+
+/// `vector_typmod_in`, `halfvec_typmod_in` and `sparsevec_typmod_in` (type `name`, at most
+/// `maximum` dimensions).
+pub(super) fn typmod_dimensions(
+    name: &str,
+    modifiers: &[String],
+    maximum: usize,
+) -> Result<Option<u32>> {
     match modifiers {
         [] => Ok(None),
         [text] => {
@@ -238,20 +283,40 @@ pub fn vector_typmod(modifiers: &[String]) -> Result<Option<u32>> {
             if dimensions < 1 {
                 return Err(SqlError::new(
                     "22023",
-                    "dimensions for type vector must be at least 1",
+                    format!("dimensions for type {name} must be at least 1"),
                 ));
             }
-            let maximum = i64::try_from(VECTOR_DIMENSIONS_MAX).expect("16,000 fits i64");
-            if dimensions > maximum {
+            if dimensions > i64::try_from(maximum).unwrap_or(i64::MAX) {
                 return Err(SqlError::new(
                     "22023",
-                    format!("dimensions for type vector cannot exceed {VECTOR_DIMENSIONS_MAX}"),
+                    format!("dimensions for type {name} cannot exceed {maximum}"),
                 ));
             }
             Ok(Some(u32::try_from(dimensions).expect("checked above")))
         }
         _ => Err(SqlError::new("22023", "invalid type modifier")),
     }
+}
+
+/// The elements `subvector(v, start, count)` keeps of a value of `dimensions` elements:
+/// 1-based, clipped to the value like substring; none left is pgvector's 22000.
+pub fn subvector_range(
+    name: &str,
+    dimensions: usize,
+    start: i64,
+    count: i64,
+) -> Result<std::ops::Range<usize>> {
+    // Both are int4 (the binder coerced them), so the sum cannot overflow i64.
+    let end = start + count;
+    let dimensions = i64::try_from(dimensions).map_err(|_| SqlError::internal("vector length"))?;
+    let start = start.max(1);
+    let end = end.min(dimensions + 1);
+    if end <= start {
+        return Err(SqlError::new("22000", format!("{name} must have at least 1 dimension")));
+    }
+    let from = usize::try_from(start - 1).map_err(|_| SqlError::internal("checked start"))?;
+    let to = usize::try_from(end - 1).map_err(|_| SqlError::internal("checked end"))?;
+    Ok(from..to)
 }
 
 /// One step of pgvector's `sum(vector)` (`vector_add` as its state function): float sums,

@@ -82,3 +82,27 @@ pub fn message(session: &mut Session, sql: &str) -> (&'static str, String) {
     let error = run(session, sql).expect_err(sql);
     (error.sqlstate, error.message)
 }
+
+/// EXPLAIN's lines of `sql`, joined.
+pub fn explain(session: &mut Session, sql: &str) -> String {
+    let rows = rows(session, &format!("EXPLAIN {sql}")).unwrap();
+    rows.iter()
+        .map(|row| match &row[0] {
+            Datum::Text(line) => line.clone(),
+            other => panic!("plan line {other:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first column of `sql`'s rows, integers.
+pub fn ids(session: &mut Session, sql: &str) -> Vec<i64> {
+    rows(session, sql)
+        .unwrap()
+        .into_iter()
+        .map(|row| match row[0] {
+            Datum::Int(id) => id,
+            ref other => panic!("id {other:?}"),
+        })
+        .collect()
+}

@@ -267,7 +267,7 @@ impl Hnsw {
     /// large-norm node is "nearer" to everything; pgvector's graph does the same), so only
     /// the other metrics require every node to be reachable.
     fn every_node_reachable(&self) -> bool {
-        self.metric != Metric::InnerProduct
+        self.metric.base() != Metric::InnerProduct
     }
 
     fn finish(&self, mut walk: Walk<'_>, reached_layer0: u64) -> CheckReport {

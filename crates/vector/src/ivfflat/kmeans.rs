@@ -15,7 +15,7 @@ pub const SAMPLES_PER_LIST: usize = 50;
 /// Whether k-means normalizes vectors and centers under `metric` (pgvector's
 /// `KMEANS_NORM_PROC`: the inner product and cosine operator classes).
 pub(crate) fn normalizes(metric: Metric) -> bool {
-    matches!(metric, Metric::InnerProduct | Metric::Cosine)
+    matches!(metric.base(), Metric::InnerProduct | Metric::Cosine)
 }
 
 /// An f64 value rounded to the nearest f32 (k-means sums and means are f64; vectors f32).

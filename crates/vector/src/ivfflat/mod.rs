@@ -55,7 +55,7 @@ impl IndexParameters {
                 self.dimensions
             )));
         }
-        if self.metric == Metric::L1 {
+        if self.metric.base() == Metric::L1 {
             return Err(IndexError::InvalidArgument("ivfflat has no l1 operator class".into()));
         }
         Ok(())
@@ -221,14 +221,14 @@ impl IvfFlat {
     /// (pgvector's FUNCTION 1: l2², or the negated inner product, with the vector
     /// normalized first under cosine).
     fn center_distances(&self, vector: &[f32]) -> Vec<f64> {
-        let vector = if self.metric == Metric::Cosine {
+        let vector = if self.metric.base() == Metric::Cosine {
             kmeans::normalized(vector)
         } else {
             vector.to_vec()
         };
         self.centers
             .chunks_exact(self.dimensions)
-            .map(|center| match self.metric {
+            .map(|center| match self.metric.base() {
                 Metric::L2 => f64::from(crate::l2_squared_distance(&vector, center)),
                 _ => f64::from(-crate::inner_product(&vector, center)),
             })
