@@ -39,7 +39,7 @@ impl<'a> Binder<'a> {
         let saved_grouping = self.grouping.take();
         let saved_clause = self.clause.take();
         let scope = match &saved_grouping {
-            Some(grouping) => grouping.input.clone(),
+            Some(grouping) => grouping.output_scope(),
             None => scope.clone(),
         };
         self.outer.push(scope);
@@ -268,6 +268,9 @@ impl<'a> Binder<'a> {
             ast::Expr::Exists { subquery, negated } => {
                 let (plan, correlated) = self.subquery(subquery, scope)?;
                 let id = self.id();
+                if correlated {
+                    self.remember_correlated(id, subquery);
+                }
                 Ok((Expr::Exists { plan, negated: *negated, correlated, id }, SqlType::Bool))
             }
             _ => self.special_form(expr, scope, hint),
@@ -290,6 +293,9 @@ impl<'a> Binder<'a> {
                 }
                 let ty = plan.columns[0].ty.clone();
                 let id = self.id();
+                if correlated {
+                    self.remember_correlated(id, query);
+                }
                 Ok((Expr::ScalarSubquery { plan, correlated, id }, ty))
             }
             ast::Expr::Like { negated, expr: inner, pattern, escape_char, any: false }

@@ -13,6 +13,7 @@ mod call;
 mod checks;
 mod coerce;
 mod datetime;
+mod decorrelate;
 mod dml;
 mod expr;
 mod from;
@@ -71,6 +72,30 @@ struct Grouping {
     aggregates: Vec<(String, AggregateCall)>,
 }
 
+impl Grouping {
+    /// The scope of a subquery above the aggregation (select list, HAVING, ORDER BY): it
+    /// runs over the aggregate's output row, the keys then the aggregates, so a grouped
+    /// input column is found at its key's position; other columns are not found there.
+    fn output_scope(&self) -> Scope {
+        let hidden = |ty: SqlType| ScopeColumn {
+            qualifier: None,
+            // No identifier holds a NUL: never found by name.
+            name: "\0grouped".into(),
+            ty,
+            table_oid: 0,
+            attribute: 0,
+            merged: true,
+            relation: 0,
+        };
+        let keys = self.keys.iter().map(|(_, expr, ty)| match expr {
+            Expr::Column(position) => self.input.columns[*position].clone(),
+            _ => hidden(ty.clone()),
+        });
+        let aggregates = self.aggregates.iter().map(|(_, call)| hidden(call.output.clone()));
+        Scope { columns: keys.chain(aggregates).collect() }
+    }
+}
+
 pub struct Binder<'a> {
     catalog: &'a Catalog,
     /// The session's database and search_path, for qualified names.
@@ -114,6 +139,13 @@ pub struct Binder<'a> {
     /// The views whose queries are being bound, outermost first (a view reaching itself
     /// through others is PostgreSQL's 42P17).
     views_in_progress: Vec<String>,
+    /// The text of each correlated scalar or EXISTS subquery by its expression id, to be
+    /// bound again grouped by its correlation (bind/decorrelate.rs).
+    correlated_queries: HashMap<usize, ast::Query>,
+    /// The subquery being bound again grouped, if any.
+    decorrelation: Option<decorrelate::Target>,
+    /// References to scopes enclosing `decorrelation` resolved while it is bound.
+    outer_references: usize,
 }
 
 impl<'a> Binder<'a> {
@@ -144,6 +176,9 @@ impl<'a> Binder<'a> {
             locking: None,
             clause: None,
             views_in_progress: Vec::new(),
+            correlated_queries: HashMap::new(),
+            decorrelation: None,
+            outer_references: 0,
         }
     }
 

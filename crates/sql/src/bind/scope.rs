@@ -179,7 +179,9 @@ impl<'a> Binder<'a> {
                 for level in 0..depth.min(levels) {
                     self.correlated[levels - 1 - level] = true;
                 }
-                return Ok((Expr::Outer { depth, index }, outer.columns[index].ty.clone()));
+                let ty = outer.columns[index].ty.clone();
+                self.count_outer_reference(self.outer.len() - depth);
+                return Ok((Expr::Outer { depth, index }, ty));
             }
         }
         Err(match qualifier {

@@ -342,7 +342,7 @@ impl Expr {
     }
 
     /// `children`, mutably.
-    fn children_mut(&mut self) -> Vec<&mut Expr> {
+    pub(crate) fn children_mut(&mut self) -> Vec<&mut Expr> {
         expr_children!(self, iter_mut, as_mut)
     }
 
