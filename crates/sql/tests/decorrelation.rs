@@ -1,6 +1,7 @@
-//! Correlated subqueries run as joins (bind/decorrelate.rs), as EXPLAIN shows them: no
-//! per-row SubPlan where the correlation is equalities, a SubPlan where it is not, InitPlans
-//! for uncorrelated subqueries. Runs without a server; tests/slt/decorrelation.slt
+//! Correlated subqueries run as joins (bind/decorrelate.rs) and OR factoring
+//! (plan/or_factoring.rs), as EXPLAIN shows them: no per-row SubPlan where the correlation is
+//! equalities, a SubPlan where it is not, InitPlans for uncorrelated subqueries, a hash join
+//! on a key every OR branch repeats. Runs without a server; tests/slt/decorrelation.slt
 //! checks the answers against PostgreSQL.
 
 mod support;
@@ -98,5 +99,22 @@ fn uncorrelated_subqueries_are_init_plans_and_hashed_subplans() {
         );
         assert!(has(&lines, "InitPlan 1 (returns $0)"), "{lines:#?}");
         assert!(has(&lines, "SubPlan 2 (hashed)"), "{lines:#?}");
+    });
+}
+
+#[test]
+fn a_join_key_in_every_or_branch_hashes_the_join() {
+    with_session(|session| {
+        tables(session);
+        let sql = "SELECT o.id, i.id FROM o, i WHERE (o.k = i.k AND i.q > 15) OR (o.k = i.k AND o.x > 10) \
+                   ORDER BY o.id, i.id";
+        let lines = plan(session, sql);
+        assert!(has(&lines, "Hash Join") || has(&lines, "->  Hash Join"), "{lines:#?}");
+        let pairs = rows(session, sql).expect("runs");
+        assert_eq!(pairs.len(), 2, "{pairs:?}");
+        // A branch that is only the common conjunct absorbs the OR.
+        let absorbed = "SELECT o.id FROM o, i WHERE (o.k = i.k) OR (o.k = i.k AND o.x > 10) ORDER BY o.id, i.id";
+        assert!(!has(&plan(session, absorbed), "Nested Loop"));
+        assert_eq!(ids(session, absorbed), [1, 1, 2]);
     });
 }

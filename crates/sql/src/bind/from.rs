@@ -66,7 +66,7 @@ impl<'a> Binder<'a> {
         }
         let mut conjuncts = Vec::new();
         if let Some(predicate) = predicate {
-            split_conjuncts(predicate, &mut conjuncts);
+            split_factored(predicate, &mut conjuncts);
         }
         let lateral: Vec<bool> =
             relations.iter().map(|(plan, _)| self.lateral_items.contains(&plan.id)).collect();
