@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{rows, setup, sqlstate, with_session};
+use support::{explain_lines, rows, setup, sqlstate, with_session};
 use tierdb_sql::{Datum, Session};
 
 fn tables(session: &mut Session) {
@@ -22,16 +22,9 @@ fn tables(session: &mut Session) {
     );
 }
 
-/// The plan's first line (the top node) and whether some line contains `node`.
+/// The plan's lines.
 fn plan(session: &mut Session, sql: &str) -> Vec<String> {
-    rows(session, &format!("EXPLAIN {sql}"))
-        .unwrap_or_else(|error| panic!("EXPLAIN {sql}: {error}"))
-        .into_iter()
-        .map(|row| match &row[..] {
-            [Datum::Text(line)] => line.trim().to_string(),
-            other => panic!("a plan line: {other:?}"),
-        })
-        .collect()
+    explain_lines(session, sql)
 }
 
 fn assert_node(session: &mut Session, sql: &str, node: &str) {

@@ -271,6 +271,9 @@ impl<'a> Binder<'a> {
             ast::Expr::Exists { subquery, negated } => {
                 let (plan, correlated) = self.subquery(subquery, scope)?;
                 let id = self.id();
+                if correlated {
+                    self.remember_correlated(id, subquery);
+                }
                 Ok((Expr::Exists { plan, negated: *negated, correlated, id }, SqlType::Bool))
             }
             _ => self.special_form(expr, scope, hint),
@@ -293,6 +296,9 @@ impl<'a> Binder<'a> {
                 }
                 let ty = plan.columns[0].ty.clone();
                 let id = self.id();
+                if correlated {
+                    self.remember_correlated(id, query);
+                }
                 Ok((Expr::ScalarSubquery { plan, correlated, id }, ty))
             }
             ast::Expr::Like { negated, expr: inner, pattern, escape_char, any: false }

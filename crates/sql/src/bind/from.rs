@@ -28,6 +28,7 @@ impl<'a> Binder<'a> {
             relations.push(self.bind_from_item(item, before.as_ref())?);
         }
         let (scope, predicate) = self.bind_where(&relations, selection)?;
+        let predicate = self.take_correlation(from, &scope, predicate);
         let (plan, conjuncts) = self.join_relations(relations, predicate)?;
         Ok((plan, scope, conjuncts))
     }
@@ -65,7 +66,7 @@ impl<'a> Binder<'a> {
         }
         let mut conjuncts = Vec::new();
         if let Some(predicate) = predicate {
-            split_conjuncts(predicate, &mut conjuncts);
+            split_factored(predicate, &mut conjuncts);
         }
         let lateral: Vec<bool> =
             relations.iter().map(|(plan, _)| self.lateral_items.contains(&plan.id)).collect();

@@ -13,6 +13,7 @@ mod call;
 mod checks;
 mod coerce;
 mod datetime;
+mod decorrelate;
 mod dml;
 mod expr;
 mod from;
@@ -118,6 +119,13 @@ pub struct Binder<'a> {
     /// The views whose queries are being bound, outermost first (a view reaching itself
     /// through others is PostgreSQL's 42P17).
     views_in_progress: Vec<String>,
+    /// The text of each correlated scalar or EXISTS subquery by its expression id, to be
+    /// bound again grouped by its correlation (bind/decorrelate.rs).
+    correlated_queries: HashMap<usize, ast::Query>,
+    /// The subquery being bound again grouped, if any.
+    decorrelation: Option<decorrelate::Target>,
+    /// References to scopes enclosing `decorrelation` resolved while it is bound.
+    outer_references: usize,
 }
 
 impl<'a> Binder<'a> {
@@ -148,6 +156,9 @@ impl<'a> Binder<'a> {
             locking: None,
             clause: None,
             views_in_progress: Vec::new(),
+            correlated_queries: HashMap::new(),
+            decorrelation: None,
+            outer_references: 0,
         }
     }
 

@@ -189,6 +189,7 @@ impl<'a> Binder<'a> {
                 for level in 0..depth.min(levels) {
                     self.correlated[levels - 1 - level] = true;
                 }
+                self.count_outer_reference(self.outer.len() - depth);
                 return Ok((Expr::Outer { depth, index }, ty));
             }
         }

@@ -38,6 +38,9 @@ impl<'a> Binder<'a> {
         }
         let (mut plan, scope, mut conjuncts) =
             self.bind_from_where(&select.from, select.selection.as_ref())?;
+        if locking.is_none() && plan.arity() == scope.columns.len() {
+            (plan, conjuncts) = self.decorrelate(plan, &scope, conjuncts)?;
+        }
         if !conjuncts.is_empty() {
             let predicate = and_all(std::mem::take(&mut conjuncts));
             plan = self.filter(plan, predicate);
@@ -54,8 +57,9 @@ impl<'a> Binder<'a> {
             plan = self.lock_rows(plan, locking, recheck)?;
         }
         // Select list (and, with aggregation, everything above the aggregate).
-        let grouping_scope =
-            if self.bind_grouping(select, order_by, &scope)? { Scope::default() } else { scope };
+        let grouped = self.bind_grouping(select, order_by, &scope)?;
+        let grouped = self.group_by_correlation(select, &scope, grouped);
+        let grouping_scope = if grouped { Scope::default() } else { scope };
         self.windows = Some(Vec::new());
         self.set_calls = Some(Vec::new());
         let outcome = self.select_list(select, order_by, &grouping_scope);
@@ -68,7 +72,8 @@ impl<'a> Binder<'a> {
         };
         let grouping = self.grouping.take();
         let windows = self.windows.take().unwrap_or_default();
-        let (mut items, mut names, item_types, mut sort_keys, having) = outcome?;
+        let (mut items, mut names, mut item_types, mut sort_keys, having) = outcome?;
+        self.correlation_outputs(select, &mut items, &mut names, &mut item_types);
         let on = on.transpose()?;
         if having.as_ref().is_some_and(has_window) {
             return Err(SqlError::new("42P20", "window functions are not allowed in HAVING"));

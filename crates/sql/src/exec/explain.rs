@@ -8,8 +8,17 @@ use crate::types::Datum;
 
 pub fn render(plan: &Plan, stats: Option<&[NodeStats]>, buffers: bool) -> Vec<String> {
     let mut lines = Vec::new();
-    node(plan, stats, buffers, 0, &mut lines);
+    let mut render = Render { stats, buffers, subplans: 0 };
+    render.node(plan, 0, &mut lines);
     lines
+}
+
+/// What every node of one rendering shares: the statistics, and the count of subplans
+/// numbered so far (PostgreSQL numbers them through the statement).
+struct Render<'s> {
+    stats: Option<&'s [NodeStats]>,
+    buffers: bool,
+    subplans: usize,
 }
 
 /// An INSERT's, UPDATE's or DELETE's plan as PostgreSQL shows it: its own node on top
@@ -106,51 +115,126 @@ fn inclusive(plan: &Plan, stats: &[NodeStats]) -> NodeStats {
     stats.get(plan.id).cloned().unwrap_or_default()
 }
 
-fn node(
-    plan: &Plan,
-    stats: Option<&[NodeStats]>,
-    buffers: bool,
-    depth: usize,
-    lines: &mut Vec<String>,
-) {
-    let indent =
-        if depth == 0 { String::new() } else { format!("{}->  ", "      ".repeat(depth - 1)) };
-    let detail_indent = " ".repeat(if depth == 0 { 2 } else { 6 * depth + 2 });
-    let mut line = format!("{indent}{}", title(plan));
-    if let Some(stats) = stats {
-        let own = stats.get(plan.id).cloned().unwrap_or_default();
-        let total = inclusive(plan, stats);
-        #[allow(clippy::cast_precision_loss)]
-        let time_ms = total.time_ns as f64 / 1e6 / (own.loops.max(1) as f64);
-        line.push_str(&format!(
-            "  (actual time={time_ms:.3} rows={} loops={})",
-            own.rows / own.loops.max(1),
-            own.loops
-        ));
-        if own.loops == 0 {
-            line = format!("{indent}{}  (never executed)", title(plan));
-        }
-        lines.push(line);
-        detail(plan, &detail_indent, lines);
-        if let Some(memory) = own.memory {
-            lines.push(format!("{detail_indent}{}", memory_line(memory)));
-        }
-        if buffers {
-            let counters = total.counters;
-            lines.push(format!(
-                "{detail_indent}Buffers: shared hit={} read={} tier_hit={}",
-                counters.dram_hits,
-                counters.tier_hits + counters.volume_reads,
-                counters.tier_hits
+impl Render<'_> {
+    fn node(&mut self, plan: &Plan, depth: usize, lines: &mut Vec<String>) {
+        let (stats, buffers) = (self.stats, self.buffers);
+        let indent =
+            if depth == 0 { String::new() } else { format!("{}->  ", "      ".repeat(depth - 1)) };
+        let detail_indent = " ".repeat(if depth == 0 { 2 } else { 6 * depth + 2 });
+        let mut line = format!("{indent}{}", title(plan));
+        if let Some(stats) = stats {
+            let own = stats.get(plan.id).cloned().unwrap_or_default();
+            let total = inclusive(plan, stats);
+            #[allow(clippy::cast_precision_loss)]
+            let time_ms = total.time_ns as f64 / 1e6 / (own.loops.max(1) as f64);
+            line.push_str(&format!(
+                "  (actual time={time_ms:.3} rows={} loops={})",
+                own.rows / own.loops.max(1),
+                own.loops
             ));
+            if own.loops == 0 {
+                line = format!("{indent}{}  (never executed)", title(plan));
+            }
+            lines.push(line);
+            detail(plan, &detail_indent, lines);
+            if let Some(memory) = own.memory {
+                lines.push(format!("{detail_indent}{}", memory_line(memory)));
+            }
+            if buffers {
+                let counters = total.counters;
+                lines.push(format!(
+                    "{detail_indent}Buffers: shared hit={} read={} tier_hit={}",
+                    counters.dram_hits,
+                    counters.tier_hits + counters.volume_reads,
+                    counters.tier_hits
+                ));
+            }
+        } else {
+            lines.push(line);
+            detail(plan, &detail_indent, lines);
         }
-    } else {
-        lines.push(line);
-        detail(plan, &detail_indent, lines);
+        let subqueries = node_subqueries(plan);
+        let (init_plans, sub_plans): (Vec<_>, Vec<_>) =
+            subqueries.into_iter().partition(|subquery| subquery.initial);
+        for subquery in init_plans {
+            self.subplan(subquery, &detail_indent, lines);
+        }
+        for child in plan.inputs() {
+            self.node(child, depth + 1, lines);
+        }
+        for subquery in sub_plans {
+            self.subplan(subquery, &detail_indent, lines);
+        }
     }
-    for child in plan.inputs() {
-        node(child, stats, buffers, depth + 1, lines);
+
+    /// A subquery of a node's expressions under its `InitPlan N` or `SubPlan N` line, its
+    /// tree indented below it as PostgreSQL's.
+    fn subplan(&mut self, subquery: NodeSubquery<'_>, indent: &str, lines: &mut Vec<String>) {
+        self.subplans += 1;
+        let label = if subquery.initial {
+            format!("InitPlan {} (returns ${})", self.subplans, self.subplans - 1)
+        } else if subquery.hashed {
+            format!("SubPlan {} (hashed)", self.subplans)
+        } else {
+            format!("SubPlan {}", self.subplans)
+        };
+        lines.push(format!("{indent}{label}"));
+        let mut tree = Vec::new();
+        self.node(subquery.plan, 1, &mut tree);
+        lines.extend(tree.into_iter().map(|line| format!("{indent}  {line}")));
     }
+}
+
+/// A subquery in a node's expressions.
+struct NodeSubquery<'p> {
+    plan: &'p Plan,
+    /// Uncorrelated scalar, EXISTS or ARRAY: run once (PostgreSQL's InitPlan).
+    initial: bool,
+    /// Uncorrelated IN: run once into a hash table (PostgreSQL's hashed SubPlan).
+    hashed: bool,
+}
+
+/// The subqueries of `plan`'s own expressions, in order (not those inside them).
+fn node_subqueries(plan: &Plan) -> Vec<NodeSubquery<'_>> {
+    let mut exprs: Vec<&Expr> = Vec::new();
+    match &plan.kind {
+        PlanKind::Filter { predicate: expr, .. }
+        | PlanKind::Scan { filter: Some(expr), .. }
+        | PlanKind::NestedLoopJoin { on: Some(expr), .. }
+        | PlanKind::LateralJoin { on: Some(expr), .. }
+        | PlanKind::HashJoin { residual: Some(expr), .. }
+        | PlanKind::IndexJoin { residual: Some(expr), .. } => exprs.push(expr),
+        PlanKind::Project { exprs: list, .. } => exprs.extend(list),
+        PlanKind::Aggregate { groups, aggregates, .. } => {
+            exprs.extend(groups);
+            exprs.extend(aggregates.iter().flat_map(|call| &call.args));
+        }
+        PlanKind::Values { rows } => exprs.extend(rows.iter().flatten()),
+        _ => {}
+    }
+    let mut found = Vec::new();
+    for expr in exprs {
+        collect_subqueries(expr, &mut found);
+    }
+    found
+}
+
+fn collect_subqueries<'p>(expr: &'p Expr, found: &mut Vec<NodeSubquery<'p>>) {
+    for child in expr.children() {
+        collect_subqueries(child, found);
+    }
+    let (plan, correlated, in_list) = match expr {
+        Expr::InSubquery { plan, correlated, .. } => (plan, *correlated, true),
+        Expr::Exists { plan, correlated, .. }
+        | Expr::ScalarSubquery { plan, correlated, .. }
+        | Expr::ArraySubquery { plan, correlated, .. } => (plan, *correlated, false),
+        _ => return,
+    };
+    found.push(NodeSubquery {
+        plan,
+        initial: !correlated && !in_list,
+        hashed: !correlated && in_list,
+    });
 }
 
 fn detail(plan: &Plan, indent: &str, lines: &mut Vec<String>) {

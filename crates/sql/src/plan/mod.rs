@@ -11,6 +11,7 @@ mod join;
 mod json_keys;
 pub(crate) use json_keys::refuse_json_keys;
 mod nearest;
+mod or_factoring;
 mod size;
 mod window;
 
@@ -20,6 +21,7 @@ pub(crate) use access::*;
 pub(crate) use dml::*;
 pub(crate) use join::*;
 pub(crate) use nearest::use_vector_indexes;
+pub(crate) use or_factoring::split_factored;
 pub(crate) use size::is_small_result;
 
 use std::ops::Bound;
@@ -342,7 +344,7 @@ impl Expr {
     }
 
     /// `children`, mutably.
-    fn children_mut(&mut self) -> Vec<&mut Expr> {
+    pub(crate) fn children_mut(&mut self) -> Vec<&mut Expr> {
         expr_children!(self, iter_mut, as_mut)
     }
 

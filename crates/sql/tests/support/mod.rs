@@ -47,6 +47,18 @@ pub fn rows(session: &mut Session, sql: &str) -> Result<Vec<Vec<Datum>>, SqlErro
     }
 }
 
+/// The lines of `EXPLAIN sql`, trimmed.
+pub fn explain_lines(session: &mut Session, sql: &str) -> Vec<String> {
+    rows(session, &format!("EXPLAIN {sql}"))
+        .unwrap_or_else(|error| panic!("EXPLAIN {sql}: {error}"))
+        .into_iter()
+        .map(|row| match &row[..] {
+            [Datum::Text(line)] => line.trim().to_string(),
+            other => panic!("a plan line: {other:?}"),
+        })
+        .collect()
+}
+
 /// The single value of a one-row, one-column query.
 pub fn value(session: &mut Session, sql: &str) -> Result<Datum, SqlError> {
     let mut rows = rows(session, sql)?;
