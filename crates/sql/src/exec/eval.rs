@@ -544,6 +544,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         current_schemas: &current_schemas,
         sequence_state: &sequence_state,
         check_vector_index: &check_vector_index,
+        relation_visible: &|oid| super::objects::relation_visible(oid, session),
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

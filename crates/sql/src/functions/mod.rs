@@ -243,6 +243,9 @@ pub struct FunctionContext<'a> {
     pub sequence_state: &'a dyn Fn(i64) -> Result<(i64, i64, bool)>,
     /// tierdb_check_vector_index(oid): the check of an HNSW index as a jsonb report.
     pub check_vector_index: &'a dyn Fn(i64) -> Result<Datum>,
+    /// pg_table_is_visible(oid): false for a permanent relation a temp one of the session
+    /// hides (design 019).
+    pub relation_visible: &'a dyn Fn(i64) -> bool,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.
