@@ -58,6 +58,19 @@ impl Session {
         }
     }
 
+    /// The catalog name of the table a front statement (VACUUM, ANALYZE) names unqualified:
+    /// the session's temp table of that name first, as pg_temp is searched first.
+    pub(super) fn temp_table_or(&self, name: &str) -> String {
+        if !self.temp_used {
+            return name.to_string();
+        }
+        let internal = crate::catalog::temp_table_name_in(&self.temp_schema(), name);
+        match self.catalog.table(&internal) {
+            Some(_) => internal,
+            None => name.to_string(),
+        }
+    }
+
     /// The session's temp schema, `pg_temp_N`.
     pub(super) fn temp_schema(&self) -> String {
         temp_schema(self.session_id)

@@ -11,12 +11,14 @@ impl Session {
     ) -> Result<Output> {
         match statement {
             FrontStatement::Vacuum { tables, .. } => {
-                self.vacuum(tables)?;
+                let tables: Vec<String> =
+                    tables.iter().map(|table| self.temp_table_or(table)).collect();
+                self.vacuum(&tables)?;
                 Ok(Output::command(CommandTag::Vacuum))
             }
             FrontStatement::Analyze { tables } => {
                 for table in tables {
-                    if self.catalog.table(table).is_none() {
+                    if self.catalog.table(&self.temp_table_or(table)).is_none() {
                         return Err(SqlError::undefined_table(table));
                     }
                 }
