@@ -385,3 +385,62 @@ async fn created_sequences_survive_sigkill() {
     let after = value(client.query_one("SELECT nextval('set_here')", &[]).await.expect("set"));
     assert_eq!(after, 500);
 }
+
+/// The catalog names of the engine tables of temp tables (`pg_temp_N.t`, design 019) in a
+/// stopped server's data directory (run without a tier: `--tier-size 0`).
+fn engine_temp_tables(data_dir: &std::path::Path) -> Vec<String> {
+    let config = tierdb_storage::StoreConfig::local(data_dir).expect("store config");
+    let store = Arc::new(tierdb_storage::PageStore::open(config).expect("page store"));
+    let engine = tierdb_engine::Engine::open(store).expect("engine");
+    let names = engine.table_names();
+    names.into_iter().filter(|name| name.starts_with("pg_temp_")).collect()
+}
+
+/// Temp tables of a session alive at SIGKILL (one committed with rows and an index, one
+/// created by an open block): after the restart nothing of them is visible and their engine
+/// tables (their storage) are gone, dropped at startup before any session runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn temp_tables_are_gone_after_sigkill() {
+    let no_tier = ["--tier-size", "0"];
+    let server = TestServer::start(&no_tier);
+    let client = server.connect().await;
+    client
+        .batch_execute(
+            "CREATE TEMP TABLE tmp_crash (id int PRIMARY KEY, note text);
+             CREATE INDEX ON tmp_crash (note);
+             INSERT INTO tmp_crash SELECT g, 'n' || g FROM generate_series(1, 3000) g;",
+        )
+        .await
+        .expect("a temp table");
+    client
+        .batch_execute(
+            "BEGIN; CREATE TEMP TABLE tmp_open (a int); INSERT INTO tmp_open VALUES (1);",
+        )
+        .await
+        .expect("a temp table in an open block");
+    let data_dir = server.kill();
+    drop(client);
+    let left = engine_temp_tables(data_dir.path());
+    assert_eq!(left.len(), 2, "the temp tables' storage is there before the restart: {left:?}");
+    let server = TestServer::start_in(data_dir, &no_tier);
+    let client = server.connect().await;
+    let temp: i64 = client
+        .query_one("SELECT count(*) FROM pg_class WHERE relpersistence = 't'", &[])
+        .await
+        .expect("pg_class")
+        .get(0);
+    assert_eq!(temp, 0);
+    let error = client.query("SELECT * FROM tmp_crash", &[]).await.expect_err("gone");
+    assert_eq!(server_support::sqlstate(&error), "42P01");
+    client
+        .batch_execute("CREATE TEMP TABLE tmp_crash (id int PRIMARY KEY, note text)")
+        .await
+        .expect("the name is free");
+    let rows: i64 =
+        client.query_one("SELECT count(*) FROM tmp_crash", &[]).await.expect("count").get(0);
+    assert_eq!(rows, 0, "a fresh temp table, none of the old rows");
+    client.batch_execute("DROP TABLE tmp_crash").await.expect("drop");
+    drop(client);
+    let data_dir = server.stop();
+    assert_eq!(engine_temp_tables(data_dir.path()), Vec::<String>::new());
+}

@@ -15,7 +15,11 @@ pub struct SqlError {
 
 impl SqlError {
     pub fn new(sqlstate: &'static str, message: impl Into<String>) -> SqlError {
-        SqlError { sqlstate, message: message.into(), position: None }
+        let mut message = message.into();
+        if message.contains(TEMP_PREFIX) {
+            message = without_temp_schemas(&message);
+        }
+        SqlError { sqlstate, message, position: None }
     }
     pub fn syntax(message: impl Into<String>) -> SqlError {
         SqlError::new("42601", message)
@@ -87,6 +91,29 @@ impl From<EngineError> for SqlError {
         tracing::error!(sqlstate, %error, "storage failure reported to a client");
         SqlError::new(sqlstate, message)
     }
+}
+
+/// The start of a temp table's catalog name (catalog/temp.rs: `pg_temp_N.t`).
+const TEMP_PREFIX: &str = "pg_temp_";
+
+/// `message` with the `pg_temp_N.` of temp tables' catalog names (and of their indexes')
+/// left out: users name them, and PostgreSQL's messages print them, without their schema.
+fn without_temp_schemas(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find(TEMP_PREFIX) {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + TEMP_PREFIX.len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 && after[digits..].starts_with('.') {
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(TEMP_PREFIX);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 pub type Result<T, E = SqlError> = std::result::Result<T, E>;

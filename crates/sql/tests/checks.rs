@@ -114,8 +114,7 @@ fn table_kinds_tierdb_does_not_build_are_refused_not_created_as_ordinary_tables(
     with_session(|session| {
         setup(session, &["CREATE TABLE base (id int PRIMARY KEY)"]);
         let refused = [
-            ("CREATE TEMP TABLE tt (a int)", "temporary tables"),
-            ("CREATE TEMPORARY TABLE tt (a int)", "temporary tables"),
+            ("CREATE GLOBAL TEMPORARY TABLE tt (a int)", "GLOBAL TEMPORARY tables"),
             ("CREATE UNLOGGED TABLE tt (a int)", "unlogged tables"),
             ("CREATE TABLE tt (LIKE base)", "LIKE"),
             ("CREATE TABLE tt (a int) INHERITS (base)", "INHERITS"),

@@ -17,6 +17,7 @@
 
 use sqlparser::ast;
 
+use crate::catalog::{looks_temporary, TEMP_SCHEMA_ALIAS};
 use crate::error::{Result, SqlError};
 use crate::parse::names::ident;
 
@@ -60,6 +61,10 @@ pub struct Namespace {
     /// restrict_nonsystem_relation_kind names `view`: a view named in a query is 0A000
     /// (PostgreSQL's rewriter refuses to expand one; pg_dump sets it for its session).
     pub views_restricted: bool,
+    /// The session's temp schema (`pg_temp_N`) and its temp tables' names there (design
+    /// 019): searched first for an unqualified name, as PostgreSQL searches pg_temp.
+    pub temp_schema: String,
+    pub temp_tables: Vec<String>,
 }
 
 /// The schemas of `search_path` that exist, in its order (current_schemas): with
@@ -89,7 +94,7 @@ pub struct QualifiedName {
 impl QualifiedName {
     fn into_table(self, hidden: &[String]) -> Result<Relation> {
         let display = self.display();
-        if hidden.contains(&self.name) {
+        if hidden.contains(&self.name) || looks_temporary(&self.name) {
             return Err(SqlError::undefined_table(&display));
         }
         Ok(Relation::Table { name: self.name, display })
@@ -128,6 +133,8 @@ impl Namespace {
             public_on_path,
             hidden: Vec::new(),
             views_restricted: false,
+            temp_schema: String::new(),
+            temp_tables: Vec::new(),
         }
     }
 
@@ -166,6 +173,10 @@ impl Namespace {
     /// DELETE FROM, COPY): 42P01 when nothing by that name is visible.
     pub fn relation(&self, name: &ast::ObjectName) -> Result<Relation> {
         let qualified = self.split(name)?;
+        if let Some(table) = self.temp_table(&qualified)? {
+            let display = qualified.display();
+            return Ok(Relation::Table { name: table, display });
+        }
         let missing = || SqlError::undefined_table(&qualified.display());
         let is_view = |schema: &str| {
             crate::system::view_columns(&qualified.name).is_some()
@@ -188,7 +199,12 @@ impl Namespace {
     /// pg_catalog or information_schema (tierdb's views there are not tables).
     pub fn existing_table(&self, name: &ast::ObjectName) -> Result<String> {
         let qualified = self.split(name)?;
-        if self.hidden.contains(&qualified.name) && self.is_public(&qualified) {
+        if let Some(table) = self.temp_table(&qualified)? {
+            return Ok(table);
+        }
+        if (self.hidden.contains(&qualified.name) || looks_temporary(&qualified.name))
+            && self.is_public(&qualified)
+        {
             return Err(SqlError::undefined_table(&qualified.display()));
         }
         match qualified.schema.as_deref() {
@@ -214,6 +230,12 @@ impl Namespace {
     /// 42501 for pg_catalog, 0A000 for information_schema (PostgreSQL allows tables there).
     pub fn new_table(&self, name: &ast::ObjectName) -> Result<String> {
         let qualified = self.split(name)?;
+        if looks_temporary(&qualified.name) {
+            return Err(SqlError::unsupported(format!(
+                "table names of the form pg_temp_N.name are not supported (\"{}\": tierdb names temporary tables so)",
+                qualified.name
+            )));
+        }
         match qualified.schema.as_deref() {
             None if self.public_on_path => Ok(qualified.name),
             None => Err(SqlError::new("3F000", "no schema has been selected to create in")),
@@ -227,6 +249,57 @@ impl Namespace {
             )),
             Some(schema) => Err(undefined_schema(schema)),
         }
+    }
+}
+
+impl Namespace {
+    /// The catalog name of the session's temp table `qualified` names: unqualified (pg_temp
+    /// is searched first) or qualified with pg_temp or the session's pg_temp_N. 42P01 for a
+    /// name in a temp schema that is not a temp table of the session.
+    fn temp_table(&self, qualified: &QualifiedName) -> Result<Option<String>> {
+        let internal = || crate::catalog::temp_table_name_in(&self.temp_schema, &qualified.name);
+        let listed = self.temp_tables.contains(&qualified.name);
+        match qualified.schema.as_deref() {
+            None if listed && !self.hidden.contains(&internal()) => Ok(Some(internal())),
+            None => Ok(None),
+            Some(schema) if self.is_temp_schema(schema) => {
+                if listed && !self.hidden.contains(&internal()) {
+                    return Ok(Some(internal()));
+                }
+                Err(SqlError::undefined_table(&qualified.display()))
+            }
+            Some(_) => Ok(None),
+        }
+    }
+
+    /// Whether `schema` names a temp schema (the session's, by its alias or its name, or
+    /// another session's: nothing there is visible).
+    pub fn is_temp_schema(&self, schema: &str) -> bool {
+        schema == TEMP_SCHEMA_ALIAS || schema.starts_with(crate::catalog::TEMP_SCHEMA_PREFIX)
+    }
+
+    /// The catalog name of a temp table to create (CREATE TEMP TABLE, or CREATE TABLE in
+    /// pg_temp): in the session's temp schema. PostgreSQL's 42P16 for another schema.
+    pub fn new_temp_table(&self, name: &ast::ObjectName) -> Result<String> {
+        let qualified = self.split(name)?;
+        match qualified.schema.as_deref() {
+            None => {}
+            Some(schema) if schema == TEMP_SCHEMA_ALIAS || schema == self.temp_schema => {}
+            Some(schema) if SCHEMAS.contains(&schema) || self.is_temp_schema(schema) => {
+                return Err(SqlError::new(
+                    "42P16",
+                    "cannot create temporary relation in non-temporary schema",
+                ))
+            }
+            Some(schema) => return Err(undefined_schema(schema)),
+        }
+        Ok(crate::catalog::temp_table_name_in(&self.temp_schema, &qualified.name))
+    }
+
+    /// Whether CREATE TABLE `name` (without TEMP) makes a temp table: it names pg_temp.
+    pub fn names_temp_schema(&self, name: &ast::ObjectName) -> Result<bool> {
+        let qualified = self.split(name)?;
+        Ok(qualified.schema.is_some_and(|schema| self.is_temp_schema(&schema)))
     }
 }
 

@@ -20,6 +20,7 @@ mod meta;
 mod roles;
 mod schema_grants;
 mod sequences;
+mod temp;
 mod transactional;
 mod verifier;
 mod views;
@@ -31,6 +32,7 @@ pub use meta::*;
 pub use roles::*;
 pub use schema_grants::*;
 pub use sequences::{default_sequences, SequenceMeta, SequenceState};
+pub use temp::*;
 pub use verifier::*;
 pub use views::{columns_read, view_uses_column};
 
@@ -51,7 +53,7 @@ const SEQUENCES_TABLE: &str = "tierdb_sql_sequences";
 /// Values a sequence reserves durably at a time.
 const SEQUENCE_BLOCK_VALUES: i64 = 64;
 /// First OID handed to user objects, as in PostgreSQL.
-const FIRST_USER_OID: i64 = 16_384;
+pub const FIRST_USER_OID: i64 = 16_384;
 
 /// A sequence's values in memory: those after `handed_out` up to `last_reserved` may be
 /// handed out without a write (`handed_out <= last_reserved`, both inclusive, so that a
@@ -136,6 +138,7 @@ impl Catalog {
         catalog.load_roles()?;
         catalog.load_grants()?;
         catalog.load_schema_grants()?;
+        catalog.drop_crashed_temp_tables()?;
         catalog.drop_orphans()?;
         Ok(Arc::new(catalog))
     }

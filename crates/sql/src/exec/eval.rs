@@ -548,6 +548,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         sequence_state: &sequence_state,
         check_vector_index: &check_vector_index,
         has_privilege: &has_privilege,
+        relation_visible: &|oid| super::objects::relation_visible(oid, session),
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

@@ -288,8 +288,8 @@ fn key_condition(table: &TableMeta, columns: &[usize], qualifier: &str, first: u
 /// FOR KEY SHARE, which tierdb takes as the stronger shared lock).
 fn select_key(table: &TableMeta, columns: &[usize]) -> String {
     format!(
-        "SELECT 1 FROM public.{} x WHERE {} FOR SHARE OF x",
-        quote_identifier(&table.name),
+        "SELECT 1 FROM {} x WHERE {} FOR SHARE OF x",
+        crate::catalog::qualified_sql_name(&table.name),
         key_condition(table, columns, "x.", 1)
     )
 }
@@ -302,7 +302,7 @@ fn action_sql(
     action: ReferentialAction,
     update: bool,
 ) -> String {
-    let table = format!("public.{}", quote_identifier(&referencing.name));
+    let table = crate::catalog::qualified_sql_name(&referencing.name);
     let condition = key_condition(referencing, &key.columns, "", 1);
     let set = |value: &dyn Fn(usize) -> String| -> String {
         let terms: Vec<String> = key
@@ -360,7 +360,18 @@ fn run_once_bound(
 /// Binds an internal statement with parameters of `types`.
 fn bind_internal(sql: &str, types: Vec<SqlType>, ctx: &Ctx<'_>) -> Result<Internal> {
     let statement = crate::parse::parse_internal_statement(sql)?;
-    let namespace = Namespace::new(ctx.session.database, "public");
+    let session = ctx.session.session_id;
+    let namespace = Namespace {
+        temp_schema: crate::catalog::temp_schema(session),
+        temp_tables: ctx
+            .session
+            .catalog
+            .temp_tables(session)
+            .iter()
+            .map(|name| crate::catalog::relation_name(name).to_string())
+            .collect(),
+        ..Namespace::new(ctx.session.database, "public")
+    };
     let mut binder = Binder::new(ctx.session.catalog, namespace, types);
     Ok(match &statement {
         ast::Statement::Query(query) => Internal::Query(binder.query(query)?),

@@ -84,6 +84,10 @@ fn relation_name(oid: u32, session: &SessionInfo<'_>) -> Option<String> {
         return Some(if schema == SCHEMA_CATALOG { name } else { format!("{schema}.{name}") });
     }
     let name = user_relations(session).find(|(relation, _)| *relation == oid)?.1;
+    if let Some((_, relation)) = crate::catalog::split_temp_name(&name) {
+        // pg_temp is always searched: a temp table's name needs no schema.
+        return Some(quote_identifier(relation));
+    }
     let name = quote_identifier(&name);
     Some(if session.public_on_path { name } else { format!("{SCHEMA_PUBLIC}.{name}") })
 }
@@ -145,7 +149,18 @@ fn relation_oid(parts: &[String], session: &SessionInfo<'_>) -> Result<Option<u3
             )))
         }
     };
-    // pg_catalog is searched first, then public when it is on the path.
+    // The session's temp schema is searched first (PostgreSQL's pg_temp), then pg_catalog,
+    // then public when it is on the path.
+    let own_temp = crate::catalog::temp_schema(session.session_id);
+    let temp_named = schema
+        .is_some_and(|schema| schema == crate::catalog::TEMP_SCHEMA_ALIAS || schema == own_temp);
+    if schema.is_none() || temp_named {
+        let internal = crate::catalog::temp_table_name_in(&own_temp, name);
+        let found = user_relations(session).find(|(_, relation)| *relation == internal);
+        if found.is_some() || temp_named {
+            return Ok(found.map(|(oid, _)| oid));
+        }
+    }
     let view = system_relations().find(|(_, view, view_schema)| {
         view == name
             && schema.map_or(*view_schema == SCHEMA_CATALOG, |schema| schema == *view_schema)
@@ -162,6 +177,25 @@ fn relation_oid(parts: &[String], session: &SessionInfo<'_>) -> Result<Option<u3
         _ => return Ok(None),
     }
     Ok(user_relations(session).find(|(_, relation)| relation == name).map(|(oid, _)| oid))
+}
+
+/// pg_table_is_visible: false only for a permanent relation whose name a temp relation of
+/// the session takes (pg_temp is searched first); true for every other OID, as before temp
+/// tables (tierdb keeps user relations in public).
+pub fn relation_visible(oid: i64, session: &SessionInfo<'_>) -> bool {
+    let Ok(oid) = u32::try_from(oid) else { return true };
+    if i64::from(oid) < crate::catalog::FIRST_USER_OID {
+        return true;
+    }
+    let Some((_, name)) = user_relations(session).find(|(relation, _)| *relation == oid) else {
+        return true;
+    };
+    if crate::catalog::split_temp_name(&name).is_some() {
+        return true;
+    }
+    let own_temp = crate::catalog::temp_schema(session.session_id);
+    let internal = crate::catalog::temp_table_name_in(&own_temp, &name);
+    !user_relations(session).any(|(_, relation)| relation == internal)
 }
 
 /// The user relations the session sees, (OID, name): tables, their indexes and the

@@ -164,6 +164,12 @@ pub(super) fn sequence_state(call: Call<'_>) -> Result<Datum> {
     }))
 }
 
+/// pg_table_is_visible(oid): whether the relation's name, unqualified, finds it.
+pub(super) fn relation_visible(call: Call<'_>) -> Result<Datum> {
+    let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
+    Ok(Datum::Bool((call.context.relation_visible)(oid)))
+}
+
 pub(super) fn check_vector_index(call: Call<'_>) -> Result<Datum> {
     let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
     (call.context.check_vector_index)(oid)

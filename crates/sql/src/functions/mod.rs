@@ -250,6 +250,9 @@ pub struct FunctionContext<'a> {
     /// has_table_privilege and has_schema_privilege: None when the object's OID names
     /// nothing (exec/privilege_checks.rs).
     pub has_privilege: &'a dyn Fn(PrivilegeCall<'_>) -> Result<Option<bool>>,
+    /// pg_table_is_visible(oid): false for a permanent relation a temp one of the session
+    /// hides (design 019).
+    pub relation_visible: &'a dyn Fn(i64) -> bool,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.

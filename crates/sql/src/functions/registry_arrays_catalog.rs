@@ -157,12 +157,15 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         non_strict
     ),
     function!(
-        &[
-            "pg_table_is_visible",
-            "pg_type_is_visible",
-            "pg_function_is_visible",
-            "pg_collation_is_visible"
-        ],
+        &["pg_table_is_visible"],
+        1..=1,
+        |_, t| Ok(all(t, SqlType::Int8, SqlType::Bool)),
+        info::relation_visible,
+        "1259",
+        non_strict
+    ),
+    function!(
+        &["pg_type_is_visible", "pg_function_is_visible", "pg_collation_is_visible"],
         1..=1,
         |_, t| Ok(all(t, SqlType::Int8, SqlType::Bool)),
         info::constant_true,

@@ -163,6 +163,7 @@ impl Session {
         if copy.autocommit {
             let transaction = self.transaction.take().expect("autocommit transaction");
             transaction.commit()?;
+            self.after_commit();
         }
         Ok(copy.rows)
     }

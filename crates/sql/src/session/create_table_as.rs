@@ -33,7 +33,8 @@ impl Session {
             let catalog = Arc::clone(&self.catalog);
             let _guard = catalog.lock_ddl();
             if self.catalog.table(name).is_some() {
-                return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
+                let shown = crate::catalog::relation_name(name);
+                return Err(SqlError::new("42P07", format!("relation \"{shown}\" already exists")));
             }
             let meta = TableMeta::with_columns(name.into(), columns);
             let session_id = self.session_id;
@@ -46,7 +47,7 @@ impl Session {
 
     /// `INSERT INTO name <query>` in the statement's transaction; returns the rows inserted.
     fn insert_query_rows(&mut self, name: &str, query: &ast::Query) -> Result<u64> {
-        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        let quoted = crate::catalog::qualified_sql_name(name);
         let mut statement =
             Parser::parse_sql(&PostgreSqlDialect {}, &format!("INSERT INTO {quoted} SELECT 1"))
                 .map_err(|error| SqlError::internal(format!("CREATE TABLE AS insert: {error}")))?

@@ -4,13 +4,13 @@ use super::checks::refuse_check_options;
 use super::foreign_keys::refuse_referenced_index;
 use super::*;
 use crate::bind::{undefined_schema, Namespace, SCHEMAS};
-use crate::catalog::{Identity, COLUMNS_MAX};
+use crate::catalog::{relation_name, Identity, COLUMNS_MAX};
 use crate::output::CommandTag;
 
 impl Session {
     pub(crate) fn create_table(&mut self, create: &ast::CreateTable) -> Result<Output> {
         refuse_table_kinds(create)?;
-        let name = self.namespace().new_table(&create.name)?;
+        let (name, temporary) = self.new_table_name(create)?;
         let catalog = Arc::clone(&self.catalog);
         let _guard = catalog.lock_ddl();
         self.drop_pending_now(&name)?;
@@ -18,7 +18,11 @@ impl Session {
             if create.if_not_exists {
                 return Ok(Output::command(CommandTag::CreateTable));
             }
-            return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
+            let shown = relation_name(&name);
+            return Err(SqlError::new("42P07", format!("relation \"{shown}\" already exists")));
+        }
+        if temporary {
+            self.note_temp_table(&name, create.on_commit.as_ref());
         }
         if let Some(query) = &create.query {
             drop(_guard);
@@ -301,7 +305,7 @@ impl Session {
                                 format!("index \"{name}\" does not exist"),
                             ));
                         }
-                        name => name?,
+                        name => self.temp_index_name(name?),
                     };
                     match self.catalog.index_table(&name) {
                         None if if_exists => {}
@@ -540,8 +544,7 @@ pub(super) fn check_collation(collation: &ast::ObjectName) -> Result<()> {
 
 fn refuse_table_kinds(create: &ast::CreateTable) -> Result<()> {
     let refused = [
-        (create.temporary || create.global.is_some(), "temporary tables are not supported"),
-        (create.on_commit.is_some(), "ON COMMIT is not supported (it applies to temporary tables)"),
+        (create.global == Some(true), "GLOBAL TEMPORARY tables are not supported"),
         (create.unlogged, "unlogged tables are not supported"),
         (create.like.is_some(), "CREATE TABLE ... (LIKE ...) is not supported"),
         (create.clone.is_some(), "CREATE TABLE ... CLONE is not supported"),
@@ -586,7 +589,13 @@ impl Session {
         let restricted = self.setting("restrict_nonsystem_relation_kind").unwrap_or_default();
         let views_restricted =
             restricted.split(',').any(|kind| kind.trim().eq_ignore_ascii_case("view"));
-        Namespace { hidden, views_restricted, ..Namespace::new(&self.database, &search_path) }
+        Namespace {
+            hidden,
+            views_restricted,
+            temp_schema: self.temp_schema(),
+            temp_tables: self.temp_relation_names(),
+            ..Namespace::new(&self.database, &search_path)
+        }
     }
 }
 

@@ -29,6 +29,7 @@ impl Session {
     ) -> Result<ForeignKeyMeta> {
         refuse_key_options(key)?;
         let referenced_name = self.namespace().existing_table(&key.foreign_table)?;
+        refuse_mixed_persistence(&table.name, &referenced_name)?;
         let stored;
         let referenced: &TableMeta = if referenced_name == table.name {
             table
@@ -410,4 +411,19 @@ fn choose_key_name(table: &TableMeta, columns: &[usize], taken: &HashSet<String>
         .map(|suffix| format!("{base}{suffix}"))
         .find(|name| !taken.contains(name))
         .expect("a free name")
+}
+
+/// A FOREIGN KEY between a temp and a permanent table: PostgreSQL's 42P16 (a permanent
+/// row must not depend on a row that goes with a session, nor the reverse across sessions).
+fn refuse_mixed_persistence(table: &str, referenced: &str) -> Result<()> {
+    let temporary = crate::catalog::split_temp_name(table).is_some();
+    if temporary == crate::catalog::split_temp_name(referenced).is_some() {
+        return Ok(());
+    }
+    let message = if temporary {
+        "constraints on temporary tables may reference only temporary tables"
+    } else {
+        "constraints on permanent tables may reference only permanent tables"
+    };
+    Err(SqlError::new("42P16", message))
 }

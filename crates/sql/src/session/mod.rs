@@ -39,6 +39,7 @@ mod sequences;
 mod settings;
 mod settings_rows;
 mod stream;
+mod temp_tables;
 mod transactional_ddl;
 mod txn_modes;
 mod utility;
@@ -176,6 +177,11 @@ pub struct Session {
     warnings: Vec<SqlError>,
     /// Warnings beyond WARNINGS_MAX, counted.
     warnings_dropped: u64,
+    /// Whether the session may have temp tables (it created one since it last dropped them
+    /// all): only then are they looked up for its namespace.
+    temp_used: bool,
+    /// The ON COMMIT DELETE ROWS and DROP actions of its temp tables, by catalog name.
+    temp_on_commit: HashMap<String, ast::OnCommit>,
 }
 
 /// COPY TO and FETCH may return any number of rows; the other front statements none.
@@ -241,6 +247,8 @@ impl Session {
             implicit_block: false,
             warnings: Vec::new(),
             warnings_dropped: 0,
+            temp_used: false,
+            temp_on_commit: HashMap::new(),
         }
     }
 
@@ -595,6 +603,7 @@ impl Session {
             match outcome {
                 Ok(value) => {
                     transaction.commit()?;
+                    self.after_commit();
                     Ok(value)
                 }
                 Err(error) => {
@@ -657,6 +666,7 @@ impl Session {
                     outcome?;
                 }
                 self.end_local_settings(true);
+                self.after_commit();
                 let dropped = self.finish_pending_drops();
                 self.end_transaction_ddl(true);
                 dropped?;
@@ -772,6 +782,9 @@ impl Session {
         self.end_transaction_ddl(false);
         self.catalog.advisory_locks().release_session(self.session_id);
         self.state = BlockState::Idle;
+        if let Err(error) = self.drop_temp_tables() {
+            tracing::error!(%error, "dropping the temporary tables of a closed session");
+        }
     }
 }
 

@@ -47,7 +47,7 @@ impl Session {
                 self.explain(inner, *analyze, options.as_deref(), params)
             }
             ast::Statement::CreateTable(create) => {
-                let tables = [self.namespace().new_table(&create.name)?];
+                let tables = [self.new_table_name(create)?.0];
                 self.transactional_ddl(&tables, |session| session.create_table(create))
             }
             ast::Statement::CreateIndex(create) => {

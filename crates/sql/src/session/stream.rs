@@ -72,6 +72,7 @@ impl Session {
             }
             self.end_local_settings(committed);
             if committed {
+                self.after_commit();
                 if let Err(error) = self.finish_pending_drops() {
                     sink.finished(Err(error), self.state);
                 }

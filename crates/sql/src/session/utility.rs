@@ -11,12 +11,14 @@ impl Session {
     ) -> Result<Output> {
         match statement {
             FrontStatement::Vacuum { tables, .. } => {
-                self.vacuum(tables)?;
+                let tables: Vec<String> =
+                    tables.iter().map(|table| self.temp_table_or(table)).collect();
+                self.vacuum(&tables)?;
                 Ok(Output::command(CommandTag::Vacuum))
             }
             FrontStatement::Analyze { tables } => {
                 for table in tables {
-                    if self.catalog.table(table).is_none() {
+                    if self.catalog.table(&self.temp_table_or(table)).is_none() {
                         return Err(SqlError::undefined_table(table));
                     }
                 }
@@ -93,7 +95,8 @@ impl Session {
                                 .join(", "),
                         };
                         // Qualified: the search_path may be empty (pg_dump empties it).
-                        format!("SELECT {list} FROM public.{}", quoted(name))
+                        let table = crate::catalog::qualified_sql_name(name);
+                        format!("SELECT {list} FROM {table}")
                     }
                     CopySource::Query(query) => query.clone(),
                 };
@@ -166,11 +169,10 @@ fn quoted(name: &str) -> String {
 
 impl Session {
     /// DISCARD (PostgreSQL's discard.c). ALL is CLOSE ALL, RESET ALL, DEALLOCATE ALL,
-    /// pg_advisory_unlock_all and DISCARD SEQUENCES (UNLISTEN and temp tables hold nothing
-    /// in tierdb),
-    /// refused inside a block (25001). PLANS has nothing to drop: a plan is bound again
-    /// whenever DDL moved the catalog, so no cached plan outlives what it read. TEMP has
-    /// nothing to drop either: CREATE TEMP TABLE is refused.
+    /// pg_advisory_unlock_all, DISCARD SEQUENCES and DISCARD TEMP (UNLISTEN holds nothing
+    /// in tierdb), refused inside a block (25001). PLANS has nothing to drop: a plan is
+    /// bound again whenever DDL moved the catalog, so no cached plan outlives what it read.
+    /// TEMP drops the session's temp tables (temp_tables.rs).
     pub(crate) fn discard(&mut self, target: DiscardTarget) -> Result<Output> {
         let tag = match target {
             DiscardTarget::All => {
@@ -185,6 +187,7 @@ impl Session {
                 self.deallocate_all();
                 self.sequence_values.borrow_mut().clear();
                 self.catalog.advisory_locks().release_all_session(self.session_id);
+                self.drop_temp_tables()?;
                 CommandTag::DiscardAll
             }
             DiscardTarget::Plans => CommandTag::DiscardPlans,
@@ -192,7 +195,10 @@ impl Session {
                 self.sequence_values.borrow_mut().clear();
                 CommandTag::DiscardSequences
             }
-            DiscardTarget::Temporary => CommandTag::DiscardTemp,
+            DiscardTarget::Temporary => {
+                self.drop_temp_tables()?;
+                CommandTag::DiscardTemp
+            }
         };
         Ok(Output::command(tag))
     }

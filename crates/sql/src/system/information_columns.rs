@@ -19,8 +19,8 @@ const TIMESTAMP_PRECISION: i64 = 6;
 /// The `columns` view (listed in `VIEWS` in its place, which numbers the views' OIDs).
 pub(super) const COLUMNS: SystemView = view!(&["columns"], |c| columns(&c.tables).map(|(table, position, column)| (c.session.database, table, position, column, TypeFacts::of(&column.ty))), |(database, table, position, column, facts)| {
     table_catalog: Text = text(database),
-    table_schema: Text = text("public"),
-    table_name: Text = text(&table.name),
+    table_schema: Text = text(&crate::catalog::relation_schema(&table.name)),
+    table_name: Text = text(crate::catalog::relation_name(&table.name)),
     column_name: Text = text(&column.name),
     ordinal_position: Int4 = ordinal(position),
     column_default: Text = column.default.as_deref().filter(|_| column.identity.is_none()).map_or(Datum::Null, |default| default_text(default, &column.ty, true)),

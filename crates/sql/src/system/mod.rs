@@ -337,6 +337,7 @@ pub fn view_rows(name: &str, catalog: &Catalog, session: &SessionInfo<'_>) -> Ve
         .into_iter()
         .filter(|table| !is_internal_table(&table.name))
         .filter(|table| !session.hidden_tables.contains(&table.name))
+        .filter(|table| !crate::catalog::is_other_sessions_temp(&table.name, session.session_id))
         .collect();
     let context = ViewContext { catalog, session, tables };
     let rows = (view.rows)(&context);

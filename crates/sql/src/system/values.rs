@@ -26,6 +26,12 @@ pub(super) fn columns(
 /// as the constant it became in the column's type (`'x'::text`, `'-1'::integer`).
 pub(super) fn default_text(default: &str, ty: &SqlType, public_on_path: bool) -> Datum {
     match crate::catalog::sequence_of_default(default) {
+        Some(sequence) if crate::catalog::split_temp_name(sequence).is_some() => {
+            // A temp table's sequence: in pg_temp, which is always searched.
+            let name = crate::catalog::relation_name(sequence);
+            let name = crate::plan::deparse::quote_identifier(name).replace('\'', "''");
+            Datum::Text(format!("nextval('{name}'::regclass)"))
+        }
         Some(sequence) => {
             // As regclass prints the sequence: qualified when public is off the path.
             let schema = if public_on_path { "" } else { "public." };

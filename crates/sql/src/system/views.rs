@@ -240,6 +240,23 @@ struct Relation<'a> {
     owner: u32,
     /// The table's CHECK constraints (pg_class.relchecks: psql's `\d` lists them when not 0).
     checks: usize,
+    /// Whether it is (or belongs to) a temp table: in the session's pg_temp_N namespace.
+    temp: Option<u64>,
+}
+
+/// pg_namespace OID of a relation of a table named `table` (a temp table's: its session's
+/// pg_temp_N).
+fn namespace_oid(temp: Option<u64>) -> i64 {
+    temp.map_or(NAMESPACE_PUBLIC, |session| i64::from(crate::catalog::temp_namespace_oid(session)))
+}
+
+/// The session's temp schema as a pg_namespace row, while it has a temp table.
+fn temp_namespaces(context: &ViewContext<'_>) -> Option<(i64, String)> {
+    let session = context.session.session_id;
+    let has_temp = context.tables.iter().any(|table| {
+        crate::catalog::split_temp_name(&table.name).is_some_and(|(owner, _)| owner == session)
+    });
+    has_temp.then(|| (namespace_oid(Some(session)), crate::catalog::temp_schema(session)))
 }
 
 fn relations<'a>(
@@ -258,9 +275,11 @@ fn relations<'a>(
         attributes: 3,
         owner: catalog.table_acl(&sequence.name).owner,
         checks: 0,
+        temp: None,
     }));
     for table in tables {
         let owner = catalog.table_acl(&table.name).owner;
+        let temp = crate::catalog::split_temp_name(&table.name).map(|(session, _)| session);
         relations.push(Relation {
             oid: table.oid,
             name: &table.name,
@@ -270,6 +289,7 @@ fn relations<'a>(
             attributes: table.columns.len(),
             owner,
             checks: table.checks.len(),
+            temp,
         });
         relations.extend(table.indexes.iter().map(|index| Relation {
             oid: index.oid,
@@ -284,6 +304,7 @@ fn relations<'a>(
             attributes: index.columns.len(),
             owner,
             checks: 0,
+            temp,
         }));
         // A serial or identity column's sequence (its three columns: last_value, log_cnt,
         // is_called).
@@ -298,6 +319,7 @@ fn relations<'a>(
                     attributes: 3,
                     owner,
                     checks: 0,
+                    temp,
                 })
             },
         ));
@@ -650,25 +672,25 @@ fn buffer_pool_bytes(context: &ViewContext<'_>) -> u64 {
 /// no rows `view!(names, { column: Type, ... })`.
 /// Every system view.
 pub static VIEWS: &[SystemView] = &[
-    view!(&["pg_namespace"], |_c| [
-        (NAMESPACE_CATALOG, "pg_catalog"),
-        (NAMESPACE_PUBLIC, "public"),
-        (NAMESPACE_INFORMATION, "information_schema"),
-    ], |(namespace, name)| {
+    view!(&["pg_namespace"], |c| [
+        (NAMESPACE_CATALOG, "pg_catalog".to_string()),
+        (NAMESPACE_PUBLIC, "public".to_string()),
+        (NAMESPACE_INFORMATION, "information_schema".to_string()),
+    ].into_iter().chain(temp_namespaces(c)), |(namespace, name)| {
         oid: Oid = oid(namespace),
-        nspname: Name = text(name),
+        nspname: Name = text(&name),
         nspowner: Oid = oid(OWNER),
         nspacl: TextArray = Datum::Null,
     }),
     view!(&["pg_class"], |c| relations(c.catalog, &c.tables, &super::sequence_views::visible_sequences(c)), |relation| {
         oid: Oid = oid(relation.oid),
-        relname: Name = text(relation.name),
-        relnamespace: Oid = oid(NAMESPACE_PUBLIC),
+        relname: Name = text(crate::catalog::relation_name(relation.name)),
+        relnamespace: Oid = oid(namespace_oid(relation.temp)),
         reltype: Oid = oid(0),
         relowner: Oid = oid(relation.owner),
         relam: Oid = oid(relation.access_method),
         relkind: Text = text(relation.kind),
-        relpersistence: Text = text("p"),
+        relpersistence: Text = text(if relation.temp.is_some() { "t" } else { "p" }),
         reltuples: Float4 = Datum::Float(-1.0),
         relhasindex: Bool = Datum::Bool(relation.has_index),
         relispartition: Bool = Datum::Bool(false),
@@ -964,22 +986,26 @@ pub static VIEWS: &[SystemView] = &[
         description: Text = text(description),
     }),
     view!(&["pg_tables"], |c| c.tables.iter().filter(|table| !table.is_view()).map(|table| (c.catalog, table)), |(catalog, table)| {
-        schemaname: Name = text("public"),
-        tablename: Name = text(&table.name),
+        schemaname: Name = text(&crate::catalog::relation_schema(&table.name)),
+        tablename: Name = text(crate::catalog::relation_name(&table.name)),
         tableowner: Name = owner_name(catalog, &table.name),
         hasindexes: Bool = Datum::Bool(!table.indexes.is_empty()),
     }),
     view!(&["pg_indexes"], |c| indexes(&c.tables).map(|(table, index)| (c.catalog, table, index)), |(catalog, table, index)| {
-        schemaname: Name = text("public"),
-        tablename: Name = text(&table.name),
-        indexname: Name = text(&index.name),
+        schemaname: Name = text(&crate::catalog::relation_schema(&table.name)),
+        tablename: Name = text(crate::catalog::relation_name(&table.name)),
+        indexname: Name = text(crate::catalog::relation_name(&index.name)),
         indexdef: Text = index_definition(catalog, i64::from(index.oid)).map_or(Datum::Null, Datum::Text),
     }),
     view!(&["tables"], |c| c.tables.iter().map(|table| (c.session, table)), |(session, table)| {
         table_catalog: Text = text(session.database),
-        table_schema: Text = text("public"),
-        table_name: Text = text(&table.name),
-        table_type: Text = text(if table.is_view() { "VIEW" } else { "BASE TABLE" }),
+        table_schema: Text = text(&crate::catalog::relation_schema(&table.name)),
+        table_name: Text = text(crate::catalog::relation_name(&table.name)),
+        table_type: Text = text(match (table.is_view(), crate::catalog::split_temp_name(&table.name)) {
+            (true, _) => "VIEW",
+            (false, Some(_)) => "LOCAL TEMPORARY",
+            (false, None) => "BASE TABLE",
+        }),
     }),
     super::information_columns::COLUMNS,
     // PostgreSQL 15 lists each NOT NULL column as a CHECK constraint in these two, named

@@ -1,0 +1,121 @@
+//! Temporary tables across sessions (docs/design/019-temp-tables.md): another session never
+//! sees one (name resolution, pg_class, information_schema), two sessions hold independent
+//! temp tables of one name, and a session's end drops them with their engine tables. One
+//! session's behaviour is tests/slt/temp_tables.slt (PostgreSQL 15's answers); the crash
+//! case is crates/cli/tests/server_crash.rs `temp_tables_are_gone_after_sigkill`.
+
+mod support;
+
+use support::{rows, session_as, setup, sqlstate, value, with_session};
+use tierdb_sql::{Datum, Session};
+
+fn count(session: &mut Session, sql: &str) -> i64 {
+    match value(session, sql).unwrap() {
+        Datum::Int(count) => count,
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// The engine's tables whose name is a temp table's (`pg_temp_N.t`).
+fn engine_temp_tables(session: &Session) -> Vec<String> {
+    let names = session.catalog().engine().table_names();
+    names.into_iter().filter(|name| name.starts_with("pg_temp_")).collect()
+}
+
+#[test]
+fn another_session_never_sees_a_temp_table() {
+    with_session(|session| {
+        let mut other = session_as(session, "tierdb");
+        setup(session, &["CREATE TEMP TABLE private (id int PRIMARY KEY, note text)"]);
+        setup(session, &["INSERT INTO private VALUES (1, 'mine')"]);
+        assert_eq!(count(session, "SELECT count(*) FROM private"), 1);
+        assert_eq!(sqlstate(&mut other, "SELECT * FROM private"), "42P01");
+        assert_eq!(sqlstate(&mut other, "SELECT * FROM pg_temp.private"), "42P01");
+        assert_eq!(sqlstate(&mut other, "INSERT INTO private VALUES (2, 'x')"), "42P01");
+        assert_eq!(sqlstate(&mut other, "DROP TABLE private"), "42P01");
+        let in_class = "SELECT count(*) FROM pg_class WHERE relname LIKE 'private%'";
+        assert_eq!(count(&mut other, in_class), 0);
+        let in_tables =
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'private'";
+        assert_eq!(count(&mut other, in_tables), 0);
+        assert_eq!(count(session, in_class), 2, "the table and its primary key");
+        // The catalog name is not a name another session can write either.
+        let internal = engine_temp_tables(session).pop().expect("the engine table");
+        let quoted = format!("SELECT * FROM \"{internal}\"");
+        assert_eq!(sqlstate(&mut other, &quoted), "42P01");
+        assert_eq!(sqlstate(&mut other, &format!("CREATE TABLE \"{internal}\" (a int)")), "0A000");
+    });
+}
+
+#[test]
+fn two_sessions_hold_independent_temp_tables_of_one_name() {
+    with_session(|session| {
+        let mut other = session_as(session, "tierdb");
+        setup(
+            session,
+            &["CREATE TABLE shared (id int PRIMARY KEY)", "INSERT INTO shared VALUES (0)"],
+        );
+        setup(session, &["CREATE TEMP TABLE shared (id int PRIMARY KEY)"]);
+        setup(&mut other, &["CREATE TEMP TABLE shared (id int PRIMARY KEY, extra text)"]);
+        setup(session, &["INSERT INTO shared VALUES (1), (2)"]);
+        setup(&mut other, &["INSERT INTO shared VALUES (10, 'x')"]);
+        assert_eq!(count(session, "SELECT sum(id) FROM shared"), 3);
+        assert_eq!(count(&mut other, "SELECT sum(id) FROM shared"), 10);
+        assert_eq!(count(&mut other, "SELECT sum(id) FROM public.shared"), 0);
+        assert_eq!(rows(session, "SELECT * FROM shared ORDER BY id").unwrap().len(), 2);
+        assert_eq!(engine_temp_tables(session).len(), 2);
+        // Each session's ON COMMIT and DROP touch only its own table.
+        setup(session, &["DROP TABLE shared"]);
+        assert_eq!(count(&mut other, "SELECT count(*) FROM shared"), 1);
+        assert_eq!(count(session, "SELECT count(*) FROM shared"), 1, "the permanent table");
+    });
+}
+
+#[test]
+fn session_end_drops_its_temp_tables() {
+    with_session(|session| {
+        let mut other = session_as(session, "tierdb");
+        setup(&mut other, &["CREATE TEMP TABLE going (id int PRIMARY KEY, note text)"]);
+        setup(&mut other, &["CREATE INDEX ON going (note)", "INSERT INTO going VALUES (1, 'a')"]);
+        setup(&mut other, &["BEGIN", "CREATE TEMP TABLE half (id int)"]);
+        assert_eq!(engine_temp_tables(session).len(), 2);
+        // The server calls terminate when the connection goes, however it goes.
+        other.terminate();
+        drop(other);
+        assert!(engine_temp_tables(session).is_empty(), "{:?}", engine_temp_tables(session));
+        let temp = "SELECT count(*) FROM pg_class WHERE relpersistence = 't'";
+        assert_eq!(count(session, temp), 0);
+        // A new session reuses nothing of it.
+        let mut next = session_as(session, "tierdb");
+        assert_eq!(sqlstate(&mut next, "SELECT * FROM going"), "42P01");
+    });
+}
+
+#[test]
+fn refused_temporary_objects_name_the_feature() {
+    with_session(|session| {
+        assert_eq!(sqlstate(session, "CREATE TEMP VIEW v AS SELECT 1"), "0A000");
+        assert_eq!(sqlstate(session, "CREATE TEMP SEQUENCE s"), "0A000");
+        assert_eq!(sqlstate(session, "CREATE GLOBAL TEMPORARY TABLE g (a int)"), "0A000");
+        setup(session, &["CREATE TEMP TABLE kept (a int)", "ANALYZE kept", "VACUUM kept"]);
+        setup(session, &["BEGIN"]);
+        assert_eq!(sqlstate(session, "DISCARD TEMP"), "0A000");
+        setup(session, &["ROLLBACK"]);
+        assert_eq!(count(session, "SELECT count(*) FROM kept"), 0);
+    });
+}
+
+#[test]
+fn a_temp_table_hides_the_permanent_one_from_pg_table_is_visible() {
+    with_session(|session| {
+        setup(session, &["CREATE TABLE seen (a int)", "CREATE TEMP TABLE seen (b int)"]);
+        let sql = "SELECT c.relpersistence FROM pg_class c WHERE c.relname = 'seen' AND pg_table_is_visible(c.oid)";
+        assert_eq!(rows(session, sql).unwrap(), vec![vec![Datum::Text("t".into())]]);
+        assert_eq!(
+            value(session, "SELECT 'seen'::regclass::text").unwrap(),
+            Datum::Text("seen".into())
+        );
+        setup(session, &["DROP TABLE seen"]);
+        assert_eq!(rows(session, sql).unwrap(), vec![vec![Datum::Text("p".into())]]);
+    });
+}
