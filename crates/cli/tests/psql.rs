@@ -245,3 +245,29 @@ fn psql_describe_views() {
     assert!(output.contains("View definition:"), "{output}");
     assert!(output.contains("price < 10"), "{output}");
 }
+
+#[test]
+fn psql_lists_databases_roles_and_tablespaces() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    // \l reads pg_database's PostgreSQL 15 columns (daticulocale, datlocprovider, datacl).
+    let output = psql(&server, "\\l");
+    assert!(
+        line_with(&output, &["tierdb", "tierdb", "UTF8", "C", "C", "libc"]).is_some(),
+        "{output}"
+    );
+    // \du reads pg_auth_members (no role is a member of another).
+    psql(&server, "CREATE ROLE reader LOGIN");
+    let output = psql(&server, "\\du");
+    let attributes = "Superuser, Create role, Create DB, Replication, Bypass RLS";
+    assert!(line_with(&output, &["tierdb", attributes, "{}"]).is_some(), "{output}");
+    assert!(line_with(&output, &["reader", "{}"]).is_some(), "{output}");
+    // \db lists PostgreSQL's two built-in tablespaces.
+    let output = psql(&server, "\\db");
+    assert!(line_with(&output, &["pg_default", "tierdb"]).is_some(), "{output}");
+    assert!(line_with(&output, &["pg_global", "tierdb"]).is_some(), "{output}");
+    // \drds reads pg_db_role_setting (no per-role or per-database settings): psql lists
+    // nothing and says so on stderr; `psql` fails the test on an ERROR there.
+    let output = psql(&server, "\\drds");
+    assert!(output.trim().is_empty(), "{output}");
+}

@@ -32,6 +32,10 @@ pub static CATALOG_VIEWS: &[SystemView] = &[
         lanvalidator: Oid = oid(validator),
         lanacl: TextArray = Datum::Null,
     }),
+    // Role membership (GRANT role TO role) is not supported: no role is a member of another.
+    view!(&["pg_auth_members"], { roleid: Oid, member: Oid, grantor: Oid, admin_option: Bool }),
+    // ALTER ROLE / DATABASE ... SET is not supported: no per-role or per-database settings.
+    view!(&["pg_db_role_setting"], { setdatabase: Oid, setrole: Oid, setconfig: TextArray }),
     view!(&["pg_init_privs"], {
         objoid: Oid,
         classoid: Oid,

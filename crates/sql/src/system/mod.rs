@@ -103,6 +103,8 @@ const CATALOG_OIDS: &[(&str, u32)] = &[
     ("pg_ts_config", 3602),
     ("pg_ts_template", 3764),
     ("pg_subscription", 6100),
+    ("pg_auth_members", 1261),
+    ("pg_db_role_setting", 2964),
 ];
 
 /// Each system view's name with its OID: a catalog's fixed one, else numbered from

@@ -28,6 +28,9 @@ const HIDDEN_PASSWORD: &str = "********";
 const DATABASE: i64 = 16_384;
 /// PostgreSQL's encoding number of UTF8.
 const ENCODING_UTF8: i64 = 6;
+/// PostgreSQL's OIDs of its built-in tablespaces.
+const TABLESPACE_DEFAULT: i64 = 1663;
+const TABLESPACE_GLOBAL: i64 = 1664;
 /// The tier cache's slot size.
 const TIER_SLOT_BYTES: u64 = 8192;
 /// A page's bytes (working-set sizes).
@@ -821,9 +824,16 @@ pub static VIEWS: &[SystemView] = &[
         datname: Name = text(session.database),
         datdba: Oid = oid(OWNER),
         encoding: Int4 = Datum::Int(ENCODING_UTF8),
+        datlocprovider: Text = text("c"),
+        datistemplate: Bool = Datum::Bool(false),
+        datallowconn: Bool = Datum::Bool(true),
+        datconnlimit: Int4 = Datum::Int(-1),
+        dattablespace: Oid = oid(TABLESPACE_DEFAULT),
         datcollate: Text = text("C"),
         datctype: Text = text("C"),
-        datallowconn: Bool = Datum::Bool(true),
+        daticulocale: Text = Datum::Null,
+        datcollversion: Text = Datum::Null,
+        datacl: TextArray = Datum::Null,
     }),
     // Every PostgreSQL 15 parameter, with the session's value (session/settings_rows.rs).
     view!(&["pg_settings"], |c| c.session.settings.rows(), |row| {
@@ -946,7 +956,14 @@ pub static VIEWS: &[SystemView] = &[
     }),
     view!(&["pg_publication_rel"], { oid: Oid, prpubid: Oid, prrelid: Oid, prqual: Text, prattrs: Int2Vector }),
     view!(&["pg_publication_namespace"], { oid: Oid, pnpubid: Oid, pnnspid: Oid }),
-    view!(&["pg_tablespace"], { oid: Oid, spcname: Name }),
+    // PostgreSQL's two built-in tablespaces; every relation is in pg_default.
+    view!(&["pg_tablespace"], |_c| [(TABLESPACE_DEFAULT, "pg_default"), (TABLESPACE_GLOBAL, "pg_global")], |(tablespace, name)| {
+        oid: Oid = oid(tablespace),
+        spcname: Name = text(name),
+        spcowner: Oid = oid(OWNER),
+        spcacl: TextArray = Datum::Null,
+        spcoptions: TextArray = Datum::Null,
+    }),
     view!(&["pg_foreign_table"], { ftrelid: Oid, ftserver: Oid }),
     view!(&["pg_extension"], |_c| [(VECTOR_EXTENSION_OID, "vector")], |(extension, name)| {
         oid: Oid = oid(extension),
