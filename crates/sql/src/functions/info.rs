@@ -193,10 +193,6 @@ pub(super) fn null(_call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Null)
 }
 
-pub(super) fn zero(_call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Int(0))
-}
-
 pub(super) fn first_argument(call: Call<'_>) -> Result<Datum> {
     Ok(call.args[0].clone())
 }

@@ -311,13 +311,6 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         "'registry_example', 'id'"
     ),
     function!(
-        &["pg_relation_size", "pg_total_relation_size"],
-        1..=2,
-        |_, t| Ok(any(t, false, SqlType::Int8)),
-        info::zero,
-        "0"
-    ),
-    function!(
         &["pg_size_pretty"],
         1..=1,
         |_, t| Ok(any(t, false, TEXT)),
