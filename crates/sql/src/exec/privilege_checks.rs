@@ -7,7 +7,7 @@
 
 use super::objects::{missing, object_by_name};
 use crate::bind::SCHEMA_PUBLIC;
-use crate::catalog::{Privilege, SchemaPrivilege, TableAcl};
+use crate::catalog::{column_sequences, sequence_oid, Privilege, SchemaPrivilege, TableAcl};
 use crate::error::Result;
 use crate::functions::{NamedPrivilege, PrivilegeCall, PrivilegeTarget};
 use crate::system::SessionInfo;
@@ -75,12 +75,38 @@ fn table_privilege(
     asked: &[NamedPrivilege],
     session: &SessionInfo<'_>,
 ) -> bool {
-    let Some(table) = session.catalog.tables().into_iter().find(|table| table.oid == oid) else {
+    let Some(acl) = relation_acl(oid, session) else {
         // A system relation: SELECT is granted to PUBLIC, nothing else.
         return asked.iter().any(|privilege| privilege.name == "SELECT" && !privilege.grant_option);
     };
-    let acl = session.catalog.table_acl(&table.name);
     asked.iter().any(|privilege| acl_allows(&acl, role, privilege))
+}
+
+/// The ACL of user relation `oid`: a table's or a sequence's own; an index or a serial
+/// column's sequence has none of its own, so only its table's owner holds privileges
+/// (PostgreSQL's default ACL). None for a system relation.
+fn relation_acl(oid: u32, session: &SessionInfo<'_>) -> Option<TableAcl> {
+    let catalog = session.catalog;
+    if let Some(sequence) =
+        catalog.sequence_objects().into_iter().find(|sequence| sequence.oid == oid)
+    {
+        return Some(catalog.table_acl(&sequence.name));
+    }
+    for table in catalog.tables() {
+        if table.oid == oid {
+            return Some(catalog.table_acl(&table.name));
+        }
+        let is_index = table.indexes.iter().any(|index| index.oid == oid);
+        let is_serial_sequence = column_sequences(&table)
+            .any(|(position, _, _)| sequence_oid(table.oid, position) == Some(oid));
+        if is_index || is_serial_sequence {
+            return Some(TableAcl {
+                owner: catalog.table_acl(&table.name).owner,
+                grants: Vec::new(),
+            });
+        }
+    }
+    None
 }
 
 fn acl_allows(acl: &TableAcl, role: u32, asked: &NamedPrivilege) -> bool {
