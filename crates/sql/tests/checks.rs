@@ -171,8 +171,8 @@ fn column_options_tierdb_lacks_are_refused() {
                 "generated columns",
             ),
             (
-                "CREATE TABLE g (id int GENERATED ALWAYS AS IDENTITY (START WITH 10))",
-                "identity sequence options",
+                "CREATE TABLE g (id int GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME s))",
+                "SEQUENCE NAME",
             ),
             ("CREATE TABLE g (a text COLLATE \"en_US\")", "collation \"en_US\""),
         ] {

@@ -36,6 +36,26 @@ pub struct SequenceMeta {
 }
 
 impl SequenceMeta {
+    /// The options of a serial column's implicit sequence (and of identity columns made
+    /// before session 22): from 1 by 1 to the type's maximum.
+    pub fn implicit(ty: &SqlType, owner: Option<(String, String)>) -> SequenceMeta {
+        let maximum = match ty {
+            SqlType::Int2 => i64::from(i16::MAX),
+            SqlType::Int4 => i64::from(i32::MAX),
+            _ => i64::MAX,
+        };
+        SequenceMeta {
+            ty: ty.clone(),
+            start: 1,
+            increment: 1,
+            minimum: 1,
+            maximum,
+            cache: 1,
+            cycle: false,
+            owner,
+        }
+    }
+
     /// The stored line (`q`) of a sequence's definition.
     pub(super) fn encode(&self) -> String {
         let mut line = format!(

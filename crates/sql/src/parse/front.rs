@@ -72,6 +72,9 @@ pub enum FrontStatement {
     Cursor(super::cursor::CursorStatement),
     /// CREATE, ALTER and DROP SEQUENCE (parse/sequences.rs).
     Sequence(super::sequences::SequenceStatement),
+    /// ALTER TABLE ... ALTER COLUMN ... ADD GENERATED / SET GENERATED / RESTART / DROP
+    /// IDENTITY (parse/identity.rs).
+    AlterIdentity(super::identity::AlterIdentity),
 }
 
 /// Whether a CREATE, ALTER or DROP statement is about a sequence (its second or, after
@@ -144,6 +147,7 @@ pub fn parse(sql: &str) -> Result<Option<FrontStatement>> {
         "create" | "alter" | "drop" if names_sequence(trimmed) => {
             Ok(super::sequences::parse(trimmed)?.map(FrontStatement::Sequence))
         }
+        "alter" => Ok(super::identity::parse(trimmed)?.map(FrontStatement::AlterIdentity)),
         "declare" | "fetch" | "move" | "close" => {
             Ok(super::cursor::parse(trimmed)?.map(FrontStatement::Cursor))
         }

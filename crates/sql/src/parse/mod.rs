@@ -4,12 +4,15 @@
 mod copy_options;
 pub mod cursor;
 pub mod front;
+pub mod identity;
 pub mod limits;
 mod lock_strengths;
 pub mod names;
+mod qualified_operators;
 mod roles;
 mod select_into;
 pub mod sequences;
+mod spans;
 mod tokens;
 mod vector_operators;
 
@@ -47,7 +50,14 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     let locks = lock_strengths::as_supported_strengths(before_locks);
     let before_l1 = locks.as_deref().unwrap_or(before_locks);
     let l1_operator = vector_operators::rewrite_l1_operator(before_l1);
-    let parsed_text = l1_operator.as_deref().unwrap_or(before_l1);
+    let before_qualified = l1_operator.as_deref().unwrap_or(before_l1);
+    // `k OPERATOR(pg_catalog.=) ANY (...)` read as `k = ANY (...)` (same length).
+    let qualified = qualified_operators::rewrite_qualified_comparisons(before_qualified);
+    let before_identity = qualified.as_deref().unwrap_or(before_qualified);
+    // `AS IDENTITY (START 10 INCREMENT 5)` read in sqlparser's order of options.
+    let identity = identity::reorder_identity_options(before_identity)
+        .map_err(|error| map_position(error, &checked))?;
+    let parsed_text = identity.as_deref().unwrap_or(before_identity);
     let mut statements = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
         .try_with_sql(parsed_text)

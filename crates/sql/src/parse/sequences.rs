@@ -36,6 +36,8 @@ pub enum SequenceOption {
     Cycle(bool),
     /// OWNED BY table.column (its parts), OWNED BY NONE (None).
     OwnedBy(Option<Vec<String>>),
+    /// SEQUENCE NAME name (an identity column's options only: parse/identity.rs).
+    SequenceName(Vec<String>),
 }
 
 impl SequenceOption {
@@ -51,19 +53,20 @@ impl SequenceOption {
             SequenceOption::Cache(_) => "cache",
             SequenceOption::Cycle(_) => "cycle",
             SequenceOption::OwnedBy(_) => "owned_by",
+            SequenceOption::SequenceName(_) => "sequence_name",
         }
     }
 }
 
 #[derive(Clone, Debug, PartialEq)]
-enum Token {
+pub(super) enum Token {
     /// An identifier or keyword (folded unless quoted) and whether it was quoted.
     Word(String, bool),
     Number(String),
     Symbol(char),
 }
 
-fn tokenize(sql: &str) -> Result<Vec<Token>> {
+pub(super) fn tokenize(sql: &str) -> Result<Vec<Token>> {
     let chars: Vec<char> = sql.chars().collect();
     let mut out = Vec::new();
     let mut index = 0;
@@ -121,17 +124,17 @@ fn tokenize(sql: &str) -> Result<Vec<Token>> {
     Ok(out)
 }
 
-struct Parser {
-    tokens: Vec<Token>,
-    at: usize,
+pub(super) struct Parser {
+    pub(super) tokens: Vec<Token>,
+    pub(super) at: usize,
 }
 
 impl Parser {
-    fn peek_keyword(&self, keyword: &str) -> bool {
+    pub(super) fn peek_keyword(&self, keyword: &str) -> bool {
         matches!(self.tokens.get(self.at), Some(Token::Word(word, false)) if word == keyword)
     }
 
-    fn keyword(&mut self, keyword: &str) -> bool {
+    pub(super) fn keyword(&mut self, keyword: &str) -> bool {
         let found = self.peek_keyword(keyword);
         if found {
             self.at += 1;
@@ -139,7 +142,7 @@ impl Parser {
         found
     }
 
-    fn keywords(&mut self, keywords: &[&str]) -> bool {
+    pub(super) fn keywords(&mut self, keywords: &[&str]) -> bool {
         let found = keywords.iter().enumerate().all(|(offset, keyword)| {
             matches!(self.tokens.get(self.at + offset), Some(Token::Word(word, false)) if word == keyword)
         });
@@ -149,7 +152,7 @@ impl Parser {
         found
     }
 
-    fn syntax_error(&self) -> SqlError {
+    pub(super) fn syntax_error(&self) -> SqlError {
         match self.tokens.get(self.at) {
             None => SqlError::syntax("syntax error at end of input"),
             Some(Token::Word(word, _) | Token::Number(word)) => {
@@ -161,7 +164,7 @@ impl Parser {
         }
     }
 
-    fn identifier(&mut self) -> Result<String> {
+    pub(super) fn identifier(&mut self) -> Result<String> {
         match self.tokens.get(self.at) {
             Some(Token::Word(word, _)) => {
                 self.at += 1;
@@ -172,7 +175,7 @@ impl Parser {
     }
 
     /// A dotted name: its parts.
-    fn name(&mut self) -> Result<Vec<String>> {
+    pub(super) fn name(&mut self) -> Result<Vec<String>> {
         let mut parts = vec![self.identifier()?];
         while self.tokens.get(self.at) == Some(&Token::Symbol('.')) {
             self.at += 1;
@@ -183,7 +186,7 @@ impl Parser {
 
     /// A signed integer (PostgreSQL's NumericOnly; a fraction is 22023 as there, a number
     /// past bigint 22003).
-    fn number(&mut self) -> Result<i64> {
+    pub(super) fn number(&mut self) -> Result<i64> {
         let negative = match self.tokens.get(self.at) {
             Some(Token::Symbol('-')) => {
                 self.at += 1;
@@ -208,7 +211,7 @@ impl Parser {
         })
     }
 
-    fn at_end(&mut self) -> bool {
+    pub(super) fn at_end(&mut self) -> bool {
         while self.tokens.get(self.at) == Some(&Token::Symbol(';')) {
             self.at += 1;
         }
@@ -228,7 +231,7 @@ impl Parser {
         Ok(options)
     }
 
-    fn option(&mut self, alter: bool) -> Result<SequenceOption> {
+    pub(super) fn option(&mut self, alter: bool) -> Result<SequenceOption> {
         if self.keyword("as") {
             let mut words = vec![self.identifier()?];
             while let Some(Token::Word(word, false)) = self.tokens.get(self.at) {

@@ -4,8 +4,9 @@
 //! treats as `<+>`. Only operator tokens are rewritten, never text inside literals,
 //! identifiers or comments.
 
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::Token;
+
+use super::spans::located_tokens;
 
 /// The operator the binder reads as pgvector's `<+>`.
 pub const L1_OPERATOR_STAND_IN: &str = "<!>";
@@ -15,9 +16,7 @@ pub(super) fn rewrite_l1_operator(sql: &str) -> Option<String> {
     if !sql.contains("<+>") {
         return None;
     }
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().ok()?;
-    let line_starts: Vec<usize> =
-        std::iter::once(0).chain(sql.match_indices('\n').map(|(index, _)| index + 1)).collect();
+    let tokens = located_tokens(sql)?;
     let mut rewritten = sql.to_string();
     let mut found = false;
     for window in tokens.windows(3) {
@@ -25,11 +24,7 @@ pub(super) fn rewrite_l1_operator(sql: &str) -> Option<String> {
         if first.token != Token::Lt || second.token != Token::Plus || third.token != Token::Gt {
             continue;
         }
-        let start = &first.span.start;
-        let line = usize::try_from(start.line).ok()?.checked_sub(1)?;
-        let column = usize::try_from(start.column).ok()?.checked_sub(1)?;
-        let line_text = &sql[*line_starts.get(line)?..];
-        let offset = line_starts[line] + line_text.char_indices().nth(column)?.0;
+        let offset = first.offset;
         if sql.get(offset..offset + 3) == Some("<+>") {
             rewritten.replace_range(offset..offset + 3, L1_OPERATOR_STAND_IN);
             found = true;

@@ -230,7 +230,17 @@ impl Session {
         updated.columns[position].name = new.to_string();
         let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
         updated.checks = rename_in_checks(&mut binder, &updated, old, new)?;
-        Arc::clone(&self.catalog).replace_meta(self.ddl_transaction(), updated)
+        Arc::clone(&self.catalog).replace_meta(self.ddl_transaction(), updated)?;
+        // The sequences OWNED BY the column (an identity column's among them) follow it.
+        for sequence in self.catalog.owned_sequences(&table.name, Some(old)) {
+            let mut renamed = (*sequence).clone();
+            if let Some(options) = renamed.sequence.as_mut() {
+                options.owner = Some((table.name.clone(), new.to_string()));
+            }
+            self.claim_for_ddl(std::slice::from_ref(&sequence.name))?;
+            Arc::clone(&self.catalog).alter_sequence_object(self.ddl_transaction(), renamed)?;
+        }
+        Ok(())
     }
 
     fn alter_column(

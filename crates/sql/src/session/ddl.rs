@@ -6,6 +6,7 @@ use super::*;
 use crate::bind::{undefined_schema, Namespace, SCHEMAS};
 use crate::catalog::{relation_name, Identity, COLUMNS_MAX};
 use crate::output::CommandTag;
+use crate::parse::sequences::SequenceOption;
 
 impl Session {
     pub(crate) fn create_table(&mut self, create: &ast::CreateTable) -> Result<Output> {
@@ -79,8 +80,20 @@ impl Session {
                 _ => return Err(SqlError::unsupported("this table constraint is not supported")),
             }
         }
-        let NewConstraints { primary, uniques, sequences, checks, foreign_keys } = constraints;
+        let NewConstraints { primary, uniques, mut sequences, identities, checks, foreign_keys } =
+            constraints;
         let indexes = table_indexes(&name, primary, uniques, &columns);
+        if !temporary {
+            // Identity sequences are sequences of CREATE SEQUENCE's kind (session/identity.rs),
+            // made below; serial columns and temporary tables keep implicit ones.
+            sequences.retain(|sequence| {
+                !identities.iter().any(|&(position, _)| {
+                    *sequence == format!("{name}_{}_seq", columns[position].name)
+                })
+            });
+        } else if identities.iter().any(|(_, options)| !options.is_empty()) {
+            return Err(SqlError::unsupported("identity sequence options of a temporary table"));
+        }
         for sequence in &sequences {
             self.catalog.create_sequence(sequence)?;
         }
@@ -97,6 +110,11 @@ impl Session {
         };
         meta.checks = self.new_checks(&meta, &checks)?;
         meta.foreign_keys = self.new_foreign_keys(&meta, &foreign_keys)?;
+        for (position, options) in identities.iter().filter(|_| !temporary) {
+            let sequence = self.unused_sequence_name(&name, &meta.columns[*position].name);
+            meta.columns[*position].default =
+                Some(self.create_identity_sequence(&meta, *position, &sequence, options)?);
+        }
         let session_id = self.session_id;
         Arc::clone(&self.catalog).create_table(self.ddl_transaction(), session_id, meta)?;
         self.own_new_table(&name)?;
@@ -123,13 +141,14 @@ impl Session {
         };
         let identity = identity_of(&column.options)?;
         if bind::is_serial(&column.data_type) || identity.is_some() {
-            if identity.is_some() {
-                check_identity_column(name, &meta, &column.options)?;
-            }
             let sequence = format!("{name}_{column_name}_seq");
             meta.default = Some(format!("nextval('{sequence}')"));
             meta.nullable = false;
-            meta.identity = identity;
+            if let Some((kind, options)) = identity {
+                check_identity_column(name, &meta, &column.options)?;
+                meta.identity = Some(kind);
+                constraints.identities.push((position, options));
+            }
             constraints.sequences.push(sequence);
         }
         for option in &column.options {
@@ -357,6 +376,8 @@ struct NewConstraints {
     uniques: Vec<(Option<String>, Vec<usize>)>,
     /// The serial and identity columns' sequences.
     sequences: Vec<String>,
+    /// The identity columns: their positions and sequence options.
+    identities: Vec<(usize, Vec<SequenceOption>)>,
     /// CHECK constraints: the name given, if any, and the expression.
     checks: Vec<(Option<String>, ast::Expr)>,
     /// FOREIGN KEY constraints: the referencing column of a column constraint, and the
@@ -484,7 +505,9 @@ pub(super) fn refuse_subquery_in_default(expr: &ast::Expr) -> Result<()> {
 /// created as an ordinary table.
 /// GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY among a column's options. Generated
 /// columns (AS (expression) STORED) and identity sequence options are 0A000.
-fn identity_of(options: &[ast::ColumnOptionDef]) -> Result<Option<Identity>> {
+fn identity_of(
+    options: &[ast::ColumnOptionDef],
+) -> Result<Option<(Identity, Vec<SequenceOption>)>> {
     let mut identity = None;
     for option in options {
         let ast::ColumnOption::Generated {
@@ -496,18 +519,41 @@ fn identity_of(options: &[ast::ColumnOptionDef]) -> Result<Option<Identity>> {
         if generation_expr.is_some() || matches!(generated_as, ast::GeneratedAs::ExpStored) {
             return Err(SqlError::unsupported("generated columns are not supported"));
         }
-        if sequence_options.as_ref().is_some_and(|options| !options.is_empty()) {
-            return Err(SqlError::unsupported("identity sequence options are not supported"));
-        }
         if identity.is_some() {
             return Err(SqlError::syntax("multiple identity specifications for column"));
         }
-        identity = Some(match generated_as {
+        let kind = match generated_as {
             ast::GeneratedAs::Always => Identity::Always,
             _ => Identity::ByDefault,
-        });
+        };
+        let options =
+            sequence_options.iter().flatten().map(identity_option).collect::<Result<_>>()?;
+        identity = Some((kind, options));
     }
     Ok(identity)
+}
+
+/// One of sqlparser's identity sequence options as CREATE SEQUENCE's parser gives it.
+fn identity_option(option: &ast::SequenceOptions) -> Result<SequenceOption> {
+    let number = |expr: &ast::Expr| {
+        let text = expr.to_string();
+        text.parse::<i64>().map_err(|_| {
+            SqlError::new("22003", format!("value \"{text}\" is out of range for type bigint"))
+        })
+    };
+    Ok(match option {
+        ast::SequenceOptions::IncrementBy(expr, _) => SequenceOption::Increment(number(expr)?),
+        ast::SequenceOptions::MinValue(expr) => {
+            SequenceOption::MinValue(expr.as_ref().map(number).transpose()?)
+        }
+        ast::SequenceOptions::MaxValue(expr) => {
+            SequenceOption::MaxValue(expr.as_ref().map(number).transpose()?)
+        }
+        ast::SequenceOptions::StartWith(expr, _) => SequenceOption::Start(number(expr)?),
+        ast::SequenceOptions::Cache(expr) => SequenceOption::Cache(number(expr)?),
+        // sqlparser's flag is NO CYCLE.
+        ast::SequenceOptions::Cycle(no_cycle) => SequenceOption::Cycle(!no_cycle),
+    })
 }
 
 /// PostgreSQL's checks of an identity column: an integer type, no DEFAULT beside it.

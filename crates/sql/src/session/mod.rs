@@ -25,6 +25,7 @@ mod create_table_as;
 mod cursor_rows;
 mod cursors;
 mod foreign_keys;
+mod identity;
 mod prepared_sql;
 pub use cursors::{Kept, KeptRows};
 mod ddl;

@@ -141,6 +141,10 @@ impl Session {
                 // The query is checked once, as it runs (Session::copy: it is parsed there).
                 CopySource::Query(_) => Vec::new(),
             },
+            // ALTER TABLE's identity actions: the table's owner only.
+            Statement::Front(FrontStatement::AlterIdentity(alter)) => {
+                vec![(alter.table.last().cloned().unwrap_or_default(), None)]
+            }
             Statement::Front(_) => Vec::new(),
             Statement::Sql(sql) => sql_needs(&self.catalog, sql)?,
         };

@@ -79,17 +79,23 @@ impl Session {
         let (sequence, _) = sequence_options(None, options)?;
         let mut meta = TableMeta::with_columns(name.to_string(), Vec::new());
         meta.sequence = Some(SequenceMeta { owner: self.owned_by(options, None)?, ..sequence });
+        self.create_owned_sequence_object(meta)?;
+        Ok(Output::command(CommandTag::CreateSequence))
+    }
+
+    /// Makes sequence `meta` in the statement's transaction, owned by the session's role.
+    pub(super) fn create_owned_sequence_object(&mut self, meta: TableMeta) -> Result<()> {
+        let name = meta.name.clone();
         let session_id = self.session_id;
         Arc::clone(&self.catalog).create_sequence_object(
             self.ddl_transaction(),
             session_id,
             meta,
         )?;
-        self.own_new_table(name)?;
-        Ok(Output::command(CommandTag::CreateSequence))
+        self.own_new_table(&name)
     }
 
-    fn alter_sequence(&mut self, name: &str, action: &AlterSequence) -> Result<Output> {
+    pub(super) fn alter_sequence(&mut self, name: &str, action: &AlterSequence) -> Result<Output> {
         let catalog = Arc::clone(&self.catalog);
         let _guard = catalog.lock_ddl();
         let Some(existing) = self.catalog.sequence_object(name) else {
@@ -237,6 +243,16 @@ impl Session {
                 }
                 return Err(dependents_error(name, &[(table, column)]));
             }
+            if let Some((table, column)) = self.identity_owner(name) {
+                // An identity column's sequence is part of the column (deptype 'i'): not
+                // even CASCADE drops it.
+                return Err(SqlError::new(
+                    "2BP01",
+                    format!(
+                        "cannot drop sequence {name} because column {column} of table {table} requires it"
+                    ),
+                ));
+            }
             let users = self.columns_using_sequence(name);
             if !users.is_empty() && !cascade {
                 return Err(dependents_error(name, &users));
@@ -252,6 +268,15 @@ impl Session {
             Arc::clone(&self.catalog).drop_sequence_object(self.ddl_transaction(), name)?;
         }
         Ok(Output::command(CommandTag::DropSequence))
+    }
+
+    /// The identity column (table, column) that owns sequence `name`, if one does.
+    fn identity_owner(&self, name: &str) -> Option<(String, String)> {
+        let sequence = self.catalog.sequence_object(name)?;
+        let (table, column) = sequence.sequence.as_ref()?.owner.clone()?;
+        let meta = self.catalog.table(&table)?;
+        let position = meta.column_index(&column)?;
+        meta.columns[position].identity.map(|_| (table, column))
     }
 
     fn column_of_implicit_sequence(&self, name: &str) -> (String, String) {
@@ -275,7 +300,7 @@ fn dependents_error(name: &str, columns: &[(String, String)]) -> SqlError {
     )
 }
 
-fn object_name_of(parts: &[String]) -> ast::ObjectName {
+pub(super) fn object_name_of(parts: &[String]) -> ast::ObjectName {
     ast::ObjectName::from(
         parts.iter().map(|part| ast::Ident::with_quote('"', part.clone())).collect::<Vec<_>>(),
     )
@@ -302,7 +327,7 @@ fn type_range(ty: &SqlType) -> (i64, i64, &'static str) {
 
 /// PostgreSQL's init_params: the options of a new sequence (`current` None) or of one with
 /// definition `current` and last value altered by `options`, and the value RESTART sets.
-fn sequence_options(
+pub(super) fn sequence_options(
     current: Option<(&SequenceMeta, i64)>,
     options: &[SequenceOption],
 ) -> Result<(SequenceMeta, Option<i64>)> {

@@ -46,6 +46,7 @@ impl Session {
             FrontStatement::Copy(copy) => self.copy(copy, sink),
             FrontStatement::Cursor(cursor) => self.cursor(cursor),
             FrontStatement::Sequence(sequence) => self.sequence_statement(sequence),
+            FrontStatement::AlterIdentity(alter) => self.alter_identity_statement(alter),
         }
     }
 

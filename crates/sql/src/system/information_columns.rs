@@ -6,7 +6,7 @@
 
 use super::values::{columns, default_text, optional, text};
 use super::{SystemView, ViewType};
-use crate::catalog::{ColumnMeta, Identity};
+use crate::catalog::{ColumnMeta, Identity, SequenceMeta};
 use crate::types::{Datum, SqlType};
 
 /// PostgreSQL's character_octet_length of an unbounded character type (1 GB).
@@ -17,7 +17,7 @@ const ENCODING_MAX_CHARACTER_BYTES: i64 = 4;
 const TIMESTAMP_PRECISION: i64 = 6;
 
 /// The `columns` view (listed in `VIEWS` in its place, which numbers the views' OIDs).
-pub(super) const COLUMNS: SystemView = view!(&["columns"], |c| columns(&c.tables).map(|(table, position, column)| (c.session.database, table, position, column, TypeFacts::of(&column.ty))), |(database, table, position, column, facts)| {
+pub(super) const COLUMNS: SystemView = view!(&["columns"], |c| columns(&c.tables).map(|(table, position, column)| (c.session.database, table, position, column, TypeFacts::of(&column.ty), identity_sequence(c, column))), |(database, table, position, column, facts, sequence)| {
     table_catalog: Text = text(database),
     table_schema: Text = text(&crate::catalog::relation_schema(&table.name)),
     table_name: Text = text(crate::catalog::relation_name(&table.name)),
@@ -58,11 +58,11 @@ pub(super) const COLUMNS: SystemView = view!(&["columns"], |c| columns(&c.tables
         Some(Identity::ByDefault) => text("BY DEFAULT"),
         None => Datum::Null,
     },
-    identity_start: Text = identity_bound(column, |_| 1),
-    identity_increment: Text = identity_bound(column, |_| 1),
-    identity_maximum: Text = identity_bound(column, |(_, maximum)| maximum),
-    identity_minimum: Text = identity_bound(column, |_| 1),
-    identity_cycle: Text = text("NO"),
+    identity_start: Text = identity_bound(&sequence, |options| options.start),
+    identity_increment: Text = identity_bound(&sequence, |options| options.increment),
+    identity_maximum: Text = identity_bound(&sequence, |options| options.maximum),
+    identity_minimum: Text = identity_bound(&sequence, |options| options.minimum),
+    identity_cycle: Text = yes_or_no(sequence.as_ref().is_some_and(|options| options.cycle)),
     is_generated: Text = text("NEVER"),
     generation_expression: Text = Datum::Null,
     // tierdb does not write through views (0A000).
@@ -101,18 +101,21 @@ fn collation(ty: &SqlType) -> Option<&'static str> {
     (*ty == SqlType::Name).then_some("C")
 }
 
-/// An identity column's sequence bound, as text (tierdb's identity sequences start at 1,
-/// step by 1 and end at the column type's maximum); NULL for other columns.
-fn identity_bound(column: &ColumnMeta, bound: impl Fn((i64, i64)) -> i64) -> Datum {
-    if column.identity.is_none() {
-        return Datum::Null;
+/// An identity column's sequence options: its sequence's (session/identity.rs), or an
+/// implicit sequence's (made by earlier versions: from 1 by 1 to the type's maximum).
+fn identity_sequence(c: &super::ViewContext<'_>, column: &ColumnMeta) -> Option<SequenceMeta> {
+    column.identity?;
+    let default = column.default.as_deref().unwrap_or_default();
+    let named = crate::catalog::default_sequences(default).into_iter().next();
+    if let Some(object) = named.and_then(|name| c.catalog.sequence_object(&name)) {
+        return object.sequence.clone();
     }
-    let maximum = match column.ty {
-        SqlType::Int2 => i64::from(i16::MAX),
-        SqlType::Int4 => i64::from(i32::MAX),
-        _ => i64::MAX,
-    };
-    text(&bound((1, maximum)).to_string())
+    Some(SequenceMeta::implicit(&column.ty, None))
+}
+
+/// One of an identity column's sequence options, as text; NULL for other columns.
+fn identity_bound(sequence: &Option<SequenceMeta>, bound: impl Fn(&SequenceMeta) -> i64) -> Datum {
+    sequence.as_ref().map_or(Datum::Null, |options| text(&bound(options).to_string()))
 }
 
 /// The lengths, precisions and scale information_schema reports for a type.

@@ -24,21 +24,8 @@ pub fn sequence_rows(c: &ViewContext<'_>) -> Vec<SequenceRow> {
     for table in &c.tables {
         for (position, column, sequence) in crate::catalog::column_sequences(table) {
             let Some(oid) = crate::catalog::sequence_oid(table.oid, position) else { continue };
-            let maximum = match column.ty {
-                SqlType::Int2 => i64::from(i16::MAX),
-                SqlType::Int4 => i64::from(i32::MAX),
-                _ => i64::MAX,
-            };
-            let options = SequenceMeta {
-                ty: column.ty.clone(),
-                start: 1,
-                increment: 1,
-                minimum: 1,
-                maximum,
-                cache: 1,
-                cycle: false,
-                owner: Some((table.name.clone(), column.name.clone())),
-            };
+            let owner = Some((table.name.clone(), column.name.clone()));
+            let options = SequenceMeta::implicit(&column.ty, owner);
             rows.push(SequenceRow {
                 oid,
                 name: sequence.to_string(),

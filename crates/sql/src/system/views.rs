@@ -366,10 +366,12 @@ fn dependencies(
             if let Some((owning, position)) =
                 owning.and_then(|meta| Some((meta, meta.column_index(column)?)))
             {
+                // An identity column's sequence is its internal part ('i').
+                let identity = owning.columns[position].identity.is_some();
                 rows.push(Dependency {
                     object: relation(sequence.oid, 0),
                     referenced: relation(owning.oid, position + 1),
-                    kind: "a",
+                    kind: if identity { "i" } else { "a" },
                 });
             }
         }

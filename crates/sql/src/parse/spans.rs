@@ -1,0 +1,37 @@
+//! sqlparser's tokens of a text with their byte offsets: the same-length rewrites before
+//! sqlparser runs (`<+>`, qualified comparisons, identity options) edit the text at tokens,
+//! never inside literals, quoted identifiers or comments.
+
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+/// A token and the byte offset in the text where it starts.
+pub(super) struct Located {
+    pub token: Token,
+    pub offset: usize,
+}
+
+/// The text's tokens but whitespace and comments, with their byte offsets; None when the
+/// text does not tokenize (sqlparser then reports the error).
+pub(super) fn located_tokens(sql: &str) -> Option<Vec<Located>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().ok()?;
+    let line_starts: Vec<usize> =
+        std::iter::once(0).chain(sql.match_indices('\n').map(|(index, _)| index + 1)).collect();
+    let mut located = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        if matches!(token.token, Token::Whitespace(_)) {
+            continue;
+        }
+        let line = usize::try_from(token.span.start.line).ok()?.checked_sub(1)?;
+        let column = usize::try_from(token.span.start.column).ok()?.checked_sub(1)?;
+        let line_start = *line_starts.get(line)?;
+        let offset = line_start + sql[line_start..].char_indices().nth(column)?.0;
+        located.push(Located { token: token.token, offset });
+    }
+    Some(located)
+}
+
+/// Whether `token` is the (unquoted) keyword `keyword`.
+pub(super) fn is_keyword(token: &Token, keyword: sqlparser::keywords::Keyword) -> bool {
+    matches!(token, Token::Word(word) if word.keyword == keyword && word.quote_style.is_none())
+}
