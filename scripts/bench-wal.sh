@@ -36,9 +36,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tierdb_port=$((30000 + RANDOM % 10000))
+# PORT_BASE picks three ports (tierdb, its metrics, PostgreSQL); random by default.
+tierdb_port="${PORT_BASE:-$((30000 + RANDOM % 10000))}"
 metrics_port=$((tierdb_port + 1))
-pg_port=$((tierdb_port + 10))
+pg_port=$((tierdb_port + 2))
 
 sysbench_args() { # port user database
     echo "--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$1 --pgsql-user=$2 --pgsql-db=$3 --tables=$TABLES --table-size=$TABLE_SIZE"
