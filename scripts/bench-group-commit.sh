@@ -21,24 +21,9 @@ ROUNDS="${ROUNDS:-1}"
 ROWS="${ROWS:-10000}"
 BUDGET_MB="${BUDGET_MB:-256}"
 binary="${TIERDB_BIN:-${CARGO_TARGET_DIR:-target}/release/tierdb}"
-pgbin=/usr/lib/postgresql/15/bin
-for tool in pgbench curl psql "$pgbin/postgres" "$binary"; do
-    command -v "$tool" >/dev/null || { echo "bench-group-commit: missing $tool (scripts/install-deps.sh; cargo build --release -p tierdb)" >&2; exit 1; }
-done
-work="$(mktemp -d)"
-chmod 755 "$work"
-server=""
-cleanup() {
-    if [[ -n "$server" ]]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-    if [[ -d "$work/pg" ]]; then runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" stop -m fast >/dev/null 2>&1 || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-# PORT_BASE picks three ports (tierdb, its metrics, PostgreSQL); random by default.
-tierdb_port="${PORT_BASE:-$((30000 + RANDOM % 10000))}"
-metrics_port=$((tierdb_port + 1))
-pg_port=$((tierdb_port + 2))
+# shellcheck source=lib/side-by-side.sh
+source scripts/lib/side-by-side.sh
+side_by_side_init bench-group-commit pgbench
 
 cat > "$work/update.sql" <<EOF
 \\set id random(1, $ROWS)
@@ -72,15 +57,10 @@ measure() { # system clients
 }
 
 echo "== PostgreSQL 15 and tierdb ($binary): $ROWS rows, clients $CLIENTS, ${SECONDS_PER_RUN}s per run, $ROUNDS round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
-mkdir -p "$work/pg" "$work/pg-socket" && chown postgres "$work/pg" "$work/pg-socket"
-runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -U postgres --auth=trust --locale=C.UTF-8 > /dev/null
-runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg/server.log" -o "-p $pg_port -k $work/pg-socket -c listen_addresses=127.0.0.1 -c shared_buffers=${BUDGET_MB}MB -c max_connections=200" start > /dev/null
+start_postgres
 psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -c "$setup_sql" -c "CHECKPOINT"
 
-"$binary" serve --data-dir "$work/tierdb" --listen "127.0.0.1:$tierdb_port" --metrics-listen "127.0.0.1:$metrics_port" \
-    --buffer-pool "${BUDGET_MB}MB" --tier-size 1GB > "$work/tierdb.log" 2>&1 &
-server=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$work/tierdb.log" && break; sleep 0.1; done
+start_tierdb
 psql -X -q -h 127.0.0.1 -p "$tierdb_port" -U tierdb -d tierdb -c "$setup_sql"
 
 for _ in $(seq 1 "$ROUNDS"); do
