@@ -22,23 +22,9 @@ TABLES="${TABLES:-4}"
 TABLE_SIZE="${TABLE_SIZE:-10000}"
 SCRIPTS="${SCRIPTS:-oltp_read_write oltp_write_only oltp_update_index oltp_insert}"
 binary="${TIERDB_BIN:-${CARGO_TARGET_DIR:-target}/release/tierdb}"
-pgbin=/usr/lib/postgresql/15/bin
-for tool in sysbench curl psql "$pgbin/postgres" "$binary"; do
-    command -v "$tool" >/dev/null || { echo "bench-wal: missing $tool (scripts/install-deps.sh; cargo build --release -p tierdb)" >&2; exit 1; }
-done
-work="$(mktemp -d)"
-chmod 755 "$work"
-server=""
-cleanup() {
-    if [[ -n "$server" ]]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-    if [[ -d "$work/pg" ]]; then runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" stop -m fast >/dev/null 2>&1 || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-tierdb_port=$((30000 + RANDOM % 10000))
-metrics_port=$((tierdb_port + 1))
-pg_port=$((tierdb_port + 10))
+# shellcheck source=lib/side-by-side.sh
+source scripts/lib/side-by-side.sh
+side_by_side_init bench-wal sysbench
 
 sysbench_args() { # port user database
     echo "--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$1 --pgsql-user=$2 --pgsql-db=$3 --tables=$TABLES --table-size=$TABLE_SIZE"
@@ -69,18 +55,13 @@ measure() { # system script
 }
 
 echo "== PostgreSQL 15 and tierdb ($binary): $TABLES x $TABLE_SIZE rows, $THREADS threads, ${SECONDS_PER_RUN}s per script"
-mkdir -p "$work/pg" "$work/pg-socket" && chown postgres "$work/pg" "$work/pg-socket"
-runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -U postgres --auth=trust --locale=C.UTF-8 > /dev/null
-runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg/server.log" -o "-p $pg_port -k $work/pg-socket -c listen_addresses=127.0.0.1 -c shared_buffers=${BUDGET_MB}MB -c max_connections=200" start > /dev/null
+start_postgres
 psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres -c "CREATE DATABASE sb" postgres
 # shellcheck disable=SC2046
 sysbench $(sysbench_args "$pg_port" postgres sb) oltp_read_write prepare > "$work/prepare.log" 2>&1 || { cat "$work/prepare.log"; exit 1; }
 psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres -d sb -c "CHECKPOINT"
 
-"$binary" serve --data-dir "$work/tierdb" --listen "127.0.0.1:$tierdb_port" --metrics-listen "127.0.0.1:$metrics_port" \
-    --buffer-pool "${BUDGET_MB}MB" --tier-size 1GB > "$work/tierdb.log" 2>&1 &
-server=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$work/tierdb.log" && break; sleep 0.1; done
+start_tierdb
 # shellcheck disable=SC2046
 sysbench $(sysbench_args "$tierdb_port" tierdb tierdb) oltp_read_write prepare > "$work/prepare.log" 2>&1 || { cat "$work/prepare.log"; exit 1; }
 

@@ -18,6 +18,7 @@ mod temp;
 mod tier;
 mod volume;
 mod wal;
+mod wal_page_ops;
 
 pub use buffer_pool::{PageRef, PoolStats, POOL_FRAMES_MIN};
 pub use device::{Device, DeviceFaultConfig, FaultyDevice, FileDevice};

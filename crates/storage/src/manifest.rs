@@ -6,7 +6,8 @@
 //!
 //! | size    | field                                                          |
 //! |--------:|----------------------------------------------------------------|
-//! | 8       | magic `TDBMAN02` (02: adds the wal lsn)                        |
+//! | 8       | magic `TDBMAN03` (02: adds the wal lsn; 03: the log may hold     |
+//! |         | compact page-op records, which binaries before it cannot read)  |
 //! | 8       | sequence                                                       |
 //! | 8       | redo lsn: replay starts at min(redo lsn, map lsn)               |
 //! | 8       | map lsn: end of the last MapUpdate reflected in the chunks     |
@@ -24,7 +25,12 @@ use tierdb_common::{Lsn, PageId, SegmentId};
 
 use crate::codec::{u64_to_usize, usize_to_u32, usize_to_u64, verify_sealed, Reader, Writer};
 
-const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN02";
+const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN03";
+/// The magic of manifests written before compact page-op records (same layout). Still read:
+/// the log behind such a manifest holds only fixed-width records, which decode unchanged.
+/// The magic changed so that a binary from before refuses a store whose log it would cut
+/// as a torn tail (`bad magic expected=TDBMAN02 found=TDBMAN03`).
+const MANIFEST_MAGIC_FIXED_WAL: &[u8; 8] = b"TDBMAN02";
 pub(crate) const MANIFEST_PREFIX: &str = "manifest/";
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -78,7 +84,11 @@ impl Manifest {
     pub fn decode(bytes: &[u8]) -> Result<Manifest, String> {
         let body = verify_sealed(bytes)?;
         let mut reader = Reader::new(body);
-        reader.expect_magic(MANIFEST_MAGIC)?;
+        if body.starts_with(MANIFEST_MAGIC_FIXED_WAL) {
+            reader.expect_magic(MANIFEST_MAGIC_FIXED_WAL)?;
+        } else {
+            reader.expect_magic(MANIFEST_MAGIC)?;
+        }
         let mut manifest = Manifest {
             sequence: reader.u64()?,
             redo_lsn: Lsn(reader.u64()?),
@@ -138,6 +148,12 @@ mod tests {
             prop_assert!(Manifest::decode(&damaged).is_err());
             prop_assert!(Manifest::decode(&bytes[..bytes.len() - 1]).is_err());
             prop_assert_eq!(parse_manifest_name(&manifest_name(sequence)), Some(sequence));
+            // A manifest written before compact page-op records reads the same.
+            let mut fixed_wal = bytes[..bytes.len() - 4].to_vec();
+            fixed_wal[..8].copy_from_slice(MANIFEST_MAGIC_FIXED_WAL);
+            let checksum = crc32c::crc32c(&fixed_wal);
+            fixed_wal.extend_from_slice(&checksum.to_le_bytes());
+            prop_assert_eq!(Manifest::decode(&fixed_wal).unwrap(), manifest.clone());
         }
     }
 }

@@ -44,12 +44,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use tierdb_common::{Counter, Lsn, Page, PageId, PageType, SegmentId};
+use tierdb_common::{Counter, Lsn, PageId, SegmentId};
 
 use crate::codec::{u64_to_usize, usize_to_u32, usize_to_u64, Reader, Writer};
 use crate::device::Device;
 use crate::error::{Result, StorageError};
 use crate::volume::Volume;
+pub use crate::wal_page_ops::PageOp;
+use crate::wal_page_ops::{
+    decode_page_ops, decode_page_ops_fixed, encode_page_ops, TAG_PAGE_OPS, TAG_PAGE_OPS_FIXED,
+};
 
 const RECORD_HEADER_BYTES: usize = 8;
 const RECORD_ALIGN_BYTES: usize = 8;
@@ -74,95 +78,9 @@ const _: () = assert!(
 );
 pub(crate) const WAL_PREFIX: &str = "wal/";
 
-const TAG_PAGE_OPS: u8 = 1;
+// Tags 1 (fixed-width page ops, read only) and 4 (compact page ops) are in wal_page_ops.rs.
 const TAG_MAP_UPDATE: u8 = 2;
 const TAG_OPAQUE: u8 = 3;
-const OP_INIT: u8 = 1;
-const OP_WRITE: u8 = 2;
-const OP_MOVE: u8 = 3;
-/// Set on an op's code when the op changes the same page as the op before it in the record:
-/// the page id is then not repeated. A B+tree change logs several ops on one page, and the
-/// 8-byte page id was most of each small op's size.
-const OP_SAME_PAGE: u8 = 0x80;
-
-/// One change to one page, applied physically at redo.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PageOp {
-    /// The page was (re)formatted as an empty page of `page_type`.
-    Init { page_id: PageId, page_type: PageType },
-    /// `bytes` were written at `offset` of the payload.
-    Write { page_id: PageId, offset: u16, bytes: Vec<u8> },
-    /// `length` payload bytes at `source` were copied to `destination` of the same payload
-    /// (memmove: the ranges may overlap). Logs a shifted slot array, a cell slid by a
-    /// compaction or an old row version kept in a rewritten cell without its bytes.
-    Move { page_id: PageId, source: u16, destination: u16, length: u16 },
-}
-
-impl PageOp {
-    pub fn page_id(&self) -> PageId {
-        match self {
-            PageOp::Init { page_id, .. }
-            | PageOp::Write { page_id, .. }
-            | PageOp::Move { page_id, .. } => *page_id,
-        }
-    }
-
-    /// Applies the op to `page` (which must be the op's page): the one definition of what an
-    /// op does, shared by redo and by the tests that check a logged change reproduces the
-    /// page. Deterministic: the result depends only on the page's bytes and the op.
-    pub fn apply(&self, page: &mut Page) {
-        match self {
-            PageOp::Init { page_id, page_type } => page.init(*page_id, *page_type),
-            PageOp::Write { offset, bytes, .. } => {
-                let offset = usize::from(*offset);
-                page.payload_mut()[offset..offset + bytes.len()].copy_from_slice(bytes);
-            }
-            PageOp::Move { source, destination, length, .. } => {
-                let source = usize::from(*source);
-                page.payload_mut()
-                    .copy_within(source..source + usize::from(*length), usize::from(*destination));
-            }
-        }
-    }
-
-    /// The payload bytes the op sets (for the logical-bytes statistic).
-    pub fn changed_bytes(&self) -> usize {
-        match self {
-            PageOp::Init { .. } => 0,
-            PageOp::Write { bytes, .. } => bytes.len(),
-            PageOp::Move { length, .. } => usize::from(*length),
-        }
-    }
-}
-
-/// The fields of one page op after its code and page id.
-fn decode_page_op(reader: &mut Reader<'_>, code: u8, page_id: PageId) -> Result<PageOp, String> {
-    let check_end = |start: u16, length: usize, what: &str| {
-        let end = usize::from(start) + length;
-        if end > tierdb_common::PAGE_PAYLOAD_SIZE {
-            return Err(format!("page {what} beyond payload end={end}"));
-        }
-        Ok(())
-    };
-    Ok(match code {
-        OP_INIT => PageOp::Init { page_id, page_type: PageType::from_code(reader.u8()?) },
-        OP_WRITE => {
-            let offset = reader.u16()?;
-            let length = usize::from(reader.u16()?);
-            check_end(offset, length, "write")?;
-            PageOp::Write { page_id, offset, bytes: reader.take(length)?.to_vec() }
-        }
-        OP_MOVE => {
-            let source = reader.u16()?;
-            let destination = reader.u16()?;
-            let length = reader.u16()?;
-            check_end(source, usize::from(length), "move source")?;
-            check_end(destination, usize::from(length), "move destination")?;
-            PageOp::Move { page_id, source, destination, length }
-        }
-        other => return Err(format!("unknown page op={other}")),
-    })
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WalRecord {
@@ -178,38 +96,7 @@ pub enum WalRecord {
 impl WalRecord {
     pub(crate) fn encode_body(&self, writer: &mut Writer) {
         match self {
-            WalRecord::PageOps(ops) => {
-                writer.u8(TAG_PAGE_OPS);
-                writer.u32(usize_to_u32(ops.len()));
-                let mut previous_page = None;
-                for op in ops {
-                    let code = match op {
-                        PageOp::Init { .. } => OP_INIT,
-                        PageOp::Write { .. } => OP_WRITE,
-                        PageOp::Move { .. } => OP_MOVE,
-                    };
-                    if previous_page == Some(op.page_id()) {
-                        writer.u8(code | OP_SAME_PAGE);
-                    } else {
-                        writer.u8(code);
-                        writer.u64(op.page_id().0);
-                    }
-                    previous_page = Some(op.page_id());
-                    match op {
-                        PageOp::Init { page_type, .. } => writer.u8(page_type.code()),
-                        PageOp::Write { offset, bytes, .. } => {
-                            writer.u16(*offset);
-                            writer.u16(u16::try_from(bytes.len()).expect("write fits a page"));
-                            writer.raw(bytes);
-                        }
-                        PageOp::Move { source, destination, length, .. } => {
-                            writer.u16(*source);
-                            writer.u16(*destination);
-                            writer.u16(*length);
-                        }
-                    }
-                }
-            }
+            WalRecord::PageOps(ops) => encode_page_ops(ops, writer),
             WalRecord::MapUpdate { segment, slots, entries } => {
                 writer.u8(TAG_MAP_UPDATE);
                 writer.u64(segment.0);
@@ -232,22 +119,8 @@ impl WalRecord {
     pub(crate) fn decode_body(body: &[u8]) -> Result<WalRecord, String> {
         let mut reader = Reader::new(body);
         let record = match reader.u8()? {
-            TAG_PAGE_OPS => {
-                let count = reader.u32()?;
-                let mut ops: Vec<PageOp> = Vec::new();
-                for _ in 0..count {
-                    let code = reader.u8()?;
-                    let page_id = if code & OP_SAME_PAGE != 0 {
-                        ops.last()
-                            .map(PageOp::page_id)
-                            .ok_or_else(|| "first page op names no page".to_string())?
-                    } else {
-                        PageId(reader.u64()?)
-                    };
-                    ops.push(decode_page_op(&mut reader, code & !OP_SAME_PAGE, page_id)?);
-                }
-                WalRecord::PageOps(ops)
-            }
+            TAG_PAGE_OPS => WalRecord::PageOps(decode_page_ops(&mut reader)?),
+            TAG_PAGE_OPS_FIXED => WalRecord::PageOps(decode_page_ops_fixed(&mut reader)?),
             TAG_MAP_UPDATE => {
                 let segment = SegmentId(reader.u64()?);
                 let slots = reader.u32()?;
@@ -1201,6 +1074,7 @@ pub(crate) fn replay(
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+    use tierdb_common::PageType;
 
     use super::*;
 

@@ -1,0 +1,47 @@
+# shellcheck shell=bash
+# Sourced by the side-by-side benchmarks (bench-wal.sh, bench-group-commit.sh): a scratch
+# directory, a PostgreSQL 15 cluster and a tierdb server in it, both stopped and the
+# directory removed at exit.
+#
+#   side_by_side_init NAME TOOL...   checks the tools (and curl, psql, postgres, $binary);
+#                                    sets work, pgbin, tierdb_port, metrics_port, pg_port
+#   start_postgres                   initdb and start, shared_buffers = $BUDGET_MB
+#   start_tierdb                     `tierdb serve`, buffer pool $BUDGET_MB; sets server
+#
+# PORT_BASE picks the three ports (tierdb, its metrics, PostgreSQL); random by default.
+
+side_by_side_init() { # name tool...
+    local name="$1" tool
+    shift
+    pgbin=/usr/lib/postgresql/15/bin
+    for tool in "$@" curl psql "$pgbin/postgres" "$binary"; do
+        command -v "$tool" >/dev/null || { echo "$name: missing $tool (scripts/install-deps.sh; cargo build --release -p tierdb)" >&2; exit 1; }
+    done
+    work="$(mktemp -d)"
+    chmod 755 "$work"
+    server=""
+    trap side_by_side_cleanup EXIT
+    tierdb_port="${PORT_BASE:-$((30000 + RANDOM % 10000))}"
+    metrics_port=$((tierdb_port + 1))
+    pg_port=$((tierdb_port + 2))
+}
+
+side_by_side_cleanup() {
+    if [[ -n "$server" ]]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+    if [[ -d "$work/pg" ]]; then runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" stop -m fast >/dev/null 2>&1 || true; fi
+    rm -rf "$work"
+}
+
+start_postgres() {
+    mkdir -p "$work/pg" "$work/pg-socket" && chown postgres "$work/pg" "$work/pg-socket"
+    runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -U postgres --auth=trust --locale=C.UTF-8 > /dev/null
+    runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg/server.log" -o "-p $pg_port -k $work/pg-socket -c listen_addresses=127.0.0.1 -c shared_buffers=${BUDGET_MB}MB -c max_connections=200" start > /dev/null
+}
+
+start_tierdb() {
+    "$binary" serve --data-dir "$work/tierdb" --listen "127.0.0.1:$tierdb_port" --metrics-listen "127.0.0.1:$metrics_port" \
+        --buffer-pool "${BUDGET_MB}MB" --tier-size 1GB > "$work/tierdb.log" 2>&1 &
+    server=$!
+    local _
+    for _ in $(seq 1 100); do grep -q "listening on" "$work/tierdb.log" && break; sleep 0.1; done
+}
