@@ -2,8 +2,8 @@
 //! serial column, NOT NULL and DEFAULT columns, a CHECK, UNIQUE and primary keys, an index,
 //! arrays and jsonb restores into a private PostgreSQL 15 with the same rows, and its
 //! sequence continues where tierdb's stood; a view on a table restores after it with the same
-//! rows; identity columns with their options restore both ways. (FOREIGN KEYs are not in tierdb's dumps yet:
-//! pg_dump reads them only for tables whose relhastriggers is set.)
+//! rows; a FOREIGN KEY restores (pg_dump reads them for tables whose relhastriggers is set);
+//! identity columns with their options restore both ways.
 //!
 //! Needs PostgreSQL 15's binaries (`pg_dump`, `initdb`, `pg_ctl`, `postgres` under
 //! /usr/lib/postgresql/15/bin or `$TIERDB_PG_BIN`) and `psql`; fails when they are missing.
@@ -36,15 +36,20 @@ INSERT INTO dump_item (name, price, tags, doc, note) VALUES
 CREATE TABLE dump_pair (a integer, b text, PRIMARY KEY (a, b));
 INSERT INTO dump_pair SELECT g, 'v' || g FROM generate_series(1, 50) AS g;
 CREATE VIEW dump_cheap (item, cost) AS SELECT id, price FROM dump_item WHERE price < 5;
+CREATE TABLE dump_line (id int PRIMARY KEY, item int REFERENCES dump_item (id) ON DELETE CASCADE);
+INSERT INTO dump_line VALUES (1, 1), (2, 1), (3, NULL);
 ";
 
 /// Queries whose text output must be the same on both servers.
-const COMPARED: [&str; 6] = [
+const COMPARED: [&str; 8] = [
     "SELECT item, cost FROM dump_cheap ORDER BY item",
     "SELECT id, name, price, tags, doc, created, note FROM dump_item ORDER BY id",
     "SELECT count(*), sum(a), min(b), max(b) FROM dump_pair",
     "SELECT conname, contype FROM pg_constraint WHERE conrelid = 'dump_item'::regclass ORDER BY 1",
     "SELECT indexname FROM pg_indexes WHERE tablename = 'dump_item' ORDER BY 1",
+    "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint \
+     WHERE conrelid = 'dump_line'::regclass ORDER BY 1",
+    "SELECT id, item FROM dump_line ORDER BY id",
     "SELECT column_name, data_type, is_nullable FROM information_schema.columns \
      WHERE table_name = 'dump_item' ORDER BY ordinal_position",
 ];

@@ -169,6 +169,35 @@ fn psql_describe_one_table() {
     );
 }
 
+/// `\d` of a table with a FOREIGN KEY and of the table it references: PostgreSQL's sections
+/// (pg_class.relhastriggers set, pg_partition_ancestors and pg_trigger read by psql).
+#[test]
+fn psql_describe_foreign_keys() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    setup(&server);
+    psql(
+        &server,
+        "CREATE TABLE orders (id int PRIMARY KEY, item int REFERENCES items (id) ON DELETE CASCADE)",
+    );
+    let referencing = psql(&server, "\\d orders");
+    assert!(referencing.contains("Foreign-key constraints:"), "{referencing}");
+    assert!(
+        referencing.contains(
+            "\"orders_item_fkey\" FOREIGN KEY (item) REFERENCES items(id) ON DELETE CASCADE"
+        ),
+        "{referencing}"
+    );
+    let referenced = psql(&server, "\\d items");
+    assert!(referenced.contains("Referenced by:"), "{referenced}");
+    assert!(
+        referenced.contains("TABLE \"orders\" CONSTRAINT \"orders_item_fkey\" FOREIGN KEY (item)"),
+        "{referenced}"
+    );
+    let plain = psql(&server, "\\d other");
+    assert!(!plain.contains("Referenced by:") && !plain.contains("Foreign-key"), "{plain}");
+}
+
 /// COPY's legacy option list (`DELIMITER AS '|'`, `NULL AS`, `CSV HEADER`, `E'\t'`) is read
 /// as PostgreSQL reads it: the outputs below are PostgreSQL 15's for the same commands (the
 /// delimiter was once taken from the word AS).

@@ -349,14 +349,15 @@ impl<'a> Binder<'a> {
 
     pub(crate) fn table_factor(&mut self, factor: &ast::TableFactor) -> Result<(Plan, Scope)> {
         match factor {
-            ast::TableFactor::Table { name, alias, args, sample, .. } => {
+            ast::TableFactor::Table { name, alias, args, sample, with_ordinality, .. } => {
                 if sample.is_some() {
                     // Never a full scan in place of a sample.
                     return Err(SqlError::unsupported("TABLESAMPLE is not supported"));
                 }
                 if let Some(args) = args {
                     let function = self.namespace.function(name)?;
-                    return self.table_function(&function, &args.args, alias.as_ref());
+                    let found = self.table_function(&function, &args.args, alias.as_ref())?;
+                    return Ok(self.with_ordinality(found, *with_ordinality, &function, alias));
                 }
                 let table_name = object_name(name)?;
                 let qualifier =
@@ -420,9 +421,10 @@ impl<'a> Binder<'a> {
                 let scope = Scope::from_plan(&plan, qualifier.as_deref());
                 Ok((plan, scope))
             }
-            ast::TableFactor::Function { name, args, alias, .. } => {
+            ast::TableFactor::Function { name, args, alias, with_ordinality, .. } => {
                 let name = self.namespace.function(name)?;
-                self.table_function(&name, args, alias.as_ref())
+                let found = self.table_function(&name, args, alias.as_ref())?;
+                Ok(self.with_ordinality(found, *with_ordinality, &name, alias))
             }
             ast::TableFactor::NestedJoin { table_with_joins, alias } => {
                 let (plan, scope) = self.table_with_joins(table_with_joins)?;
@@ -445,16 +447,43 @@ impl<'a> Binder<'a> {
             ast::TableFactor::UNNEST {
                 alias, array_exprs, with_offset, with_ordinality, ..
             } => {
-                if *with_offset || *with_ordinality {
-                    return Err(SqlError::unsupported("unnest ... WITH ORDINALITY"));
+                if *with_offset {
+                    return Err(SqlError::unsupported("unnest ... WITH OFFSET"));
                 }
                 if array_exprs.len() != 1 {
                     return Err(SqlError::unsupported("unnest of several arrays in FROM"));
                 }
-                self.set_function_scan("unnest", array_exprs, alias.as_ref())
+                let found = self.set_function_scan("unnest", array_exprs, alias.as_ref())?;
+                Ok(self.with_ordinality(found, *with_ordinality, "unnest", alias))
             }
             other => Err(SqlError::unsupported(format!("unsupported FROM item {other}"))),
         }
+    }
+
+    /// A FROM function's plan and scope, WITH ORDINALITY when `numbered`: its row number
+    /// appended as a bigint column named by the alias's next column name, else
+    /// `ordinality`.
+    fn with_ordinality(
+        &mut self,
+        (plan, scope): (Plan, Scope),
+        numbered: bool,
+        function: &str,
+        alias: &Option<ast::TableAlias>,
+    ) -> (Plan, Scope) {
+        if !numbered {
+            return (plan, scope);
+        }
+        let alias = alias.as_ref();
+        let position = plan.arity();
+        let column_name = alias
+            .and_then(|alias| alias.columns.get(position).map(|column| ident(&column.name)))
+            .unwrap_or_else(|| "ordinality".to_string());
+        let mut columns = plan.columns.clone();
+        columns.push(computed_column(&column_name, SqlType::Int8));
+        let plan = self.plan(PlanKind::Ordinality { input: Box::new(plan) }, columns);
+        let qualifier = alias.map_or_else(|| function.to_string(), |alias| ident(&alias.name));
+        let scope = Scope::from_plan(&plan, Some(&qualifier));
+        (plan, scope)
     }
 
     pub(crate) fn table_function(
@@ -468,7 +497,11 @@ impl<'a> Binder<'a> {
         }
         if matches!(
             name,
-            "unnest" | "generate_subscripts" | "regexp_matches" | "regexp_split_to_table"
+            "unnest"
+                | "generate_subscripts"
+                | "regexp_matches"
+                | "regexp_split_to_table"
+                | "pg_partition_ancestors"
         ) {
             let mut exprs = Vec::with_capacity(args.len());
             for arg in args {

@@ -23,6 +23,7 @@ fn set_function(name: &str) -> Option<SetFunction> {
         "generate_subscripts" => SetFunction::Subscripts,
         "regexp_matches" => SetFunction::RegexpMatches,
         "regexp_split_to_table" => SetFunction::RegexpSplit,
+        "pg_partition_ancestors" => SetFunction::PartitionAncestors,
         _ => return None,
     })
 }
@@ -96,10 +97,19 @@ impl<'a> Binder<'a> {
                 };
                 (vec![SqlType::Text; types.len()], ty)
             }
+            SetFunction::PartitionAncestors => {
+                let regclass = SqlType::Object(crate::types::ObjectKind::Class);
+                if types.len() != 1 {
+                    return Err(no_function());
+                }
+                (vec![regclass.clone()], regclass)
+            }
         };
         let mut coerced = Vec::with_capacity(bound.len());
+        // A regclass argument reads a name from text ('public.t'), as its input function.
+        let explicit = function == SetFunction::PartitionAncestors;
         for ((expr, from), to) in bound.into_iter().zip(&targets) {
-            coerced.push(coerce(expr, &from, to, false)?);
+            coerced.push(coerce(expr, &from, to, explicit)?);
         }
         Ok(SetCall { function, args: coerced, ty })
     }

@@ -497,9 +497,14 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
     let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
     let view_definition =
         |oid: i64| crate::system::view_definition(catalog, oid, session_info.public_on_path);
-    let constraint_definition =
-        |oid: i64, pretty: bool| crate::system::constraint_definition(catalog, oid, pretty);
     let session = ctx.session;
+    let constraint_definition = |oid: i64, pretty: bool| {
+        // A referenced table off the search_path is printed qualified (pg_dump sets it
+        // empty).
+        let path = session.setting("search_path").unwrap_or_default();
+        let visible = crate::bind::search_path_schemas(&path, true);
+        crate::system::constraint_definition(catalog, oid, pretty, &visible)
+    };
     let object_by_name = |kind, name: &str| {
         Ok(super::objects::object_by_name(kind, name, session)?.map(Datum::Object))
     };

@@ -49,6 +49,7 @@ fn title(plan: &Plan) -> String {
         PlanKind::SystemView { name } => format!("Function Scan on {name}"),
         PlanKind::Series { .. } => "Function Scan on generate_series".into(),
         PlanKind::ProjectSet { .. } => "ProjectSet".into(),
+        PlanKind::Ordinality { .. } => "Ordinality".into(),
         PlanKind::Filter { .. } => "Filter".into(),
         PlanKind::LockRows { .. } => "LockRows".into(),
         PlanKind::Project { .. } => "Result".into(),

@@ -255,6 +255,7 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         PlanKind::ProjectSet { input, calls } => {
             set_functions::project_set(input, calls, ctx, probe, sink)
         }
+        PlanKind::Ordinality { input } => set_functions::ordinality(input, ctx, probe, sink),
         PlanKind::Filter { input, predicate } => run(input, ctx, probe, &mut |ctx, row| {
             if truthy(&eval(predicate, &row, ctx)?) {
                 sink(ctx, row)

@@ -9,6 +9,21 @@ use crate::error::{Result, SqlError};
 use crate::plan::{Plan, SetCall, SetFunction};
 use crate::types::{array_value, Datum};
 
+/// WITH ORDINALITY: each row of `input` with its number appended (from 1 each run).
+pub(crate) fn ordinality(
+    input: &Plan,
+    ctx: &mut Ctx<'_>,
+    probe: &[Datum],
+    sink: &mut Sink<'_>,
+) -> Result<bool> {
+    let mut number = 0i64;
+    run(input, ctx, probe, &mut |ctx, mut row| {
+        number += 1;
+        row.push(Datum::Int(number));
+        sink(ctx, row)
+    })
+}
+
 /// Rows a ProjectSet emits between cancel checks.
 const CANCEL_CHECK_ROWS: u64 = 4096;
 
@@ -40,6 +55,11 @@ impl SetValues {
                     crate::functions::regexp_split_to_table(string, pattern, flags)?
                 };
                 Ok(SetValues::Elements { elements: rows.into_iter() })
+            }
+            // No partitions: no relation is a partition or partitioned table, for which
+            // PostgreSQL lists no rows.
+            SetFunction::PartitionAncestors => {
+                Ok(SetValues::Elements { elements: Vec::new().into_iter() })
             }
         }
     }

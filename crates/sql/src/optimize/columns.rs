@@ -225,6 +225,7 @@ fn prune(plan: &mut Plan, needed: Needed) -> Mapping {
             identity(plan.columns.len())
         }
         PlanKind::LockRows { input, .. }
+        | PlanKind::Ordinality { input }
         | PlanKind::Distinct { input }
         | PlanKind::Window { input, .. } => {
             let width = input.arity();

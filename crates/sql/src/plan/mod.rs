@@ -65,6 +65,10 @@ pub enum SetFunction {
     RegexpMatches,
     /// regexp_split_to_table(string, pattern [, flags]): the pieces between matches.
     RegexpSplit,
+    /// pg_partition_ancestors(regclass): a partition and the partitioned tables above it;
+    /// tierdb has no partitions, so no rows (psql's `\d` of a table with FOREIGN KEYs
+    /// asks).
+    PartitionAncestors,
 }
 
 /// One call of a set-returning function, with its bound arguments and result type.
@@ -522,6 +526,11 @@ pub enum PlanKind {
         input: Box<Plan>,
         calls: Vec<SetCall>,
     },
+    /// A FROM function's rows WITH ORDINALITY: the input's columns, then its row's number
+    /// (bigint, from 1; again from 1 each time a LATERAL join runs it).
+    Ordinality {
+        input: Box<Plan>,
+    },
     Filter {
         input: Box<Plan>,
         predicate: Expr,
@@ -655,6 +664,7 @@ impl Plan {
             | PlanKind::LockRows { input, .. }
             | PlanKind::Project { input, .. }
             | PlanKind::ProjectSet { input, .. }
+            | PlanKind::Ordinality { input }
             | PlanKind::Aggregate { input, .. }
             | PlanKind::Expand { input, .. }
             | PlanKind::Window { input, .. }

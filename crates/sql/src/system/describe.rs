@@ -64,15 +64,21 @@ fn hnsw_definition(name: &str, table: &str, columns: &[&str], options: &HnswOpti
 
 /// `pg_get_indexdef(index_oid)`.
 /// `pg_get_constraintdef`: `PRIMARY KEY (a, b)`, `UNIQUE (a)`, `CHECK ((a > 0))` (pretty:
-/// `CHECK (a > 0)`); None for an OID that is no constraint.
-pub fn constraint_definition(catalog: &Catalog, oid: i64, pretty: bool) -> Option<String> {
+/// `CHECK (a > 0)`); None for an OID that is no constraint. A FOREIGN KEY's referenced
+/// table is qualified when its schema is not among `visible_schemas` (the search_path's).
+pub fn constraint_definition(
+    catalog: &Catalog,
+    oid: i64,
+    pretty: bool,
+    visible_schemas: &[String],
+) -> Option<String> {
     for table in catalog.tables() {
         if let Some(check) = table.checks.iter().find(|check| i64::from(check.oid) == oid) {
             let body = if pretty { &check.pretty } else { &check.definition };
             return Some(format!("CHECK ({body})"));
         }
         if let Some(key) = table.foreign_keys.iter().find(|key| i64::from(key.oid) == oid) {
-            return foreign_key_definition(catalog, &table, key);
+            return foreign_key_definition(catalog, &table, key, visible_schemas);
         }
         let Some(index) =
             table.indexes.iter().find(|index| index.constraint && i64::from(index.oid) == oid)
@@ -96,8 +102,17 @@ fn foreign_key_definition(
     catalog: &Catalog,
     table: &TableMeta,
     key: &crate::catalog::ForeignKeyMeta,
+    visible_schemas: &[String],
 ) -> Option<String> {
     let referenced = catalog.table(&key.referenced_table)?;
+    let schema = crate::catalog::relation_schema(&referenced.name);
+    let mut referenced_name =
+        crate::plan::deparse::quote_identifier(crate::catalog::relation_name(&referenced.name));
+    // The session's temp schema is searched first whatever the path says.
+    if !visible_schemas.contains(&schema) && !schema.starts_with("pg_temp") {
+        referenced_name =
+            format!("{}.{referenced_name}", crate::plan::deparse::quote_identifier(&schema));
+    }
     let names = |table: &TableMeta, columns: &[usize]| {
         let names: Vec<String> = columns
             .iter()
@@ -108,7 +123,7 @@ fn foreign_key_definition(
     let mut text = format!(
         "FOREIGN KEY ({}) REFERENCES {}({})",
         names(table, &key.columns),
-        crate::plan::deparse::quote_identifier(&referenced.name),
+        referenced_name,
         names(&referenced, &key.referenced_columns)
     );
     if key.match_full {

@@ -245,6 +245,9 @@ struct Relation<'a> {
     checks: usize,
     /// Whether it is (or belongs to) a temp table: in the session's pg_temp_N namespace.
     temp: Option<u64>,
+    /// pg_class.relhastriggers: a table with or referenced by a FOREIGN KEY (PostgreSQL's
+    /// RI triggers; tierdb enforces the key without triggers, so pg_trigger stays empty).
+    has_triggers: bool,
 }
 
 /// pg_namespace OID of a relation of a table named `table` (a temp table's: its session's
@@ -279,6 +282,7 @@ fn relations<'a>(
         owner: catalog.table_acl(&sequence.name).owner,
         checks: 0,
         temp: None,
+        has_triggers: false,
     }));
     for table in tables {
         let owner = catalog.table_acl(&table.name).owner;
@@ -293,6 +297,10 @@ fn relations<'a>(
             owner,
             checks: table.checks.len(),
             temp,
+            has_triggers: !table.foreign_keys.is_empty()
+                || tables.iter().any(|other| {
+                    other.foreign_keys.iter().any(|key| key.referenced_table == table.name)
+                }),
         });
         relations.extend(table.indexes.iter().map(|index| Relation {
             oid: index.oid,
@@ -308,6 +316,7 @@ fn relations<'a>(
             owner,
             checks: 0,
             temp,
+            has_triggers: false,
         }));
         // A serial or identity column's sequence (its three columns: last_value, log_cnt,
         // is_called).
@@ -323,6 +332,7 @@ fn relations<'a>(
                     owner,
                     checks: 0,
                     temp,
+                    has_triggers: false,
                 })
             },
         ));
@@ -701,11 +711,10 @@ pub static VIEWS: &[SystemView] = &[
         relispartition: Bool = Datum::Bool(false),
         relchecks: Int2 = count(relation.checks),
         relhasrules: Bool = Datum::Bool(false),
-        // PostgreSQL sets it for a table with or referenced by a FOREIGN KEY (its triggers);
-        // psql's `\d` then lists them with queries tierdb cannot answer yet (a set-returning
-        // pg_partition_ancestors), so it stays false (design 017). pg_dump reads a table's
-        // FOREIGN KEYs only when it is set: they are not in its dumps yet.
-        relhastriggers: Bool = Datum::Bool(false),
+        // Set for a table with or referenced by a FOREIGN KEY, as PostgreSQL's RI triggers
+        // set it: pg_dump reads a table's FOREIGN KEYs only when it is, and psql's `\d`
+        // lists them and the tables referencing it (design 017).
+        relhastriggers: Bool = Datum::Bool(relation.has_triggers),
         relrowsecurity: Bool = Datum::Bool(false),
         relforcerowsecurity: Bool = Datum::Bool(false),
         reltablespace: Oid = oid(0),
