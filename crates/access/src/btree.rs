@@ -201,6 +201,24 @@ fn write_payload(mtr: &mut Mtr<'_>, slot: MtrSlot, after: &[u8]) {
     assert!(mtr.page(slot).payload() == after, "a logged node change reproduces the node");
 }
 
+/// `write_payload` for a page just allocated, with nothing on it worth moving: only the
+/// differing ranges are written, without the search for moved runs (a bulk load writes
+/// thousands of pages).
+fn write_new_payload(mtr: &mut Mtr<'_>, slot: MtrSlot, after: &[u8]) {
+    for range in crate::node::diff_ranges(mtr.page(slot).payload(), after) {
+        mtr.write(slot, range.start, &after[range]);
+    }
+    debug_assert!(mtr.page(slot).payload() == after, "the writes reproduce the node");
+}
+
+/// A value stored in its leaf cell: the inline tag, then the bytes.
+fn inline_value(value: &[u8]) -> Vec<u8> {
+    let mut stored = Vec::with_capacity(value.len() + 1);
+    stored.push(TAG_INLINE);
+    stored.extend_from_slice(value);
+    stored
+}
+
 /// The first overflow page of a leaf cell's value, if it is stored out of line.
 fn overflow_of(node: Node<'_>, index: usize) -> Option<PageId> {
     match node.value(index) {
@@ -622,10 +640,7 @@ impl BTree {
     /// written now.
     fn store_value(&self, mtr: &mut Mtr<'_>, value: &[u8]) -> Result<Vec<u8>> {
         if value.len() < INLINE_VALUE_BYTES_MAX {
-            let mut stored = Vec::with_capacity(value.len() + 1);
-            stored.push(TAG_INLINE);
-            stored.extend_from_slice(value);
-            return Ok(stored);
+            return Ok(inline_value(value));
         }
         let chunks: Vec<&[u8]> = value.chunks(OVERFLOW_DATA_BYTES).collect();
         let mut pages = Vec::with_capacity(chunks.len());
@@ -1304,9 +1319,15 @@ impl BTree {
                 return Err(BTreeError::UnsortedInput { index });
             }
             previous = Some(key.clone());
-            let mut mtr = store.mtr();
-            let stored = tree.store_value(&mut mtr, &value)?;
-            mtr.commit()?;
+            // An inline value needs no page: no mini-transaction either.
+            let stored = if value.len() < INLINE_VALUE_BYTES_MAX {
+                inline_value(&value)
+            } else {
+                let mut mtr = store.mtr();
+                let stored = tree.store_value(&mut mtr, &value)?;
+                mtr.commit()?;
+                stored
+            };
             let size = leaf_cell_bytes(&key, &stored);
             if used + size > BULK_FILL_BYTES && !cells.is_empty() {
                 level_nodes.push(tree.write_bulk_node(
@@ -1386,7 +1407,7 @@ impl BTree {
     ) -> Result<(Vec<u8>, PageId)> {
         let mut mtr = self.store.mtr();
         let (slot, page_id) = self.allocate_page(&mut mtr, page_type)?;
-        write_payload(&mut mtr, slot, payload);
+        write_new_payload(&mut mtr, slot, payload);
         mtr.commit()?;
         Ok((first_key, page_id))
     }

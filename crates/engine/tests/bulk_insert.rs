@@ -244,3 +244,51 @@ fn a_concurrent_writer_of_the_same_key_is_waited_for() {
     );
     assert_eq!(all_ids(&engine), vec![7]);
 }
+
+/// A committed load is in no purge queue and a purge pass rewrites none of its rows (freezing
+/// alone is not written): the rows stay readable, through the table and the index.
+#[test]
+fn a_committed_load_is_not_rewritten_by_the_purge() {
+    let directory = tempfile::tempdir().unwrap();
+    let (_store, engine) = open(directory.path());
+    items(&engine);
+    let count = i64::try_from(INSERT_BATCH_ROWS_MAX).unwrap() * 2 + 5;
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    txn.insert_batch("items", shuffled(count, 11).into_iter().map(item).collect()).unwrap();
+    txn.commit().unwrap();
+    let stats = engine.purge().unwrap();
+    assert_eq!((stats.rows_rewritten, stats.rows_removed, stats.index_entries_removed), (0, 0, 0));
+    assert_eq!(all_ids(&engine), (0..count).collect::<Vec<_>>());
+    assert_eq!(amount_count(&engine, 5), (0..count).filter(|id| id % 97 == 5).count());
+    // A one-row write of a loaded row still prunes (and freezes) it with its change.
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    let mut change =
+        |row: &Vec<Value>| Some(vec![row[0].clone(), Value::Int(1000), row[2].clone()]);
+    assert!(txn.update("items", &[Value::Int(5)], &mut change).unwrap());
+    txn.commit().unwrap();
+    engine.purge().unwrap();
+    let count = u64::try_from(count).unwrap();
+    assert_eq!(engine.storage_counts("items").unwrap(), (count, vec![count]));
+    assert_eq!(amount_count(&engine, 1000), 1);
+}
+
+/// A loaded row whose indexed value its own transaction changes twice leaves no stale entry
+/// once the purge has run, though the load queued nothing.
+#[test]
+fn a_loaded_row_changed_by_its_own_transaction_leaves_no_stale_entry() {
+    let directory = tempfile::tempdir().unwrap();
+    let (_store, engine) = open(directory.path());
+    items(&engine);
+    let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
+    txn.insert_batch("items", (0..300).map(item).collect()).unwrap();
+    for amount in [500, 501] {
+        let mut change =
+            |row: &Vec<Value>| Some(vec![row[0].clone(), Value::Int(amount), row[2].clone()]);
+        assert!(txn.update("items", &[Value::Int(7)], &mut change).unwrap());
+    }
+    txn.commit().unwrap();
+    engine.purge().unwrap();
+    assert_eq!(engine.storage_counts("items").unwrap(), (300, vec![300]));
+    assert_eq!((amount_count(&engine, 7), amount_count(&engine, 500)), (3, 0));
+    assert_eq!(amount_count(&engine, 501), 1);
+}

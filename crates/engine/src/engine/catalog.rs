@@ -544,12 +544,17 @@ impl Shared {
             &def.name,
             def.unique,
         );
+        // Only the index's columns are read (the others decode as NULL, without copies).
+        let mut wanted = vec![false; old.def.columns.len()];
+        for &column in &def.columns {
+            wanted[column] = true;
+        }
         for stored in old.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             build.row_scanned();
             let mut live_decided = false;
             for version in decode_versions(&bytes)? {
-                let row = old.layout.decode(&version.row)?;
+                let row = old.layout.decode_projected(&version.row, Some(&wanted))?;
                 let entry = index_prefix(&def, &columns, &row)?;
                 let mut live = false;
                 if def.unique && !live_decided {

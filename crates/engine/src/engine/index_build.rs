@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use tierdb_access::{ExternalSort, Sorted};
+use tierdb_access::{ExternalSort, SortRecord, Sorted};
 use tierdb_storage::{MemoryGrant, PageStore, TempUsage};
 
 use crate::error::{EngineError, Result};
@@ -138,11 +138,44 @@ impl Drop for ProgressGuard<'_> {
 
 /// A sort record: the index entry (index values, then primary key) followed by a trailer of
 /// `TRAILER_BYTES`: whether the row's value counts as live for the unique check, and the
-/// length of the index values (the entry's prefix compared between neighbours). One
-/// allocation per record (the value is empty). Entries are self-delimiting (key encoding), so
-/// no entry is a proper prefix of another: the trailer changes the order only among equal
-/// entries, which stay adjacent.
-type BuildRecord = (Vec<u8>, Vec<u8>);
+/// length of the index values (the entry's prefix compared between neighbours). Entries are
+/// self-delimiting (key encoding), so no entry is a proper prefix of another: the trailer
+/// changes the order only among equal entries, which stay adjacent.
+///
+/// `head` is the record's first 8 bytes as a big-endian number (zero-padded): comparing it
+/// first orders most pairs without a call to `memcmp` (an index build makes some 20 million
+/// comparisons per million rows), and a boxed slice keeps a record at 24 bytes besides its
+/// entry, so that a million int entries sort in maintenance_work_mem's default without
+/// spilling.
+struct BuildRecord {
+    head: u64,
+    record: Box<[u8]>,
+}
+
+impl BuildRecord {
+    fn new(record: Box<[u8]>) -> BuildRecord {
+        let mut head = [0u8; 8];
+        let length = record.len().min(8);
+        head[..length].copy_from_slice(&record[..length]);
+        BuildRecord { head: u64::from_be_bytes(head), record }
+    }
+}
+
+impl SortRecord for BuildRecord {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.record);
+    }
+
+    fn decode(bytes: &[u8]) -> std::result::Result<BuildRecord, String> {
+        Ok(BuildRecord::new(bytes.into()))
+    }
+
+    /// The entry's heap bytes, rounded up to the allocator's 8-byte granularity (the sort
+    /// adds the record's own size).
+    fn memory_bytes(&self) -> usize {
+        self.record.len().next_multiple_of(8)
+    }
+}
 
 const TRAILER_BYTES: usize = 5;
 
@@ -172,8 +205,9 @@ fn pop_trailer(record: &mut Vec<u8>) -> Result<(bool, usize)> {
     Ok((flag != 0, prefix_bytes))
 }
 
+/// The records' byte order: the heads decide unless equal (then so are the first 8 bytes).
 fn compare_records(a: &BuildRecord, b: &BuildRecord) -> std::cmp::Ordering {
-    a.0.cmp(&b.0)
+    a.head.cmp(&b.head).then_with(|| a.record.cmp(&b.record))
 }
 
 type RecordSort = ExternalSort<BuildRecord, fn(&BuildRecord, &BuildRecord) -> std::cmp::Ordering>;
@@ -262,7 +296,7 @@ impl<'a> IndexBuild<'a> {
         prefix.reserve_exact(key.len() + TRAILER_BYTES);
         prefix.extend_from_slice(key);
         push_trailer(&mut prefix, live, prefix_bytes)?;
-        self.sort.push((prefix, Vec::new()))?;
+        self.sort.push(BuildRecord::new(prefix.into_boxed_slice()))?;
         Ok(())
     }
 
@@ -331,9 +365,10 @@ impl<F: Fn(&BuildRecord, &BuildRecord) -> std::cmp::Ordering> Loader<'_, F> {
     /// The next distinct entry, its versions' live flags combined.
     fn next_entry(&mut self) -> Result<Option<(Vec<u8>, bool, usize)>> {
         loop {
-            let Some((mut entry, _)) = self.sorted.next_record()? else {
+            let Some(BuildRecord { record, .. }) = self.sorted.next_record()? else {
                 return Ok(self.pending.take());
             };
+            let mut entry = record.into_vec();
             self.consumed += 1;
             if self.consumed.is_multiple_of(PROGRESS_STEP_RECORDS) {
                 let consumed = self.consumed;

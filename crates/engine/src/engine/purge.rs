@@ -44,7 +44,8 @@ impl PurgeQueue {
 }
 
 /// Drops versions no snapshot can see, and freezes old committed creators (below the
-/// horizon) so readers skip the commit log for them. `me` is the pruning transaction (0 for
+/// horizon) so readers skip the commit log for them (written only with another change:
+/// `only_frozen`). `me` is the pruning transaction (0 for
 /// the purge thread). The newest version is kept unless `drop_dead_newest` and it was
 /// deleted before every snapshot: then the whole row is garbage.
 pub(super) fn prune_versions(
@@ -82,6 +83,17 @@ pub(super) fn prune_versions(
     }
     *versions = kept;
     Ok(())
+}
+
+/// Whether pruning changed `before` into `after` only by freezing creators: same versions,
+/// some `xmin`s now `FROZEN_TXN`.
+fn only_frozen(before: &[Version], after: &[Version]) -> bool {
+    before.len() == after.len()
+        && before.iter().zip(after).all(|(old, new)| {
+            (new.xmin == old.xmin || new.xmin == FROZEN_TXN)
+                && new.xmax == old.xmax
+                && new.row == old.row
+        })
 }
 
 /// What one purge pass removed.
@@ -244,10 +256,15 @@ impl Shared {
             stats.rows_removed += 1;
             return Ok(false);
         }
-        let pruned = encode_versions(&versions);
-        if pruned != bytes {
-            table.tree.insert(key, &pruned)?;
-            stats.rows_rewritten += 1;
+        // Freezing alone is not worth a write (a tree change and a WAL record per row: after a
+        // load, the whole table again): the commit log keeps every outcome, so an unfrozen
+        // committed creator reads the same; the row's next write freezes it for free.
+        if !only_frozen(&before, &versions) {
+            let pruned = encode_versions(&versions);
+            if pruned != bytes {
+                table.tree.insert(key, &pruned)?;
+                stats.rows_rewritten += 1;
+            }
         }
         Ok(versions.len() > 1 || versions[0].xmax != 0)
     }

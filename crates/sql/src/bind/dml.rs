@@ -13,6 +13,10 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
     };
     let table = binder.table(name)?;
     refuse_view_target(&table, "insert into")?;
+    let stream_source = insert
+        .source
+        .as_deref()
+        .is_some_and(|query| reads_only_other_tables(binder, query, &table));
     let table = binder.bind_target_table(table)?;
     let alias = insert.table_alias.as_ref().map(|alias| ident(&alias.alias));
     let targets: Vec<usize> = if insert.columns.is_empty() {
@@ -123,7 +127,20 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
         Some(items) => Some(binder.returning_as(items, &table, alias.as_deref())?),
         None => None,
     };
-    Ok(InsertPlan { table, targets, source, defaults, on_conflict, returning })
+    Ok(InsertPlan { table, targets, source, defaults, on_conflict, returning, stream_source })
+}
+
+/// Whether every relation `query` names is a table other than `target` (no view, CTE name or
+/// system relation, which could reach the target unseen): then the query cannot see the
+/// INSERT's own rows, and they can be written as it makes them (`InsertPlan::stream_source`).
+fn reads_only_other_tables(binder: &Binder<'_>, query: &ast::Query, target: &TableMeta) -> bool {
+    let other = ast::visit_relations(query, |name| match binder.table(name) {
+        Ok(table) if table.name != target.name && !table.is_view() => {
+            std::ops::ControlFlow::Continue(())
+        }
+        _ => std::ops::ControlFlow::Break(()),
+    });
+    other.is_continue()
 }
 
 /// A GENERATED ALWAYS AS IDENTITY column takes only DEFAULT (PostgreSQL's 428C9; tierdb's

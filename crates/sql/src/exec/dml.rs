@@ -72,40 +72,72 @@ pub(crate) fn returning_rows(
 }
 
 pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Output> {
-    // Collect the source first (in a row store: memory, then a temporary file): an INSERT
-    // ... SELECT from the same table must not see its own rows.
-    let source_types: Vec<SqlType> =
-        insert.source.columns.iter().map(|column| column.ty.clone()).collect();
-    let mut sources = store_rows(&insert.source, ctx)?;
-    let mut inserted = Vec::new();
-    let keep = insert.returning.is_some();
-    let mut count = 0u64;
-    let mut upsert = insert.on_conflict.as_ref().map(Upsert::new);
-    let mut batch = InsertBatch::default();
-    let mut events = ReferentialEvents::default();
-    while let Some(source) = sources.next_row()? {
-        let mut row: Vec<Option<Datum>> = vec![None; insert.table.columns.len()];
-        for ((value, &target), from) in source.into_iter().zip(&insert.targets).zip(&source_types) {
-            let column = &insert.table.columns[target];
-            row[target] = Some(types::cast(value, from, &column.ty, false)?);
-        }
-        let stored = match &mut upsert {
-            None => {
-                let stored = batch.push(&insert.table, row, &insert.defaults, ctx)?;
-                events.inserted(&insert.table, &stored, ctx)?;
-                Some(stored)
-            }
-            Some(upsert) => upsert.row(&insert.table, row, &insert.defaults, &mut events, ctx)?,
-        };
-        let Some(stored) = stored else { continue };
-        count += 1;
-        if keep {
-            inserted.push(stored);
+    let mut writer = InsertWriter {
+        insert,
+        source_types: insert.source.columns.iter().map(|column| column.ty.clone()).collect(),
+        inserted: Vec::new(),
+        count: 0,
+        upsert: insert.on_conflict.as_ref().map(Upsert::new),
+        batch: InsertBatch::default(),
+        events: ReferentialEvents::default(),
+    };
+    if insert.stream_source {
+        run(&insert.source, ctx, &[], &mut |ctx, source| writer.row(source, ctx).map(|()| true))?;
+    } else {
+        // Collect the source first (in a row store: memory, then a temporary file): an
+        // INSERT ... SELECT from the same table must not see its own rows.
+        let mut sources = store_rows(&insert.source, ctx)?;
+        while let Some(source) = sources.next_row()? {
+            writer.row(source, ctx)?;
         }
     }
+    let InsertWriter { mut batch, events, inserted, count, .. } = writer;
     batch.flush(&insert.table, ctx)?;
     events.finish(&insert.table, ctx)?;
     returning_rows(&insert.returning, inserted, ctx, CommandTag::Insert, count)
+}
+
+/// An INSERT's state while its source's rows arrive.
+struct InsertWriter<'p> {
+    insert: &'p InsertPlan,
+    source_types: Vec<SqlType>,
+    /// The stored rows, kept for RETURNING only.
+    inserted: Vec<Row>,
+    count: u64,
+    upsert: Option<Upsert<'p>>,
+    batch: InsertBatch,
+    events: ReferentialEvents,
+}
+
+impl InsertWriter<'_> {
+    /// Casts one source row to the target's columns and inserts it (or hands it to ON
+    /// CONFLICT).
+    fn row(&mut self, source: Row, ctx: &mut Ctx<'_>) -> Result<()> {
+        let insert = self.insert;
+        let mut row: Vec<Option<Datum>> = vec![None; insert.table.columns.len()];
+        for ((value, &target), from) in
+            source.into_iter().zip(&insert.targets).zip(&self.source_types)
+        {
+            let column = &insert.table.columns[target];
+            row[target] = Some(types::cast(value, from, &column.ty, false)?);
+        }
+        let stored = match &mut self.upsert {
+            None => {
+                let stored = self.batch.push(&insert.table, row, &insert.defaults, ctx)?;
+                self.events.inserted(&insert.table, &stored, ctx)?;
+                Some(stored)
+            }
+            Some(upsert) => {
+                upsert.row(&insert.table, row, &insert.defaults, &mut self.events, ctx)?
+            }
+        };
+        let Some(stored) = stored else { return Ok(()) };
+        self.count += 1;
+        if insert.returning.is_some() {
+            self.inserted.push(stored);
+        }
+        Ok(())
+    }
 }
 
 pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Output> {

@@ -10,6 +10,10 @@ pub(crate) struct InsertPlan {
     pub defaults: Vec<Option<Expr>>,
     pub on_conflict: Option<OnConflictPlan>,
     pub returning: Option<(Vec<Expr>, Vec<OutputColumn>)>,
+    /// The source cannot read the target (it names only other tables; or CREATE TABLE AS,
+    /// whose table is newer than its query), so its rows go to the target as the query
+    /// makes them instead of being collected first.
+    pub stream_source: bool,
 }
 
 /// INSERT ... ON CONFLICT: which unique constraints are arbiters, and what a conflict does.

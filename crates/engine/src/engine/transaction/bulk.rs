@@ -4,6 +4,12 @@
 //! entries the same way. Same outcome as one `insert` per row: one version per row with this
 //! transaction's id, an undo entry per row (rollback and statement failure remove them), and a
 //! crash leaves versions of a transaction that never committed, invisible and purged.
+//!
+//! Unlike `insert`, the rows and their index entries are not queued for the purge thread: a
+//! committed new row has one version and entries for its one value, so pruning would only
+//! freeze it, which the purge no longer writes (purge.rs `only_frozen`); a later change of the
+//! row by the same transaction queues the row itself (`modify`). A rollback removes rows and
+//! entries through the undo list; only if that fails is a full pass owed (`queue_for_purge`).
 
 use std::sync::Arc;
 
@@ -124,6 +130,7 @@ impl Transaction {
             })
             .collect();
         self.wrote = true;
+        self.bulk_wrote = true;
         let present = match table.tree.insert_batch(&entries) {
             Ok(present) => present,
             Err(error) => {
@@ -140,7 +147,6 @@ impl Transaction {
             }
             let key = row.key.clone();
             self.undo.push(UndoEntry { table: Arc::clone(&table), key, before: None });
-            self.written.push((Arc::clone(&table), row.key.clone()));
             inserted.push(row);
         }
         self.insert_index_entries(&table, &inserted)?;
@@ -175,11 +181,6 @@ impl Transaction {
             }
             entries.sort_unstable_by(|left, right| left.0.cmp(&right.0));
             index.tree.insert_batch(&entries)?;
-            self.index_entries.extend(
-                entries
-                    .into_iter()
-                    .map(|(entry, key)| (Arc::clone(table), Arc::clone(index), entry, key)),
-            );
         }
         Ok(())
     }

@@ -54,6 +54,9 @@ pub struct Transaction {
     index_entries: Vec<IndexEntryRef>,
     /// Rows this transaction wrote, for the purge thread.
     written: Vec<(Arc<Table>, Vec<u8>)>,
+    /// Whether the bulk path (`insert_batch`) wrote rows: they are in neither `written` nor
+    /// `index_entries`, so an abort whose undo fails owes a full purge pass.
+    bulk_wrote: bool,
     /// Limits on waits for other transactions (`set_wait_limits`).
     wait_limits: WaitLimits,
     /// Row locks taken by locking reads, released at the end.
@@ -81,6 +84,7 @@ impl Transaction {
             wrote: false,
             index_entries: Vec::new(),
             written: Vec::new(),
+            bulk_wrote: false,
             wait_limits: WaitLimits::default(),
             held_locks: Vec::new(),
         }
@@ -287,14 +291,14 @@ impl Transaction {
             let finished = self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote);
             self.release_locks(0);
             finished?;
-            self.queue_for_purge();
+            self.queue_for_purge(false);
             undone?;
             return Err(EngineError::TransactionAborted);
         }
         let finished = self.engine.txns.finish(self.virtual_id, self.id, true, self.wrote);
         self.release_locks(0);
         finished?;
-        self.queue_for_purge();
+        self.queue_for_purge(true);
         Ok(())
     }
 
@@ -304,7 +308,7 @@ impl Transaction {
         let finished = self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote);
         self.release_locks(0);
         finished?;
-        self.queue_for_purge();
+        self.queue_for_purge(false);
         undone
     }
 }
@@ -312,12 +316,18 @@ impl Transaction {
 impl Transaction {
     /// Hands the rows written and the index entries added to the purge thread. An added entry
     /// can be stale even after a commit: a transaction that changed an indexed value of its
-    /// own new version twice left an entry for the middle value.
-    fn queue_for_purge(&mut self) {
-        if self.written.is_empty() && self.index_entries.is_empty() {
+    /// own new version twice left an entry for the middle value. Rows of the bulk path are not
+    /// listed (bulk.rs): if the transaction aborted and its undo did not remove them all, only
+    /// a full pass finds them.
+    fn queue_for_purge(&mut self, committed: bool) {
+        let bulk_rows_left = !committed && self.bulk_wrote && !self.undo.is_empty();
+        if self.written.is_empty() && self.index_entries.is_empty() && !bulk_rows_left {
             return;
         }
         let mut queue = self.engine.purge_queue.lock();
+        if bulk_rows_left {
+            queue.full_pass = true;
+        }
         if !queue.overflowed() {
             queue.rows.append(&mut self.written);
             queue.entries.append(&mut self.index_entries);
@@ -341,7 +351,7 @@ impl Drop for Transaction {
             let _ = self.undo_to(0);
             let _ = self.engine.txns.finish(self.virtual_id, self.id, false, self.wrote);
             self.release_locks(0);
-            self.queue_for_purge();
+            self.queue_for_purge(false);
         }
     }
 }
