@@ -159,6 +159,31 @@ def test_uuid_round_trips_in_binary():
     run(main)
 
 
+def test_bit_strings_round_trip_in_binary():
+    """bit(n) and bit varying parameters, results, arrays and binary COPY (asyncpg sends and
+    reads bit strings in binary: the bit count, then the bytes), the typmod's 22026 / 22001
+    on assignment, and pgvector's hamming_distance over a bound parameter."""
+    bits = asyncpg.BitString
+
+    async def main(connection):
+        assert await connection.fetchval("SELECT $1::bit(5)", bits("10101")) == bits("10101")
+        assert await connection.fetchval("SELECT X'f0'::varbit") == bits("11110000")
+        assert await connection.fetchval("SELECT $1::varbit[]", [bits("1"), None]) == [bits("1"), None]
+        await connection.execute("DROP TABLE IF EXISTS ap_bits")
+        await connection.execute("CREATE TABLE ap_bits (id int PRIMARY KEY, b bit(3), v varbit(4))")
+        records = [(n, bits(format(n % 8, "03b")), bits("1" * (n % 5))) for n in range(1, 41)]
+        assert await connection.copy_records_to_table("ap_bits", records=records) == "COPY 40"
+        assert await connection.fetchval("SELECT count(*) FROM ap_bits WHERE b = $1", bits("101")) == 5
+        assert await connection.fetchval("SELECT min(id) FROM ap_bits WHERE b <~> $1 = 0", bits("011")) == 3
+        with pytest.raises(asyncpg.StringDataLengthMismatchError):
+            await connection.execute("INSERT INTO ap_bits (id, b) VALUES (100, $1)", bits("1"))
+        with pytest.raises(asyncpg.StringDataRightTruncationError):
+            await connection.execute("INSERT INTO ap_bits (id, v) VALUES (100, $1)", bits("11111"))
+        await connection.execute("DROP TABLE ap_bits")
+
+    run(main)
+
+
 def test_fetch_executemany_and_prepared_statements():
     async def main(connection):
         await connection.execute("DROP TABLE IF EXISTS ap_items")

@@ -52,6 +52,19 @@ pub(crate) fn assignable(from: &SqlType, to: &SqlType) -> bool {
         || to.is_text()
         || (from.is_temporal() && to.is_temporal())
         || super::coerce::pgvector_castable(from, to)
+        || matches!(
+            (from, to),
+            (SqlType::Bit(_) | SqlType::VarBit(_), SqlType::Bit(_) | SqlType::VarBit(_))
+        )
+}
+
+/// A column's type as PostgreSQL names it in an assignment error (format_type_be: bit(n)
+/// is `bit`, without its length).
+pub(crate) fn column_type_name(ty: &SqlType) -> String {
+    match ty {
+        SqlType::Bit(_) | SqlType::VarBit(_) => ty.message_name().to_string(),
+        other => other.display_name(),
+    }
 }
 
 pub(crate) fn assignment_error(error: SqlError, column: &ColumnMeta, from: &SqlType) -> SqlError {
@@ -59,7 +72,7 @@ pub(crate) fn assignment_error(error: SqlError, column: &ColumnMeta, from: &SqlT
         SqlError::datatype_mismatch(format!(
             "column \"{}\" is of type {} but expression is of type {}",
             column.name,
-            column.ty.display_name(),
+            column_type_name(&column.ty),
             from.display_name()
         ))
     } else {

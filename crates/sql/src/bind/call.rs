@@ -227,6 +227,11 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         },
         AggregateFunction::Min | AggregateFunction::Max => min_max_output(aggregate, input)?,
         AggregateFunction::BoolAnd | AggregateFunction::BoolOr => SqlType::Bool,
+        // string_agg takes text or bytea; a bit string has no implicit cast to either.
+        AggregateFunction::StringAgg if matches!(input, SqlType::Bit(_) | SqlType::VarBit(_)) => {
+            let name = format!("string_agg({}, unknown)", input.message_name());
+            return Err(SqlError::undefined_function(&name));
+        }
         AggregateFunction::StringAgg => SqlType::Text,
         AggregateFunction::ArrayAgg => crate::types::array_of(&text_if_unknown(input))?,
         AggregateFunction::JsonAgg { binary: false }
@@ -237,7 +242,7 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
 }
 
 /// min and max exist for the types PostgreSQL 15 gives them: not for boolean, bytea, json,
-/// jsonb, uuid or vector (42883).
+/// jsonb, uuid, bit strings or vector (42883).
 fn min_max_output(aggregate: AggregateFunction, input: &SqlType) -> Result<SqlType> {
     match input {
         SqlType::Bool
@@ -245,11 +250,15 @@ fn min_max_output(aggregate: AggregateFunction, input: &SqlType) -> Result<SqlTy
         | SqlType::Json
         | SqlType::Jsonb
         | SqlType::Uuid
+        | SqlType::Bit(_)
+        | SqlType::VarBit(_)
         | SqlType::Vector(_)
         | SqlType::HalfVec(_)
         | SqlType::SparseVec(_) => {
             let name = if aggregate == AggregateFunction::Min { "min" } else { "max" };
-            Err(SqlError::undefined_function(&format!("{name}({})", input.display_name())))
+            // PostgreSQL names the argument type without its modifier (bit, not bit(4)).
+            let argument = super::assignments::column_type_name(input);
+            Err(SqlError::undefined_function(&format!("{name}({argument})")))
         }
         other => Ok(text_if_char(other)),
     }

@@ -32,7 +32,13 @@ pub fn coerce(expr: Expr, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         (Expr::Literal(Datum::Null), _) => Ok(expr),
         (Expr::Literal(Datum::Text(text)), SqlType::Unknown) => {
             let datum = if explicit {
-                types::cast(Datum::Text(text.clone()), &SqlType::Text, to, true)?
+                // A bit constant is read without the typmod, which the explicit length
+                // coercion applies next (padding); other types read it as text.
+                let from = match to {
+                    SqlType::Bit(_) | SqlType::VarBit(_) => &SqlType::Unknown,
+                    _ => &SqlType::Text,
+                };
+                types::cast(Datum::Text(text.clone()), from, to, true)?
             } else {
                 types::parse_text(text, to)?
             };
@@ -104,6 +110,11 @@ pub(crate) fn implicitly_castable(from: &SqlType, to: &SqlType) -> bool {
         return true;
     }
     if pgvector_castable(from, to) {
+        return true;
+    }
+    // bit and bit varying convert to each other implicitly (the length coercion runs).
+    let bit = |ty: &SqlType| matches!(ty, SqlType::Bit(_) | SqlType::VarBit(_));
+    if bit(from) && bit(to) {
         return true;
     }
     // Arrays convert element by element where the elements do (int4[] to int8[]).

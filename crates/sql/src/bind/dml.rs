@@ -103,7 +103,7 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
                         return Err(SqlError::datatype_mismatch(format!(
                             "column \"{}\" is of type {} but expression is of type {}",
                             target.name,
-                            target.ty.display_name(),
+                            super::assignments::column_type_name(&target.ty),
                             column.ty.display_name()
                         )));
                     }

@@ -150,6 +150,16 @@ impl<'a> Binder<'a> {
                     Ok((Expr::Negate { expr: Box::new(bound), ty: ty.clone() }, ty))
                 }
                 ast::UnaryOperator::Plus => self.expr(inner, scope, hint),
+                ast::UnaryOperator::BitwiseNot => {
+                    let (bound, ty) = self.expr(inner, scope, Some(&SqlType::Bit(None)))?;
+                    if !matches!(ty, SqlType::Bit(_) | SqlType::VarBit(_) | SqlType::Unknown) {
+                        return Err(SqlError::unsupported(format!(
+                            "operator ~ on {} is not supported",
+                            ty.display_name()
+                        )));
+                    }
+                    bind_call("bitnot", vec![(bound, ty)])
+                }
                 other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
             },
             ast::Expr::BinaryOp { left, op, right } => self.binary(left, op, right, scope, hint),
@@ -550,6 +560,16 @@ impl<'a> Binder<'a> {
                 Ok((Expr::Literal(Datum::Text(text.clone())), SqlType::Unknown))
             }
             ast::Value::Boolean(flag) => Ok((Expr::Literal(Datum::Bool(*flag)), SqlType::Bool)),
+            // B'0101' and X'1F': bit constants (bit_in reads the prefix PostgreSQL's lexer
+            // keeps, so B'b01' fails as there).
+            ast::Value::SingleQuotedByteStringLiteral(text) => {
+                let bits = types::parse_bit_string(&format!("b{text}"))?;
+                Ok((Expr::Literal(types::bit_datum(bits)), SqlType::Bit(None)))
+            }
+            ast::Value::HexStringLiteral(text) => {
+                let bits = types::parse_bit_string(&format!("x{text}"))?;
+                Ok((Expr::Literal(types::bit_datum(bits)), SqlType::Bit(None)))
+            }
             ast::Value::Null => Ok((Expr::Literal(Datum::Null), SqlType::Unknown)),
             ast::Value::Placeholder(text) => {
                 let number: usize = text

@@ -35,6 +35,9 @@ impl<'a> Binder<'a> {
         if let Some(function) = vector_operator_function(op) {
             return self.vector_operator(function, left, op, right, scope);
         }
+        if let Some(bound) = self.bit_binary(left, op, right, scope)? {
+            return Ok(bound);
+        }
         if let Some(bound) = self.json_binary(left, op, right, scope)? {
             return Ok(bound);
         }
@@ -50,22 +53,7 @@ impl<'a> Binder<'a> {
                 let combine = if *op == B::And { Expr::And } else { Expr::Or };
                 Ok((balanced_tree(operands, combine), SqlType::Bool))
             }
-            B::StringConcat => {
-                let (left, left_ty) = self.expr(left, scope, Some(&SqlType::Text))?;
-                let (right, right_ty) = self.expr(right, scope, Some(&SqlType::Text))?;
-                if is_vector_operation(&left_ty, &right_ty) {
-                    return bind_call("vector_concat", vec![(left, left_ty), (right, right_ty)]);
-                }
-                if left_ty.array_element().is_some() || right_ty.array_element().is_some() {
-                    return self.array_concat((left, left_ty), (right, right_ty));
-                }
-                if is_jsonb_concatenation(&left_ty, &right_ty) {
-                    return bind_call("jsonb_concat", vec![(left, left_ty), (right, right_ty)]);
-                }
-                let left = coerce(left, &left_ty, &SqlType::Text, true)?;
-                let right = coerce(right, &right_ty, &SqlType::Text, true)?;
-                Ok((Expr::Concat(Box::new(left), Box::new(right)), SqlType::Text))
-            }
+            B::StringConcat => self.concatenation(left, right, scope),
             B::PGLikeMatch | B::PGILikeMatch | B::PGNotLikeMatch | B::PGNotILikeMatch => {
                 let value = self.text_arg(left, scope)?;
                 let pattern = self.text_arg(right, scope)?;
@@ -119,6 +107,32 @@ impl<'a> Binder<'a> {
             }
             other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
         }
+    }
+
+    /// `||`: pgvector's vector concatenation, arrays, bit strings, jsonb, else text.
+    fn concatenation(
+        &mut self,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let (left, left_ty) = self.expr(left, scope, Some(&SqlType::Text))?;
+        let (right, right_ty) = self.expr(right, scope, Some(&SqlType::Text))?;
+        if is_vector_operation(&left_ty, &right_ty) {
+            return bind_call("vector_concat", vec![(left, left_ty), (right, right_ty)]);
+        }
+        if left_ty.array_element().is_some() || right_ty.array_element().is_some() {
+            return self.array_concat((left, left_ty), (right, right_ty));
+        }
+        if is_bit_operation(&left_ty, &right_ty) {
+            return bind_call("bitcat", vec![(left, left_ty), (right, right_ty)]);
+        }
+        if is_jsonb_concatenation(&left_ty, &right_ty) {
+            return bind_call("jsonb_concat", vec![(left, left_ty), (right, right_ty)]);
+        }
+        let left = coerce(left, &left_ty, &SqlType::Text, true)?;
+        let right = coerce(right, &right_ty, &SqlType::Text, true)?;
+        Ok((Expr::Concat(Box::new(left), Box::new(right)), SqlType::Text))
     }
 
     /// pgvector's distance operators, bound as calls of their functions.
@@ -334,10 +348,65 @@ fn vector_operator_function(op: &ast::BinaryOperator) -> Option<&'static str> {
 /// A vector or halfvec operand with the other one too or an untyped literal: pgvector's
 /// operator.
 fn is_vector_operation(left: &SqlType, right: &SqlType) -> bool {
-    let dense = |ty: &SqlType| matches!(ty, SqlType::Vector(_) | SqlType::HalfVec(_));
-    (dense(left) || dense(right))
-        && (dense(left) || *left == SqlType::Unknown)
-        && (dense(right) || *right == SqlType::Unknown)
+    is_family_operation(left, right, |ty| matches!(ty, SqlType::Vector(_) | SqlType::HalfVec(_)))
+}
+
+/// One operand a `member` of a type family and the other one too or an untyped literal.
+fn is_family_operation(left: &SqlType, right: &SqlType, member: fn(&SqlType) -> bool) -> bool {
+    (member(left) || member(right))
+        && (member(left) || *left == SqlType::Unknown)
+        && (member(right) || *right == SqlType::Unknown)
+}
+
+/// A bit string operand with another one or an untyped literal: the bit string operators.
+fn is_bit_operation(left: &SqlType, right: &SqlType) -> bool {
+    is_family_operation(left, right, |ty| matches!(ty, SqlType::Bit(_) | SqlType::VarBit(_)))
+}
+
+impl Binder<'_> {
+    /// The bit string operators `& | # << >>` and pgvector's `<~>` and `<%>` over bit
+    /// strings (None: another operator or other operand types).
+    fn bit_binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<Option<(Expr, SqlType)>> {
+        use ast::BinaryOperator as B;
+        let (function, shift, distance) = match op {
+            B::BitwiseAnd => ("bitand", false, None),
+            B::BitwiseOr => ("bitor", false, None),
+            B::PGBitwiseXor => ("bitxor", false, None),
+            B::PGBitwiseShiftLeft => ("bitshiftleft", true, None),
+            B::PGBitwiseShiftRight => ("bitshiftright", true, None),
+            B::Custom(symbol) if symbol == "<~>" => ("hamming_distance", false, Some("<~>")),
+            B::Custom(symbol) if symbol == "<%>" => ("jaccard_distance", false, Some("<%>")),
+            _ => return Ok(None),
+        };
+        let bit = SqlType::Bit(None);
+        let (left, left_ty) = self.expr(left, scope, Some(&bit))?;
+        let right_hint = if shift { SqlType::Int4 } else { bit };
+        let (right, right_ty) = self.expr(right, scope, Some(&right_hint))?;
+        let typed = if shift {
+            matches!(left_ty, SqlType::Bit(_) | SqlType::VarBit(_))
+        } else {
+            is_bit_operation(&left_ty, &right_ty)
+                || distance.is_some() && left_ty == SqlType::Unknown && right_ty == SqlType::Unknown
+        };
+        if !typed {
+            return Err(SqlError::unsupported(format!(
+                "operator {op} on {} and {} is not supported",
+                left_ty.display_name(),
+                right_ty.display_name()
+            )));
+        }
+        let (mut call, ty) = bind_call(function, vec![(left, left_ty), (right, right_ty)])?;
+        if let (Expr::Function(call), Some(symbol)) = (&mut call, distance) {
+            call.operator = Some(symbol);
+        }
+        Ok(Some((call, ty)))
+    }
 }
 
 /// jsonb || jsonb (an untyped literal read as jsonb): jsonb's concatenation; jsonb with a
@@ -387,6 +456,9 @@ pub(crate) fn compare_operands(
     }
     let common = match common {
         SqlType::Unknown => SqlType::Text,
+        // bit's comparisons take bit strings of any length (no length coercion).
+        SqlType::Bit(_) => SqlType::Bit(None),
+        SqlType::VarBit(_) => SqlType::VarBit(None),
         other => text_if_char(&other),
     };
     // pgvector's implicit casts: a vector compared with a halfvec is a halfvec, either with

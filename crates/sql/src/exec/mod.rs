@@ -494,6 +494,7 @@ pub fn datum_type(datum: &Datum) -> SqlType {
         Datum::HalfVec(_) => SqlType::HalfVec(None),
         Datum::SparseVec(_) => SqlType::SparseVec(None),
         Datum::Uuid(_) => SqlType::Uuid,
+        Datum::Bit(_) => SqlType::Bit(None),
         Datum::Interval(_) => SqlType::Interval,
         Datum::Time(_) => SqlType::Time,
         Datum::Array(array) => {

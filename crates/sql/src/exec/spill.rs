@@ -79,6 +79,7 @@ pub(crate) fn encode_row(row: &[Datum], out: &mut Vec<u8>) {
             }
             Datum::Jsonb(value) => counted(out, 13, value.output().as_bytes()),
             Datum::Uuid(bytes) => tagged(out, 15, bytes),
+            Datum::Bit(bits) => counted(out, 20, &crate::types::bit_send(bits)),
             Datum::Interval(interval) => tagged(out, 16, &interval.storage_bytes()),
             Datum::Time(micros) => tagged(out, 17, &micros.to_le_bytes()),
             Datum::Object(object) => {
@@ -128,6 +129,9 @@ pub(crate) fn decode_row(bytes: &[u8]) -> std::result::Result<Row, String> {
             19 => crate::types::sparsevec_from_storage(cursor.counted()?),
             14 => decode_array(cursor.counted()?)?,
             15 => Datum::Uuid(cursor.array()?),
+            20 => crate::types::bit_receive(cursor.counted()?)
+                .map(crate::types::bit_datum)
+                .map_err(|error| error.to_string())?,
             16 => Datum::Interval(crate::types::Interval::from_storage(&cursor.array::<16>()?)),
             17 => Datum::Time(i64::from_le_bytes(cursor.array()?)),
             13 => crate::types::parse_jsonb(

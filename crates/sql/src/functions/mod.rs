@@ -33,6 +33,7 @@ macro_rules! function {
 
 mod advisory;
 mod array;
+mod bit;
 mod datetime;
 mod halfvec;
 mod info;
@@ -53,12 +54,13 @@ pub use regex::{regexp_matches, regexp_split_to_table};
 
 /// The registry's tables, in the order the registry's tests call their examples (the
 /// sequence functions need nextval's before currval's).
-static TABLES: [&[Function]; 5] = [
+static TABLES: [&[Function]; 6] = [
     registry_vector_json::VECTOR_JSON,
     registry_core::CORE,
     registry_arrays_catalog::ARRAYS_CATALOG,
     regex::REGEX,
     datetime::DATETIME_FUNCTIONS,
+    bit::BIT_FUNCTIONS,
 ];
 
 /// Every scalar function tierdb runs. Names are matched after identifier folding.

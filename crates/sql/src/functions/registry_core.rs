@@ -3,14 +3,26 @@
 
 use super::text::Side;
 use super::typing::*;
-use super::{advisory, info, math, text, Function};
+use super::{advisory, bit, info, math, text, Function};
 use crate::types::{ObjectKind, SqlType};
 
 /// Text, conditional, numeric, date and time, session, advisory lock and sequence functions.
 pub(super) static CORE: &[Function] = &[
     // Text.
-    function!(&["length", "char_length", "character_length"], 1..=1, length, text::length, "'abc'"),
-    function!(&["octet_length"], 1..=1, length, text::octet_length, "'abc'"),
+    function!(
+        &["length", "char_length", "character_length"],
+        1..=1,
+        bit::length_signature,
+        |c| if bit::is_bit(&c) { bit::length(&c) } else { text::length(c) },
+        "'abc'"
+    ),
+    function!(
+        &["octet_length"],
+        1..=1,
+        bit::length_signature,
+        |c| if bit::is_bit(&c) { bit::octet_length(&c) } else { text::octet_length(c) },
+        "'abc'"
+    ),
     function!(&["upper"], 1..=1, |n, t| texts(n, t, TEXT), text::upper, "'abc'"),
     function!(&["lower"], 1..=1, |n, t| texts(n, t, TEXT), text::lower, "'ABC'"),
     function!(&["initcap"], 1..=1, |n, t| texts(n, t, TEXT), text::initcap, "'hello world'"),
@@ -28,8 +40,8 @@ pub(super) static CORE: &[Function] = &[
     function!(
         &["substr", "substring"],
         2..=3,
-        |n, t| mixed(n, t, &[None, Some(SqlType::Int8), Some(SqlType::Int8)], TEXT),
-        text::substr,
+        bit::substring_signature,
+        |c| if bit::is_bit(&c) { bit::substring(&c) } else { text::substr(c) },
         "'abcdef', 2, 3"
     ),
     function!(
@@ -71,7 +83,13 @@ pub(super) static CORE: &[Function] = &[
     function!(&["translate"], 3..=3, |n, t| texts(n, t, TEXT), text::translate, "'abc', 'ab', 'x'"),
     function!(&["ascii"], 1..=1, |n, t| texts(n, t, SqlType::Int4), text::ascii, "'x'"),
     function!(&["chr"], 1..=1, |n, t| mixed(n, t, &[Some(SqlType::Int4)], TEXT), text::chr, "65"),
-    function!(&["strpos"], 2..=2, |n, t| texts(n, t, SqlType::Int4), text::strpos, "'abc', 'c'"),
+    function!(
+        &["strpos"],
+        2..=2,
+        bit::position_signature,
+        |c| if bit::is_bit(&c) { bit::position(&c) } else { text::strpos(c) },
+        "'abc', 'c'"
+    ),
     function!(
         &["starts_with"],
         2..=2,

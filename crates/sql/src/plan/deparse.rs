@@ -375,6 +375,7 @@ fn constant(datum: &Datum, ty: Option<&SqlType>) -> String {
         (Datum::Object(_), _) => SqlType::Oid,
         (Datum::Jsonb(_), _) => SqlType::Jsonb,
         (Datum::Uuid(_), _) => SqlType::Uuid,
+        (Datum::Bit(_), _) => SqlType::Bit(None),
         (Datum::Interval(_), _) => SqlType::Interval,
         (Datum::Time(_), _) => SqlType::Time,
         (Datum::Text(_) | Datum::Null, _) => SqlType::Text,

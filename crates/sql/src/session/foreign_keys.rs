@@ -394,6 +394,7 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Uuid => 11,
         SqlType::Interval => 12,
         SqlType::Time => 13,
+        SqlType::Bit(_) | SqlType::VarBit(_) => 14,
     };
     category(from) == category(to)
 }

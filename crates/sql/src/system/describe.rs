@@ -21,6 +21,11 @@ pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
         SqlType::Vector(_) if typmod >= 1 => SqlType::Vector(u32::try_from(typmod).ok()),
         SqlType::HalfVec(_) if typmod >= 1 => SqlType::HalfVec(u32::try_from(typmod).ok()),
         SqlType::SparseVec(_) if typmod >= 1 => SqlType::SparseVec(u32::try_from(typmod).ok()),
+        // bit's typmod is the length, without a header.
+        SqlType::Bit(_) if typmod >= 1 => SqlType::Bit(u32::try_from(typmod).ok()),
+        // format_type quotes bit without a typmod (the key word alone means bit(1)).
+        SqlType::Bit(_) => return Some("\"bit\"".into()),
+        SqlType::VarBit(_) if typmod >= 1 => SqlType::VarBit(u32::try_from(typmod).ok()),
         SqlType::Numeric { .. } if typmod >= header => {
             let packed = typmod - header;
             SqlType::Numeric {

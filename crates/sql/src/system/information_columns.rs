@@ -161,6 +161,10 @@ impl TypeFacts {
                 facts.maximum_length = Some(i64::from(*length));
                 facts.octet_length = Some(i64::from(*length) * ENCODING_MAX_CHARACTER_BYTES);
             }
+            // A bit string's length in bits (its octet length is NULL, as in PostgreSQL).
+            SqlType::Bit(Some(length)) | SqlType::VarBit(Some(length)) => {
+                facts.maximum_length = Some(i64::from(*length));
+            }
             SqlType::Date => facts.datetime_precision = Some(0),
             SqlType::Timestamp | SqlType::TimestampTz => {
                 facts.datetime_precision = Some(TIMESTAMP_PRECISION);

@@ -93,6 +93,8 @@ pub fn array_type_oid(element: &SqlType) -> Option<u32> {
         SqlType::Json => 199,
         SqlType::Jsonb => 3807,
         SqlType::Uuid => super::UUID_ARRAY_OID,
+        SqlType::Bit(_) => super::BIT_ARRAY_OID,
+        SqlType::VarBit(_) => super::VARBIT_ARRAY_OID,
         SqlType::Interval => super::INTERVAL_ARRAY_OID,
         SqlType::Time => super::TIME_ARRAY_OID,
         SqlType::Object(_)
@@ -124,6 +126,8 @@ pub fn array_element_of_oid(oid: u32) -> Option<SqlType> {
         1231 => SqlType::numeric(),
         199 => SqlType::Json,
         super::UUID_ARRAY_OID => SqlType::Uuid,
+        super::BIT_ARRAY_OID => SqlType::Bit(None),
+        super::VARBIT_ARRAY_OID => SqlType::VarBit(None),
         super::INTERVAL_ARRAY_OID => SqlType::Interval,
         super::TIME_ARRAY_OID => SqlType::Time,
         3807 => SqlType::Jsonb,

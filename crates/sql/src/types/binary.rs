@@ -18,6 +18,8 @@
 //! | numeric | ndigits i16, weight i16, sign u16 (0x0000 +, 0x4000 -), dscale u16, then ndigits base-10000 digits i16 |
 //! | arrays | ndim, has-nulls flag, element type OID, length and lower bound, each element as length and its binary form |
 
+use std::sync::Arc;
+
 use rust_decimal::Decimal;
 
 use super::{ArrayValue, Datum, SqlType};
@@ -53,6 +55,7 @@ pub fn binary_send(datum: &Datum, ty: &SqlType) -> Result<Option<Vec<u8>>> {
         (Datum::Text(text), _) => text.as_bytes().to_vec(),
         (Datum::Bytes(bytes), _) => bytes.clone(),
         (Datum::Uuid(bytes), _) => bytes.to_vec(),
+        (Datum::Bit(bits), _) => super::bit_send(bits),
         (Datum::Interval(interval), _) => interval.send(),
         (Datum::Time(micros), _) => micros.to_be_bytes().to_vec(),
         (Datum::Vector(elements), _) => super::vector_send(elements),
@@ -270,6 +273,9 @@ pub fn binary_receive(bytes: &[u8], ty: &SqlType) -> Result<Datum> {
         SqlType::Vector(dimensions) => super::vector_receive(bytes, *dimensions)?,
         SqlType::HalfVec(dimensions) => super::halfvec_receive(bytes, *dimensions)?,
         SqlType::SparseVec(dimensions) => super::sparsevec_receive(bytes, *dimensions)?,
+        SqlType::Bit(_) | SqlType::VarBit(_) => {
+            super::apply_bit_typmod(&Arc::new(super::bit_receive(bytes)?), ty, false)?
+        }
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => decode_array(bytes, ty)?,
         SqlType::Numeric { .. } => {
             Datum::Numeric(numeric_receive(bytes).ok_or_else(|| bad_binary(ty))?)

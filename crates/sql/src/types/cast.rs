@@ -105,6 +105,7 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
             cast_to_array(datum, from, to, explicit)?
         }
         SqlType::Json | SqlType::Jsonb | SqlType::Uuid => cast_from_text_input(datum, from, to)?,
+        SqlType::Bit(_) | SqlType::VarBit(_) => cast_to_bit_type(&datum, from, to, explicit)?,
         SqlType::Interval | SqlType::Time => cast_to_interval_or_time(datum, from, to)?,
         // Resolving a name or an oid takes the catalog: the executor casts to these
         // (`system::objects`), and the binder never folds such a cast.
@@ -143,6 +144,13 @@ fn to_integer(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
         Datum::Text(text) => Datum::Int(parse_integer(text, to)?),
         Datum::Object(object) => Datum::Int(to.check_integer(i64::from(object.oid))?),
         Datum::Bool(flag) if *to == SqlType::Int4 => Datum::Int(i64::from(*flag)),
+        // bittoint4 and bittoint8 (PostgreSQL has no bit to smallint cast).
+        Datum::Bit(bits)
+            if matches!(from, SqlType::Bit(_)) && matches!(to, SqlType::Int4 | SqlType::Int8) =>
+        {
+            let width = if *to == SqlType::Int4 { 32 } else { 64 };
+            Datum::Int(bit_to_integer(bits, width, to.message_name())?)
+        }
         _ => return Err(cannot_cast(from, to)),
     })
 }
@@ -386,4 +394,28 @@ fn cast_to_interval_or_time(datum: Datum, from: &SqlType, to: &SqlType) -> Resul
         }
         _ => return Err(cannot_cast(from, to)),
     })
+}
+
+/// Casts to bit(n) and bit varying(n): from either (binary-coercible, then the length
+/// coercion), from text, and from integer and bigint to bit(n) (bitfromint4 / bitfromint8).
+fn cast_to_bit_type(datum: &Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Result<Datum> {
+    let bits = match datum {
+        Datum::Bit(bits) => bits.clone(),
+        // An untyped literal is read without the typmod, which the length coercion applies
+        // next (padding when explicit); a text value goes through bit_in with the typmod,
+        // which never pads.
+        Datum::Text(text) => {
+            let bits = Arc::new(parse_bit_string(text)?);
+            return apply_bit_typmod(&bits, to, explicit && *from == SqlType::Unknown);
+        }
+        Datum::Int(value)
+            if matches!((from, to), (SqlType::Int4 | SqlType::Int8, SqlType::Bit(_))) =>
+        {
+            let width = if *from == SqlType::Int4 { 32 } else { 64 };
+            let SqlType::Bit(length) = to else { unreachable!("matched bit") };
+            return Ok(bit_from_integer(*value, width, *length));
+        }
+        _ => return Err(cannot_cast(from, to)),
+    };
+    apply_bit_typmod(&bits, to, explicit)
 }

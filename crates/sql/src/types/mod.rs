@@ -8,6 +8,7 @@
 
 mod array;
 mod binary;
+mod bit;
 mod cast;
 mod datetime;
 mod datetime_format;
@@ -24,6 +25,7 @@ mod vector;
 
 pub use array::*;
 pub use binary::*;
+pub use bit::*;
 pub use cast::*;
 pub use datetime::*;
 pub use datetime_format::*;
@@ -100,6 +102,11 @@ pub enum SqlType {
     Jsonb,
     /// uuid: 16 bytes (`Datum::Uuid`), ordered as bytes as PostgreSQL's uuid_cmp does.
     Uuid,
+    /// bit(n): exactly n bits (`Datum::Bit`, types/bit.rs); `None` is bit without a typmod
+    /// (a literal or an operator's result; the type name `bit` alone is bit(1)).
+    Bit(Option<u32>),
+    /// bit varying(n): at most n bits (`Datum::Bit`).
+    VarBit(Option<u32>),
     /// An untyped literal or parameter whose type is not decided yet.
     Unknown,
     /// The pseudo-type `void`: what a function called for its effect returns
@@ -146,6 +153,8 @@ impl SqlType {
             SqlType::Json => 114,
             SqlType::Jsonb => 3802,
             SqlType::Uuid => UUID_OID,
+            SqlType::Bit(_) => BIT_OID,
+            SqlType::VarBit(_) => VARBIT_OID,
             SqlType::Int2Vector => 22,
             SqlType::OidVector => 30,
             // The element types without an array type are refused when the array type is
@@ -194,6 +203,8 @@ impl SqlType {
             114 => SqlType::Json,
             3802 => SqlType::Jsonb,
             UUID_OID => SqlType::Uuid,
+            BIT_OID => SqlType::Bit(None),
+            VARBIT_OID => SqlType::VarBit(None),
             other => match array_element_of_oid(other) {
                 Some(element) => SqlType::Array(Box::new(element)),
                 None => SqlType::Object(ObjectKind::from_type_oid(other)?),
@@ -218,6 +229,10 @@ impl SqlType {
             // pgvector's typmod is the dimension count itself, without a header.
             SqlType::Vector(Some(dimensions)) | SqlType::HalfVec(Some(dimensions)) => {
                 bounded_i32(u64::from(*dimensions))
+            }
+            // bit's typmod is the length itself, at most BIT_TYPMOD_MAX.
+            SqlType::Bit(Some(length)) | SqlType::VarBit(Some(length)) => {
+                bounded_i32(u64::from(*length))
             }
             // Up to 1,000,000,000 (the typmod's check), which fits i32.
             SqlType::SparseVec(Some(dimensions)) => i32::try_from(*dimensions).unwrap_or(-1),
@@ -284,6 +299,10 @@ impl SqlType {
             SqlType::Json => "json".into(),
             SqlType::Jsonb => "jsonb".into(),
             SqlType::Uuid => "uuid".into(),
+            SqlType::Bit(Some(length)) => format!("bit({length})"),
+            SqlType::Bit(None) => "bit".into(),
+            SqlType::VarBit(Some(length)) => format!("bit varying({length})"),
+            SqlType::VarBit(None) => "bit varying".into(),
             SqlType::Unknown => "unknown".into(),
             SqlType::Void => "void".into(),
         }
@@ -321,6 +340,8 @@ impl SqlType {
             SqlType::Json => "json",
             SqlType::Jsonb => "jsonb",
             SqlType::Uuid => "uuid",
+            SqlType::Bit(_) => "bit",
+            SqlType::VarBit(_) => "bit varying",
         }
     }
 
@@ -341,6 +362,8 @@ impl SqlType {
             SqlType::Numeric { .. } => KeyKind::Numeric,
             SqlType::Bytea
             | SqlType::Uuid
+            | SqlType::Bit(_)
+            | SqlType::VarBit(_)
             | SqlType::Interval
             | SqlType::Vector(_)
             | SqlType::HalfVec(_)
@@ -435,6 +458,11 @@ impl SqlType {
             }
             (a, b) if a.is_temporal() && b.is_temporal() => Some(SqlType::TimestampTz),
             (SqlType::Vector(_), SqlType::Vector(_)) => Some(SqlType::Vector(None)),
+            // bit and varbit cast to each other implicitly; varbit is the preferred type.
+            (SqlType::Bit(_), SqlType::Bit(_)) => Some(SqlType::Bit(None)),
+            (SqlType::Bit(_) | SqlType::VarBit(_), SqlType::Bit(_) | SqlType::VarBit(_)) => {
+                Some(SqlType::VarBit(None))
+            }
             // vector to halfvec is pgvector's implicit cast (the reverse is assignment only).
             (SqlType::HalfVec(_), SqlType::HalfVec(_) | SqlType::Vector(_))
             | (SqlType::Vector(_), SqlType::HalfVec(_)) => Some(SqlType::HalfVec(None)),
@@ -509,6 +537,8 @@ pub enum Datum {
     Jsonb(Arc<Jsonb>),
     /// A uuid's 16 bytes, in the order they are written.
     Uuid([u8; UUID_LENGTH]),
+    /// A bit(n) or bit varying(n) value (types/bit.rs).
+    Bit(Arc<BitString>),
     /// An interval (`SqlType::Interval`).
     Interval(Interval),
     /// A time of day in microseconds since midnight, 0 to 24:00:00 (`SqlType::Time`).
@@ -608,6 +638,7 @@ impl Datum {
             (Object(a), Object(b)) => a.oid.cmp(&b.oid),
             (Jsonb(a), Jsonb(b)) => a.compare(b),
             (Uuid(a), Uuid(b)) => a.cmp(b),
+            (Bit(a), Bit(b)) => compare_bit_strings(a, b),
             (Interval(a), Interval(b)) => a.compare(b),
             (Time(a), Time(b)) => a.cmp(b),
             (Object(a), Int(b)) => i64::from(a.oid).cmp(b),
@@ -704,6 +735,10 @@ impl Datum {
                 out.push(9);
                 out.extend_from_slice(bytes);
             }
+            Datum::Bit(bits) => {
+                out.push(14);
+                out.extend_from_slice(&bit_storage_bytes(bits));
+            }
             Datum::Interval(interval) => {
                 // The normalised span: '1 mon' and '30 days' are equal, so one group.
                 out.push(10);
@@ -756,6 +791,7 @@ impl Datum {
             Datum::Bytes(bytes) => inline + bytes.len(),
             Datum::Vector(elements) => inline + std::mem::size_of_val(&**elements),
             Datum::HalfVec(elements) => inline + std::mem::size_of_val(&**elements),
+            Datum::Bit(bits) => inline + bits.bytes().len(),
             Datum::SparseVec(value) => inline + value.indices.len() * 8,
             Datum::Array(array) => {
                 inline + array.elements.iter().map(Datum::memory_size).sum::<usize>()
@@ -793,6 +829,7 @@ impl Datum {
             Datum::Object(object) => Value::Int(i64::from(object.oid)),
             Datum::Jsonb(value) => Value::Text(value.output()),
             Datum::Uuid(bytes) => Value::Bytes(bytes.to_vec()),
+            Datum::Bit(bits) => Value::Bytes(bit_storage_bytes(bits)),
             Datum::Interval(interval) => Value::Bytes(interval.storage_bytes()),
             Datum::Time(micros) => Value::Int(*micros),
         })
@@ -824,6 +861,7 @@ impl Datum {
                 SqlType::HalfVec(_) => halfvec_from_storage(bytes),
                 SqlType::SparseVec(_) => sparsevec_from_storage(bytes),
                 SqlType::Uuid => uuid_from_storage(bytes),
+                SqlType::Bit(_) | SqlType::VarBit(_) => bit_from_storage(bytes),
                 SqlType::Interval => Datum::Interval(Interval::from_storage(bytes)),
                 SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
                     array_from_storage(bytes, ty.array_element().expect("an array type"))
@@ -844,6 +882,8 @@ impl Datum {
                         | SqlType::HalfVec(_)
                         | SqlType::SparseVec(_)
                         | SqlType::Uuid
+                        | SqlType::Bit(_)
+                        | SqlType::VarBit(_)
                         | SqlType::Interval
                         | SqlType::Array(_)
                         | SqlType::Int2Vector
@@ -892,6 +932,7 @@ impl Datum {
             Datum::Object(object) => object.output(),
             Datum::Jsonb(value) => value.output(),
             Datum::Uuid(bytes) => format_uuid(bytes),
+            Datum::Bit(bits) => format_bit_string(bits),
             Datum::Interval(interval) => format_interval(interval),
             Datum::Time(micros) => format_time(*micros),
         })

@@ -379,6 +379,9 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         SqlType::Json => parse_json_text(text)?,
         SqlType::Jsonb => parse_jsonb(text)?,
         SqlType::Uuid => super::parse_uuid(text)?,
+        SqlType::Bit(_) | SqlType::VarBit(_) => {
+            super::apply_bit_typmod(&Arc::new(super::parse_bit_string(text)?), ty, false)?
+        }
         SqlType::Interval => Datum::Interval(parse_interval(text)?),
         SqlType::Time => Datum::Time(parse_time(text)?),
         // Names resolve through the catalog: the binder makes such input a cast the

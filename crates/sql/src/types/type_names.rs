@@ -37,6 +37,21 @@ pub(crate) fn modifier_length(type_name: &str, modifiers: &[String]) -> Result<O
     }
 }
 
+/// bit(n) (bit alone is bit(1)) and bit varying(n) / varbit(n) (no length: unlimited).
+fn bit_type(data_type: &ast::DataType) -> Result<SqlType> {
+    use ast::DataType as D;
+    Ok(match data_type {
+        D::Bit(length) => SqlType::Bit(Some(match length {
+            Some(length) => crate::types::bit_typmod("bit", *length)?,
+            None => 1,
+        })),
+        D::BitVarying(length) | D::VarBit(length) => SqlType::VarBit(
+            length.map(|length| crate::types::bit_typmod("varbit", length)).transpose()?,
+        ),
+        other => return Err(SqlError::internal(format!("{other} is not a bit type"))),
+    })
+}
+
 /// interval and time without time zone; their precision, interval's field qualifiers and
 /// time with time zone are not supported (0A000).
 fn interval_or_time(data_type: &ast::DataType) -> Result<SqlType> {
@@ -171,7 +186,8 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         D::Uuid => SqlType::Uuid,
         D::Interval { .. } | D::Time(..) => interval_or_time(data_type)?,
         // PostgreSQL's own types that tierdb has no values for yet: a missing feature.
-        D::Bit(_) | D::BitVarying(_) | D::TsVector | D::TsQuery => {
+        D::Bit(_) | D::BitVarying(_) | D::VarBit(_) => bit_type(data_type)?,
+        D::TsVector | D::TsQuery => {
             let name = data_type.to_string().to_lowercase();
             return Err(SqlError::unsupported(format!("type {name} is not supported")));
         }
@@ -267,10 +283,10 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (1182, "_date", -1),
     (1185, "_timestamptz", -1),
     (1231, "_numeric", -1),
-    // PostgreSQL's bit types are listed (drivers such as pgvector's register_vector look
-    // them up) but values of them are not supported yet: using one fails (0A000).
     (1560, "bit", -1),
+    (1561, "_bit", -1),
     (1562, "varbit", -1),
+    (1563, "_varbit", -1),
     (114, "json", -1),
     (199, "_json", -1),
     (3802, "jsonb", -1),
