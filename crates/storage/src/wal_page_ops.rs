@@ -158,7 +158,10 @@ fn check_end(start: u16, length: usize, what: &str) -> DecodeResult<()> {
 
 /// `base + delta` as a payload offset, or an error if it falls outside the payload.
 fn offset_from(base: u16, delta: i64, what: &str) -> DecodeResult<u16> {
-    let offset = i64::from(base) + delta;
+    // A hostile delta near i64::MAX must not overflow (a panic in checked builds).
+    let Some(offset) = i64::from(base).checked_add(delta) else {
+        return Err(format!("page {what} offset overflows base={base} delta={delta}"));
+    };
     match u16::try_from(offset) {
         Ok(offset) if usize::from(offset) <= PAGE_PAYLOAD_SIZE => Ok(offset),
         _ => Err(format!("page {what} offset outside the payload offset={offset}")),

@@ -224,15 +224,17 @@ pub(super) fn reorder_identity_options(sql: &str) -> Result<Option<String>> {
             return Err(SqlError::syntax("conflicting or redundant options"));
         }
         let (start, end) = (tokens[index + 2].offset, tokens[close].offset);
-        let text_of = |from: usize, to: usize| {
-            let to_offset = tokens.get(to + 1).map_or(sql.len(), |next| next.offset);
-            sql[tokens[from].offset..to_offset].trim_end().to_string()
-        };
+        // An option's tokens as written, without a comment after it (comments are
+        // whitespace to PostgreSQL's grammar).
+        let text_of = |from: usize, to: usize| sql[tokens[from].offset..tokens[to].end].to_string();
         let mut sorted = options.clone();
         sorted.sort_by_key(|option| option.0);
         let joined: Vec<String> = sorted.iter().map(|&(_, from, to)| text_of(from, to)).collect();
         let joined = joined.join(" ");
-        assert!(joined.len() <= end - start, "reordered options are longer than the original");
+        if joined.len() > end - start {
+            // Only a comma between options makes them longer: PostgreSQL's list has none.
+            return Err(SqlError::syntax("syntax error at or near \",\""));
+        }
         rewritten.replace_range(start..end, &format!("{joined:<width$}", width = end - start));
         moved = true;
     }
@@ -253,6 +255,19 @@ mod tests {
         assert_eq!(reorder_identity_options("CREATE TABLE t (a int)").unwrap(), None);
         assert!(reorder_identity_options(
             "CREATE TABLE t (a int GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME s))"
+        )
+        .is_err());
+        // A comment between options is whitespace; a comma is an error, never a panic.
+        assert_eq!(
+            reorder_identity_options(
+                "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY (START 10/**/INCREMENT 5))"
+            )
+            .unwrap()
+            .as_deref(),
+            Some("CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY (INCREMENT 5 START 10   ))")
+        );
+        assert!(reorder_identity_options(
+            "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY (START 10,INCREMENT 5))"
         )
         .is_err());
     }

@@ -5,10 +5,11 @@
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
-/// A token and the byte offset in the text where it starts.
+/// A token, the byte offset in the text where it starts and the one just past it.
 pub(super) struct Located {
     pub token: Token,
     pub offset: usize,
+    pub end: usize,
 }
 
 /// The text's tokens but whitespace and comments, with their byte offsets; None when the
@@ -22,13 +23,25 @@ pub(super) fn located_tokens(sql: &str) -> Option<Vec<Located>> {
         if matches!(token.token, Token::Whitespace(_)) {
             continue;
         }
-        let line = usize::try_from(token.span.start.line).ok()?.checked_sub(1)?;
-        let column = usize::try_from(token.span.start.column).ok()?.checked_sub(1)?;
-        let line_start = *line_starts.get(line)?;
-        let offset = line_start + sql[line_start..].char_indices().nth(column)?.0;
-        located.push(Located { token: token.token, offset });
+        let offset = byte_offset(sql, &line_starts, token.span.start)?;
+        let end = byte_offset(sql, &line_starts, token.span.end)?;
+        located.push(Located { token: token.token, offset, end });
     }
     Some(located)
+}
+
+/// The byte offset of a 1-based (line, column) location; the text's length just past its
+/// last character.
+fn byte_offset(
+    sql: &str,
+    line_starts: &[usize],
+    location: sqlparser::tokenizer::Location,
+) -> Option<usize> {
+    let line = usize::try_from(location.line).ok()?.checked_sub(1)?;
+    let column = usize::try_from(location.column).ok()?.checked_sub(1)?;
+    let line_start = *line_starts.get(line)?;
+    let mut characters = sql[line_start..].char_indices().map(|(index, _)| index);
+    Some(line_start + characters.nth(column).unwrap_or(sql.len() - line_start))
 }
 
 /// Whether `token` is the (unquoted) keyword `keyword`.

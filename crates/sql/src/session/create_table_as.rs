@@ -57,14 +57,12 @@ impl Session {
             return Err(SqlError::internal("CREATE TABLE AS insert: not an INSERT"));
         };
         insert.source = Some(Box::new(query.clone()));
-        let (mut bound, _) = self
+        let (bound, _) = self
             .bind(&statement, &[])?
             .ok_or_else(|| SqlError::internal("CREATE TABLE AS insert did not bind"))?;
-        // The query was bound before the table existed, so it cannot read it: its rows can
-        // stream into the table without being collected first.
-        if let Bound::Insert(insert) = &mut bound {
-            insert.stream_source = true;
-        }
+        // Binding decided whether the rows stream (`reads_only_other_tables`): a temp
+        // table's name shadows a permanent one's when the query is bound again here, so
+        // the query may name the new table itself.
         // Already in the statement's transaction (transactional_ddl).
         let (output, _) = self.run_bound(&bound, &[], false)?;
         match output {

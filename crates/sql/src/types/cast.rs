@@ -401,12 +401,12 @@ fn cast_to_interval_or_time(datum: Datum, from: &SqlType, to: &SqlType) -> Resul
 fn cast_to_bit_type(datum: &Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Result<Datum> {
     let bits = match datum {
         Datum::Bit(bits) => bits.clone(),
-        // An untyped literal is read without the typmod, which the length coercion applies
-        // next (padding when explicit); a text value goes through bit_in with the typmod,
-        // which never pads.
+        // Text (an untyped literal, or text / varchar by PostgreSQL's I/O cast) is read
+        // without the typmod, which the length coercion applies next: padding or
+        // truncating when explicit (`'101'::text::bit(4)` is 1010), 22026 otherwise.
         Datum::Text(text) => {
             let bits = Arc::new(parse_bit_string(text)?);
-            return apply_bit_typmod(&bits, to, explicit && *from == SqlType::Unknown);
+            return apply_bit_typmod(&bits, to, explicit);
         }
         Datum::Int(value)
             if matches!((from, to), (SqlType::Int4 | SqlType::Int8, SqlType::Bit(_))) =>
