@@ -78,6 +78,15 @@ pub struct ColumnMeta {
     pub identity: Option<Identity>,
 }
 
+impl ColumnMeta {
+    /// The sequence an identity column's DEFAULT calls (None for other columns).
+    pub fn identity_sequence(&self) -> Option<String> {
+        self.identity?;
+        let default = self.default.as_deref()?;
+        super::default_sequences(default).into_iter().next()
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Identity {
     Always,

@@ -562,12 +562,7 @@ fn check_identity_column(
     meta: &ColumnMeta,
     options: &[ast::ColumnOptionDef],
 ) -> Result<()> {
-    if !matches!(meta.ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8) {
-        return Err(SqlError::new(
-            "22023",
-            "identity column type must be smallint, integer, or bigint",
-        ));
-    }
+    super::identity::refuse_identity_type(&meta.ty)?;
     if options.iter().any(|option| matches!(option.option, ast::ColumnOption::Default(_))) {
         return Err(SqlError::syntax(format!(
             "both default and identity specified for column \"{}\" of table \"{table}\"",

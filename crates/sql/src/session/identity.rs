@@ -203,11 +203,7 @@ impl Session {
 /// column.
 fn identity_sequence(table: &TableMeta, position: usize) -> Result<String> {
     let column = &table.columns[position];
-    let sequence = column
-        .identity
-        .and(column.default.as_deref())
-        .and_then(|default| crate::catalog::default_sequences(default).into_iter().next());
-    sequence.ok_or_else(|| {
+    column.identity_sequence().ok_or_else(|| {
         SqlError::new(
             "55000",
             format!(

@@ -105,8 +105,7 @@ fn collation(ty: &SqlType) -> Option<&'static str> {
 /// implicit sequence's (made by earlier versions: from 1 by 1 to the type's maximum).
 fn identity_sequence(c: &super::ViewContext<'_>, column: &ColumnMeta) -> Option<SequenceMeta> {
     column.identity?;
-    let default = column.default.as_deref().unwrap_or_default();
-    let named = crate::catalog::default_sequences(default).into_iter().next();
+    let named = column.identity_sequence();
     if let Some(object) = named.and_then(|name| c.catalog.sequence_object(&name)) {
         return object.sequence.clone();
     }

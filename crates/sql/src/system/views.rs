@@ -285,6 +285,11 @@ fn relations<'a>(
         temp: None,
         has_triggers: false,
     }));
+    // The tables some FOREIGN KEY references (read once, not per table).
+    let referenced: std::collections::HashSet<&str> = tables
+        .iter()
+        .flat_map(|table| table.foreign_keys.iter().map(|key| key.referenced_table.as_str()))
+        .collect();
     for table in tables {
         let owner = catalog.table_acl(&table.name).owner;
         let temp = crate::catalog::split_temp_name(&table.name).map(|(session, _)| session);
@@ -299,9 +304,7 @@ fn relations<'a>(
             checks: table.checks.len(),
             temp,
             has_triggers: !table.foreign_keys.is_empty()
-                || tables.iter().any(|other| {
-                    other.foreign_keys.iter().any(|key| key.referenced_table == table.name)
-                }),
+                || referenced.contains(table.name.as_str()),
         });
         relations.extend(table.indexes.iter().map(|index| Relation {
             oid: index.oid,
