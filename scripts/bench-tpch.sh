@@ -6,8 +6,8 @@
 #   SF=0.1 REPS=3 TIMEOUT_S=600 MEMORY=1GB WORK_MEM=64MB scripts/bench-tpch.sh
 #
 # Data from tpchgen-cli (crates.io; installed with `cargo install tpchgen-cli --locked`
-# when it is not on PATH), loaded by COPY into both; PostgreSQL is ANALYZEd (tierdb's
-# planner is rule-based). Each query runs once to compare results (its output on both,
+# when it is not on PATH), loaded by COPY into both, both ANALYZEd (the planners of both
+# order joins by the statistics; design 020). Each query runs once to compare results (its output on both,
 # as psql -At prints it: equal, equal once sorted, or different), then REPS timed runs on
 # each system, alternating; a query that fails on tierdb is printed with its error, one that
 # passes TIMEOUT_S with TIMEOUT (statement_timeout on both). Prints a Markdown table of
@@ -79,7 +79,7 @@ load() { # LABEL PSQL...
 load PostgreSQL "${pg[@]}"
 "${pg[@]}" -c "VACUUM ANALYZE" >/dev/null
 load tierdb "${td[@]}"
-"${td[@]}" -c "VACUUM" >/dev/null 2>&1 || true
+"${td[@]}" -c "VACUUM ANALYZE" >/dev/null
 
 # run_query PSQL... : prints the query's rows (psql -At), or ERROR/TIMEOUT lines; with
 # TIMING=1 prints only the time in ms.

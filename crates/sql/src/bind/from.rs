@@ -94,7 +94,14 @@ impl<'a> Binder<'a> {
             let plan = if mine.is_empty() { plan } else { self.filter(plan, and_all(mine)) };
             plans.push(plan);
         }
-        // Join left to right.
+        // Join in the cheapest order found; left to right when none was searched (too many
+        // items, or a LATERAL one).
+        if !lateral.contains(&true) {
+            match self.join_by_cost(plans, &bounds, &mut conjuncts)? {
+                Ok(plan) => return Ok((plan, conjuncts)),
+                Err(unsearched) => plans = unsearched,
+            }
+        }
         let mut plans = plans.into_iter();
         let mut plan = plans.next().expect("FROM has an item");
         let mut end = bounds[0].1;
@@ -657,6 +664,20 @@ impl<'a> Binder<'a> {
         conjuncts: Vec<Expr>,
         left_width: usize,
     ) -> Result<Plan> {
+        self.join_by(left, right, kind, conjuncts, left_width, true)
+    }
+
+    /// `join`, reading the right side by index lookups only when `lookups` allows (the
+    /// cost-based order chose a hash join otherwise).
+    pub(crate) fn join_by(
+        &mut self,
+        left: Plan,
+        right: Plan,
+        kind: JoinKind,
+        conjuncts: Vec<Expr>,
+        left_width: usize,
+        lookups: bool,
+    ) -> Result<Plan> {
         let mut columns = left.columns.clone();
         columns.extend(right.columns.iter().cloned());
         if kind == JoinKind::Full {
@@ -668,7 +689,9 @@ impl<'a> Binder<'a> {
             if right_only.is_empty() { right } else { self.filter(right, and_all(right_only)) };
         let (left, right) = (Box::new(left), Box::new(right));
         // Index nested loop: the inner side is a table whose key the equalities pin.
-        let right = match index_lookup_inner(right, &equalities, left_width) {
+        let inner =
+            if lookups { index_lookup_inner(right, &equalities, left_width) } else { Err(right) };
+        let right = match inner {
             Ok(right) => {
                 let mut all_residual = residual;
                 all_residual.extend(equality_conditions(equalities));

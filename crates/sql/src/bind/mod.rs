@@ -18,6 +18,7 @@ mod dml;
 mod expr;
 mod from;
 mod grouping_sets;
+mod join_order;
 pub(crate) mod locking;
 mod namespace;
 mod on_conflict;
@@ -126,6 +127,9 @@ pub struct Binder<'a> {
     decorrelation: Option<decorrelate::Target>,
     /// References to scopes enclosing `decorrelation` resolved while it is bound.
     outer_references: usize,
+    /// Evaluates predicates on statistics for the join order's estimates (the session
+    /// sets the executor's; without one, default selectivities).
+    pub evaluator: Option<&'a dyn crate::optimize::Evaluate>,
 }
 
 impl<'a> Binder<'a> {
@@ -159,6 +163,7 @@ impl<'a> Binder<'a> {
             correlated_queries: HashMap::new(),
             decorrelation: None,
             outer_references: 0,
+            evaluator: None,
         }
     }
 

@@ -28,6 +28,7 @@ impl Binder<'_> {
         let query = crate::parse::parse_view_query(&definition.query)?;
         let mut inner = Binder::new(self.catalog, self.namespace.clone(), Vec::new());
         inner.next_id = self.next_id;
+        inner.evaluator = self.evaluator;
         inner.views_in_progress = self.views_in_progress.clone();
         inner.views_in_progress.push(view.name.clone());
         let bound = inner.query(&query);

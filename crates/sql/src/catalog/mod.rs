@@ -20,6 +20,7 @@ mod meta;
 mod roles;
 mod schema_grants;
 mod sequences;
+mod statistics;
 mod temp;
 mod transactional;
 mod verifier;
@@ -32,6 +33,7 @@ pub use meta::*;
 pub use roles::*;
 pub use schema_grants::*;
 pub use sequences::{default_sequences, SequenceMeta, SequenceState};
+pub use statistics::{ColumnStatistics, TableStatistics, COMMON_VALUES_MAX, HISTOGRAM_BOUNDS_MAX};
 pub use temp::*;
 pub use verifier::*;
 pub use views::{columns_read, view_uses_column};
@@ -97,6 +99,8 @@ pub struct Catalog {
     statement_stats: Arc<crate::stats::StatementStats>,
     /// The server's advisory locks (pg_advisory_lock and its family).
     advisory_locks: advisory::AdvisoryLocks,
+    /// ANALYZE's statistics by table name (statistics.rs).
+    statistics: RwLock<HashMap<String, Arc<statistics::TableStatistics>>>,
 }
 
 impl Catalog {
@@ -112,7 +116,13 @@ impl Catalog {
         if !names.iter().any(|name| name == sequences::SEQUENCE_STATES_TABLE) {
             engine.create_table(sequence_states_table())?;
         }
-        for internal in [ROLES_TABLE, GRANTS_TABLE, SCHEMA_GRANTS_TABLE, cluster::CLUSTER_TABLE] {
+        for internal in [
+            ROLES_TABLE,
+            GRANTS_TABLE,
+            SCHEMA_GRANTS_TABLE,
+            cluster::CLUSTER_TABLE,
+            statistics::STATISTICS_TABLE,
+        ] {
             if !names.iter().any(|name| name == internal) {
                 engine.create_table(text_key_table(internal, "definition", KeyKind::Text))?;
             }
@@ -133,11 +143,13 @@ impl Catalog {
             version: AtomicU64::new(1),
             statement_stats: Arc::new(crate::stats::StatementStats::default()),
             advisory_locks: advisory::AdvisoryLocks::default(),
+            statistics: RwLock::new(HashMap::new()),
         };
         catalog.load()?;
         catalog.load_roles()?;
         catalog.load_grants()?;
         catalog.load_schema_grants()?;
+        catalog.load_statistics()?;
         catalog.drop_crashed_temp_tables()?;
         catalog.drop_orphans()?;
         Ok(Arc::new(catalog))
@@ -348,6 +360,7 @@ impl Catalog {
         }
         transaction.commit()?;
         self.remove_table_acl(name)?;
+        self.remove_table_statistics(name)?;
         for sequence in &owned {
             self.remove_table_acl(&sequence.name)?;
             self.tables.write().remove(&sequence.name);
@@ -665,6 +678,7 @@ pub fn is_internal_table(name: &str) -> bool {
         GRANTS_TABLE,
         SCHEMA_GRANTS_TABLE,
         cluster::CLUSTER_TABLE,
+        statistics::STATISTICS_TABLE,
     ]
     .contains(&name)
 }

@@ -6,9 +6,17 @@ use crate::exec::{NodeStats, OperatorMemory, SortMethod};
 use crate::plan::{Access, Expr, JoinKind, Plan, PlanKind};
 use crate::types::Datum;
 
-pub fn render(plan: &Plan, stats: Option<&[NodeStats]>, buffers: bool) -> Vec<String> {
+/// The planner's estimated rows of a plan node (EXPLAIN's COSTS).
+pub type Estimate<'e> = &'e dyn Fn(&Plan) -> f64;
+
+pub fn render(
+    plan: &Plan,
+    stats: Option<&[NodeStats]>,
+    buffers: bool,
+    estimate: Option<Estimate<'_>>,
+) -> Vec<String> {
     let mut lines = Vec::new();
-    let mut render = Render { stats, buffers, subplans: 0 };
+    let mut render = Render { stats, buffers, subplans: 0, estimate };
     render.node(plan, 0, &mut lines);
     lines
 }
@@ -19,6 +27,8 @@ struct Render<'s> {
     stats: Option<&'s [NodeStats]>,
     buffers: bool,
     subplans: usize,
+    /// With COSTS (the default): each node's estimated rows.
+    estimate: Option<Estimate<'s>>,
 }
 
 /// An INSERT's, UPDATE's or DELETE's plan as PostgreSQL shows it: its own node on top
@@ -123,6 +133,10 @@ impl Render<'_> {
             if depth == 0 { String::new() } else { format!("{}->  ", "      ".repeat(depth - 1)) };
         let detail_indent = " ".repeat(if depth == 0 { 2 } else { 6 * depth + 2 });
         let mut line = format!("{indent}{}", title(plan));
+        if let Some(estimate) = self.estimate {
+            // Rounded as PostgreSQL prints rows (never below one).
+            line.push_str(&format!("  (rows={:.0})", estimate(plan).max(1.0)));
+        }
         if let Some(stats) = stats {
             let own = stats.get(plan.id).cloned().unwrap_or_default();
             let total = inclusive(plan, stats);
@@ -134,7 +148,8 @@ impl Render<'_> {
                 own.loops
             ));
             if own.loops == 0 {
-                line = format!("{indent}{}  (never executed)", title(plan));
+                line.truncate(line.rfind("  (actual").unwrap_or(line.len()));
+                line.push_str("  (never executed)");
             }
             lines.push(line);
             detail(plan, &detail_indent, lines);

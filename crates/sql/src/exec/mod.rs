@@ -45,6 +45,7 @@ pub(crate) use hash::*;
 pub(crate) use join::*;
 pub use objects::name_parts;
 pub use recursive::WorkTables;
+pub use rows::PlanningEvaluator;
 pub(crate) use scan::*;
 pub(crate) use sort::*;
 

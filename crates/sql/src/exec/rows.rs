@@ -119,3 +119,90 @@ pub(crate) fn apply_assignments(
     check_constraints(table, &new_row, ctx)?;
     Ok(new_row)
 }
+
+/// Session settings for evaluating expressions outside any session (the planner's
+/// estimates): none are set, none may be.
+struct NoSettings;
+
+impl crate::system::SessionSettings for NoSettings {
+    fn current(&self, _name: &str) -> Option<String> {
+        None
+    }
+
+    fn check(&self, name: &str, _value: &str) -> Result<String> {
+        Err(SqlError::unsupported(format!("setting \"{name}\" while planning")))
+    }
+
+    fn reset_value(&self, name: &str) -> Result<String> {
+        Err(SqlError::unsupported(format!("setting \"{name}\" while planning")))
+    }
+
+    fn rows(&self) -> Vec<crate::system::SettingRow> {
+        Vec::new()
+    }
+}
+
+/// Runs `body` with a context for row-independent, non-volatile expressions outside any
+/// session and transaction: the planner evaluates predicates on statistics' values with it
+/// (no subquery, parameter or setting is read there; a function that needs one fails, and
+/// the estimate falls back to a default).
+pub(crate) fn with_planning_ctx<T>(
+    catalog: &crate::catalog::Catalog,
+    body: impl FnOnce(&mut Ctx<'_>) -> T,
+) -> T {
+    let sequence_values = std::cell::RefCell::new(crate::system::SequenceValues::default());
+    let info = SessionInfo {
+        database: "",
+        user: "",
+        backend_pid: 0,
+        session_id: 0,
+        catalog,
+        vector_scan: tierdb_engine::NearestOptions::from(
+            tierdb_vector::hnsw::ScanOptions::unbounded(tierdb_vector::hnsw::EF_SEARCH_DEFAULT),
+        ),
+        hidden_tables: Vec::new(),
+        public_on_path: true,
+        referential_checks_off: false,
+        settings: &NoSettings,
+        setting_changes: std::cell::RefCell::default(),
+        sequence_values: &sequence_values,
+        sequence_refs: std::cell::RefCell::default(),
+    };
+    let budget = MemoryBudget::for_session(
+        1 << 20,
+        1.0,
+        std::sync::Arc::new(tierdb_storage::TempUsage::default()),
+    );
+    let mut ctx = detached_ctx(&[], &info, 0, &budget);
+    body(&mut ctx)
+}
+
+/// The executor's side of the planner's estimates (`optimize::Evaluate`): predicates of one
+/// column evaluated on statistics' values, outside any session.
+pub struct PlanningEvaluator<'a> {
+    pub catalog: &'a crate::catalog::Catalog,
+}
+
+impl crate::optimize::Evaluate for PlanningEvaluator<'_> {
+    fn accepted(
+        &self,
+        clauses: &[&crate::plan::Expr],
+        column: usize,
+        width: usize,
+        values: &[&Datum],
+    ) -> Option<Vec<bool>> {
+        with_planning_ctx(self.catalog, |ctx| {
+            let mut row = vec![Datum::Null; width];
+            values
+                .iter()
+                .map(|value| {
+                    row[column] = (*value).clone();
+                    clauses.iter().try_fold(true, |all, clause| {
+                        let result = super::eval(clause, &row, ctx).ok()?;
+                        Some(all && result.as_bool().unwrap_or(false))
+                    })
+                })
+                .collect()
+        })
+    }
+}

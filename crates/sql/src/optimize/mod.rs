@@ -2,7 +2,16 @@
 //! access paths and join methods (plan/); these passes run once per bound query, after it.
 //!
 //! - `prune_columns`: each table scan decodes only the columns read above it.
+//!
+//! And the estimates the binder plans joins by (design 020):
+//!
+//! - `Estimator`: rows of a plan and selectivities from ANALYZE's statistics.
+//! - `choose_join_order`: the cheapest order of a FROM list's joins.
 
 mod columns;
+mod estimate;
+mod join_order;
 
 pub use columns::prune_columns;
+pub use estimate::{Estimator, Evaluate};
+pub use join_order::{choose as choose_join_order, relations_read, Relation as JoinRelation};

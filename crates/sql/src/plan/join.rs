@@ -62,16 +62,17 @@ pub(crate) fn split_join_conjuncts(
     split
 }
 
-/// The right side read by index lookups with the left row as the probe: `Ok` with the scan
-/// given an access path when `right` is a full scan of a table whose key the equalities
-/// pin, else `Err(right)` unchanged.
-pub(crate) fn index_lookup_inner(
-    right: Box<Plan>,
+/// The access path by which `right` can be read with index lookups keyed by the left row
+/// (`equalities`: left expression, right expression over the combined row, the left side
+/// `left_width` wide): Some when `right` is a full scan of a table whose key the equalities
+/// pin.
+pub(crate) fn lookup_access(
+    right: &Plan,
     equalities: &[(Expr, Expr)],
     left_width: usize,
-) -> std::result::Result<Box<Plan>, Box<Plan>> {
+) -> Option<Access> {
     let PlanKind::Scan { table, access: Access::Full, .. } = &right.kind else {
-        return Err(right);
+        return None;
     };
     let keyed: Vec<Expr> = equalities
         .iter()
@@ -87,14 +88,27 @@ pub(crate) fn index_lookup_inner(
         })
         .collect();
     let access = choose_access(table, &keyed, Some(left_width));
-    if matches!(access, Access::Full) {
+    (!matches!(access, Access::Full)).then_some(access)
+}
+
+/// The right side read by index lookups with the left row as the probe: `Ok` with the scan
+/// given an access path when `right` is a full scan of a table whose key the equalities
+/// pin, else `Err(right)` unchanged.
+pub(crate) fn index_lookup_inner(
+    right: Box<Plan>,
+    equalities: &[(Expr, Expr)],
+    left_width: usize,
+) -> std::result::Result<Box<Plan>, Box<Plan>> {
+    let Some(access) = lookup_access(&right, equalities, left_width) else {
         return Err(right);
-    }
-    let table = table.clone();
-    let Plan { kind: PlanKind::Scan { filter, emit_key, backward, projection, .. }, columns, id } =
-        *right
+    };
+    let Plan {
+        kind: PlanKind::Scan { table, filter, emit_key, backward, projection, .. },
+        columns,
+        id,
+    } = *right
     else {
-        unreachable!("matched a scan above")
+        unreachable!("lookup_access accepts only a scan")
     };
     Ok(Box::new(Plan {
         kind: PlanKind::Scan { table, access, filter, emit_key, backward, projection },

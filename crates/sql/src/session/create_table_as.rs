@@ -24,6 +24,8 @@ impl Session {
             ));
         }
         let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
+        let evaluator = crate::exec::PlanningEvaluator { catalog: &self.catalog };
+        binder.evaluator = Some(&evaluator);
         let plan = binder.query(query)?;
         if !binder.finish_parameters().is_empty() {
             return Err(SqlError::new("42P02", "there is no parameter $1"));

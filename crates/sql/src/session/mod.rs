@@ -16,6 +16,7 @@
 //! snapshot is taken when the first query runs, as in PostgreSQL.
 
 mod alter_table;
+mod analyze;
 mod checks;
 mod columns;
 mod copy_binary;
@@ -479,6 +480,8 @@ impl Session {
         parameter_types: &[SqlType],
     ) -> Result<Option<(Bound, Vec<SqlType>)>> {
         let mut binder = Binder::new(&self.catalog, self.namespace(), parameter_types.to_vec());
+        let evaluator = crate::exec::PlanningEvaluator { catalog: &self.catalog };
+        binder.evaluator = Some(&evaluator);
         let bound = match statement {
             ast::Statement::Query(query) => Bound::Query(binder.query(query)?),
             ast::Statement::Insert(insert) => Bound::Insert(bind_insert(&mut binder, insert)?),

@@ -249,6 +249,7 @@ impl Session {
     ) -> Result<Output> {
         let mut analyze = analyze;
         let mut buffers = false;
+        let mut costs = true;
         for option in options.unwrap_or_default() {
             let enabled = match &option.arg {
                 None => true,
@@ -259,9 +260,11 @@ impl Session {
             match ident(&option.name).as_str() {
                 "analyze" => analyze = enabled,
                 "buffers" => buffers = enabled,
-                // Details of the text layout that tierdb's plans do not have (costs, output
-                // lists, settings, WAL counters): the plan shown is the same.
-                "verbose" | "costs" | "settings" | "wal" | "timing" | "summary" => {}
+                // COSTS: estimated rows (tierdb prints no cost units).
+                "costs" => costs = enabled,
+                // Details of the text layout that tierdb's plans do not have (output lists,
+                // settings, WAL counters): the plan shown is the same.
+                "verbose" | "settings" | "wal" | "timing" | "summary" => {}
                 "format" => {
                     let format = option.arg.as_ref().map(|arg| arg.to_string().to_lowercase());
                     if format.as_deref() != Some("text") {
@@ -283,6 +286,12 @@ impl Session {
         })?;
         let params = coerce_parameters(&parameters, params)?;
         let root = bound_plan(&bound);
+        let catalog = Arc::clone(&self.catalog);
+        let evaluator = crate::exec::PlanningEvaluator { catalog: &catalog };
+        let estimator =
+            crate::optimize::Estimator { catalog: &catalog, evaluator: Some(&evaluator) };
+        let estimate = |plan: &Plan| estimator.rows(plan);
+        let estimate = costs.then_some(&estimate as explain::Estimate<'_>);
         let with_modify = |lines: Vec<String>| match modify_node(&bound) {
             Some((title, details)) => explain::render_modify(title, details, lines),
             None => lines,
@@ -291,14 +300,14 @@ impl Session {
             let started = Instant::now();
             let (_, stats) =
                 self.in_transaction(|session| session.run_bound(&bound, &params, true))?;
-            let mut lines = with_modify(explain::render(root, Some(&stats), buffers));
+            let mut lines = with_modify(explain::render(root, Some(&stats), buffers, estimate));
             lines.push(format!(
                 "Execution Time: {:.3} ms",
                 started.elapsed().as_secs_f64() * 1000.0
             ));
             lines
         } else {
-            with_modify(explain::render(root, None, false))
+            with_modify(explain::render(root, None, false, estimate))
         };
         let rows = lines.into_iter().map(|line| vec![Datum::Text(line)]).collect::<Vec<_>>();
         let columns = vec![computed_column("QUERY PLAN", SqlType::Text)];

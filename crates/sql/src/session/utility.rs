@@ -10,18 +10,17 @@ impl Session {
         sink: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         match statement {
-            FrontStatement::Vacuum { tables, .. } => {
-                let tables: Vec<String> =
+            FrontStatement::Vacuum { tables, analyze } => {
+                let names: Vec<String> =
                     tables.iter().map(|table| self.temp_table_or(table)).collect();
-                self.vacuum(&tables)?;
+                self.vacuum(&names)?;
+                if *analyze {
+                    self.analyze(tables)?;
+                }
                 Ok(Output::command(CommandTag::Vacuum))
             }
             FrontStatement::Analyze { tables } => {
-                for table in tables {
-                    if self.catalog.table(&self.temp_table_or(table)).is_none() {
-                        return Err(SqlError::undefined_table(table));
-                    }
-                }
+                self.analyze(tables)?;
                 Ok(Output::command(CommandTag::Analyze))
             }
             FrontStatement::Reset { name } => {

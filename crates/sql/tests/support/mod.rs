@@ -49,7 +49,7 @@ pub fn rows(session: &mut Session, sql: &str) -> Result<Vec<Vec<Datum>>, SqlErro
 
 /// The lines of `EXPLAIN sql`, trimmed.
 pub fn explain_lines(session: &mut Session, sql: &str) -> Vec<String> {
-    rows(session, &format!("EXPLAIN {sql}"))
+    rows(session, &format!("EXPLAIN (COSTS OFF) {sql}"))
         .unwrap_or_else(|error| panic!("EXPLAIN {sql}: {error}"))
         .into_iter()
         .map(|row| match &row[..] {
