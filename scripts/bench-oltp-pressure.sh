@@ -23,7 +23,10 @@
 #               full-page images per transaction
 #   tierdb      WAL = tierdb_wal_bytes_total; data = tierdb_volume_bytes_written_total
 #               (segments from flushes and compaction, page-map chunks, manifests); also the
-#               server's /proc/PID/io write_bytes (adds tier writes and WAL file preparation)
+#               server's /proc/PID/io write_bytes, a cross-check only: it adds tier writes,
+#               and on kernels that cache files in large folios each small WAL write is
+#               accounted at the folio's size (measured: 170 MB/s accounted against about
+#               1 MB/s of WAL pwrite calls), so it can overstate by orders of magnitude
 # Writes that land between cells (a spread checkpoint going on while another system runs)
 # are in no cell: the "whole run" rows divide everything each system wrote from its first
 # cell to the end by its transactions.
