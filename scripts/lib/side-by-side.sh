@@ -6,7 +6,11 @@
 #   side_by_side_init NAME TOOL...   checks the tools (and curl, psql, postgres, $binary);
 #                                    sets work, pgbin, tierdb_port, metrics_port, pg_port
 #   start_postgres                   initdb and start, shared_buffers = $BUDGET_MB
-#   start_tierdb                     `tierdb serve`, buffer pool $BUDGET_MB; sets server
+#   start_postgres_at NAME PORT [SETTING=VALUE...]
+#                                    start the cluster in $work/NAME (initdb if it does not
+#                                    exist yet) on PORT with extra settings
+#   start_tierdb [FLAG...]           `tierdb serve`, buffer pool $BUDGET_MB, extra flags;
+#                                    sets server
 #
 # PORT_BASE picks the three ports (tierdb, its metrics, PostgreSQL); random by default.
 
@@ -28,19 +32,31 @@ side_by_side_init() { # name tool...
 
 side_by_side_cleanup() {
     if [[ -n "$server" ]]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-    if [[ -d "$work/pg" ]]; then runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" stop -m fast >/dev/null 2>&1 || true; fi
+    local cluster
+    for cluster in "$work"/pg*/; do
+        if [[ -f "$cluster/PG_VERSION" ]]; then runuser -u postgres -- "$pgbin/pg_ctl" -D "$cluster" stop -m fast >/dev/null 2>&1 || true; fi
+    done
     rm -rf "$work"
 }
 
 start_postgres() {
-    mkdir -p "$work/pg" "$work/pg-socket" && chown postgres "$work/pg" "$work/pg-socket"
-    runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -U postgres --auth=trust --locale=C.UTF-8 > /dev/null
-    runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg/server.log" -o "-p $pg_port -k $work/pg-socket -c listen_addresses=127.0.0.1 -c shared_buffers=${BUDGET_MB}MB -c max_connections=200" start > /dev/null
+    start_postgres_at pg "$pg_port"
 }
 
-start_tierdb() {
+start_postgres_at() { # name port [setting=value...]
+    local data="$work/$1" port="$2" options="" setting
+    shift 2
+    for setting in "$@"; do options+=" -c $setting"; done
+    mkdir -p "$data" "$work/pg-socket" && chown postgres "$data" "$work/pg-socket"
+    if [[ ! -f "$data/PG_VERSION" ]]; then
+        runuser -u postgres -- "$pgbin/initdb" -D "$data" -U postgres --auth=trust --locale=C.UTF-8 > /dev/null
+    fi
+    runuser -u postgres -- "$pgbin/pg_ctl" -D "$data" -l "$data/server.log" -o "-p $port -k $work/pg-socket -c listen_addresses=127.0.0.1 -c shared_buffers=${BUDGET_MB}MB -c max_connections=200$options" -w start > /dev/null
+}
+
+start_tierdb() { # [flag...]
     "$binary" serve --data-dir "$work/tierdb" --listen "127.0.0.1:$tierdb_port" --metrics-listen "127.0.0.1:$metrics_port" \
-        --buffer-pool "${BUDGET_MB}MB" --tier-size 1GB > "$work/tierdb.log" 2>&1 &
+        --buffer-pool "${BUDGET_MB}MB" --tier-size 1GB "$@" > "$work/tierdb.log" 2>&1 &
     server=$!
     local _
     for _ in $(seq 1 100); do grep -q "listening on" "$work/tierdb.log" && break; sleep 0.1; done

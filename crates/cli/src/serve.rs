@@ -41,6 +41,13 @@ pub struct ServeArgs {
     /// Keep the WAL on the volume.
     #[arg(long, env = "TIERDB_WAL_ON_VOLUME")]
     wal_on_volume: Option<bool>,
+    /// Checkpoint at least this often, in milliseconds (default 30000).
+    #[arg(long, env = "TIERDB_CHECKPOINT_INTERVAL_MS")]
+    checkpoint_interval_ms: Option<u64>,
+    /// Checkpoint after this much WAL since the last one; older dirty pages are written
+    /// (suffixes accepted; default 256MB).
+    #[arg(long, env = "TIERDB_CHECKPOINT_WAL_SIZE")]
+    checkpoint_wal_size: Option<String>,
     /// Default work_mem (suffixes accepted).
     #[arg(long, env = "TIERDB_WORK_MEM")]
     work_mem: Option<String>,
@@ -166,6 +173,12 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     }
     if let Some(value) = args.wal_on_volume {
         config.wal_on_volume = value;
+    }
+    if let Some(value) = args.checkpoint_interval_ms {
+        config.checkpoint_interval_ms = value;
+    }
+    if let Some(value) = &args.checkpoint_wal_size {
+        config.checkpoint_wal_bytes = bytes(value)?;
     }
     if let Some(value) = &args.work_mem {
         config.work_mem_bytes = bytes(value)?;

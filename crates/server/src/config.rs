@@ -39,6 +39,12 @@ pub struct ServerConfig {
     pub s3_secret_access_key: String,
     /// Put the WAL on the volume (survives loss of the machine; slower commits).
     pub wal_on_volume: bool,
+    /// The background writer checkpoints at least this often (PostgreSQL's
+    /// checkpoint_timeout; default 30 s).
+    pub checkpoint_interval_ms: u64,
+    /// ... and after this much WAL since the last checkpoint; pages dirty since further back
+    /// are written (PostgreSQL's max_wal_size plays this part; default 256 MiB).
+    pub checkpoint_wal_bytes: u64,
     /// Per-operator memory budget of sorts, hash joins and aggregations.
     pub work_mem_bytes: u64,
     /// Directory of temporary files (default: `temp` beside the tier file).
@@ -157,6 +163,8 @@ impl Default for ServerConfig {
             s3_access_key_id: String::new(),
             s3_secret_access_key: String::new(),
             wal_on_volume: false,
+            checkpoint_interval_ms: 30_000,
+            checkpoint_wal_bytes: 256 << 20,
             work_mem_bytes: 4 << 20,
             temp_dir: String::new(),
             temp_quota_bytes: 64 << 30,

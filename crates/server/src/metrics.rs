@@ -135,6 +135,46 @@ fn render_capacity(out: &mut String, status: &tierdb_storage::capacity::Capacity
 }
 
 /// The metrics text.
+/// What the page store writes, by cause: the figures behind write amplification.
+fn render_store_writes(out: &mut String, stats: &tierdb_storage::StoreStats) {
+    let writes = [
+        (
+            "tierdb_store_pages_flushed_total",
+            "Dirty pages written into new segments.",
+            &stats.pages_flushed,
+        ),
+        (
+            "tierdb_store_foreground_pages_flushed_total",
+            "Of those, pages written by a session that found no clean frame.",
+            &stats.foreground_pages_flushed,
+        ),
+        (
+            "tierdb_store_pages_compacted_total",
+            "Live pages rewritten by compaction.",
+            &stats.pages_compacted,
+        ),
+        (
+            "tierdb_store_segment_bytes_written_total",
+            "Bytes of segments written (flushes and compaction).",
+            &stats.segment_bytes_written,
+        ),
+        ("tierdb_store_checkpoints_total", "Checkpoints.", &stats.checkpoints),
+        (
+            "tierdb_store_checkpoint_bytes_written_total",
+            "Bytes of page-map chunks and manifests written.",
+            &stats.checkpoint_bytes_written,
+        ),
+        (
+            "tierdb_store_logical_bytes_changed_total",
+            "Payload bytes changed by mini-transactions.",
+            &stats.logical_bytes_changed,
+        ),
+    ];
+    for (name, help, counter) in writes {
+        metric(out, name, "counter", help, counter.get());
+    }
+}
+
 pub fn render(shared: &Shared) -> String {
     let store = shared.catalog.engine().store();
     let mut out = String::new();
@@ -298,6 +338,7 @@ pub fn render(shared: &Shared) -> String {
         "Page reads from durable storage.",
         stats.volume_reads.get(),
     );
+    render_store_writes(&mut out, stats);
     let temp_space = store.temp_space();
     let temp = temp_space.stats();
     let temp_metrics = [

@@ -46,6 +46,8 @@ fn store_config(config: &ServerConfig) -> Result<StoreConfig, String> {
         None => config.operator_memory_bytes,
     };
     store.wal_in_volume = config.wal_on_volume;
+    store.checkpoint_interval = Duration::from_millis(config.checkpoint_interval_ms);
+    store.checkpoint_wal_bytes = config.checkpoint_wal_bytes;
     store.tier = if config.tier_bytes == 0 {
         None
     } else {

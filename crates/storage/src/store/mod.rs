@@ -147,6 +147,9 @@ pub(crate) fn frames_for(bytes: u64) -> usize {
 pub struct StoreStats {
     pub flushes: Counter,
     pub pages_flushed: Counter,
+    /// Of `pages_flushed`, those written by a thread that needed a frame and found none clean
+    /// (PostgreSQL's `buffers_backend`): the background writer fell behind.
+    pub foreground_pages_flushed: Counter,
     pub segments_written: Counter,
     pub segment_bytes_written: Counter,
     pub checkpoints: Counter,
@@ -535,7 +538,11 @@ impl StoreInner {
                             }
                             std::thread::sleep(Duration::from_micros(200));
                         }
-                        Ok(_) => {}
+                        Ok(written) => {
+                            self.stats
+                                .foreground_pages_flushed
+                                .add(crate::codec::usize_to_u64(written));
+                        }
                         Err(error) if error.is_disk_full() => {
                             // Out-of-place writes need free space, so a full disk would
                             // otherwise fail reads too: lend a frame beyond the target.
