@@ -486,19 +486,17 @@ pub enum WalLocation {
     Local { directory: PathBuf, opener: DeviceOpener },
     /// Objects on the volume: every acknowledged commit is in the object store.
     Volume(Arc<dyn Volume>),
-    /// Nowhere: an unlogged store (temp tables, docs/design/019-temp-tables.md) is never
+    /// Nowhere (`DiscardWalSink`): an unlogged store (temp tables, design 019) is never
     /// recovered, so its few records (map updates) are dropped and nothing is ever read.
     Discard,
 }
 
 /// The sink of `WalLocation::Discard`: every write is "durable" at once and costs nothing.
 struct DiscardWalSink;
-
 impl WalSink for DiscardWalSink {
     fn write(&mut self, _start: Lsn, _bytes: &[u8]) -> Result<()> {
         Ok(())
     }
-
     fn truncate_before(&mut self, _lsn: Lsn) -> Result<()> {
         Ok(())
     }
