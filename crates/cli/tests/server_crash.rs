@@ -396,9 +396,20 @@ fn engine_temp_tables(data_dir: &std::path::Path) -> Vec<String> {
     names.into_iter().filter(|name| name.starts_with("pg_temp_")).collect()
 }
 
+/// The unlogged stores of temp tables (`tierdb-tables-<pid>-<n>`) in a server's temp space
+/// (`--tier-size 0`: `<data dir>/tier/temp`).
+fn temp_table_stores(data_dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(data_dir.join("tier").join("temp")) else {
+        return Vec::new();
+    };
+    let names = entries.map(|entry| entry.expect("entry").file_name().to_string_lossy().into());
+    names.filter(|name: &String| name.starts_with(tierdb_storage::TABLE_STORE_PREFIX)).collect()
+}
+
 /// Temp tables of a session alive at SIGKILL (one committed with rows and an index, one
-/// created by an open block): after the restart nothing of them is visible and their engine
-/// tables (their storage) are gone, dropped at startup before any session runs.
+/// created by an open block): their rows were in the temp space's unlogged store, which the
+/// restart removes; their definitions are dropped at startup before any session runs, so
+/// nothing of them is visible, and the engine catalog never named them.
 #[tokio::test(flavor = "multi_thread")]
 async fn temp_tables_are_gone_after_sigkill() {
     let no_tier = ["--tier-size", "0"];
@@ -420,9 +431,11 @@ async fn temp_tables_are_gone_after_sigkill() {
         .expect("a temp table in an open block");
     let data_dir = server.kill();
     drop(client);
-    let left = engine_temp_tables(data_dir.path());
-    assert_eq!(left.len(), 2, "the temp tables' storage is there before the restart: {left:?}");
+    let stores = temp_table_stores(data_dir.path());
+    assert_eq!(stores.len(), 1, "the temp tables' store is there before the restart: {stores:?}");
     let server = TestServer::start_in(data_dir, &no_tier);
+    let stores = temp_table_stores(server.data_dir.path());
+    assert_eq!(stores, Vec::<String>::new(), "the restart removed the dead process's store");
     let client = server.connect().await;
     let temp: i64 = client
         .query_one("SELECT count(*) FROM pg_class WHERE relpersistence = 't'", &[])
@@ -442,5 +455,7 @@ async fn temp_tables_are_gone_after_sigkill() {
     client.batch_execute("DROP TABLE tmp_crash").await.expect("drop");
     drop(client);
     let data_dir = server.stop();
+    let stores = temp_table_stores(data_dir.path());
+    assert_eq!(stores, Vec::<String>::new(), "no temp table left: the store went with the last");
     assert_eq!(engine_temp_tables(data_dir.path()), Vec::<String>::new());
 }

@@ -353,6 +353,12 @@ pub fn render(shared: &Shared) -> String {
         ("tierdb_temp_bytes", "gauge", "Bytes temporary files hold.", temp.bytes_in_use),
         ("tierdb_temp_quota_bytes", "gauge", "Bytes temporary files may hold.", temp.quota_bytes),
         (
+            "tierdb_temp_table_bytes",
+            "gauge",
+            "Bytes temp tables hold in the temp space.",
+            temp.table_bytes,
+        ),
+        (
             "tierdb_operator_memory_bytes",
             "gauge",
             "Memory sorts and hash tables hold.",

@@ -119,3 +119,56 @@ fn a_temp_table_hides_the_permanent_one_from_pg_table_is_visible() {
         assert_eq!(rows(session, sql).unwrap(), vec![vec![Datum::Text("p".into())]]);
     });
 }
+
+/// A temp table's rows are not WAL-logged and live in the temp space (design 019, "Unlogged
+/// storage"): loading 20,000 rows of 200 bytes into one adds only the transaction's commit
+/// record to the WAL, while the same load into a permanent table logs more than the rows'
+/// bytes; its pages are in the temp tables' store, not the main store's pool, and once
+/// written they are counted in tierdb_stat_temp.table_bytes. The last temp table's drop
+/// takes the store (and its directory) with it.
+#[test]
+fn a_temp_table_load_writes_no_wal_and_lives_in_the_temp_space() {
+    const ROWS: i64 = 20_000;
+    const PAYLOAD_BYTES: i64 = 200;
+    with_session(|session| {
+        setup(
+            session,
+            &[
+                "CREATE TEMP TABLE loaded (id int PRIMARY KEY, payload text)",
+                "CREATE TABLE kept (id int PRIMARY KEY, payload text)",
+            ],
+        );
+        let engine = std::sync::Arc::clone(session.catalog().engine());
+        let wal_bytes = || i64::try_from(engine.store().wal_stats().bytes.get()).unwrap();
+        let load = |table: &str| {
+            format!(
+                "INSERT INTO {table} SELECT g, repeat('x', {PAYLOAD_BYTES}) \
+                 FROM generate_series(1, {ROWS}) g"
+            )
+        };
+        let main_pages_before = engine.store().stats().mtr_commits.get();
+        let before = wal_bytes();
+        setup(session, &[&load("loaded")]);
+        let temp_wal_bytes = wal_bytes() - before;
+        let main_mtrs = engine.store().stats().mtr_commits.get() - main_pages_before;
+        let before = wal_bytes();
+        setup(session, &[&load("kept")]);
+        let kept_wal_bytes = wal_bytes() - before;
+        let data_bytes = ROWS * PAYLOAD_BYTES;
+        assert!(kept_wal_bytes > data_bytes, "a permanent load logs its rows: {kept_wal_bytes}");
+        assert!(temp_wal_bytes < 1024, "a temp load logs its commit only: {temp_wal_bytes}");
+        assert!(main_mtrs < 10, "the main store's pages are not changed: {main_mtrs} mtrs");
+        let temp_store = engine.temp_table_store().expect("opened by CREATE TEMP TABLE");
+        assert!(temp_store.stats().mtr_commits.get() > 0, "the rows went to the temp store");
+        temp_store.flush_all().unwrap();
+        let table_bytes = count(session, "SELECT table_bytes FROM tierdb_stat_temp");
+        assert!(table_bytes > data_bytes, "the pages are in the temp space: {table_bytes}");
+        let in_use = count(session, "SELECT bytes_in_use FROM tierdb_stat_temp");
+        assert!(in_use >= table_bytes, "under the temp space's quota: {in_use}");
+        let read = "SELECT count(*) FROM loaded WHERE length(payload) = 200";
+        assert_eq!(count(session, read), ROWS);
+        drop(temp_store);
+        setup(session, &["DROP TABLE loaded"]);
+        assert!(engine.temp_table_store().is_none(), "the last temp table took the store");
+    });
+}

@@ -29,8 +29,9 @@ pub use store::{
     Mtr, MtrSlot, PageStore, ReadAheadStats, SpaceUsage, StoreConfig, StoreStats, TierConfig,
 };
 pub use temp::{
-    MemoryGrant, MemoryPool, TempConfig, TempReader, TempRun, TempSpace, TempStats, TempUsage,
-    TempWriter, MEMORY_GRANT_STEP_BYTES, TEMP_BLOCK_BYTES, TEMP_FILE_PREFIX,
+    MemoryGrant, MemoryPool, TempConfig, TempReader, TempRun, TempSpace, TempStats,
+    TempTableVolume, TempUsage, TempWriter, MEMORY_GRANT_STEP_BYTES, TABLE_STORE_PREFIX,
+    TEMP_BLOCK_BYTES, TEMP_FILE_PREFIX,
 };
 pub use tier::{TierCache, TierLookup, TierStats};
 pub use volume::{

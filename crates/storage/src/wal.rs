@@ -486,6 +486,20 @@ pub enum WalLocation {
     Local { directory: PathBuf, opener: DeviceOpener },
     /// Objects on the volume: every acknowledged commit is in the object store.
     Volume(Arc<dyn Volume>),
+    /// Nowhere (`DiscardWalSink`): an unlogged store (temp tables, design 019) is never
+    /// recovered, so its few records (map updates) are dropped and nothing is ever read.
+    Discard,
+}
+
+/// The sink of `WalLocation::Discard`: every write is "durable" at once and costs nothing.
+struct DiscardWalSink;
+impl WalSink for DiscardWalSink {
+    fn write(&mut self, _start: Lsn, _bytes: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn truncate_before(&mut self, _lsn: Lsn) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Reads the log from `from` to its valid end, calling `visit` for each record, and returns
@@ -499,6 +513,7 @@ pub(crate) fn recover(
     match location {
         WalLocation::Local { directory, opener } => recover_local(directory, opener, from, visit),
         WalLocation::Volume(volume) => recover_volume(volume, from, visit),
+        WalLocation::Discard => Ok((Box::new(DiscardWalSink), Lsn::ZERO)),
     }
 }
 
@@ -1053,6 +1068,7 @@ pub(crate) fn replay(
                 regions.push((start, volume.get(&object_name(start, end))?));
             }
         }
+        WalLocation::Discard => {}
     }
     for (start, bytes) in regions {
         let skip = u64_to_usize(from.0.saturating_sub(start.0)).min(bytes.len());

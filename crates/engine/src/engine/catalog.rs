@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use tierdb_access::{BTree, Direction, KeyColumn, KeyKind};
 use tierdb_common::PageId;
+use tierdb_storage::PageStore;
 
 use crate::error::{EngineError, Result};
 use crate::row::{decode_row, decode_versions, encode_row, Value, Version};
@@ -289,7 +290,8 @@ impl Shared {
         for entry in self.catalog.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (_, value) = entry?;
             let (def, layout, tree, index_trees, vector_indexes) = decode_def(&value)?;
-            let table = self.open_table(def, layout, tree, &index_trees, vector_indexes)?;
+            let store = Arc::clone(&self.store);
+            let table = self.open_table(&store, def, layout, tree, &index_trees, vector_indexes)?;
             tables.insert(table.def.name.clone(), TableHandle::new(table));
         }
         Ok(())
@@ -297,6 +299,7 @@ impl Shared {
 
     fn open_table(
         &self,
+        store: &Arc<PageStore>,
         def: TableDef,
         layout: Layout,
         tree_meta: PageId,
@@ -305,17 +308,17 @@ impl Shared {
     ) -> Result<Arc<Table>> {
         let mut vector_indexes = Vec::with_capacity(vector_entries.len());
         for (def, meta) in vector_entries {
-            vector_indexes.push(Arc::new(self.open_vector_index(def, meta)?));
+            vector_indexes.push(Arc::new(self.open_vector_index(store, def, meta)?));
         }
         let mut indexes = Vec::with_capacity(def.indexes.len());
         for (index, &tree) in def.indexes.iter().zip(index_trees) {
             indexes.push(Arc::new(index_handle(
                 &def,
                 index.clone(),
-                BTree::open(Arc::clone(&self.store), tree)?,
+                BTree::open(Arc::clone(store), tree)?,
             )));
         }
-        let tree = BTree::open(Arc::clone(&self.store), tree_meta)?;
+        let tree = BTree::open(Arc::clone(store), tree_meta)?;
         let key_columns = match &def.primary_key {
             Some(columns) => columns
                 .iter()
@@ -341,8 +344,9 @@ impl Shared {
         }))
     }
 
-    /// Creates a table (durably, outside any transaction).
-    pub(super) fn create_table(&self, def: TableDef) -> Result<()> {
+    /// Creates a table (durably, outside any transaction), or a temp table: in the temp
+    /// tables' store, without a catalog entry (nothing logged, nothing left after a crash).
+    pub(super) fn create_table(&self, def: TableDef, temporary: bool) -> Result<()> {
         let mut tables = self.tables.write();
         if tables.contains_key(&def.name) {
             return Err(EngineError::DuplicateTable { name: def.name });
@@ -363,16 +367,20 @@ impl Shared {
                 detail: "index column out of range".to_string(),
             });
         }
-        let tree = BTree::create(Arc::clone(&self.store))?;
+        let store = if temporary { self.temp_store()? } else { Arc::clone(&self.store) };
+        let tree = BTree::create(Arc::clone(&store))?;
         let mut index_trees = Vec::with_capacity(def.indexes.len());
         for _ in &def.indexes {
-            index_trees.push(BTree::create(Arc::clone(&self.store))?.meta_page());
+            index_trees.push(BTree::create(Arc::clone(&store))?.meta_page());
         }
         let layout = Layout::identity(def.columns.iter().map(|column| column.kind).collect());
-        let entry = encode_def(&def, &layout, tree.meta_page(), &index_trees, &[]);
-        let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
-        self.store.wait_durable(lsn)?;
-        let table = self.open_table(def, layout, tree.meta_page(), &index_trees, Vec::new())?;
+        if !temporary {
+            let entry = encode_def(&def, &layout, tree.meta_page(), &index_trees, &[]);
+            let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
+            self.store.wait_durable(lsn)?;
+        }
+        let meta = tree.meta_page();
+        let table = self.open_table(&store, def, layout, meta, &index_trees, Vec::new())?;
         tables.insert(table.def.name.clone(), TableHandle::new(table));
         Ok(())
     }
@@ -435,15 +443,20 @@ impl Shared {
         })
     }
 
-    /// Writes a table's catalog entry and waits until it is durable.
+    /// Writes the catalog entry of a new version of `table` and waits until it is durable;
+    /// nothing for a temp table, which has no entry.
     fn write_catalog(
         &self,
+        table: &Table,
         def: &TableDef,
         layout: &Layout,
         tree: PageId,
         indexes: &[Arc<Index>],
         vector_indexes: &[Arc<VectorIndex>],
     ) -> Result<()> {
+        if self.is_temporary(table) {
+            return Ok(());
+        }
         let index_trees: Vec<PageId> = indexes.iter().map(|index| index.tree.meta_page()).collect();
         let vector_entries: Vec<VectorEntry> = vector_indexes
             .iter()
@@ -461,8 +474,19 @@ impl Shared {
     pub(super) fn drop_table(&self, name: &str) -> Result<()> {
         let _ddl = self.ddl.write();
         let mut tables = self.tables.write();
-        if !tables.contains_key(name) {
+        let Some(handle) = tables.get(name) else {
             return Err(EngineError::UndefinedTable { name: name.to_string() });
+        };
+        if self.is_temporary(&*handle.table()?) {
+            // No catalog entry. The store cannot free pages: they stay until the store goes,
+            // which is when the last temp table does (and the last handle of one).
+            tables.remove(name).expect("checked above").mark_dropped();
+            let temporary =
+                |handle: &TableHandle| handle.table().is_ok_and(|table| self.is_temporary(&table));
+            if !tables.values().any(temporary) {
+                *self.temp_store.lock() = None;
+            }
+            return Ok(());
         }
         let Some((_, lsn)) = self.catalog.delete(name.as_bytes())? else {
             return Err(EngineError::Corrupt {
@@ -481,18 +505,20 @@ impl Shared {
         let _ddl = self.ddl.write();
         let slot = self.handle(name)?;
         let old = slot.table()?;
-        let tree = BTree::create(Arc::clone(&self.store))?;
+        let store = old.tree.store();
+        let tree = BTree::create(Arc::clone(store))?;
         let mut indexes = Vec::with_capacity(old.indexes.len());
         for index in &old.indexes {
-            let fresh = BTree::create(Arc::clone(&self.store))?;
+            let fresh = BTree::create(Arc::clone(store))?;
             indexes.push(Arc::new(index_handle(&old.def, index.def.clone(), fresh)));
         }
         let mut vector_indexes = Vec::with_capacity(old.vector_indexes.len());
         for index in &old.vector_indexes {
-            let graph = VectorGraph::create(&self.store, &index.def, index.graph.centers())?;
+            let graph = VectorGraph::create(store, &index.def, index.graph.centers())?;
             vector_indexes.push(Arc::new(VectorIndex { def: index.def.clone(), graph }));
         }
-        self.write_catalog(&old.def, &old.layout, tree.meta_page(), &indexes, &vector_indexes)?;
+        let meta = tree.meta_page();
+        self.write_catalog(&old, &old.def, &old.layout, meta, &indexes, &vector_indexes)?;
         let layout = Arc::clone(&old.layout);
         slot.replace(Self::derived_handle(
             &old,
@@ -566,7 +592,7 @@ impl Shared {
                 build.push(entry, &key, live)?;
             }
         }
-        let tree = build.finish()?;
+        let tree = build.finish(old.tree.store())?;
         let mut new_def = old.def.clone();
         new_def.indexes.push(def.clone());
         let mut indexes = old.indexes.clone();
@@ -584,7 +610,8 @@ impl Shared {
         indexes: Vec<Arc<Index>>,
         vector_indexes: Vec<Arc<VectorIndex>>,
     ) -> Result<()> {
-        self.write_catalog(&def, &old.layout, old.tree.meta_page(), &indexes, &vector_indexes)?;
+        let meta = old.tree.meta_page();
+        self.write_catalog(old, &def, &old.layout, meta, &indexes, &vector_indexes)?;
         let (layout, tree) = (Arc::clone(&old.layout), old.tree.clone());
         slot.replace(Self::derived_handle(old, def, layout, tree, indexes, vector_indexes));
         Ok(())
@@ -678,10 +705,12 @@ impl Shared {
                 Arc::clone(index)
             } else {
                 let def = VectorIndexDef { column, ..index.def.clone() };
-                Arc::new(self.open_vector_index(def, index.graph.meta_page())?)
+                let meta = index.graph.meta_page();
+                Arc::new(self.open_vector_index(old.tree.store(), def, meta)?)
             });
         }
-        self.write_catalog(&new_def, &layout, old.tree.meta_page(), &indexes, &vector_indexes)?;
+        let meta = old.tree.meta_page();
+        self.write_catalog(&old, &new_def, &layout, meta, &indexes, &vector_indexes)?;
         let tree = old.tree.clone();
         let layout = Arc::new(layout);
         slot.replace(Self::derived_handle(&old, new_def, layout, tree, indexes, vector_indexes));

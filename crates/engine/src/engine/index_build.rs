@@ -214,7 +214,6 @@ type RecordSort = ExternalSort<BuildRecord, fn(&BuildRecord, &BuildRecord) -> st
 
 /// One build in progress: the sort the backfill pass feeds, its progress entry and counters.
 pub(super) struct IndexBuild<'a> {
-    store: &'a Arc<PageStore>,
     sort: RecordSort,
     progress: ProgressGuard<'a>,
     unique: bool,
@@ -270,7 +269,6 @@ impl<'a> IndexBuild<'a> {
         });
         tracing::info!(table, index, memory_bytes = options.memory_bytes, "index build started");
         IndexBuild {
-            store,
             sort,
             progress,
             unique,
@@ -300,10 +298,11 @@ impl<'a> IndexBuild<'a> {
         Ok(())
     }
 
-    /// Sorts the entries and bulk loads them into a new tree; 23505 (`UniqueViolation`) if
+    /// Sorts the entries and bulk loads them into a new tree in `tree_store` (the table's:
+    /// a temp table's index goes to the temp tables' store); 23505 (`UniqueViolation`) if
     /// two live rows of a unique index have equal values.
-    pub(super) fn finish(self) -> Result<tierdb_access::BTree> {
-        let IndexBuild { store, sort, progress, unique, mut log } = self;
+    pub(super) fn finish(self, tree_store: &Arc<PageStore>) -> Result<tierdb_access::BTree> {
+        let IndexBuild { sort, progress, unique, mut log } = self;
         progress.update(|progress| progress.phase = IndexBuildPhase::Sorting);
         let sorted = sort.finish()?;
         let stats = sorted.stats();
@@ -322,7 +321,7 @@ impl<'a> IndexBuild<'a> {
             loaded: 0,
             error: None,
         };
-        let tree = tierdb_access::BTree::bulk_load(Arc::clone(store), &mut loader);
+        let tree = tierdb_access::BTree::bulk_load(Arc::clone(tree_store), &mut loader);
         if let Some(error) = loader.error {
             return Err(error);
         }

@@ -62,9 +62,17 @@ pub use vector_index::{NearestOptions, NearestScan};
 /// writers of different rows rarely share a mutex, and the memory stays bounded.
 const ROW_LOCK_STRIPES: usize = 1024;
 
+/// The buffer pool of the temp tables' store (`Shared::temp_store`): PostgreSQL gives each
+/// session 8 MB of local buffers (`temp_buffers`); these frames serve every session's temp
+/// tables and never hold a page of the main store, nor does the main pool hold theirs.
+pub const TEMP_TABLE_BUFFER_BYTES: u64 = 32 << 20;
+
 /// What the engine's handle, its transactions and its purge thread share.
 pub(crate) struct Shared {
     store: Arc<PageStore>,
+    /// The unlogged store temp tables live in (docs/design/019-temp-tables.md), opened at
+    /// the first CREATE TEMP TABLE in the temp space's directory; dropped with the engine.
+    temp_store: Mutex<Option<Arc<PageStore>>>,
     txns: TxnManager,
     catalog: BTree,
     /// The tables by name: each a `TableHandle` that DDL updates in place (index DDL and
@@ -123,6 +131,7 @@ impl Shared {
         let purged_at_shutdown = fresh || root.flags & ROOT_FLAG_PURGED != 0;
         let engine = Shared {
             store,
+            temp_store: Mutex::new(None),
             txns,
             catalog,
             tables: RwLock::new(HashMap::new()),
@@ -187,6 +196,23 @@ impl Shared {
         Ok(catalog.meta_page())
     }
 
+    /// The temp tables' store, opened at first use.
+    fn temp_store(&self) -> Result<Arc<PageStore>> {
+        let mut slot = self.temp_store.lock();
+        if let Some(store) = &*slot {
+            return Ok(Arc::clone(store));
+        }
+        let store =
+            Arc::new(PageStore::open_unlogged(self.store.temp_space(), TEMP_TABLE_BUFFER_BYTES)?);
+        *slot = Some(Arc::clone(&store));
+        Ok(store)
+    }
+
+    /// Whether `table` is a temp table: its trees are in the temp tables' store.
+    fn is_temporary(&self, table: &table::Table) -> bool {
+        !Arc::ptr_eq(table.tree.store(), &self.store)
+    }
+
     /// Starts a transaction.
     fn begin(self: &Arc<Shared>, isolation: IsolationLevel) -> Result<Transaction> {
         if self.closed.load(Ordering::Acquire) {
@@ -226,7 +252,20 @@ impl Engine {
     }
 
     pub fn create_table(&self, def: TableDef) -> Result<()> {
-        self.shared.create_table(def)
+        self.shared.create_table(def, false)
+    }
+
+    /// Creates a temp table (docs/design/019-temp-tables.md): in the unlogged store of the
+    /// temp space, with no catalog entry, so nothing about it is logged and no restart
+    /// finds it. Used like any table until `drop_table` (or the engine's end) removes it.
+    pub fn create_temp_table(&self, def: TableDef) -> Result<()> {
+        self.shared.create_table(def, true)
+    }
+
+    /// The temp tables' store, if a temp table was ever created (its buffer pool and
+    /// counters, for tests and statistics).
+    pub fn temp_table_store(&self) -> Option<Arc<PageStore>> {
+        self.shared.temp_store.lock().clone()
     }
 
     pub fn table_names(&self) -> Vec<String> {

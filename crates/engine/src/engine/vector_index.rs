@@ -218,7 +218,8 @@ impl Shared {
             VectorMethod::Hnsw => Vec::new(),
             VectorMethod::IvfFlat { lists } => self.ivfflat_centers(table, &def, lists)?,
         };
-        let index = VectorIndex { graph: VectorGraph::create(&self.store, &def, &centers)?, def };
+        let graph = VectorGraph::create(table.tree.store(), &def, &centers)?;
+        let index = VectorIndex { graph, def };
         // The build keeps the vectors it inserted (up to the session's maintenance_work_mem),
         // so that each is read from its page once instead of at every distance to it.
         if let VectorGraph::Hnsw(graph) = &index.graph {
@@ -299,12 +300,15 @@ impl Shared {
         Ok(count)
     }
 
+    /// Opens the vector index `def` whose graph's meta page is `meta` in `store` (its
+    /// table's).
     pub(super) fn open_vector_index(
         &self,
+        store: &Arc<tierdb_storage::PageStore>,
         def: VectorIndexDef,
         meta: PageId,
     ) -> Result<VectorIndex> {
-        let store = Arc::clone(&self.store);
+        let store = Arc::clone(store);
         let graph = match def.method {
             VectorMethod::Hnsw => VectorGraph::Hnsw(Hnsw::open(store, meta)?),
             VectorMethod::IvfFlat { .. } => VectorGraph::IvfFlat(IvfFlat::open(store, meta)?),

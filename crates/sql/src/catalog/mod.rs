@@ -334,12 +334,13 @@ impl Catalog {
         for key in &mut meta.foreign_keys {
             key.oid = self.next_oid()?;
         }
-        self.engine.create_table(TableDef {
-            name: meta.name.clone(),
-            columns,
-            primary_key,
-            indexes,
-        })?;
+        let def = TableDef { name: meta.name.clone(), columns, primary_key, indexes };
+        if split_temp_name(&meta.name).is_some() {
+            // Unlogged, in the temp space (docs/design/019-temp-tables.md).
+            self.engine.create_temp_table(def)?;
+        } else {
+            self.engine.create_table(def)?;
+        }
         self.store_meta_in(transaction, &meta)?;
         self.uncommitted.write().insert(meta.name.clone(), session);
         self.publish(meta);
@@ -348,7 +349,12 @@ impl Catalog {
 
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let Some(meta) = self.table(name) else { return Err(SqlError::undefined_table(name)) };
-        self.engine.drop_table(name)?;
+        match self.engine.drop_table(name) {
+            // A temp table at startup: its engine table went with the process (design 019).
+            Err(tierdb_engine::EngineError::UndefinedTable { .. })
+                if split_temp_name(name).is_some() => {}
+            outcome => outcome?,
+        }
         let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
         transaction.delete(TABLES_TABLE, &[Value::Text(name.to_string())])?;
         self.delete_sequences(&mut transaction, &meta)?;

@@ -82,8 +82,9 @@ impl Catalog {
         names
     }
 
-    /// At startup: the temp tables a crash left (their sessions are gone) are dropped, their
-    /// definition rows, engine tables and privileges, before any session runs.
+    /// At startup: the temp tables a crash left (their sessions are gone) are dropped: their
+    /// definition rows, owned sequences and privileges; their rows were in the temp tables'
+    /// store, which went with the process (`Engine::create_temp_table`).
     pub(super) fn drop_crashed_temp_tables(&self) -> Result<()> {
         let names: Vec<String> = self
             .tables
@@ -97,14 +98,6 @@ impl Catalog {
                 continue;
             }
             tracing::info!(table = %name, "dropping a temporary table left by a crash");
-            if !self.engine.table_names().contains(&name) {
-                // The engine table is gone already (a drop cut by the crash): only the row.
-                let mut transaction = self.engine.begin(IsolationLevel::ReadCommitted)?;
-                transaction.delete(TABLES_TABLE, &[Value::Text(name.clone())])?;
-                transaction.commit()?;
-                self.tables.write().remove(&name);
-                continue;
-            }
             self.drop_table(&name)?;
         }
         Ok(())

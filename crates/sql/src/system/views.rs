@@ -1143,6 +1143,7 @@ pub static VIEWS: &[SystemView] = &[
         files_open: Int8 = counter(space.stats().files_open),
         bytes_in_use: Int8 = counter(space.stats().bytes_in_use),
         quota_bytes: Int8 = counter(space.stats().quota_bytes),
+        table_bytes: Int8 = counter(space.stats().table_bytes),
         operator_memory_bytes: Int8 = counter(crate::convert::count_u64(space.memory().used_bytes())),
         operator_memory_limit_bytes: Int8 = counter(crate::convert::count_u64(space.memory().limit_bytes())),
     }),

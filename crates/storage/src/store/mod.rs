@@ -219,6 +219,9 @@ pub(crate) struct StoreInner {
     pub stats: StoreStats,
     /// Distinct pages touched recently, per level (design 015).
     pub working_set: crate::capacity::WorkingSet,
+    /// An unlogged store (`PageStore::open_unlogged`): mini-transactions append no WAL
+    /// record, and the store's directory is removed when it is dropped.
+    pub unlogged: bool,
     _lock_file: File,
 }
 
@@ -249,8 +252,41 @@ impl PageStore {
     /// Opens the store, running crash recovery: loads the newest manifest and page map,
     /// replays the WAL, and deletes segments no durable state references.
     pub fn open(config: StoreConfig) -> Result<PageStore> {
+        Self::open_with(config, None)
+    }
+
+    /// Opens a store for temp tables (docs/design/019-temp-tables.md, "Unlogged storage"):
+    /// a fresh directory `tierdb-tables-<pid>-<n>` in the temp space's directory holding its
+    /// segments (charged to the temp space's quota: `TempSpace::table_bytes`), its own
+    /// buffer pool of `buffer_pool_bytes` (so temp pages never evict cached pages of the
+    /// main store), no tier and no WAL: nothing in it survives the process. The directory is
+    /// removed when the store is dropped; one a crash left is removed by the next
+    /// `TempSpace::open` (its lock file is no longer held).
+    pub fn open_unlogged(
+        temp: &Arc<crate::temp::TempSpace>,
+        buffer_pool_bytes: u64,
+    ) -> Result<PageStore> {
+        let dir = temp.next_table_store_dir();
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|error| StorageError::local_io("rmdir", &dir, error))?;
+        }
+        let local = crate::volume::LocalVolume::open(dir.join("volume"))?;
+        // TempTableVolume turns syncs off: nothing is read after a restart.
+        let volume = crate::temp::TempTableVolume::new(local, Arc::clone(temp));
+        let mut config = StoreConfig::with_volume(dir, Arc::new(volume));
+        config.tier = None;
+        config.buffer_pool_bytes = buffer_pool_bytes;
+        // `config.temp` is not used: the store shares `temp` (its quota, its counters).
+        Self::open_with(config, Some(Arc::clone(temp)))
+    }
+
+    fn open_with(
+        config: StoreConfig,
+        unlogged: Option<Arc<crate::temp::TempSpace>>,
+    ) -> Result<PageStore> {
         let lock_file = lock_data_dir(&config.data_dir)?;
-        let inner = recovery::recover(config, lock_file)?;
+        let inner = recovery::recover(config, lock_file, unlogged)?;
         let unit = CapacityUnit::new(CAPACITY_UNIT_DEFAULT_BYTES);
         let current = Capacity::holding(inner.config.buffer_pool_bytes, unit.buffer_pool_bytes());
         let inner = Arc::new(inner);
@@ -454,6 +490,14 @@ impl PageStore {
 impl Drop for PageStore {
     fn drop(&mut self) {
         self.stop_background();
+        if self.inner.unlogged {
+            // Nothing in an unlogged store outlives it (its pages were the temp tables of
+            // sessions that are gone with it).
+            let dir = &self.inner.config.data_dir;
+            if let Err(error) = std::fs::remove_dir_all(dir) {
+                tracing::warn!(%error, dir = %dir.display(), "removing a temp table store failed");
+            }
+        }
     }
 }
 

@@ -191,18 +191,28 @@ impl<'store> Mtr<'store> {
         self.store.check_poisoned()?;
         self.store.check_space()?;
         let logical: usize = self.ops.iter().map(PageOp::changed_bytes).sum();
-        let record = WalRecord::PageOps(std::mem::take(&mut self.ops));
         let store = self.store;
         let mut newly_dirty = Vec::new();
         let pages = &mut self.pages;
-        let end = store.wal.append_with(&record, |start, end| {
+        let mut mark = |start: Lsn, end: Lsn| {
             for page in pages.iter_mut().flatten().filter(|page| page.changed) {
                 page.guard.set_lsn(end);
                 if store.mark_dirty(&page.pin, start) {
                     newly_dirty.push(page.page_id);
                 }
             }
-        })?;
+        };
+        let end = if store.unlogged {
+            // No record: an unlogged store is never recovered (its directory goes with the
+            // process), so its pages need no redo and no ordering against a checkpoint.
+            self.ops.clear();
+            let end = store.wal.appended_lsn();
+            mark(end, end);
+            end
+        } else {
+            let record = WalRecord::PageOps(std::mem::take(&mut self.ops));
+            store.wal.append_with(&record, mark)?
+        };
         self.committed = true;
         if let Some(tier) = &store.tier {
             for page_id in &newly_dirty {

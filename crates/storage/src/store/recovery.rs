@@ -31,7 +31,13 @@ use crate::tier::TierCache;
 use crate::volume::{MeteredVolume, Volume};
 use crate::wal::{self, PageOp, Wal, WalLocation, WalRecord};
 
-pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner> {
+/// `unlogged`: the temp space of the server an unlogged store (temp tables) belongs to; such
+/// a store starts empty in a fresh directory, logs nothing and shares that temp space.
+pub(super) fn recover(
+    config: StoreConfig,
+    lock_file: File,
+    unlogged: Option<Arc<crate::temp::TempSpace>>,
+) -> Result<StoreInner> {
     let volume = Arc::new(MeteredVolume::new(Arc::clone(&config.volume)));
     let (manifest, highest_sequence) = load_newest_manifest(&volume)?;
     let mut map = PageMap::default();
@@ -48,7 +54,9 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
             "segment named by the manifest is missing",
         ));
     }
-    let wal_location = if config.wal_in_volume {
+    let wal_location = if unlogged.is_some() {
+        WalLocation::Discard
+    } else if config.wal_in_volume {
         WalLocation::Volume(Arc::clone(&volume) as Arc<dyn Volume>)
     } else {
         WalLocation::Local {
@@ -101,7 +109,10 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
     checkpoint_state.sequence =
         checkpoint_state.sequence.max(highest_chunk_sequence).max(highest_sequence);
     let tier = open_tier(&config)?;
-    let temp = crate::temp::TempSpace::open(&config.temp)?;
+    let temp = match &unlogged {
+        Some(temp) => Arc::clone(temp),
+        None => crate::temp::TempSpace::open(&config.temp)?,
+    };
     let next_segment = [
         manifest.as_ref().map_or(1, |manifest| manifest.next_segment.0),
         listed.iter().next_back().map_or(1, |segment| segment.0 + 1),
@@ -131,6 +142,7 @@ pub(super) fn recover(config: StoreConfig, lock_file: File) -> Result<StoreInner
         wake: (Mutex::new(false), Condvar::new()),
         stats: StoreStats::default(),
         working_set: crate::capacity::WorkingSet::new(),
+        unlogged: unlogged.is_some(),
         volume,
         config,
         _lock_file: lock_file,
