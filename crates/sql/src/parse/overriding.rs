@@ -26,9 +26,12 @@ pub enum Overriding {
     User,
 }
 
+/// A text with its OVERRIDING clauses blanked, and the INSERTs they belonged to.
+type Blanked = (String, Vec<(usize, Overriding)>);
+
 /// The text with each `OVERRIDING ... VALUE` blanked, and the byte offsets of the INSERT
 /// keywords they belong to with their kind; None when the text has none.
-pub(super) fn blank_overriding(sql: &str) -> Result<Option<(String, Vec<(usize, Overriding)>)>> {
+pub(super) fn blank_overriding(sql: &str) -> Result<Option<Blanked>> {
     if !sql.to_ascii_lowercase().contains("overriding") {
         return Ok(None);
     }

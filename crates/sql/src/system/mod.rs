@@ -50,7 +50,6 @@ use crate::types::{Row, SqlType};
 pub(crate) use describe::*;
 pub use sequences::{SequenceRef, SequenceValues};
 pub use user_views::view_definition;
-pub(crate) use views::DATABASE;
 pub use views::VIEWS;
 
 /// The first OID of the system views that are not PostgreSQL catalogs.
