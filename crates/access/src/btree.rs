@@ -36,6 +36,9 @@ use crate::node::{
 
 const META_MAGIC: &[u8; 4] = b"TBT1";
 const ANCHOR_MAGIC: &[u8; 4] = b"TBF1";
+/// Where the anchor page keeps the count of pages the tree took from the store (u64; 0 in
+/// trees created before the count existed). Bytes 4..12 hold the free list's head.
+const ANCHOR_PAGES_OFFSET: usize = 12;
 /// Largest value: an operation is one WAL record, bounded at 16 MiB.
 pub const VALUE_BYTES_MAX: usize = 8 << 20;
 const NODE_CAPACITY: usize = PAGE_PAYLOAD_SIZE - HEADER_BYTES;
@@ -316,6 +319,8 @@ impl BTree {
         write_payload(&mut mtr, root_slot, &build_leaf(&[]));
         let mut anchor_bytes = [0u8; 20];
         anchor_bytes[..4].copy_from_slice(ANCHOR_MAGIC);
+        // The meta, anchor and root pages are the tree's first pages.
+        anchor_bytes[ANCHOR_PAGES_OFFSET..].copy_from_slice(&3_u64.to_le_bytes());
         mtr.write(anchor_slot, 0, &anchor_bytes);
         write_meta(&mut mtr, meta_slot, &Meta { root, height: 1, anchor });
         mtr.commit()?;
@@ -331,6 +336,19 @@ impl BTree {
 
     pub fn meta_page(&self) -> PageId {
         self.meta
+    }
+
+    /// The pages the tree holds: its meta and free-list anchor pages, its nodes, overflow
+    /// pages and free list (PostgreSQL's relation size counts the pages a relation's file
+    /// holds, free ones too). None for a tree created before the anchor kept the count.
+    pub fn page_count(&self) -> Result<Option<u64>> {
+        let page = self.store.read(self.anchor)?;
+        let payload = page.payload();
+        if &payload[..4] != ANCHOR_MAGIC {
+            return Err(corrupt(self.anchor, "not a free-list anchor"));
+        }
+        let pages = get_u64(payload, ANCHOR_PAGES_OFFSET);
+        Ok((pages != 0).then_some(pages))
     }
 
     /// Levels in the tree (1: the root is a leaf).
@@ -680,6 +698,12 @@ impl BTree {
     fn allocate_page(&self, mtr: &mut Mtr<'_>, page_type: PageType) -> Result<(MtrSlot, PageId)> {
         let (anchor_slot, head) = self.latch_anchor(mtr)?;
         if head == PageId::INVALID {
+            // A page from the store: one more page the tree holds (pages it frees stay
+            // in its free list). A tree from before the count has 0 and keeps it.
+            let pages = get_u64(mtr.page(anchor_slot).payload(), ANCHOR_PAGES_OFFSET);
+            if pages != 0 {
+                mtr.write(anchor_slot, ANCHOR_PAGES_OFFSET, &(pages + 1).to_le_bytes());
+            }
             return Ok(mtr.allocate(page_type)?);
         }
         let slot = mtr.latch(head)?;

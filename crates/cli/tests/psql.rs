@@ -300,3 +300,49 @@ fn psql_lists_databases_roles_and_tablespaces() {
     let output = psql(&server, "\\drds");
     assert!(output.trim().is_empty(), "{output}");
 }
+
+/// One value of a query, as psql prints it unaligned without headers.
+fn scalar(server: &TestServer, query: &str) -> String {
+    let output = run_psql(server, &["-t", "-A"], query);
+    assert!(output.status.success(), "{query}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+#[test]
+fn psql_describe_sizes() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    setup(&server);
+    psql(
+        &server,
+        "INSERT INTO items SELECT g, 'item ' || g, g, NULL, 'c' || g \
+         FROM generate_series(1, 3000) g",
+    );
+    // The sizes are the pages the trees hold: an empty table's tree has its meta, free-list
+    // anchor and root pages; 3,000 rows take more, and their indexes have pages of their own.
+    assert_eq!(scalar(&server, "SELECT pg_table_size('other')"), "24576");
+    let check = "SELECT pg_table_size('items') > 10 * pg_table_size('other'), \
+                 pg_indexes_size('items') > 2 * 24576, \
+                 pg_total_relation_size('items') = pg_table_size('items') + pg_indexes_size('items'), \
+                 pg_relation_size('items') = pg_table_size('items'), \
+                 pg_relation_size('items', 'fsm'), pg_indexes_size('items_pkey')";
+    assert_eq!(scalar(&server, check), "t|t|t|t|0|0");
+    let before = scalar(&server, "SELECT pg_relation_size('items_name_idx')");
+    psql(&server, "INSERT INTO items SELECT g, repeat('n', 200) || g, g, NULL, NULL FROM generate_series(3001, 6000) g");
+    let after = scalar(&server, "SELECT pg_relation_size('items_name_idx')");
+    let parse = |text: &str| text.parse::<i64>().expect("a size");
+    assert!(parse(&after) > parse(&before), "the index grew: {before} -> {after}");
+    // psql's \dt+, \di+ and \l+ show them through pg_size_pretty.
+    let output = psql(&server, "\\dt+");
+    let items = scalar(&server, "SELECT pg_size_pretty(pg_table_size('items'))");
+    assert!(line_with(&output, &["items", "table", "permanent", &items]).is_some(), "{output}");
+    assert!(line_with(&output, &["other", "table", "permanent", "24 kB"]).is_some(), "{output}");
+    let output = psql(&server, "\\di+");
+    // The primary key is the table's own tree (clustered): its pages are the table's.
+    assert!(line_with(&output, &["items_pkey", "index", "items", "0 bytes"]).is_some(), "{output}");
+    let name = scalar(&server, "SELECT pg_size_pretty(pg_relation_size('items_name_idx'))");
+    assert!(line_with(&output, &["items_name_idx", "index", "items", &name]).is_some(), "{output}");
+    let output = psql(&server, "\\l+");
+    let line = line_with(&output, &["tierdb", "UTF8", "pg_default"]).expect("\\l+ lists tierdb");
+    assert!(line.contains(" kB") || line.contains(" MB"), "{output}");
+}

@@ -51,8 +51,8 @@ pub use index_build::{
 };
 pub use purge::PurgeStats;
 pub use table::{
-    ColumnDef, IndexDef, Projection, RowKey, RowPage, TableDef, TableHandle, TableRef,
-    VectorIndexDef, VectorMethod,
+    ColumnDef, IndexDef, Projection, RelationPages, RowKey, RowPage, TableDef, TableHandle,
+    TableRef, VectorIndexDef, VectorMethod,
 };
 pub use transaction::{ConflictArbiters, InsertOutcome, Transaction, INSERT_BATCH_ROWS_MAX};
 pub use vector_check::VectorIndexCheck;

@@ -221,6 +221,21 @@ impl TableHandle {
         Ok(current)
     }
 
+    /// The pages the table's trees hold (pg_relation_size and its kin): the table's, then
+    /// each index's by name, B+tree indexes first. None for a tree from before the page
+    /// count existed and for a vector index (its pages are not counted).
+    pub fn relation_pages(&self) -> Result<RelationPages> {
+        let table = self.table()?;
+        let mut indexes = Vec::with_capacity(table.indexes.len() + table.vector_indexes.len());
+        for index in &table.indexes {
+            indexes.push((index.def.name.clone(), index.tree.page_count()?));
+        }
+        for index in &table.vector_indexes {
+            indexes.push((index.def.name.clone(), None));
+        }
+        Ok(RelationPages { table: table.tree.page_count()?, indexes })
+    }
+
     /// Swaps in a new version of the same table (DDL, under the exclusive DDL lock).
     pub(super) fn replace(&self, table: Arc<Table>) {
         let mut current = self.slot.current.write();
@@ -240,6 +255,14 @@ impl std::fmt::Debug for TableHandle {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.debug_struct("TableHandle").field("name", &self.slot.name).finish()
     }
+}
+
+/// The pages a table and its indexes hold (`TableHandle::relation_pages`).
+#[derive(Clone, Debug)]
+pub struct RelationPages {
+    pub table: Option<u64>,
+    /// (index name, pages).
+    pub indexes: Vec<(String, Option<u64>)>,
 }
 
 /// How a transaction's read or write names its table: a `TableHandle` resolved once (the

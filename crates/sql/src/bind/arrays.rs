@@ -244,7 +244,7 @@ pub(crate) fn array_containment(
 }
 
 /// The comparison an operator written with ANY/ALL denotes.
-fn compare_operator(op: &ast::BinaryOperator) -> Option<CompareOp> {
+pub(crate) fn compare_operator(op: &ast::BinaryOperator) -> Option<CompareOp> {
     use ast::BinaryOperator as B;
     Some(match op {
         B::Eq => CompareOp::Eq,

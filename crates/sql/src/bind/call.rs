@@ -2,10 +2,6 @@
 
 use super::*;
 
-/// PostgreSQL's relation size functions, refused with 0A000.
-const RELATION_SIZE_FUNCTIONS: &[&str] =
-    &["pg_relation_size", "pg_total_relation_size", "pg_table_size", "pg_indexes_size"];
-
 impl<'a> Binder<'a> {
     pub(crate) fn function(
         &mut self,
@@ -30,11 +26,6 @@ impl<'a> Binder<'a> {
                 let ty = crate::types::array_of(&element)?;
                 return Ok((Expr::ArraySubquery { plan, correlated, id }, ty));
             }
-        }
-        if RELATION_SIZE_FUNCTIONS.contains(&name.as_str()) {
-            // tierdb does not count a relation's pages yet; a made-up size (it answered 0)
-            // would mislead every tool that reads it.
-            return Err(SqlError::unsupported(format!("{name} is not supported")));
         }
         let (args, distinct, star) = call_arguments(function, &name)?;
         if is_set_function(&name) && !distinct && !star {

@@ -5,6 +5,7 @@ use super::assignments::{
     assignable, assignment_error, bind_assignments, bind_defaults, is_default_keyword,
 };
 use super::*;
+use crate::parse::overriding::Overriding;
 use crate::plan::{DeletePlan, InsertPlan, UpdatePlan};
 
 pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Result<InsertPlan> {
@@ -39,7 +40,10 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
             })
             .collect::<Result<Vec<usize>>>()?
     };
-    check_identity_values(&table, &targets, insert.source.as_deref())?;
+    let overriding = crate::parse::overriding::overriding(insert);
+    if overriding.is_none() {
+        check_identity_values(&table, &targets, insert.source.as_deref())?;
+    }
     let defaults = bind_defaults(binder, &table)?;
     let target_types: Vec<SqlType> =
         targets.iter().map(|&target| table.columns[target].ty.clone()).collect();
@@ -113,6 +117,10 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
         },
     };
     let targets = targets[..source.arity().min(targets.len())].to_vec();
+    let source = match overriding {
+        Some(Overriding::User) => identity_defaults(binder, source, &table, &targets, &defaults),
+        _ => source,
+    };
     let on_conflict = match &insert.on {
         None => None,
         Some(ast::OnInsert::OnConflict(on_conflict)) => Some(super::on_conflict::bind_on_conflict(
@@ -143,8 +151,34 @@ fn reads_only_other_tables(binder: &Binder<'_>, query: &ast::Query, target: &Tab
     other.is_continue()
 }
 
-/// A GENERATED ALWAYS AS IDENTITY column takes only DEFAULT (PostgreSQL's 428C9; tierdb's
-/// parser has no OVERRIDING SYSTEM VALUE, so the override is a syntax error, never ignored).
+/// OVERRIDING USER VALUE: the values given for identity columns replaced by their
+/// sequences' (the given ones were bound and type-checked, as PostgreSQL's parser does,
+/// but are not evaluated).
+fn identity_defaults(
+    binder: &mut Binder<'_>,
+    source: Plan,
+    table: &BoundTable,
+    targets: &[usize],
+    defaults: &[Option<Expr>],
+) -> Plan {
+    let is_identity = |target: usize| table.columns[target].identity.is_some();
+    if !targets.iter().any(|&target| is_identity(target)) {
+        return source;
+    }
+    let exprs = targets
+        .iter()
+        .enumerate()
+        .map(|(index, &target)| match (&defaults[target], is_identity(target)) {
+            (Some(default), true) => default.clone(),
+            _ => Expr::Column(index),
+        })
+        .collect();
+    let columns = source.columns.clone();
+    binder.plan(crate::plan::PlanKind::Project { input: Box::new(source), exprs }, columns)
+}
+
+/// Without OVERRIDING SYSTEM VALUE, a GENERATED ALWAYS AS IDENTITY column takes only
+/// DEFAULT (PostgreSQL's 428C9).
 fn check_identity_values(
     table: &BoundTable,
     targets: &[usize],

@@ -254,30 +254,14 @@ impl<'a> Binder<'a> {
                     SqlType::Bool,
                 ))
             }
-            ast::Expr::InSubquery { expr: inner, subquery, negated } => {
-                let (value, value_ty) = self.expr(inner, scope, None)?;
-                let (plan, correlated) = self.subquery(subquery, scope)?;
-                if plan.arity() != 1 {
-                    return Err(SqlError::syntax("subquery has too many columns"));
-                }
-                let subquery_ty = plan.columns[0].ty.clone();
-                let value = if value_ty == SqlType::Unknown {
-                    coerce(value, &value_ty, &subquery_ty, false)?
-                } else {
-                    value
-                };
-                let id = self.id();
-                Ok((
-                    Expr::InSubquery {
-                        expr: Box::new(value),
-                        plan,
-                        negated: *negated,
-                        correlated,
-                        id,
-                    },
-                    SqlType::Bool,
-                ))
-            }
+            ast::Expr::InSubquery { expr: inner, subquery, negated } => self.subquery_comparison(
+                inner,
+                CompareOp::Eq,
+                Quantifier::Any,
+                *negated,
+                subquery,
+                scope,
+            ),
             ast::Expr::Exists { subquery, negated } => {
                 let (plan, correlated) = self.subquery(subquery, scope)?;
                 let id = self.id();
@@ -385,6 +369,25 @@ impl<'a> Binder<'a> {
                 self.subscript(root, access_chain, scope)
             }
             ast::Expr::Array(array) => self.array_constructor(array, scope, hint),
+            ast::Expr::AnyOp { left, compare_op, right, .. }
+            | ast::Expr::AllOp { left, compare_op, right }
+                if matches!(right.as_ref(), ast::Expr::Subquery(_)) =>
+            {
+                let ast::Expr::Subquery(query) = right.as_ref() else {
+                    unreachable!("matched above");
+                };
+                let quantifier = if matches!(expr, ast::Expr::AllOp { .. }) {
+                    Quantifier::All
+                } else {
+                    Quantifier::Any
+                };
+                let op = arrays::compare_operator(compare_op).ok_or_else(|| {
+                    SqlError::unsupported(format!(
+                        "operator {compare_op} with a subquery is not supported"
+                    ))
+                })?;
+                self.subquery_comparison(left, op, quantifier, false, query, scope)
+            }
             ast::Expr::AnyOp { left, compare_op, right, .. } => {
                 // `x = ANY (ARRAY[...])` from drivers: an IN list (index ranges use it).
                 if let (ast::BinaryOperator::Eq, ast::Expr::Array(array)) =

@@ -129,10 +129,13 @@ fn nested(element: &[ast::Expr]) -> Result<Option<SetList>> {
 
 impl<'a> Binder<'a> {
     /// Binds the keys of `sets` (each distinct expression once) over `scope` and starts the
-    /// grouping state; with more than one set, the set's number is a hidden last key.
+    /// grouping state; with more than one set, the set's number is a hidden last key. With
+    /// `distinct` (GROUP BY DISTINCT) a set grouping by the same keys as an earlier one is
+    /// dropped, as PostgreSQL's expand_grouping_sets does.
     pub(super) fn bind_grouping_sets(
         &mut self,
         sets: SetList,
+        distinct: bool,
         projection: &[ast::SelectItem],
         scope: &Scope,
     ) -> Result<()> {
@@ -159,6 +162,14 @@ impl<'a> Binder<'a> {
                 }
             }
             positions.push(set_positions);
+        }
+        if distinct {
+            let mut seen = std::collections::HashSet::with_capacity(positions.len());
+            positions.retain(|set| {
+                let mut sorted = set.clone();
+                sorted.sort_unstable();
+                seen.insert(sorted)
+            });
         }
         let sets = (positions.len() > 1).then_some(positions);
         if sets.is_some() {

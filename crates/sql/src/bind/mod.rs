@@ -29,9 +29,11 @@ mod scope;
 mod select;
 mod set_functions;
 mod signatures;
+mod subquery_comparison;
 mod views;
 mod window;
 
+pub(crate) use crate::parse::group_by_quantifier::is_distinct_mark;
 pub(crate) use crate::parse::names::{ident, object_name};
 pub(crate) use crate::types::{is_serial, sql_type};
 pub(crate) use assignments::bind_defaults;
@@ -170,6 +172,18 @@ impl<'a> Binder<'a> {
     fn id(&mut self) -> usize {
         self.next_id += 1;
         self.next_id
+    }
+
+    /// The last node and subquery id given out.
+    pub(crate) fn last_id(&self) -> usize {
+        self.next_id
+    }
+
+    /// Gives out ids after `id`: a second binder of one statement (CREATE TABLE AS binds
+    /// its INSERT after the table exists) keeps the ids unique in the statement.
+    pub(crate) fn start_ids_after(&mut self, id: usize) {
+        assert!(self.next_id <= id, "ids are only ever moved forward");
+        self.next_id = id;
     }
 
     pub fn plan(&mut self, kind: PlanKind, columns: Vec<OutputColumn>) -> Plan {

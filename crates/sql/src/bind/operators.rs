@@ -22,6 +22,13 @@ impl<'a> Binder<'a> {
             _ => None,
         };
         if let Some(op) = compare {
+            if let (true, ast::Expr::Subquery(query)) = (is_row(left), right) {
+                return self.subquery_comparison(left, op, Quantifier::Single, false, query, scope);
+            }
+            if let (ast::Expr::Subquery(_), true) = (left, is_row(right)) {
+                // PostgreSQL reads a subquery left of a row as a scalar subquery.
+                self.expr(left, scope, None)?;
+            }
             if is_row(left) || is_row(right) {
                 let expanded = row_comparison(left, op, right)?;
                 return self.expr(&expanded, scope, None);

@@ -199,9 +199,25 @@ impl<'a> Binder<'a> {
         order_by: &[ast::OrderByExpr],
         scope: &Scope,
     ) -> Result<bool> {
-        let group_exprs: Vec<&ast::Expr> = match &select.group_by {
-            ast::GroupByExpr::Expressions(exprs, _) => exprs.iter().collect(),
-            ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
+        let mut group_exprs: Vec<&ast::Expr> = match &select.group_by {
+            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
+                exprs.iter().collect()
+            }
+            // `GROUP BY a GROUPING SETS (...)`, `WITH ROLLUP`: not PostgreSQL's grammar.
+            ast::GroupByExpr::Expressions(..) => {
+                return Err(SqlError::syntax("syntax error in GROUP BY"))
+            }
+            ast::GroupByExpr::All(_) => {
+                return Err(SqlError::syntax("syntax error at or near \"ALL\""))
+            }
+        };
+        // GROUP BY DISTINCT (parse/group_by_quantifier.rs): duplicate sets removed.
+        let distinct = match group_exprs.first().copied().and_then(is_distinct_mark) {
+            Some(item) => {
+                group_exprs[0] = item;
+                true
+            }
+            None => false,
         };
         let has_aggregates = !group_exprs.is_empty()
             || select.having.is_some()
@@ -214,7 +230,7 @@ impl<'a> Binder<'a> {
 
         if has_aggregates {
             if let Some(sets) = grouping_sets::grouping_sets(&group_exprs)? {
-                self.bind_grouping_sets(sets, &select.projection, scope)?;
+                self.bind_grouping_sets(sets, distinct, &select.projection, scope)?;
                 return Ok(true);
             }
             let mut keys = Vec::new();

@@ -43,88 +43,11 @@ pub(crate) fn subquery_rows(
     Ok(rows)
 }
 
-/// What an uncorrelated subquery left for the next evaluation: its rows, or, for `IN
-/// (subquery)`, its values hashed (PostgreSQL's hashed subplan).
+/// What an uncorrelated subquery left for the next evaluation: its rows, or, for `= ANY
+/// (subquery)`, its rows hashed (PostgreSQL's hashed subplan).
 pub enum CachedSubquery {
     Rows(Vec<Row>),
-    In(HashedValues),
-}
-
-/// The first column of a subquery's rows as a set of `group_key` encodings, for `IN`.
-/// Keys of equal values are equal across int and numeric, and across date and timestamp.
-/// A float equals another number when their f64 values are equal (`Datum::compare`), so
-/// a float probe among other numbers looks up their f64 keys (`as_floats`, made on first
-/// use), and a number probe among floats looks up its own f64 key too.
-pub struct HashedValues {
-    keys: super::spill::KeySet,
-    values: Vec<Datum>,
-    has_null: bool,
-    /// How many of `values` are floats.
-    floats: usize,
-    /// The f64 keys of every value that is a number.
-    as_floats: Option<super::spill::KeySet>,
-}
-
-fn float_key(value: &Datum) -> Option<Vec<u8>> {
-    if !matches!(value, Datum::Int(_) | Datum::Numeric(_) | Datum::Float(_)) {
-        return None;
-    }
-    let mut key = Vec::new();
-    Datum::Float(value.as_f64()?).group_key(&mut key);
-    Some(key)
-}
-
-impl HashedValues {
-    fn new(rows: Vec<Row>) -> HashedValues {
-        let mut hashed = HashedValues {
-            keys: super::spill::KeySet::default(),
-            values: Vec::with_capacity(rows.len()),
-            has_null: false,
-            floats: 0,
-            as_floats: None,
-        };
-        for mut row in rows {
-            let value = row.swap_remove(0);
-            if value.is_null() {
-                hashed.has_null = true;
-                continue;
-            }
-            hashed.floats += usize::from(matches!(value, Datum::Float(_)));
-            let mut key = Vec::new();
-            value.group_key(&mut key);
-            hashed.keys.insert(key);
-            hashed.values.push(value);
-        }
-        hashed
-    }
-
-    fn is_empty(&self) -> bool {
-        self.values.is_empty() && !self.has_null
-    }
-
-    fn contains(&mut self, value: &Datum, negated: bool) -> Datum {
-        let mut key = Vec::new();
-        value.group_key(&mut key);
-        let found = self.keys.contains(&key)
-            || match value {
-                Datum::Float(_) if self.floats < self.values.len() => {
-                    let values = &self.values;
-                    let as_floats = self
-                        .as_floats
-                        .get_or_insert_with(|| values.iter().filter_map(float_key).collect());
-                    float_key(value).is_some_and(|key| as_floats.contains(&key))
-                }
-                Datum::Int(_) | Datum::Numeric(_) if self.floats > 0 => {
-                    float_key(value).is_some_and(|key| self.keys.contains(&key))
-                }
-                _ => false,
-            };
-        match (found, self.has_null) {
-            (true, _) => Datum::Bool(!negated),
-            (false, true) => Datum::Null,
-            (false, false) => Datum::Bool(negated),
-        }
-    }
+    In(super::subquery_comparison::HashedRows),
 }
 
 /// Evaluates a projection over a row the caller gives up. A column that no later expression
@@ -239,9 +162,8 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             eval_case(operand.as_deref(), branches, otherwise.as_deref(), row, ctx)?
         }
         Expr::InList { expr, list, negated } => eval_in_list(expr, list, *negated, row, ctx)?,
-        Expr::InSubquery { expr, plan, negated, correlated, id } => {
-            let subquery = Subquery { plan, correlated: *correlated, id: *id };
-            eval_in_subquery(expr, &subquery, *negated, row, ctx)?
+        Expr::InSubquery { .. } => {
+            super::subquery_comparison::eval_subquery_comparison(expr, row, ctx)?
         }
         Expr::Exists { plan, negated, correlated, id } => {
             let subquery = Subquery { plan, correlated: *correlated, id: *id };
@@ -398,38 +320,6 @@ impl Subquery<'_> {
     }
 }
 
-fn eval_in_subquery(
-    expr: &Expr,
-    subquery: &Subquery<'_>,
-    negated: bool,
-    row: &[Datum],
-    ctx: &mut Ctx<'_>,
-) -> Result<Datum> {
-    let value = eval(expr, row, ctx)?;
-    if !subquery.correlated {
-        if !matches!(ctx.subquery_cache.get(&subquery.id), Some(CachedSubquery::In(_))) {
-            let rows = subquery_rows(subquery.plan, RowCache::Skip, subquery.id, row, ctx, None)?;
-            ctx.subquery_cache.insert(subquery.id, CachedSubquery::In(HashedValues::new(rows)));
-        }
-        let Some(CachedSubquery::In(hashed)) = ctx.subquery_cache.get_mut(&subquery.id) else {
-            unreachable!("inserted above");
-        };
-        return Ok(match (hashed.is_empty(), value.is_null()) {
-            (true, _) => Datum::Bool(negated),
-            (false, true) => Datum::Null,
-            (false, false) => hashed.contains(&value, negated),
-        });
-    }
-    let rows = subquery.rows(row, ctx, None)?;
-    if rows.is_empty() {
-        return Ok(Datum::Bool(negated));
-    }
-    if value.is_null() {
-        return Ok(Datum::Null);
-    }
-    in_candidates(&value, rows.into_iter().map(|mut row| Ok(row.swap_remove(0))), negated)
-}
-
 /// ARRAY(subquery), as the text of a one-dimensional array.
 fn eval_array_subquery(subquery: &Subquery<'_>, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
     let rows = subquery.rows(row, ctx, None)?;
@@ -554,6 +444,8 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         check_vector_index: &check_vector_index,
         has_privilege: &has_privilege,
         relation_visible: &|oid| super::objects::relation_visible(oid, session),
+        relation_size: &|oid, kind| super::relation_sizes::relation_size(oid, kind, session),
+        database_pages: &|| catalog.engine().store().max_page_id().0,
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

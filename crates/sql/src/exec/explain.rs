@@ -3,7 +3,7 @@
 //! under BUFFERS (read = tier hits + storage reads; inclusive of the node's children).
 
 use crate::exec::{NodeStats, OperatorMemory, SortMethod};
-use crate::plan::{Access, Expr, JoinKind, Plan, PlanKind};
+use crate::plan::{Access, CompareOp, Expr, JoinKind, Plan, PlanKind, Quantifier};
 use crate::types::Datum;
 
 /// The planner's estimated rows of a plan node (EXPLAIN's COSTS).
@@ -239,17 +239,25 @@ fn collect_subqueries<'p>(expr: &'p Expr, found: &mut Vec<NodeSubquery<'p>>) {
     for child in expr.children() {
         collect_subqueries(child, found);
     }
-    let (plan, correlated, in_list) = match expr {
-        Expr::InSubquery { plan, correlated, .. } => (plan, *correlated, true),
+    // PostgreSQL runs an uncorrelated scalar or row subquery once (an InitPlan) and
+    // hashes an uncorrelated `= ANY` (IN, NOT IN); ANY and ALL with other operators stay
+    // SubPlans.
+    let (plan, correlated, once, hashable) = match expr {
+        Expr::InSubquery { plan, correlated, op, quantifier, .. } => (
+            plan,
+            *correlated,
+            *quantifier == Quantifier::Single,
+            *op == CompareOp::Eq && *quantifier == Quantifier::Any,
+        ),
         Expr::Exists { plan, correlated, .. }
         | Expr::ScalarSubquery { plan, correlated, .. }
-        | Expr::ArraySubquery { plan, correlated, .. } => (plan, *correlated, false),
+        | Expr::ArraySubquery { plan, correlated, .. } => (plan, *correlated, true, false),
         _ => return,
     };
     found.push(NodeSubquery {
         plan,
-        initial: !correlated && !in_list,
-        hashed: !correlated && in_list,
+        initial: !correlated && once,
+        hashed: !correlated && hashable,
     });
 }
 

@@ -27,12 +27,14 @@ mod objects;
 mod on_conflict;
 mod privilege_checks;
 mod recursive;
+mod relation_sizes;
 mod rows;
 mod scan;
 mod sequences;
 mod set_functions;
 mod sort;
 pub(crate) mod spill;
+mod subquery_comparison;
 mod vector_check;
 mod window;
 

@@ -1,7 +1,7 @@
 //! Functions of the session, the clock, the catalog, and PostgreSQL's text arrays.
 
 use super::Call;
-use super::SequenceCall;
+use super::{RelationSize, SequenceCall};
 use crate::error::{Result, SqlError};
 use crate::types::{self, Datum};
 
@@ -168,6 +168,50 @@ pub(super) fn sequence_state(call: Call<'_>) -> Result<Datum> {
 pub(super) fn relation_visible(call: Call<'_>) -> Result<Datum> {
     let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
     Ok(Datum::Bool((call.context.relation_visible)(oid)))
+}
+
+/// pg_relation_size(rel [, fork]): NULL for an OID that names no relation, as PostgreSQL's.
+/// Only the main fork has pages (tierdb keeps no free space map, visibility map or init
+/// fork: their sizes are 0).
+pub(super) fn relation_size(call: Call<'_>) -> Result<Datum> {
+    match call.args.get(1) {
+        None => {}
+        Some(Datum::Null) => return Ok(Datum::Null),
+        Some(Datum::Text(fork)) if fork == "main" => {}
+        Some(Datum::Text(fork)) if matches!(fork.as_str(), "fsm" | "vm" | "init") => {
+            return Ok(Datum::Int(0))
+        }
+        Some(_) => return Err(SqlError::new("22023", "invalid fork name")),
+    }
+    size_of(&call, RelationSize::Relation)
+}
+
+pub(super) fn table_size(call: Call<'_>) -> Result<Datum> {
+    size_of(&call, RelationSize::Table)
+}
+
+pub(super) fn indexes_size(call: Call<'_>) -> Result<Datum> {
+    size_of(&call, RelationSize::Indexes)
+}
+
+pub(super) fn total_relation_size(call: Call<'_>) -> Result<Datum> {
+    size_of(&call, RelationSize::Total)
+}
+
+/// pg_database_size(name | oid): the bytes of every page the store has given out (tables,
+/// indexes, the catalog, free pages kept for reuse), as PostgreSQL's counts the database
+/// directory's files. NULL for an OID naming no database, 3D000 for a name naming none.
+pub(super) fn database_size(call: Call<'_>) -> Result<Datum> {
+    if !super::privileges::this_database(&call.args[0], call.context.database)? {
+        return Ok(Datum::Null);
+    }
+    let bytes = (call.context.database_pages)().saturating_mul(tierdb_common::PAGE_SIZE as u64);
+    Ok(Datum::Int(i64::try_from(bytes).map_err(|_| SqlError::out_of_range("bigint"))?))
+}
+
+fn size_of(call: &Call<'_>, kind: RelationSize) -> Result<Datum> {
+    let Some(oid) = call.args[0].as_int() else { return Ok(Datum::Null) };
+    Ok((call.context.relation_size)(oid, kind)?.map_or(Datum::Null, Datum::Int))
 }
 
 pub(super) fn check_vector_index(call: Call<'_>) -> Result<Datum> {

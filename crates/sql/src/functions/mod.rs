@@ -255,6 +255,25 @@ pub struct FunctionContext<'a> {
     /// pg_table_is_visible(oid): false for a permanent relation a temp one of the session
     /// hides (design 019).
     pub relation_visible: &'a dyn Fn(i64) -> bool,
+    /// pg_relation_size and its kin: the bytes of the pages a relation's trees hold, None
+    /// when the OID names no table or index (exec/objects.rs).
+    pub relation_size: &'a dyn Fn(i64, RelationSize) -> Result<Option<i64>>,
+    /// The pages the store has given out (pg_database_size).
+    pub database_pages: &'a dyn Fn() -> u64,
+}
+
+/// Which pages a relation size function counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelationSize {
+    /// pg_relation_size: the relation's own tree (a table's or an index's).
+    Relation,
+    /// pg_table_size: a table's tree (tierdb has no TOAST, free space or visibility map
+    /// forks: overflow pages are in the tree).
+    Table,
+    /// pg_indexes_size: a table's indexes.
+    Indexes,
+    /// pg_total_relation_size: a table and its indexes.
+    Total,
 }
 
 /// A count (characters, items) as an integer result: counts of values in memory fit i64.

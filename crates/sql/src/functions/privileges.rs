@@ -60,6 +60,36 @@ fn has_privilege(call: Call<'_>, target: PrivilegeTarget) -> Result<Datum> {
     Ok((call.context.has_privilege)(call_privileges)?.map_or(Datum::Null, Datum::Bool))
 }
 
+const DATABASE_PRIVILEGES: &[&str] = &["CREATE", "CONNECT", "TEMPORARY", "TEMP"];
+
+/// has_database_privilege([role,] database, privileges) over tierdb's one database: CONNECT
+/// and TEMPORARY are PostgreSQL's defaults for PUBLIC and tierdb has no database GRANTs, so
+/// they are held; CREATE (of schemas) is not built, so it is held by no one. A database by
+/// OID that is not this one gives NULL, by name 3D000.
+pub(super) fn has_database_privilege(call: Call<'_>) -> Result<Datum> {
+    let (database, list) = match call.args.as_slice() {
+        [database, list] | [_, database, list] => (database, list),
+        _ => unreachable!("the registry admits two or three arguments"),
+    };
+    if !this_database(database, call.context.database)? {
+        return Ok(Datum::Null);
+    }
+    let privileges = parse_privileges(list.as_text().unwrap_or(""), DATABASE_PRIVILEGES)?;
+    Ok(Datum::Bool(privileges.iter().any(|privilege| privilege.name != "CREATE")))
+}
+
+/// Whether a database argument (a name or an OID) is the session's database: false for an
+/// OID naming no database, 3D000 for a name naming none.
+pub(super) fn this_database(database: &Datum, current: &str) -> Result<bool> {
+    match database {
+        Datum::Text(name) if name == current => Ok(true),
+        Datum::Text(name) => {
+            Err(SqlError::new("3D000", format!("database \"{name}\" does not exist")))
+        }
+        other => Ok(other.as_int() == Some(crate::types::DATABASE_OID)),
+    }
+}
+
 /// PostgreSQL's convert_any_priv_string: comma-separated names, any case, blanks around
 /// them, each optionally followed by WITH GRANT OPTION; 22023 for anything else.
 fn parse_privileges(list: &str, names: &[&'static str]) -> Result<Vec<NamedPrivilege>> {

@@ -255,6 +255,53 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         "'registry_example_id_seq', 0",
         volatile
     ),
+    function!(
+        &["pg_relation_size"],
+        1..=2,
+        |_, t| Ok(relation_size_signature(t)),
+        info::relation_size,
+        "'registry_example'",
+        volatile
+    ),
+    function!(
+        &["pg_database_size"],
+        1..=1,
+        |_, t| Ok(any(t, false, SqlType::Int8)),
+        info::database_size,
+        "16384",
+        volatile
+    ),
+    function!(
+        &["has_database_privilege"],
+        2..=3,
+        |_, t| Ok(any(t, false, SqlType::Bool)),
+        privileges::has_database_privilege,
+        "16384, 'CONNECT'"
+    ),
+    function!(
+        &["pg_table_size"],
+        1..=1,
+        |_, t| Ok(relation_size_signature(t)),
+        info::table_size,
+        "'registry_example'",
+        volatile
+    ),
+    function!(
+        &["pg_indexes_size"],
+        1..=1,
+        |_, t| Ok(relation_size_signature(t)),
+        info::indexes_size,
+        "'registry_example'",
+        volatile
+    ),
+    function!(
+        &["pg_total_relation_size"],
+        1..=1,
+        |_, t| Ok(relation_size_signature(t)),
+        info::total_relation_size,
+        "'registry_example'",
+        volatile
+    ),
     // tierdb's check of an HNSW index against its table (exec/vector_check.rs).
     function!(
         &["tierdb_check_vector_index"],
@@ -295,6 +342,7 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
             "pg_get_function_result",
             "pg_get_viewdef",
             "obj_description",
+            "shobj_description",
             "pg_tablespace_location",
         ],
         1..=2,
@@ -339,3 +387,18 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         "'public', 'USAGE'"
     ),
 ];
+
+/// A relation size function's arguments: a regclass (an untyped literal read as one), then
+/// pg_relation_size's fork name.
+fn relation_size_signature(types: &[SqlType]) -> Signature {
+    let arguments = types
+        .iter()
+        .enumerate()
+        .map(|(index, ty)| match (index, ty) {
+            (0, SqlType::Unknown) => Coercion::Explicit(SqlType::Object(ObjectKind::Class)),
+            (0, _) => Coercion::Implicit(SqlType::Object(ObjectKind::Class)),
+            _ => Coercion::Implicit(TEXT),
+        })
+        .collect();
+    Signature { arguments, output: SqlType::Int8 }
+}

@@ -4,10 +4,12 @@
 mod copy_options;
 pub mod cursor;
 pub mod front;
+pub(crate) mod group_by_quantifier;
 pub mod identity;
 pub mod limits;
 mod lock_strengths;
 pub mod names;
+pub(crate) mod overriding;
 mod qualified_operators;
 mod roles;
 mod select_into;
@@ -57,7 +59,20 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     // `AS IDENTITY (START 10 INCREMENT 5)` read in sqlparser's order of options.
     let identity = identity::reorder_identity_options(before_identity)
         .map_err(|error| map_position(error, &checked))?;
-    let parsed_text = identity.as_deref().unwrap_or(before_identity);
+    let before_quantifiers = identity.as_deref().unwrap_or(before_identity);
+    // GROUP BY DISTINCT / ALL: the word blanked, DISTINCT marked again after parsing.
+    let quantifiers = group_by_quantifier::blank_quantifiers(before_quantifiers);
+    let (before_overriding, distinct_selects) = match &quantifiers {
+        Some((text, selects)) => (text.as_str(), selects.as_slice()),
+        None => (before_quantifiers, &[][..]),
+    };
+    // INSERT ... OVERRIDING SYSTEM / USER VALUE: blanked, the INSERT marked after parsing.
+    let overriding = overriding::blank_overriding(before_overriding)
+        .map_err(|error| map_position(error, &checked))?;
+    let (parsed_text, overriding_inserts) = match &overriding {
+        Some((text, inserts)) => (text.as_str(), inserts.as_slice()),
+        None => (before_overriding, &[][..]),
+    };
     let mut statements = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
         .try_with_sql(parsed_text)
@@ -77,6 +92,10 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
         // Only the first statement was CREATE USER (`CREATE USER a; CREATE ROLE b` keeps b
         // NOLOGIN).
         statements.first_mut().into_iter().for_each(roles::default_to_login);
+    }
+    for statement in &mut statements {
+        group_by_quantifier::mark_distinct(statement, parsed_text, distinct_selects);
+        overriding::mark_inserts(statement, parsed_text, overriding_inserts);
     }
     for statement in &statements {
         check_reserved_names(text, statement).map_err(|error| map_position(error, &checked))?;

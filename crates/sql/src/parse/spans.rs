@@ -16,8 +16,7 @@ pub(super) struct Located {
 /// text does not tokenize (sqlparser then reports the error).
 pub(super) fn located_tokens(sql: &str) -> Option<Vec<Located>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().ok()?;
-    let line_starts: Vec<usize> =
-        std::iter::once(0).chain(sql.match_indices('\n').map(|(index, _)| index + 1)).collect();
+    let line_starts = line_starts(sql);
     let mut located = Vec::with_capacity(tokens.len());
     for token in tokens {
         if matches!(token.token, Token::Whitespace(_)) {
@@ -30,9 +29,14 @@ pub(super) fn located_tokens(sql: &str) -> Option<Vec<Located>> {
     Some(located)
 }
 
+/// The byte offsets where the text's lines start.
+pub(super) fn line_starts(sql: &str) -> Vec<usize> {
+    std::iter::once(0).chain(sql.match_indices('\n').map(|(index, _)| index + 1)).collect()
+}
+
 /// The byte offset of a 1-based (line, column) location; the text's length just past its
 /// last character.
-fn byte_offset(
+pub(super) fn byte_offset(
     sql: &str,
     line_starts: &[usize],
     location: sqlparser::tokenizer::Location,

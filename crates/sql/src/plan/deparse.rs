@@ -53,7 +53,7 @@ impl Printer<'_> {
                 self.wrap(format!("- {inner}"), self.operator_is_simple(None, parent))
             }
             Expr::Compare { op, left, right, .. } => {
-                self.binary(compare_symbol(*op), None, left, right, parent)
+                self.binary(CompareOp::symbol(*op), None, left, right, parent)
             }
             Expr::Concat(left, right) => self.binary("||", None, left, right, parent),
             Expr::And(..) => self.boolean(expr, "AND", Parent::And, parent),
@@ -131,7 +131,7 @@ impl Printer<'_> {
                 let left = self.expr(left, Some(Parent::Operator { priority: None, left: true }));
                 let array = self.expr(array, Some(Parent::Argument));
                 let quantifier = if *all { "ALL" } else { "ANY" };
-                let text = format!("{left} {} {quantifier} ({array})", compare_symbol(*op));
+                let text = format!("{left} {} {quantifier} ({array})", CompareOp::symbol(*op));
                 self.wrap(text, self.operator_is_simple(None, parent))
             }
         }
@@ -339,17 +339,6 @@ fn arithmetic_symbol(op: ArithmeticOp) -> (&'static str, Option<u8>) {
         ArithmeticOp::Divide => ("/", Some(2)),
         ArithmeticOp::Modulo => ("%", Some(2)),
         ArithmeticOp::Power => ("^", None),
-    }
-}
-
-fn compare_symbol(op: CompareOp) -> &'static str {
-    match op {
-        CompareOp::Eq => "=",
-        CompareOp::NotEq => "<>",
-        CompareOp::Lt => "<",
-        CompareOp::LtEq => "<=",
-        CompareOp::Gt => ">",
-        CompareOp::GtEq => ">=",
     }
 }
 

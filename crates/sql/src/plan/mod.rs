@@ -90,6 +90,18 @@ pub enum CompareOp {
 }
 
 impl CompareOp {
+    /// The operator as SQL writes it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "=",
+            CompareOp::NotEq => "<>",
+            CompareOp::Lt => "<",
+            CompareOp::LtEq => "<=",
+            CompareOp::Gt => ">",
+            CompareOp::GtEq => ">=",
+        }
+    }
+
     pub fn flip(self) -> CompareOp {
         match self {
             CompareOp::Lt => CompareOp::Gt,
@@ -99,6 +111,17 @@ impl CompareOp {
             other => other,
         }
     }
+}
+
+/// How a comparison with a subquery's rows combines them (`Expr::InSubquery`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantifier {
+    /// True when the comparison holds for some row (`IN`, `op ANY`).
+    Any,
+    /// True when it holds for every row (`op ALL`).
+    All,
+    /// The one row of a row subquery: NULL without rows, 21000 with more.
+    Single,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,8 +243,17 @@ pub enum Expr {
         list: Vec<Expr>,
         negated: bool,
     },
+    /// A value or a row compared with a subquery's rows (PostgreSQL's ANY, ALL and
+    /// ROWCOMPARE sublinks): `IN` is `= ANY`, `NOT IN` is `NOT (= ANY)` (`negated`), and
+    /// `(a, b) = (SELECT x, y)` compares with the one row (`Quantifier::Single`).
     InSubquery {
-        expr: Box<Expr>,
+        /// The left operand: one expression, or a row constructor's elements.
+        exprs: Vec<Expr>,
+        /// Over the subquery's row: its values as compared, `Column(i)` cast to the pair's
+        /// common type where the two types differ (so equal values hash alike).
+        subquery_exprs: Vec<Expr>,
+        op: CompareOp,
+        quantifier: Quantifier,
         plan: Arc<Plan>,
         negated: bool,
         correlated: bool,
@@ -292,8 +324,8 @@ macro_rules! expr_children {
             | Expr::Not(expr)
             | Expr::IsNull { expr, .. }
             | Expr::IsBool { expr, .. }
-            | Expr::Cast { expr, .. }
-            | Expr::InSubquery { expr, .. } => vec![expr.$as()],
+            | Expr::Cast { expr, .. } => vec![expr.$as()],
+            Expr::InSubquery { exprs, .. } => exprs.$iter().collect(),
             Expr::Case { operand, branches, otherwise } => operand
                 .$iter()
                 .map(|operand| operand.$as())

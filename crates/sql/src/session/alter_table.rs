@@ -26,7 +26,8 @@ impl Session {
                 .catalog
                 .table(&table_name)
                 .ok_or_else(|| SqlError::undefined_table(&table_name))?;
-            if table.is_view() {
+            let owner_to = matches!(operation, ast::AlterTableOperation::OwnerTo { .. });
+            if table.is_view() && !owner_to {
                 return Err(SqlError::new(
                     "42809",
                     format!(
@@ -74,6 +75,9 @@ impl Session {
                         let table = self.catalog.table(&table_name).expect("claimed above");
                         self.drop_column(&table, &ident(name), *if_exists)?
                     }
+                }
+                ast::AlterTableOperation::OwnerTo { new_owner } => {
+                    self.change_owner(&table_name, new_owner)?
                 }
                 other => return Err(SqlError::unsupported(unsupported_operation(other))),
             }
@@ -430,7 +434,6 @@ fn unsupported_operation(operation: &ast::AlterTableOperation) -> String {
     let name = match operation {
         ast::AlterTableOperation::RenameTable { .. } => "RENAME TO",
         ast::AlterTableOperation::RenameConstraint { .. } => "RENAME CONSTRAINT",
-        ast::AlterTableOperation::OwnerTo { .. } => "OWNER TO",
         _ => {
             let text = operation.to_string();
             return format!("ALTER TABLE ... {}", text.chars().take(60).collect::<String>());

@@ -31,6 +31,7 @@ impl Session {
             return Err(SqlError::new("42P02", "there is no parameter $1"));
         }
         let columns = query_columns(&plan.columns)?;
+        let last_id = binder.last_id();
         {
             let catalog = Arc::clone(&self.catalog);
             let _guard = catalog.lock_ddl();
@@ -43,30 +44,39 @@ impl Session {
             catalog.create_table(self.ddl_transaction(), session_id, meta)?;
             self.own_new_table(name)?;
         }
-        let rows = self.insert_query_rows(name, query)?;
+        let rows = self.insert_bound_rows(name, plan, last_id)?;
         Ok(Output::Command { tag: CommandTag::Select, rows })
     }
 
-    /// `INSERT INTO name <query>` in the statement's transaction; returns the rows inserted.
-    fn insert_query_rows(&mut self, name: &str, query: &ast::Query) -> Result<u64> {
+    /// Inserts the rows of `plan` (the query, bound before the table existed, so it reads
+    /// what its names meant then, never the new table: `CREATE TEMP TABLE t AS ... FROM t`
+    /// reads the permanent t) in the statement's transaction; returns the rows inserted.
+    fn insert_bound_rows(&mut self, name: &str, plan: Plan, last_id: usize) -> Result<u64> {
         let quoted = crate::catalog::qualified_sql_name(name);
-        let mut statement =
-            Parser::parse_sql(&PostgreSqlDialect {}, &format!("INSERT INTO {quoted} SELECT 1"))
-                .map_err(|error| SqlError::internal(format!("CREATE TABLE AS insert: {error}")))?
-                .pop()
-                .ok_or_else(|| SqlError::internal("CREATE TABLE AS insert: no statement"))?;
-        let ast::Statement::Insert(insert) = &mut statement else {
+        let statement = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            &format!("INSERT INTO {quoted} DEFAULT VALUES"),
+        )
+        .map_err(|error| SqlError::internal(format!("CREATE TABLE AS insert: {error}")))?
+        .pop()
+        .ok_or_else(|| SqlError::internal("CREATE TABLE AS insert: no statement"))?;
+        let ast::Statement::Insert(insert) = &statement else {
             return Err(SqlError::internal("CREATE TABLE AS insert: not an INSERT"));
         };
-        insert.source = Some(Box::new(query.clone()));
-        let (bound, _) = self
-            .bind(&statement, &[])?
-            .ok_or_else(|| SqlError::internal("CREATE TABLE AS insert did not bind"))?;
-        // Binding decided whether the rows stream (`reads_only_other_tables`): a temp
-        // table's name shadows a permanent one's when the query is bound again here, so
-        // the query may name the new table itself.
+        let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
+        binder.start_ids_after(last_id);
+        let mut insert = bind_insert(&mut binder, insert)?;
+        // The table's columns are the query's (untyped ones made text).
+        let mut columns = plan.columns.clone();
+        for (column, table_column) in columns.iter_mut().zip(&insert.table.columns) {
+            column.ty = table_column.ty.clone();
+        }
+        insert.targets = (0..plan.arity()).collect();
+        insert.source = binder.cast_plan(plan, &columns);
+        // The query cannot read the table it fills, which is newer than its binding.
+        insert.stream_source = true;
         // Already in the statement's transaction (transactional_ddl).
-        let (output, _) = self.run_bound(&bound, &[], false)?;
+        let (output, _) = self.run_bound(&Bound::Insert(insert), &[], false)?;
         match output {
             Output::Command { rows, .. } => Ok(rows),
             other => Err(SqlError::internal(format!("CREATE TABLE AS insert gave {other:?}"))),

@@ -182,6 +182,37 @@ impl Session {
         self.catalog.set_table_acl(table, TableAcl { owner: role.oid, grants: Vec::new() })
     }
 
+    /// ALTER TABLE ... OWNER TO: the table's ACL names the new owner, its grants kept (the
+    /// statement's ownership check ran before). The ACL row is written at once, as GRANT's
+    /// is, so inside a transaction block, where a ROLLBACK could not undo it, it is refused
+    /// (0A000). A role that is not a superuser can give a table only to itself (tierdb has
+    /// no role membership; PostgreSQL 15's 42501 otherwise).
+    pub(crate) fn change_owner(&mut self, table: &str, owner: &ast::Owner) -> Result<()> {
+        if self.state != BlockState::Idle {
+            return Err(SqlError::unsupported(
+                "ALTER TABLE ... OWNER TO inside a transaction block is not supported",
+            ));
+        }
+        let role = match owner {
+            ast::Owner::Ident(name) => {
+                let name = ident(name);
+                self.catalog.role(&name).ok_or_else(|| undefined_role(&name))?
+            }
+            ast::Owner::CurrentRole | ast::Owner::CurrentUser | ast::Owner::SessionUser => self
+                .current_role()
+                .ok_or_else(|| SqlError::new("42704", "the session's role does not exist"))?,
+        };
+        if !self.is_superuser() && role.oid != self.role_oid() {
+            return Err(SqlError::new(
+                "42501",
+                format!("must be member of role \"{}\"", role.name),
+            ));
+        }
+        let mut acl = self.catalog.table_acl(table);
+        acl.owner = role.oid;
+        self.catalog.set_table_acl(table, acl)
+    }
+
     /// GRANT (`grant`) or REVOKE of table privileges; `unsupported_clauses` names clauses
     /// the statement used that tierdb does not support (0A000).
     pub(crate) fn grant_or_revoke(

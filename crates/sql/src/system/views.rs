@@ -25,7 +25,7 @@ const OWNER: i64 = 10;
 /// What pg_roles and pg_user show for a password.
 const HIDDEN_PASSWORD: &str = "********";
 /// The database's OID.
-const DATABASE: i64 = 16_384;
+const DATABASE: i64 = crate::types::DATABASE_OID;
 /// PostgreSQL's encoding number of UTF8.
 const ENCODING_UTF8: i64 = 6;
 /// PostgreSQL's OIDs of its built-in tablespaces.

@@ -6,6 +6,10 @@
 //! executor has: `system::objects`). Comparisons, hashing and the binary format use the oid
 //! alone, as PostgreSQL's oideq and oidsend do.
 
+/// The OID of tierdb's one database (pg_database.oid; has_database_privilege and
+/// pg_database_size take it).
+pub const DATABASE_OID: i64 = 16_384;
+
 use super::*;
 
 /// Which object identifier type.

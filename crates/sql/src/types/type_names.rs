@@ -52,22 +52,49 @@ fn bit_type(data_type: &ast::DataType) -> Result<SqlType> {
     })
 }
 
-/// interval and time without time zone; their precision, interval's field qualifiers and
-/// time with time zone are not supported (0A000).
+/// The largest fractional-second precision of PostgreSQL's time, timestamp and interval
+/// (MAX_TIMESTAMP_PRECISION): tierdb keeps microseconds, so only this precision (or one
+/// above it, which PostgreSQL reduces to it with a warning) is what tierdb stores.
+const DATETIME_PRECISION_MAX: u64 = 6;
+
+/// A fractional-second precision `type_name(p)`: accepted when it keeps microseconds;
+/// rounding to fewer digits is not built (0A000, never ignored).
+fn check_datetime_precision(type_name: &str, precision: Option<u64>) -> Result<()> {
+    match precision {
+        Some(precision) if precision < DATETIME_PRECISION_MAX => Err(SqlError::unsupported(
+            format!("{type_name}({precision}): a precision below 6 is not supported"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A precision written as a type modifier of a type named by a string (`timestamptz(3)`).
+fn modifier_precision(type_name: &str, modifiers: &[String]) -> Result<()> {
+    match modifiers {
+        [] => Ok(()),
+        [precision] => match precision.trim().parse::<u64>() {
+            Ok(precision) => check_datetime_precision(type_name, Some(precision)),
+            Err(_) => Err(SqlError::syntax(format!("invalid type modifier of {type_name}"))),
+        },
+        _ => Err(SqlError::syntax(format!("invalid type modifier of {type_name}"))),
+    }
+}
+
+/// interval and time without time zone; a precision below 6, interval's field qualifiers
+/// and time with time zone are not supported (0A000).
 fn interval_or_time(data_type: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
     Ok(match data_type {
-        D::Interval { fields: None, precision: None } => SqlType::Interval,
+        D::Interval { fields: None, precision } => {
+            check_datetime_precision("interval", *precision)?;
+            SqlType::Interval
+        }
         D::Interval { .. } => {
-            return Err(SqlError::unsupported(
-                "interval field qualifiers and precision are not supported",
-            ))
+            return Err(SqlError::unsupported("interval field qualifiers are not supported"))
         }
-        D::Time(None, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+        D::Time(precision, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+            check_datetime_precision("time", *precision)?;
             SqlType::Time
-        }
-        D::Time(Some(_), ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
-            return Err(SqlError::unsupported("time precision (time(p)) is not supported"))
         }
         _ => return Err(SqlError::unsupported("type time with time zone is not supported")),
     })
@@ -116,9 +143,14 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
         D::JSON => SqlType::Json,
         D::JSONB => SqlType::Jsonb,
         D::Date => SqlType::Date,
-        D::Timestamp(_, ast::TimezoneInfo::WithTimeZone)
-        | D::Timestamp(_, ast::TimezoneInfo::Tz) => SqlType::TimestampTz,
-        D::Timestamp(_, _) => SqlType::Timestamp,
+        D::Timestamp(precision, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
+            check_datetime_precision("timestamptz", *precision)?;
+            SqlType::TimestampTz
+        }
+        D::Timestamp(precision, _) => {
+            check_datetime_precision("timestamp", *precision)?;
+            SqlType::Timestamp
+        }
         D::Custom(name, modifiers) => {
             let name = object_name(name)?;
             match name.as_str() {
@@ -131,13 +163,22 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "float4" => SqlType::Float4,
                 "float8" => SqlType::Float8,
                 "bpchar" => SqlType::Char(modifier_length("char", modifiers)?.unwrap_or(1)),
-                "timestamptz" => SqlType::TimestampTz,
+                "timestamptz" => {
+                    modifier_precision("timestamptz", modifiers)?;
+                    SqlType::TimestampTz
+                }
                 "oid" => SqlType::Oid,
                 "json" => SqlType::Json,
                 "jsonb" => SqlType::Jsonb,
                 "uuid" => SqlType::Uuid,
-                "interval" => SqlType::Interval,
-                "time" => SqlType::Time,
+                "interval" => {
+                    modifier_precision("interval", modifiers)?;
+                    SqlType::Interval
+                }
+                "time" => {
+                    modifier_precision("time", modifiers)?;
+                    SqlType::Time
+                }
                 "timetz" => return Err(SqlError::unsupported("type timetz is not supported")),
                 "regclass" | "regtype" | "regproc" | "regnamespace" | "regrole" => {
                     SqlType::Object(ObjectKind::from_type_name(&name).ok_or_else(|| {
@@ -150,7 +191,10 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "varchar" => SqlType::Varchar(modifier_length("varchar", modifiers)?),
                 "bool" | "boolean" => SqlType::Bool,
                 "date" => SqlType::Date,
-                "timestamp" => SqlType::Timestamp,
+                "timestamp" => {
+                    modifier_precision("timestamp", modifiers)?;
+                    SqlType::Timestamp
+                }
                 "bytea" => SqlType::Bytea,
                 "char" => SqlType::Char(1),
                 "int" | "integer" => SqlType::Int4,
