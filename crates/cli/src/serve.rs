@@ -41,6 +41,10 @@ pub struct ServeArgs {
     /// Keep the WAL on the volume.
     #[arg(long, env = "TIERDB_WAL_ON_VOLUME")]
     wal_on_volume: Option<bool>,
+    /// Look for tables to analyze automatically this often, in milliseconds (default 60000;
+    /// 0: no autoanalyze).
+    #[arg(long, env = "TIERDB_AUTOANALYZE_INTERVAL_MS")]
+    autoanalyze_interval_ms: Option<u64>,
     /// Checkpoint at least this often, in milliseconds (default 30000).
     #[arg(long, env = "TIERDB_CHECKPOINT_INTERVAL_MS")]
     checkpoint_interval_ms: Option<u64>,
@@ -173,6 +177,9 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     }
     if let Some(value) = args.wal_on_volume {
         config.wal_on_volume = value;
+    }
+    if let Some(value) = args.autoanalyze_interval_ms {
+        config.autoanalyze_interval_ms = value;
     }
     if let Some(value) = args.checkpoint_interval_ms {
         config.checkpoint_interval_ms = value;

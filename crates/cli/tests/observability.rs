@@ -1,6 +1,6 @@
 //! Observability through the SQL interface and the metrics endpoint: EXPLAIN (ANALYZE,
 //! BUFFERS) per-node buffer lines, `tierdb_stat_tier_cache()`, `tierdb_stat_statements`,
-//! and Prometheus `/metrics`.
+//! Prometheus `/metrics`, and the estimates autoanalyze gives EXPLAIN.
 
 mod server_support;
 
@@ -142,4 +142,30 @@ async fn past_work_mem_sort_hash_aggregate_and_join_spill_and_agree_with_memory(
     }
     let all = rows(&client, "SELECT count(*) FROM (SELECT v FROM wm ORDER BY v) AS s").await;
     assert_eq!(all[0][0].as_deref(), Some("20000"));
+}
+
+/// A server with autoanalyze on gathers a loaded table's statistics by itself: EXPLAIN's
+/// estimate turns from the default (1,000 rows for a table never analyzed) to the rows
+/// loaded, with no ANALYZE run.
+#[tokio::test(flavor = "multi_thread")]
+async fn autoanalyze_gathers_statistics_of_a_loaded_table() {
+    let server = TestServer::start(&["--autoanalyze-interval-ms", "200"]);
+    let client = connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE loaded (id int PRIMARY KEY, k int); \
+             INSERT INTO loaded SELECT g, g % 10 FROM generate_series(1, 4321) g",
+        )
+        .await
+        .expect("load");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let plan = rows(&client, "EXPLAIN SELECT * FROM loaded WHERE k = 3").await;
+        let first = plan[0][0].clone().expect("a plan line");
+        if first.contains("rows=432)") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no statistics after 60 s: {first}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

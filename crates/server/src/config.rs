@@ -45,6 +45,9 @@ pub struct ServerConfig {
     /// ... and after this much WAL since the last checkpoint; pages dirty since further back
     /// are written (PostgreSQL's max_wal_size plays this part; default 256 MiB).
     pub checkpoint_wal_bytes: u64,
+    /// Autoanalyze looks for tables whose rows changed enough this often (PostgreSQL's
+    /// autovacuum_naptime; default 60 s); 0 turns it off.
+    pub autoanalyze_interval_ms: u64,
     /// Per-operator memory budget of sorts, hash joins and aggregations.
     pub work_mem_bytes: u64,
     /// Directory of temporary files (default: `temp` beside the tier file).
@@ -164,6 +167,7 @@ impl Default for ServerConfig {
             s3_secret_access_key: String::new(),
             wal_on_volume: false,
             checkpoint_interval_ms: 30_000,
+            autoanalyze_interval_ms: 60_000,
             checkpoint_wal_bytes: 256 << 20,
             work_mem_bytes: 4 << 20,
             temp_dir: String::new(),

@@ -187,7 +187,18 @@ pub async fn serve(
         config.max_startup_connections,
         config.work_mem_bytes,
     );
+    // Set at shutdown: stops the capacity runner and autoanalyze.
     let capacity_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let autoanalyze = match config.autoanalyze_interval_ms {
+        0 => None,
+        interval_ms => {
+            let stop = Arc::clone(&capacity_stop);
+            Some(
+                tierdb_sql::start_autoanalyze(&shared.catalog, interval_ms, stop)
+                    .map_err(|error| format!("cannot start autoanalyze: {error}"))?,
+            )
+        }
+    };
     let capacity_runner = match config.capacity_settings()? {
         Some(settings) => {
             let store = Arc::clone(shared.catalog.engine().store());
@@ -265,6 +276,10 @@ pub async fn serve(
     capacity_stop.store(true, Ordering::Release);
     if let Some(runner) = capacity_runner {
         let _ = tokio::task::spawn_blocking(move || runner.join()).await;
+    }
+    // An ANALYZE under way finishes first (its transaction commits or rolls back whole).
+    if let Some(autoanalyze) = autoanalyze {
+        let _ = tokio::task::spawn_blocking(move || autoanalyze.join()).await;
     }
     let catalog = Arc::clone(&shared.catalog);
     drop(shared);

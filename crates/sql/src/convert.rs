@@ -20,6 +20,19 @@ pub(crate) fn count_u64(count: usize) -> u64 {
     u64::try_from(count).expect("usize is 64 bits (asserted at compile time)")
 }
 
+/// A row count as the f64 of an estimate (ANALYZE's statistics, the optimizer's rows):
+/// exact up to 2^53 rows, rounded above, which an estimate tolerates.
+pub(crate) fn rows_f64(rows: u64) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    let value = rows as f64;
+    value
+}
+
+/// `rows_f64` of a collection's length.
+pub(crate) fn count_f64(count: usize) -> f64 {
+    rows_f64(count_u64(count))
+}
+
 /// A non-negative i64 (a LIMIT, OFFSET, or a character count from SQL) as usize, or None
 /// when it is negative. Lossless: an i64's magnitude fits a 64-bit usize.
 pub(crate) fn usize_from_non_negative(value: i64) -> Option<usize> {

@@ -128,3 +128,88 @@ fn a_from_list_joins_its_selective_items_first_with_the_same_rows() {
         assert_eq!(reordered, forced);
     });
 }
+
+/// An explicit inner JOIN chain is ordered by cost like a FROM list (PostgreSQL flattens
+/// it); an outer join in the chain keeps the chain as written.
+#[test]
+fn an_inner_join_chain_is_ordered_like_a_from_list() {
+    with_session(|session| {
+        tables(session);
+        setup(session, &["ANALYZE"]);
+        let chain = "SELECT big.id, mid.id, small.name FROM big \
+            JOIN mid ON big.k = mid.big_k INNER JOIN small ON mid.small_id = small.id \
+            WHERE small.name = 'n3' ORDER BY 1, 2";
+        let lines = plan_lines(session, chain);
+        let (_, big) = node(&lines, "Seq Scan on big");
+        let (_, mid) = node(&lines, "on mid");
+        let (_, small) = node(&lines, "on small");
+        assert!(mid == small && small > big, "small and mid join before big: {lines:#?}");
+        let listed = "SELECT big.id, mid.id, small.name FROM big, mid, small \
+            WHERE big.k = mid.big_k AND mid.small_id = small.id AND small.name = 'n3' \
+            ORDER BY 1, 2";
+        let chained = rows(session, chain).unwrap();
+        assert!(chained.len() > 1000, "{} rows", chained.len());
+        assert_eq!(chained, rows(session, listed).unwrap());
+        // A LEFT JOIN keeps its rows without a partner: the chain is not flattened.
+        let outer = "SELECT small.id, mid.id FROM small LEFT JOIN mid ON mid.small_id = small.id \
+            JOIN big ON big.id = small.id WHERE small.id > 20 ORDER BY 1, 2";
+        assert_eq!(
+            rows(session, outer).unwrap(),
+            vec![vec![Datum::Int(21), Datum::Null], vec![Datum::Int(22), Datum::Null]]
+        );
+        // An ON clause reads only its chain's items, as in PostgreSQL.
+        let sql = "SELECT 1 FROM small s, big JOIN mid ON mid.id = s.id";
+        assert_eq!(sqlstate(session, sql), "42P01");
+    });
+}
+
+/// Autoanalyze's choice of tables: those never analyzed once they hold rows, then those
+/// whose changed rows pass 50 + 10% of the rows last counted; never views, temp tables or a
+/// table created by a block still open. What it gathers is ANALYZE's statistics.
+#[test]
+fn autoanalyze_gathers_the_tables_whose_rows_changed_enough() {
+    with_session(|session| {
+        tables(session);
+        setup(
+            session,
+            &[
+                "CREATE VIEW small_names AS SELECT name FROM small",
+                "CREATE TEMP TABLE scratch AS SELECT g FROM generate_series(1, 5000) g",
+            ],
+        );
+        let catalog = Arc::clone(session.catalog());
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let candidates = |catalog: &tierdb_sql::Catalog| -> Vec<String> {
+            catalog.autoanalyze_candidates().iter().map(|meta| meta.name.clone()).collect()
+        };
+        // small's 22 rows are below the threshold and fill less than 8 pages.
+        assert_eq!(candidates(&catalog), ["big", "mid"]);
+        assert_eq!(tierdb_sql::analyze_candidates(&catalog, &stop), 2);
+        assert_eq!(catalog.table_statistics("big").expect("analyzed").rows, 20_000.0);
+        assert!(catalog.table_statistics("small").is_none());
+        assert!(candidates(&catalog).is_empty());
+        setup(session, &["INSERT INTO small SELECT g, 'm' FROM generate_series(100, 151) g"]);
+        assert_eq!(candidates(&catalog), ["small"]);
+        assert_eq!(tierdb_sql::analyze_candidates(&catalog, &stop), 1);
+        assert_eq!(catalog.table_statistics("small").expect("analyzed").rows, 74.0);
+        // 50 + 10% of 74 rows is 57.4: 57 changed rows are not enough, 58 are.
+        setup(session, &["UPDATE small SET name = 'u' WHERE id >= 100 OR id <= 5"]);
+        assert!(candidates(&catalog).is_empty());
+        setup(session, &["UPDATE small SET name = 'u' WHERE id = 6"]);
+        assert_eq!(candidates(&catalog), ["small"]);
+        assert_eq!(tierdb_sql::analyze_candidates(&catalog, &stop), 1);
+        // DELETE counts; ANALYZE by hand resets the count.
+        setup(session, &["DELETE FROM big WHERE id <= 2100"]);
+        assert_eq!(candidates(&catalog), ["big"]);
+        setup(session, &["ANALYZE big"]);
+        assert!(candidates(&catalog).is_empty());
+        // A table created in an open block is not analyzed before it commits.
+        setup(
+            session,
+            &["BEGIN", "CREATE TABLE fresh AS SELECT g AS id FROM generate_series(1, 20000) g"],
+        );
+        assert!(candidates(&catalog).is_empty(), "{:?}", candidates(&catalog));
+        setup(session, &["COMMIT"]);
+        assert_eq!(candidates(&catalog), ["fresh", "small"]);
+    });
+}

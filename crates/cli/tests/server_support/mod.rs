@@ -29,9 +29,14 @@ impl TestServer {
     /// Starts a server on an existing data directory (restart tests).
     pub fn start_in(data_dir: tempfile::TempDir, extra: &[&str]) -> TestServer {
         let mut defaults = vec!["--metrics-listen", "127.0.0.1:0"];
-        // Loopback and small sizes, unless the test sets them.
-        let settable =
-            [("--listen", "127.0.0.1:0"), ("--buffer-pool", "64MB"), ("--tier-size", "64MB")];
+        // Loopback and small sizes, unless the test sets them; no autoanalyze, so that the
+        // join orders (and the order of unordered rows) do not depend on when it runs.
+        let settable = [
+            ("--listen", "127.0.0.1:0"),
+            ("--buffer-pool", "64MB"),
+            ("--tier-size", "64MB"),
+            ("--autoanalyze-interval-ms", "0"),
+        ];
         for (flag, value) in settable {
             if !extra.contains(&flag) {
                 defaults.extend([flag, value]);

@@ -322,6 +322,31 @@ impl<'a> Binder<'a> {
                 self.case(operand.as_deref(), conditions, else_result.as_deref(), scope, hint)
             }
             ast::Expr::Function(function) => self.function(function, scope, hint),
+            ast::Expr::Substring { .. }
+            | ast::Expr::Trim { .. }
+            | ast::Expr::Position { .. }
+            | ast::Expr::Ceil { .. }
+            | ast::Expr::Floor { .. }
+            | ast::Expr::Extract { .. } => self.syntax_function(expr, scope),
+            ast::Expr::Collate { expr: inner, .. } => self.expr(inner, scope, hint),
+            ast::Expr::CompoundFieldAccess { root, access_chain } => {
+                self.subscript(root, access_chain, scope)
+            }
+            ast::Expr::Array(array) => self.array_constructor(array, scope, hint),
+            ast::Expr::AnyOp { .. } | ast::Expr::AllOp { .. } => {
+                self.quantified_comparison(expr, scope, hint)
+            }
+            ast::Expr::Tuple(_) => Err(SqlError::unsupported(
+                "row constructors are supported only in comparisons and IN lists of rows",
+            )),
+            other => Err(SqlError::unsupported(format!("unsupported expression: {other}"))),
+        }
+    }
+
+    /// SUBSTRING, TRIM, POSITION, CEIL, FLOOR and EXTRACT written in SQL's syntax, bound as
+    /// calls of the functions PostgreSQL's grammar turns them into.
+    fn syntax_function(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<(Expr, SqlType)> {
+        match expr {
             ast::Expr::Substring { expr: inner, substring_from, substring_for, .. } => {
                 let mut args = vec![inner.as_ref().clone()];
                 args.push(
@@ -364,11 +389,18 @@ impl<'a> Binder<'a> {
                 ));
                 self.call("extract", &[field, inner.as_ref().clone()], scope)
             }
-            ast::Expr::Collate { expr: inner, .. } => self.expr(inner, scope, hint),
-            ast::Expr::CompoundFieldAccess { root, access_chain } => {
-                self.subscript(root, access_chain, scope)
-            }
-            ast::Expr::Array(array) => self.array_constructor(array, scope, hint),
+            other => unreachable!("not a syntax function: {other}"),
+        }
+    }
+
+    /// `x op ANY / ALL (subquery or array)`.
+    fn quantified_comparison(
+        &mut self,
+        expr: &ast::Expr,
+        scope: &Scope,
+        hint: Option<&SqlType>,
+    ) -> Result<(Expr, SqlType)> {
+        match expr {
             ast::Expr::AnyOp { left, compare_op, right, .. }
             | ast::Expr::AllOp { left, compare_op, right }
                 if matches!(right.as_ref(), ast::Expr::Subquery(_)) =>
@@ -407,10 +439,7 @@ impl<'a> Binder<'a> {
             ast::Expr::AllOp { left, compare_op, right } => {
                 self.any_all(left, compare_op, right, true, scope)
             }
-            ast::Expr::Tuple(_) => Err(SqlError::unsupported(
-                "row constructors are supported only in comparisons and IN lists of rows",
-            )),
-            other => Err(SqlError::unsupported(format!("unsupported expression: {other}"))),
+            other => unreachable!("not a quantified comparison: {other}"),
         }
     }
 

@@ -21,7 +21,18 @@ impl<'a> Binder<'a> {
             return Ok((plan, Scope::default(), conjuncts));
         }
         let mut relations: Vec<(Plan, Scope)> = Vec::new();
+        // Inner JOIN chains' ON conditions, over the FROM list's columns side by side.
+        let mut conditions = Vec::new();
         for item in from {
+            if let Some(chain) = self.flatten_inner_chain(item)? {
+                let offset: usize = relations.iter().map(|(_, scope)| scope.columns.len()).sum();
+                for mut condition in chain.conditions {
+                    condition.shift_columns(isize::try_from(offset).expect("a row's width"));
+                    conditions.push(condition);
+                }
+                relations.extend(chain.items);
+                continue;
+            }
             let before = (!relations.is_empty()).then(|| {
                 relations.iter().fold(Scope::default(), |all, (_, scope)| all.concat(scope))
             });
@@ -29,6 +40,7 @@ impl<'a> Binder<'a> {
         }
         let (scope, predicate) = self.bind_where(&relations, selection)?;
         let predicate = self.take_correlation(from, &scope, predicate);
+        let predicate = conjunction(conditions.into_iter().chain(predicate).collect());
         let (plan, conjuncts) = self.join_relations(relations, predicate)?;
         Ok((plan, scope, conjuncts))
     }

@@ -18,6 +18,7 @@ mod dml;
 mod expr;
 mod from;
 mod grouping_sets;
+mod join_chains;
 mod join_order;
 pub(crate) mod locking;
 mod namespace;

@@ -101,6 +101,9 @@ pub struct Catalog {
     advisory_locks: advisory::AdvisoryLocks,
     /// ANALYZE's statistics by table name (statistics.rs).
     statistics: RwLock<HashMap<String, Arc<statistics::TableStatistics>>>,
+    /// Rows inserted, updated or deleted per table OID since its last ANALYZE (since the
+    /// server started), for autoanalyze (statistics.rs).
+    modified_rows: Mutex<HashMap<u32, u64>>,
 }
 
 impl Catalog {
@@ -144,6 +147,7 @@ impl Catalog {
             statement_stats: Arc::new(crate::stats::StatementStats::default()),
             advisory_locks: advisory::AdvisoryLocks::default(),
             statistics: RwLock::new(HashMap::new()),
+            modified_rows: Mutex::new(HashMap::new()),
         };
         catalog.load()?;
         catalog.load_roles()?;

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::meta::{decode_type, encode_type, escape, unescape};
-use super::Catalog;
+use super::{is_internal_table, split_temp_name, Catalog, TableMeta};
 use crate::error::{Result, SqlError};
 use crate::types::{Datum, SqlType};
 use tierdb_engine::Value;
@@ -144,7 +144,60 @@ impl TableStatistics {
     }
 }
 
+/// Rows a table may change before autoanalyze gathers its statistics again: PostgreSQL's
+/// autovacuum_analyze_threshold (50) plus autovacuum_analyze_scale_factor (0.1) of the rows
+/// its last statistics counted.
+pub const AUTOANALYZE_THRESHOLD_ROWS: f64 = 50.0;
+pub const AUTOANALYZE_SCALE_FACTOR: f64 = 0.1;
+/// A table never analyzed is analyzed automatically once it holds this many pages, however
+/// few of its rows this server run changed (a table loaded before a restart).
+pub const AUTOANALYZE_UNANALYZED_PAGES_MIN: u64 = 8;
+
 impl Catalog {
+    /// Counts rows a statement inserted, updated or deleted in table `table_oid`.
+    pub fn note_modified_rows(&self, table_oid: u32, rows: u64) {
+        if rows > 0 {
+            let mut modified = self.modified_rows.lock();
+            let count = modified.entry(table_oid).or_default();
+            *count = count.saturating_add(rows);
+        }
+    }
+
+    /// The tables autoanalyze should gather statistics of now: committed user tables (not
+    /// views, sequences, temp or internal tables) changed by more than the threshold since
+    /// their last ANALYZE, or never analyzed and holding rows.
+    pub fn autoanalyze_candidates(&self) -> Vec<Arc<TableMeta>> {
+        let uncommitted = self.uncommitted.read().clone();
+        let mut candidates: Vec<Arc<TableMeta>> = self
+            .tables()
+            .into_iter()
+            .filter(|meta| !meta.is_view() && meta.sequence.is_none())
+            .filter(|meta| !is_internal_table(&meta.name) && split_temp_name(&meta.name).is_none())
+            .filter(|meta| !uncommitted.contains_key(&meta.name))
+            .filter(|meta| self.wants_analyze(meta))
+            .collect();
+        candidates.sort_by(|a, b| a.name.cmp(&b.name));
+        candidates
+    }
+
+    fn wants_analyze(&self, meta: &TableMeta) -> bool {
+        let changed = self.modified_rows.lock().get(&meta.oid).copied().unwrap_or(0);
+        let changed = crate::convert::rows_f64(changed);
+        match self.table_statistics(&meta.name) {
+            Some(statistics) => {
+                changed > AUTOANALYZE_THRESHOLD_ROWS + AUTOANALYZE_SCALE_FACTOR * statistics.rows
+            }
+            None => {
+                let pages = self
+                    .engine
+                    .table_handle(&meta.name)
+                    .and_then(|handle| handle.relation_pages())
+                    .map_or(0, |pages| pages.table.unwrap_or(0));
+                changed > AUTOANALYZE_THRESHOLD_ROWS || pages >= AUTOANALYZE_UNANALYZED_PAGES_MIN
+            }
+        }
+    }
+
     /// The statistics of table `name` from its last ANALYZE, if they describe the table of
     /// that name now (same OID).
     pub fn table_statistics(&self, name: &str) -> Option<Arc<TableStatistics>> {
@@ -156,6 +209,7 @@ impl Catalog {
     /// before keep their join order; new statements see the new statistics.
     pub fn set_table_statistics(&self, name: &str, statistics: TableStatistics) -> Result<()> {
         self.upsert_text(STATISTICS_TABLE, name, statistics.encode())?;
+        self.modified_rows.lock().remove(&statistics.table_oid);
         self.statistics.write().insert(name.to_string(), Arc::new(statistics));
         self.invalidate_plans();
         Ok(())

@@ -94,6 +94,7 @@ pub(crate) fn run_insert(insert: &InsertPlan, ctx: &mut Ctx<'_>) -> Result<Outpu
     let InsertWriter { mut batch, events, inserted, count, .. } = writer;
     batch.flush(&insert.table, ctx)?;
     events.finish(&insert.table, ctx)?;
+    ctx.session.catalog.note_modified_rows(insert.table.oid, count);
     returning_rows(&insert.returning, inserted, ctx, CommandTag::Insert, count)
 }
 
@@ -255,6 +256,7 @@ pub(crate) fn run_update(update: &UpdatePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         }
     }
     events.finish(table, ctx)?;
+    ctx.session.catalog.note_modified_rows(table.oid, count);
     returning_rows(&update.returning, updated_rows, ctx, CommandTag::Update, count)
 }
 
@@ -323,6 +325,7 @@ pub(crate) fn run_delete(delete: &DeletePlan, ctx: &mut Ctx<'_>) -> Result<Outpu
         }
     }
     events.finish(&delete.table, ctx)?;
+    ctx.session.catalog.note_modified_rows(delete.table.oid, count);
     returning_rows(&delete.returning, deleted, ctx, CommandTag::Delete, count)
 }
 

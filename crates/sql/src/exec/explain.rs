@@ -52,8 +52,13 @@ fn title(plan: &Plan) -> String {
             Access::Primary { .. } => {
                 format!("Index Scan using {}_pkey on {}", table.name, table.name)
             }
-            Access::Index { name, .. } | Access::Nearest { name, .. } => {
+            Access::Index { name, .. }
+            | Access::Keys { name: Some(name), .. }
+            | Access::Nearest { name, .. } => {
                 format!("Index Scan using {} on {}", name, table.name)
+            }
+            Access::Keys { name: None, .. } => {
+                format!("Index Scan using {}_pkey on {}", table.name, table.name)
             }
         },
         PlanKind::SystemView { name } => format!("Function Scan on {name}"),
@@ -267,6 +272,12 @@ fn detail(plan: &Plan, indent: &str, lines: &mut Vec<String>) {
             match access {
                 Access::Primary { .. } | Access::Index { .. } => {
                     lines.push(format!("{indent}Index Cond: key range from WHERE"))
+                }
+                Access::Keys { keys, array: None, .. } => {
+                    lines.push(format!("{indent}Index Cond: {} listed keys from WHERE", keys.len()))
+                }
+                Access::Keys { array: Some(_), .. } => {
+                    lines.push(format!("{indent}Index Cond: listed keys from an array in WHERE"))
                 }
                 Access::Nearest { column, operator, query, .. } => {
                     let query = match query {

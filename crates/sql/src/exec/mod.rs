@@ -30,6 +30,7 @@ mod recursive;
 mod relation_sizes;
 mod rows;
 mod scan;
+mod scan_keys;
 mod sequences;
 mod set_functions;
 mod sort;

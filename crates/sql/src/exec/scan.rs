@@ -1,5 +1,6 @@
 //! Table scans (key ranges, index lookups, page-at-a-time) and generate_series.
 
+use super::scan_keys::{key_datum, listed_keys};
 use super::*;
 
 pub(crate) fn bound_values(
@@ -21,12 +22,7 @@ pub(crate) fn bound_values(
             return Ok(None);
         }
         let ty = &table.columns[column].ty;
-        let datum = match (&datum, ty) {
-            (Datum::Int(_), SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Oid) => datum,
-            (Datum::Text(_), ty) if ty.is_text() => datum,
-            _ => types::cast(datum.clone(), &datum_type(&datum), ty, true)?,
-        };
-        values.push(datum.to_value(ty)?);
+        values.push(key_datum(datum, ty)?.to_value(ty)?);
     }
     Ok(Some(match bound {
         Bound::Included(_) => Bound::Included(values),
@@ -125,6 +121,11 @@ pub(crate) fn scan(
         Access::Index { name, lower, upper } => {
             scan_index(table, name, (lower, upper), ctx, probe, &mut emit)
         }
+        Access::Keys { name, keys, array } => {
+            let reading = (projection, emit_key, filter.is_some());
+            let list = (keys.as_slice(), array.as_deref());
+            scan_keys(table, name.as_deref(), list, (backward, reading), ctx, probe, &mut emit)
+        }
     }
 }
 
@@ -195,6 +196,41 @@ fn scan_clustered<'s>(
             None => return Ok(true),
         }
     }
+}
+
+/// Reads the rows of each distinct key of a key list (`Access::Keys`) as a one-key range of
+/// the clustered tree (`name` None) or of the index `name`; false when `emit` asked to stop.
+fn scan_keys<'s>(
+    table: &BoundTable,
+    name: Option<&str>,
+    list: (&[Vec<Expr>], Option<&Expr>),
+    (backward, reading): (bool, (Option<&ScanProjection>, bool, bool)),
+    ctx: &mut Ctx<'s>,
+    probe: &[Datum],
+    emit: &mut impl FnMut(&mut Ctx<'s>, Vec<u8>, Vec<Value>) -> Result<bool>,
+) -> Result<bool> {
+    let columns: &[usize] = match name {
+        None => &table.clustered_key().expect("a key list on the clustering key").columns,
+        Some(name) => {
+            let index = table.indexes.iter().find(|index| index.name == name);
+            &index.expect("planned index exists").columns
+        }
+    };
+    for key in listed_keys(table, columns, list, backward, ctx, probe)? {
+        ctx.check_cancel()?;
+        let bound = Bound::Included(key.into_iter().map(Expr::Literal).collect::<Vec<_>>());
+        let more = match name {
+            None => {
+                let access = Access::Primary { lower: bound.clone(), upper: bound };
+                scan_clustered(table, &access, backward, reading, ctx, probe, emit)?
+            }
+            Some(name) => scan_index(table, name, (&bound, &bound), ctx, probe, emit)?,
+        };
+        if !more {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// pgvector's nearest-neighbour index scan: rows nearest first, up to hnsw.ef_search of

@@ -291,7 +291,7 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         1..=1,
         |_, t| Ok(relation_size_signature(t)),
         info::indexes_size,
-        "'registry_example'",
+        "'registry_example_pkey'",
         volatile
     ),
     function!(
@@ -299,7 +299,7 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         1..=1,
         |_, t| Ok(relation_size_signature(t)),
         info::total_relation_size,
-        "'registry_example'",
+        "'registry_example_pkey'",
         volatile
     ),
     // tierdb's check of an HNSW index against its table (exec/vector_check.rs).

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use crate::catalog::{Catalog, ColumnStatistics, TableStatistics};
+use crate::convert::count_f64;
 use crate::plan::*;
 use crate::types::Datum;
 
@@ -398,7 +399,8 @@ impl Columns for PlanColumns<'_, '_> {
 /// filter, so their selectivity is not counted twice).
 fn access_selectivity(table: &BoundTable, access: &Access) -> f64 {
     match access {
-        Access::Full | Access::Nearest { .. } => 1.0,
+        // A key list's conjunct stays in the filter, which counts its selectivity.
+        Access::Full | Access::Nearest { .. } | Access::Keys { .. } => 1.0,
         Access::Primary { lower, upper } => {
             let key_columns = table.clustered_key().map_or(usize::MAX, |key| key.columns.len());
             match (lower, upper) {
@@ -454,13 +456,7 @@ fn equality_values(expr: &Expr) -> Option<usize> {
     }
 }
 
-/// A count as f64 for the estimates.
-pub fn count_f64(count: usize) -> f64 {
-    #[allow(clippy::cast_precision_loss)]
-    let value = count as f64;
-    value
-}
-
+/// An integer value as f64 for the estimates (a histogram position, rounded above 2^53).
 fn int_f64(value: i64) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let value = value as f64;

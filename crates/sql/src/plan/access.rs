@@ -41,7 +41,13 @@ pub fn scan_access(
     mut conjuncts: Vec<Expr>,
     parameters: &[SqlType],
 ) -> (Access, Option<Expr>) {
-    let access = choose_access(table, &conjuncts, None);
+    let (equal_count, mut access) = choose_counted_access(table, &conjuncts, None);
+    // A key list wins when it pins more leading columns than any single key or range.
+    if let Some((width, keys)) = key_list_access(table, &conjuncts) {
+        if width > equal_count {
+            access = keys;
+        }
+    }
     conjuncts.retain(|conjunct| !implied_by_access(table, &access, conjunct, parameters));
     let filter = if conjuncts.is_empty() { None } else { Some(and_all(conjuncts)) };
     (access, filter)
@@ -98,6 +104,15 @@ fn implied_by_access(
 /// a conjunct's other side must then only read columns below `probe_width`... expressed as
 /// `Column` indexes into the probe row, while the table side is a column of the table.
 pub fn choose_access(table: &TableMeta, conjuncts: &[Expr], probe_width: Option<usize>) -> Access {
+    choose_counted_access(table, conjuncts, probe_width).1
+}
+
+/// `choose_access`, with how many leading columns the access pins by equalities.
+fn choose_counted_access(
+    table: &TableMeta,
+    conjuncts: &[Expr],
+    probe_width: Option<usize>,
+) -> (usize, Access) {
     let mut best: Option<(usize, bool, Access)> = None;
     for index in &table.indexes {
         let (equal_count, access) = key_access(table, index, conjuncts, probe_width);
@@ -113,7 +128,7 @@ pub fn choose_access(table: &TableMeta, conjuncts: &[Expr], probe_width: Option<
             best = Some((equal_count, clustered, access));
         }
     }
-    best.map_or(Access::Full, |(_, _, access)| access)
+    best.map_or((0, Access::Full), |(count, _, access)| (count, access))
 }
 
 /// For one index: how many leading columns are pinned by equalities, and the access.

@@ -9,6 +9,7 @@ pub(crate) mod deparse;
 mod dml;
 mod join;
 mod json_keys;
+mod key_lists;
 pub(crate) use json_keys::refuse_json_keys;
 mod nearest;
 mod or_factoring;
@@ -20,6 +21,7 @@ pub use window::{FrameBound, WindowCall, WindowFrame, WindowFunction, WindowSpec
 pub(crate) use access::*;
 pub(crate) use dml::*;
 pub(crate) use join::*;
+pub(crate) use key_lists::*;
 pub(crate) use nearest::use_vector_indexes;
 pub(crate) use or_factoring::split_factored;
 pub(crate) use size::is_small_result;
@@ -437,6 +439,18 @@ pub enum Access {
         name: String,
         lower: Bound<Vec<Expr>>,
         upper: Bound<Vec<Expr>>,
+    },
+    /// Equality lookups of a list of keys: an IN list or an OR of equalities on the leading
+    /// columns of the clustering key (`name` None) or of the secondary index `name`. Every
+    /// key pins the same number of leading columns; each distinct key is read once, so a
+    /// repeated list value returns its rows once. The conjunct stays in the scan's filter.
+    /// With `array` (`col = ANY (array)`, the drivers' batch lookup), `keys` is one key: the
+    /// values of the columns before `col` that equalities pin (perhaps none); each element
+    /// of the array, evaluated when the scan starts, completes it.
+    Keys {
+        name: Option<String>,
+        keys: Vec<Vec<Expr>>,
+        array: Option<Box<Expr>>,
     },
     /// The rows nearest to `query` by an HNSW index's operator, nearest first (at most
     /// `hnsw.ef_search` of them, as pgvector without iterative scans; with

@@ -18,6 +18,7 @@ use crate::catalog::{
     is_internal_table, ColumnStatistics, TableMeta, TableStatistics, COMMON_VALUES_MAX,
     HISTOGRAM_BOUNDS_MAX,
 };
+use crate::convert::{count_f64, rows_f64};
 use crate::types::Datum;
 use tierdb_common::SplitMix64;
 use tierdb_engine::{Direction, IsolationLevel, Projection};
@@ -73,7 +74,7 @@ impl Session {
 /// Reads `meta`'s rows and computes its statistics.
 pub(crate) fn gather(catalog: &Catalog, meta: &TableMeta) -> Result<TableStatistics> {
     let (rows_seen, sample) = sample_rows(catalog, meta)?;
-    let rows = count_f64(rows_seen);
+    let rows = rows_f64(rows_seen);
     let columns = meta
         .columns
         .iter()
@@ -133,7 +134,7 @@ fn sample_rows(catalog: &Catalog, meta: &TableMeta) -> Result<(u64, Vec<Vec<Datu
 
 /// One column's statistics from its sampled values, the table holding `rows` rows.
 fn column_statistics(name: &str, ty: &SqlType, values: &[&Datum], rows: f64) -> ColumnStatistics {
-    let sampled = count_f64(values.len() as u64);
+    let sampled = count_f64(values.len());
     let mut counts: HashMap<Vec<u8>, (usize, &Datum)> = HashMap::new();
     let mut nulls = 0usize;
     let mut key = Vec::new();
@@ -147,7 +148,7 @@ fn column_statistics(name: &str, ty: &SqlType, values: &[&Datum], rows: f64) -> 
         counts.entry(key.clone()).or_insert((0, value)).0 += 1;
     }
     let non_null = values.len() - nulls;
-    let null_fraction = if values.is_empty() { 0.0 } else { count_f64(nulls as u64) / sampled };
+    let null_fraction = if values.is_empty() { 0.0 } else { count_f64(nulls) / sampled };
     let whole_table = sampled >= rows;
     let distinct = distinct_estimate(&counts, non_null, rows * (1.0 - null_fraction), whole_table);
     let mut by_count: Vec<(usize, &Datum)> = counts.into_values().collect();
@@ -155,7 +156,7 @@ fn column_statistics(name: &str, ty: &SqlType, values: &[&Datum], rows: f64) -> 
     let common_count = common_values_count(&by_count, non_null, whole_table);
     let common = by_count[..common_count]
         .iter()
-        .map(|(count, value)| ((*value).clone(), count_f64(*count as u64) / sampled))
+        .map(|(count, value)| ((*value).clone(), count_f64(*count) / sampled))
         .collect();
     let histogram = histogram(&by_count[common_count..]);
     ColumnStatistics {
@@ -178,12 +179,12 @@ fn distinct_estimate(
     table_non_null: f64,
     whole_table: bool,
 ) -> f64 {
-    let seen = count_f64(counts.len() as u64);
+    let seen = count_f64(counts.len());
     if whole_table || non_null == 0 {
         return seen;
     }
-    let singles = count_f64(counts.values().filter(|(count, _)| *count == 1).count() as u64);
-    let n = count_f64(non_null as u64);
+    let singles = count_f64(counts.values().filter(|(count, _)| *count == 1).count());
+    let n = count_f64(non_null);
     if singles >= n {
         return table_non_null.max(seen);
     }
@@ -201,11 +202,11 @@ fn common_values_count(by_count: &[(usize, &Datum)], non_null: usize, whole_tabl
     if whole_table && by_count.len() <= COMMON_VALUES_MAX {
         return by_count.len();
     }
-    let average = count_f64(non_null as u64) / count_f64(by_count.len() as u64);
+    let average = count_f64(non_null) / count_f64(by_count.len());
     by_count
         .iter()
         .take(COMMON_VALUES_MAX)
-        .take_while(|(count, _)| *count > 1 && count_f64(*count as u64) >= 1.25 * average)
+        .take_while(|(count, _)| *count > 1 && count_f64(*count) >= 1.25 * average)
         .count()
 }
 
@@ -242,13 +243,6 @@ fn histogram(rest: &[(usize, &Datum)]) -> Vec<Datum> {
     }
     out.dedup_by(|a, b| a.compare(b) == Some(Ordering::Equal));
     out
-}
-
-/// A count as f64 for the estimates (exact below 2^53; statistics need no more).
-fn count_f64(count: u64) -> f64 {
-    #[allow(clippy::cast_precision_loss)]
-    let value = count as f64;
-    value
 }
 
 #[cfg(test)]

@@ -160,6 +160,7 @@ impl Session {
             return Err(error);
         }
         let copy = self.copy_in.take().expect("checked above");
+        self.catalog.note_modified_rows(copy.table.oid, copy.rows);
         if copy.autocommit {
             let transaction = self.transaction.take().expect("autocommit transaction");
             transaction.commit()?;

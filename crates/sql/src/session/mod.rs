@@ -17,6 +17,8 @@
 
 mod alter_table;
 mod analyze;
+mod autoanalyze;
+pub use autoanalyze::{analyze_candidates, start_autoanalyze};
 mod checks;
 mod columns;
 mod copy_binary;
