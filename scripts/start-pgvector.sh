@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Starts PostgreSQL with pgvector (installed by install-pgvector.sh) on PORT as the postgres
-# user, with a fresh data directory, trust authentication on 127.0.0.1 and the `vector`
-# extension created in database `postgres`. Idempotent: a server already answering on PORT
+# Starts PostgreSQL 15 with pgvector 0.8.2 (installed into it by install-pgvector.sh) on PORT
+# as the postgres user, with a fresh data directory of its own, trust authentication on
+# 127.0.0.1 and the `vector` extension created in database `postgres`. Idempotent: a server already answering on PORT
 # is left running. TIERDB_PGVECTOR_OPTIONS adds server options (e.g. "-c shared_buffers=1GB").
 # Usage: scripts/start-pgvector.sh PORT
 set -euo pipefail

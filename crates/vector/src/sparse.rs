@@ -2,11 +2,14 @@
 //! non-zero elements, indices ascending (0-based) with their values.
 //!
 //! The sums follow pgvector 0.8.2's `sparsevec.c`: one merge over both index lists in float.
-//! Which terms the reference build fuses into multiply-adds was measured against it (40
-//! random pairs of 30 dimensions, every combination tried): the inner product's terms are
-//! fused; in l2 only the term of an index of the first operand alone is, the shared
-//! indices' and the second operand's own are rounded before they are added. Cosine's norms
-//! are the dense inner product's loop over the values.
+//! In the reference build (scripts/install-pgvector.sh, x86-64-v3) every product term of
+//! the merge is fused into a multiply-add, read from its machine code and checked by
+//! tests/slt/vector/sparsevec.slt (random pairs of 30 dimensions). The loop over the second
+//! operand's elements after the first operand's last index is vectorized like the dense
+//! kernels (`dense::continued_sum`). Cosine's norms are the dense inner product's loop over
+//! the values.
+
+use crate::dense::{continued_sum, Magnitude, Product};
 
 /// A sparse operand: the indices (0-based, ascending, no duplicates) and their values.
 #[derive(Clone, Copy, Debug)]
@@ -22,14 +25,17 @@ impl SparseSlice<'_> {
 }
 
 /// The merge of two index lists in pgvector's order: `both(i, j)` for a shared index,
-/// `only_a(i)` / `only_b(j)` for an index of one operand only.
+/// `only_a(i)` / `only_b(j)` for an index of one operand only, up to the first operand's
+/// last index. Returns where the second operand's remaining elements start (its separate
+/// loop in pgvector).
+#[must_use]
 fn merge(
     a: SparseSlice<'_>,
     b: SparseSlice<'_>,
     mut both: impl FnMut(usize, usize),
     mut only_a: impl FnMut(usize),
     mut only_b: impl FnMut(usize),
-) {
+) -> usize {
     a.check();
     b.check();
     let mut b_position = 0;
@@ -56,30 +62,30 @@ fn merge(
             only_a(i);
         }
     }
-    for j in b_position..b.indices.len() {
-        only_b(j);
-    }
+    b_position
 }
 
 /// Squared Euclidean distance, as pgvector sums it.
 pub fn sparse_l2_squared_distance(a: SparseSlice<'_>, b: SparseSlice<'_>) -> f32 {
     let distance = std::cell::Cell::new(0.0f32);
-    let add_square = |value: f32| distance.set(distance.get() + value * value);
-    let add_square_fused = |value: f32| distance.set(value.mul_add(value, distance.get()));
-    merge(
+    let add_square = |value: f32| distance.set(value.mul_add(value, distance.get()));
+    let rest = merge(
         a,
         b,
         |i, j| add_square(a.values[i] - b.values[j]),
-        |i| add_square_fused(a.values[i]),
+        |i| add_square(a.values[i]),
         |j| add_square(b.values[j]),
     );
-    distance.get()
+    let rest = &b.values[rest..];
+    continued_sum::<Product>(distance.get(), rest, rest)
 }
 
 /// Inner product, as pgvector sums it.
 pub fn sparse_inner_product(a: SparseSlice<'_>, b: SparseSlice<'_>) -> f32 {
     let mut distance = 0.0f32;
-    merge(a, b, |i, j| distance = a.values[i].mul_add(b.values[j], distance), |_| {}, |_| {});
+    // The second operand's remaining elements add nothing to an inner product.
+    let _ =
+        merge(a, b, |i, j| distance = a.values[i].mul_add(b.values[j], distance), |_| {}, |_| {});
     distance
 }
 
@@ -96,8 +102,15 @@ pub fn sparse_cosine_distance(a: SparseSlice<'_>, b: SparseSlice<'_>) -> f64 {
 pub fn sparse_l1_distance(a: SparseSlice<'_>, b: SparseSlice<'_>) -> f32 {
     let distance = std::cell::Cell::new(0.0f32);
     let add = |value: f32| distance.set(distance.get() + value.abs());
-    merge(a, b, |i, j| add(a.values[i] - b.values[j]), |i| add(a.values[i]), |j| add(b.values[j]));
-    distance.get()
+    let rest = merge(
+        a,
+        b,
+        |i, j| add(a.values[i] - b.values[j]),
+        |i| add(a.values[i]),
+        |j| add(b.values[j]),
+    );
+    let rest = &b.values[rest..];
+    continued_sum::<Magnitude>(distance.get(), rest, rest)
 }
 
 #[cfg(test)]
