@@ -1,5 +1,7 @@
 //! Expression evaluation over a row: operators, LIKE, arithmetic, subqueries, calls.
 
+use std::borrow::Cow;
+
 use super::*;
 
 /// Runs a subquery (cached when uncorrelated) in the context of `row`.
@@ -74,7 +76,11 @@ pub(crate) fn project(exprs: &[Expr], mut row: Row, ctx: &mut Ctx<'_>) -> Result
 
 /// Evaluates an expression over `row`.
 pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
-    depth::check_stack_depth()?;
+    // Leaves do not recurse: the stack check (a thread-local read and a stack probe) is paid
+    // by the nodes above them only, not once per column read per row.
+    if !matches!(expr, Expr::Column(_) | Expr::Literal(_)) {
+        depth::check_stack_depth()?;
+    }
     Ok(match expr {
         Expr::Column(index) => row
             .get(*index)
@@ -93,14 +99,14 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             SqlError::new("08P01", format!("there is no parameter ${}", index + 1))
         })?,
         Expr::Arithmetic { op, left, right, ty } => {
-            let left = eval(left, row, ctx)?;
-            let right = eval(right, row, ctx)?;
+            let left = operand(left, row, ctx)?;
+            let right = operand(right, row, ctx)?;
             arithmetic(*op, &left, &right, ty)?
         }
         Expr::Negate { expr, ty } => negate(eval(expr, row, ctx)?, ty)?,
         Expr::Compare { op, left, right, bpchar } => {
-            let left = eval(left, row, ctx)?;
-            let right = eval(right, row, ctx)?;
+            let left = operand(left, row, ctx)?;
+            let right = operand(right, row, ctx)?;
             compare(*op, &left, &right, *bpchar)
         }
         Expr::Concat(left, right) => {
@@ -121,14 +127,16 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
             Datum::Bool(flag) => Datum::Bool(!flag),
             _ => Datum::Null,
         },
-        Expr::IsNull { expr, negated } => Datum::Bool(eval(expr, row, ctx)?.is_null() != *negated),
+        Expr::IsNull { expr, negated } => {
+            Datum::Bool(operand(expr, row, ctx)?.is_null() != *negated)
+        }
         Expr::IsBool { expr, value, negated } => {
             let matches = matches!(eval(expr, row, ctx)?, Datum::Bool(flag) if flag == *value);
             Datum::Bool(matches != *negated)
         }
         Expr::IsDistinct { left, right, negated } => {
-            let left = eval(left, row, ctx)?;
-            let right = eval(right, row, ctx)?;
+            let left = operand(left, row, ctx)?;
+            let right = operand(right, row, ctx)?;
             let distinct = match (left.is_null(), right.is_null()) {
                 (true, true) => false,
                 (true, false) | (false, true) => true,
@@ -183,6 +191,19 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
         ),
         Expr::Subscript { .. } | Expr::AnyAll { .. } => eval_array_operation(expr, row, ctx)?,
     })
+}
+
+/// An operand's value: borrowed when it is a column of the row or a literal (no copy of a
+/// string or array per row), else evaluated.
+fn operand<'r>(expr: &'r Expr, row: &'r [Datum], ctx: &mut Ctx<'_>) -> Result<Cow<'r, Datum>> {
+    match expr {
+        Expr::Column(index) => row
+            .get(*index)
+            .map(Cow::Borrowed)
+            .ok_or_else(|| SqlError::internal(format!("column {index} out of range"))),
+        Expr::Literal(datum) => Ok(Cow::Borrowed(datum)),
+        _ => eval(expr, row, ctx).map(Cow::Owned),
+    }
 }
 
 /// A subscript, slice or `op ANY/ALL (array)`.
@@ -274,9 +295,9 @@ fn eval_case(
 
 /// `value [NOT] IN (candidates)` with SQL's three-valued logic: NULL when no candidate
 /// matches and one of them is NULL.
-fn in_candidates(
+fn in_candidates<'c>(
     value: &Datum,
-    candidates: impl Iterator<Item = Result<Datum>>,
+    candidates: impl Iterator<Item = Result<Cow<'c, Datum>>>,
     negated: bool,
 ) -> Result<Datum> {
     let mut saw_null = false;
@@ -298,12 +319,12 @@ fn eval_in_list(
     row: &[Datum],
     ctx: &mut Ctx<'_>,
 ) -> Result<Datum> {
-    let value = eval(expr, row, ctx)?;
+    let value = operand(expr, row, ctx)?;
     if value.is_null() {
         return Ok(Datum::Null);
     }
     // Lazily, as PostgreSQL: the candidates after the first match are not evaluated.
-    in_candidates(&value, list.iter().map(|item| eval(item, row, ctx)), negated)
+    in_candidates(&value, list.iter().map(|item| operand(item, row, ctx)), negated)
 }
 
 /// The subquery's identity: its plan, whether it reads the outer row, and its cache id.
@@ -354,14 +375,14 @@ fn eval_like(
     row: &[Datum],
     ctx: &mut Ctx<'_>,
 ) -> Result<Datum> {
-    let value = eval(expr, row, ctx)?;
-    let pattern = eval(pattern, row, ctx)?;
-    Ok(match (value, pattern) {
+    let value = operand(expr, row, ctx)?;
+    let pattern = operand(pattern, row, ctx)?;
+    Ok(match (&*value, &*pattern) {
         (Datum::Text(value), Datum::Text(pattern)) => {
             let matched = if case_insensitive {
                 like(&value.to_lowercase(), &pattern.to_lowercase())
             } else {
-                like(&value, &pattern)
+                like(value, pattern)
             };
             Datum::Bool(matched != negated)
         }

@@ -49,21 +49,68 @@ pub(crate) fn decode_row(table: &crate::catalog::TableMeta, values: Vec<Value>) 
         .collect()
 }
 
-/// The output row of a projected scan from an engine row (`output` is ascending).
-fn project_values(
-    table: &crate::catalog::TableMeta,
-    projection: &ScanProjection,
-    values: Vec<Value>,
-) -> Row {
-    let mut wanted = projection.output.iter().copied().peekable();
-    let mut row = Vec::with_capacity(projection.output.len());
-    for (position, value) in values.into_iter().enumerate() {
-        if wanted.next_if_eq(&position).is_some() {
-            row.push(Datum::from_owned_value(value, &table.columns[position].ty));
+/// Turns a scan's engine rows into output rows. A filtered row is decoded into `scratch`,
+/// a table-wide row reused from row to row, and only the columns the projection marks are
+/// converted: a rejected row costs no vector, and columns nobody reads cost nothing.
+struct RowDecoder<'p> {
+    table: &'p crate::catalog::TableMeta,
+    projection: Option<&'p ScanProjection>,
+    /// The table column positions converted per row (ascending).
+    decoded: Vec<usize>,
+    /// Table-wide; the positions not in `decoded` stay NULL.
+    scratch: Row,
+}
+
+impl<'p> RowDecoder<'p> {
+    fn new(table: &'p crate::catalog::TableMeta, projection: Option<&'p ScanProjection>) -> Self {
+        let width = table.columns.len();
+        let decoded = match projection {
+            Some(projection) => {
+                (0..width).filter(|&column| projection.decode.get(column) == Some(&true)).collect()
+            }
+            None => (0..width).collect(),
+        };
+        RowDecoder { table, projection, decoded, scratch: vec![Datum::Null; width] }
+    }
+
+    /// The row the filter reads: the decoded columns at their table positions.
+    fn filter_row(&mut self, mut values: Vec<Value>) -> &[Datum] {
+        debug_assert_eq!(values.len(), self.scratch.len(), "the engine returns table-wide rows");
+        for &column in &self.decoded {
+            let value = values
+                .get_mut(column)
+                .map_or(Value::Null, |value| std::mem::replace(value, Value::Null));
+            self.scratch[column] = Datum::from_owned_value(value, &self.table.columns[column].ty);
+        }
+        &self.scratch
+    }
+
+    /// The output row of the row `filter_row` last decoded, which passed the filter.
+    fn take_output(&mut self) -> Row {
+        match self.projection {
+            // Moved out: each output column is decoded again for the next row.
+            Some(projection) => projection
+                .output
+                .iter()
+                .map(|&column| std::mem::replace(&mut self.scratch[column], Datum::Null))
+                .collect(),
+            None => std::mem::replace(&mut self.scratch, vec![Datum::Null; self.decoded.len()]),
         }
     }
-    debug_assert_eq!(row.len(), projection.output.len(), "every output column is stored");
-    row
+
+    /// The output row of an unfiltered engine row.
+    fn output(&self, values: Vec<Value>) -> Row {
+        let Some(projection) = self.projection else { return decode_row(self.table, values) };
+        let mut wanted = projection.output.iter().copied().peekable();
+        let mut row = Vec::with_capacity(projection.output.len());
+        for (position, value) in values.into_iter().enumerate() {
+            if wanted.next_if_eq(&position).is_some() {
+                row.push(Datum::from_owned_value(value, &self.table.columns[position].ty));
+            }
+        }
+        debug_assert_eq!(row.len(), projection.output.len(), "every output column is stored");
+        row
+    }
 }
 
 /// How a scan returns its rows.
@@ -87,24 +134,17 @@ pub(crate) fn scan(
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
     let ScanOptions { emit_key, backward, projection } = options;
+    let mut decoder = RowDecoder::new(table, projection);
     let mut emit = |ctx: &mut Ctx<'_>, key: Vec<u8>, values: Vec<Value>| -> Result<bool> {
-        let mut row = match (projection, filter) {
-            // Without a filter, the output row is built straight from the engine's values.
-            (Some(projection), None) => project_values(table, projection, values),
-            _ => decode_row(table, values),
+        let mut row = match filter {
+            Some(filter) => {
+                if !truthy(&eval(filter, decoder.filter_row(values), ctx)?) {
+                    return Ok(true);
+                }
+                decoder.take_output()
+            }
+            None => decoder.output(values),
         };
-        if let Some(filter) = filter {
-            if !truthy(&eval(filter, &row, ctx)?) {
-                return Ok(true);
-            }
-            if let Some(projection) = projection {
-                row = projection
-                    .output
-                    .iter()
-                    .map(|&column| std::mem::replace(&mut row[column], Datum::Null))
-                    .collect();
-            }
-        }
         if emit_key {
             row.push(Datum::Bytes(key));
         }
