@@ -20,6 +20,7 @@ mod from;
 mod grouping_sets;
 mod join_order;
 pub(crate) mod locking;
+mod named_windows;
 mod namespace;
 mod on_conflict;
 mod operators;
