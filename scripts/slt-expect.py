@@ -62,7 +62,9 @@ for block in blocks:
         with conn.cursor() as cur:
             for setting in session:
                 cur.execute(setting)
-            if sql.lstrip().upper().startswith(("SELECT", "VALUES", "WITH", "TABLE", "SHOW")):
+            # A WITH holding INSERT / UPDATE / DELETE changes data: run once only, below.
+            changes_data = re.search(r"\b(INSERT|UPDATE|DELETE)\b", sql.upper()) is not None
+            if sql.lstrip().upper().startswith(("SELECT", "VALUES", "WITH", "TABLE", "SHOW")) and not changes_data:
                 cur.execute(sql)
                 types = letters(cur.description)
             else:

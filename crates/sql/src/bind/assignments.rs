@@ -93,6 +93,19 @@ pub(crate) fn bind_assignments(
         let ast::AssignmentTarget::ColumnName(column) = &assignment.target else {
             return Err(SqlError::unsupported("multi-column assignment"));
         };
+        // PostgreSQL reads `SET a.b` as field b of a composite column a (never as a
+        // qualified column name): 42703 naming a when the table has no column a.
+        if column.0.len() > 1 {
+            let first = ast::ObjectName(column.0[..1].to_vec());
+            let first = object_name(&first)?;
+            if table.column_index(&first).is_none() {
+                return Err(SqlError::new(
+                    "42703",
+                    format!("column \"{first}\" of relation \"{}\" does not exist", table.name),
+                ));
+            }
+            return Err(SqlError::unsupported("assigning to a field of a composite column"));
+        }
         let column = object_name(column)?;
         let position = table.column_index(&column).ok_or_else(|| {
             SqlError::new(

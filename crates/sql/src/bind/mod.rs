@@ -21,6 +21,7 @@ mod grouping_sets;
 mod join_chains;
 mod join_order;
 pub(crate) mod locking;
+mod named_windows;
 mod namespace;
 mod on_conflict;
 mod operators;

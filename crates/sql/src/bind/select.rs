@@ -17,6 +17,12 @@ impl<'a> Binder<'a> {
             // The top-level SELECT ... INTO was made CREATE TABLE AS by the parser.
             return Err(SqlError::syntax("SELECT ... INTO is not allowed here"));
         }
+        // `OVER w` of a WINDOW clause: bound as the inline window it names.
+        let resolved = named_windows::resolve(select, order_by)?;
+        let (select, order_by) = match &resolved {
+            Some((select, order_by)) => (select, order_by.as_slice()),
+            None => (select, order_by),
+        };
         let keep_unknown = std::mem::take(&mut self.keep_unknown_outputs);
         // Window calls belong to this SELECT's list only (not to WHERE, nor to an enclosing
         // query's list while a subquery is bound).

@@ -12,6 +12,9 @@ pub(crate) fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr,
     }
     refuse_unsupported(name)?;
     let Some(function) = functions::lookup(name) else {
+        if POSTGRES_FUNCTIONS_NOT_BUILT.contains(&name) {
+            return Err(SqlError::unsupported(format!("function {name}() is not supported")));
+        }
         return Err(functions::no_function(name, &types));
     };
     if !function.arguments.contains(&args.len()) {
@@ -38,6 +41,69 @@ pub(crate) fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr,
 
 /// Functions PostgreSQL has that tierdb does not run: 0A000 at bind time, so that no
 /// statement fails halfway through its rows.
+/// Functions of PostgreSQL's chapter 9 that tierdb does not have yet: a call is 0A000
+/// naming the function (a gap), not 42883 (which says PostgreSQL has no such function).
+const POSTGRES_FUNCTIONS_NOT_BUILT: &[&str] = &[
+    "acos",
+    "acosd",
+    "acosh",
+    "asin",
+    "asind",
+    "asinh",
+    "atan",
+    "atan2",
+    "atan2d",
+    "atand",
+    "atanh",
+    "cos",
+    "cosd",
+    "cosh",
+    "cot",
+    "cotd",
+    "degrees",
+    "div",
+    "factorial",
+    "format",
+    "gcd",
+    "json_extract_path",
+    "json_extract_path_text",
+    "json_strip_nulls",
+    "jsonb_extract_path",
+    "jsonb_extract_path_text",
+    "jsonb_insert",
+    "jsonb_object",
+    "jsonb_path_exists",
+    "jsonb_path_match",
+    "jsonb_path_query",
+    "jsonb_path_query_array",
+    "jsonb_path_query_first",
+    "jsonb_set",
+    "jsonb_set_lax",
+    "jsonb_strip_nulls",
+    "lcm",
+    "make_timestamptz",
+    "min_scale",
+    "normalize",
+    "radians",
+    "scale",
+    "setseed",
+    "sha224",
+    "sha256",
+    "sha384",
+    "sha512",
+    "sin",
+    "sind",
+    "sinh",
+    "tan",
+    "tand",
+    "tanh",
+    "to_hex",
+    "to_number",
+    "trim_scale",
+    "unistr",
+    "width_bucket",
+];
+
 fn refuse_unsupported(name: &str) -> Result<()> {
     if crate::system::view_columns(name).is_some() {
         return Err(SqlError::unsupported(format!(

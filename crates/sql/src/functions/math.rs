@@ -34,7 +34,12 @@ pub(super) fn sign(call: Call<'_>) -> Result<Datum> {
         } else {
             Decimal::ONE
         }),
-        other => Datum::Float(float(other).signum()),
+        // PostgreSQL's sign of 0 (and -0) is 0; f64::signum gives 1 (or -1).
+        other => Datum::Float(match float(other) {
+            value if value > 0.0 => 1.0,
+            value if value < 0.0 => -1.0,
+            value => value.abs(),
+        }),
     })
 }
 
@@ -131,7 +136,12 @@ pub(super) fn sqrt(call: Call<'_>) -> Result<Datum> {
 
 pub(super) fn exp(call: Call<'_>) -> Result<Datum> {
     let value = float(&call.args[0]);
-    float_result(&call, value.exp())
+    let result = value.exp();
+    if result.is_infinite() && value.is_finite() && !matches!(call.output, SqlType::Numeric { .. })
+    {
+        return Err(SqlError::new("22003", "value out of range: overflow"));
+    }
+    float_result(&call, result)
 }
 
 pub(super) fn cbrt(call: Call<'_>) -> Result<Datum> {

@@ -28,11 +28,30 @@ pub(super) fn octet_length(call: Call<'_>) -> Result<Datum> {
 }
 
 pub(super) fn upper(call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Text(call.text(0).to_uppercase()))
+    Ok(Datum::Text(call.text(0).chars().map(upper_char).collect()))
 }
 
 pub(super) fn lower(call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Text(call.text(0).to_lowercase()))
+    Ok(Datum::Text(call.text(0).chars().map(lower_char).collect()))
+}
+
+/// A character's upper case as PostgreSQL's towupper gives it: one character for one (`ß`
+/// stays `ß`, where Rust's full mapping makes `SS`).
+fn upper_char(c: char) -> char {
+    let mut mapped = c.to_uppercase();
+    match (mapped.next(), mapped.next()) {
+        (Some(single), None) => single,
+        _ => c,
+    }
+}
+
+/// A character's lower case, one character for one (towlower; `Σ` is always `σ`).
+fn lower_char(c: char) -> char {
+    let mut mapped = c.to_lowercase();
+    match (mapped.next(), mapped.next()) {
+        (Some(single), None) => single,
+        _ => c,
+    }
 }
 
 pub(super) fn reverse(call: Call<'_>) -> Result<Datum> {
@@ -44,11 +63,7 @@ pub(super) fn initcap(call: Call<'_>) -> Result<Datum> {
     let mut start = true;
     for c in call.text(0).chars() {
         if c.is_alphanumeric() {
-            if start {
-                out.extend(c.to_uppercase())
-            } else {
-                out.extend(c.to_lowercase())
-            }
+            out.push(if start { upper_char(c) } else { lower_char(c) });
             start = false;
         } else {
             out.push(c);

@@ -650,6 +650,18 @@ pub fn to_json_text(datum: &Datum, ty: &SqlType) -> String {
         }
         (Datum::Text(text), SqlType::Json) => out.push_str(text),
         (Datum::Jsonb(value), _) => value.write(&mut out),
+        // An array is a JSON array of its elements (PostgreSQL's array_to_json), not the
+        // string of its text form.
+        (Datum::Array(array), SqlType::Array(element)) => {
+            out.push('[');
+            for (index, item) in array.elements.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&to_json_text(item, element));
+            }
+            out.push(']');
+        }
         (Datum::Timestamp(micros), _) => {
             escape_json(&format_timestamp(*micros).replacen(' ', "T", 1), &mut out)
         }
