@@ -158,6 +158,7 @@ impl<'a> Binder<'a> {
                     )),
                 }
             }
+            body if is_data_modifying(body) => Err(data_modifying_with()),
             _ => Err(SqlError::unsupported(format!("unsupported query: {body}"))),
         }
     }
@@ -292,4 +293,22 @@ fn fetch_limit(query: &ast::Query) -> Result<Option<ast::Expr>> {
     }
     let one = || ast::Expr::value(ast::Value::Number("1".into(), false));
     Ok(Some(fetch.quantity.clone().unwrap_or_else(one)))
+}
+
+/// Whether a query body is INSERT, UPDATE, DELETE or MERGE: a WITH list's data-modifying
+/// statement, or a data-modifying statement under a WITH.
+pub(crate) fn is_data_modifying(body: &ast::SetExpr) -> bool {
+    matches!(
+        body,
+        ast::SetExpr::Insert(_)
+            | ast::SetExpr::Update(_)
+            | ast::SetExpr::Delete(_)
+            | ast::SetExpr::Merge(_)
+    )
+}
+
+/// tierdb runs no data-modifying statement in or under WITH. PostgreSQL runs one even when
+/// nothing reads its CTE, so it is refused wherever it is written, never skipped.
+pub(crate) fn data_modifying_with() -> SqlError {
+    SqlError::unsupported("data-modifying statements in WITH are not supported")
 }

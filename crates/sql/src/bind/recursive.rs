@@ -83,6 +83,10 @@ impl Binder<'_> {
         };
         frame.recursive = with.recursive;
         for cte in &with.cte_tables {
+            // Refused even when nothing reads it: PostgreSQL would still run it.
+            if is_data_modifying(&cte.query.body) {
+                return Err(data_modifying_with());
+            }
             let name = ident(&cte.alias.name);
             let definition = CteDefinition {
                 query: (*cte.query).clone(),

@@ -23,6 +23,7 @@ pub(super) fn has_privilege(
     let kind = match call.target {
         PrivilegeTarget::Table => ObjectKind::Class,
         PrivilegeTarget::Schema => ObjectKind::Namespace,
+        PrivilegeTarget::Role => return role_privilege(role, superuser, &call, session),
     };
     let Some(object) = object_oid(kind, call.object, session)? else { return Ok(None) };
     if superuser {
@@ -31,8 +32,55 @@ pub(super) fn has_privilege(
     let answer = match call.target {
         PrivilegeTarget::Table => table_privilege(object, role, call.privileges, session),
         PrivilegeTarget::Schema => schema_privilege(object, role, call.privileges, session),
+        PrivilegeTarget::Role => unreachable!("answered above"),
     };
     Ok(Some(answer))
+}
+
+/// PostgreSQL's predefined roles. tierdb grants them to no one, so only superusers (members
+/// of every role in PostgreSQL) hold them.
+const PREDEFINED_ROLES: &[&str] = &[
+    "pg_checkpoint",
+    "pg_database_owner",
+    "pg_execute_server_program",
+    "pg_monitor",
+    "pg_read_all_data",
+    "pg_read_all_settings",
+    "pg_read_all_stats",
+    "pg_read_server_files",
+    "pg_signal_backend",
+    "pg_stat_scan_tables",
+    "pg_write_all_data",
+    "pg_write_server_files",
+];
+
+/// pg_has_role: a superuser is a member of every role; a role holds MEMBER and USAGE of
+/// itself (not WITH ADMIN OPTION); tierdb has no role membership otherwise. The role asked
+/// about by name must exist (42704), by OID gives NULL when it names none.
+fn role_privilege(
+    role: u32,
+    superuser: bool,
+    call: &PrivilegeCall<'_>,
+    session: &SessionInfo<'_>,
+) -> Result<Option<bool>> {
+    let target = if let Some(oid) = call.object.as_int() {
+        match u32::try_from(oid).ok().and_then(|oid| session.catalog.role_by_oid(oid)) {
+            Some(found) => Some(found.oid),
+            None => return Ok(None),
+        }
+    } else {
+        let name = call.object.as_text().unwrap_or("");
+        match session.catalog.role(name) {
+            Some(found) => Some(found.oid),
+            None if PREDEFINED_ROLES.contains(&name) => None,
+            None => return Err(missing(ObjectKind::Role, name)),
+        }
+    };
+    if superuser {
+        return Ok(Some(true));
+    }
+    let itself = target == Some(role);
+    Ok(Some(itself && call.privileges.iter().any(|privilege| !privilege.grant_option)))
 }
 
 /// The role asked about: the session's, or one by name (42704 when none) or by OID.

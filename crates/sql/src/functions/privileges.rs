@@ -1,4 +1,4 @@
-//! has_table_privilege and has_schema_privilege: whether a role holds privileges on a
+//! has_table_privilege, has_schema_privilege and pg_has_role: whether a role holds privileges on a
 //! relation or a schema, answered from the catalog's grants (exec/privilege_checks.rs).
 //! Forms: (object, privileges) for the session's role, (role, object, privileges) with the
 //! role by name or OID; the object by name or OID (an OID naming nothing gives NULL, a name
@@ -14,6 +14,8 @@ use crate::types::Datum;
 pub enum PrivilegeTarget {
     Table,
     Schema,
+    /// pg_has_role: the object is a role.
+    Role,
 }
 
 /// One privilege named in the list: PostgreSQL's names, and whether WITH GRANT OPTION
@@ -36,6 +38,8 @@ pub struct PrivilegeCall<'a> {
 const TABLE_PRIVILEGES: &[&str] =
     &["SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"];
 const SCHEMA_PRIVILEGES: &[&str] = &["USAGE", "CREATE"];
+/// PostgreSQL 15's pg_has_role privileges.
+const ROLE_PRIVILEGES: &[&str] = &["MEMBER", "USAGE"];
 
 pub(super) fn has_table_privilege(call: Call<'_>) -> Result<Datum> {
     has_privilege(call, PrivilegeTarget::Table)
@@ -43,6 +47,12 @@ pub(super) fn has_table_privilege(call: Call<'_>) -> Result<Datum> {
 
 pub(super) fn has_schema_privilege(call: Call<'_>) -> Result<Datum> {
     has_privilege(call, PrivilegeTarget::Schema)
+}
+
+/// pg_has_role([role,] role, privileges): whether a role is, or is a member of, another
+/// (psql's `\l+` asks it of pg_read_all_stats).
+pub(super) fn pg_has_role(call: Call<'_>) -> Result<Datum> {
+    has_privilege(call, PrivilegeTarget::Role)
 }
 
 fn has_privilege(call: Call<'_>, target: PrivilegeTarget) -> Result<Datum> {
@@ -54,6 +64,7 @@ fn has_privilege(call: Call<'_>, target: PrivilegeTarget) -> Result<Datum> {
     let names = match target {
         PrivilegeTarget::Table => TABLE_PRIVILEGES,
         PrivilegeTarget::Schema => SCHEMA_PRIVILEGES,
+        PrivilegeTarget::Role => ROLE_PRIVILEGES,
     };
     let privileges = parse_privileges(list.as_text().unwrap_or(""), names)?;
     let call_privileges = PrivilegeCall { target, role, object, privileges: &privileges };
@@ -98,8 +109,11 @@ fn parse_privileges(list: &str, names: &[&'static str]) -> Result<Vec<NamedPrivi
         let words: Vec<String> = item.split_whitespace().map(str::to_ascii_uppercase).collect();
         let (name, grant_option) = match words.as_slice() {
             [name] => (name.as_str(), false),
+            // A role's privileges take WITH ADMIN OPTION as well (pg_has_role).
             [name, with, grant, option]
-                if with == "WITH" && grant == "GRANT" && option == "OPTION" =>
+                if with == "WITH"
+                    && (grant == "GRANT" || (grant == "ADMIN" && names == ROLE_PRIVILEGES))
+                    && option == "OPTION" =>
             {
                 (name.as_str(), true)
             }

@@ -386,6 +386,13 @@ pub(super) static ARRAYS_CATALOG: &[Function] = &[
         privileges::has_schema_privilege,
         "'public', 'USAGE'"
     ),
+    function!(
+        &["pg_has_role"],
+        2..=3,
+        |_, t| Ok(any(t, false, SqlType::Bool)),
+        privileges::pg_has_role,
+        "'pg_read_all_stats', 'USAGE'"
+    ),
 ];
 
 /// A relation size function's arguments: a regclass (an untyped literal read as one), then
