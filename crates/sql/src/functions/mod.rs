@@ -32,6 +32,7 @@ macro_rules! function {
 }
 
 mod advisory;
+mod arithmetic;
 mod array;
 mod bit;
 mod datetime;
@@ -46,6 +47,7 @@ mod registry_core;
 mod registry_vector_json;
 mod sparsevec;
 mod text;
+mod trigonometry;
 mod typing;
 mod vector;
 

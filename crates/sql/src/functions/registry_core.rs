@@ -3,8 +3,15 @@
 
 use super::text::Side;
 use super::typing::*;
-use super::{advisory, bit, info, math, text, Function};
+use super::{advisory, arithmetic, bit, info, math, text, trigonometry, Function};
 use crate::types::{ObjectKind, SqlType};
+
+/// An entry of a float8 function of one argument (trigonometry::unary by name).
+macro_rules! float_function {
+    ($name:literal, $example:literal) => {
+        function!(&[$name], 1..=1, doubles, |c| trigonometry::unary($name, c), $example)
+    };
+}
 
 /// Text, conditional, numeric, date and time, session, advisory lock and sequence functions.
 pub(super) static CORE: &[Function] = &[
@@ -199,6 +206,70 @@ pub(super) static CORE: &[Function] = &[
     function!(&["ln"], 1..=1, numeric_or_double, math::ln, "10"),
     function!(&["log"], 1..=1, numeric_or_double, math::log, "100"),
     function!(&["cbrt"], 1..=1, numeric_or_double, math::cbrt, "27"),
+    // Float functions of PostgreSQL's float.c (trigonometry, degrees, radians).
+    float_function!("sin", "1"),
+    float_function!("cos", "0"),
+    float_function!("tan", "1"),
+    float_function!("cot", "1"),
+    float_function!("asin", "1"),
+    float_function!("acos", "0.5"),
+    float_function!("atan", "1"),
+    float_function!("sind", "30"),
+    float_function!("cosd", "60"),
+    float_function!("tand", "45"),
+    float_function!("cotd", "45"),
+    float_function!("asind", "0.5"),
+    float_function!("acosd", "0.5"),
+    float_function!("atand", "1"),
+    float_function!("sinh", "1"),
+    float_function!("cosh", "1"),
+    float_function!("tanh", "0.5"),
+    float_function!("asinh", "1"),
+    float_function!("acosh", "2"),
+    float_function!("atanh", "0.5"),
+    float_function!("degrees", "pi()"),
+    float_function!("radians", "180"),
+    function!(&["atan2"], 2..=2, doubles, |c| trigonometry::atan2(false, c), "1, 1"),
+    function!(&["atan2d"], 2..=2, doubles, |c| trigonometry::atan2(true, c), "1, 1"),
+    function!(&["div"], 2..=2, |n, t| numerics(n, t, SqlType::numeric()), arithmetic::div, "9, 4"),
+    function!(&["gcd"], 2..=2, integers_or_numeric, arithmetic::gcd, "12, 18"),
+    function!(&["lcm"], 2..=2, integers_or_numeric, arithmetic::lcm, "4, 6"),
+    function!(
+        &["factorial"],
+        1..=1,
+        |_, t| Ok(all(t, SqlType::Int8, SqlType::numeric())),
+        arithmetic::factorial,
+        "5"
+    ),
+    function!(&["to_hex"], 1..=1, to_hex, arithmetic::to_hex, "255"),
+    function!(
+        &["width_bucket"],
+        2..=4,
+        width_bucket,
+        arithmetic::width_bucket,
+        "5.35, 0.024, 10.06, 5"
+    ),
+    function!(
+        &["scale"],
+        1..=1,
+        |n, t| numerics(n, t, SqlType::Int4),
+        |c| arithmetic::scale("scale", c),
+        "12.3400"
+    ),
+    function!(
+        &["min_scale"],
+        1..=1,
+        |n, t| numerics(n, t, SqlType::Int4),
+        |c| arithmetic::scale("min_scale", c),
+        "12.3400"
+    ),
+    function!(
+        &["trim_scale"],
+        1..=1,
+        |n, t| numerics(n, t, SqlType::numeric()),
+        |c| arithmetic::scale("trim_scale", c),
+        "12.3400"
+    ),
     function!(&["pi"], 0..=0, |_, _| Ok(none(SqlType::Float8)), math::pi, ""),
     function!(&["random"], 0..=0, |_, _| Ok(none(SqlType::Float8)), math::random, "", volatile),
     function!(

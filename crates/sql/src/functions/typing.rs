@@ -169,3 +169,73 @@ pub(super) fn numeric_or_double(_name: &str, types: &[SqlType]) -> Result<Signat
     let target = if numeric { SqlType::numeric() } else { SqlType::Float8 };
     Ok(all(types, target.clone(), target))
 }
+
+/// The argument types of a function over numbers: numeric-family types and untyped
+/// literals, else no such function.
+fn numbers(name: &str, types: &[SqlType]) -> Result<()> {
+    if types.iter().all(|ty| ty.is_numeric_family() || *ty == SqlType::Unknown) {
+        Ok(())
+    } else {
+        Err(no_function(name, types))
+    }
+}
+
+/// A function on float8 only (trigonometry, degrees, radians).
+pub(super) fn doubles(name: &str, types: &[SqlType]) -> Result<Signature> {
+    numbers(name, types)?;
+    Ok(all(types, SqlType::Float8, SqlType::Float8))
+}
+
+/// A function on numeric only (div, scale), returning `output`.
+pub(super) fn numerics(name: &str, types: &[SqlType], output: SqlType) -> Result<Signature> {
+    numbers(name, types)?;
+    Ok(all(types, SqlType::numeric(), output))
+}
+
+/// gcd and lcm: integer (int4, or int8 if either argument is) or numeric.
+pub(super) fn integers_or_numeric(name: &str, types: &[SqlType]) -> Result<Signature> {
+    numbers(name, types)?;
+    if types.iter().any(|ty| matches!(ty, SqlType::Float4 | SqlType::Float8)) {
+        return Err(no_function(name, types));
+    }
+    let target = if types.iter().all(|ty| ty.is_integer() || *ty == SqlType::Unknown) {
+        if types.contains(&SqlType::Int8) {
+            SqlType::Int8
+        } else {
+            SqlType::Int4
+        }
+    } else {
+        SqlType::numeric()
+    };
+    Ok(all(types, target.clone(), target))
+}
+
+/// width_bucket(operand, low, high, count): numeric if a bound or operand is numeric and
+/// none is a float, else float8 (PostgreSQL's preferred type of the numeric category).
+pub(super) fn width_bucket(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if types.len() == 2 {
+        // The thresholds-array form is a gap, not a function PostgreSQL lacks.
+        return Err(SqlError::unsupported("function width_bucket() is not supported"));
+    }
+    if types.len() != 4 {
+        return Err(no_function(name, types));
+    }
+    numbers(name, types)?;
+    let values = &types[..3];
+    let numeric = values.iter().any(|ty| matches!(ty, SqlType::Numeric { .. }))
+        && !values.iter().any(|ty| matches!(ty, SqlType::Float4 | SqlType::Float8));
+    let target = if numeric { SqlType::numeric() } else { SqlType::Float8 };
+    let mut arguments = vec![Coercion::Implicit(target); 3];
+    arguments.push(Coercion::Implicit(SqlType::Int4));
+    Ok(Signature { arguments, output: SqlType::Int4 })
+}
+
+/// to_hex: int8, or int4 for the smaller integer types.
+pub(super) fn to_hex(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let target = match &types[0] {
+        SqlType::Int8 => SqlType::Int8,
+        ty if ty.is_integer() || *ty == SqlType::Unknown => SqlType::Int4,
+        _ => return Err(no_function(name, types)),
+    };
+    Ok(all(types, target, TEXT))
+}
