@@ -24,27 +24,41 @@ pub const KEY_LIST_KEYS_MAX: usize = 65_536;
 /// The key-list access of a scan of `table` filtered by `conjuncts` that pins the most
 /// leading columns of one index, and that count; None when no conjunct is a usable list.
 pub fn key_list_access(table: &TableMeta, conjuncts: &[Expr]) -> Option<(usize, Access)> {
+    // Each list conjunct's form and the other conjuncts, found once for every index.
+    let lists: Vec<(ListForm<'_>, Vec<Expr>)> = conjuncts
+        .iter()
+        .enumerate()
+        .filter_map(|(position, conjunct)| {
+            let form = match array_operand(conjunct) {
+                Some((column, array)) => ListForm::Array(column, array),
+                None => match list_branches(conjunct) {
+                    Some(branches) if branches.len() <= KEY_LIST_KEYS_MAX => {
+                        ListForm::Branches(branches)
+                    }
+                    _ => return None,
+                },
+            };
+            let others = conjuncts
+                .iter()
+                .enumerate()
+                .filter(|(other, _)| *other != position)
+                .map(|(_, conjunct)| conjunct.clone())
+                .collect();
+            Some((form, others))
+        })
+        .collect();
     let mut best: Option<(usize, Access)> = None;
     for index in &table.indexes {
         if matches!(index.kind, IndexKind::Hnsw(_)) {
             continue;
         }
         let name = (index.kind == IndexKind::Secondary).then(|| index.name.clone());
-        for (position, conjunct) in conjuncts.iter().enumerate() {
-            let others: Vec<Expr> = conjuncts
-                .iter()
-                .enumerate()
-                .filter(|(other, _)| *other != position)
-                .map(|(_, conjunct)| conjunct.clone())
-                .collect();
-            let found = match array_operand(conjunct) {
-                Some((column, array)) => array_keys(table, index, &others, column, array),
-                None => match list_branches(conjunct) {
-                    Some(branches) if branches.len() <= KEY_LIST_KEYS_MAX => {
-                        branch_keys(table, index, &others, branches).map(|keys| (keys, None))
-                    }
-                    _ => None,
-                },
+        for (form, others) in &lists {
+            let found = match form {
+                ListForm::Array(column, array) => array_keys(table, index, others, *column, array),
+                ListForm::Branches(branches) => {
+                    branch_keys(table, index, others, branches.clone()).map(|keys| (keys, None))
+                }
             };
             let Some((keys, array)) = found else { continue };
             let width = keys[0].len() + usize::from(array.is_some());
@@ -55,6 +69,12 @@ pub fn key_list_access(table: &TableMeta, conjuncts: &[Expr]) -> Option<(usize, 
         }
     }
     best
+}
+
+/// A list conjunct: `column = ANY (array)`, or the branches of an IN list or an OR.
+enum ListForm<'e> {
+    Array(usize, &'e Expr),
+    Branches(Vec<Vec<Expr>>),
 }
 
 /// The branches of a list conjunct, each as its conjuncts: an IN list's items as
