@@ -40,10 +40,22 @@ for block in blocks:
     if not block:
         continue
     lines = block.split("\n")
-    head, sql = lines[0], "\n".join(lines[1:])
-    if head.startswith("#"):
+    # Comment lines, then `onlyif tierdb` (kept as written: PostgreSQL cannot answer it) or
+    # `skipif tierdb` (PostgreSQL's answer is recorded under it), lead the record they mark.
+    prefix = []
+    while lines and lines[0].startswith("#"):
+        prefix.append(lines.pop(0))
+    if lines and lines[0].startswith("onlyif"):
         out.append(block)
         continue
+    if lines and lines[0].startswith("skipif"):
+        prefix.append(lines.pop(0))
+    if not lines:
+        out.append(block)
+        continue
+    head, sql = lines[0], "\n".join(lines[1:])
+    if prefix:
+        out.append("\n".join(prefix) + "\x00PREFIX")
     if head.startswith("statement ok"):
         r = psql(sql)
         assert r.returncode == 0, (sql, r.stderr)
@@ -80,4 +92,5 @@ for block in blocks:
             rows.sort()
         vals = "\n".join("\t".join("(empty)" if v == "" else v for v in row) for row in rows)
         out.append(f"query {types}{' ' + mode if mode else ''}\n{sql}\n----\n{vals}".rstrip("\n"))
-open(sys.argv[2], "w").write("\n\n".join(out) + "\n")
+text = "\n\n".join(out) + "\n"
+open(sys.argv[2], "w").write(text.replace("\x00PREFIX\n\n", "\n"))

@@ -11,6 +11,9 @@
 #                                    exist yet) on PORT with extra settings
 #   start_tierdb [FLAG...]           `tierdb serve`, buffer pool $BUDGET_MB, extra flags;
 #                                    sets server
+#   start_tierdb_at NAME BINARY PORT [FLAG...]
+#                                    another `tierdb serve` (an A/B's second binary) with its
+#                                    data in $work/NAME, no metrics; stopped at exit
 #
 # PORT_BASE picks the three ports (tierdb, its metrics, PostgreSQL); random by default.
 
@@ -24,6 +27,7 @@ side_by_side_init() { # name tool...
     work="$(mktemp -d)"
     chmod 755 "$work"
     server=""
+    servers=()
     trap side_by_side_cleanup EXIT
     tierdb_port="${PORT_BASE:-$((30000 + RANDOM % 10000))}"
     metrics_port=$((tierdb_port + 1))
@@ -31,7 +35,10 @@ side_by_side_init() { # name tool...
 }
 
 side_by_side_cleanup() {
-    if [[ -n "$server" ]]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+    local pid
+    for pid in "$server" "${servers[@]}"; do
+        if [[ -n "$pid" ]]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+    done
     local cluster
     for cluster in "$work"/pg*/; do
         if [[ -f "$cluster/PG_VERSION" ]]; then runuser -u postgres -- "$pgbin/pg_ctl" -D "$cluster" stop -m fast >/dev/null 2>&1 || true; fi
@@ -60,4 +67,15 @@ start_tierdb() { # [flag...]
     server=$!
     local _
     for _ in $(seq 1 100); do grep -q "listening on" "$work/tierdb.log" && break; sleep 0.1; done
+}
+
+start_tierdb_at() { # name binary port [flag...]
+    local name="$1" binary_at="$2" port="$3" _
+    shift 3
+    "$binary_at" serve --data-dir "$work/$name" --listen "127.0.0.1:$port" --metrics-listen "" \
+        --buffer-pool "${BUDGET_MB}MB" --tier-size 1GB "$@" > "$work/$name.log" 2>&1 &
+    servers+=($!)
+    for _ in $(seq 1 300); do grep -q "listening on" "$work/$name.log" && return 0; sleep 0.1; done
+    cat "$work/$name.log" >&2
+    return 1
 }

@@ -101,6 +101,83 @@ fn explain_prints_estimates_from_the_statistics() {
 }
 
 #[test]
+fn a_secondary_index_is_read_only_when_it_selects_few_enough_rows() {
+    with_session(|session| {
+        tables(session);
+        setup(session, &["CREATE INDEX big_k ON big (k)"]);
+        // Not analyzed: the rule's index, whatever the share.
+        let lines = plan_lines(session, "SELECT count(*) FROM big WHERE k < 400");
+        assert!(lines.iter().any(|line| line.contains("Index Scan using big_k")), "{lines:#?}");
+        setup(session, &["ANALYZE big"]);
+        // k < 5: 1% of the rows, by the index; k < 400: 80%, by a full scan (a lookup per
+        // row costs ten rows of a scan, design 020).
+        let lines = plan_lines(session, "SELECT count(*) FROM big WHERE k < 5");
+        assert!(lines.iter().any(|line| line.contains("Index Scan using big_k")), "{lines:#?}");
+        let lines = plan_lines(session, "SELECT count(*) FROM big WHERE k < 400");
+        assert!(lines.iter().any(|line| line.contains("Seq Scan on big")), "{lines:#?}");
+        // The estimate reads the filter over the table's columns though the scan returns
+        // none of them (count(*)), and a secondary index's conjunct is counted once.
+        assert!((14_000.0..=18_000.0).contains(&node(&lines, "Seq Scan on big").0), "{lines:#?}");
+        let lines = plan_lines(session, "SELECT count(*) FROM big WHERE k < 5");
+        assert!((150.0..=250.0).contains(&node(&lines, "Index Scan").0), "{lines:#?}");
+        // A key list of many keys on the index: a full scan; of a few: the index.
+        let many: Vec<String> = (0..300).map(|key| key.to_string()).collect();
+        let lines = plan_lines(
+            session,
+            &format!("SELECT count(*) FROM big WHERE k IN ({})", many.join(", ")),
+        );
+        assert!(lines.iter().any(|line| line.contains("Seq Scan on big")), "{lines:#?}");
+        let lines = plan_lines(session, "SELECT count(*) FROM big WHERE k IN (1, 2, 3)");
+        assert!(lines.iter().any(|line| line.contains("using big_k")), "{lines:#?}");
+        // Both answer the same.
+        for sql in [
+            "SELECT count(*), sum(id) FROM big WHERE k < 400",
+            "SELECT count(*), sum(id) FROM big WHERE k < 5",
+        ] {
+            let expected = rows(session, &sql.replace("k <", "k + 0 <")).unwrap();
+            assert_eq!(rows(session, sql).unwrap(), expected, "{sql}");
+        }
+    });
+}
+
+#[test]
+fn reltuples_reads_analyzes_count() {
+    with_session(|session| {
+        tables(session);
+        setup(session, &["CREATE INDEX big_k ON big (k)", "CREATE SEQUENCE counter"]);
+        let reltuples = |session: &mut Session| {
+            rows(session, "SELECT relname::text, reltuples::float8, relpages FROM pg_class WHERE relname IN ('big', 'big_pkey', 'big_k', 'counter') ORDER BY relname").unwrap()
+        };
+        let row = |name: &str, tuples: f64, pages: i64| {
+            vec![Datum::Text(name.into()), Datum::Float(tuples), Datum::Int(pages)]
+        };
+        assert_eq!(
+            reltuples(session),
+            vec![
+                row("big", -1.0, 0),
+                row("big_k", 0.0, 0),
+                row("big_pkey", 0.0, 0),
+                row("counter", 1.0, 1)
+            ]
+        );
+        setup(session, &["DELETE FROM big WHERE id <= 500", "ANALYZE big"]);
+        assert_eq!(
+            reltuples(session),
+            vec![
+                row("big", 19_500.0, 0),
+                row("big_k", 19_500.0, 0),
+                row("big_pkey", 19_500.0, 0),
+                row("counter", 1.0, 1)
+            ]
+        );
+        // TRUNCATE forgets the count (and the statistics), as PostgreSQL resets reltuples.
+        setup(session, &["TRUNCATE big"]);
+        assert!(session.catalog().table_statistics("big").is_none());
+        assert_eq!(reltuples(session)[0], row("big", -1.0, 0));
+    });
+}
+
+#[test]
 fn a_from_list_joins_its_selective_items_first_with_the_same_rows() {
     with_session(|session| {
         tables(session);

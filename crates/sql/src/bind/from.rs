@@ -1,6 +1,7 @@
 //! FROM and joins: table references, system views, table functions, join binding.
 
 use super::*;
+use crate::optimize::Estimator;
 
 impl<'a> Binder<'a> {
     /// Binds FROM and WHERE: pushes single-relation conjuncts down to their relation, joins
@@ -618,7 +619,12 @@ impl<'a> Binder<'a> {
                     split_conjuncts(filter, &mut conjuncts);
                 }
                 split_conjuncts(predicate, &mut conjuncts);
-                let (access, filter) = scan_access(&table, conjuncts, &self.parameters);
+                let (mut access, filter) = scan_access(&table, conjuncts, &self.parameters);
+                let estimator = Estimator { catalog: self.catalog, evaluator: self.evaluator };
+                if estimator.full_scan_is_cheaper(&table, &access, filter.as_ref()) {
+                    // Every conjunct a secondary index or key list bounds stays in the filter.
+                    access = Access::Full;
+                }
                 Plan {
                     kind: PlanKind::Scan { table, access, filter, emit_key, backward, projection },
                     columns: plan.columns,

@@ -399,6 +399,9 @@ impl Catalog {
             return Err(SqlError::undefined_table(name));
         }
         self.engine.truncate_table(name)?;
+        // PostgreSQL resets pg_class.reltuples to -1; the planner's row count from the last
+        // ANALYZE no longer describes the table either.
+        self.remove_table_statistics(name)?;
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::catalog::{Catalog, ColumnStatistics, TableStatistics};
+use crate::catalog::{Catalog, ColumnStatistics, TableMeta, TableStatistics};
 use crate::convert::count_f64;
 use crate::plan::*;
 use crate::types::Datum;
@@ -76,7 +76,7 @@ pub struct Estimator<'a> {
 
 impl Estimator<'_> {
     /// The statistics of table column `column` of a scan of `table`.
-    pub fn table_origin(&self, table: &BoundTable, column: usize) -> Option<ColumnOrigin> {
+    pub fn table_origin(&self, table: &TableMeta, column: usize) -> Option<ColumnOrigin> {
         let statistics = self.catalog.table_statistics(&table.name)?;
         let meta = table.columns.get(column)?;
         let index = statistics
@@ -87,7 +87,7 @@ impl Estimator<'_> {
     }
 
     /// The rows of `table` as last analyzed, or `UNANALYZED_ROWS`.
-    pub fn table_rows(&self, table: &BoundTable) -> f64 {
+    pub fn table_rows(&self, table: &TableMeta) -> f64 {
         self.catalog.table_statistics(&table.name).map_or(UNANALYZED_ROWS, |stats| stats.rows)
     }
 
@@ -144,7 +144,8 @@ impl Estimator<'_> {
                     split_conjuncts(filter.clone(), &mut conjuncts);
                 }
                 let base = self.table_rows(table) * access_selectivity(table, access);
-                let columns = PlanColumns { estimator: self, plan, rows: base };
+                // The filter reads the table's row, not the scan's (pruned) output.
+                let columns = TableColumns { estimator: self, table, rows: base };
                 base * self.selectivity(&conjuncts, &columns)
             }
             PlanKind::Filter { input, predicate } => {
@@ -214,6 +215,12 @@ impl Estimator<'_> {
     /// not spare their reads); otherwise its own rows.
     pub fn read_rows(&self, plan: &Plan) -> f64 {
         match &plan.kind {
+            PlanKind::Scan {
+                table,
+                access: access @ (Access::Index { .. } | Access::Keys { .. }),
+                filter,
+                ..
+            } => self.access_rows(table, access, filter.as_ref()).max(1.0),
             PlanKind::Scan { table, access, .. } => {
                 (self.table_rows(table) * access_selectivity(table, access)).max(1.0)
             }
@@ -373,6 +380,28 @@ impl Estimator<'_> {
     }
 }
 
+/// A table's columns by position, for estimates of a scan's filter (which reads the
+/// table's row whatever columns the scan returns).
+pub struct TableColumns<'e, 't> {
+    pub estimator: &'e Estimator<'e>,
+    pub table: &'t TableMeta,
+    pub rows: f64,
+}
+
+impl Columns for TableColumns<'_, '_> {
+    fn origin(&self, column: usize) -> Option<ColumnOrigin> {
+        self.estimator.table_origin(self.table, column)
+    }
+
+    fn relation_rows(&self, _column: usize) -> f64 {
+        self.rows
+    }
+
+    fn width(&self) -> usize {
+        self.table.columns.len()
+    }
+}
+
 /// A plan's output columns, for estimates over it.
 pub struct PlanColumns<'e, 'p> {
     pub estimator: &'e Estimator<'e>,
@@ -394,13 +423,13 @@ impl Columns for PlanColumns<'_, '_> {
     }
 }
 
-/// The share of a table an access path reads: a point on every column of a unique key
-/// reads one row; a range or prefix a tenth (its bounds' conjuncts are gone from the
-/// filter, so their selectivity is not counted twice).
+/// The share of a table an access path reads that its filter does not account for: a point
+/// on every column of a unique key reads one row; a range or prefix of the clustering key a
+/// tenth (conjuncts it implies may be gone from the filter, plan/access.rs). A secondary
+/// index's range and a key list keep their conjuncts in the filter, which counts them.
 fn access_selectivity(table: &BoundTable, access: &Access) -> f64 {
     match access {
-        // A key list's conjunct stays in the filter, which counts its selectivity.
-        Access::Full | Access::Nearest { .. } | Access::Keys { .. } => 1.0,
+        Access::Full | Access::Nearest { .. } | Access::Keys { .. } | Access::Index { .. } => 1.0,
         Access::Primary { lower, upper } => {
             let key_columns = table.clustered_key().map_or(usize::MAX, |key| key.columns.len());
             match (lower, upper) {
@@ -412,7 +441,6 @@ fn access_selectivity(table: &BoundTable, access: &Access) -> f64 {
                 _ => 0.1,
             }
         }
-        Access::Index { .. } => 0.1,
     }
 }
 

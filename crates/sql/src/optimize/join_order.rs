@@ -15,13 +15,13 @@ use crate::plan::*;
 /// FROM items ordered by search; beyond, the FROM order is kept (2^n subsets).
 pub const SEARCHED_RELATIONS_MAX: usize = 10;
 /// Cost of reading one row of a scan.
-const SCAN_ROW_COST: f64 = 1.0;
+pub(super) const SCAN_ROW_COST: f64 = 1.0;
 /// Cost of probing a hash table with one row.
 const PROBE_ROW_COST: f64 = 1.0;
 /// Cost of adding one row to a hash table (allocation and copy).
 const BUILD_ROW_COST: f64 = 2.0;
 /// Cost of one index lookup (a root-to-leaf descent and a version check).
-const LOOKUP_COST: f64 = 10.0;
+pub(super) const LOOKUP_COST: f64 = 10.0;
 /// Cost of emitting one joined row.
 const OUTPUT_ROW_COST: f64 = 0.5;
 /// Cost of testing one pair of a nested loop.

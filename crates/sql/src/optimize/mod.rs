@@ -7,7 +7,9 @@
 //!
 //! - `Estimator`: rows of a plan and selectivities from ANALYZE's statistics.
 //! - `choose_join_order`: the cheapest order of a FROM list's joins.
+//! - `Estimator::full_scan_is_cheaper`: index or full scan, by cost (access_choice.rs).
 
+mod access_choice;
 mod columns;
 mod estimate;
 mod join_order;

@@ -249,7 +249,14 @@ struct Relation<'a> {
     /// pg_class.relhastriggers: a table with or referenced by a FOREIGN KEY (PostgreSQL's
     /// RI triggers; tierdb enforces the key without triggers, so pg_trigger stays empty).
     has_triggers: bool,
+    /// pg_class.reltuples: the live rows ANALYZE counted, for a table and each of its
+    /// indexes; -1 for a table never analyzed and 0 for its indexes (PostgreSQL's values
+    /// for a table created empty); 1 for a sequence (its one row).
+    tuples: f64,
 }
+
+/// pg_class.relpages of a sequence (its one page); tierdb leaves the other relations' at 0.
+const SEQUENCE_PAGES: i64 = 1;
 
 /// pg_namespace OID of a relation of a table named `table` (a temp table's: its session's
 /// pg_temp_N).
@@ -284,6 +291,7 @@ fn relations<'a>(
         checks: 0,
         temp: None,
         has_triggers: false,
+        tuples: 1.0,
     }));
     // The tables some FOREIGN KEY references (read once, not per table).
     let referenced: std::collections::HashSet<&str> = tables
@@ -292,6 +300,7 @@ fn relations<'a>(
         .collect();
     for table in tables {
         let owner = catalog.table_acl(&table.name).owner;
+        let analyzed_rows = catalog.table_statistics(&table.name).map(|statistics| statistics.rows);
         let temp = crate::catalog::split_temp_name(&table.name).map(|(session, _)| session);
         relations.push(Relation {
             oid: table.oid,
@@ -305,6 +314,7 @@ fn relations<'a>(
             temp,
             has_triggers: !table.foreign_keys.is_empty()
                 || referenced.contains(table.name.as_str()),
+            tuples: analyzed_rows.unwrap_or(-1.0),
         });
         relations.extend(table.indexes.iter().map(|index| Relation {
             oid: index.oid,
@@ -321,6 +331,7 @@ fn relations<'a>(
             checks: 0,
             temp,
             has_triggers: false,
+            tuples: analyzed_rows.unwrap_or(0.0),
         }));
         // A serial or identity column's sequence (its three columns: last_value, log_cnt,
         // is_called).
@@ -337,6 +348,7 @@ fn relations<'a>(
                     checks: 0,
                     temp,
                     has_triggers: false,
+                    tuples: 1.0,
                 })
             },
         ));
@@ -710,7 +722,7 @@ pub static VIEWS: &[SystemView] = &[
         relam: Oid = oid(relation.access_method),
         relkind: Text = text(relation.kind),
         relpersistence: Text = text(if relation.temp.is_some() { "t" } else { "p" }),
-        reltuples: Float4 = Datum::Float(-1.0),
+        reltuples: Float4 = Datum::Float(relation.tuples),
         relhasindex: Bool = Datum::Bool(relation.has_index),
         relispartition: Bool = Datum::Bool(false),
         relchecks: Int2 = count(relation.checks),
@@ -725,7 +737,7 @@ pub static VIEWS: &[SystemView] = &[
         reloftype: Oid = oid(0),
         relreplident: Text = text("d"),
         reltoastrelid: Oid = oid(0),
-        relpages: Int4 = Datum::Int(0),
+        relpages: Int4 = Datum::Int(if relation.kind == "S" { SEQUENCE_PAGES } else { 0 }),
         relnatts: Int2 = count(relation.attributes),
         relpartbound: Text = Datum::Null,
         reloptions: TextArray = Datum::Null,
