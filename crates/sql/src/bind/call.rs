@@ -74,8 +74,23 @@ impl<'a> Binder<'a> {
         for arg in args {
             let (expr, ty) =
                 self.in_aggregate(None, |binder| binder.expr(arg, &input_scope, None))?;
-            types.push(if ty == SqlType::Unknown { SqlType::Text } else { ty });
+            types.push(ty);
             bound.push(expr);
+        }
+        let name = function.name.to_string().to_ascii_lowercase();
+        check_aggregate_arguments(aggregate, &name, &types)?;
+        if let [SqlType::Unknown] = types.as_slice() {
+            if matches!(aggregate, AggregateFunction::BoolAnd | AggregateFunction::BoolOr) {
+                // bool_and('t'): the untyped literal is read as the boolean it stands for.
+                let literal = std::mem::replace(&mut bound[0], Expr::Literal(Datum::Null));
+                bound[0] = coerce(literal, &SqlType::Unknown, &SqlType::Bool, false)?;
+                types[0] = SqlType::Bool;
+            }
+        }
+        for ty in &mut types {
+            if *ty == SqlType::Unknown {
+                *ty = SqlType::Text;
+            }
         }
         let input = types.first().cloned().unwrap_or(SqlType::Int8);
         let filter = self.aggregate_filter(function, &input_scope)?;
@@ -187,6 +202,58 @@ impl<'a> Binder<'a> {
     }
 
     // ----- INSERT, UPDATE, DELETE helpers -----
+}
+
+/// PostgreSQL's signatures of the aggregates whose arguments take no other type:
+/// bool_and / bool_or / every(boolean), string_agg(text, text) and string_agg(bytea, bytea),
+/// an untyped literal fitting either (42883 naming the argument types otherwise, as
+/// PostgreSQL's function lookup does; never an implicit cast PostgreSQL does not have).
+pub(crate) fn check_aggregate_arguments(
+    aggregate: AggregateFunction,
+    name: &str,
+    types: &[SqlType],
+) -> Result<()> {
+    let is_text = |ty: &SqlType| {
+        matches!(
+            ty,
+            SqlType::Text
+                | SqlType::Varchar(_)
+                | SqlType::Char(_)
+                | SqlType::Name
+                | SqlType::Unknown
+        )
+    };
+    let is_bytea = |ty: &SqlType| matches!(ty, SqlType::Bytea | SqlType::Unknown);
+    if matches!(aggregate, AggregateFunction::Sum | AggregateFunction::Avg)
+        && types == [SqlType::Unknown]
+    {
+        // sum and avg have a signature for each numeric type and interval, none preferred.
+        return Err(SqlError::new("42725", format!("function {name}(unknown) is not unique")));
+    }
+    let fits = match (aggregate, types) {
+        (AggregateFunction::BoolAnd | AggregateFunction::BoolOr, [input]) => {
+            matches!(input, SqlType::Bool | SqlType::Unknown)
+        }
+        (AggregateFunction::StringAgg, [value, delimiter]) => {
+            (is_text(value) && is_text(delimiter)) || (is_bytea(value) && is_bytea(delimiter))
+        }
+        (
+            AggregateFunction::BoolAnd | AggregateFunction::BoolOr | AggregateFunction::StringAgg,
+            _,
+        ) => false,
+        _ => true,
+    };
+    if fits && aggregate == AggregateFunction::StringAgg && types[0] == SqlType::Bytea {
+        return Err(SqlError::unsupported("string_agg(bytea, bytea) is not supported"));
+    }
+    if fits {
+        return Ok(());
+    }
+    let names: Vec<&str> = types
+        .iter()
+        .map(|ty| if *ty == SqlType::Unknown { "unknown" } else { ty.message_name() })
+        .collect();
+    Err(SqlError::undefined_function(&format!("{name}({})", names.join(", "))))
 }
 
 /// The result type of an aggregate over an argument of type `input` (42883 when it has none).

@@ -115,8 +115,13 @@ impl<'a> Binder<'a> {
                 if let (SqlType::Float4 | SqlType::Float8, Some(text)) =
                     (&to, number_literal(inner))
                 {
-                    // `1e300::float8`: the literal is read as the float it becomes.
-                    let value = types::parse_float(&text, &to)?;
+                    // `1e300::float8`: the literal is read as the float it becomes. It is a
+                    // numeric first in PostgreSQL, which has no negative zero: `(-0.0)::float8`
+                    // is 0.
+                    let mut value = types::parse_float(&text, &to)?;
+                    if value == 0.0 {
+                        value = 0.0;
+                    }
                     return Ok((Expr::Literal(Datum::Float(value)), to));
                 }
                 let (bound, from) = self.expr(inner, scope, Some(&to))?;
@@ -527,7 +532,6 @@ impl<'a> Binder<'a> {
             None => None,
         };
         let mut branches = Vec::new();
-        let mut result_ty = SqlType::Unknown;
         for when in conditions {
             let condition = match &operand {
                 Some((_, operand_ty)) => {
@@ -544,20 +548,18 @@ impl<'a> Binder<'a> {
             Some(expr) => Some(self.expr(expr, scope, hint)?),
             None => None,
         };
-        // PostgreSQL resolves the result type over ELSE first, then the THEN results.
-        for ty in otherwise.iter().map(|(_, ty)| ty).chain(branches.iter().map(|(_, (_, ty))| ty)) {
-            result_ty = SqlType::common(&result_ty, ty).ok_or_else(|| {
-                SqlError::datatype_mismatch(format!(
-                    "CASE types {} and {} cannot be matched",
-                    result_ty.display_name(),
-                    ty.display_name()
-                ))
-            })?;
-        }
-        if result_ty == SqlType::Unknown {
-            result_ty = SqlType::Text;
-        }
-        let result_ty = text_if_char(&result_ty);
+        // PostgreSQL resolves the result type over ELSE (a NULL when absent) first, then the
+        // THEN results (types::select_common_type).
+        let mut result_types =
+            vec![otherwise.as_ref().map_or(SqlType::Unknown, |(_, ty)| ty.clone())];
+        result_types.extend(branches.iter().map(|(_, (_, ty))| ty.clone()));
+        let result_ty = types::select_common_type(&result_types).map_err(|(left, right)| {
+            SqlError::datatype_mismatch(format!(
+                "CASE types {} and {} cannot be matched",
+                left.display_name(),
+                right.display_name()
+            ))
+        })?;
         let operand_expr = match operand {
             Some((expr, ty)) => {
                 let common =

@@ -499,28 +499,7 @@ pub(crate) fn default_name(expr: &ast::Expr) -> String {
         ast::Expr::Function(function) => {
             object_name(&function.name).unwrap_or_else(|_| "?column?".into())
         }
-        ast::Expr::Cast { expr, data_type, .. } => {
-            // PostgreSQL's FigureColname: the operand's name when it has a real one (a
-            // column, a function), else the type's (`'a'::regclass::text` is "text").
-            let inner = default_name(expr);
-            let mut operand = expr.as_ref();
-            while let ast::Expr::Nested(nested) = operand {
-                operand = nested;
-            }
-            let weak = inner == "?column?"
-                || matches!(
-                    operand,
-                    ast::Expr::Cast { .. }
-                        | ast::Expr::Value(_)
-                        | ast::Expr::TypedString(_)
-                        | ast::Expr::Case { .. }
-                );
-            if weak {
-                sql_type(data_type).map(|ty| type_column_name(&ty)).unwrap_or(inner)
-            } else {
-                inner
-            }
-        }
+        ast::Expr::Cast { .. } => name_with_strength(expr).0,
         ast::Expr::Nested(inner) => default_name(inner),
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Exists { .. } => "exists".into(),
@@ -545,6 +524,32 @@ pub(crate) fn default_name(expr: &ast::Expr) -> String {
             .map(|ty| type_column_name(&ty))
             .unwrap_or_else(|_| "?column?".into()),
         _ => "?column?".into(),
+    }
+}
+
+/// PostgreSQL's FigureColnameInternal: a select item's name and how strongly it was chosen
+/// (0 none, 1 a type's or CASE's name, 2 a column's, function's or subquery's). A cast keeps
+/// its operand's name unless that is weaker than a type name: `x::regtype::text` is x,
+/// `'a'::regclass::text` and `(-x)::text` are text.
+fn name_with_strength(expr: &ast::Expr) -> (String, u8) {
+    match expr {
+        ast::Expr::Nested(inner) => name_with_strength(inner),
+        ast::Expr::Cast { expr: operand, data_type, .. } => {
+            let (inner, strength) = name_with_strength(operand);
+            if strength > 1 {
+                return (inner, strength);
+            }
+            (sql_type(data_type).map(|ty| type_column_name(&ty)).unwrap_or(inner), 1)
+        }
+        ast::Expr::Case { .. } | ast::Expr::TypedString(_) | ast::Expr::Interval(_) => {
+            (default_name(expr), 1)
+        }
+        ast::Expr::Subquery(_) => (default_name(expr), 2),
+        _ => {
+            let name = default_name(expr);
+            let strength = if name == "?column?" { 0 } else { 2 };
+            (name, strength)
+        }
     }
 }
 

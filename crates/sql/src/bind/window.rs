@@ -316,11 +316,23 @@ fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result
         Ok(without_typmod(value_type(&output)))
     };
     if let Some(aggregate) = aggregate_function(name, star) {
+        super::call::check_aggregate_arguments(aggregate, name, &types)?;
         let input = types.first().map_or(SqlType::Int8, value_type);
         let output = aggregate_output(aggregate, &input)?;
+        let bool_input =
+            matches!(aggregate, AggregateFunction::BoolAnd | AggregateFunction::BoolOr);
+        let args = args
+            .into_iter()
+            .map(|(expr, ty)| match ty {
+                // bool_and('t') OVER (): the untyped literal is the boolean it stands for.
+                SqlType::Unknown if bool_input => coerce(expr, &ty, &SqlType::Bool, false),
+                _ => Ok(expr),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let input = if bool_input { SqlType::Bool } else { input };
         let call = AggregateCall {
             function: aggregate,
-            args: args.into_iter().map(|(expr, _)| expr).collect(),
+            args,
             distinct: false,
             order: Vec::new(),
             filter: None,

@@ -256,6 +256,8 @@ fn negate(value: Datum, ty: &SqlType) -> Result<Datum> {
             value.checked_neg().ok_or_else(|| SqlError::out_of_range(ty.message_name()))?,
         )?),
         Datum::Float(value) => Datum::Float(-value),
+        // numeric has no negative zero (`-0.0::numeric` is 0.0).
+        Datum::Numeric(value) if value.is_zero() => Datum::Numeric(value.abs()),
         Datum::Numeric(value) => Datum::Numeric(-value),
         Datum::Interval(interval) => Datum::Interval(interval.checked_negate()?),
         _ => return Err(SqlError::undefined_operator("operator does not exist: - unknown")),

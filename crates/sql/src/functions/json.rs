@@ -86,7 +86,14 @@ pub(super) fn get(call: Call<'_>, as_text: bool) -> Result<Datum> {
         return json_get(&call, as_text);
     }
     let value = jsonb(&call, 0)?;
-    Ok(match value.get(&key(&call)) {
+    let key = key(&call);
+    // PostgreSQL stores a scalar as a one-element array, and its `->` / `->>` with an
+    // integer read it so: element 0 (or -1) of a scalar is the scalar.
+    let scalar_element = match (&*value, &key) {
+        (Jsonb::Object(_) | Jsonb::Array(_), _) | (_, JsonKey::Field(_)) => None,
+        (scalar, JsonKey::Index(index)) => array_index(*index, 1).map(|_| scalar),
+    };
+    Ok(match scalar_element.or_else(|| value.get(&key)) {
         None => Datum::Null,
         Some(found) if as_text => found.as_text().map_or(Datum::Null, Datum::Text),
         Some(found) => Datum::Jsonb(Arc::new(found.clone())),

@@ -127,6 +127,9 @@ fn float_result(call: &Call<'_>, result: f64) -> Result<Datum> {
 }
 
 pub(super) fn sqrt(call: Call<'_>) -> Result<Datum> {
+    if let Datum::Numeric(value) = &call.args[0] {
+        return Ok(Datum::Numeric(super::numeric_math::sqrt(*value)?));
+    }
     let value = float(&call.args[0]);
     if value < 0.0 {
         return Err(SqlError::new("2201F", "cannot take square root of a negative number"));
@@ -135,6 +138,9 @@ pub(super) fn sqrt(call: Call<'_>) -> Result<Datum> {
 }
 
 pub(super) fn exp(call: Call<'_>) -> Result<Datum> {
+    if let Datum::Numeric(value) = &call.args[0] {
+        return Ok(Datum::Numeric(super::numeric_math::exp(*value)?));
+    }
     let value = float(&call.args[0]);
     let result = value.exp();
     if result.is_infinite() && value.is_finite() && !matches!(call.output, SqlType::Numeric { .. })
@@ -164,12 +170,18 @@ fn check_logarithm(value: f64) -> Result<()> {
 }
 
 pub(super) fn ln(call: Call<'_>) -> Result<Datum> {
+    if let Datum::Numeric(value) = &call.args[0] {
+        return Ok(Datum::Numeric(super::numeric_math::ln(*value)?));
+    }
     let value = float(&call.args[0]);
     check_logarithm(value)?;
     float_result(&call, value.ln())
 }
 
 pub(super) fn log(call: Call<'_>) -> Result<Datum> {
+    if let Datum::Numeric(value) = &call.args[0] {
+        return Ok(Datum::Numeric(super::numeric_math::log10(*value)?));
+    }
     let value = float(&call.args[0]);
     check_logarithm(value)?;
     float_result(&call, value.log10())

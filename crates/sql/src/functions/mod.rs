@@ -40,6 +40,7 @@ mod halfvec;
 mod info;
 mod json;
 mod math;
+mod numeric_math;
 mod privileges;
 mod regex;
 mod registry_arrays_catalog;

@@ -176,7 +176,7 @@ pub(super) static CORE: &[Function] = &[
         |c| info::to_object(c, ObjectKind::Role),
         "'tierdb'"
     ),
-    function!(&["nullif"], 2..=2, common, info::nullif, "1, 1", non_strict),
+    function!(&["nullif"], 2..=2, nullif, info::nullif, "1, 1", non_strict),
     function!(
         &["greatest"],
         1..=usize::MAX,
@@ -204,8 +204,8 @@ pub(super) static CORE: &[Function] = &[
     function!(&["sqrt"], 1..=1, numeric_or_double, math::sqrt, "16"),
     function!(&["exp"], 1..=1, numeric_or_double, math::exp, "1"),
     function!(&["ln"], 1..=1, numeric_or_double, math::ln, "10"),
-    function!(&["log"], 1..=1, numeric_or_double, math::log, "100"),
-    function!(&["cbrt"], 1..=1, numeric_or_double, math::cbrt, "27"),
+    function!(&["log", "log10"], 1..=1, numeric_or_double, math::log, "100"),
+    function!(&["cbrt"], 1..=1, doubles, math::cbrt, "27"),
     // Float functions of PostgreSQL's float.c (trigonometry, degrees, radians).
     float_function!("sin", "1"),
     float_function!("cos", "0"),

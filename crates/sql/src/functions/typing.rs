@@ -108,8 +108,48 @@ pub(super) fn length(name: &str, types: &[SqlType]) -> Result<Signature> {
     texts(name, types, SqlType::Int4)
 }
 
-/// coalesce, greatest, least, nullif: the arguments' common type (42804 when none).
+/// coalesce, greatest, least: the arguments' common type by PostgreSQL's rules
+/// (types::select_common_type; 42804 when there is none).
 pub(super) fn common(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let common = crate::types::select_common_type(types).map_err(|(left, right)| {
+        SqlError::datatype_mismatch(format!(
+            "{} types {} and {} cannot be matched",
+            name.to_uppercase(),
+            left.display_name(),
+            right.display_name()
+        ))
+    })?;
+    Ok(all(types, common.clone(), common))
+}
+
+/// nullif(left, right): the type of the left operand of the `=` PostgreSQL picks. Where a
+/// cross-type `=` exists (the integers, the floats, name with a string) or the right is an
+/// untyped literal read as the left's type, that is the left's own type (nullif(smallint,
+/// integer) is smallint); otherwise both take their common type (nullif(1, 2.5) is numeric,
+/// a varchar compares as text).
+pub(super) fn nullif(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let (left, right) = (&types[0], &types[1]);
+    let keeps_left = match (left, right) {
+        (SqlType::Varchar(_) | SqlType::Char(_) | SqlType::Unknown, _) => false,
+        (_, SqlType::Unknown) => true,
+        (a, b) if a.is_integer() && b.is_integer() => true,
+        (SqlType::Float4 | SqlType::Float8, SqlType::Float4 | SqlType::Float8) => true,
+        (SqlType::Name, b) => b.is_text() && !matches!(b, SqlType::Char(_)),
+        _ => false,
+    };
+    if keeps_left {
+        let second = if *right == SqlType::Unknown {
+            Coercion::Implicit(left.clone())
+        } else {
+            Coercion::Keep
+        };
+        return Ok(Signature { arguments: vec![Coercion::Keep, second], output: left.clone() });
+    }
+    common_as_before(name, types)
+}
+
+/// The pairwise common type, strings as text (NULLIF's operands where no rule above holds).
+fn common_as_before(name: &str, types: &[SqlType]) -> Result<Signature> {
     let mut common = SqlType::Unknown;
     for ty in types {
         common = SqlType::common(&common, ty).ok_or_else(|| {

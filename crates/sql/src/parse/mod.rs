@@ -6,6 +6,7 @@ pub mod cursor;
 pub mod front;
 pub(crate) mod group_by_quantifier;
 pub mod identity;
+mod join_qualifiers;
 pub mod limits;
 mod lock_strengths;
 pub mod names;
@@ -102,6 +103,8 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     }
     for statement in &statements {
         check_reserved_names(text, statement).map_err(|error| map_position(error, &checked))?;
+        join_qualifiers::check_join_qualifiers(parsed_text, statement)
+            .map_err(|error| map_position(error, &checked))?;
     }
     statements
         .into_iter()

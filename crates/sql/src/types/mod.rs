@@ -10,6 +10,7 @@ mod array;
 mod binary;
 mod bit;
 mod cast;
+mod common_type;
 mod datetime;
 mod datetime_format;
 mod halfvec;
@@ -27,6 +28,7 @@ pub use array::*;
 pub use binary::*;
 pub use bit::*;
 pub use cast::*;
+pub use common_type::select_common_type;
 pub use datetime::*;
 pub use datetime_format::*;
 pub use halfvec::*;
@@ -584,6 +586,8 @@ impl Datum {
         match self {
             Datum::Int(number) => number.to_f64(),
             Datum::Float(number) => Some(*number),
+            // numeric has no negative zero (a zero decimal may carry a sign bit).
+            Datum::Numeric(decimal) if decimal.is_zero() => Some(0.0),
             Datum::Numeric(decimal) => decimal.to_f64(),
             _ => None,
         }
@@ -909,6 +913,8 @@ impl Datum {
                     format_float8(*number)
                 }
             }
+            // numeric has no negative zero: `0.00 * -1` prints 0.00, as in PostgreSQL.
+            Datum::Numeric(decimal) if decimal.is_zero() => decimal.abs().to_string(),
             Datum::Numeric(decimal) => decimal.to_string(),
             Datum::Text(text) => text.clone(),
             Datum::Bytes(bytes) => {
