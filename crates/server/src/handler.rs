@@ -177,6 +177,11 @@ impl ServerParameterProvider for Parameters {
         let superuser = self.catalog.role(&user).is_some_and(|role| role.superuser);
         let mut parameters = HashMap::new();
         parameters.insert("is_superuser".to_string(), if superuser { "on" } else { "off" }.into());
+        // The client's TimeZone (checked when the startup packet came), else UTC.
+        let metadata = client.metadata();
+        let zone = metadata.iter().find(|(name, _)| name.eq_ignore_ascii_case("timezone"));
+        let zone = zone.and_then(|(_, value)| tierdb_sql::time_zone_setting(value).ok());
+        parameters.insert("TimeZone".to_string(), zone.unwrap_or_else(|| "UTC".into()));
         parameters.insert("session_authorization".to_string(), user);
         for (key, value) in [
             ("server_version", "15.0 (tierdb)"),
@@ -184,7 +189,6 @@ impl ServerParameterProvider for Parameters {
             ("client_encoding", "UTF8"),
             ("DateStyle", "ISO, MDY"),
             ("IntervalStyle", "postgres"),
-            ("TimeZone", "UTC"),
             ("integer_datetimes", "on"),
             ("standard_conforming_strings", "on"),
             ("application_name", ""),
@@ -356,6 +360,22 @@ impl Connection {
         Ok(())
     }
 
+    /// PostgreSQL's ParameterStatus when a statement changed TimeZone (GUC_REPORT), so
+    /// drivers that read the zone (JDBC) follow it.
+    async fn report_time_zone<C>(&self, client: &mut C, before: &str) -> PgWireResult<()>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let now = self.session.lock().time_zone();
+        if now != before {
+            let status = pgwire::messages::startup::ParameterStatus::new("TimeZone".into(), now);
+            client.send(PgWireBackendMessage::ParameterStatus(status)).await?;
+        }
+        Ok(())
+    }
+
     /// Registers the connection's cancel key and names the session after the client's
     /// user and database (once).
     fn register<C: ClientInfo>(&self, client: &C) {
@@ -393,30 +413,36 @@ impl SimpleQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
-            return Err(PgWireError::NotReadyForQuery);
+        let zone_before = self.session.lock().time_zone();
+        let outcome: PgWireResult<()> = async {
+            if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+                return Err(PgWireError::NotReadyForQuery);
+            }
+            if query.query.chars().all(|c| c == ';' || c.is_whitespace()) {
+                return self._on_query(client, query).await;
+            }
+            // A small result (a point read, an aggregate, DML without RETURNING, BEGIN, SET ...)
+            // runs here and goes out whole: the executor thread's hand-off would cost more
+            // than the statement (measured: point selects at half the rate).
+            if self.session.lock().simple_result_is_small(&query.query) {
+                return self._on_query(client, query).await;
+            }
+            self.register(client);
+            client.set_state(PgWireConnectionState::QueryInProgress);
+            let sql = query.query;
+            let events =
+                self.executor.start(&self.session, Box::new(|_| false), move |session, sink| {
+                    session.execute_streaming(&sql, sink)
+                })?;
+            crate::results::simple_query(client, events).await?;
+            // Late (after the statements' completions), but not lost.
+            self.send_warnings(client).await?;
+            client.flush().await?;
+            Ok(())
         }
-        if query.query.chars().all(|c| c == ';' || c.is_whitespace()) {
-            return self._on_query(client, query).await;
-        }
-        // A small result (a point read, an aggregate, DML without RETURNING, BEGIN, SET ...)
-        // runs here and goes out whole: the executor thread's hand-off would cost more
-        // than the statement (measured: point selects at half the rate).
-        if self.session.lock().simple_result_is_small(&query.query) {
-            return self._on_query(client, query).await;
-        }
-        self.register(client);
-        client.set_state(PgWireConnectionState::QueryInProgress);
-        let sql = query.query;
-        let events =
-            self.executor.start(&self.session, Box::new(|_| false), move |session, sink| {
-                session.execute_streaming(&sql, sink)
-            })?;
-        crate::results::simple_query(client, events).await?;
-        // Late (after the statements' completions), but not lost.
-        self.send_warnings(client).await?;
-        client.flush().await?;
-        Ok(())
+        .await;
+        outcome?;
+        self.report_time_zone(client, &zone_before).await
     }
 
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -704,72 +730,83 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_string();
-        let portal = match client.portal_store().get_portal(&portal_name) {
-            Some(Entry::Value(portal))
-                if message.max_rows == 0
-                    && matches!(*portal.state().lock().await, PortalExecutionState::Initial) =>
-            {
-                portal
-            }
-            _ => return self._on_execute(client, message).await,
-        };
-        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
-            return Err(PgWireError::NotReadyForQuery);
-        }
-        let mut status = client.transaction_status();
-        client.set_state(PgWireConnectionState::QueryInProgress);
-        let response = ExtendedQueryHandler::do_query(self, client, portal.as_ref(), 0).await?;
-        match response {
-            Response::Query(mut results) => {
-                let tag = results.command_tag().to_owned();
-                let mut rows = 0usize;
-                while let Some(row) = results.data_rows().next().await {
-                    client.feed(PgWireBackendMessage::DataRow(row?)).await?;
-                    rows += 1;
+        let zone_before = self.session.lock().time_zone();
+        let outcome: PgWireResult<()> = async {
+            let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_string();
+            let portal = match client.portal_store().get_portal(&portal_name) {
+                Some(Entry::Value(portal))
+                    if message.max_rows == 0
+                        && matches!(
+                            *portal.state().lock().await,
+                            PortalExecutionState::Initial
+                        ) =>
+                {
+                    portal
                 }
-                client
-                    .feed(PgWireBackendMessage::CommandComplete(
-                        Tag::new(&tag).with_rows(rows).into(),
-                    ))
-                    .await?;
+                _ => return self._on_execute(client, message).await,
+            };
+            if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+                return Err(PgWireError::NotReadyForQuery);
             }
-            Response::EmptyQuery => {
-                client
-                    .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
-                    .await?
+            let mut status = client.transaction_status();
+            client.set_state(PgWireConnectionState::QueryInProgress);
+            let response = ExtendedQueryHandler::do_query(self, client, portal.as_ref(), 0).await?;
+            match response {
+                Response::Query(mut results) => {
+                    let tag = results.command_tag().to_owned();
+                    let mut rows = 0usize;
+                    while let Some(row) = results.data_rows().next().await {
+                        client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                        rows += 1;
+                    }
+                    client
+                        .feed(PgWireBackendMessage::CommandComplete(
+                            Tag::new(&tag).with_rows(rows).into(),
+                        ))
+                        .await?;
+                }
+                Response::EmptyQuery => {
+                    client
+                        .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                        .await?
+                }
+                Response::Execution(tag) => {
+                    client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?
+                }
+                Response::TransactionStart(tag) => {
+                    client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?;
+                    status = status.to_in_transaction_state();
+                }
+                Response::TransactionEnd(tag) => {
+                    client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?;
+                    status = status.to_idle_state();
+                    client.portal_store().rm_portal(DEFAULT_NAME);
+                }
+                Response::Error(error) => {
+                    client.feed(PgWireBackendMessage::ErrorResponse((*error).into())).await?;
+                    status = status.to_error_state();
+                }
+                Response::CopyIn(copy) => {
+                    client.set_state(PgWireConnectionState::CopyInProgress(true));
+                    pgwire::api::copy::send_copy_in_response(client, copy).await?;
+                }
+                Response::CopyOut(copy) => {
+                    crate::results::send_copy_out_response(client, copy).await?
+                }
+                Response::CopyBoth(copy) => {
+                    client.set_state(PgWireConnectionState::CopyInProgress(true));
+                    pgwire::api::copy::send_copy_both_response(client, copy).await?;
+                }
             }
-            Response::Execution(tag) => {
-                client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?
+            if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                client.set_transaction_status(status);
             }
-            Response::TransactionStart(tag) => {
-                client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?;
-                status = status.to_in_transaction_state();
-            }
-            Response::TransactionEnd(tag) => {
-                client.feed(PgWireBackendMessage::CommandComplete(tag.into())).await?;
-                status = status.to_idle_state();
-                client.portal_store().rm_portal(DEFAULT_NAME);
-            }
-            Response::Error(error) => {
-                client.feed(PgWireBackendMessage::ErrorResponse((*error).into())).await?;
-                status = status.to_error_state();
-            }
-            Response::CopyIn(copy) => {
-                client.set_state(PgWireConnectionState::CopyInProgress(true));
-                pgwire::api::copy::send_copy_in_response(client, copy).await?;
-            }
-            Response::CopyOut(copy) => crate::results::send_copy_out_response(client, copy).await?,
-            Response::CopyBoth(copy) => {
-                client.set_state(PgWireConnectionState::CopyInProgress(true));
-                pgwire::api::copy::send_copy_both_response(client, copy).await?;
-            }
+            Ok(())
         }
-        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
-            client.set_state(PgWireConnectionState::ReadyForQuery);
-            client.set_transaction_status(status);
-        }
-        Ok(())
+        .await;
+        outcome?;
+        self.report_time_zone(client, &zone_before).await
     }
 
     async fn do_describe_statement<C>(
@@ -1020,8 +1057,12 @@ impl Connection {
         &self,
         startup: &pgwire::messages::startup::Startup,
     ) -> PgWireResult<()> {
-        let Some(options) = startup.parameters.get("options") else { return Ok(()) };
         let mut session = self.session.lock();
+        // A client's TimeZone (JDBC and others send it): the session's, and RESET's.
+        if let Some(zone) = startup_time_zone(startup) {
+            session.set_default("timezone", zone).map_err(crate::auth::fatal_error)?;
+        }
+        let Some(options) = startup.parameters.get("options") else { return Ok(()) };
         if let Some(user) = startup.parameters.get("user") {
             session.set_user(user);
         }
@@ -1053,6 +1094,13 @@ impl Connection {
         };
         hba::decide(&self.shared.rules, &facts).map_err(refuse)
     }
+}
+
+/// The TimeZone a startup packet names (the parameter's name in any case).
+fn startup_time_zone(startup: &pgwire::messages::startup::Startup) -> Option<&str> {
+    let mut parameters = startup.parameters.iter();
+    let found = parameters.find(|(name, _)| name.eq_ignore_ascii_case("timezone"));
+    found.map(|(_, value)| value.as_str())
 }
 
 /// Queues a Describe reply: ParameterDescription for a statement, then RowDescription, or

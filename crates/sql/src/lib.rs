@@ -32,8 +32,8 @@ pub use output::{CommandTag, Output, RowSink};
 pub use parse::front::{CopyFormat, CopyOptions, CopySource, CopyStatement};
 pub use plan::OutputColumn;
 pub use session::{
-    analyze_candidates, start_autoanalyze, BlockState, Kept, KeptRows, Prepared, Session,
-    WORK_MEM_DEFAULT_BYTES,
+    analyze_candidates, start_autoanalyze, time_zone_setting, BlockState, Kept, KeptRows, Prepared,
+    Session, WORK_MEM_DEFAULT_BYTES,
 };
 pub use sizes::{format_memory, parse_size_bytes, SizeSyntax};
 pub use stats::{StatementEntry, StatementStats};

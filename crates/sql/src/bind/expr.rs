@@ -334,6 +334,12 @@ impl<'a> Binder<'a> {
             | ast::Expr::Floor { .. }
             | ast::Expr::Extract { .. } => self.syntax_function(expr, scope),
             ast::Expr::Collate { expr: inner, .. } => self.expr(inner, scope, hint),
+            // PostgreSQL's grammar makes `x AT TIME ZONE z` the call timezone(z, x).
+            ast::Expr::AtTimeZone { timestamp, time_zone } => self.call(
+                "timezone",
+                &[time_zone.as_ref().clone(), timestamp.as_ref().clone()],
+                scope,
+            ),
             ast::Expr::CompoundFieldAccess { root, access_chain } => {
                 self.subscript(root, access_chain, scope)
             }

@@ -60,7 +60,6 @@ const POSTGRES_FUNCTIONS_NOT_BUILT: &[&str] = &[
     "jsonb_set",
     "jsonb_set_lax",
     "jsonb_strip_nulls",
-    "make_timestamptz",
     "normalize",
     "setseed",
     "sha224",

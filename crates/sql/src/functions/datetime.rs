@@ -18,7 +18,7 @@ pub(super) static DATETIME_FUNCTIONS: &[Function] = &[
     function!(&["date_part"], 2..=2, field_and_value, date_part, "'year', TIMESTAMP '2024-05-06'"),
     function!(
         &["date_trunc"],
-        2..=2,
+        2..=3,
         field_and_value,
         date_trunc,
         "'month', TIMESTAMP '2024-05-06'"
@@ -67,6 +67,13 @@ pub(super) static DATETIME_FUNCTIONS: &[Function] = &[
         make_timestamp,
         "2024, 2, 29, 10, 20, 30.5"
     ),
+    function!(
+        &["make_timestamptz"],
+        6..=7,
+        make_timestamptz_signature,
+        make_timestamptz,
+        "2024, 2, 29, 10, 20, 30.5, 'Asia/Kolkata'"
+    ),
     function!(&["to_timestamp"], 1..=2, to_timestamp_signature, to_timestamp, "1700000000"),
     function!(
         &["to_date"],
@@ -76,6 +83,13 @@ pub(super) static DATETIME_FUNCTIONS: &[Function] = &[
         "'2024-05-06', 'YYYY-MM-DD'"
     ),
     function!(&["to_char"], 2..=2, to_char_signature, to_char, "TIMESTAMP '2024-05-06', 'YYYY'"),
+    function!(
+        &["timezone"],
+        2..=2,
+        timezone_signature,
+        timezone,
+        "'Asia/Kolkata', TIMESTAMPTZ '2024-05-06 12:00+00'"
+    ),
 ];
 
 fn texts(name: &str, types: &[SqlType], output: SqlType) -> Result<Signature> {
@@ -108,6 +122,19 @@ fn field_and_value(name: &str, types: &[SqlType]) -> Result<Signature> {
     if !types[0].is_text() {
         return Err(no_function(name, types));
     }
+    // date_trunc(unit, timestamptz, zone): the wall-clock time in that zone.
+    if types.len() == 3 {
+        if name != "date_trunc" || !types[2].is_text() {
+            return Err(no_function(name, types));
+        }
+        let zoned = SqlType::TimestampTz;
+        let arguments = vec![
+            Coercion::Explicit(TEXT),
+            Coercion::Implicit(zoned.clone()),
+            Coercion::Explicit(TEXT),
+        ];
+        return Ok(Signature { arguments, output: zoned });
+    }
     let value = match (&types[1], name) {
         (SqlType::Unknown, _) => return Err(not_unique(name, types)),
         (SqlType::Date, "date_trunc") => SqlType::TimestampTz,
@@ -132,9 +159,8 @@ fn extract_value(call: &Call<'_>) -> Result<Decimal> {
     let type_name = call.arg_types[1].display_name();
     let field = field_of(call, &type_name)?;
     match &call.args[1] {
-        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
-            types::extract_timestamp(field, *micros, &type_name)
-        }
+        Datum::Timestamp(micros) => types::extract_timestamp(field, *micros, &type_name),
+        Datum::TimestampTz(micros) => types::extract_timestamptz(field, *micros),
         Datum::Date(days) => {
             let micros = i64::from(*days) * MICROSECONDS_PER_DAY;
             match field {
@@ -175,7 +201,11 @@ fn date_trunc(call: Call<'_>) -> Result<Datum> {
             Datum::Timestamp(types::truncate_timestamp(field, *micros, &type_name)?)
         }
         Datum::TimestampTz(micros) => {
-            Datum::TimestampTz(types::truncate_timestamp(field, *micros, &type_name)?)
+            let zone = match call.args.get(2) {
+                Some(name) => types::zone_of_text(name.as_text().unwrap_or(""))?,
+                None => types::with_session_zone(Clone::clone),
+            };
+            Datum::TimestampTz(types::truncate_timestamptz(field, *micros, &zone)?)
         }
         Datum::Interval(interval) => Datum::Interval(types::truncate_interval(field, interval)?),
         other => return Err(SqlError::internal(format!("date_trunc bound for {other:?}"))),
@@ -198,9 +228,12 @@ fn age_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
     })
 }
 
+/// A timestamp's microseconds; a timestamptz's wall-clock ones in the session zone (age
+/// counts the fields PostgreSQL's timestamptz_age reads in it).
 fn timestamp_micros(datum: &Datum) -> i64 {
     match datum {
-        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => *micros,
+        Datum::Timestamp(micros) => *micros,
+        Datum::TimestampTz(micros) => types::utc_to_session_local(*micros),
         Datum::Date(days) => i64::from(*days) * MICROSECONDS_PER_DAY,
         _ => 0,
     }
@@ -212,7 +245,8 @@ fn age(call: Call<'_>) -> Result<Datum> {
         Some(datum) => timestamp_micros(datum),
         None => {
             // age(x) is age(current_date at midnight, x).
-            let today = call.context.statement_time_micros.div_euclid(MICROSECONDS_PER_DAY);
+            let now = types::utc_to_session_local(call.context.statement_time_micros);
+            let today = now.div_euclid(MICROSECONDS_PER_DAY);
             return types::age(today * MICROSECONDS_PER_DAY, left).map(Datum::Interval);
         }
     };
@@ -320,10 +354,38 @@ fn make_timestamp_signature(_name: &str, types: &[SqlType]) -> Result<Signature>
 }
 
 fn make_timestamp(call: Call<'_>) -> Result<Datum> {
+    make_wall_clock(&call).map(Datum::Timestamp)
+}
+
+/// The wall-clock microseconds of make_timestamp's and make_timestamptz's six fields.
+fn make_wall_clock(call: &Call<'_>) -> Result<i64> {
     let days = make_date_value(call.int(0), call.int(1), call.int(2))?;
     let seconds = call.args[5].as_f64().unwrap_or(0.0);
     let time = time_micros(call.int(3), call.int(4), seconds)?;
-    Ok(Datum::Timestamp(i64::from(days) * MICROSECONDS_PER_DAY + time))
+    Ok(i64::from(days) * MICROSECONDS_PER_DAY + time)
+}
+
+/// make_timestamptz(year, month, day, hour, minute, seconds [, zone]).
+fn make_timestamptz_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let mut signature = integers(&types[..5], SqlType::TimestampTz);
+    signature.arguments.push(Coercion::Implicit(SqlType::Float8));
+    if let Some(zone) = types.get(6) {
+        if !zone.is_text() {
+            return Err(no_function(name, types));
+        }
+        signature.arguments.push(Coercion::Explicit(TEXT));
+    }
+    Ok(signature)
+}
+
+/// The instant the wall-clock fields are in the zone given, else in the session's.
+fn make_timestamptz(call: Call<'_>) -> Result<Datum> {
+    let local = make_wall_clock(&call)?;
+    let utc = match call.args.get(6) {
+        Some(_) => types::zone_of_text(call.text(6))?.local_to_utc(local),
+        None => types::session_local_to_utc(local),
+    };
+    types::check_timestamp(utc).map(Datum::TimestampTz)
 }
 
 /// to_timestamp(double precision) (Unix seconds) or to_timestamp(text, format).
@@ -342,8 +404,9 @@ fn to_timestamp_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
 
 fn to_timestamp(call: Call<'_>) -> Result<Datum> {
     if call.args.len() == 2 {
-        let micros = types::parse_formatted(call.text(0), call.text(1), true)?;
-        return Ok(Datum::TimestampTz(micros));
+        // The template has no zone fields (they are 0A000): the time is the session zone's.
+        let local = types::parse_formatted(call.text(0), call.text(1), true)?;
+        return types::check_timestamp(types::session_local_to_utc(local)).map(Datum::TimestampTz);
     }
     let seconds = call.args[0].as_f64().unwrap_or(0.0);
     if seconds.is_nan() {
@@ -404,4 +467,54 @@ fn to_char(call: Call<'_>) -> Result<Datum> {
         number => types::format_number_pattern(number, format)?,
     };
     Ok(Datum::Text(text))
+}
+
+/// timezone(zone, timestamp) and timezone(zone, timestamptz), which AT TIME ZONE calls: the
+/// zone is text (a name, abbreviation or POSIX offset) or an interval (east of UTC).
+fn timezone_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let zone = match &types[0] {
+        SqlType::Interval => SqlType::Interval,
+        ty if ty.is_text() => TEXT,
+        _ => return Err(no_function(name, types)),
+    };
+    let (value, output) = match &types[1] {
+        SqlType::Timestamp => (SqlType::Timestamp, SqlType::TimestampTz),
+        SqlType::TimestampTz | SqlType::Date | SqlType::Unknown => {
+            (SqlType::TimestampTz, SqlType::Timestamp)
+        }
+        _ => return Err(no_function(name, types)),
+    };
+    let zone = if zone == TEXT { Coercion::Explicit(zone) } else { Coercion::Implicit(zone) };
+    Ok(Signature { arguments: vec![zone, Coercion::Implicit(value)], output })
+}
+
+/// `timestamp AT TIME ZONE zone` is the instant that wall-clock time is in the zone;
+/// `timestamptz AT TIME ZONE zone` is the wall-clock time of the instant there.
+fn timezone(call: Call<'_>) -> Result<Datum> {
+    let zone = match &call.args[0] {
+        Datum::Interval(interval) => {
+            if interval.months != 0 || interval.days != 0 {
+                return Err(SqlError::new(
+                    "22023",
+                    format!(
+                        "interval time zone \"{}\" must not include months or days",
+                        types::format_interval(interval)
+                    ),
+                ));
+            }
+            let seconds = i32::try_from(interval.micros / 1_000_000)
+                .map_err(|_| SqlError::out_of_range("interval"))?;
+            types::Zone::Fixed { east_seconds: seconds, name: String::new() }
+        }
+        _ => types::zone_of_text(call.text(0))?,
+    };
+    Ok(match &call.args[1] {
+        Datum::Timestamp(local) => {
+            Datum::TimestampTz(types::check_timestamp(zone.local_to_utc(*local))?)
+        }
+        Datum::TimestampTz(utc) => {
+            Datum::Timestamp(types::check_timestamp(zone.utc_to_local(*utc))?)
+        }
+        other => return Err(SqlError::internal(format!("timezone bound for {other:?}"))),
+    })
 }

@@ -12,12 +12,14 @@ pub(super) fn now(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::TimestampTz(call.context.statement_time_micros))
 }
 
+/// localtimestamp and current_date: the wall-clock time now in the session zone.
 pub(super) fn localtimestamp(call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Timestamp(call.context.statement_time_micros))
+    Ok(Datum::Timestamp(types::utc_to_session_local(call.context.statement_time_micros)))
 }
 
 pub(super) fn current_date(call: Call<'_>) -> Result<Datum> {
-    let days = call.context.statement_time_micros.div_euclid(DAY_MICROS);
+    let local = types::utc_to_session_local(call.context.statement_time_micros);
+    let days = local.div_euclid(DAY_MICROS);
     i32::try_from(days).map(Datum::Date).map_err(|_| SqlError::out_of_range("date"))
 }
 

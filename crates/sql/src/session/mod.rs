@@ -31,6 +31,7 @@ mod foreign_keys;
 mod identity;
 mod prepared_sql;
 pub use cursors::{Kept, KeptRows};
+pub use settings::time_zone_setting;
 mod ddl;
 mod parameters;
 mod pg_parameter_details;
@@ -365,6 +366,7 @@ impl Session {
     /// Parses and binds a statement for the extended protocol; `parameter_types` are the
     /// client's (Unknown where it sent none).
     pub fn prepare(&mut self, sql: &str, parameter_types: &[SqlType]) -> Result<Prepared> {
+        self.install_time_zone();
         let mut statements = parse_sql(sql)?;
         if statements.len() > 1 {
             return Err(SqlError::syntax(

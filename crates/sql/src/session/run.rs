@@ -13,6 +13,7 @@ impl Session {
         params: &[Datum],
         sink: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
+        self.install_time_zone();
         self.check_privileges(statement)?;
         let sql = match statement {
             Statement::Front(FrontStatement::Copy(copy)) if copy.from && self.read_only() => {
@@ -184,6 +185,7 @@ impl Session {
         analyze: bool,
         sink: Option<&mut dyn RowSink>,
     ) -> Result<(Output, Vec<NodeStats>)> {
+        self.install_time_zone();
         // current_user follows the role's OID: a renamed role shows its new name.
         let role = self.current_role();
         let user = role.as_ref().map_or(self.user.as_str(), |role| role.name.as_str());

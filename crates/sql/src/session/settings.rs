@@ -47,12 +47,24 @@ impl Session {
                 }
                 Ok(Output::command(CommandTag::Set))
             }
-            ast::Set::SetTimeZone { local: true, value } => {
-                self.apply_local_setting("timezone", Some(&setting_text(value)))?;
-                Ok(Output::command(CommandTag::Set))
-            }
-            ast::Set::SetTimeZone { value, .. } => {
-                self.apply_session_setting("timezone", Some(&setting_text(value)))?;
+            ast::Set::SetTimeZone { local, value } => {
+                // SET TIME ZONE LOCAL / DEFAULT: the default zone (PostgreSQL's RESET).
+                let value = match value {
+                    ast::Expr::Identifier(word)
+                        if word.quote_style.is_none()
+                            && ["local", "default"]
+                                .iter()
+                                .any(|name| word.value.eq_ignore_ascii_case(name)) =>
+                    {
+                        None
+                    }
+                    value => Some(setting_text(value)),
+                };
+                if *local {
+                    self.apply_local_setting("timezone", value.as_deref())?;
+                } else {
+                    self.apply_session_setting("timezone", value.as_deref())?;
+                }
                 Ok(Output::command(CommandTag::Set))
             }
             ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => {
@@ -94,6 +106,13 @@ impl Session {
             ),
             _ => Ok(Output::command(CommandTag::Set)),
         }
+    }
+
+    /// Makes the session's TimeZone the one this thread's statements read and write
+    /// timestamptz in (types/zone.rs); cheap when it is already.
+    pub(crate) fn install_time_zone(&self) {
+        let name = self.settings.get("timezone").map_or("UTC", String::as_str);
+        types::install_session_zone_named(name);
     }
 
     /// SET (SESSION) `name` = `value`, or to its default when `value` is None. In a block
@@ -162,12 +181,14 @@ impl Session {
     pub(crate) fn apply_setting(&mut self, name: &str, value: &str) -> Result<()> {
         match check_setting(name, value, self.is_superuser())? {
             Checked::Store(name, value) => {
-                let path_changed = name == "search_path";
+                // Names in prepared statements resolve against the path, and their
+                // timestamptz constants were read in the zone: bind them anew.
+                let path_changed = name == "search_path" || name == "timezone";
                 self.settings.insert(name, value);
                 if path_changed {
-                    // Names in prepared statements resolve against the path: bind them anew.
                     self.catalog.invalidate_plans();
                 }
+                self.install_time_zone();
             }
             Checked::Capacity(value) => self.set_capacity_bound(name, &value)?,
             Checked::Isolation(level) => self.block_isolation = Some(level),
@@ -222,9 +243,10 @@ impl Session {
         } else if let Some(value) = self.reset_values.get(&name) {
             self.settings.insert(name.clone(), value.clone());
         }
-        if name == "all" || name == "search_path" {
+        if name == "all" || name == "search_path" || name == "timezone" {
             self.catalog.invalidate_plans();
         }
+        self.install_time_zone();
         Ok(())
     }
 
@@ -511,10 +533,7 @@ pub(crate) fn check_setting(name: &str, value: &str, superuser: bool) -> Result<
         "role" | "session_authorization" => {
             Err(SqlError::unsupported(format!("setting {name} is not supported")))
         }
-        "timezone" | "time zone" => {
-            check_time_zone(&value)?;
-            Ok(Checked::Store("timezone".into(), "UTC".into()))
-        }
+        "timezone" | "time zone" => Ok(Checked::Store("timezone".into(), check_time_zone(&value)?)),
         "transaction_isolation" | "transaction isolation level" => {
             Ok(Checked::Isolation(check_isolation("transaction_isolation", &value)?))
         }
@@ -554,18 +573,53 @@ fn check_multiplier(name: &str, value: &str) -> Result<String> {
     Ok(factor.to_string())
 }
 
-/// tierdb runs in UTC: the names of UTC are accepted, any other zone is 0A000.
-fn check_time_zone(value: &str) -> Result<()> {
-    let upper = value.to_uppercase();
-    if !matches!(
-        upper.as_str(),
-        "UTC" | "GMT" | "ETC/UTC" | "Z" | "0" | "+00" | "LOCAL" | "DEFAULT"
-    ) {
-        return Err(SqlError::unsupported(format!(
-            "time zone \"{value}\" is not supported (tierdb runs in UTC)"
-        )));
+/// A TimeZone value (a client's startup parameter) as SHOW prints it; 22023 for a zone
+/// PostgreSQL would not take.
+pub fn time_zone_setting(value: &str) -> Result<String> {
+    check_time_zone(value)
+}
+
+/// TimeZone: an `INTERVAL '...'` or a number of hours (ISO sign: east of UTC), else a zone
+/// name or POSIX form (types/zone.rs). Returns the value as SHOW prints it.
+fn check_time_zone(value: &str) -> Result<String> {
+    let trimmed = value.trim();
+    let lower = trimmed.to_ascii_lowercase();
+    // check_setting took the quotes off the value's ends: `INTERVAL '1 day'` lost its last.
+    let shown = if lower.starts_with("interval") && !trimmed.ends_with('\'') {
+        format!("{trimmed}'")
+    } else {
+        trimmed.to_string()
+    };
+    let invalid = || types::invalid_time_zone_setting(&shown);
+    if lower.starts_with("interval") {
+        let literal = trimmed.split('\'').nth(1).ok_or_else(invalid)?;
+        let interval = types::parse_interval(literal).map_err(|_| invalid())?;
+        // PostgreSQL's detail says months and days cannot be a zone's offset.
+        if interval.months != 0 || interval.days != 0 {
+            return Err(invalid());
+        }
+        let seconds = i32::try_from(interval.micros / 1_000_000).map_err(|_| invalid())?;
+        return zone_of_offset(seconds).ok_or_else(invalid);
     }
-    Ok(())
+    if !trimmed.contains(':') {
+        if let Ok(hours) = trimmed.parse::<f64>() {
+            let seconds = (hours * 3600.0).round();
+            let seconds = (seconds.abs() < f64::from(SETTING_ZONE_OFFSET_LIMIT_SECONDS))
+                .then(|| format!("{seconds:.0}").parse::<i32>().ok())
+                .flatten();
+            return seconds.and_then(zone_of_offset).ok_or_else(invalid);
+        }
+    }
+    types::Zone::by_name(trimmed).map(|zone| zone.setting_name()).ok_or_else(invalid)
+}
+
+/// PostgreSQL takes a TimeZone offset of up to a week of hours (pg_tzset_offset).
+const SETTING_ZONE_OFFSET_LIMIT_SECONDS: i32 = 168 * 3600;
+
+/// The fixed zone `east_seconds` east of UTC as SHOW names it (`<+05:30>-05:30`).
+fn zone_of_offset(east_seconds: i32) -> Option<String> {
+    (east_seconds.abs() < SETTING_ZONE_OFFSET_LIMIT_SECONDS)
+        .then(|| types::Zone::of_iso_offset(east_seconds).setting_name())
 }
 
 fn check_isolation(name: &str, value: &str) -> Result<IsolationLevel> {
@@ -717,6 +771,11 @@ impl Session {
     /// or `--name=value` each, separated by spaces (a backslash keeps the next character,
     /// so `\ ` is a space in a value), applied as SET would apply them; the caller turns an
     /// error into a FATAL refusal, as PostgreSQL does. Other server switches are 0A000.
+    /// The TimeZone as SHOW prints it (reported to the client in ParameterStatus).
+    pub fn time_zone(&self) -> String {
+        self.settings.get("timezone").cloned().unwrap_or_else(|| "UTC".into())
+    }
+
     pub fn apply_startup_options(&mut self, options: &str) -> Result<()> {
         let arguments = split_options(options);
         let mut index = 0;

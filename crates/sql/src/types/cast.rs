@@ -75,26 +75,19 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
             Datum::Date(_) => datum,
             Datum::Text(text) => Datum::Date(parse_date(text)?),
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
+                // A timestamptz's date is the one in the session zone.
+                let micros = match &datum {
+                    Datum::TimestampTz(utc) => super::utc_to_session_local(*utc),
+                    _ => *micros,
+                };
                 // i64 microseconds span ±106,751,991 days: always an i32 day number.
                 let days = i32::try_from(micros.div_euclid(MICROSECONDS_PER_DAY));
                 debug_assert!(days.is_ok(), "a timestamp's day fits i32");
-                Datum::Date(days.unwrap_or(if *micros < 0 { i32::MIN } else { i32::MAX }))
+                Datum::Date(days.unwrap_or(if micros < 0 { i32::MIN } else { i32::MAX }))
             }
             _ => return Err(cannot_cast(from, to)),
         },
-        SqlType::Timestamp | SqlType::TimestampTz => {
-            let micros = match &datum {
-                Datum::Text(text) => parse_timestamp(text, *to == SqlType::TimestampTz)?,
-                Datum::Date(days) => i64::from(*days) * MICROSECONDS_PER_DAY,
-                Datum::Timestamp(micros) | Datum::TimestampTz(micros) => *micros,
-                _ => return Err(cannot_cast(from, to)),
-            };
-            if *to == SqlType::Timestamp {
-                Datum::Timestamp(micros)
-            } else {
-                Datum::TimestampTz(micros)
-            }
-        }
+        SqlType::Timestamp | SqlType::TimestampTz => cast_to_timestamp(&datum, from, to)?,
         SqlType::Vector(_) | SqlType::HalfVec(_) | SqlType::SparseVec(_) => {
             cast_to_pgvector(datum, from, to)?
         }
@@ -378,6 +371,24 @@ fn cast_from_text_input(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Da
     })
 }
 
+/// Casts to timestamp and timestamptz: wall-clock values become instants in the session
+/// zone, and back.
+fn cast_to_timestamp(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
+    let zoned = *to == SqlType::TimestampTz;
+    let micros = match datum {
+        Datum::Text(text) => parse_timestamp(text, zoned)?,
+        Datum::Date(days) if zoned => {
+            super::session_local_to_utc(i64::from(*days) * MICROSECONDS_PER_DAY)
+        }
+        Datum::Date(days) => i64::from(*days) * MICROSECONDS_PER_DAY,
+        Datum::Timestamp(micros) if zoned => super::session_local_to_utc(*micros),
+        Datum::TimestampTz(micros) if !zoned => super::utc_to_session_local(*micros),
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => *micros,
+        _ => return Err(cannot_cast(from, to)),
+    };
+    Ok(if zoned { Datum::TimestampTz(micros) } else { Datum::Timestamp(micros) })
+}
+
 /// Casts to interval (from text, time) and to time (from text, timestamps, interval).
 fn cast_to_interval_or_time(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
     Ok(match (to, &datum) {
@@ -385,8 +396,11 @@ fn cast_to_interval_or_time(datum: Datum, from: &SqlType, to: &SqlType) -> Resul
         (SqlType::Interval, Datum::Text(text)) => Datum::Interval(parse_interval(text)?),
         (SqlType::Interval, Datum::Time(micros)) => Datum::Interval(Interval::new(0, 0, *micros)),
         (SqlType::Time, Datum::Text(text)) => Datum::Time(parse_time(text)?),
-        (SqlType::Time, Datum::Timestamp(micros) | Datum::TimestampTz(micros)) => {
+        (SqlType::Time, Datum::Timestamp(micros)) => {
             Datum::Time(micros.rem_euclid(MICROSECONDS_PER_DAY))
+        }
+        (SqlType::Time, Datum::TimestampTz(micros)) => {
+            Datum::Time(super::utc_to_session_local(*micros).rem_euclid(MICROSECONDS_PER_DAY))
         }
         // interval_time: the time part modulo a day (days and months are dropped).
         (SqlType::Time, Datum::Interval(interval)) => {

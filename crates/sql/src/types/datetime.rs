@@ -3,8 +3,9 @@
 //! (timestamp_mi, then justify_hours), time ± interval modulo a day, age's field-wise
 //! subtraction with borrow (timestamp_age), date_trunc and extract / date_part fields.
 //!
-//! Timestamps are microseconds since 2000-01-01; the session time zone is always UTC in
-//! tierdb (`SET TimeZone` accepts only UTC), so timestamptz computes as timestamp does.
+//! Timestamps are microseconds since 2000-01-01; a timestamptz's are UTC, and its fields,
+//! day arithmetic and truncation are those of the wall-clock time in the session zone
+//! (zone.rs), as in PostgreSQL.
 
 use chrono::{Datelike, NaiveDate};
 use rust_decimal::Decimal;
@@ -13,6 +14,7 @@ use super::{epoch_date, Datum, Interval, MICROSECONDS_PER_DAY};
 use crate::error::{Result, SqlError};
 
 /// PostgreSQL's timestamp range: 4714-11-24 BC 00:00 to 294277-01-01 00:00 (exclusive).
+const MICROSECONDS_PER_SECOND: i64 = 1_000_000;
 const TIMESTAMP_MIN_MICROS: i64 = -211_813_488_000_000_000;
 const TIMESTAMP_END_MICROS: i64 = 9_223_371_331_200_000_000;
 
@@ -20,7 +22,7 @@ pub fn timestamp_out_of_range() -> SqlError {
     SqlError::new("22008", "timestamp out of range")
 }
 
-fn check_timestamp(micros: i64) -> Result<i64> {
+pub fn check_timestamp(micros: i64) -> Result<i64> {
     if !(TIMESTAMP_MIN_MICROS..TIMESTAMP_END_MICROS).contains(&micros) {
         return Err(timestamp_out_of_range());
     }
@@ -110,6 +112,52 @@ pub fn timestamp_plus_interval(micros: i64, interval: &Interval) -> Result<i64> 
     check_timestamp(result)
 }
 
+/// timestamptz_pl_interval: months and days move the wall-clock time in the session zone
+/// (so `+ '1 day'` across a DST change is 23 or 25 hours), the time part moves the instant.
+pub fn timestamptz_plus_interval(utc_micros: i64, interval: &Interval) -> Result<i64> {
+    let mut result = utc_micros;
+    if interval.months != 0 || interval.days != 0 {
+        let local = super::utc_to_session_local(utc_micros);
+        let moved =
+            timestamp_plus_interval(local, &Interval::new(interval.months, interval.days, 0))?;
+        result = super::session_local_to_utc(moved);
+    }
+    result.checked_add(interval.micros).ok_or_else(timestamp_out_of_range).and_then(check_timestamp)
+}
+
+/// date_trunc on a timestamptz in `zone`: the wall-clock time truncated, then placed in the
+/// zone again for units of a day or more; smaller units keep the instant's own offset (an
+/// hour in a repeated fall-back hour stays in its half), as PostgreSQL's
+/// timestamptz_trunc_internal.
+pub fn truncate_timestamptz(field: Field, utc_micros: i64, zone: &super::Zone) -> Result<i64> {
+    let offset_micros = i64::from(zone.offset_at_utc(utc_micros)) * MICROSECONDS_PER_SECOND;
+    let local = utc_micros.saturating_add(offset_micros);
+    let truncated = truncate_timestamp(field, local, "timestamp with time zone")?;
+    let below_day = matches!(
+        field,
+        Field::Hour | Field::Minute | Field::Second | Field::Milliseconds | Field::Microseconds
+    );
+    Ok(if below_day { truncated - offset_micros } else { zone.local_to_utc(truncated) })
+}
+
+/// extract(field from timestamptz): the session zone's wall-clock fields and offset; the
+/// epoch is the instant's.
+pub fn extract_timestamptz(field: Field, utc_micros: i64) -> Result<Decimal> {
+    const TYPE_NAME: &str = "timestamp with time zone";
+    let offset_seconds = super::with_session_zone(|zone| zone.offset_at_utc(utc_micros));
+    Ok(match field {
+        Field::Epoch => return extract_timestamp(field, utc_micros, TYPE_NAME),
+        Field::Timezone => Decimal::from(offset_seconds),
+        Field::TimezoneHour => Decimal::from(offset_seconds / 3600),
+        Field::TimezoneMinute => Decimal::from(offset_seconds / 60 % 60),
+        _ => {
+            let local =
+                utc_micros.saturating_add(i64::from(offset_seconds) * MICROSECONDS_PER_SECOND);
+            return extract_timestamp(field, local, TYPE_NAME);
+        }
+    })
+}
+
 /// timestamp_mi: the difference in microseconds, whole days moved into days.
 pub fn timestamp_difference(left: i64, right: i64) -> Result<Interval> {
     let micros = left.checked_sub(right).ok_or_else(super::interval_out_of_range)?;
@@ -133,7 +181,7 @@ pub fn add_datetime(left: &Datum, right: &Datum) -> Result<Option<Datum>> {
         }
         (Datum::TimestampTz(micros), Datum::Interval(interval))
         | (Datum::Interval(interval), Datum::TimestampTz(micros)) => {
-            Datum::TimestampTz(timestamp_plus_interval(*micros, interval)?)
+            Datum::TimestampTz(timestamptz_plus_interval(*micros, interval)?)
         }
         (Datum::Date(days), Datum::Interval(interval))
         | (Datum::Interval(interval), Datum::Date(days)) => Datum::Timestamp(
@@ -297,14 +345,14 @@ impl Field {
             "isoyear" => Field::IsoYear,
             "julian" | "j" => Field::Julian,
             "timezone" => Field::Timezone,
-            "timezone_h" => Field::TimezoneHour,
-            "timezone_m" => Field::TimezoneMinute,
+            "timezone_h" | "timezone_hour" => Field::TimezoneHour,
+            "timezone_m" | "timezone_minute" => Field::TimezoneMinute,
             _ => return None,
         })
     }
 }
 
-/// date_trunc on a timestamp (the session zone is UTC, so timestamptz truncates alike).
+/// date_trunc on a timestamp's fields.
 pub fn truncate_timestamp(field: Field, micros: i64, type_name: &str) -> Result<i64> {
     let mut fields = decompose(micros)?;
     match field {
@@ -480,11 +528,6 @@ pub fn extract_timestamp(field: Field, micros: i64, type_name: &str) -> Result<D
             } else {
                 value.normalize()
             }
-        }
-        Field::Timezone | Field::TimezoneHour | Field::TimezoneMinute
-            if type_name == "timestamp with time zone" =>
-        {
-            Decimal::ZERO
         }
         _ => return Err(unit_not_supported(field_name(field), type_name)),
     })

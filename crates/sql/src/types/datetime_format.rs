@@ -29,13 +29,13 @@ const PATTERNS: &[&str] = &[
     "HH24", "HH12", "HH", "MI", "SSSS", "SS", "MS", "US", "A.M.", "a.m.", "P.M.", "p.m.", "AM",
     "am", "PM", "pm", "IYYY", "YYYY", "YYY", "YY", "Y", "MONTH", "Month", "month", "MON", "Mon",
     "mon", "MM", "DAY", "Day", "day", "DY", "Dy", "dy", "DDD", "DD", "D", "ID", "IW", "WW", "Q",
-    "J", "CC", "TZ", "tz", "OF",
+    "J", "CC", "TZH", "TZM", "TZ", "tz", "OF",
 ];
 
 /// The patterns that are PostgreSQL's but not implemented here.
 const UNSUPPORTED_PATTERNS: &[&str] = &[
-    "Y,YYY", "IYY", "IY", "I", "IDDD", "RM", "rm", "W", "FF", "TZH", "TZM", "SSSSS", "BC", "AD",
-    "B.C.", "A.D.", "bc", "ad",
+    "Y,YYY", "IYY", "IY", "I", "IDDD", "RM", "rm", "W", "FF", "SSSSS", "BC", "AD", "B.C.", "A.D.",
+    "bc", "ad",
 ];
 
 /// One piece of a template.
@@ -107,7 +107,10 @@ struct Values {
     microsecond: i64,
     /// The calendar date, None for an interval (names and week numbers need one).
     date: Option<NaiveDate>,
-    zoned: bool,
+    /// A timestamptz's offset east of UTC (seconds) and zone abbreviation in the session
+    /// zone; a timestamp's offset is 0 and its abbreviation empty, as in PostgreSQL.
+    offset_seconds: i32,
+    abbreviation: String,
 }
 
 fn ordinal_suffix(number: i64, upper: bool) -> &'static str {
@@ -211,14 +214,25 @@ fn pattern_value(
         "IW" => number(i64::from(needs_date(values, name)?.iso_week().week()), 2),
         "WW" => number(i64::from((needs_date(values, name)?.ordinal() - 1) / 7 + 1), 2),
         "J" => number(super::days_of_date(needs_date(values, name)?) + 2_451_545, 1),
-        "TZ" | "tz" => {
-            let text = if values.zoned { "UTC" } else { "" };
-            Ok((None, 0, if name == "tz" { text.to_lowercase() } else { text.to_string() }))
-        }
-        "OF" => Ok((None, 0, if values.zoned { "+00".to_string() } else { String::new() })),
+        "TZ" => Ok((None, 0, values.abbreviation.clone())),
+        "tz" => Ok((None, 0, values.abbreviation.to_lowercase())),
+        "TZH" | "TZM" | "OF" => Ok((None, 0, offset_text(values.offset_seconds, name))),
         other => {
             Err(SqlError::unsupported(format!("template pattern \"{other}\" is not supported")))
         }
+    }
+}
+
+/// to_char's TZH (`-05`), TZM (`30`) and OF (`-05`, `+05:30`; seconds are not written).
+fn offset_text(offset_seconds: i32, name: &str) -> String {
+    let sign = if offset_seconds < 0 { '-' } else { '+' };
+    let magnitude = offset_seconds.unsigned_abs();
+    let (hours, minutes) = (magnitude / 3600, magnitude / 60 % 60);
+    match name {
+        "TZH" => format!("{sign}{hours:02}"),
+        "TZM" => format!("{minutes:02}"),
+        _ if minutes == 0 => format!("{sign}{hours:02}"),
+        _ => format!("{sign}{hours:02}:{minutes:02}"),
     }
 }
 
@@ -250,8 +264,16 @@ fn render(values: &Values, template: &str) -> Result<String> {
     Ok(out)
 }
 
-/// to_char(timestamp[tz], text).
+/// to_char(timestamp[tz], text); a timestamptz (`zoned`) is written in the session zone.
 pub fn format_timestamp_pattern(micros: i64, template: &str, zoned: bool) -> Result<String> {
+    let (offset_seconds, abbreviation) = if zoned {
+        super::with_session_zone(|zone| {
+            (zone.offset_at_utc(micros), zone.abbreviation_at_utc(micros))
+        })
+    } else {
+        (0, String::new())
+    };
+    let micros = micros.saturating_add(i64::from(offset_seconds) * 1_000_000);
     let fields = decompose(micros)?;
     let date = super::date_of_days(micros.div_euclid(MICROSECONDS_PER_DAY))?;
     let values = Values {
@@ -263,7 +285,8 @@ pub fn format_timestamp_pattern(micros: i64, template: &str, zoned: bool) -> Res
         second: fields.second,
         microsecond: fields.microsecond,
         date: Some(date),
-        zoned,
+        offset_seconds,
+        abbreviation,
     };
     render(&values, template)
 }
@@ -280,7 +303,8 @@ pub fn format_interval_pattern(interval: &Interval, template: &str) -> Result<St
         second: time / 1_000_000 % 60,
         microsecond: time % 1_000_000,
         date: None,
-        zoned: false,
+        offset_seconds: 0,
+        abbreviation: String::new(),
     };
     render(&values, template)
 }
@@ -291,7 +315,7 @@ pub fn format_number_pattern(_number: &Datum, _template: &str) -> Result<String>
 }
 
 /// to_date and to_timestamp(text, text): the input read by the template; microseconds
-/// since 2000-01-01 (UTC for to_timestamp, as the session zone is UTC).
+/// since 2000-01-01 of the wall-clock time read (to_timestamp places it in the session zone).
 pub fn parse_formatted(input: &str, template: &str, with_time: bool) -> Result<i64> {
     let mut fields = ParsedFields { year: 1, month: 1, day: 1, ..ParsedFields::default() };
     let mut rest = input;

@@ -666,7 +666,12 @@ pub fn to_json_text(datum: &Datum, ty: &SqlType) -> String {
             escape_json(&format_timestamp(*micros).replacen(' ', "T", 1), &mut out)
         }
         (Datum::TimestampTz(micros), _) => {
-            let text = format!("{}+00:00", format_timestamp(*micros).replacen(' ', "T", 1));
+            // JSON's timestamptz is ISO 8601 in the session zone, the offset with minutes.
+            let (local, offset) = super::with_session_zone(|zone| {
+                let offset_seconds = zone.offset_at_utc(*micros);
+                (zone.utc_to_local(*micros), super::format_offset(offset_seconds, true))
+            });
+            let text = format!("{}{offset}", format_timestamp(local).replacen(' ', "T", 1));
             escape_json(&text, &mut out);
         }
         (other, ty) => escape_json(&other.to_text(ty).unwrap_or_default(), &mut out),

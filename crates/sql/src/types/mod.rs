@@ -23,6 +23,7 @@ mod time;
 mod type_names;
 mod uuid;
 mod vector;
+mod zone;
 
 pub use array::*;
 pub use binary::*;
@@ -41,6 +42,7 @@ pub use time::*;
 pub use type_names::*;
 pub use uuid::*;
 pub use vector::*;
+pub use zone::*;
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
@@ -628,12 +630,16 @@ impl Datum {
             (Bytes(a), Bytes(b)) => a.cmp(b),
             (Date(a), Date(b)) => a.cmp(b),
             (Timestamp(a), Timestamp(b)) | (TimestampTz(a), TimestampTz(b)) => a.cmp(b),
-            (Timestamp(a), TimestampTz(b)) | (TimestampTz(a), Timestamp(b)) => a.cmp(b),
-            (Date(a), Timestamp(b) | TimestampTz(b)) => {
-                (i64::from(*a) * MICROSECONDS_PER_DAY).cmp(b)
+            // Across the types a wall-clock value is the instant it is in the session zone.
+            (Timestamp(a), TimestampTz(b)) => session_local_to_utc(*a).cmp(b),
+            (TimestampTz(a), Timestamp(b)) => a.cmp(&session_local_to_utc(*b)),
+            (Date(a), Timestamp(b)) => (i64::from(*a) * MICROSECONDS_PER_DAY).cmp(b),
+            (Date(a), TimestampTz(b)) => {
+                session_local_to_utc(i64::from(*a) * MICROSECONDS_PER_DAY).cmp(b)
             }
-            (Timestamp(a) | TimestampTz(a), Date(b)) => {
-                a.cmp(&(i64::from(*b) * MICROSECONDS_PER_DAY))
+            (Timestamp(a), Date(b)) => a.cmp(&(i64::from(*b) * MICROSECONDS_PER_DAY)),
+            (TimestampTz(a), Date(b)) => {
+                a.cmp(&session_local_to_utc(i64::from(*b) * MICROSECONDS_PER_DAY))
             }
             (Vector(a), Vector(b)) => compare_vectors(a, b),
             (HalfVec(a), HalfVec(b)) => compare_halfvecs(a, b),
@@ -927,7 +933,7 @@ impl Datum {
             }
             Datum::Date(days) => format_date(*days),
             Datum::Timestamp(micros) => format_timestamp(*micros),
-            Datum::TimestampTz(micros) => format!("{}+00", format_timestamp(*micros)),
+            Datum::TimestampTz(micros) => format_timestamptz(*micros),
             Datum::Vector(elements) => format_vector(elements),
             Datum::HalfVec(elements) => format_halfvec(elements),
             Datum::SparseVec(value) => format_sparsevec(value),

@@ -173,25 +173,63 @@ pub fn parse_date(text: &str) -> Result<i32> {
     i32::try_from((date - epoch_date()).num_days()).map_err(|_| SqlError::out_of_range("date"))
 }
 
-/// Parses a timestamp; with `with_zone`, a trailing offset (`+02`, `-05:30`, `Z`) is applied
-/// so the result is UTC.
+/// Parses a timestamp. With `with_zone`, a zone written after the time (an offset `+02`,
+/// `-05:30`, `Z`, an abbreviation `EST`, a zone name `America/New_York`) places it; without
+/// one it is wall-clock time in the session zone. Without `with_zone` a zone is ignored,
+/// as PostgreSQL's timestamp_in ignores it.
 pub fn parse_timestamp(text: &str, with_zone: bool) -> Result<i64> {
     // PostgreSQL's datetime input errors name timestamp without time zone "timestamp".
     let type_name = if with_zone { "timestamp with time zone" } else { "timestamp" };
     let bad = || date_input_error(type_name, text.trim(), text);
-    let mut body = text.trim().replace('T', " ");
-    let mut offset_seconds = 0i64;
-    if let Some(stripped) = body.strip_suffix(" UTC").or_else(|| body.strip_suffix('Z')) {
-        body = stripped.to_string();
-    } else if let Some(position) = body.rfind(['+', '-']).filter(|&position| position > 10) {
-        let zone = body[position..].to_string();
-        let sign = if zone.starts_with('-') { -1 } else { 1 };
-        let parts: Vec<&str> = zone[1..].split(':').collect();
-        let hours: i64 = parts.first().and_then(|part| part.parse().ok()).ok_or_else(bad)?;
-        let minutes: i64 = parts.get(1).map_or(Ok(0), |part| part.parse().map_err(|_| bad()))?;
-        offset_seconds = sign * (hours * 3600 + minutes * 60);
-        body.truncate(position);
+    let (body, zone_text) = split_input_zone(text.trim());
+    let local = parse_wall_clock(&body).ok_or_else(bad)?;
+    let zone = match zone_text {
+        None => None,
+        Some(zone_text) => Some(super::input_zone(zone_text).ok_or_else(|| {
+            if zone_text.contains('/') {
+                super::zone_not_recognized(&zone_text.to_lowercase())
+            } else {
+                bad()
+            }
+        })?),
+    };
+    if !with_zone {
+        return Ok(local);
     }
+    Ok(match zone {
+        None => super::session_local_to_utc(local),
+        Some(zone) => zone.local_to_utc(local),
+    })
+}
+
+/// Splits `2024-07-01 12:00:00+02` / `... EST` / `...Z` into the date-time and the zone.
+fn split_input_zone(trimmed: &str) -> (String, Option<&str>) {
+    let mut body = trimmed.to_string();
+    // ISO 8601's `T` between the date and the time.
+    if body.len() > 10 && matches!(body.as_bytes()[10], b'T' | b't') && body.is_char_boundary(11) {
+        body.replace_range(10..11, " ");
+    }
+    // A zone word after a space: `... EST`, `... America/New_York`, `... +02:00`.
+    if let Some(position) = body.rfind(' ').filter(|&position| position > 10) {
+        let word = &trimmed[position + 1..];
+        let starts_zone =
+            word.starts_with(['+', '-']) || word.starts_with(|c: char| c.is_ascii_alphabetic());
+        if starts_zone && !word.contains('.') {
+            body.truncate(position);
+            return (body.trim_end().to_string(), Some(word));
+        }
+    }
+    // An offset or `Z` written against the time: `12:00:00+02`, `12:00Z`.
+    if let Some(position) = body.rfind(['+', '-', 'Z', 'z']).filter(|&position| position > 10) {
+        let zone = &trimmed[position..];
+        body.truncate(position);
+        return (body, Some(zone));
+    }
+    (body, None)
+}
+
+/// `YYYY-MM-DD[ HH:MM[:SS[.ffffff]]]` as microseconds since 2000-01-01.
+fn parse_wall_clock(body: &str) -> Option<i64> {
     let body = body.trim();
     let parsed = NaiveDateTime::parse_from_str(body, "%Y-%m-%d %H:%M:%S%.f")
         .or_else(|_| NaiveDateTime::parse_from_str(body, "%Y-%m-%d %H:%M"))
@@ -199,16 +237,20 @@ pub fn parse_timestamp(text: &str, with_zone: bool) -> Result<i64> {
             NaiveDate::parse_from_str(body, "%Y-%m-%d")
                 .map(|date| date.and_hms_opt(0, 0, 0).expect("midnight"))
         })
-        .map_err(|_| bad())?;
+        .ok()?;
     let days = (parsed.date() - epoch_date()).num_days();
     let time = i64::from(parsed.num_seconds_from_midnight()) * 1_000_000
         + i64::from(parsed.nanosecond() / 1000);
-    let local = days * MICROSECONDS_PER_DAY + time;
-    if with_zone {
-        Ok(local - offset_seconds * 1_000_000)
-    } else {
-        Ok(local)
-    }
+    Some(days * MICROSECONDS_PER_DAY + time)
+}
+
+/// timestamptz_out: the wall-clock time in the session zone and the zone's offset then.
+pub fn format_timestamptz(utc_micros: i64) -> String {
+    super::with_session_zone(|zone| {
+        let offset_seconds = zone.offset_at_utc(utc_micros);
+        let local = utc_micros.saturating_add(i64::from(offset_seconds) * 1_000_000);
+        format!("{}{}", format_timestamp(local), super::format_offset(offset_seconds, false))
+    })
 }
 
 /// Microseconds since 2000-01-01 UTC now.
