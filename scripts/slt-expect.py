@@ -53,6 +53,7 @@ for block in blocks:
     if not lines:
         out.append(block)
         continue
+    block = "\n".join(lines)
     head, sql = lines[0], "\n".join(lines[1:])
     if prefix:
         out.append("\n".join(prefix) + "\x00PREFIX")

@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::str::FromStr;
 
-use chrono::{DateTime, NaiveDateTime, Offset, TimeZone as _};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Offset, TimeZone as _};
 use chrono_tz::{OffsetName, Tz};
 
 use crate::error::{Result, SqlError};
@@ -73,9 +73,10 @@ impl Zone {
     pub fn offset_at_utc(&self, utc_micros: i64) -> i32 {
         match self {
             Zone::Fixed { east_seconds, .. } => *east_seconds,
-            Zone::Named(tz) => {
-                tz.offset_from_utc_datetime(&naive_utc(utc_micros)).fix().local_minus_utc()
-            }
+            Zone::Named(tz) => tz
+                .offset_from_utc_datetime(&within_listed_years(naive_utc(utc_micros)))
+                .fix()
+                .local_minus_utc(),
         }
     }
 
@@ -89,7 +90,8 @@ impl Zone {
                 None => name.chars().take_while(char::is_ascii_alphabetic).collect(),
             },
             Zone::Named(tz) => {
-                let offset = tz.offset_from_utc_datetime(&naive_utc(utc_micros));
+                let offset =
+                    tz.offset_from_utc_datetime(&within_listed_years(naive_utc(utc_micros)));
                 match offset.abbreviation() {
                     Some(name) => name.to_string(),
                     None => format_offset(offset.fix().local_minus_utc(), false),
@@ -111,7 +113,7 @@ impl Zone {
             return local_micros
                 .saturating_sub(i64::from(self.offset_at_utc(0)) * MICROSECONDS_PER_SECOND);
         };
-        let naive = naive_utc(local_micros);
+        let naive = within_listed_years(naive_utc(local_micros));
         let offset_seconds = match tz.offset_from_local_datetime(&naive) {
             chrono::LocalResult::Single(offset) => offset.fix().local_minus_utc(),
             chrono::LocalResult::Ambiguous(_, later) => later.fix().local_minus_utc(),
@@ -234,6 +236,36 @@ fn naive_utc(micros: i64) -> NaiveDateTime {
     DateTime::from_timestamp(clamped, 0).expect("clamped to chrono's range").naive_utc()
 }
 
+/// The last year whose transitions chrono-tz lists; after it, it keeps a zone's last offset.
+const LISTED_TRANSITIONS_END_YEAR: i32 = 2099;
+/// Years in which every calendar (leap or not, and each weekday of January 1) occurs.
+const CALENDAR_CYCLE_YEARS: i32 = 28;
+
+/// `naive` moved, for a year after `LISTED_TRANSITIONS_END_YEAR`, to the year of the 28
+/// before it with the same calendar: leap or not, and January 1 on the same weekday.
+/// PostgreSQL applies a zone's rule (its tzdata's POSIX footer: "the second Sunday of March
+/// at 02:00") for ever, where chrono-tz stops at 2099 and keeps the last offset (standard
+/// time all year after it). A rule falls on the same dates in years of the same calendar, so
+/// the offset read in the equivalent year is the rule's. Earlier years are unchanged.
+fn within_listed_years(naive: NaiveDateTime) -> NaiveDateTime {
+    let year = naive.year();
+    if year <= LISTED_TRANSITIONS_END_YEAR {
+        return naive;
+    }
+    let calendar = |year: i32| {
+        let january_first = NaiveDate::from_ymd_opt(year, 1, 1).map(|date| date.weekday());
+        (NaiveDate::from_ymd_opt(year, 2, 29).is_some(), january_first)
+    };
+    let wanted = calendar(year);
+    let first = LISTED_TRANSITIONS_END_YEAR - CALENDAR_CYCLE_YEARS + 1;
+    let equivalent = (first..=LISTED_TRANSITIONS_END_YEAR)
+        .find(|candidate| calendar(*candidate) == wanted)
+        .expect("every calendar occurs in 28 consecutive years without a skipped leap day");
+    let moved = naive.with_year(equivalent).expect("the same calendar has the same days");
+    debug_assert_eq!(moved.ordinal(), naive.ordinal());
+    moved
+}
+
 /// The 22023 PostgreSQL gives an unknown TimeZone setting.
 pub fn invalid_time_zone_setting(value: &str) -> SqlError {
     SqlError::new("22023", format!("invalid value for parameter \"TimeZone\": \"{value}\""))
@@ -330,6 +362,28 @@ mod tests {
         assert_eq!(overlap, micros_of("2024-11-03 06:30:00"));
         assert_eq!(zone.offset_at_utc(overlap), -5 * 3600);
         assert_eq!(zone.offset_at_utc(overlap - HOUR_MICROSECONDS), -4 * 3600);
+    }
+
+    #[test]
+    fn rules_apply_after_2099_as_postgres_applies_them() {
+        let new_york = Zone::by_name("America/New_York").expect("a zone");
+        // PostgreSQL: '2150-07-01 12:00'::timestamptz is 12:00-04, January's -05; 2150's
+        // spring-forward is the second Sunday of March (the 8th).
+        let summer = micros_of("2150-07-01 16:00:00");
+        assert_eq!(new_york.offset_at_utc(summer), -4 * 3600);
+        assert_eq!(new_york.abbreviation_at_utc(summer), "EDT");
+        assert_eq!(new_york.offset_at_utc(micros_of("2150-01-15 17:00:00")), -5 * 3600);
+        assert_eq!(new_york.offset_at_utc(micros_of("2150-03-08 06:59:59")), -5 * 3600);
+        assert_eq!(new_york.offset_at_utc(micros_of("2150-03-08 07:00:00")), -4 * 3600);
+        assert_eq!(
+            new_york.local_to_utc(micros_of("2150-07-01 12:00:00")),
+            summer,
+            "wall-clock input reads the rule too"
+        );
+        // Southern hemisphere: summer in January.
+        let sydney = Zone::by_name("Australia/Sydney").expect("a zone");
+        assert_eq!(sydney.offset_at_utc(micros_of("2300-01-15 00:00:00")), 11 * 3600);
+        assert_eq!(sydney.offset_at_utc(micros_of("2300-07-15 00:00:00")), 10 * 3600);
     }
 
     #[test]
