@@ -50,7 +50,7 @@ pub(super) fn sqrt(value: Decimal) -> Result<Decimal> {
 
 pub(super) fn exp(value: Decimal) -> Result<Decimal> {
     // The result's decimal weight is about value * log10(e).
-    let weight_estimate = value.to_f64().unwrap_or(0.0) * 0.434_294_481_903_252;
+    let weight_estimate = value.to_f64().unwrap_or(0.0) * std::f64::consts::LOG10_E;
     #[allow(clippy::cast_possible_truncation)] // clamped to +-2000 first, as numeric.c does
     let weight = weight_estimate.clamp(-2000.0, 2000.0) as i64;
     let scale = (MIN_SIGNIFICANT_DIGITS - weight).max(i64::from(value.scale()));
@@ -148,7 +148,7 @@ fn ln_weight_estimate(value: Decimal) -> i64 {
     let exponent = -i64::from(value.scale());
     // The value's digits from its first group down: two groups when it has more than one.
     let below_first = exponent - weight * DECIMAL_DIGITS_PER_GROUP;
-    let single_group = below_first >= 0 || mantissa % power_of_ten(-below_first) == 0;
+    let single_group = below_first >= 0 || mantissa.is_multiple_of(power_of_ten(-below_first));
     let (shift, dweight) = if single_group {
         (below_first, weight * DECIMAL_DIGITS_PER_GROUP)
     } else {
@@ -158,7 +158,7 @@ fn ln_weight_estimate(value: Decimal) -> i64 {
         if shift >= 0 { mantissa * power_of_ten(shift) } else { mantissa / power_of_ten(-shift) };
     #[allow(clippy::cast_precision_loss)] // at most 8 digits
     let ln_value = (digits as f64).ln()
-        + f64::from(i32::try_from(dweight).unwrap_or(0)) * 2.302_585_092_994_046;
+        + f64::from(i32::try_from(dweight).unwrap_or(0)) * std::f64::consts::LN_10;
     #[allow(clippy::cast_possible_truncation)] // C's (int) cast of a small logarithm
     let estimate = ln_value.abs().log10() as i64;
     estimate
