@@ -213,16 +213,6 @@ pub(crate) fn check_aggregate_arguments(
     name: &str,
     types: &[SqlType],
 ) -> Result<()> {
-    let is_text = |ty: &SqlType| {
-        matches!(
-            ty,
-            SqlType::Text
-                | SqlType::Varchar(_)
-                | SqlType::Char(_)
-                | SqlType::Name
-                | SqlType::Unknown
-        )
-    };
     let is_bytea = |ty: &SqlType| matches!(ty, SqlType::Bytea | SqlType::Unknown);
     if matches!(aggregate, AggregateFunction::Sum | AggregateFunction::Avg)
         && types == [SqlType::Unknown]
@@ -235,7 +225,7 @@ pub(crate) fn check_aggregate_arguments(
             matches!(input, SqlType::Bool | SqlType::Unknown)
         }
         (AggregateFunction::StringAgg, [value, delimiter]) => {
-            (is_text(value) && is_text(delimiter)) || (is_bytea(value) && is_bytea(delimiter))
+            (value.is_text() && delimiter.is_text()) || (is_bytea(value) && is_bytea(delimiter))
         }
         (
             AggregateFunction::BoolAnd | AggregateFunction::BoolOr | AggregateFunction::StringAgg,
