@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Executor A/B in one run: two tierdb binaries (BEFORE, AFTER) and PostgreSQL 15 on the same
-# data, the same query texts, the same memory (buffer pool = shared_buffers = MEMORY,
+# data, the same query texts, the same memory (buffer pool = shared_buffers = BUDGET_MB,
 # work_mem WORK_MEM on all three). Data: TPC-H at SF (tpchgen-cli, the schema and queries
 # of scripts/tpch/) and a ROWS-row table `big` (id bigint primary key, k bigint, g bigint,
 # s md5 text), loaded once into PostgreSQL and once into a tierdb whose data directory is
@@ -12,34 +12,25 @@
 #   BEFORE=/tmp/executor-before-tierdb AFTER=target/release/tierdb REPS=5 \
 #       scripts/bench-executor-ab.sh
 #
-# QUERIES: TPC-H query numbers (default 1 6 12 14 19 3 5 9 18); BIG_QUERIES=0 skips `big`.
+# QUERIES: TPC-H query numbers (default 1 6 12 14 19 3 5 9 18); BIG_QUERIES=0 skips `big`;
+# TPCH_DATA: a directory of tpchgen-cli .tbl files to reuse. The servers run under
+# scripts/lib/side-by-side.sh (PORT_BASE picks the ports; all are stopped at exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SF="${SF:-0.1}"
 ROWS="${ROWS:-1000000}"
 REPS="${REPS:-5}"
-MEMORY="${MEMORY:-1GB}"
+BUDGET_MB="${BUDGET_MB:-1024}"
 WORK_MEM="${WORK_MEM:-64MB}"
-PG_PORT="${PG_PORT:-56210}"
-BEFORE_PORT="${BEFORE_PORT:-56211}"
-AFTER_PORT="${AFTER_PORT:-56212}"
 QUERIES="${QUERIES:-1 6 12 14 19 3 5 9 18}"
 BIG_QUERIES="${BIG_QUERIES:-1}"
 before="${BEFORE:?BEFORE=path of the baseline tierdb binary}"
-after="${AFTER:-target/release/tierdb}"
-pgbin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+binary="${AFTER:-target/release/tierdb}"
 queries="$PWD/scripts/tpch"
-work="${WORK_DIR:-$(mktemp -d /tmp/bench-executor-ab.XXXXXX)}"
-mkdir -p "$work"
-chmod 755 "$work"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    if [[ -d "$work/pg" ]]; then runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" stop -m fast >/dev/null 2>&1 || true; fi
-    wait 2>/dev/null || true
-    [[ -n "${KEEP:-}" ]] || rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/lib/side-by-side.sh
+source scripts/lib/side-by-side.sh
+side_by_side_init bench-executor-ab bc "$before"
+after_port=$((tierdb_port + 3))
 
 data="${TPCH_DATA:-$work/data}"
 if [[ ! -f "$data/lineitem.tbl" ]]; then
@@ -47,21 +38,10 @@ if [[ ! -f "$data/lineitem.tbl" ]]; then
     tpchgen-cli -s "$SF" --output-dir "$data" >&2
 fi
 
-start_tierdb() { # BINARY DATA_DIR PORT: starts it, appends its pid to pids
-    "$1" serve --data-dir "$2" --listen "127.0.0.1:$3" --metrics-listen "" \
-        --buffer-pool "$MEMORY" --work-mem "$WORK_MEM" > "$2.log" 2>&1 &
-    pids+=($!)
-    for _ in $(seq 1 300); do grep -q "listening on" "$2.log" 2>/dev/null && return 0; sleep 0.1; done
-    cat "$2.log" >&2; return 1
-}
-
-chown postgres "$work"
-runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
-runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w -o "-p $PG_PORT -k $work -c listen_addresses=127.0.0.1 -c shared_buffers=$MEMORY -c work_mem=$WORK_MEM -c max_parallel_workers_per_gather=0 -c jit=off" start >/dev/null
-
-pg=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres)
-td_before=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$BEFORE_PORT" -U tierdb -d tierdb)
-td_after=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$AFTER_PORT" -U tierdb -d tierdb)
+start_postgres_at pg "$pg_port" "work_mem=$WORK_MEM" max_parallel_workers_per_gather=0 jit=off
+pg=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres)
+td_before=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$tierdb_port" -U tierdb -d tierdb)
+td_after=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$after_port" -U tierdb -d tierdb)
 load() { # PSQL...
     "$@" -f "$queries/schema.sql" >/dev/null
     for table in region nation supplier customer part partsupp orders lineitem; do
@@ -76,12 +56,12 @@ load() { # PSQL...
 echo "bench-executor-ab: loading PostgreSQL" >&2
 load "${pg[@]}"
 echo "bench-executor-ab: loading tierdb (with BEFORE)" >&2
-start_tierdb "$before" "$work/before" "$BEFORE_PORT"
+start_tierdb_at before "$before" "$tierdb_port" --work-mem "$WORK_MEM"
 load "${td_before[@]}"
-kill -TERM "${pids[-1]}"; wait "${pids[-1]}" || true; unset 'pids[-1]'
+kill -TERM "${servers[-1]}"; wait "${servers[-1]}" || true; unset 'servers[-1]'
 cp -a "$work/before" "$work/after"
-start_tierdb "$before" "$work/before" "$BEFORE_PORT"
-start_tierdb "$after" "$work/after" "$AFTER_PORT"
+start_tierdb_at before "$before" "$tierdb_port" --work-mem "$WORK_MEM"
+start_tierdb_at after "$binary" "$after_port" --work-mem "$WORK_MEM"
 
 # Query files: TPC-H's, then one file per `big` query.
 files=()

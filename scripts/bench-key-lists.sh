@@ -9,7 +9,8 @@
 #   or-list   SELECT count(*) FROM kl WHERE id = a OR id = b OR ...         (10 keys)
 # Each query runs REPS times per system, the three interleaved so that a shared machine's
 # load falls on all alike; prints the median milliseconds and the ratios, after checking that
-# the three systems return the same rows.
+# the three systems return the same rows. The servers run under scripts/lib/side-by-side.sh
+# (BUDGET_MB of buffer pool and shared_buffers; PORT_BASE picks the ports).
 #
 #   BEFORE=/tmp/executor-before-tierdb scripts/bench-key-lists.sh
 set -euo pipefail
@@ -17,45 +18,18 @@ cd "$(dirname "$0")/.."
 ROWS="${ROWS:-500000}"
 LIST="${LIST:-100}"
 REPS="${REPS:-20}"
-MEMORY="${MEMORY:-256MB}"
-PG_PORT="${PG_PORT:-56410}"
-BEFORE_PORT="${BEFORE_PORT:-56411}"
-AFTER_PORT="${AFTER_PORT:-56412}"
+BUDGET_MB="${BUDGET_MB:-256}"
 before="${BEFORE:?BEFORE=path of a tierdb binary without key-list access}"
-after="${AFTER:-target/release/tierdb}"
-pgbin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
-work="$(mktemp -d /tmp/bench-key-lists.XXXXXX)"
-chmod 755 "$work"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    if [[ -d "$work/pg" ]]; then
-        runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" stop -m fast >/dev/null 2>&1 || true
-    fi
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+binary="${AFTER:-target/release/tierdb}"
+# shellcheck source=scripts/lib/side-by-side.sh
+source scripts/lib/side-by-side.sh
+side_by_side_init bench-key-lists python3 "$before"
+start_postgres_at pg "$pg_port" jit=off
+start_tierdb_at before "$before" "$tierdb_port"
+after_port=$((tierdb_port + 3))
+start_tierdb_at after "$binary" "$after_port"
 
-start_tierdb() { # BINARY DATA_DIR PORT
-    "$1" serve --data-dir "$2" --listen "127.0.0.1:$3" --metrics-listen "" \
-        --buffer-pool "$MEMORY" > "$2.log" 2>&1 &
-    pids+=($!)
-    for _ in $(seq 1 300); do grep -q "listening on" "$2.log" 2>/dev/null && return 0; sleep 0.1; done
-    cat "$2.log" >&2
-    return 1
-}
-
-chown postgres "$work"
-runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -U postgres --auth=trust -E UTF8 \
-    --locale=C.UTF-8 >/dev/null
-runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w -o \
-    "-p $PG_PORT -k $work -c listen_addresses=127.0.0.1 -c shared_buffers=$MEMORY -c jit=off" \
-    start >/dev/null
-start_tierdb "$before" "$work/before" "$BEFORE_PORT"
-start_tierdb "$after" "$work/after" "$AFTER_PORT"
-
-ROWS="$ROWS" LIST="$LIST" REPS="$REPS" python3 - "$PG_PORT" "$BEFORE_PORT" "$AFTER_PORT" <<'EOF'
+ROWS="$ROWS" LIST="$LIST" REPS="$REPS" python3 - "$pg_port" "$tierdb_port" "$after_port" <<'EOF'
 import os, random, statistics, sys, time
 import psycopg
 
