@@ -35,8 +35,9 @@ impl Estimator<'_> {
         filter: Option<&Expr>,
     ) -> bool {
         let Some(statistics) = self.catalog.table_statistics(&table.name) else { return false };
-        let full_cost = SCAN_ROW_COST * statistics.rows.max(1.0);
-        let rows = self.access_rows(table, access, filter);
+        let table_rows = statistics.rows.max(1.0);
+        let full_cost = SCAN_ROW_COST * table_rows;
+        let rows = self.access_rows_of(table, access, filter, table_rows);
         let access_cost = match access {
             Access::Index { .. } => LOOKUP_COST * rows,
             Access::Keys { name, keys, array } => {
@@ -63,7 +64,18 @@ impl Estimator<'_> {
         access: &Access,
         filter: Option<&Expr>,
     ) -> f64 {
-        let table_rows = self.table_rows(table).max(1.0);
+        self.access_rows_of(table, access, filter, self.table_rows(table).max(1.0))
+    }
+
+    /// `access_rows` for a table of `table_rows` rows (at least one).
+    fn access_rows_of(
+        &self,
+        table: &TableMeta,
+        access: &Access,
+        filter: Option<&Expr>,
+        table_rows: f64,
+    ) -> f64 {
+        debug_assert!(table_rows >= 1.0);
         match access {
             Access::Index { name, lower, upper } => {
                 let width = bound_width(lower).max(bound_width(upper));

@@ -23,6 +23,8 @@ pub const UNANALYZED_ROWS: f64 = 1000.0;
 const EQUALITY_SELECTIVITY: f64 = 0.005;
 /// PostgreSQL's DEFAULT_INEQ_SEL.
 const INEQUALITY_SELECTIVITY: f64 = 1.0 / 3.0;
+/// PostgreSQL's DEFAULT_UNK_SEL: IS NULL on an expression without statistics.
+const NULL_SELECTIVITY: f64 = 0.005;
 /// PostgreSQL's DEFAULT_NUM_DISTINCT: distinct values of an expression it knows nothing of.
 const DISTINCT_DEFAULT: f64 = 200.0;
 /// Selectivity of a boolean expression with no better rule (PostgreSQL's 0.5 for a boolean
@@ -273,31 +275,7 @@ impl Estimator<'_> {
                     self.distinct(left, columns).max(self.distinct(right, columns)).max(1.0);
                 1.0 / distinct
             }
-            Expr::Compare { op: CompareOp::NotEq, .. } => 1.0 - EQUALITY_SELECTIVITY,
-            Expr::Compare { .. } => INEQUALITY_SELECTIVITY,
-            Expr::Like { negated, .. } => {
-                if *negated {
-                    1.0 - EQUALITY_SELECTIVITY
-                } else {
-                    EQUALITY_SELECTIVITY
-                }
-            }
-            Expr::InList { list, negated, .. } => {
-                let selected = (count_f64(list.len()) * EQUALITY_SELECTIVITY).min(1.0);
-                if *negated {
-                    1.0 - selected
-                } else {
-                    selected
-                }
-            }
-            Expr::IsNull { negated, .. } => {
-                if *negated {
-                    0.995
-                } else {
-                    0.005
-                }
-            }
-            _ => UNKNOWN_SELECTIVITY,
+            _ => default_clause(expr),
         }
     }
 
@@ -340,18 +318,7 @@ impl Estimator<'_> {
         });
         match outcome {
             Some(selected) => selected.clamp(1.0 / columns.relation_rows(column).max(1.0), 1.0),
-            None => clauses.iter().map(|clause| self.default_clause(clause)).product(),
-        }
-    }
-
-    /// A clause's default selectivity, without statistics.
-    fn default_clause(&self, expr: &Expr) -> f64 {
-        match expr {
-            Expr::Compare { op: CompareOp::Eq, .. } => EQUALITY_SELECTIVITY,
-            Expr::Compare { op: CompareOp::NotEq, .. } => 1.0 - EQUALITY_SELECTIVITY,
-            Expr::Compare { .. } => INEQUALITY_SELECTIVITY,
-            Expr::Like { .. } => EQUALITY_SELECTIVITY,
-            _ => UNKNOWN_SELECTIVITY,
+            None => clauses.iter().map(|clause| default_clause(clause)).product(),
         }
     }
 
@@ -489,4 +456,29 @@ fn int_f64(value: i64) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let value = value as f64;
     value
+}
+
+/// A clause's default selectivity, without statistics: PostgreSQL's defaults by its shape.
+fn default_clause(expr: &Expr) -> f64 {
+    match expr {
+        Expr::Compare { op: CompareOp::Eq, .. } => EQUALITY_SELECTIVITY,
+        Expr::Compare { op: CompareOp::NotEq, .. } => 1.0 - EQUALITY_SELECTIVITY,
+        Expr::Compare { .. } => INEQUALITY_SELECTIVITY,
+        Expr::Like { negated, .. } => negated_if(*negated, EQUALITY_SELECTIVITY),
+        Expr::InList { list, negated, .. } => {
+            negated_if(*negated, (count_f64(list.len()) * EQUALITY_SELECTIVITY).min(1.0))
+        }
+        Expr::IsNull { negated, .. } => negated_if(*negated, NULL_SELECTIVITY),
+        _ => UNKNOWN_SELECTIVITY,
+    }
+}
+
+/// The share of rows a clause keeps, from the share its positive form keeps.
+fn negated_if(negated: bool, selected: f64) -> f64 {
+    debug_assert!((0.0..=1.0).contains(&selected));
+    if negated {
+        1.0 - selected
+    } else {
+        selected
+    }
 }
