@@ -37,7 +37,7 @@ pub use session::{
 };
 pub use sizes::{format_memory, parse_size_bytes, SizeSyntax};
 pub use stats::{StatementEntry, StatementStats};
-pub use system::{all_views, SystemView, VIEWS};
+pub use system::{all_views, SystemView};
 pub use types::{binary_receive, binary_send, numeric_receive, numeric_send};
 pub use types::{
     f16, vector_receive, vector_send, ArrayValue, HALFVEC_OID, SPARSEVEC_OID, VECTOR_OID,

@@ -16,7 +16,8 @@ const ENCODING_MAX_CHARACTER_BYTES: i64 = 4;
 /// The precision of PostgreSQL's timestamps (microseconds).
 const TIMESTAMP_PRECISION: i64 = 6;
 
-/// The `columns` view (listed in `VIEWS` in its place, which numbers the views' OIDs).
+/// The `columns` view (listed in `INFORMATION_VIEWS` in its place: the order numbers the
+/// views' OIDs).
 pub(super) const COLUMNS: SystemView = view!(&["columns"], |c| columns(&c.tables).map(|(table, position, column)| (c.session.database, table, position, column, TypeFacts::of(&column.ty), identity_sequence(c, column))), |(database, table, position, column, facts, sequence)| {
     table_catalog: Text = text(database),
     table_schema: Text = text(&crate::catalog::relation_schema(&table.name)),

@@ -2,9 +2,10 @@
 //! `information_schema` for psql and drivers, and tierdb's statistics
 //! (`tierdb_stat_tier_cache`, `tierdb_stat_statements`, `tierdb_stat_buffer_pool`).
 //!
-//! Every view is one entry of `VIEWS` (views.rs): its names, and its columns each written
-//! beside the value it takes from a row's source item, so a column and its value cannot
-//! drift apart.
+//! Every view is one entry of a views table (`VIEWS` in views.rs for pg_catalog, then
+//! information_views.rs, stat_views.rs, catalog_views.rs): its names, and its columns each
+//! written beside the value it takes from a row's source item, so a column and its value
+//! cannot drift apart.
 //!
 //! OIDs: namespaces pg_catalog = 11, public = 2200, information_schema = 13000; tables and
 //! indexes get OIDs from the catalog's counter (16384 and up); types use PostgreSQL's OIDs.
@@ -33,8 +34,10 @@ macro_rules! view {
 mod catalog_views;
 mod describe;
 mod information_columns;
+mod information_views;
 mod sequence_views;
 mod sequences;
+mod stat_views;
 mod user_views;
 mod values;
 mod views;
@@ -50,7 +53,7 @@ use crate::types::{Row, SqlType};
 pub(crate) use describe::*;
 pub use sequences::{SequenceRef, SequenceValues};
 pub use user_views::view_definition;
-pub use views::VIEWS;
+use views::VIEWS;
 
 /// The first OID of the system views that are not PostgreSQL catalogs.
 const SYSTEM_VIEW_OID_BASE: u32 = 12_000;
@@ -128,6 +131,8 @@ pub fn view_oids() -> impl Iterator<Item = (&'static str, u32)> {
 pub fn all_views() -> impl Iterator<Item = &'static SystemView> {
     VIEWS
         .iter()
+        .chain(information_views::INFORMATION_VIEWS)
+        .chain(stat_views::STAT_VIEWS)
         .chain(catalog_views::CATALOG_VIEWS)
         .chain(user_views::USER_VIEW_CATALOG)
         .chain(sequence_views::SEQUENCE_CATALOG)

@@ -8,10 +8,9 @@ use crate::catalog::{
     BOOTSTRAP_SUPERUSER_OID,
 };
 use crate::types::{Datum, SqlType};
-use tierdb_storage::capacity::controller::working_set_capacity;
 
 const NAMESPACE_CATALOG: i64 = 11;
-const NAMESPACE_PUBLIC: i64 = 2200;
+pub(super) const NAMESPACE_PUBLIC: i64 = 2200;
 const NAMESPACE_INFORMATION: i64 = 13_000;
 const AM_BTREE: i64 = 403;
 /// pgvector's access method has an extension's OID; tierdb's built-in one a fixed one.
@@ -25,16 +24,14 @@ const OWNER: i64 = 10;
 /// What pg_roles and pg_user show for a password.
 const HIDDEN_PASSWORD: &str = "********";
 /// The database's OID.
-const DATABASE: i64 = crate::types::DATABASE_OID;
+pub(super) const DATABASE: i64 = crate::types::DATABASE_OID;
 /// PostgreSQL's encoding number of UTF8.
 const ENCODING_UTF8: i64 = 6;
 /// PostgreSQL's OIDs of its built-in tablespaces.
 const TABLESPACE_DEFAULT: i64 = 1663;
 const TABLESPACE_GLOBAL: i64 = 1664;
-/// The tier cache's slot size.
-const TIER_SLOT_BYTES: u64 = 8192;
 /// A page's bytes (working-set sizes).
-const PAGE_BYTES: u64 = 8192;
+pub(super) const PAGE_BYTES: u64 = 8192;
 
 /// pgvector's version whose behaviour the built-in vector types follow.
 const PGVECTOR_VERSION: &str = "0.8.2";
@@ -61,7 +58,7 @@ fn bootstrap(role: &RoleMeta) -> bool {
 
 /// A count or 1-based position of things in memory: a `Vec` holds at most `isize::MAX`
 /// items, so it always fits i64.
-fn count(value: usize) -> Datum {
+pub(super) fn count(value: usize) -> Datum {
     let converted = i64::try_from(value);
     debug_assert!(converted.is_ok(), "a count of items in memory fits i64");
     Datum::Int(converted.unwrap_or(i64::MAX))
@@ -69,14 +66,14 @@ fn count(value: usize) -> Datum {
 
 /// A statistics counter: it counts events one at a time, and 2^63 of them would take
 /// centuries at a billion a second, so it always fits PostgreSQL's bigint.
-fn counter(value: u64) -> Datum {
+pub(super) fn counter(value: u64) -> Datum {
     let converted = i64::try_from(value);
     debug_assert!(converted.is_ok(), "a statistics counter fits i64");
     Datum::Int(converted.unwrap_or(i64::MAX))
 }
 
 /// `hits / (hits + misses)`, 0 before the first lookup.
-fn ratio(hits: u64, misses: u64) -> Datum {
+pub(super) fn ratio(hits: u64, misses: u64) -> Datum {
     let lookups = hits.saturating_add(misses);
     #[allow(clippy::cast_precision_loss)] // A ratio: the low bits of large counts do not matter.
     let ratio = if lookups == 0 { 0.0 } else { hits as f64 / lookups as f64 };
@@ -489,7 +486,7 @@ fn checks(tables: &[std::sync::Arc<TableMeta>]) -> impl Iterator<Item = (&TableM
 }
 
 /// A row of pg_constraint: a key constraint's index or a CHECK constraint.
-enum Constraint<'a> {
+pub(super) enum Constraint<'a> {
     Key(&'a TableMeta, &'a IndexMeta),
     Check(&'a TableMeta, &'a CheckMeta),
     /// A FOREIGN KEY of the table, with the table it references (None: not visible).
@@ -497,7 +494,7 @@ enum Constraint<'a> {
 }
 
 impl<'a> Constraint<'a> {
-    fn table(&self) -> &'a TableMeta {
+    pub(super) fn table(&self) -> &'a TableMeta {
         match self {
             Constraint::Key(table, _)
             | Constraint::Check(table, _)
@@ -511,7 +508,7 @@ impl<'a> Constraint<'a> {
             Constraint::Foreign(_, key, _) => key.oid,
         }
     }
-    fn name(&self) -> &'a str {
+    pub(super) fn name(&self) -> &'a str {
         match self {
             Constraint::Key(_, index) => &index.name,
             Constraint::Check(_, check) => &check.name,
@@ -528,7 +525,7 @@ impl<'a> Constraint<'a> {
         }
     }
     /// information_schema.table_constraints.constraint_type.
-    fn type_name(&self) -> &'static str {
+    pub(super) fn type_name(&self) -> &'static str {
         match self.kind() {
             "p" => "PRIMARY KEY",
             "u" => "UNIQUE",
@@ -545,13 +542,13 @@ impl<'a> Constraint<'a> {
                 .map_or(0, |index| index.oid),
         }
     }
-    fn check(&self) -> Option<&'a CheckMeta> {
+    pub(super) fn check(&self) -> Option<&'a CheckMeta> {
         match self {
             Constraint::Check(_, check) => Some(check),
             _ => None,
         }
     }
-    fn foreign(&self) -> Option<(&'a ForeignKeyMeta, Option<&'a TableMeta>)> {
+    pub(super) fn foreign(&self) -> Option<(&'a ForeignKeyMeta, Option<&'a TableMeta>)> {
         match self {
             Constraint::Foreign(_, key, referenced) => Some((key, *referenced)),
             _ => None,
@@ -575,7 +572,7 @@ impl<'a> Constraint<'a> {
 }
 
 /// Every table's key and CHECK constraints.
-fn constraints(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Constraint<'_>> {
+pub(super) fn constraints(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Constraint<'_>> {
     let keys = indexes(tables)
         .filter(|(_, index)| index.constraint)
         .map(|(table, index)| Constraint::Key(table, index));
@@ -590,60 +587,6 @@ fn constraints(tables: &[std::sync::Arc<TableMeta>]) -> Vec<Constraint<'_>> {
         .collect()
 }
 
-/// information_schema's constraints: name, table, constraint_type and, for a CHECK, its
-/// check_clause; NOT NULL columns included as PostgreSQL 15 includes them.
-fn information_constraints(
-    tables: &[std::sync::Arc<TableMeta>],
-) -> Vec<(String, &TableMeta, &'static str, Option<String>)> {
-    let mut rows: Vec<(String, &TableMeta, &'static str, Option<String>)> = constraints(tables)
-        .into_iter()
-        .map(|constraint| {
-            let clause = constraint.check().map(|check| format!("({})", check.definition));
-            (constraint.name().to_string(), constraint.table(), constraint.type_name(), clause)
-        })
-        .collect();
-    for (table, position, column) in columns(tables).filter(|(_, _, column)| !column.nullable) {
-        let name = format!("{NAMESPACE_PUBLIC}_{}_{}_not_null", table.oid, position + 1);
-        let clause =
-            format!("{} IS NOT NULL", crate::plan::deparse::quote_identifier(&column.name));
-        rows.push((name, table, "CHECK", Some(clause)));
-    }
-    rows
-}
-
-/// information_schema.key_column_usage's rows: each column of a primary key, UNIQUE or
-/// FOREIGN KEY constraint (constraint, table, column position, 1-based ordinal, and for a
-/// FOREIGN KEY the referenced column's ordinal in the unique key it relies on).
-fn key_columns(tables: &[std::sync::Arc<TableMeta>]) -> KeyColumnRows<'_> {
-    let mut rows = Vec::new();
-    for constraint in constraints(tables) {
-        let table = constraint.table();
-        match &constraint {
-            Constraint::Key(_, index) => {
-                for (ordinal, &column) in index.columns.iter().enumerate() {
-                    rows.push((constraint.name(), table, column, ordinal + 1, None));
-                }
-            }
-            Constraint::Foreign(_, key, referenced) => {
-                let unique = referenced
-                    .and_then(|referenced| referenced.referenced_index(&key.referenced_columns));
-                for (ordinal, (&column, target)) in
-                    key.columns.iter().zip(&key.referenced_columns).enumerate()
-                {
-                    let position = unique.and_then(|index| {
-                        index.columns.iter().position(|known| known == target).map(|at| at + 1)
-                    });
-                    rows.push((constraint.name(), table, column, ordinal + 1, position));
-                }
-            }
-            Constraint::Check(..) => {}
-        }
-    }
-    rows
-}
-
-type KeyColumnRows<'a> = Vec<(&'a str, &'a TableMeta, usize, usize, Option<usize>)>;
-
 /// The columns a CHECK expression reads, as sorted attribute numbers (pg_constraint.conkey).
 fn check_attributes(table: &TableMeta, check: &CheckMeta) -> Vec<String> {
     let names = crate::parse::parse_stored_expression(&check.expression)
@@ -655,54 +598,10 @@ fn check_attributes(table: &TableMeta, check: &CheckMeta) -> Vec<String> {
     positions.iter().map(|position| (position + 1).to_string()).collect()
 }
 
-/// information_schema.columns' length, precision and scale of a type.
-/// information_schema's data_type: the type's name without modifiers, `ARRAY` for arrays.
-/// Nanoseconds as fractional milliseconds, for display.
-#[allow(clippy::cast_precision_loss)] // Display precision: the low bits do not matter.
-fn milliseconds(nanoseconds: u64) -> f64 {
-    nanoseconds as f64 / 1e6
-}
-
-/// `total / calls`, 0 before the first call.
-#[allow(clippy::cast_precision_loss)] // Display precision: the low bits do not matter.
-fn mean(total: f64, calls: u64) -> f64 {
-    if calls == 0 {
-        0.0
-    } else {
-        total / calls as f64
-    }
-}
-
-/// The tier cache's figures: total and used bytes, hits, misses, writes, invalidations.
-fn tier_cache(context: &ViewContext<'_>) -> [u64; 6] {
-    let store = context.catalog.engine().store();
-    match store.tier() {
-        Some(tier) => {
-            let (_, used_slots) = tier.usage();
-            let stats = tier.stats();
-            [
-                tier.capacity_bytes(),
-                used_slots.saturating_mul(TIER_SLOT_BYTES),
-                stats.hits.get(),
-                stats.misses.get(),
-                stats.writes.get(),
-                stats.invalidations.get(),
-            ]
-        }
-        None => [0; 6],
-    }
-}
-
-/// The buffer pool's allocated bytes.
-fn buffer_pool_bytes(context: &ViewContext<'_>) -> u64 {
-    let (allocated_frames, _) = context.catalog.engine().store().buffer_pool_frames();
-    crate::convert::count_u64(allocated_frames).saturating_mul(PAGE_BYTES)
-}
-
 /// A view: `view!(names, |context| items, |item| { column: Type = value, ... })`, or with
 /// no rows `view!(names, { column: Type, ... })`.
-/// Every system view.
-pub static VIEWS: &[SystemView] = &[
+/// The pg_catalog views, first in `all_views` (system/mod.rs).
+pub(super) static VIEWS: &[SystemView] = &[
     view!(&["pg_namespace"], |c| [
         (NAMESPACE_CATALOG, "pg_catalog".to_string()),
         (NAMESPACE_PUBLIC, "public".to_string()),
@@ -1041,168 +940,4 @@ pub static VIEWS: &[SystemView] = &[
         indexname: Name = text(crate::catalog::relation_name(&index.name)),
         indexdef: Text = index_definition(catalog, i64::from(index.oid)).map_or(Datum::Null, Datum::Text),
     }),
-    view!(&["tables"], |c| c.tables.iter().map(|table| (c.session, table)), |(session, table)| {
-        table_catalog: Text = text(session.database),
-        table_schema: Text = text(&crate::catalog::relation_schema(&table.name)),
-        table_name: Text = text(crate::catalog::relation_name(&table.name)),
-        table_type: Text = text(match (table.is_view(), crate::catalog::split_temp_name(&table.name)) {
-            (true, _) => "VIEW",
-            (false, Some(_)) => "LOCAL TEMPORARY",
-            (false, None) => "BASE TABLE",
-        }),
-    }),
-    super::information_columns::COLUMNS,
-    // PostgreSQL 15 lists each NOT NULL column as a CHECK constraint in these two, named
-    // `<namespace oid>_<table oid>_<attnum>_not_null`.
-    view!(&["table_constraints"], |c| information_constraints(&c.tables).into_iter().map(|row| (c.session, row)), |(session, (name, table, constraint_type, _))| {
-        constraint_catalog: Text = text(session.database),
-        constraint_schema: Text = text("public"),
-        constraint_name: Text = text(&name),
-        table_catalog: Text = text(session.database),
-        table_schema: Text = text("public"),
-        table_name: Text = text(&table.name),
-        constraint_type: Text = text(constraint_type),
-        is_deferrable: Text = text("NO"),
-        initially_deferred: Text = text("NO"),
-        enforced: Text = text("YES"),
-        nulls_distinct: Text = if constraint_type == "UNIQUE" { text("YES") } else { Datum::Null },
-    }),
-    view!(&["check_constraints"], |c| information_constraints(&c.tables).into_iter().filter_map(|(name, _, _, clause)| clause.map(|clause| (c.session, name, clause))), |(session, name, clause)| {
-        constraint_catalog: Text = text(session.database),
-        constraint_schema: Text = text("public"),
-        constraint_name: Text = text(&name),
-        check_clause: Text = text(&clause),
-    }),
-    view!(&["key_column_usage"], |c| key_columns(&c.tables).into_iter().map(|row| (c.session, row)), |(session, (constraint, table, column, ordinal, unique_position))| {
-        constraint_catalog: Text = text(session.database),
-        constraint_schema: Text = text("public"),
-        constraint_name: Text = text(constraint),
-        table_catalog: Text = text(session.database),
-        table_schema: Text = text("public"),
-        table_name: Text = text(&table.name),
-        column_name: Text = text(&table.columns[column].name),
-        ordinal_position: Int4 = count(ordinal),
-        position_in_unique_constraint: Int4 = unique_position.map_or(Datum::Null, count),
-    }),
-    view!(&["referential_constraints"], |c| constraints(&c.tables).into_iter().filter_map(|constraint| constraint.foreign().map(|(key, referenced)| (c.session, key, referenced))), |(session, key, referenced)| {
-        constraint_catalog: Text = text(session.database),
-        constraint_schema: Text = text("public"),
-        constraint_name: Text = text(&key.name),
-        unique_constraint_catalog: Text = text(session.database),
-        unique_constraint_schema: Text = text("public"),
-        unique_constraint_name: Text = referenced.and_then(|referenced| referenced.referenced_index(&key.referenced_columns)).map_or(Datum::Null, |index| text(&index.name)),
-        match_option: Text = text(if key.match_full { "FULL" } else { "NONE" }),
-        update_rule: Text = text(key.on_update.words()),
-        delete_rule: Text = text(key.on_delete.words()),
-    }),
-    view!(&["schemata"], |c| ["pg_catalog", "public", "information_schema"].map(|schema| (c.session, schema)), |(session, schema)| {
-        catalog_name: Text = text(session.database),
-        schema_name: Text = text(schema),
-        schema_owner: Text = text(session.user),
-    }),
-    view!(&["tierdb_stat_tier_cache"], |c| [tier_cache(c)], |[total, used, hits, misses, writes, invalidations]| {
-        total_size: Int8 = counter(total),
-        used_size: Int8 = counter(used),
-        hits: Int8 = counter(hits),
-        misses: Int8 = counter(misses),
-        writes: Int8 = counter(writes),
-        invalidations: Int8 = counter(invalidations),
-        hit_ratio: Float8 = ratio(hits, misses),
-    }),
-    // As pg_stat_statements without pg_read_all_stats: other roles' texts are hidden from a
-    // role that is not a superuser.
-    view!(&["tierdb_stat_statements"], |c| statement_rows(c), |(userid, query, entry)| {
-        userid: Oid = oid(userid),
-        query: Text = Datum::Text(query),
-        calls: Int8 = counter(entry.calls),
-        total_exec_time: Float8 = Datum::Float(milliseconds(entry.total_time_ns)),
-        mean_exec_time: Float8 = Datum::Float(mean(milliseconds(entry.total_time_ns), entry.calls)),
-        rows: Int8 = counter(entry.rows),
-        shared_blks_hit: Int8 = counter(entry.shared_hits),
-        tier_blks_hit: Int8 = counter(entry.tier_hits),
-        storage_blks_read: Int8 = counter(entry.storage_reads),
-        capacity_unit_seconds: Float8 = Datum::Float(entry.capacity_unit_seconds),
-    }),
-    view!(&["pg_stat_database"], |c| [(c.session, c.catalog.engine().store().temp_space().stats())], |(session, temp)| {
-        datid: Oid = oid(DATABASE),
-        datname: Name = text(session.database),
-        temp_files: Int8 = counter(temp.files_created),
-        temp_bytes: Int8 = counter(temp.bytes_written),
-    }),
-    // Columns PostgreSQL 15 fills for other phases or partitioned tables show 0, as it does
-    // when they do not apply; the blocks of the scan are not counted.
-    view!(&["pg_stat_progress_create_index"], |c| c.catalog.engine().index_build_progress().into_iter().map(|build| (c.session, build)), |(session, build)| {
-        pid: Int4 = Datum::Int(i64::from(build.pid)),
-        datid: Oid = oid(DATABASE),
-        datname: Name = text(session.database),
-        relid: Oid = oid(build.relid),
-        index_relid: Oid = oid(build.index_relid),
-        command: Text = text("CREATE INDEX"),
-        phase: Text = text(build.phase.name()),
-        lockers_total: Int8 = Datum::Int(0),
-        lockers_done: Int8 = Datum::Int(0),
-        current_locker_pid: Int8 = Datum::Int(0),
-        blocks_total: Int8 = Datum::Int(0),
-        blocks_done: Int8 = Datum::Int(0),
-        tuples_total: Int8 = counter(build.tuples_total),
-        tuples_done: Int8 = counter(build.tuples_done),
-        partitions_total: Int8 = Datum::Int(0),
-        partitions_done: Int8 = Datum::Int(0),
-    }),
-    view!(&["tierdb_stat_temp"], |c| [c.catalog.engine().store().temp_space()], |space| {
-        temp_files: Int8 = counter(space.stats().files_created),
-        temp_bytes: Int8 = counter(space.stats().bytes_written),
-        files_open: Int8 = counter(space.stats().files_open),
-        bytes_in_use: Int8 = counter(space.stats().bytes_in_use),
-        quota_bytes: Int8 = counter(space.stats().quota_bytes),
-        table_bytes: Int8 = counter(space.stats().table_bytes),
-        operator_memory_bytes: Int8 = counter(crate::convert::count_u64(space.memory().used_bytes())),
-        operator_memory_limit_bytes: Int8 = counter(crate::convert::count_u64(space.memory().limit_bytes())),
-    }),
-    view!(&["tierdb_stat_capacity"], |c| [c.catalog.engine().store().capacity().status()], |status| {
-        enabled: Bool = Datum::Bool(status.enabled),
-        current_capacity: Float8 = Datum::Float(status.current.units()),
-        target_capacity: Float8 = Datum::Float(status.target.units()),
-        min_capacity: Float8 = Datum::Float(status.bounds.min.units()),
-        max_capacity: Float8 = Datum::Float(status.bounds.max.units()),
-        capacity_unit_bytes: Int8 = counter(status.unit.bytes),
-        buffer_pool_bytes: Int8 = counter(buffer_pool_bytes(c)),
-        operator_memory_bytes: Int8 = counter(crate::convert::count_u64(c.catalog.engine().store().temp_space().memory().limit_bytes())),
-        working_set_dram_pages: Int8 = counter(status.working_set.dram_pages),
-        working_set_tier_pages: Int8 = counter(status.working_set.below_dram_pages),
-        working_set_pages: Int8 = counter(status.working_set.pages),
-        working_set_bytes: Int8 = counter(status.working_set.pages.saturating_mul(PAGE_BYTES)),
-        working_set_capacity: Float8 = Datum::Float(working_set_capacity(status.working_set.pages, status.unit).units()),
-        last_decision: Text = text(status.last_action.name()),
-        last_reason: Text = text(&status.last_reason),
-        latest_reason: Text = text(&status.latest_reason),
-        decisions: Int8 = counter(status.decisions),
-        capacity_unit_seconds: Float8 = Datum::Float(status.capacity_unit_seconds()),
-        idle_released: Bool = Datum::Bool(status.released),
-        idle_releases: Int8 = counter(status.resume.releases),
-        resumes: Int8 = counter(status.resume.count),
-        resume_last_ms: Float8 = Datum::Float(status.resume.last_ms),
-        resume_p95_ms: Float8 = Datum::Float(status.resume.p95_ms),
-    }),
-    view!(&["tierdb_stat_buffer_pool"], |c| [c.catalog.engine().store().pool_stats()], |stats| {
-        hits: Int8 = counter(stats.hits.get()),
-        misses: Int8 = counter(stats.misses.get()),
-        evictions: Int8 = counter(stats.evictions.get()),
-        hit_ratio: Float8 = ratio(stats.hits.get(), stats.misses.get()),
-    }),
 ];
-
-/// The statement statistics a session may see: every entry, the query text of other roles'
-/// only for superusers (pg_stat_statements' `<insufficient privilege>`).
-fn statement_rows(c: &ViewContext<'_>) -> Vec<(u32, String, crate::stats::StatementEntry)> {
-    let role = c.catalog.role(c.session.user);
-    let reads_all = role.as_ref().is_some_and(|role| role.superuser);
-    let own = role.map_or(u32::MAX, |role| role.oid);
-    let mut entries = c.catalog.statement_stats().snapshot();
-    for (userid, query, _) in &mut entries {
-        if !reads_all && *userid != own {
-            *query = "<insufficient privilege>".to_string();
-        }
-    }
-    entries
-}
