@@ -291,6 +291,26 @@ fn broken_frames_are_fatal_08p01_before_closing() {
     assert_alive(&mut server);
 }
 
+/// A bad setting in the startup packet refuses the connection with SET's SQLSTATE, as
+/// PostgreSQL's FATAL does (it was 08P01, a protocol violation).
+#[test]
+fn bad_startup_settings_are_fatal_with_sets_sqlstate() {
+    let mut server = TestServer::start(&[]);
+    for (parameters, code) in [
+        (["TimeZone", "Nowhere/Bad"], "22023"),
+        (["options", "-c TimeZone=Nowhere/Bad"], "22023"),
+        (["options", "-c work_mem=lots"], "22023"),
+        (["options", "-c no_such_parameter=1"], "42704"),
+    ] {
+        let mut client = RawClient::connect(server.port);
+        let [name, value] = parameters;
+        client.send(&startup_packet_with(&["user", "tierdb", "database", "tierdb", name, value]));
+        let messages = client.until_closed();
+        assert_fatal(&messages, code);
+    }
+    assert_alive(&mut server);
+}
+
 #[test]
 fn bind_is_checked_against_its_statement() {
     let mut server = TestServer::start(&[]);

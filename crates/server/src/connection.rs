@@ -263,11 +263,15 @@ fn is_fatal(error: &PgWireError) -> bool {
     }
 }
 
-/// SQLSTATEs are static in our errors; pgwire's come as Strings. Keep the common ones and
-/// map anything else to a protocol violation, which is what pgwire's own errors are.
+/// SQLSTATEs are static in our errors; pgwire's come as Strings. Keep the ones a refused
+/// connection can carry (authentication, limits, and the startup packet's settings: a bad
+/// TimeZone or `-c name=value` is 22023, 42704, 42501 or 55P02 as SET's) and map anything
+/// else to a protocol violation, which is what pgwire's own errors are.
 fn sqlstate_of(code: &str) -> &'static str {
-    const KNOWN: [&str; 8] =
-        ["28000", "28P01", "53300", "08P01", "0A000", "57P01", "XX000", "3D000"];
+    const KNOWN: [&str; 12] = [
+        "28000", "28P01", "53300", "08P01", "0A000", "57P01", "XX000", "3D000", "22023", "42704",
+        "42501", "55P02",
+    ];
     KNOWN.iter().find(|known| **known == code).copied().unwrap_or("08P01")
 }
 
