@@ -515,20 +515,18 @@ impl<'a> Binder<'a> {
         if name == "pg_options_to_table" {
             return self.options_table(args, alias);
         }
-        if matches!(
-            name,
-            "unnest"
-                | "generate_subscripts"
-                | "regexp_matches"
-                | "regexp_split_to_table"
-                | "pg_partition_ancestors"
-        ) {
+        let json_each =
+            matches!(name, "json_each" | "json_each_text" | "jsonb_each" | "jsonb_each_text");
+        if json_each || super::set_functions::is_from_set_function(name) {
             let mut exprs = Vec::with_capacity(args.len());
             for arg in args {
                 let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) = arg else {
                     return Err(SqlError::syntax(format!("{name} takes plain arguments")));
                 };
                 exprs.push(expr.clone());
+            }
+            if json_each {
+                return self.json_each_scan(name, &exprs, alias);
             }
             return self.set_function_scan(name, &exprs, alias);
         }
@@ -776,18 +774,8 @@ impl<'a> Binder<'a> {
 /// PostgreSQL's set-returning functions tierdb does not run in FROM (0A000 there, not
 /// 42883).
 const POSTGRES_SET_FUNCTIONS: &[&str] = &[
-    "json_array_elements",
-    "json_array_elements_text",
-    "json_each",
-    "json_each_text",
-    "json_object_keys",
     "json_populate_recordset",
     "json_to_recordset",
-    "jsonb_array_elements",
-    "jsonb_array_elements_text",
-    "jsonb_each",
-    "jsonb_each_text",
-    "jsonb_object_keys",
     "jsonb_path_query",
     "jsonb_populate_recordset",
     "jsonb_to_recordset",

@@ -252,7 +252,7 @@ fn vector_operator_symbol(function: &str) -> &'static str {
 }
 
 /// The json and jsonb operators and the functions they call (`@>` and `<@` over arrays go
-/// to the array functions); the path operators (`#>`, `#>>`) and `?|` / `?&` are 0A000.
+/// to the array functions); the jsonpath operators `@?` and `@@` are 0A000.
 fn json_operator_function(op: &ast::BinaryOperator) -> Result<Option<&'static str>> {
     use ast::BinaryOperator as B;
     Ok(Some(match op {
@@ -261,10 +261,20 @@ fn json_operator_function(op: &ast::BinaryOperator) -> Result<Option<&'static st
         B::AtArrow => "jsonb_contains",
         B::ArrowAt => "jsonb_contained",
         B::Question => "jsonb_exists",
-        B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe => {
-            return Err(SqlError::unsupported(format!(
-                "the jsonb operator {op} is not supported (it takes a text array)"
-            )))
+        B::HashArrow => "jsonb_extract_path_op",
+        B::HashLongArrow => "jsonb_extract_path_text_op",
+        B::QuestionPipe => "jsonb_exists_any",
+        B::QuestionAnd => "jsonb_exists_all",
+        B::HashMinus => "jsonb_delete_path",
+        B::AtQuestion => {
+            return Err(SqlError::unsupported(
+                "operator @? is not supported: jsonpath is not supported",
+            ))
+        }
+        B::AtAt => {
+            return Err(SqlError::unsupported(
+                "operator @@ is not supported: jsonpath and text search are not supported",
+            ))
         }
         _ => return Ok(None),
     }))
@@ -497,9 +507,16 @@ pub(crate) fn arithmetic_expr(
     right: Expr,
     right_ty: &SqlType,
 ) -> Result<(Expr, SqlType)> {
-    // jsonb - text / integer deletes a key or an element in PostgreSQL.
+    // jsonb - text / text[] / integer deletes keys or an element.
     if *left_ty == SqlType::Jsonb && op == ArithmeticOp::Subtract {
-        return Err(SqlError::unsupported("the jsonb - operator is not supported"));
+        let operands = format!("jsonb - {}", right_ty.display_name());
+        return bind_call("jsonb_delete", vec![(left, left_ty.clone()), (right, right_ty.clone())])
+            .map_err(|error| match error.sqlstate {
+                "42883" => {
+                    SqlError::undefined_operator(format!("operator does not exist: {operands}"))
+                }
+                _ => error,
+            });
     }
     if let Some((left_target, right_target, ty)) =
         crate::bind::datetime::operator_types(op, left_ty, right_ty)?

@@ -16,6 +16,12 @@ pub(crate) fn is_set_function(name: &str) -> bool {
     set_function(name).is_some()
 }
 
+/// Whether `name` is a one-column set-returning function FROM runs as a ProjectSet
+/// (generate_series has its own scan).
+pub(crate) fn is_from_set_function(name: &str) -> bool {
+    name != "generate_series" && set_function(name).is_some()
+}
+
 fn set_function(name: &str) -> Option<SetFunction> {
     Some(match name {
         "generate_series" => SetFunction::Series,
@@ -24,8 +30,36 @@ fn set_function(name: &str) -> Option<SetFunction> {
         "regexp_matches" => SetFunction::RegexpMatches,
         "regexp_split_to_table" => SetFunction::RegexpSplit,
         "pg_partition_ancestors" => SetFunction::PartitionAncestors,
-        _ => return None,
+        _ => return json_set_function(name),
     })
+}
+
+/// The json and jsonb set-returning functions of one column (json[b]_each has two: it
+/// is bound in FROM only, by `json_each_scan`).
+fn json_set_function(name: &str) -> Option<SetFunction> {
+    let (json, base) = match name.strip_prefix("jsonb_") {
+        Some(base) => (false, base),
+        None => (true, name.strip_prefix("json_")?),
+    };
+    let rows = match base {
+        "array_elements" => JsonRows::Elements,
+        "array_elements_text" => JsonRows::ElementsText,
+        "object_keys" => JsonRows::Keys,
+        _ => return None,
+    };
+    Some(SetFunction::Json { rows, json })
+}
+
+/// The type a json set-returning function's rows have.
+fn json_rows_type(rows: JsonRows, json: bool) -> SqlType {
+    match rows {
+        JsonRows::Elements | JsonRows::EachValues if json => SqlType::Json,
+        JsonRows::Elements | JsonRows::EachValues => SqlType::Jsonb,
+        JsonRows::ElementsText
+        | JsonRows::Keys
+        | JsonRows::EachKeys { .. }
+        | JsonRows::EachTexts => SqlType::Text,
+    }
 }
 
 impl<'a> Binder<'a> {
@@ -97,6 +131,14 @@ impl<'a> Binder<'a> {
                 };
                 (vec![SqlType::Text; types.len()], ty)
             }
+            SetFunction::Json { rows, json } => {
+                let argument = if json { SqlType::Json } else { SqlType::Jsonb };
+                match types.as_slice() {
+                    [ty] if *ty == argument || *ty == SqlType::Unknown => {}
+                    _ => return Err(no_function()),
+                }
+                (vec![argument], json_rows_type(rows, json))
+            }
             SetFunction::PartitionAncestors => {
                 let regclass = SqlType::Object(crate::types::ObjectKind::Class);
                 if types.len() != 1 {
@@ -150,8 +192,16 @@ impl<'a> Binder<'a> {
     ) -> Result<(Plan, Scope)> {
         let call = self.set_call(name, args, &Scope::default())?;
         let qualifier = alias.map_or_else(|| name.to_string(), |alias| ident(&alias.name));
+        // PostgreSQL names the column of a function with an OUT parameter after it (an
+        // alias still names the one column).
+        let out_name = matches!(
+            call.function,
+            SetFunction::Json { rows: JsonRows::Elements | JsonRows::ElementsText, .. }
+        )
+        .then(|| "value".to_string());
         let column_name = alias
             .and_then(|alias| alias.columns.first().map(|column| ident(&column.name)))
+            .or_else(|| if alias.is_some() { None } else { out_name })
             .unwrap_or_else(|| qualifier.clone());
         let column = computed_column(&column_name, call.ty.clone());
         let one_row = self.plan(PlanKind::OneRow, Vec::new());
@@ -159,6 +209,47 @@ impl<'a> Binder<'a> {
             PlanKind::ProjectSet { input: Box::new(one_row), calls: vec![call] },
             vec![column],
         );
+        let scope = Scope::from_plan(&plan, Some(&qualifier));
+        Ok((plan, scope))
+    }
+}
+
+impl Binder<'_> {
+    /// json[b]_each[_text](value) in FROM: (key text, value json[b] or text), a ProjectSet
+    /// of two calls in step over one empty row, the keys and the values.
+    pub(crate) fn json_each_scan(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        let json = !name.starts_with("jsonb");
+        let text = name.ends_with("_text");
+        let values = if text { JsonRows::EachTexts } else { JsonRows::EachValues };
+        // The argument is bound as the one-column function of its type, then shared.
+        let keys_of = if json { "json_object_keys" } else { "jsonb_object_keys" };
+        let mut keys = self.set_call(keys_of, args, &Scope::default())?;
+        keys.function = SetFunction::Json { rows: JsonRows::EachKeys { text }, json };
+        if keys.args.iter().any(Expr::is_volatile) {
+            return Err(SqlError::unsupported(format!("{name} of a volatile argument")));
+        }
+        let value = SetCall {
+            function: SetFunction::Json { rows: values, json },
+            args: keys.args.clone(),
+            ty: json_rows_type(values, json),
+        };
+        let qualifier = alias.map_or_else(|| name.to_string(), |alias| ident(&alias.name));
+        let names = alias_columns(alias);
+        let name_at = |index: usize, default: &str| {
+            names.get(index).cloned().unwrap_or_else(|| default.to_string())
+        };
+        let columns = vec![
+            computed_column(&name_at(0, "key"), keys.ty.clone()),
+            computed_column(&name_at(1, "value"), value.ty.clone()),
+        ];
+        let one_row = self.plan(PlanKind::OneRow, Vec::new());
+        let calls = vec![keys, value];
+        let plan = self.plan(PlanKind::ProjectSet { input: Box::new(one_row), calls }, columns);
         let scope = Scope::from_plan(&plan, Some(&qualifier));
         Ok((plan, scope))
     }

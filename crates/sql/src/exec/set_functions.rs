@@ -56,6 +56,10 @@ impl SetValues {
                 };
                 Ok(SetValues::Elements { elements: rows.into_iter() })
             }
+            SetFunction::Json { rows, json } => {
+                let rows = crate::functions::json_set_rows(rows, json, &args[0])?;
+                Ok(SetValues::Elements { elements: rows.into_iter() })
+            }
             // No partitions: no relation is a partition or partitioned table, for which
             // PostgreSQL lists no rows.
             SetFunction::PartitionAncestors => {

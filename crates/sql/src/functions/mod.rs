@@ -39,6 +39,8 @@ mod datetime;
 mod halfvec;
 mod info;
 mod json;
+mod json_sets;
+mod jsonb_edit;
 mod math;
 mod numeric_math;
 mod privileges;
@@ -52,13 +54,15 @@ mod trigonometry;
 mod typing;
 mod vector;
 
+pub use json_sets::{json_set_rows, JsonRows};
 pub use privileges::{NamedPrivilege, PrivilegeCall, PrivilegeTarget};
 pub use regex::{regexp_matches, regexp_split_to_table};
 
 /// The registry's tables, in the order the registry's tests call their examples (the
 /// sequence functions need nextval's before currval's).
-static TABLES: [&[Function]; 6] = [
+static TABLES: [&[Function]; 7] = [
     registry_vector_json::VECTOR_JSON,
+    jsonb_edit::JSONB_EDIT,
     registry_core::CORE,
     registry_arrays_catalog::ARRAYS_CATALOG,
     regex::REGEX,

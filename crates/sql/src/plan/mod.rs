@@ -71,7 +71,12 @@ pub enum SetFunction {
     /// tierdb has no partitions, so no rows (psql's `\d` of a table with FOREIGN KEYs
     /// asks).
     PartitionAncestors,
+    /// The json and jsonb set-returning functions over one json (`json` true) or jsonb
+    /// value.
+    Json { rows: JsonRows, json: bool },
 }
+
+pub use crate::functions::JsonRows;
 
 /// One call of a set-returning function, with its bound arguments and result type.
 #[derive(Clone, Debug)]
@@ -377,6 +382,12 @@ impl Expr {
     /// The direct sub-expressions (not those inside subquery plans, which read their own
     /// rows). With `children_mut`, the one place that knows the shape of every variant for
     /// the walks below (one macro, so that a new variant is described once).
+    /// Whether the expression calls a volatile function (random(), nextval, ...).
+    pub(crate) fn is_volatile(&self) -> bool {
+        matches!(self, Expr::Function(call) if call.function.volatile)
+            || self.children().into_iter().any(Expr::is_volatile)
+    }
+
     pub(crate) fn children(&self) -> Vec<&Expr> {
         expr_children!(self, iter, as_ref)
     }

@@ -115,7 +115,7 @@ impl Session {
             .pop()
             .flatten()
             .expect("the added column has a default");
-        if has_volatile_call(&default) {
+        if Expr::is_volatile(&default) {
             return Err(SqlError::unsupported(
                 "ALTER TABLE ... ADD COLUMN with a volatile DEFAULT (each existing row would need its own value)",
             ));
@@ -304,10 +304,4 @@ fn refuse_dropped_column(table: &TableMeta, position: usize) -> Result<()> {
 fn expression_names(text: &str, column: &str) -> Result<bool> {
     let expr = crate::parse::parse_stored_expression(text)?;
     Ok(crate::parse::column_names(&expr).iter().any(|name| name == column))
-}
-
-/// Whether `expr` calls a volatile function (random(), nextval, ...).
-fn has_volatile_call(expr: &Expr) -> bool {
-    matches!(expr, Expr::Function(call) if call.function.volatile)
-        || expr.children().into_iter().any(has_volatile_call)
 }
