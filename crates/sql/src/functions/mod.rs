@@ -41,6 +41,7 @@ mod info;
 mod json;
 mod math;
 mod numeric_math;
+pub(crate) use numeric_math::{round_to_scale, sqrt_at_scale};
 mod privileges;
 mod regex;
 mod registry_arrays_catalog;
