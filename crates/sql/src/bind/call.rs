@@ -79,6 +79,7 @@ impl<'a> Binder<'a> {
         }
         let name = function.name.to_string().to_ascii_lowercase();
         check_aggregate_arguments(aggregate, &name, &types)?;
+        let mut bound = statistic_arguments(aggregate, bound, &mut types)?;
         if let [SqlType::Unknown] = types.as_slice() {
             if matches!(aggregate, AggregateFunction::BoolAnd | AggregateFunction::BoolOr) {
                 // bool_and('t'): the untyped literal is read as the boolean it stands for.
@@ -97,7 +98,9 @@ impl<'a> Binder<'a> {
         let output = aggregate_output(aggregate, &input)?;
         let expected_args = match aggregate {
             AggregateFunction::CountStar => 0,
-            AggregateFunction::StringAgg | AggregateFunction::JsonObjectAgg { .. } => 2,
+            AggregateFunction::StringAgg
+            | AggregateFunction::JsonObjectAgg { .. }
+            | AggregateFunction::Regression(_) => 2,
             _ => 1,
         };
         if bound.len() != expected_args {
@@ -214,10 +217,13 @@ pub(crate) fn check_aggregate_arguments(
     types: &[SqlType],
 ) -> Result<()> {
     let is_bytea = |ty: &SqlType| matches!(ty, SqlType::Bytea | SqlType::Unknown);
-    if matches!(aggregate, AggregateFunction::Sum | AggregateFunction::Avg)
-        && types == [SqlType::Unknown]
-    {
-        // sum and avg have a signature for each numeric type and interval, none preferred.
+    let overloaded = matches!(
+        aggregate,
+        AggregateFunction::Sum | AggregateFunction::Avg | AggregateFunction::Bitwise(_)
+    );
+    if overloaded && types == [SqlType::Unknown] {
+        // sum, avg and bit_and have a signature for each integer or numeric type and
+        // interval or bit, none preferred (variance's are all numeric: float8 is).
         return Err(SqlError::new("42725", format!("function {name}(unknown) is not unique")));
     }
     let fits = match (aggregate, types) {
@@ -227,8 +233,19 @@ pub(crate) fn check_aggregate_arguments(
         (AggregateFunction::StringAgg, [value, delimiter]) => {
             (value.is_text() && delimiter.is_text()) || (is_bytea(value) && is_bytea(delimiter))
         }
+        (AggregateFunction::Regression(_), [y, x]) => float8_argument(y) && float8_argument(x),
+        (AggregateFunction::Variance { .. }, [input]) => float8_argument(input),
+        (AggregateFunction::Bitwise(_), [input]) => {
+            matches!(input, SqlType::Int2 | SqlType::Int4 | SqlType::Int8)
+                || matches!(input, SqlType::Bit(_) | SqlType::VarBit(_))
+        }
         (
-            AggregateFunction::BoolAnd | AggregateFunction::BoolOr | AggregateFunction::StringAgg,
+            AggregateFunction::BoolAnd
+            | AggregateFunction::BoolOr
+            | AggregateFunction::StringAgg
+            | AggregateFunction::Regression(_)
+            | AggregateFunction::Variance { .. }
+            | AggregateFunction::Bitwise(_),
             _,
         ) => false,
         _ => true,
@@ -286,7 +303,88 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         | AggregateFunction::JsonObjectAgg { binary: false } => SqlType::Json,
         AggregateFunction::JsonAgg { binary: true }
         | AggregateFunction::JsonObjectAgg { binary: true } => SqlType::Jsonb,
+        AggregateFunction::Variance { sample, root } => match input {
+            SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Numeric { .. } => {
+                SqlType::numeric()
+            }
+            SqlType::Float4 | SqlType::Float8 => SqlType::Float8,
+            other => {
+                let name = variance_name(sample, root);
+                let name = format!("{name}({})", other.display_name());
+                return Err(SqlError::undefined_function(&name));
+            }
+        },
+        AggregateFunction::Bitwise(operation) => bitwise_output(operation, input)?,
+        AggregateFunction::Regression(Regression::Count) => SqlType::Int8,
+        AggregateFunction::Regression(_) => SqlType::Float8,
     })
+}
+
+/// The name PostgreSQL's errors give a variance aggregate (variance and stddev are the
+/// sample ones under their other names).
+fn variance_name(sample: bool, root: bool) -> &'static str {
+    match (sample, root) {
+        (true, true) => "stddev_samp",
+        (false, true) => "stddev_pop",
+        (true, false) => "var_samp",
+        (false, false) => "var_pop",
+    }
+}
+
+/// bit_and, bit_or and bit_xor keep their integer argument's type; tierdb does not have
+/// their bit string forms (0A000).
+fn bitwise_output(operation: BitOperation, input: &SqlType) -> Result<SqlType> {
+    let name = match operation {
+        BitOperation::And => "bit_and",
+        BitOperation::Or => "bit_or",
+        BitOperation::Xor => "bit_xor",
+    };
+    match input {
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => Ok(input.clone()),
+        SqlType::Bit(_) | SqlType::VarBit(_) => {
+            Err(SqlError::unsupported(format!("{name} of bit strings is not supported")))
+        }
+        other => Err(SqlError::undefined_function(&format!("{name}({})", other.display_name()))),
+    }
+}
+
+/// Whether an argument converts implicitly to double precision (corr and regr_*'s only
+/// signature): the numeric types and an untyped literal.
+fn float8_argument(ty: &SqlType) -> bool {
+    matches!(
+        ty,
+        SqlType::Int2
+            | SqlType::Int4
+            | SqlType::Int8
+            | SqlType::Numeric { .. }
+            | SqlType::Float4
+            | SqlType::Float8
+            | SqlType::Unknown
+    )
+}
+
+/// corr, covar_* and regr_*'s arguments converted to double precision, as PostgreSQL's
+/// implicit casts do (checked by `check_aggregate_arguments`); an untyped literal in
+/// variance or stddev is double precision too (the numeric category's preferred type).
+pub(crate) fn statistic_arguments(
+    aggregate: AggregateFunction,
+    bound: Vec<Expr>,
+    types: &mut [SqlType],
+) -> Result<Vec<Expr>> {
+    let convert = match aggregate {
+        AggregateFunction::Regression(_) => true,
+        AggregateFunction::Variance { .. } => types == [SqlType::Unknown],
+        _ => false,
+    };
+    if !convert {
+        return Ok(bound);
+    }
+    let mut converted = Vec::with_capacity(bound.len());
+    for (expr, ty) in bound.into_iter().zip(types.iter_mut()) {
+        converted.push(coerce(expr, ty, &SqlType::Float8, false)?);
+        *ty = SqlType::Float8;
+    }
+    Ok(converted)
 }
 
 /// min and max exist for the types PostgreSQL 15 gives them: not for boolean, bytea, json,
@@ -385,7 +483,14 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
         "jsonb_agg" => AggregateFunction::JsonAgg { binary: true },
         "json_object_agg" => AggregateFunction::JsonObjectAgg { binary: false },
         "jsonb_object_agg" => AggregateFunction::JsonObjectAgg { binary: true },
-        _ => return None,
+        "var_samp" | "variance" => AggregateFunction::Variance { sample: true, root: false },
+        "var_pop" => AggregateFunction::Variance { sample: false, root: false },
+        "stddev_samp" | "stddev" => AggregateFunction::Variance { sample: true, root: true },
+        "stddev_pop" => AggregateFunction::Variance { sample: false, root: true },
+        "bit_and" => AggregateFunction::Bitwise(BitOperation::And),
+        "bit_or" => AggregateFunction::Bitwise(BitOperation::Or),
+        "bit_xor" => AggregateFunction::Bitwise(BitOperation::Xor),
+        name => AggregateFunction::Regression(regression(name)?),
     })
 }
 
@@ -413,12 +518,36 @@ fn distinct_order(
         ));
     }
     let ordered = matches!(aggregate, AggregateFunction::ArrayAgg | AggregateFunction::StringAgg);
+    // A float sum depends on the order it is taken in: the statistical aggregates fold
+    // their distinct values in PostgreSQL's sorted order too.
+    let statistic =
+        matches!(aggregate, AggregateFunction::Variance { .. } | AggregateFunction::Regression(_));
+    let ascending =
+        |expr: &Expr| AggregateOrder { expr: expr.clone(), descending: false, nulls_first: false };
     match (order.is_empty(), ordered, args.first()) {
-        (true, true, Some(first)) => {
-            Ok(vec![AggregateOrder { expr: first.clone(), descending: false, nulls_first: false }])
-        }
+        (true, true, Some(first)) => Ok(vec![ascending(first)]),
+        (true, false, Some(_)) if statistic => Ok(args.iter().map(ascending).collect()),
         _ => Ok(order),
     }
+}
+
+/// The two-argument statistical aggregate of a name.
+fn regression(name: &str) -> Option<Regression> {
+    Some(match name {
+        "regr_count" => Regression::Count,
+        "regr_avgx" => Regression::AverageX,
+        "regr_avgy" => Regression::AverageY,
+        "regr_sxx" => Regression::SumSquaresX,
+        "regr_syy" => Regression::SumSquaresY,
+        "regr_sxy" => Regression::SumProducts,
+        "regr_slope" => Regression::Slope,
+        "regr_intercept" => Regression::Intercept,
+        "regr_r2" => Regression::DeterminationCoefficient,
+        "corr" => Regression::Correlation,
+        "covar_pop" => Regression::CovariancePopulation,
+        "covar_samp" => Regression::CovarianceSample,
+        _ => return None,
+    })
 }
 
 fn text_if_unknown(ty: &SqlType) -> SqlType {

@@ -317,8 +317,12 @@ fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result
     };
     if let Some(aggregate) = aggregate_function(name, star) {
         super::call::check_aggregate_arguments(aggregate, name, &types)?;
+        let mut types = types.clone();
+        let (expressions, _): (Vec<Expr>, Vec<SqlType>) = args.into_iter().unzip();
+        let expressions = super::call::statistic_arguments(aggregate, expressions, &mut types)?;
         let input = types.first().map_or(SqlType::Int8, value_type);
         let output = aggregate_output(aggregate, &input)?;
+        let args: Vec<(Expr, SqlType)> = expressions.into_iter().zip(types).collect();
         let bool_input =
             matches!(aggregate, AggregateFunction::BoolAnd | AggregateFunction::BoolOr);
         let args = args

@@ -3,6 +3,7 @@
 
 use tierdb_access::{ExternalSort, SortRecord};
 
+use super::aggregate_stats::{FloatMoments, NumericMoments, RegressionSums};
 use super::spill::{decode_row, encode_row, storage_error, GroupKeySet, SpillTarget};
 use super::*;
 
@@ -68,6 +69,14 @@ pub(crate) enum Accumulator {
     HalfVecAverage(Option<Vec<f64>>, i64),
     /// sum(interval) and avg(interval): the field-wise sum and the count.
     IntervalSum(types::Interval, i64),
+    /// variance and stddev of integers and numeric (boxed: two decimals and a count).
+    NumericMoments(Box<NumericMoments>),
+    /// variance and stddev of float4 and float8.
+    FloatMoments(FloatMoments),
+    /// corr, covar_* and regr_* (boxed: six floats).
+    Regression(Box<RegressionSums>),
+    /// bit_and, bit_or, bit_xor: the bits so far.
+    Bits(Option<i64>),
 }
 
 pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
@@ -97,6 +106,12 @@ pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
         | AggregateFunction::JsonObjectAgg { binary: false } => Accumulator::Json(None),
         AggregateFunction::JsonAgg { binary: true }
         | AggregateFunction::JsonObjectAgg { binary: true } => Accumulator::Jsonb(None),
+        AggregateFunction::Variance { .. } => match call.input {
+            SqlType::Float4 | SqlType::Float8 => Accumulator::FloatMoments(FloatMoments::default()),
+            _ => Accumulator::NumericMoments(Box::default()),
+        },
+        AggregateFunction::Regression(_) => Accumulator::Regression(Box::default()),
+        AggregateFunction::Bitwise(_) => Accumulator::Bits(None),
     }
 }
 
@@ -113,6 +128,13 @@ pub(crate) fn accumulate(
     }
     if matches!(state, Accumulator::Json(_) | Accumulator::Jsonb(_)) {
         return accumulate_json(state, call, args);
+    }
+    if let Accumulator::Regression(sums) = state {
+        // Strict in both arguments: a row with either NULL is skipped.
+        return match (args[0].as_f64(), args[1].as_f64()) {
+            (Some(y), Some(x)) if !args[0].is_null() && !args[1].is_null() => sums.add(y, x),
+            _ => Ok(()),
+        };
     }
     let value = &args[0];
     if let Accumulator::Elements(elements) = state {
@@ -173,26 +195,7 @@ pub(crate) fn accumulate(
                 *count += 1;
             }
         }
-        Accumulator::Extreme(best) => {
-            let replace = match best {
-                None => true,
-                Some(current) => {
-                    let ordering = value.compare(current).unwrap_or(Ordering::Equal);
-                    // interval_smaller / interval_larger keep the later of equal values
-                    // ('1 mon' and '30 days' are equal but print differently).
-                    if ordering.is_eq() && matches!(value, Datum::Interval(_)) {
-                        true
-                    } else if call.function == AggregateFunction::Min {
-                        ordering.is_lt()
-                    } else {
-                        ordering.is_gt()
-                    }
-                }
-            };
-            if replace {
-                *best = Some(value.clone());
-            }
-        }
+        Accumulator::Extreme(best) => accumulate_extreme(best, call, value),
         Accumulator::Bool(current) => {
             let flag = value.as_bool().unwrap_or(false);
             *current = Some(match (*current, call.function) {
@@ -217,8 +220,74 @@ pub(crate) fn accumulate(
             }
         }
         Accumulator::Json(_) | Accumulator::Jsonb(_) => accumulate_json(state, call, args)?,
+        Accumulator::NumericMoments(_)
+        | Accumulator::FloatMoments(_)
+        | Accumulator::Regression(_)
+        | Accumulator::Bits(_) => accumulate_statistic(state, call, value)?,
     }
     Ok(())
+}
+
+/// min / max: `value` replaces the best so far when it is smaller (larger).
+fn accumulate_extreme(best: &mut Option<Datum>, call: &AggregateCall, value: &Datum) {
+    let replace = match best {
+        None => true,
+        Some(current) => {
+            let ordering = value.compare(current).unwrap_or(Ordering::Equal);
+            // interval_smaller / interval_larger keep the later of equal values
+            // ('1 mon' and '30 days' are equal but print differently).
+            if ordering.is_eq() && matches!(value, Datum::Interval(_)) {
+                true
+            } else if call.function == AggregateFunction::Min {
+                ordering.is_lt()
+            } else {
+                ordering.is_gt()
+            }
+        }
+    };
+    if replace {
+        *best = Some(value.clone());
+    }
+}
+
+/// One non-NULL value of variance, stddev or a bitwise aggregate.
+fn accumulate_statistic(
+    state: &mut Accumulator,
+    call: &AggregateCall,
+    value: &Datum,
+) -> Result<()> {
+    match state {
+        Accumulator::NumericMoments(moments) => {
+            let number = value.as_decimal().ok_or_else(|| SqlError::internal("a numeric"))?;
+            moments.add(number, aggregate_name(call))?;
+        }
+        Accumulator::FloatMoments(moments) => {
+            moments.add(value.as_f64().ok_or_else(|| SqlError::internal("a float"))?)?
+        }
+        Accumulator::Bits(bits) => {
+            let number = value.as_int().ok_or_else(|| SqlError::internal("an integer"))?;
+            *bits = Some(match (*bits, call.function) {
+                (None, _) => number,
+                (Some(previous), AggregateFunction::Bitwise(BitOperation::And)) => {
+                    previous & number
+                }
+                (Some(previous), AggregateFunction::Bitwise(BitOperation::Or)) => previous | number,
+                (Some(previous), _) => previous ^ number,
+            });
+        }
+        _ => return Err(SqlError::internal("a statistical aggregate's state")),
+    }
+    Ok(())
+}
+
+/// The SQL name of a variance aggregate, for its errors.
+fn aggregate_name(call: &AggregateCall) -> &'static str {
+    match call.function {
+        AggregateFunction::Variance { sample: true, root: true } => "stddev_samp",
+        AggregateFunction::Variance { sample: false, root: true } => "stddev_pop",
+        AggregateFunction::Variance { sample: true, root: false } => "var_samp",
+        _ => "var_pop",
+    }
 }
 
 /// One row of a json aggregate: NULL values are json nulls (an object's NULL key an error).
@@ -345,6 +414,21 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
             Datum::Interval(sum.divide(count.to_f64().unwrap_or(1.0))?)
         }
         Accumulator::IntervalSum(sum, _) => Datum::Interval(*sum),
+        Accumulator::NumericMoments(moments) => match call.function {
+            AggregateFunction::Variance { sample, root } => {
+                moments.finish(sample, root, aggregate_name(call))?
+            }
+            _ => return Err(SqlError::internal("a variance's moments")),
+        },
+        Accumulator::FloatMoments(moments) => match call.function {
+            AggregateFunction::Variance { sample, root } => moments.finish(sample, root),
+            _ => return Err(SqlError::internal("a variance's moments")),
+        },
+        Accumulator::Regression(sums) => match call.function {
+            AggregateFunction::Regression(result) => sums.finish(result),
+            _ => return Err(SqlError::internal("a regression's sums")),
+        },
+        Accumulator::Bits(bits) => bits.map_or(Datum::Null, Datum::Int),
     })
 }
 

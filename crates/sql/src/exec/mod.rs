@@ -12,6 +12,7 @@
 
 mod advisory;
 mod aggregate;
+mod aggregate_stats;
 mod arrays;
 mod compare;
 mod dml;

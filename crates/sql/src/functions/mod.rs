@@ -43,6 +43,7 @@ mod json_sets;
 mod jsonb_edit;
 mod math;
 mod numeric_math;
+pub(crate) use numeric_math::{round_to_scale, sqrt_at_scale};
 mod privileges;
 mod regex;
 mod registry_arrays_catalog;

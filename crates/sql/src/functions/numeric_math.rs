@@ -48,6 +48,19 @@ pub(super) fn sqrt(value: Decimal) -> Result<Decimal> {
     with_scale(square_root(value), scale, MAX_DIGITS, "sqrt")
 }
 
+/// `value` rounded to `scale` decimals as numeric.c's div_var rounds a quotient (stddev and
+/// variance's final step); an error when tierdb's numeric cannot hold that many digits.
+pub(crate) fn round_to_scale(value: Decimal, scale: i64, function: &str) -> Result<Decimal> {
+    with_scale(value, scale, MAX_DIGITS, function)
+}
+
+/// The square root of a non-negative value at a given scale: numeric.c's sqrt_var at the
+/// rscale of the division before it (stddev's final step).
+pub(crate) fn sqrt_at_scale(value: Decimal, scale: i64, function: &str) -> Result<Decimal> {
+    assert!(!value.is_sign_negative() || value.is_zero(), "a variance is never negative");
+    with_scale(square_root(value), scale, MAX_DIGITS, function)
+}
+
 pub(super) fn exp(value: Decimal) -> Result<Decimal> {
     // The result's decimal weight is about value * log10(e).
     let weight_estimate = value.to_f64().unwrap_or(0.0) * std::f64::consts::LOG10_E;

@@ -153,6 +153,43 @@ pub enum AggregateFunction {
     },
     /// array_agg(value): the values (NULLs too) in input order, or the call's ORDER BY.
     ArrayAgg,
+    /// var_samp / variance, var_pop, stddev_samp / stddev, stddev_pop: numeric over
+    /// integers and numeric, float8 over float4 and float8 (exec/aggregate_stats.rs).
+    Variance {
+        /// Divided by n - 1 (NULL for fewer than two values) rather than n.
+        sample: bool,
+        /// The square root of the variance (stddev).
+        root: bool,
+    },
+    /// bit_and, bit_or, bit_xor over smallint, integer and bigint.
+    Bitwise(BitOperation),
+    /// corr, covar_*, regr_*: two float8 arguments (Y, X), rows with either NULL skipped.
+    Regression(Regression),
+}
+
+/// The operation of a bitwise aggregate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitOperation {
+    And,
+    Or,
+    Xor,
+}
+
+/// The result of a two-argument (Y, X) statistical aggregate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Regression {
+    Count,
+    AverageX,
+    AverageY,
+    SumSquaresX,
+    SumSquaresY,
+    SumProducts,
+    Slope,
+    Intercept,
+    DeterminationCoefficient,
+    Correlation,
+    CovariancePopulation,
+    CovarianceSample,
 }
 
 /// One key of an aggregate's own ORDER BY (`string_agg(x, ',' ORDER BY y DESC)`).

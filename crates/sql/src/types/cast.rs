@@ -257,8 +257,21 @@ pub(crate) fn cannot_cast(from: &SqlType, to: &SqlType) -> SqlError {
 
 /// Base-10000 weight of a decimal's first non-zero digit group (PostgreSQL's numeric layout).
 pub(crate) fn numeric_weight(value: &Decimal) -> (i64, u32) {
-    let text = value.abs().normalize().to_string();
-    let (integer, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    text_weight(&value.abs().normalize().to_string())
+}
+
+/// `numeric_weight` of `mantissa` x 10^-scale, a value wider than a decimal holds.
+pub(crate) fn scaled_integer_weight(mantissa: u128, scale: u32) -> (i64, u32) {
+    let digits = mantissa.to_string();
+    let scale = usize::try_from(scale).expect("a scale fits usize");
+    let padded = format!("{digits:0>width$}", width = scale + 1);
+    let (integer, fraction) = padded.split_at(padded.len() - scale);
+    text_weight(&format!("{integer}.{fraction}"))
+}
+
+/// `numeric_weight` of a non-negative value's text.
+fn text_weight(text: &str) -> (i64, u32) {
+    let (integer, fraction) = text.split_once('.').unwrap_or((text, ""));
     let integer = integer.trim_start_matches('0');
     if !integer.is_empty() {
         let groups = integer.len().div_ceil(4);
@@ -289,14 +302,22 @@ fn digit_groups(count: usize) -> i64 {
 /// PostgreSQL's result scale for numeric division (select_div_scale): at least 16
 /// significant digits and no less than either input's scale.
 pub fn division_scale(left: &Decimal, right: &Decimal) -> u32 {
-    let (weight1, first1) = numeric_weight(left);
-    let (weight2, first2) = numeric_weight(right);
+    division_scale_of(numeric_weight(left), left.scale(), numeric_weight(right), right.scale())
+}
+
+/// `division_scale` of operands given by their `numeric_weight` and scale.
+pub(crate) fn division_scale_of(
+    (weight1, first1): (i64, u32),
+    left_scale: u32,
+    (weight2, first2): (i64, u32),
+    right_scale: u32,
+) -> u32 {
     let mut quotient_weight = weight1 - weight2;
     if first1 <= first2 {
         quotient_weight -= 1;
     }
     let scale = 16 - quotient_weight * 4;
-    let scale = scale.max(i64::from(left.scale())).max(i64::from(right.scale())).clamp(0, 1000);
+    let scale = scale.max(i64::from(left_scale)).max(i64::from(right_scale)).clamp(0, 1000);
     u32::try_from(scale).expect("clamped to 0..=1000")
 }
 
