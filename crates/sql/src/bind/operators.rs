@@ -112,8 +112,49 @@ impl<'a> Binder<'a> {
             B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::PGExp => {
                 self.arithmetic(left, op, right, scope, hint)
             }
+            B::Overlaps => self.overlaps(left, right, scope),
             other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
         }
+    }
+
+    /// `(start, end) OVERLAPS (start, end)`: PostgreSQL's grammar makes it a call of
+    /// overlaps() with the rows' four values (42601 unless each row has two).
+    fn overlaps(
+        &mut self,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let mut args = Vec::with_capacity(4);
+        for (side, row) in [("left", left), ("right", right)] {
+            let ast::Expr::Tuple(points) = row else {
+                // PostgreSQL's grammar stops at OVERLAPS after a left value that is not a
+                // row, at the closing parenthesis of a right one.
+                let near = if side == "right" && matches!(row, ast::Expr::Nested(_)) {
+                    ")"
+                } else {
+                    "OVERLAPS"
+                };
+                return Err(SqlError::syntax(format!("syntax error at or near \"{near}\"")));
+            };
+            if points.len() != 2 {
+                return Err(SqlError::syntax(format!(
+                    "wrong number of parameters on {side} side of OVERLAPS expression"
+                )));
+            }
+            for point in points {
+                args.push(self.expr(point, scope, None)?);
+            }
+        }
+        let types: Vec<SqlType> = args.iter().map(|(_, ty)| ty.clone()).collect();
+        // PostgreSQL's grammar names the function qualified.
+        bind_call("overlaps", args).map_err(|error| match error.sqlstate {
+            "42883" => crate::functions::no_function("pg_catalog.overlaps", &types),
+            "42725" => {
+                SqlError::new("42725", error.message.replace("overlaps(", "pg_catalog.overlaps("))
+            }
+            _ => error,
+        })
     }
 
     /// `||`: pgvector's vector concatenation, arrays, bit strings, jsonb, else text.

@@ -278,7 +278,7 @@ pub(super) fn concat_ws(call: Call<'_>) -> Result<Datum> {
 
 /// PostgreSQL's quote_literal: quotes and backslashes doubled, an E prefix when there is a
 /// backslash.
-fn literal(text: &str) -> String {
+pub(super) fn literal(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 3);
     if text.contains('\\') {
         out.push('E');

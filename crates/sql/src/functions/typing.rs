@@ -279,3 +279,28 @@ pub(super) fn to_hex(name: &str, types: &[SqlType]) -> Result<Signature> {
     };
     Ok(all(types, target, TEXT))
 }
+
+/// format: the format string is text, the others "any" (untyped literals as text).
+pub(super) fn format_arguments(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if !types.first().is_some_and(SqlType::is_text) {
+        return Err(no_function(name, types));
+    }
+    let mut signature = any(types, true, TEXT);
+    signature.arguments[0] = Coercion::Explicit(TEXT);
+    Ok(signature)
+}
+
+/// A bytea argument first (an untyped literal is read as bytea; text has no implicit cast),
+/// then text arguments.
+pub(super) fn bytes_then_texts(
+    name: &str,
+    types: &[SqlType],
+    output: SqlType,
+) -> Result<Signature> {
+    if !matches!(types.first(), Some(SqlType::Bytea | SqlType::Unknown)) {
+        return Err(no_function(name, types));
+    }
+    let mut signature = mixed(name, &types[1..], &vec![None; types.len() - 1], output)?;
+    signature.arguments.insert(0, Coercion::Implicit(SqlType::Bytea));
+    Ok(signature)
+}
