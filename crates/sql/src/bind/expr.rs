@@ -394,6 +394,7 @@ impl<'a> Binder<'a> {
                 args.push(overlay_from.as_ref().clone());
                 args.extend(overlay_for.iter().map(|count| count.as_ref().clone()));
                 self.call("overlay", &args, scope)
+                    .map_err(|error| super::operators::qualified_in_error(error, "overlay"))
             }
             ast::Expr::Ceil { expr: inner, .. } => {
                 self.call("ceil", &[inner.as_ref().clone()], scope)

@@ -146,15 +146,7 @@ impl<'a> Binder<'a> {
                 args.push(self.expr(point, scope, None)?);
             }
         }
-        let types: Vec<SqlType> = args.iter().map(|(_, ty)| ty.clone()).collect();
-        // PostgreSQL's grammar names the function qualified.
-        bind_call("overlaps", args).map_err(|error| match error.sqlstate {
-            "42883" => crate::functions::no_function("pg_catalog.overlaps", &types),
-            "42725" => {
-                SqlError::new("42725", error.message.replace("overlaps(", "pg_catalog.overlaps("))
-            }
-            _ => error,
-        })
+        bind_call("overlaps", args).map_err(|error| qualified_in_error(error, "overlaps"))
     }
 
     /// `||`: pgvector's vector concatenation, arrays, bit strings, jsonb, else text.
@@ -698,4 +690,14 @@ pub(crate) fn row_comparison(
             expanded
         }
     })
+}
+
+/// A function PostgreSQL's grammar calls for a syntax (OVERLAPS, OVERLAY) is named
+/// qualified in its 42883 / 42725 errors: `function pg_catalog.overlaps(...)`.
+pub(super) fn qualified_in_error(mut error: SqlError, name: &str) -> SqlError {
+    if matches!(error.sqlstate, "42883" | "42725") {
+        error.message =
+            error.message.replacen(&format!("{name}("), &format!("pg_catalog.{name}("), 1);
+    }
+    error
 }

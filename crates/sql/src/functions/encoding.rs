@@ -3,7 +3,7 @@
 
 use super::{check_text_bytes, Call};
 use crate::error::{Result, SqlError};
-use crate::types::Datum;
+use crate::types::{self, Datum};
 
 /// PostgreSQL's base64 writes a line break after every 76 characters (pg_base64_encode).
 const BASE64_LINE_CHARS: usize = 76;
@@ -11,32 +11,40 @@ const BASE64_LINE_CHARS: usize = 76;
 const BASE64_ALPHABET: &[u8; 64] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/// overlay(string placing replacement from start [for count]): textoverlay, as
-/// `substring(string, 1, start - 1) || replacement || substring(string, start + count)`;
-/// count defaults to the replacement's length.
+/// overlay(string placing replacement from start [for count]): textoverlay and
+/// byteaoverlay, as `substring(string, 1, start - 1) || replacement || substring(string,
+/// start + count)`; count defaults to the replacement's length (in characters or bytes).
 pub(super) fn overlay(call: Call<'_>) -> Result<Datum> {
+    let count = call.args.get(3).map(|_| call.int(3));
+    if let (Datum::Bytes(string), Datum::Bytes(replacement)) = (&call.args[0], &call.args[1]) {
+        return Ok(Datum::Bytes(overlaid(string, replacement, call.int(2), count)?));
+    }
     let chars: Vec<char> = call.text(0).chars().collect();
-    let replacement = call.text(1);
-    let start = call.int(2);
-    let count = if call.args.len() > 3 {
-        call.int(3)
-    } else {
-        i64::try_from(replacement.chars().count()).expect("a text's length fits i64")
-    };
-    let (Some(head_chars), Some(tail_start)) = (start.checked_sub(1), start.checked_add(count))
-    else {
-        return Err(negative_length());
-    };
-    let head_chars = usize::try_from(head_chars).map_err(|_| negative_length())?;
-    let head = &chars[..head_chars.min(chars.len())];
-    let tail_from = usize::try_from(tail_start.max(1) - 1).expect("not negative");
-    let tail = &chars[tail_from.min(chars.len())..];
-    let mut out = String::new();
-    out.extend(head);
-    out.push_str(replacement);
-    out.extend(tail);
+    let replacement: Vec<char> = call.text(1).chars().collect();
+    let out: String = overlaid(&chars, &replacement, call.int(2), count)?.into_iter().collect();
     check_text_bytes(out.len())?;
     Ok(Datum::Text(out))
+}
+
+/// text_overlay / bytea_overlay over characters or bytes: a start below 1 is a negative
+/// substring length; start + count must fit int4 (both arguments are int4).
+fn overlaid<T: Clone>(
+    string: &[T],
+    replacement: &[T],
+    start: i64,
+    count: Option<i64>,
+) -> Result<Vec<T>> {
+    let count =
+        count.unwrap_or_else(|| i64::try_from(replacement.len()).expect("a length fits i64"));
+    let head_length = usize::try_from(start - 1).map_err(|_| negative_length())?;
+    let tail_start =
+        i32::try_from(start + count).map_err(|_| SqlError::new("22003", "integer out of range"))?;
+    let tail_from = usize::try_from(tail_start.max(1) - 1).expect("not negative");
+    let mut out = Vec::with_capacity(string.len() + replacement.len());
+    out.extend_from_slice(&string[..head_length.min(string.len())]);
+    out.extend_from_slice(replacement);
+    out.extend_from_slice(&string[tail_from.min(string.len())..]);
+    Ok(out)
 }
 
 fn negative_length() -> SqlError {
@@ -71,9 +79,9 @@ pub(super) fn encode(call: Call<'_>) -> Result<Datum> {
 pub(super) fn decode(call: Call<'_>) -> Result<Datum> {
     let text = call.text(0);
     let bytes = match call.text(1).to_ascii_lowercase().as_str() {
-        "hex" => hex_decode(text)?,
+        "hex" => types::hex_decode(text)?,
         "base64" => base64_decode(text)?,
-        "escape" => escape_decode(text)?,
+        "escape" => types::escape_decode(text)?,
         _ => return Err(unrecognized_encoding(call.text(1))),
     };
     Ok(Datum::Bytes(bytes))
@@ -121,40 +129,13 @@ fn escape_encode(bytes: &[u8]) -> String {
     out
 }
 
-fn is_decode_space(c: char) -> bool {
-    matches!(c, ' ' | '\n' | '\t' | '\r')
-}
-
-/// hex_decode: pairs of hexadecimal digits, white space between pairs skipped.
-fn hex_decode(text: &str) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() / 2);
-    let mut chars = text.chars();
-    while let Some(high) = chars.next() {
-        if is_decode_space(high) {
-            continue;
-        }
-        let high = hex_digit(high)?;
-        let low = chars.next().ok_or_else(|| {
-            SqlError::new("22023", "invalid hexadecimal data: odd number of digits")
-        })?;
-        out.push(high << 4 | hex_digit(low)?);
-    }
-    Ok(out)
-}
-
-fn hex_digit(c: char) -> Result<u8> {
-    c.to_digit(16)
-        .map(|digit| u8::try_from(digit).expect("a hex digit fits u8"))
-        .ok_or_else(|| SqlError::new("22023", format!("invalid hexadecimal digit: \"{c}\"")))
-}
-
 /// pg_base64_decode: white space skipped; after a `=` the group's other symbols count as
 /// padding.
 fn base64_decode(text: &str) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len() / 4 * 3);
     let (mut buffer, mut position, mut end) = (0_u32, 0_u32, 0_u32);
     for c in text.chars() {
-        if is_decode_space(c) {
+        if types::is_decode_space(c) {
             continue;
         }
         let value = if c == '=' {
@@ -203,33 +184,6 @@ fn base64_decode(text: &str) -> Result<Vec<u8>> {
 
 fn base64_end() -> SqlError {
     SqlError::new("22023", "invalid base64 end sequence")
-}
-
-/// esc_decode: `\\` and `\ooo` (first digit 0-3), other bytes as they are.
-fn escape_decode(text: &str) -> Result<Vec<u8>> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] != b'\\' {
-            out.push(bytes[index]);
-            index += 1;
-        } else if bytes.get(index + 1) == Some(&b'\\') {
-            out.push(b'\\');
-            index += 2;
-        } else {
-            let digits = bytes.get(index + 1..index + 4).filter(|digits| {
-                matches!(digits[0], b'0'..=b'3')
-                    && digits[1..].iter().all(|digit| matches!(digit, b'0'..=b'7'))
-            });
-            let Some(digits) = digits else {
-                return Err(SqlError::new("22P02", "invalid input syntax for type bytea"));
-            };
-            out.push(digits.iter().fold(0, |value, digit| (value << 3) | (digit - b'0')));
-            index += 4;
-        }
-    }
-    Ok(out)
 }
 
 /// An encoding name as PostgreSQL's clean_encoding_name compares it: letters and digits,

@@ -2,7 +2,7 @@
 //! specifiers `%[position$][-][width | * | *position$]{s | I | L}` and `%%`, with the same
 //! errors at the same points (a specifier is checked before its arguments are fetched).
 
-use super::{check_text_bytes, Call};
+use super::{check_text_bytes, Call, TEXT_BYTES_MAX};
 use crate::error::{Result, SqlError};
 use crate::types::{Datum, SqlType};
 
@@ -201,18 +201,22 @@ fn convert(value: &Datum, ty: &SqlType, conversion: char) -> Result<String> {
 /// unless left-aligned (a negative width left-aligns too).
 fn append(out: &mut String, text: &str, left_align: bool, width: i32) -> Result<()> {
     if width == i32::MIN {
-        return Err(SqlError::new("54000", "number is out of range"));
+        return Err(SqlError::new("22003", "number is out of range"));
     }
     let left_align = left_align || width < 0;
     let width = usize::try_from(width.unsigned_abs()).expect("a u32 fits usize");
     let padding = width.saturating_sub(text.chars().count());
-    check_text_bytes(out.len().saturating_add(text.len()).saturating_add(padding))?;
+    // PostgreSQL builds the result in a StringInfo, whose enlargeStringInfo refuses to
+    // grow past its limit with "out of memory" (54000) before text's limit is reached.
+    if out.len().saturating_add(text.len()).saturating_add(padding) > TEXT_BYTES_MAX {
+        return Err(SqlError::new("54000", "out of memory"));
+    }
     if !left_align {
-        out.extend(std::iter::repeat(' ').take(padding));
+        out.extend(std::iter::repeat_n(' ', padding));
     }
     out.push_str(text);
     if left_align {
-        out.extend(std::iter::repeat(' ').take(padding));
+        out.extend(std::iter::repeat_n(' ', padding));
     }
     Ok(())
 }

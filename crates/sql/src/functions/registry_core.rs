@@ -140,13 +140,7 @@ pub(super) static CORE: &[Function] = &[
         "'%s-%L', 1, 'a'",
         non_strict
     ),
-    function!(
-        &["overlay"],
-        3..=4,
-        |n, t| mixed(n, t, &[None, None, Some(SqlType::Int4), Some(SqlType::Int4)], TEXT),
-        encoding::overlay,
-        "'Txxxxas', 'hom', 2, 4"
-    ),
+    function!(&["overlay"], 3..=4, overlay_arguments, encoding::overlay, "'Txxxxas', 'hom', 2, 4"),
     function!(
         &["encode"],
         2..=2,

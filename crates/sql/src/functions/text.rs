@@ -14,6 +14,9 @@ pub(super) fn check_replaced_bytes(text: &str, from: &str, to: &str) -> Result<(
 
 /// length: characters; a bpchar argument (kept as bound) ignores its padding.
 pub(super) fn length(call: Call<'_>) -> Result<Datum> {
+    if let Some(Datum::Bytes(bytes)) = call.args.first() {
+        return count(bytes.len());
+    }
     let value = call.text(0);
     let value = match call.arg_types.first() {
         Some(SqlType::Char(_)) => value.trim_end_matches(' '),
@@ -24,6 +27,9 @@ pub(super) fn length(call: Call<'_>) -> Result<Datum> {
 
 /// octet_length: bytes, a bpchar's padding included.
 pub(super) fn octet_length(call: Call<'_>) -> Result<Datum> {
+    if let Some(Datum::Bytes(bytes)) = call.args.first() {
+        return count(bytes.len());
+    }
     count(call.text(0).len())
 }
 
