@@ -330,6 +330,7 @@ impl<'a> Binder<'a> {
             ast::Expr::Substring { .. }
             | ast::Expr::Trim { .. }
             | ast::Expr::Position { .. }
+            | ast::Expr::Overlay { .. }
             | ast::Expr::Ceil { .. }
             | ast::Expr::Floor { .. }
             | ast::Expr::Extract { .. } => self.syntax_function(expr, scope),
@@ -354,7 +355,7 @@ impl<'a> Binder<'a> {
         }
     }
 
-    /// SUBSTRING, TRIM, POSITION, CEIL, FLOOR and EXTRACT written in SQL's syntax, bound as
+    /// SUBSTRING, TRIM, POSITION, OVERLAY, CEIL, FLOOR and EXTRACT written in SQL's syntax, bound as
     /// calls of the functions PostgreSQL's grammar turns them into.
     fn syntax_function(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<(Expr, SqlType)> {
         match expr {
@@ -387,6 +388,13 @@ impl<'a> Binder<'a> {
             }
             ast::Expr::Position { expr: needle, r#in } => {
                 self.call("strpos", &[r#in.as_ref().clone(), needle.as_ref().clone()], scope)
+            }
+            ast::Expr::Overlay { expr: inner, overlay_what, overlay_from, overlay_for } => {
+                let mut args = vec![inner.as_ref().clone(), overlay_what.as_ref().clone()];
+                args.push(overlay_from.as_ref().clone());
+                args.extend(overlay_for.iter().map(|count| count.as_ref().clone()));
+                self.call("overlay", &args, scope)
+                    .map_err(|error| super::operators::qualified_in_error(error, "overlay"))
             }
             ast::Expr::Ceil { expr: inner, .. } => {
                 self.call("ceil", &[inner.as_ref().clone()], scope)

@@ -112,8 +112,41 @@ impl<'a> Binder<'a> {
             B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::PGExp => {
                 self.arithmetic(left, op, right, scope, hint)
             }
+            B::Overlaps => self.overlaps(left, right, scope),
             other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
         }
+    }
+
+    /// `(start, end) OVERLAPS (start, end)`: PostgreSQL's grammar makes it a call of
+    /// overlaps() with the rows' four values (42601 unless each row has two).
+    fn overlaps(
+        &mut self,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let mut args = Vec::with_capacity(4);
+        for (side, row) in [("left", left), ("right", right)] {
+            let ast::Expr::Tuple(points) = row else {
+                // PostgreSQL's grammar stops at OVERLAPS after a left value that is not a
+                // row, at the closing parenthesis of a right one.
+                let near = if side == "right" && matches!(row, ast::Expr::Nested(_)) {
+                    ")"
+                } else {
+                    "OVERLAPS"
+                };
+                return Err(SqlError::syntax(format!("syntax error at or near \"{near}\"")));
+            };
+            if points.len() != 2 {
+                return Err(SqlError::syntax(format!(
+                    "wrong number of parameters on {side} side of OVERLAPS expression"
+                )));
+            }
+            for point in points {
+                args.push(self.expr(point, scope, None)?);
+            }
+        }
+        bind_call("overlaps", args).map_err(|error| qualified_in_error(error, "overlaps"))
     }
 
     /// `||`: pgvector's vector concatenation, arrays, bit strings, jsonb, else text.
@@ -674,4 +707,14 @@ pub(crate) fn row_comparison(
             expanded
         }
     })
+}
+
+/// A function PostgreSQL's grammar calls for a syntax (OVERLAPS, OVERLAY) is named
+/// qualified in its 42883 / 42725 errors: `function pg_catalog.overlaps(...)`.
+pub(super) fn qualified_in_error(mut error: SqlError, name: &str) -> SqlError {
+    if matches!(error.sqlstate, "42883" | "42725") {
+        error.message =
+            error.message.replacen(&format!("{name}("), &format!("pg_catalog.{name}("), 1);
+    }
+    error
 }

@@ -514,6 +514,7 @@ pub(crate) fn default_name(expr: &ast::Expr) -> String {
         ast::Expr::Substring { .. } => "substring".into(),
         ast::Expr::Trim { .. } => "btrim".into(),
         ast::Expr::Position { .. } => "position".into(),
+        ast::Expr::Overlay { .. } => "overlay".into(),
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Extract { .. } => "extract".into(),

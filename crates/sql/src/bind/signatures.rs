@@ -44,7 +44,7 @@ pub(crate) fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr,
 /// Functions of PostgreSQL's chapter 9 that tierdb does not have yet: a call is 0A000
 /// naming the function (a gap), not 42883 (which says PostgreSQL has no such function).
 const POSTGRES_FUNCTIONS_NOT_BUILT: &[&str] = &[
-    "format",
+    "convert",
     "json_each",
     "json_each_text",
     "jsonb_each",

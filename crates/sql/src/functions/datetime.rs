@@ -14,6 +14,15 @@ const MICROSECONDS_PER_DAY: i64 = 86_400_000_000;
 
 /// The date and time functions (a table of the registry).
 pub(super) static DATETIME_FUNCTIONS: &[Function] = &[
+    // `(start, end or interval) OVERLAPS (start, end or interval)` is bound as this call.
+    function!(
+        &["overlaps"],
+        4..=4,
+        overlaps_signature,
+        overlaps,
+        "DATE '2024-01-01', DATE '2024-01-10', DATE '2024-01-05', INTERVAL '1 day'",
+        non_strict
+    ),
     function!(&["extract"], 2..=2, field_and_value, extract, "'year', TIMESTAMP '2024-05-06'"),
     function!(&["date_part"], 2..=2, field_and_value, date_part, "'year', TIMESTAMP '2024-05-06'"),
     function!(
@@ -516,5 +525,87 @@ fn timezone(call: Call<'_>) -> Result<Datum> {
             Datum::Timestamp(types::check_timestamp(zone.utc_to_local(*utc))?)
         }
         other => return Err(SqlError::internal(format!("timezone bound for {other:?}"))),
+    })
+}
+
+/// overlaps: the periods' points in their common date or time type (an untyped literal
+/// takes it; when all are untyped PostgreSQL finds no best candidate: 42725); an interval
+/// as the second point of a period is its length (a date with one becomes a timestamp).
+fn overlaps_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let is_length = |index: usize| index % 2 == 1 && types[index] == SqlType::Interval;
+    let mut common = SqlType::Unknown;
+    for index in (0..4).filter(|index| !is_length(*index)) {
+        let ty = &types[index];
+        common = SqlType::common(&common, ty).ok_or_else(|| no_function(name, types))?;
+    }
+    // An untyped second point could be an interval, as well as a point, when a period has
+    // an interval or the points are times (both overloads exist): no best candidate.
+    let untyped_end = types[1] == SqlType::Unknown || types[3] == SqlType::Unknown;
+    let ambiguous = untyped_end && ((0..4).any(is_length) || common == SqlType::Time);
+    let point = match common {
+        _ if ambiguous => return Err(not_unique(name, types)),
+        SqlType::Unknown => return Err(not_unique(name, types)),
+        SqlType::Date if (0..4).any(is_length) => SqlType::Timestamp,
+        SqlType::Date | SqlType::Time | SqlType::Timestamp | SqlType::TimestampTz => common,
+        _ => return Err(no_function(name, types)),
+    };
+    let arguments = (0..4)
+        .map(
+            |index| {
+                if is_length(index) {
+                    Coercion::Keep
+                } else {
+                    Coercion::Implicit(point.clone())
+                }
+            },
+        )
+        .collect();
+    Ok(Signature { arguments, output: SqlType::Bool })
+}
+
+/// overlaps_timestamp's rules: each period's points ordered (a NULL point takes the
+/// other's place), then NULL wherever a missing point could decide the answer.
+fn overlaps(call: Call<'_>) -> Result<Datum> {
+    let (Some((start1, end1)), Some((start2, end2))) =
+        (period(&call.args[0], &call.args[1])?, period(&call.args[2], &call.args[3])?)
+    else {
+        return Ok(Datum::Null);
+    };
+    let less = |a: &Datum, b: &Datum| a.compare(b) == Some(std::cmp::Ordering::Less);
+    let answer = match start1.compare(&start2) {
+        Some(std::cmp::Ordering::Greater) => match (&end2, &end1) {
+            (None, _) => None,
+            (Some(end2), _) if less(&start1, end2) => Some(true),
+            (_, None) => None,
+            _ => Some(false),
+        },
+        Some(std::cmp::Ordering::Less) => match (&end1, &end2) {
+            (None, _) => None,
+            (Some(end1), _) if less(&start2, end1) => Some(true),
+            (_, None) => None,
+            _ => Some(false),
+        },
+        _ => (end1.is_some() && end2.is_some()).then_some(true),
+    };
+    Ok(answer.map_or(Datum::Null, Datum::Bool))
+}
+
+/// A period's (lesser point, other point or None when NULL); None when both are NULL. An
+/// interval second point is added to the first.
+fn period(start: &Datum, end: &Datum) -> Result<Option<(Datum, Option<Datum>)>> {
+    let end = match end {
+        Datum::Interval(_) if start.is_null() => Datum::Null,
+        Datum::Interval(_) => types::add_datetime(start, end)?
+            .ok_or_else(|| SqlError::internal("OVERLAPS bound a point and an interval"))?,
+        other => other.clone(),
+    };
+    Ok(match (start.is_null(), end.is_null()) {
+        (true, true) => None,
+        (true, false) => Some((end, None)),
+        (false, true) => Some((start.clone(), None)),
+        (false, false) if start.compare(&end) == Some(std::cmp::Ordering::Greater) => {
+            Some((end, Some(start.clone())))
+        }
+        (false, false) => Some((start.clone(), Some(end))),
     })
 }

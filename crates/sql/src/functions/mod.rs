@@ -36,6 +36,8 @@ mod arithmetic;
 mod array;
 mod bit;
 mod datetime;
+mod encoding;
+mod format;
 mod halfvec;
 mod info;
 mod json;

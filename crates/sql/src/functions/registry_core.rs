@@ -3,7 +3,9 @@
 
 use super::text::Side;
 use super::typing::*;
-use super::{advisory, arithmetic, bit, info, math, text, trigonometry, Function};
+use super::{
+    advisory, arithmetic, bit, encoding, format, info, math, text, trigonometry, Function,
+};
 use crate::types::{ObjectKind, SqlType};
 
 /// An entry of a float8 function of one argument (trigonometry::unary by name).
@@ -127,6 +129,45 @@ pub(super) static CORE: &[Function] = &[
         text::concat_ws,
         "',', 'a', 2",
         non_strict
+    ),
+    // format(text, VARIADIC "any"): not strict (a NULL argument is formatted as %s, %I or
+    // %L says; a NULL format string gives NULL).
+    function!(
+        &["format"],
+        1..=usize::MAX,
+        format_arguments,
+        format::format,
+        "'%s-%L', 1, 'a'",
+        non_strict
+    ),
+    function!(&["overlay"], 3..=4, overlay_arguments, encoding::overlay, "'Txxxxas', 'hom', 2, 4"),
+    function!(
+        &["encode"],
+        2..=2,
+        |n, t| bytes_then_texts(n, t, TEXT),
+        encoding::encode,
+        "'abc', 'hex'"
+    ),
+    function!(
+        &["decode"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Bytea),
+        encoding::decode,
+        "'YWJj', 'base64'"
+    ),
+    function!(
+        &["convert_from"],
+        2..=2,
+        |n, t| bytes_then_texts(n, t, TEXT),
+        encoding::convert_from,
+        "'abc', 'UTF8'"
+    ),
+    function!(
+        &["convert_to"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::Bytea),
+        encoding::convert_to,
+        "'abc', 'UTF8'"
     ),
     function!(&["quote_ident"], 1..=1, |n, t| texts(n, t, TEXT), text::quote_ident, "'abc'"),
     // quote_literal(anyelement) and quote_nullable: the value cast to text, as a string

@@ -14,6 +14,9 @@ pub(super) fn check_replaced_bytes(text: &str, from: &str, to: &str) -> Result<(
 
 /// length: characters; a bpchar argument (kept as bound) ignores its padding.
 pub(super) fn length(call: Call<'_>) -> Result<Datum> {
+    if let Some(Datum::Bytes(bytes)) = call.args.first() {
+        return count(bytes.len());
+    }
     let value = call.text(0);
     let value = match call.arg_types.first() {
         Some(SqlType::Char(_)) => value.trim_end_matches(' '),
@@ -24,6 +27,9 @@ pub(super) fn length(call: Call<'_>) -> Result<Datum> {
 
 /// octet_length: bytes, a bpchar's padding included.
 pub(super) fn octet_length(call: Call<'_>) -> Result<Datum> {
+    if let Some(Datum::Bytes(bytes)) = call.args.first() {
+        return count(bytes.len());
+    }
     count(call.text(0).len())
 }
 
@@ -278,7 +284,7 @@ pub(super) fn concat_ws(call: Call<'_>) -> Result<Datum> {
 
 /// PostgreSQL's quote_literal: quotes and backslashes doubled, an E prefix when there is a
 /// backslash.
-fn literal(text: &str) -> String {
+pub(super) fn literal(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 3);
     if text.contains('\\') {
         out.push('E');

@@ -102,7 +102,10 @@ pub(super) fn none(output: SqlType) -> Signature {
 
 /// length and its synonyms: bpchar is kept as it is (its padding does not count).
 pub(super) fn length(name: &str, types: &[SqlType]) -> Result<Signature> {
-    if matches!(types, [SqlType::Char(_)]) {
+    // length(bytea) and octet_length(bytea) count bytes (PostgreSQL has no char_length or
+    // character_length of bytea).
+    let bytea_length = matches!(name, "length" | "octet_length");
+    if matches!(types, [SqlType::Char(_)]) || (bytea_length && types == [SqlType::Bytea]) {
         return Ok(Signature { arguments: vec![Coercion::Keep], output: SqlType::Int4 });
     }
     texts(name, types, SqlType::Int4)
@@ -278,4 +281,49 @@ pub(super) fn to_hex(name: &str, types: &[SqlType]) -> Result<Signature> {
         _ => return Err(no_function(name, types)),
     };
     Ok(all(types, target, TEXT))
+}
+
+/// format: the format string is text, the others "any" (untyped literals as text).
+pub(super) fn format_arguments(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if !types.first().is_some_and(SqlType::is_text) {
+        return Err(no_function(name, types));
+    }
+    let mut signature = any(types, true, TEXT);
+    signature.arguments[0] = Coercion::Explicit(TEXT);
+    Ok(signature)
+}
+
+/// A bytea argument first (an untyped literal is read as bytea; text has no implicit cast),
+/// then text arguments.
+pub(super) fn bytes_then_texts(
+    name: &str,
+    types: &[SqlType],
+    output: SqlType,
+) -> Result<Signature> {
+    if !matches!(types.first(), Some(SqlType::Bytea | SqlType::Unknown)) {
+        return Err(no_function(name, types));
+    }
+    let mut signature = mixed(name, &types[1..], &vec![None; types.len() - 1], output)?;
+    signature.arguments.insert(0, Coercion::Implicit(SqlType::Bytea));
+    Ok(signature)
+}
+
+/// overlay: text's, bytea's (when either string is bytea) or bit's (a gap: 0A000); the
+/// start and count are int4.
+pub(super) fn overlay_arguments(name: &str, types: &[SqlType]) -> Result<Signature> {
+    let strings = &types[..2];
+    if strings.iter().any(|ty| matches!(ty, SqlType::Bit(_) | SqlType::VarBit(_))) {
+        return Err(SqlError::unsupported("overlay() of bit strings is not supported"));
+    }
+    let integers = [Some(SqlType::Int4), Some(SqlType::Int4)];
+    if !strings.contains(&SqlType::Bytea) {
+        let kinds = [None, None, integers[0].clone(), integers[1].clone()];
+        return mixed(name, types, &kinds, TEXT);
+    }
+    if !strings.iter().all(|ty| matches!(ty, SqlType::Bytea | SqlType::Unknown)) {
+        return Err(no_function(name, types));
+    }
+    let bytea = Some(SqlType::Bytea);
+    let kinds = [bytea.clone(), bytea, integers[0].clone(), integers[1].clone()];
+    mixed(name, types, &kinds, SqlType::Bytea)
 }

@@ -9,6 +9,7 @@
 mod array;
 mod binary;
 mod bit;
+mod bytea;
 mod cast;
 mod common_type;
 mod datetime;
@@ -28,6 +29,7 @@ mod zone;
 pub use array::*;
 pub use binary::*;
 pub use bit::*;
+pub use bytea::*;
 pub use cast::*;
 pub use common_type::select_common_type;
 pub use datetime::*;

@@ -436,17 +436,3 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         }
     })
 }
-
-pub(crate) fn parse_bytea(text: &str) -> Result<Vec<u8>> {
-    let Some(hex) = text.strip_prefix("\\x") else { return Ok(text.as_bytes().to_vec()) };
-    if hex.len() % 2 != 0 {
-        return Err(SqlError::invalid_text("bytea", text));
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|index| {
-            u8::from_str_radix(&hex[index..index + 2], 16)
-                .map_err(|_| SqlError::invalid_text("bytea", text))
-        })
-        .collect()
-}
