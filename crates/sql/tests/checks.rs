@@ -143,7 +143,10 @@ fn aggregate_clauses_are_evaluated_or_refused_never_ignored() {
         );
         for (sql, feature) in [
             ("SELECT string_agg(id::text, ',' ORDER BY id DESC) OVER () FROM g", "ORDER BY"),
-            ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY id) FROM g", "WITHIN GROUP"),
+            (
+                "SELECT percentile_cont(ARRAY[0.5]) WITHIN GROUP (ORDER BY id) FROM g",
+                "array of fractions",
+            ),
         ] {
             let error = message(session, sql);
             assert!(error.starts_with("0A000 ") && error.contains(feature), "{sql}: {error}");
@@ -155,6 +158,9 @@ fn aggregate_clauses_are_evaluated_or_refused_never_ignored() {
         assert_eq!(rows(session, filtered).unwrap(), vec![vec![Datum::Int(2), Datum::Int(3)]]);
         let ordered = "SELECT string_agg(id::text, ',' ORDER BY id DESC) FROM g";
         assert_eq!(rows(session, ordered).unwrap(), vec![vec![Datum::Text("3,2,1".into())]]);
+        // WITHIN GROUP is evaluated (it was refused): the ordered-set aggregate's result.
+        let within = "SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY id DESC) FROM g";
+        assert_eq!(rows(session, within).unwrap(), vec![vec![Datum::Float(2.5)]]);
     });
 }
 

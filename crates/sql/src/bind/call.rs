@@ -11,6 +11,9 @@ impl<'a> Binder<'a> {
     ) -> Result<(Expr, SqlType)> {
         let name = self.namespace.function(&function.name)?;
         refuse_call_clauses(function, &name)?;
+        if !function.within_group.is_empty() {
+            return self.ordered_set_aggregate(function, &name, scope);
+        }
         if function.over.is_some() {
             return self.window_call(function, &name, scope);
         }
@@ -52,23 +55,10 @@ impl<'a> Binder<'a> {
         distinct: bool,
     ) -> Result<(Expr, SqlType)> {
         let key = function.to_string();
-        let Some(grouping) = &self.grouping else {
-            if self.aggregate_arguments {
-                return Err(SqlError::new("42803", "aggregate function calls cannot be nested"));
-            }
-            let place =
-                self.clause.map_or_else(|| "here".to_string(), |clause| format!("in {clause}"));
-            return Err(SqlError::new(
-                "42803",
-                format!("aggregate functions are not allowed {place}"),
-            ));
+        let input_scope = match self.aggregate_input(&key)? {
+            Ok(scope) => scope,
+            Err(bound) => return Ok(bound),
         };
-        if let Some(index) = grouping.aggregates.iter().position(|(existing, _)| *existing == key) {
-            let position = grouping.keys.len() + index;
-            let ty = grouping.aggregates[index].1.output.clone();
-            return Ok((Expr::Column(position), ty));
-        }
-        let input_scope = grouping.input.clone();
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
         for arg in args {
@@ -125,10 +115,39 @@ impl<'a> Binder<'a> {
             input,
             output: output.clone(),
         };
-        let grouping = self.grouping.as_mut().expect("checked above");
+        Ok(self.push_aggregate(key, call))
+    }
+
+    /// The input scope a new aggregate call `key` is bound over, or (Err) the output column
+    /// of the same call bound before; 42803 outside a grouped query or inside an aggregate.
+    pub(super) fn aggregate_input(&self, key: &str) -> Result<Result<Scope, (Expr, SqlType)>> {
+        let Some(grouping) = &self.grouping else {
+            if self.aggregate_arguments {
+                return Err(SqlError::new("42803", "aggregate function calls cannot be nested"));
+            }
+            let place =
+                self.clause.map_or_else(|| "here".to_string(), |clause| format!("in {clause}"));
+            return Err(SqlError::new(
+                "42803",
+                format!("aggregate functions are not allowed {place}"),
+            ));
+        };
+        if let Some(index) = grouping.aggregates.iter().position(|(existing, _)| *existing == key) {
+            let position = grouping.keys.len() + index;
+            let ty = grouping.aggregates[index].1.output.clone();
+            return Ok(Err((Expr::Column(position), ty)));
+        }
+        Ok(Ok(grouping.input.clone()))
+    }
+
+    /// Adds a bound aggregate call to the grouping (checked by `aggregate_input`): its
+    /// output column and type.
+    pub(super) fn push_aggregate(&mut self, key: String, call: AggregateCall) -> (Expr, SqlType) {
+        let output = call.output.clone();
+        let grouping = self.grouping.as_mut().expect("aggregate_input checked the grouping");
         grouping.aggregates.push((key, call));
         let position = grouping.keys.len() + grouping.aggregates.len() - 1;
-        Ok((Expr::Column(position), output))
+        (Expr::Column(position), output)
     }
 
     /// An aggregate call's own ORDER BY, bound over the aggregate's input.
@@ -157,7 +176,7 @@ impl<'a> Binder<'a> {
 
     /// An aggregate's `FILTER (WHERE ...)`, bound over the aggregate's input: a boolean
     /// (42804 otherwise) in which aggregates are not allowed (42803, as PostgreSQL says).
-    fn aggregate_filter(
+    pub(super) fn aggregate_filter(
         &mut self,
         function: &ast::Function,
         input_scope: &Scope,
@@ -171,7 +190,7 @@ impl<'a> Binder<'a> {
     /// Runs `bind` over an aggregate's input: outside the grouping (its columns are the
     /// input's), with set-returning calls refused (0A000) and, for a FILTER, aggregates
     /// refused under the clause's name. The binder's state is restored on error too.
-    fn in_aggregate<T>(
+    pub(super) fn in_aggregate<T>(
         &mut self,
         clause: Option<&'static str>,
         bind: impl FnOnce(&mut Self) -> Result<T>,
@@ -317,6 +336,8 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         AggregateFunction::Bitwise(operation) => bitwise_output(operation, input)?,
         AggregateFunction::Regression(Regression::Count) => SqlType::Int8,
         AggregateFunction::Regression(_) => SqlType::Float8,
+        // The binder coerced the value to the type the result has (bind/ordered_set.rs).
+        AggregateFunction::OrderedSet(_) => input.clone(),
     })
 }
 
@@ -349,8 +370,8 @@ fn bitwise_output(operation: BitOperation, input: &SqlType) -> Result<SqlType> {
 }
 
 /// Whether an argument converts implicitly to double precision (corr and regr_*'s only
-/// signature): the numeric types and an untyped literal.
-fn float8_argument(ty: &SqlType) -> bool {
+/// signature, a percentile's fraction): the numeric types and an untyped literal.
+pub(super) fn float8_argument(ty: &SqlType) -> bool {
     matches!(
         ty,
         SqlType::Int2
@@ -494,9 +515,6 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
     })
 }
 
-/// Clauses of a call that tierdb does not evaluate are refused, never read and ignored
-/// (an ignored `FILTER (WHERE ...)` counts rows it should not; an ignored `ORDER BY` in
-/// string_agg concatenates in the wrong order).
 /// The order an aggregate's input is folded in with DISTINCT: PostgreSQL sorts a DISTINCT
 /// aggregate's input, so array_agg and string_agg see their distinct values ascending
 /// unless the call's ORDER BY says otherwise, and that ORDER BY may only name arguments
@@ -558,10 +576,14 @@ fn text_if_unknown(ty: &SqlType) -> SqlType {
     }
 }
 
+/// Clauses of a call that tierdb does not evaluate are refused, never read and ignored
+/// (an ignored `FILTER (WHERE ...)` counts rows it should not; an ignored `ORDER BY` in
+/// string_agg concatenates in the wrong order).
 pub(crate) fn refuse_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
     if function.filter.is_some() {
         // A window call's FILTER is bound with the window (bind/window.rs).
-        let aggregate = aggregate_function(name, false).is_some();
+        let aggregate =
+            aggregate_function(name, false).is_some() || !function.within_group.is_empty();
         if !aggregate && function.over.is_none() {
             return Err(SqlError::new(
                 "42809",
@@ -569,8 +591,12 @@ pub(crate) fn refuse_call_clauses(function: &ast::Function, name: &str) -> Resul
             ));
         }
     }
-    if !function.within_group.is_empty() {
-        return Err(SqlError::unsupported(format!("WITHIN GROUP on {name} is not supported")));
+    if !function.within_group.is_empty() && function.over.is_some() {
+        let message = match OrderedSet::of_name(name) {
+            Some(_) => format!("OVER is not supported for ordered-set aggregate {name}"),
+            None => format!("OVER with WITHIN GROUP ({name}) is not supported"),
+        };
+        return Err(SqlError::unsupported(message));
     }
     if function.null_treatment.is_some() {
         return Err(SqlError::unsupported(format!(

@@ -25,6 +25,7 @@ mod named_windows;
 mod namespace;
 mod on_conflict;
 mod operators;
+mod ordered_set;
 mod query;
 mod recursive;
 mod scope;

@@ -599,7 +599,10 @@ pub(crate) fn contains_aggregate(expr: &ast::Expr) -> bool {
                 let star = matches!(&function.args, ast::FunctionArguments::List(list)
                     if list.args.iter().any(|arg| matches!(arg, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
                 if let Ok(name) = object_name(&function.name) {
-                    if function.over.is_none() && aggregate_function(&name, star).is_some() {
+                    let ordered_set = !function.within_group.is_empty();
+                    if function.over.is_none()
+                        && (ordered_set || aggregate_function(&name, star).is_some())
+                    {
                         self.found = true;
                         return std::ops::ControlFlow::Break(());
                     }

@@ -4,6 +4,7 @@
 use tierdb_access::{ExternalSort, SortRecord};
 
 use super::aggregate_stats::{FloatMoments, NumericMoments, RegressionSums};
+use super::ordered_set::SortedValues;
 use super::spill::{decode_row, encode_row, storage_error, GroupKeySet, SpillTarget};
 use super::*;
 
@@ -77,6 +78,8 @@ pub(crate) enum Accumulator {
     Regression(Box<RegressionSums>),
     /// bit_and, bit_or, bit_xor: the bits so far.
     Bits(Option<i64>),
+    /// percentile_cont, percentile_disc, mode: the values in the WITHIN GROUP order.
+    Sorted(Box<SortedValues>),
 }
 
 pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
@@ -112,6 +115,7 @@ pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
         },
         AggregateFunction::Regression(_) => Accumulator::Regression(Box::default()),
         AggregateFunction::Bitwise(_) => Accumulator::Bits(None),
+        AggregateFunction::OrderedSet(_) => Accumulator::Sorted(Box::default()),
     }
 }
 
@@ -220,6 +224,7 @@ pub(crate) fn accumulate(
             }
         }
         Accumulator::Json(_) | Accumulator::Jsonb(_) => accumulate_json(state, call, args)?,
+        Accumulator::Sorted(values) => values.add(args)?,
         Accumulator::NumericMoments(_)
         | Accumulator::FloatMoments(_)
         | Accumulator::Regression(_)
@@ -429,6 +434,10 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
             _ => return Err(SqlError::internal("a regression's sums")),
         },
         Accumulator::Bits(bits) => bits.map_or(Datum::Null, Datum::Int),
+        Accumulator::Sorted(values) => match call.function {
+            AggregateFunction::OrderedSet(kind) => values.finish(kind)?,
+            _ => return Err(SqlError::internal("sorted values of an ordered-set aggregate")),
+        },
     })
 }
 

@@ -26,6 +26,7 @@ mod join;
 pub(crate) mod locking;
 mod objects;
 mod on_conflict;
+mod ordered_set;
 mod privilege_checks;
 mod recursive;
 mod relation_sizes;

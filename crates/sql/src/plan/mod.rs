@@ -165,6 +165,50 @@ pub enum AggregateFunction {
     Bitwise(BitOperation),
     /// corr, covar_*, regr_*: two float8 arguments (Y, X), rows with either NULL skipped.
     Regression(Regression),
+    /// percentile_cont, percentile_disc and mode with `WITHIN GROUP (ORDER BY value)`:
+    /// arguments (value, fraction), the call's order the WITHIN GROUP key
+    /// (bind/ordered_set.rs, exec/ordered_set.rs).
+    OrderedSet(OrderedSet),
+}
+
+/// An ordered-set aggregate: what it picks from its group's sorted, non-NULL values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderedSet {
+    /// The value at a fraction of the way, interpolated between its two neighbours
+    /// (double precision or interval).
+    PercentileContinuous,
+    /// The first value whose position reaches the fraction.
+    PercentileDiscrete,
+    /// The most frequent value (the first in the order among equally frequent ones).
+    Mode,
+}
+
+impl OrderedSet {
+    pub fn of_name(name: &str) -> Option<OrderedSet> {
+        Some(match name {
+            "percentile_cont" => OrderedSet::PercentileContinuous,
+            "percentile_disc" => OrderedSet::PercentileDiscrete,
+            "mode" => OrderedSet::Mode,
+            _ => return None,
+        })
+    }
+
+    /// PostgreSQL's check of a percentile's fraction (22003 outside [0, 1], NaN too).
+    pub fn check_fraction(fraction: f64) -> crate::error::Result<()> {
+        if (0.0..=1.0).contains(&fraction) {
+            return Ok(());
+        }
+        let message = format!("percentile value {fraction} is not between 0 and 1");
+        Err(crate::error::SqlError::new("22003", message))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OrderedSet::PercentileContinuous => "percentile_cont",
+            OrderedSet::PercentileDiscrete => "percentile_disc",
+            OrderedSet::Mode => "mode",
+        }
+    }
 }
 
 /// The operation of a bitwise aggregate.
