@@ -341,17 +341,6 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
     })
 }
 
-/// The name PostgreSQL's errors give a variance aggregate (variance and stddev are the
-/// sample ones under their other names).
-fn variance_name(sample: bool, root: bool) -> &'static str {
-    match (sample, root) {
-        (true, true) => "stddev_samp",
-        (false, true) => "stddev_pop",
-        (true, false) => "var_samp",
-        (false, false) => "var_pop",
-    }
-}
-
 /// bit_and, bit_or and bit_xor keep their integer argument's type; tierdb does not have
 /// their bit string forms (0A000).
 fn bitwise_output(operation: BitOperation, input: &SqlType) -> Result<SqlType> {

@@ -263,8 +263,11 @@ fn accumulate_statistic(
 ) -> Result<()> {
     match state {
         Accumulator::NumericMoments(moments) => {
+            let AggregateFunction::Variance { sample, root } = call.function else {
+                return Err(SqlError::internal("a variance's moments"));
+            };
             let number = value.as_decimal().ok_or_else(|| SqlError::internal("a numeric"))?;
-            moments.add(number, aggregate_name(call))?;
+            moments.add(number, variance_name(sample, root))?;
         }
         Accumulator::FloatMoments(moments) => {
             moments.add(value.as_f64().ok_or_else(|| SqlError::internal("a float"))?)?
@@ -283,16 +286,6 @@ fn accumulate_statistic(
         _ => return Err(SqlError::internal("a statistical aggregate's state")),
     }
     Ok(())
-}
-
-/// The SQL name of a variance aggregate, for its errors.
-fn aggregate_name(call: &AggregateCall) -> &'static str {
-    match call.function {
-        AggregateFunction::Variance { sample: true, root: true } => "stddev_samp",
-        AggregateFunction::Variance { sample: false, root: true } => "stddev_pop",
-        AggregateFunction::Variance { sample: true, root: false } => "var_samp",
-        _ => "var_pop",
-    }
 }
 
 /// One row of a json aggregate: NULL values are json nulls (an object's NULL key an error).
@@ -421,7 +414,7 @@ pub(crate) fn finish(state: &Accumulator, call: &AggregateCall) -> Result<Datum>
         Accumulator::IntervalSum(sum, _) => Datum::Interval(*sum),
         Accumulator::NumericMoments(moments) => match call.function {
             AggregateFunction::Variance { sample, root } => {
-                moments.finish(sample, root, aggregate_name(call))?
+                moments.finish(sample, root, variance_name(sample, root))?
             }
             _ => return Err(SqlError::internal("a variance's moments")),
         },

@@ -211,6 +211,17 @@ impl OrderedSet {
     }
 }
 
+/// The name PostgreSQL's errors give a variance aggregate (variance and stddev are the
+/// sample ones under their other names): the binder's 42883 and the executor's 22003.
+pub fn variance_name(sample: bool, root: bool) -> &'static str {
+    match (sample, root) {
+        (true, true) => "stddev_samp",
+        (false, true) => "stddev_pop",
+        (true, false) => "var_samp",
+        (false, false) => "var_pop",
+    }
+}
+
 /// The operation of a bitwise aggregate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BitOperation {
