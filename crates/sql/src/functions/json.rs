@@ -52,11 +52,20 @@ pub(super) fn get_signature(name: &str, types: &[SqlType], as_text: bool) -> Res
     Ok(Signature { arguments: vec![Coercion::Implicit(left), Coercion::Explicit(key)], output })
 }
 
+/// Whether an argument of type `ty` reads as `target` (an untyped literal does; any text
+/// type reads as text, a text array as text[], smallint as integer).
+pub(super) fn fits(ty: &SqlType, target: &SqlType) -> bool {
+    match (ty, target) {
+        (SqlType::Unknown, _) => true,
+        (SqlType::Array(element), SqlType::Array(_)) => element.is_text(),
+        (SqlType::Array(_), _) => false,
+        (SqlType::Int2, SqlType::Int4) => true,
+        _ => ty == target || (target.is_text() && ty.is_text()),
+    }
+}
+
 /// jsonb on both sides (`@>`, `<@`), or jsonb and text (`?`).
 pub(super) fn jsonb_pair(name: &str, types: &[SqlType], right: SqlType) -> Result<Signature> {
-    let fits = |ty: &SqlType, target: &SqlType| {
-        ty == target || *ty == SqlType::Unknown || (target.is_text() && ty.is_text())
-    };
     if !fits(&types[0], &SqlType::Jsonb) || !fits(&types[1], &right) {
         return Err(no_function(name, types));
     }
@@ -66,7 +75,7 @@ pub(super) fn jsonb_pair(name: &str, types: &[SqlType], right: SqlType) -> Resul
     })
 }
 
-fn jsonb(call: &Call<'_>, index: usize) -> Result<Arc<Jsonb>> {
+pub(super) fn jsonb(call: &Call<'_>, index: usize) -> Result<Arc<Jsonb>> {
     match call.args.get(index) {
         Some(Datum::Jsonb(value)) => Ok(Arc::clone(value)),
         _ => Err(SqlError::internal("a jsonb argument is bound as jsonb")),
@@ -103,16 +112,7 @@ pub(super) fn get(call: Call<'_>, as_text: bool) -> Result<Datum> {
 /// json's `->`: the text of the member as it was written (the last of equal keys).
 fn json_get(call: &Call<'_>, as_text: bool) -> Result<Datum> {
     let node = parse_json(call.text(0), false)?;
-    let found = match (&node.kind, key(call)) {
-        (JsonKind::Object(pairs), JsonKey::Field(name)) => {
-            pairs.iter().rev().find(|(own, _)| own == name).map(|(_, value)| value)
-        }
-        (JsonKind::Array(items), JsonKey::Index(index)) => {
-            array_index(index, items.len()).and_then(|position| items.get(position))
-        }
-        _ => None,
-    };
-    Ok(match found {
+    Ok(match node.get(&key(call)) {
         None => Datum::Null,
         Some(JsonNode { kind: JsonKind::Null, .. }) if as_text => Datum::Null,
         Some(JsonNode { kind: JsonKind::String(text), .. }) if as_text => Datum::Text(text.clone()),

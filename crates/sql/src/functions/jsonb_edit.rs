@@ -5,28 +5,18 @@
 
 use std::sync::Arc;
 
+use super::json::{fits, jsonb};
 use super::{no_function, Call, Coercion, Function, Signature};
 use crate::error::{Result, SqlError};
 use crate::types::Datum;
 use crate::types::{
-    array_index, array_value, escape_json, parse_json, JsonKind, JsonNode, Jsonb, SqlType,
+    array_value, escape_json, parse_json, JsonKey, JsonKind, JsonNode, Jsonb, SqlType,
 };
 
 const TEXT: SqlType = SqlType::Text;
 
 fn text_array() -> SqlType {
     SqlType::Array(Box::new(SqlType::Text))
-}
-
-/// Whether an argument of type `ty` reads as `target` (an untyped literal does).
-fn fits(ty: &SqlType, target: &SqlType) -> bool {
-    match (ty, target) {
-        (SqlType::Unknown, _) => true,
-        (SqlType::Array(element), SqlType::Array(_)) => element.is_text(),
-        (SqlType::Array(_), _) => false,
-        (SqlType::Int2, SqlType::Int4) => true,
-        _ => ty == target || (target.is_text() && ty.is_text()),
-    }
 }
 
 /// A call whose arguments must read as `targets` (the first `targets.len()` arguments).
@@ -148,13 +138,6 @@ pub(super) static JSONB_EDIT: &[Function] = &[
     ),
 ];
 
-fn jsonb(call: &Call<'_>, index: usize) -> Result<Arc<Jsonb>> {
-    match call.args.get(index) {
-        Some(Datum::Jsonb(value)) => Ok(Arc::clone(value)),
-        _ => Err(SqlError::internal("a jsonb argument is bound as jsonb")),
-    }
-}
-
 /// The elements of a text[] argument (None: a NULL element).
 fn path<'a>(call: &'a Call<'_>, index: usize) -> Result<Vec<Option<&'a str>>> {
     let array = array_value(&call.args[index])?;
@@ -181,6 +164,16 @@ fn path_integer(text: &str) -> Option<i32> {
     trimmed.strip_prefix('+').unwrap_or(trimmed).parse::<i32>().ok()
 }
 
+/// A path step as `->`'s key: into an array an integer index (None when the step is not
+/// one), into anything else a field name.
+fn step_key(is_array: bool, step: &str) -> Option<JsonKey<'_>> {
+    if is_array {
+        path_integer(step).map(|index| JsonKey::Index(i64::from(index)))
+    } else {
+        Some(JsonKey::Field(step))
+    }
+}
+
 /// `#>`, `#>>` and the extract_path functions: a NULL path element gives NULL; an array
 /// step that is not an integer or out of range, or a step into a scalar, gives NULL.
 fn extract_path(call: &Call<'_>, as_text: bool) -> Result<Datum> {
@@ -193,13 +186,8 @@ fn extract_path(call: &Call<'_>, as_text: bool) -> Result<Datum> {
     }
     let mut value = &*jsonb(call, 0)?;
     for step in steps {
-        let found = match value {
-            Jsonb::Object(pairs) => pairs.iter().find(|(key, _)| key == step).map(|(_, v)| v),
-            Jsonb::Array(items) => path_integer(step)
-                .and_then(|index| array_index(i64::from(index), items.len()))
-                .map(|position| &items[position]),
-            _ => None,
-        };
+        let found =
+            step_key(matches!(value, Jsonb::Array(_)), step).and_then(|key| value.get(&key));
         let Some(found) = found else { return Ok(Datum::Null) };
         value = found;
     }
@@ -218,16 +206,10 @@ fn json_extract_path(text: &str, steps: &[&str], as_text: bool) -> Result<Datum>
     }
     let mut node = &root;
     for step in steps {
-        let found = match &node.kind {
-            JsonKind::Object(pairs) => {
-                pairs.iter().rev().find(|(key, _)| key == step).map(|(_, value)| value)
-            }
-            JsonKind::Array(items) => path_integer(step)
-                .and_then(|index| array_index(i64::from(index), items.len()))
-                .map(|position| &items[position]),
-            _ => None,
+        let is_array = matches!(node.kind, JsonKind::Array(_));
+        let Some(found) = step_key(is_array, step).and_then(|key| node.get(&key)) else {
+            return Ok(Datum::Null);
         };
-        let Some(found) = found else { return Ok(Datum::Null) };
         node = found;
     }
     Ok(match &node.kind {

@@ -28,6 +28,22 @@ pub struct JsonNode<'a> {
     pub kind: JsonKind<'a>,
 }
 
+impl<'a> JsonNode<'a> {
+    /// json's `->`: an object's member (the last of equal keys, as PostgreSQL reads json)
+    /// or an array's element (a negative index counts from the end).
+    pub fn get(&self, key: &JsonKey<'_>) -> Option<&JsonNode<'a>> {
+        match (&self.kind, key) {
+            (JsonKind::Object(pairs), JsonKey::Field(name)) => {
+                pairs.iter().rev().find(|(own, _)| own == name).map(|(_, value)| value)
+            }
+            (JsonKind::Array(items), JsonKey::Index(index)) => {
+                items.get(array_index(*index, items.len())?)
+            }
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub enum JsonKind<'a> {
     Null,
