@@ -1,7 +1,8 @@
 //! The HNSW index on the page store: recall@10 against brute force on seeded clustered data
 //! for each metric (with and without layer-0 codes), the invariant check, entries surviving
-//! a clean reopen and a crash (recovery from the WAL alone), the option bounds, and builds that
-//! keep their vectors in memory giving the same graph.
+//! a clean reopen and a crash (recovery from the WAL alone), the option bounds, builds that
+//! keep their vectors in memory giving the same graph, and graphs built in memory by several
+//! threads (`Hnsw::build`) as good as inserted ones.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use tierdb_common::SplitMix64;
 use tierdb_storage::{PageStore, StoreConfig};
 use tierdb_vector::hnsw::{
-    Hnsw, HnswError, IndexParameters, IterativeScan, Metric, ScanOptions, SearchResult,
+    Hnsw, HnswError, IndexParameters, IterativeScan, Metric, ScanOptions, SearchResult, Violation,
 };
 
 fn open_store(directory: &Path) -> Arc<PageStore> {
@@ -489,4 +490,134 @@ fn kept_vectors_build_the_same_graph() {
     assert_eq!(reports[0], reports[2]);
     assert_eq!(answers[0], answers[1]);
     assert_eq!(answers[0], answers[2]);
+}
+
+/// Uniform random vectors: a high intrinsic dimension keeps recall below 1, so that it
+/// shows the graph's quality.
+fn uniform_vectors(seed: u64, count: usize, dimensions: usize) -> Vec<Vec<f32>> {
+    let mut random = SplitMix64::new(seed);
+    (0..count).map(|_| (0..dimensions).map(|_| uniform(&mut random)).collect()).collect()
+}
+
+/// `data` built in memory by `Hnsw::build` (CREATE INDEX on a populated table).
+fn build_in_memory(store: &Arc<PageStore>, data: &[Vec<f32>], metric: Metric) -> Hnsw {
+    let index = Hnsw::create(Arc::clone(store), parameters(data[0].len(), metric)).unwrap();
+    let mut entries = index.build_entries();
+    for (position, vector) in data.iter().enumerate() {
+        entries.push(vector, &key_of(position)).unwrap();
+    }
+    index.build(entries).unwrap();
+    index
+}
+
+fn assert_all_reachable(index: &Hnsw, count: usize) {
+    let report = index.check().unwrap();
+    assert!(report.is_ok(), "{:?}", report.violations);
+    let count = u64::try_from(count).unwrap();
+    assert_eq!(report.node_count, count);
+    assert_eq!((report.nodes_reached, report.nodes_reached_layer0), (count, count), "{report:?}");
+}
+
+/// A graph built in memory by several threads passes the check with every node reachable,
+/// and its recall@10 is a graph built by inserts' (the same algorithm, another interleaving).
+#[test]
+fn graphs_built_in_memory_match_inserted_graphs() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = uniform_vectors(21, 3000, 48);
+    let queries = uniform_vectors(22, 100, 48);
+    for metric in [Metric::L2, Metric::Cosine, Metric::L1] {
+        let built = build_in_memory(&store, &data, metric);
+        let inserted = build(&store, &data, metric);
+        // Pruning can leave a node of uniform data without in-links either way (design 014,
+        // known issues): the built graph loses no more than the inserted one.
+        let reached = |index: &Hnsw| {
+            let report = index.check_graph(&mut |_, _, _| {}).unwrap();
+            let unreachable = |violation: &Violation| violation.detail.contains("but reached=");
+            assert!(report.violations.iter().all(unreachable), "{:?}", report.violations);
+            assert_eq!(report.node_count, 3000);
+            report.nodes_reached_layer0
+        };
+        let (built_reached, inserted_reached) = (reached(&built), reached(&inserted));
+        eprintln!("{metric:?}: reached built={built_reached} inserted={inserted_reached}");
+        assert!(built_reached >= 2995 && inserted_reached >= 2995, "{metric:?}");
+        for ef_search in [10, 40] {
+            let built_recall = recall_at_10(&built, &data, &queries, ef_search);
+            let inserted_recall = recall_at_10(&inserted, &data, &queries, ef_search);
+            eprintln!(
+                "{metric:?} ef_search={ef_search}: recall@10 built={built_recall:.3} \
+                 inserted={inserted_recall:.3}"
+            );
+            // Graphs of two interleavings differ: over 100 queries the recall of either
+            // varies by about 0.015 (ef_search 40) to 0.03 (10); allow three times that.
+            let tolerance = if ef_search == 10 { 0.1 } else { 0.05 };
+            assert!(built_recall >= inserted_recall - tolerance, "{metric:?} at {ef_search}");
+            assert!(built_recall >= 0.5, "{metric:?} built recall@10={built_recall}");
+        }
+    }
+    let clustered_data = clustered(23, 2000, 32, 20);
+    let index = build_in_memory(&store, &clustered_data, Metric::L2);
+    let recall = recall_at_10(&index, &clustered_data, &clustered(24, 50, 32, 20), 40);
+    assert!(recall >= 0.95, "clustered recall@10={recall}");
+}
+
+#[test]
+fn inserts_after_an_in_memory_build_join_the_graph() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(25, 2000, 32, 20);
+    let index = build_in_memory(&store, &data[..1200], Metric::L2);
+    for (position, vector) in data.iter().enumerate().skip(1200) {
+        assert!(index.insert(vector, &key_of(position)).unwrap().is_some());
+    }
+    assert_all_reachable(&index, data.len());
+    let recall = recall_at_10(&index, &data, &clustered(26, 30, 32, 20), 40);
+    assert!(recall >= 0.95, "recall@10={recall}");
+}
+
+#[test]
+fn in_memory_builds_skip_vectors_without_a_distance() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let mut data = clustered(27, 300, 8, 5);
+    data[17] = vec![0.0; 8];
+    data[250] = vec![0.0; 8];
+    let index = build_in_memory(&store, &data, Metric::Cosine);
+    assert_all_reachable(&index, data.len() - 2);
+    let empty = Hnsw::create(Arc::clone(&store), parameters(8, Metric::L2)).unwrap();
+    let mut entries = empty.build_entries();
+    assert!(entries.push(&[1.0; 7], &key_of(0)).is_err(), "7 dimensions in an 8-dimension index");
+    assert!(entries.push(&[1.0; 8], &[0; 1025]).is_err(), "a row key above 1024 bytes");
+    assert!(entries.is_empty());
+    empty.build(entries).unwrap();
+    assert_eq!(empty.node_count().unwrap(), 0);
+    assert!(empty.search(&data[0], 10).unwrap().is_empty());
+}
+
+#[test]
+fn pages_of_an_in_memory_build_survive_a_crash() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = clustered(28, 1500, 24, 15);
+    let meta = {
+        let store = open_store(directory.path());
+        let index = Hnsw::create(Arc::clone(&store), parameters(24, Metric::L2)).unwrap();
+        let mut entries = index.build_entries();
+        for (position, vector) in data.iter().enumerate() {
+            entries.push(vector, &key_of(position)).unwrap();
+        }
+        store.wait_durable(index.build(entries).unwrap()).unwrap();
+        let meta = index.meta_page();
+        drop(index);
+        Arc::try_unwrap(store).ok().expect("the only handle").abandon();
+        meta
+    };
+    let store = open_store(directory.path());
+    let index = Hnsw::open(Arc::clone(&store), meta).unwrap();
+    assert_all_reachable(&index, data.len());
+    for (position, vector) in data.iter().enumerate().step_by(50) {
+        let results = index.search(vector, 40).unwrap();
+        let found =
+            |result: &SearchResult| result.distance == 0.0 && result.key == key_of(position);
+        assert!(results.iter().any(found), "row {position} found after recovery");
+    }
 }

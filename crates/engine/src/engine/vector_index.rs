@@ -109,11 +109,24 @@ impl VectorGraph {
 /// mtr per list of the batch (so a WAL record stays below this plus a few pages).
 const BUILD_BATCH_BYTES: usize = 4 << 20;
 
-/// The entries an ivfflat build has collected and not yet written.
-#[derive(Default)]
+/// The entries a build has collected and not yet written: an ivfflat build's batch, or
+/// the entries of an HNSW build that fit `memory_bytes` (maintenance_work_mem), linked in
+/// memory by `Hnsw::build`; the entries past them are inserted one by one, as pgvector
+/// does once its graph outgrows maintenance_work_mem.
 struct BuildBatch {
     entries: Vec<(Vec<f32>, Vec<u8>)>,
+    /// An HNSW build's entries until the graph is built.
+    hnsw: Option<hnsw::BuildEntries>,
     bytes: usize,
+    memory_bytes: usize,
+    /// The HNSW graph was built from the entries that fit: later ones are inserted.
+    built: bool,
+}
+
+impl BuildBatch {
+    fn new(memory_bytes: usize) -> BuildBatch {
+        BuildBatch { entries: Vec::new(), hnsw: None, bytes: 0, memory_bytes, built: false }
+    }
 }
 
 impl VectorIndex {
@@ -143,32 +156,55 @@ impl VectorIndex {
     }
 
     /// `add` during a build: an ivfflat entry waits in `batch` (written by `flush` once the
-    /// batch holds `BUILD_BATCH_BYTES`); an HNSW entry is inserted at once.
+    /// batch holds `BUILD_BATCH_BYTES`); an HNSW entry waits while the batch fits its
+    /// memory, and is inserted at once after the in-memory build.
     fn add_built(&self, row: &[Value], key: &[u8], batch: &mut BuildBatch) -> Result<()> {
-        if !matches!(self.graph, VectorGraph::IvfFlat(_)) {
-            return self.add(row, key);
-        }
-        if let Some(vector) = self.indexed_vector(row)? {
-            batch.bytes += 4 * vector.len() + key.len();
-            batch.entries.push((vector, key.to_vec()));
-            if batch.bytes >= BUILD_BATCH_BYTES {
-                self.flush(batch)?;
+        let Some(vector) = self.indexed_vector(row)? else { return Ok(()) };
+        match &self.graph {
+            VectorGraph::IvfFlat(_) => {
+                batch.bytes += 4 * vector.len() + key.len();
+                batch.entries.push((vector, key.to_vec()));
+                if batch.bytes >= BUILD_BATCH_BYTES {
+                    self.flush(batch)?;
+                }
+            }
+            VectorGraph::Hnsw(graph) => {
+                let bytes = graph.build_entry_bytes(key.len());
+                if !batch.built && batch.bytes + bytes <= batch.memory_bytes {
+                    batch.bytes += bytes;
+                    batch.hnsw.get_or_insert_with(|| graph.build_entries()).push(&vector, key)?;
+                    return Ok(());
+                }
+                if !batch.built {
+                    self.flush(batch)?;
+                }
+                graph.insert(&vector, key)?;
             }
         }
         Ok(())
     }
 
-    /// Writes the entries of `batch` and empties it.
+    /// Writes the entries of `batch` and empties it (HNSW: builds the graph from them,
+    /// once; the writer then keeps inserted vectors within the same memory).
     fn flush(&self, batch: &mut BuildBatch) -> Result<()> {
-        if let VectorGraph::IvfFlat(lists) = &self.graph {
-            let entries: Vec<(&[f32], &[u8])> = batch
-                .entries
-                .iter()
-                .map(|(vector, key)| (vector.as_slice(), key.as_slice()))
-                .collect();
-            lists.insert_many(&entries)?;
+        let entries = std::mem::take(&mut batch.entries);
+        batch.bytes = 0;
+        match &self.graph {
+            VectorGraph::IvfFlat(lists) => {
+                let entries: Vec<(&[f32], &[u8])> = entries
+                    .iter()
+                    .map(|(vector, key)| (vector.as_slice(), key.as_slice()))
+                    .collect();
+                lists.insert_many(&entries)?;
+            }
+            VectorGraph::Hnsw(graph) if !batch.built => {
+                assert!(entries.is_empty(), "an HNSW build's entries are packed");
+                graph.build(batch.hnsw.take().unwrap_or_else(|| graph.build_entries()))?;
+                batch.built = true;
+                graph.keep_vectors(batch.memory_bytes);
+            }
+            VectorGraph::Hnsw(_) => assert!(entries.is_empty(), "entries after the build"),
         }
-        *batch = BuildBatch::default();
         Ok(())
     }
 }
@@ -220,12 +256,7 @@ impl Shared {
         };
         let graph = VectorGraph::create(table.tree.store(), &def, &centers)?;
         let index = VectorIndex { graph, def };
-        // The build keeps the vectors it inserted (up to the session's maintenance_work_mem),
-        // so that each is read from its page once instead of at every distance to it.
-        if let VectorGraph::Hnsw(graph) = &index.graph {
-            graph.keep_vectors(memory_bytes);
-        }
-        let mut batch = BuildBatch::default();
+        let mut batch = BuildBatch::new(memory_bytes);
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             let mut added: Vec<Option<Value>> = Vec::new();

@@ -324,6 +324,17 @@ impl PageStore {
         self.readahead.submit(&self.inner, page_ids)
     }
 
+    /// Reserves `count` consecutive page ids, the first returned, for pages a bulk build
+    /// creates later with `Mtr::allocate_reserved`: a build that links pages to each other
+    /// must know the id of a page before writing the pages that name it. A reserved id that
+    /// is never created is a gap, like the id of an mtr that allocated and was dropped.
+    pub fn reserve_page_ids(&self, count: u64) -> PageId {
+        assert!(count > 0, "reserving no page ids");
+        let first = self.inner.next_page.fetch_add(count, std::sync::atomic::Ordering::AcqRel);
+        assert!(first.checked_add(count).is_some(), "page ids exhausted");
+        PageId(first)
+    }
+
     /// Starts a mini-transaction: a group of page changes logged and applied atomically.
     pub fn mtr(&self) -> Mtr<'_> {
         Mtr::new(&self.inner)

@@ -82,6 +82,21 @@ impl<'store> Mtr<'store> {
     pub fn allocate(&mut self, page_type: PageType) -> Result<(MtrSlot, PageId)> {
         self.store.check_poisoned()?;
         let page_id = PageId(self.store.next_page.fetch_add(1, Ordering::AcqRel));
+        Ok((self.create(page_id, page_type)?, page_id))
+    }
+
+    /// Creates the page `page_id`, reserved by `PageStore::reserve_page_ids` and not created
+    /// before, as a new page of `page_type` latched by this mtr.
+    pub fn allocate_reserved(&mut self, page_id: PageId, page_type: PageType) -> Result<MtrSlot> {
+        self.store.check_poisoned()?;
+        assert!(
+            page_id.0 < self.store.next_page.load(Ordering::Acquire),
+            "page_id={page_id} was not reserved"
+        );
+        self.create(page_id, page_type)
+    }
+
+    fn create(&mut self, page_id: PageId, page_type: PageType) -> Result<MtrSlot> {
         let pin = self.store.install_empty(page_id)?;
         let mut guard = pin.write();
         guard.init(page_id, page_type);
@@ -97,7 +112,7 @@ impl<'store> Mtr<'store> {
             undo: Vec::new(),
         }));
         self.ops.push(PageOp::Init { page_id, page_type });
-        Ok((MtrSlot(self.pages.len() - 1), page_id))
+        Ok(MtrSlot(self.pages.len() - 1))
     }
 
     pub fn page(&self, slot: MtrSlot) -> &Page {

@@ -19,7 +19,7 @@ enum ListChange {
 
 /// A level drawn with pgvector's distribution, `floor(-ln(U) / ln(m))`: level `l` or higher
 /// has probability `m^-l`, drawn as consecutive 1-in-m events (no float rounding).
-fn draw_level(random: &mut SplitMix64, m: usize, cap: u8) -> u8 {
+pub(super) fn draw_level(random: &mut SplitMix64, m: usize, cap: u8) -> u8 {
     let bound = u64::try_from(m).expect("m fits in u64");
     let mut level = 0;
     while level < cap && random.below(bound) == 0 {

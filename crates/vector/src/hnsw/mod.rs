@@ -6,6 +6,7 @@
 //! needs no HNSW code. Entries carry no visibility: the engine checks rows like it does for
 //! B+tree secondary indexes.
 
+mod build;
 mod check;
 mod graph;
 mod layout;
@@ -20,6 +21,7 @@ use tierdb_storage::PageStore;
 
 pub(crate) use crate::index::Distance;
 pub use crate::index::{HnswError, Metric, Result, SearchResult};
+pub use build::{BuildEntries, BUILD_THREADS_MAX};
 pub use check::{CheckReport, NodeVisitor, Violation, VIOLATIONS_LISTED_MAX};
 pub use layout::{
     dimensions_max, Layout, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, LEVELS_MAX, M_MAX, M_MIN,
