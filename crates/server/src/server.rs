@@ -23,10 +23,19 @@ fn store_config(config: &ServerConfig) -> Result<StoreConfig, String> {
     std::fs::create_dir_all(&config.data_dir).map_err(|error| {
         format!("cannot create data_dir={}: {error}", config.data_dir.display())
     })?;
-    let mut store = if config.volume == "local" || config.volume.is_empty() {
-        StoreConfig::local(&config.data_dir).map_err(|error| error.to_string())?
-    } else if let Some(path) = config.volume.strip_prefix("local:") {
-        let volume = tierdb_storage::LocalVolume::open(path).map_err(|error| error.to_string())?;
+    let local_path = if config.volume == "local" || config.volume.is_empty() {
+        Some(config.data_dir.join("volume"))
+    } else {
+        config.volume.strip_prefix("local:").map(std::path::PathBuf::from)
+    };
+    if config.volume_read_latency_us > 0 && local_path.is_none() {
+        return Err("volume_read_latency_us applies to a local volume only".into());
+    }
+    let mut store = if let Some(path) = local_path {
+        // The added latency models network storage in benchmarks (tier on against off).
+        let volume = tierdb_storage::LocalVolume::open(path)
+            .map_err(|error| error.to_string())?
+            .with_read_latency(Duration::from_micros(config.volume_read_latency_us));
         StoreConfig::with_volume(&config.data_dir, Arc::new(volume))
     } else if let Some(rest) = config.volume.strip_prefix("s3://") {
         s3_store(config, rest)?
