@@ -108,25 +108,28 @@ def load(name, port, user):
     return {"name": name, "cursor": cursor, "cursors": [cursor] + others,
             "load_s": round(load_seconds, 2), "build_s": round(build_seconds, 2)}
 
-def query_pass(cursor):
-    """Queries per second and neighbours found over one pass of every probe."""
+def query_pass(cursor, first=0):
+    """Queries per second and neighbours found over one pass of every probe, starting at
+    probe `first` (and wrapping around)."""
     found = 0
     start = time.perf_counter()
-    for probe_text, expected in zip(probe_texts, truth):
+    order = list(range(first, len(probe_texts))) + list(range(first))
+    for probe_text, expected in ((probe_texts[position], truth[position]) for position in order):
         cursor.execute(f"SELECT id FROM bench_vectors ORDER BY v {OPERATOR} %s::vector LIMIT 10", (probe_text,))
         found += len(expected & {row[0] for row in cursor.fetchall()})
     return len(probe_texts) / (time.perf_counter() - start), found
 
 def concurrent_pass(cursors):
     """QPS over all clients and neighbours found by the first, one pass of every probe on
-    each cursor's thread at once."""
+    each cursor's thread at once, each client starting at another place in the list (in
+    lockstep, clients larger than memory would wait on each other's page reads)."""
     if len(cursors) == 1:
         return query_pass(cursors[0])
     results = [None] * len(cursors)
     ready = threading.Barrier(len(cursors) + 1)
     def run(position):
         ready.wait()
-        results[position] = query_pass(cursors[position])
+        results[position] = query_pass(cursors[position], position * len(probe_texts) // len(cursors))
     threads = [threading.Thread(target=run, args=(position,)) for position in range(len(cursors))]
     for thread in threads:
         thread.start()

@@ -39,21 +39,25 @@ def ticks(low, high):
     count = int((high + 1e-9 - math.ceil(low / step) * step) // step) + 1
     return [round(math.ceil(low / step) * step + position * step, 10) for position in range(count)]
 
-def axes(x_range, y_range):
-    """SVG of the frame, grid and tick labels; returns (text, x_of, y_of)."""
+def axes(x_range, y_range, log_y=False):
+    """SVG of the frame, grid and tick labels; returns (text, x_of, y_of). log_y: a
+    logarithmic QPS axis with a tick per power of ten."""
     (x_low, x_high), (y_low, y_high) = x_range, y_range
     plot_width, plot_height = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     x_of = lambda x: LEFT + (x - x_low) / (x_high - x_low) * plot_width
-    y_of = lambda y: TOP + plot_height - (y - y_low) / (y_high - y_low) * plot_height
+    scale = (lambda y: math.log10(y)) if log_y else (lambda y: y)
+    y_of = lambda y: TOP + plot_height - (scale(y) - scale(y_low)) / (scale(y_high) - scale(y_low)) * plot_height
     parts = [f'<rect x="{LEFT}" y="{TOP}" width="{plot_width}" height="{plot_height}" fill="none" stroke="#333"/>']
     for tick in ticks(x_low, x_high):
         parts.append(f'<line x1="{x_of(tick):.1f}" y1="{TOP}" x2="{x_of(tick):.1f}" y2="{TOP + plot_height}" stroke="#ddd"/>')
         parts.append(f'<text x="{x_of(tick):.1f}" y="{TOP + plot_height + 16}" text-anchor="middle">{tick:.2f}</text>')
-    for tick in ticks(y_low, y_high):
+    y_ticks = [10 ** power for power in range(round(math.log10(y_low)), round(math.log10(y_high)) + 1)] \
+        if log_y else ticks(y_low, y_high)
+    for tick in y_ticks:
         parts.append(f'<line x1="{LEFT}" y1="{y_of(tick):.1f}" x2="{LEFT + plot_width}" y2="{y_of(tick):.1f}" stroke="#ddd"/>')
         parts.append(f'<text x="{LEFT - 6}" y="{y_of(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
     parts.append(f'<text x="{LEFT + plot_width / 2}" y="{HEIGHT - 12}" text-anchor="middle">recall@10</text>')
-    parts.append(f'<text transform="translate(16,{TOP + plot_height / 2}) rotate(-90)" text-anchor="middle">queries per second</text>')
+    parts.append(f'<text transform="translate(16,{TOP + plot_height / 2}) rotate(-90)" text-anchor="middle">queries per second' + (" (log scale)" if log_y else "") + '</text>')
     return "\n".join(parts), x_of, y_of
 
 def chart_svg(records, title):
@@ -65,7 +69,11 @@ def chart_svg(records, title):
     x_high = min(1.0, math.ceil((max(recalls) + 0.005) * 50) / 50)
     if x_high <= x_low:
         x_low, x_high = x_low - 0.02, x_high + 0.02
-    frame, x_of, y_of = axes((x_low, x_high), (0, max(qps) * 1.08))
+    # A logarithmic QPS axis when the lines differ by more than 20x (tier off against in memory).
+    log_y = max(qps) > 20 * min(qps)
+    y_range = (10 ** math.floor(math.log10(min(qps))), 10 ** math.ceil(math.log10(max(qps)))) if log_y \
+        else (0, max(qps) * 1.08)
+    frame, x_of, y_of = axes((x_low, x_high), y_range, log_y)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
              f'font-family="sans-serif" font-size="12">',
              f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
