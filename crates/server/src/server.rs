@@ -315,3 +315,30 @@ pub async fn serve(
     .map_err(|error| error.to_string())?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volume_read_latency_applies_to_local_volumes_only() {
+        let directory = tempfile::tempdir().expect("temp dir");
+        let mut config = ServerConfig {
+            data_dir: directory.path().to_path_buf(),
+            volume_read_latency_us: 1000,
+            ..ServerConfig::default()
+        };
+        let store = store_config(&config).expect("local volume");
+        assert!(store.volume.describe().ends_with("(+1000 us simulated read latency)"));
+        config.volume = format!("local:{}", directory.path().join("elsewhere").display());
+        let store = store_config(&config).expect("local:path volume");
+        assert!(store.volume.describe().contains("elsewhere (+1000 us"));
+        config.volume = "s3://bucket/prefix".into();
+        let error = store_config(&config).err().expect("s3 with latency refused");
+        assert!(error.contains("local volume only"), "{error}");
+        config.volume_read_latency_us = 0;
+        config.volume = "local".into();
+        let store = store_config(&config).expect("no latency");
+        assert!(!store.volume.describe().contains("latency"));
+    }
+}
