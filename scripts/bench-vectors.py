@@ -16,14 +16,22 @@ advice), queries at each PROBES value (default "1 5 10 20") instead of ef_search
 CLIENTS: the client counts (default "1"; e.g. "1 2 4"): at each, that many connections (one
 thread each) run the whole query list at once, and QPS is the total queries over the
 pass's wall time (not in the filtered mode)."""
-import json, os, statistics, sys, threading, time
+import json, os, statistics, sys, threading, time, urllib.request
 
 import numpy as np
 import psycopg
 
+import bench_vectors_chart  # scripts/bench_vectors_chart.py
+
 rows, queries, passes = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 servers = [target.split(":") for target in sys.argv[4:]]
 dimensions, clusters, seed = 128, 100, 14
+
+DATASET = os.environ.get("DATASET", "sift128")
+assert DATASET in ("sift128", "embed768"), "DATASET: sift128 or embed768"
+# The distance operator and operator class: l2 for the SIFT-like set, cosine for embeddings
+# (as embeddings are searched); the filtered and ivfflat modes use the SIFT-like set.
+OPERATOR, OPCLASS = ("<=>", "vector_cosine_ops") if DATASET == "embed768" else ("<->", "vector_l2_ops")
 
 random = np.random.default_rng(seed)
 centres = random.uniform(0, 100, (clusters, dimensions)).astype(np.float32)
@@ -31,14 +39,43 @@ def draw(count):
     picks = random.integers(0, clusters, count)
     noise = random.normal(0, 12, (count, dimensions)).astype(np.float32)
     return np.maximum(centres[picks] + noise, 0).round(1)
-data, probes = draw(rows), draw(queries)
-# Exact neighbours by brute force (squared l2 orders as l2 does).
-truth = []
-for probe in probes:
-    distances = ((data - probe) ** 2).sum(axis=1)
-    truth.append(set(np.argsort(distances, kind="stable")[:10].tolist()))
+
+def embed768(count, generator, topics, basis):
+    """Unit-norm 768-d embedding-like vectors: a topic centre plus a low-rank (64-d latent)
+    variation plus a little isotropic noise, normalized, rounded to 4 decimals (what is
+    sent as text) and normalized again in float64 for the truth."""
+    picks = generator.integers(0, len(topics), count)
+    latent = generator.normal(0, 0.12, (count, basis.shape[0]))
+    vectors = topics[picks] + latent @ basis + generator.normal(0, 0.01, (count, basis.shape[1]))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors.round(4)
+
+def embed768_set(rows, queries):
+    """(data, probes, truth) of the embedding-like set; truth by exact cosine similarity."""
+    generator = np.random.default_rng(seed)
+    topics = generator.normal(0, 1, (100, 768))
+    topics /= np.linalg.norm(topics, axis=1, keepdims=True)
+    basis = generator.normal(0, 1, (64, 768)) / np.sqrt(768)
+    data, probes = embed768(rows, generator, topics, basis), embed768(queries, generator, topics, basis)
+    normed = data / np.linalg.norm(data, axis=1, keepdims=True)
+    similarities = (probes / np.linalg.norm(probes, axis=1, keepdims=True)) @ normed.T
+    truth = [set(np.argsort(-row, kind="stable")[:10].tolist()) for row in similarities]
+    return data, probes, truth
+
+if DATASET == "embed768":
+    dimensions = 768
+    data, probes, truth = embed768_set(rows, queries)
+else:
+    data, probes = draw(rows), draw(queries)
+    # Exact neighbours by brute force (squared l2 orders as l2 does).
+    truth = []
+    for probe in probes:
+        distances = ((data - probe) ** 2).sum(axis=1)
+        truth.append(set(np.argsort(distances, kind="stable")[:10].tolist()))
 
 def text(vector):
+    if DATASET == "embed768":  # float64 rounded to 4 decimals: repr is the short decimal
+        return "[" + ",".join(map(repr, vector.tolist())) + "]"
     return "[" + ",".join(f"{value:g}" for value in vector) + "]"
 probe_texts = [text(probe) for probe in probes]
 
@@ -64,32 +101,35 @@ def load(name, port, user):
     if ivfflat:
         cursor.execute(f"CREATE INDEX bench_vectors_v ON bench_vectors USING ivfflat (v vector_l2_ops) WITH (lists = {lists})")
     else:
-        cursor.execute("CREATE INDEX bench_vectors_v ON bench_vectors USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 64)")
+        cursor.execute(f"CREATE INDEX bench_vectors_v ON bench_vectors USING hnsw (v {OPCLASS}) WITH (m = 16, ef_construction = 64)")
     build_seconds = time.perf_counter() - start
     others = [psycopg.connect(f"host=127.0.0.1 port={port} user={user} dbname={user}", autocommit=True).cursor()
               for _ in range(max(CLIENTS) - 1)]
     return {"name": name, "cursor": cursor, "cursors": [cursor] + others,
             "load_s": round(load_seconds, 2), "build_s": round(build_seconds, 2)}
 
-def query_pass(cursor):
-    """Queries per second and neighbours found over one pass of every probe."""
+def query_pass(cursor, first=0):
+    """Queries per second and neighbours found over one pass of every probe, starting at
+    probe `first` (and wrapping around)."""
     found = 0
     start = time.perf_counter()
-    for probe_text, expected in zip(probe_texts, truth):
-        cursor.execute("SELECT id FROM bench_vectors ORDER BY v <-> %s::vector LIMIT 10", (probe_text,))
+    order = list(range(first, len(probe_texts))) + list(range(first))
+    for probe_text, expected in ((probe_texts[position], truth[position]) for position in order):
+        cursor.execute(f"SELECT id FROM bench_vectors ORDER BY v {OPERATOR} %s::vector LIMIT 10", (probe_text,))
         found += len(expected & {row[0] for row in cursor.fetchall()})
     return len(probe_texts) / (time.perf_counter() - start), found
 
 def concurrent_pass(cursors):
     """QPS over all clients and neighbours found by the first, one pass of every probe on
-    each cursor's thread at once."""
+    each cursor's thread at once, each client starting at another place in the list (in
+    lockstep, clients larger than memory would wait on each other's page reads)."""
     if len(cursors) == 1:
         return query_pass(cursors[0])
     results = [None] * len(cursors)
     ready = threading.Barrier(len(cursors) + 1)
     def run(position):
         ready.wait()
-        results[position] = query_pass(cursors[position])
+        results[position] = query_pass(cursors[position], position * len(probe_texts) // len(cursors))
     threads = [threading.Thread(target=run, args=(position,)) for position in range(len(cursors))]
     for thread in threads:
         thread.start()
@@ -163,10 +203,51 @@ def report_filtered(loaded, results, case):
         print(json.dumps({"filter": f"{column} = x", "iterative_scan": iterative,
                           "qps_ratio_tierdb_to_pgvector": round(qps["tierdb"] / qps["pgvector"], 2)}), flush=True)
 
-loaded = [load(*server) for server in servers]
+def connect(name, port, user, metrics_port=None):
+    """A server whose table and index are already there (LARGER_PHASE=query)."""
+    cursors = [psycopg.connect(f"host=127.0.0.1 port={port} user={user} dbname={user}", autocommit=True).cursor()
+               for _ in range(max(CLIENTS))]
+    return {"name": name, "cursor": cursors[0], "cursors": cursors, "load_s": None, "build_s": None}
+
+def page_counters(server):
+    """tierdb's page counters from /metrics (NAME:PORT:USER:METRICS_PORT), else None:
+    buffer pool misses (pages read from the tier or the volume), tier hits, volume GETs."""
+    if len(server.get("target", [])) < 4:
+        return None
+    names = {"tierdb_buffer_pool_misses_total": "dram_misses", "tierdb_tier_hits_total": "tier_hits",
+             "tierdb_volume_get_requests_total": "volume_gets"}
+    text = urllib.request.urlopen(f"http://127.0.0.1:{server['target'][3]}/metrics", timeout=10).read().decode()
+    counters = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in names:
+            counters[names[parts[0]]] = float(parts[1])
+    return counters
+
+def per_query(before, after, query_count):
+    """Page reads per query between two page_counters readings."""
+    if before is None or after is None:
+        return {}
+    return {f"{name}_per_query": round((after[name] - before.get(name, 0)) / query_count, 2) for name in after}
+
+larger_phase = os.environ.get("LARGER_PHASE", "")
+assert larger_phase in ("", "load", "query"), "LARGER_PHASE: load or query"
+if larger_phase == "query":
+    loaded = [connect(*server) for server in servers]
+else:
+    loaded = [load(*server[:3]) for server in servers]
+for server, target in zip(loaded, servers):
+    server["target"] = target
+if larger_phase == "load":
+    for server in loaded:
+        print(json.dumps({"engine": server["name"], "phase": "load", "dataset": DATASET, "rows": rows,
+                          "dimensions": dimensions, "load_s": server["load_s"], "build_s": server["build_s"],
+                          "index_bytes_estimate": rows * 8192}), flush=True)
+    sys.exit(0)
 if filtered:
     run_filtered(loaded)
 settings = os.environ.get("PROBES", "1 5 10 20") if ivfflat else os.environ.get("EF_SEARCH", "20 40 64 100")
+records = []  # the JSON lines of the unfiltered runs, for CHART
 def run_unfiltered(loaded, ef_search, clients):
     results = {server["name"]: [] for server in loaded}
     for server in loaded:
@@ -174,9 +255,12 @@ def run_unfiltered(loaded, ef_search, clients):
         for cursor in server["cursors"]:
             cursor.execute(f"SET {setting} = {ef_search}")
         concurrent_pass(server["cursors"][:clients])  # warm-up pass, not counted
+    before = {server["name"]: page_counters(server) for server in loaded}
     for _ in range(passes):
         for server in loaded:
             results[server["name"]].append(concurrent_pass(server["cursors"][:clients]))
+    pages = {server["name"]: per_query(before[server["name"]], page_counters(server), passes * clients * len(probes))
+             for server in loaded}
     qps = {}
     for server in loaded:
         passes_qps = [qps for qps, _ in results[server["name"]]]
@@ -184,13 +268,16 @@ def run_unfiltered(loaded, ef_search, clients):
         found = results[server["name"]][-1][1]
         index = {"index": "ivfflat", "lists": lists, "probes": ef_search} if ivfflat else \
             {"m": 16, "ef_construction": 64, "ef_search": ef_search}
-        print(json.dumps({
-            "engine": server["name"], "rows": rows, "dimensions": dimensions, **index,
-            "recall_at_10": round(found / (10 * len(probes)), 4), "clients": clients,
+        config = {"config": os.environ["LARGER_CONFIG"]} if os.environ.get("LARGER_CONFIG") else {}
+        record = {
+            "engine": server["name"], **config, "dataset": DATASET, "rows": rows, "dimensions": dimensions,
+            **index, "recall_at_10": round(found / (10 * len(probes)), 4), "clients": clients,
             "qps": round(qps[server["name"]], 1),
-            "qps_passes": [round(value, 1) for value in passes_qps],
+            "qps_passes": [round(value, 1) for value in passes_qps], **pages[server["name"]],
             "load_s": server["load_s"], "build_s": server["build_s"],
-        }), flush=True)
+        }
+        records.append(record)
+        print(json.dumps(record), flush=True)
     if "tierdb" in qps and "pgvector" in qps:
         print(json.dumps({"ef_search" if not ivfflat else "probes": ef_search, "clients": clients,
                           "qps_ratio_tierdb_to_pgvector": round(qps["tierdb"] / qps["pgvector"], 2)}), flush=True)
@@ -198,5 +285,9 @@ def run_unfiltered(loaded, ef_search, clients):
 for ef_search in [] if filtered else [int(value) for value in settings.split()]:
     for clients in CLIENTS:
         run_unfiltered(loaded, ef_search, clients)
-for server in loaded:
-    server["cursor"].execute("DROP TABLE bench_vectors")
+if os.environ.get("CHART") and records:
+    bench_vectors_chart.write_chart(records, os.environ["CHART"],
+                                    f"HNSW recall@10 against QPS, {DATASET}, {rows:,} rows, m = 16, ef_construction = 64")
+if not larger_phase:
+    for server in loaded:
+        server["cursor"].execute("DROP TABLE bench_vectors")

@@ -30,6 +30,10 @@ pub struct ServeArgs {
     /// Durable volume: local, local:/path, or s3://bucket/prefix.
     #[arg(long, env = "TIERDB_VOLUME")]
     volume: Option<String>,
+    /// Microseconds added to every read of a local volume, to model network storage in
+    /// benchmarks (default 0).
+    #[arg(long, env = "TIERDB_VOLUME_READ_LATENCY_US")]
+    volume_read_latency_us: Option<u64>,
     #[arg(long, env = "TIERDB_S3_ENDPOINT")]
     s3_endpoint: Option<String>,
     #[arg(long, env = "TIERDB_S3_REGION")]
@@ -162,6 +166,9 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
     }
     if let Some(value) = &args.volume {
         config.volume = value.clone();
+    }
+    if let Some(value) = args.volume_read_latency_us {
+        config.volume_read_latency_us = value;
     }
     if let Some(value) = &args.s3_endpoint {
         config.s3_endpoint = value.clone();

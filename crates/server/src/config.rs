@@ -33,6 +33,9 @@ pub struct ServerConfig {
     pub tier_bytes: u64,
     /// `local` (default: `<data_dir>/volume`), `local:/path`, or `s3://bucket/prefix`.
     pub volume: String,
+    /// Microseconds slept before every read of a local volume, to model network storage in
+    /// benchmarks (default 0).
+    pub volume_read_latency_us: u64,
     pub s3_endpoint: String,
     pub s3_region: String,
     pub s3_access_key_id: String,
@@ -161,6 +164,7 @@ impl Default for ServerConfig {
             tier_path: String::new(),
             tier_bytes: 1 << 30,
             volume: "local".into(),
+            volume_read_latency_us: 0,
             s3_endpoint: String::new(),
             s3_region: "us-east-1".into(),
             s3_access_key_id: String::new(),

@@ -23,10 +23,19 @@ fn store_config(config: &ServerConfig) -> Result<StoreConfig, String> {
     std::fs::create_dir_all(&config.data_dir).map_err(|error| {
         format!("cannot create data_dir={}: {error}", config.data_dir.display())
     })?;
-    let mut store = if config.volume == "local" || config.volume.is_empty() {
-        StoreConfig::local(&config.data_dir).map_err(|error| error.to_string())?
-    } else if let Some(path) = config.volume.strip_prefix("local:") {
-        let volume = tierdb_storage::LocalVolume::open(path).map_err(|error| error.to_string())?;
+    let local_path = if config.volume == "local" || config.volume.is_empty() {
+        Some(config.data_dir.join("volume"))
+    } else {
+        config.volume.strip_prefix("local:").map(std::path::PathBuf::from)
+    };
+    if config.volume_read_latency_us > 0 && local_path.is_none() {
+        return Err("volume_read_latency_us applies to a local volume only".into());
+    }
+    let mut store = if let Some(path) = local_path {
+        // The added latency models network storage in benchmarks (tier on against off).
+        let volume = tierdb_storage::LocalVolume::open(path)
+            .map_err(|error| error.to_string())?
+            .with_read_latency(Duration::from_micros(config.volume_read_latency_us));
         StoreConfig::with_volume(&config.data_dir, Arc::new(volume))
     } else if let Some(rest) = config.volume.strip_prefix("s3://") {
         s3_store(config, rest)?
@@ -305,4 +314,31 @@ pub async fn serve(
     .await
     .map_err(|error| error.to_string())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volume_read_latency_applies_to_local_volumes_only() {
+        let directory = tempfile::tempdir().expect("temp dir");
+        let mut config = ServerConfig {
+            data_dir: directory.path().to_path_buf(),
+            volume_read_latency_us: 1000,
+            ..ServerConfig::default()
+        };
+        let store = store_config(&config).expect("local volume");
+        assert!(store.volume.describe().ends_with("(+1000 us simulated read latency)"));
+        config.volume = format!("local:{}", directory.path().join("elsewhere").display());
+        let store = store_config(&config).expect("local:path volume");
+        assert!(store.volume.describe().contains("elsewhere (+1000 us"));
+        config.volume = "s3://bucket/prefix".into();
+        let error = store_config(&config).err().expect("s3 with latency refused");
+        assert!(error.contains("local volume only"), "{error}");
+        config.volume_read_latency_us = 0;
+        config.volume = "local".into();
+        let store = store_config(&config).expect("no latency");
+        assert!(!store.volume.describe().contains("latency"));
+    }
 }
