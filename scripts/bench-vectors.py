@@ -97,6 +97,8 @@ def load(name, port, user):
         for index, vector in enumerate(data):
             copy.write_row((index, index % 10, index % 100, text(vector)))
     load_seconds = time.perf_counter() - start
+    if os.environ.get("MAINTENANCE_WORK_MEM"):  # the same build memory for both servers
+        cursor.execute(f"SET maintenance_work_mem = '{os.environ['MAINTENANCE_WORK_MEM']}'")
     start = time.perf_counter()
     if ivfflat:
         cursor.execute(f"CREATE INDEX bench_vectors_v ON bench_vectors USING ivfflat (v vector_l2_ops) WITH (lists = {lists})")

@@ -14,6 +14,8 @@
 # LARGER=1: tierdb alone, the index larger than memory: buffer pool 10% of the index, the
 # tier on and off, the volume local + VOLUME_LATENCY_US (default 1000) and MinIO
 # (LARGER_VOLUMES), QPS at CLIENTS (default 4) and page reads per query; see run_larger.
+# MAINTENANCE_WORK_MEM (e.g. 256MB): set in both servers before CREATE INDEX (default: each
+# server's default, 64MB in both).
 # Not part of CI; timings are the machine's.
 #
 #   scripts/bench-vectors.sh path/to/tierdb

@@ -264,6 +264,26 @@ impl Lists {
     }
 }
 
+/// Asks the CPU to load `vector`'s cache lines. A layer search computes the distances to
+/// an expanded node's neighbours one after another, each a random vector of a graph far
+/// larger than the caches: loading them all first overlaps the misses (profiled: 72% of
+/// the distance kernel's time was its first load waiting for memory).
+#[inline]
+fn prefetch(vector: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in vector.chunks(CACHE_LINE_FLOATS) {
+        // SAFETY: a prefetch is a hint that never faults, and the address is in a live slice.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                line.as_ptr().cast(),
+            );
+        }
+    }
+}
+
+/// f32 values per 64-byte cache line.
+const CACHE_LINE_FLOATS: usize = 16;
+
 /// A distance kept in a list as f32 (half the bytes of f64): its rounding can only move a
 /// tie in the neighbour heuristic, never a query's results, which use the pages' vectors.
 #[allow(clippy::cast_possible_truncation)]
@@ -434,10 +454,11 @@ impl<'build> MemoryGraph<'build> {
                 break;
             }
             self.lists.read(node, layer, &mut links);
+            links.retain(|&(_, neighbour)| searcher.visit(neighbour));
             for &(_, neighbour) in &links {
-                if !searcher.visit(neighbour) {
-                    continue;
-                }
+                prefetch(self.entries.vector(index(neighbour)));
+            }
+            for &(_, neighbour) in &links {
                 let distance = self.distance(query, neighbour);
                 if results.len() < ef || results.peek().is_some_and(|far| distance < far.0) {
                     candidates.push(Reverse((distance, neighbour)));
