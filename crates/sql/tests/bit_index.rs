@@ -192,5 +192,11 @@ fn bit_index_errors_are_pgvectors() {
             assert_eq!((state, text.as_str()), (expected_state, expected), "{sql}");
         }
         setup(session, &["CREATE INDEX ON e USING ivfflat (c bit_hamming_ops) WITH (lists = 1)"]);
+        // A failed DDL reloads the catalog: bit(n) keeps its length through it (it was lost).
+        let (state, text) = message(session, "INSERT INTO e (id, h) VALUES (1, '101')");
+        assert_eq!(
+            (state, text.as_str()),
+            ("22026", "bit string length 3 does not match type bit(8)")
+        );
     });
 }

@@ -760,3 +760,18 @@ fn decode_view_line(meta: &mut TableMeta, fields: &[&str]) -> Option<()> {
     }
     Some(())
 }
+
+#[cfg(test)]
+mod type_encoding_tests {
+    use super::*;
+
+    #[test]
+    fn bit_lengths_survive_the_catalog() {
+        for ty in [SqlType::Bit(Some(8)), SqlType::Bit(None), SqlType::VarBit(Some(70))] {
+            assert_eq!(decode_type(&encode_type(&ty)), Some(ty.clone()), "{ty:?}");
+        }
+        // Entries written before the length was stored: the bare OID.
+        assert_eq!(decode_type("1560"), Some(SqlType::Bit(None)));
+        assert_eq!(decode_type("1562"), Some(SqlType::VarBit(None)));
+    }
+}
