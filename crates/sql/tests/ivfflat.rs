@@ -13,7 +13,6 @@ fn ivfflat_refusals_name_what_is_not_supported() {
     with_session(|session| {
         setup(session, &["CREATE TABLE t (id integer PRIMARY KEY, n integer, v vector(3))"]);
         for (sql, message) in [
-            ("CREATE INDEX ON t USING ivfflat (v bit_hamming_ops)", "bit_hamming_ops"),
             ("CREATE INDEX ON t USING ivfflat (v) WHERE n > 0", "partial ivfflat indexes"),
             ("CREATE INDEX ON t USING ivfflat (v) INCLUDE (n)", "INCLUDE"),
             ("CREATE INDEX ON t USING ivfflat ((v + v))", "expression"),

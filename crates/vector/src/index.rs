@@ -51,6 +51,11 @@ pub enum Metric {
     HalfCosine,
     /// `<+>` over halfvec, halfvec_l1_ops.
     HalfL1,
+    /// `<~>` over bit, bit_hamming_ops: the index holds the packed bits in 32-bit words
+    /// (`crate::bits_to_words`), distances are popcounts over them.
+    BitHamming,
+    /// `<%>` over bit, bit_jaccard_ops.
+    BitJaccard,
 }
 
 impl Metric {
@@ -65,6 +70,8 @@ impl Metric {
             Metric::HalfInnerProduct => 6,
             Metric::HalfCosine => 7,
             Metric::HalfL1 => 8,
+            Metric::BitHamming => 9,
+            Metric::BitJaccard => 10,
         }
     }
 
@@ -78,14 +85,18 @@ impl Metric {
             6 => Metric::HalfInnerProduct,
             7 => Metric::HalfCosine,
             8 => Metric::HalfL1,
+            9 => Metric::BitHamming,
+            10 => Metric::BitJaccard,
             _ => return None,
         })
     }
 
     /// The float metric of the same geometry (what k-means, the probes and the checks
-    /// go by; a halfvec metric differs only in the kernels of `distance`).
+    /// go by; a halfvec metric differs only in the kernels of `distance`). A bit metric is
+    /// its own.
     pub fn base(self) -> Metric {
         match self {
+            Metric::BitHamming | Metric::BitJaccard => self,
             Metric::L2 | Metric::HalfL2 => Metric::L2,
             Metric::InnerProduct | Metric::HalfInnerProduct => Metric::InnerProduct,
             Metric::Cosine | Metric::HalfCosine => Metric::Cosine,
@@ -98,13 +109,29 @@ impl Metric {
         self != self.base()
     }
 
-    /// The halfvec metric of the same geometry.
+    /// The halfvec metric of the same geometry (a bit metric has none: itself).
     pub fn half(self) -> Metric {
         match self.base() {
             Metric::L2 => Metric::HalfL2,
             Metric::InnerProduct => Metric::HalfInnerProduct,
             Metric::Cosine => Metric::HalfCosine,
-            _ => Metric::HalfL1,
+            Metric::L1 => Metric::HalfL1,
+            other => other,
+        }
+    }
+
+    /// Whether the indexed column is a bit string (its index vectors are words of bits).
+    pub fn is_bits(self) -> bool {
+        matches!(self, Metric::BitHamming | Metric::BitJaccard)
+    }
+
+    /// The f32 slots an index stores per vector of `dimensions` (a bit metric's dimensions
+    /// are bits, 32 to a slot; the others' one each).
+    pub fn elements(self, dimensions: usize) -> usize {
+        if self.is_bits() {
+            crate::bit_words(dimensions)
+        } else {
+            dimensions
         }
     }
 
@@ -119,6 +146,10 @@ impl Metric {
             Metric::HalfL2 | Metric::HalfInnerProduct | Metric::HalfCosine | Metric::HalfL1 => {
                 half_distance(self, a, b)
             }
+            // A count of bits, far below 2^53: exact in f64, as pgvector's float8 result.
+            #[allow(clippy::cast_precision_loss)]
+            Metric::BitHamming => crate::hamming_distance_words(a, b) as f64,
+            Metric::BitJaccard => crate::jaccard_distance_words(a, b),
         }
     }
 

@@ -13,7 +13,10 @@ mod index;
 pub mod ivfflat;
 mod sparse;
 
-pub use bits::{hamming_distance, jaccard_distance};
+pub use bits::{
+    bit_words, bits_to_words, hamming_distance, hamming_distance_words, jaccard_distance,
+    jaccard_distance_words, words_to_bits, BITS_PER_WORD,
+};
 pub use dense::{
     cosine_distance, inner_product, l1_distance, l2_squared_distance, norm, portable,
     simd_path_name,

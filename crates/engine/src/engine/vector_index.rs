@@ -29,11 +29,40 @@ pub(super) fn metric_of(code: i64) -> Option<Metric> {
     u8::try_from(code).ok().and_then(Metric::from_code)
 }
 
+/// The packed bits of a bit column's stored form (the SQL layer's `bit_storage_bytes`: each
+/// zero byte written as 0x00 0x01, then 0x00 0x00 and the bit count, u32 big-endian), or
+/// None if it is not one.
+fn stored_bits(stored: &[u8]) -> Option<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(stored.len());
+    let mut index = 0;
+    loop {
+        let (byte, next) = (*stored.get(index)?, *stored.get(index + 1)?);
+        if byte == 0 && next == 0 {
+            break;
+        }
+        if byte == 0 && next != 1 {
+            return None;
+        }
+        bytes.push(byte);
+        index += if byte == 0 { 2 } else { 1 };
+    }
+    let length: [u8; 4] = stored.get(index + 2..index + 6)?.try_into().ok()?;
+    let bits = usize::try_from(u32::from_be_bytes(length)).ok()?;
+    (bits.div_ceil(8) == bytes.len()).then_some(bytes)
+}
+
 /// The vector in `row[column]` (None for NULL). The SQL layer stores a vector as its f32
-/// values, little-endian, in a bytes value.
+/// values, little-endian, in a bytes value; a bit index's vector is the column's packed bits
+/// in words (`tierdb_vector::bits_to_words`).
 pub(super) fn vector_of(row: &[Value], column: usize, metric: Metric) -> Result<Option<Vec<f32>>> {
     match row.get(column) {
         Some(Value::Null) => Ok(None),
+        Some(Value::Bytes(stored)) if metric.is_bits() => match stored_bits(stored) {
+            Some(bits) => Ok(Some(tierdb_vector::bits_to_words(&bits))),
+            None => Err(EngineError::InvalidRow {
+                detail: format!("column={column} of a bit index holds no bit string"),
+            }),
+        },
         // A halfvec column stores little-endian half bit patterns: widened exactly.
         Some(Value::Bytes(bytes)) if metric.is_half() && bytes.len() % 2 == 0 => Ok(Some(
             bytes
@@ -130,17 +159,16 @@ impl BuildBatch {
 }
 
 impl VectorIndex {
-    /// The vector of `row` for this index (None for NULL), its dimensions checked.
+    /// The vector of `row` for this index (None for NULL), its dimensions checked (a bit
+    /// index's words; the bit(n) column's type holds the bit count exact).
     fn indexed_vector(&self, row: &[Value]) -> Result<Option<Vec<f32>>> {
-        let vector = vector_of(row, self.def.column, self.def.parameters.metric)?;
+        let parameters = &self.def.parameters;
+        let vector = vector_of(row, self.def.column, parameters.metric)?;
         if let Some(vector) = &vector {
-            if vector.len() != self.def.parameters.dimensions {
+            let elements = parameters.metric.elements(parameters.dimensions);
+            if vector.len() != elements {
                 return Err(EngineError::InvalidRow {
-                    detail: format!(
-                        "expected {} dimensions, not {}",
-                        self.def.parameters.dimensions,
-                        vector.len()
-                    ),
+                    detail: format!("expected {elements} dimensions, not {}", vector.len()),
                 });
             }
         }
@@ -296,7 +324,8 @@ impl Shared {
             let Some(newest) = decode_versions(&bytes)?.into_iter().next() else { continue };
             let row = table.layout.decode(&newest.row)?;
             let Some(vector) = vector_of(&row, def.column, metric)? else { continue };
-            if vector.len() != def.parameters.dimensions || !metric.indexable(&vector) {
+            let elements = metric.elements(def.parameters.dimensions);
+            if vector.len() != elements || !metric.indexable(&vector) {
                 continue;
             }
             seen += 1;
@@ -425,7 +454,8 @@ impl Transaction {
                 return Err(EngineError::UndefinedTable { name: index.to_string() });
             };
             let index = Arc::clone(found);
-            let dimensions = index.def.parameters.dimensions;
+            // A bit index's query is in words; the SQL layer checks its bit count first.
+            let dimensions = index.def.parameters.metric.elements(index.def.parameters.dimensions);
             if query.len() != dimensions {
                 // pgvector's error from the distance to a center (ivfflat: the index's
                 // dimensions first) or to the entry point (hnsw: the query's first).

@@ -147,6 +147,8 @@ impl HnswOptions {
             tierdb_vector::hnsw::Metric::HalfInnerProduct => "halfvec_ip_ops",
             tierdb_vector::hnsw::Metric::HalfCosine => "halfvec_cosine_ops",
             tierdb_vector::hnsw::Metric::HalfL1 => "halfvec_l1_ops",
+            tierdb_vector::hnsw::Metric::BitHamming => "bit_hamming_ops",
+            tierdb_vector::hnsw::Metric::BitJaccard => "bit_jaccard_ops",
         }
     }
 
@@ -709,6 +711,10 @@ pub(crate) fn encode_type(ty: &SqlType) -> String {
         SqlType::SparseVec(dimensions) => {
             format!("sparsevec:{}", dimensions.map_or(-1, i64::from))
         }
+        // The length is the type's (bit(n) holds exactly n bits); entries written before
+        // as the bare OID decode without it.
+        SqlType::Bit(length) => format!("bit:{}", length.map_or(-1, i64::from)),
+        SqlType::VarBit(length) => format!("varbit:{}", length.map_or(-1, i64::from)),
         // The element's own encoding after the prefix (it may hold colons itself).
         SqlType::Array(element) => format!("array:{}", encode_type(element)),
         other => other.oid().to_string(),
@@ -733,6 +739,8 @@ pub(crate) fn decode_type(text: &str) -> Option<SqlType> {
         ["vector", dimensions] => Some(SqlType::Vector(optional(dimensions)?)),
         ["halfvec", dimensions] => Some(SqlType::HalfVec(optional(dimensions)?)),
         ["sparsevec", dimensions] => Some(SqlType::SparseVec(optional(dimensions)?)),
+        ["bit", length] => Some(SqlType::Bit(optional(length)?)),
+        ["varbit", length] => Some(SqlType::VarBit(optional(length)?)),
         [oid] => SqlType::from_oid(oid.parse().ok()?),
         _ => None,
     }
@@ -751,4 +759,19 @@ fn decode_view_line(meta: &mut TableMeta, fields: &[&str]) -> Option<()> {
         _ => return None,
     }
     Some(())
+}
+
+#[cfg(test)]
+mod type_encoding_tests {
+    use super::*;
+
+    #[test]
+    fn bit_lengths_survive_the_catalog() {
+        for ty in [SqlType::Bit(Some(8)), SqlType::Bit(None), SqlType::VarBit(Some(70))] {
+            assert_eq!(decode_type(&encode_type(&ty)), Some(ty.clone()), "{ty:?}");
+        }
+        // Entries written before the length was stored: the bare OID.
+        assert_eq!(decode_type("1560"), Some(SqlType::Bit(None)));
+        assert_eq!(decode_type("1562"), Some(SqlType::VarBit(None)));
+    }
 }

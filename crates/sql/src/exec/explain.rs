@@ -287,6 +287,9 @@ fn detail(plan: &Plan, indent: &str, lines: &mut Vec<String>) {
                         Expr::Literal(Datum::HalfVec(elements)) => {
                             format!("'{}'::halfvec", crate::types::format_halfvec(elements))
                         }
+                        Expr::Literal(Datum::Bit(bits)) => {
+                            format!("'{}'::\"bit\"", crate::types::format_bit_string(bits))
+                        }
                         Expr::Parameter(index) => format!("${}", index + 1),
                         _ => "(query)".into(),
                     };

@@ -288,6 +288,7 @@ fn scan_nearest<'s>(
         Datum::Vector(elements) => elements,
         // The index holds halves widened to f32 (exact); its metric narrows them back.
         Datum::HalfVec(elements) => crate::types::halves_to_floats(&elements).into(),
+        Datum::Bit(bits) => bit_query(table, name, &bits)?.into(),
         // NULL is nearest to nothing: pgvector's index scan returns no rows.
         _ => return Ok(true),
     };
@@ -301,6 +302,27 @@ fn scan_nearest<'s>(
         }
     }
     Ok(true)
+}
+
+/// A bit index's query in words (`tierdb_vector::bits_to_words`), after pgvector's check of
+/// its length against the column's bit(n): 22000 in the argument order of the distance
+/// pgvector computes first (HNSW: the query's to an element; ivfflat: a center's to it).
+fn bit_query(table: &BoundTable, name: &str, bits: &crate::types::BitString) -> Result<Vec<f32>> {
+    let index = table.meta.indexes.iter().find(|index| index.name == name);
+    let index = index.expect("a planned index exists");
+    let column = &table.meta.columns[index.columns[0]];
+    // A bit index is created on bit(n) only; the engine checks the words in any case.
+    let length = match column.ty {
+        crate::types::SqlType::Bit(Some(length)) => usize::try_from(length).ok(),
+        _ => None,
+    };
+    if let Some(length) = length.filter(|length| bits.len() != *length) {
+        let ivfflat =
+            matches!(index.kind, crate::catalog::IndexKind::Hnsw(options) if options.ivfflat);
+        let (first, second) = if ivfflat { (length, bits.len()) } else { (bits.len(), length) };
+        return Err(SqlError::new("22000", format!("different bit lengths {first} and {second}")));
+    }
+    Ok(tierdb_vector::bits_to_words(bits.bytes()))
 }
 
 /// A secondary-index range scan, a page of entries at a time.

@@ -14,6 +14,8 @@ fn metric_of(operator: &str) -> Option<Metric> {
         "<#>" => Metric::InnerProduct,
         "<=>" => Metric::Cosine,
         "<+>" => Metric::L1,
+        "<~>" => Metric::BitHamming,
+        "<%>" => Metric::BitJaccard,
         _ => return None,
     })
 }
@@ -58,13 +60,14 @@ pub(crate) fn use_vector_indexes(plan: &mut Plan) {
     }
 }
 
-/// The table column an operand reads: a vector (halfvec) column, possibly coerced from
-/// `vector(n)` to the operator's `vector` (`halfvec(n)` to `halfvec`).
+/// The table column an operand reads: a vector (halfvec, bit) column, possibly coerced from
+/// `vector(n)` to the operator's `vector` (`halfvec(n)` to `halfvec`, `bit(n)` to `bit`).
 fn vector_column(operand: &Expr) -> Option<usize> {
     match operand {
         Expr::Column(column) => Some(*column),
         Expr::Cast { expr, from: SqlType::Vector(_), to: SqlType::Vector(None), .. }
-        | Expr::Cast { expr, from: SqlType::HalfVec(_), to: SqlType::HalfVec(None), .. } => {
+        | Expr::Cast { expr, from: SqlType::HalfVec(_), to: SqlType::HalfVec(None), .. }
+        | Expr::Cast { expr, from: SqlType::Bit(_), to: SqlType::Bit(None), .. } => {
             match expr.as_ref() {
                 Expr::Column(column) => Some(*column),
                 _ => None,
@@ -99,7 +102,10 @@ fn nearest_scan(sort: &Plan) -> Option<Plan> {
     let operator = call.operator?;
     let [column, query] = call.args.as_slice() else { return None };
     let column = vector_column(column)?;
-    if !matches!(query, Expr::Literal(Datum::Vector(_) | Datum::HalfVec(_)) | Expr::Parameter(_)) {
+    if !matches!(
+        query,
+        Expr::Literal(Datum::Vector(_) | Datum::HalfVec(_) | Datum::Bit(_)) | Expr::Parameter(_)
+    ) {
         return None;
     }
     let half = matches!(call.arg_types.first(), Some(SqlType::HalfVec(_)));

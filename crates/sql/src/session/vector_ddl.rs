@@ -4,8 +4,8 @@
 //! 0.8.2), built and maintained by the engine (docs/design/014-vector-indexes.md).
 
 use tierdb_vector::hnsw::{
-    dimensions_max, Metric, EF_CONSTRUCTION_DEFAULT, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN,
-    M_DEFAULT, M_MAX, M_MIN,
+    bit_dimensions_max, dimensions_max, Metric, BIT_DIMENSIONS_MAX, EF_CONSTRUCTION_DEFAULT,
+    EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, M_DEFAULT, M_MAX, M_MIN,
 };
 
 use tierdb_vector::ivfflat::{LISTS_MAX, LISTS_MIN};
@@ -68,17 +68,9 @@ fn metric_of(
         "halfvec_ip_ops" => Metric::HalfInnerProduct,
         "halfvec_cosine_ops" => Metric::HalfCosine,
         "halfvec_l1_ops" if !ivfflat => Metric::HalfL1,
-        "bit_hamming_ops" if ivfflat => {
-            return Err(SqlError::unsupported(format!(
-                "ivfflat operator class \"{name}\" is not supported"
-            )))
-        }
-        "bit_hamming_ops"
-        | "bit_jaccard_ops"
-        | "sparsevec_l2_ops"
-        | "sparsevec_ip_ops"
-        | "sparsevec_cosine_ops"
-        | "sparsevec_l1_ops"
+        "bit_hamming_ops" => Metric::BitHamming,
+        "bit_jaccard_ops" if !ivfflat => Metric::BitJaccard,
+        "sparsevec_l2_ops" | "sparsevec_ip_ops" | "sparsevec_cosine_ops" | "sparsevec_l1_ops"
             if !ivfflat =>
         {
             return Err(SqlError::unsupported(format!(
@@ -92,7 +84,11 @@ fn metric_of(
             ))
         }
     };
-    let accepted = if metric.is_half() {
+    // pgvector's bit classes take bit varying too (binary coercible to bit); the build
+    // then refuses it (`index_dimensions`).
+    let accepted = if metric.is_bits() {
+        matches!(column_type, SqlType::Bit(_) | SqlType::VarBit(_))
+    } else if metric.is_half() {
         matches!(column_type, SqlType::HalfVec(_))
     } else {
         matches!(column_type, SqlType::Vector(_))
@@ -178,6 +174,31 @@ fn refuse_vector_index_clauses(method: &str, create: &ast::CreateIndex) -> Resul
     Ok(())
 }
 
+/// The bits of an indexed bit(n) column, with pgvector's errors, and HNSW's own limit at
+/// `m` (a node's words must fit a page).
+fn bit_index_dimensions(method: &str, column_type: &SqlType, m: usize) -> Result<usize> {
+    let bits = match column_type {
+        SqlType::Bit(Some(bits)) => usize::try_from(*bits).expect("a typmod fits usize"),
+        SqlType::Bit(None) => return Err(invalid("column does not have dimensions".into())),
+        _ => return Err(SqlError::unsupported(format!("type not supported for {method} index"))),
+    };
+    if bits > BIT_DIMENSIONS_MAX {
+        return Err(SqlError::new(
+            "54000",
+            format!(
+                "column cannot have more than {BIT_DIMENSIONS_MAX} dimensions for {method} index"
+            ),
+        ));
+    }
+    if method == "hnsw" && bits > bit_dimensions_max(m) {
+        return Err(SqlError::unsupported(format!(
+            "hnsw indexes on bit columns of more than {} bits at m = {m} are not supported",
+            bit_dimensions_max(m)
+        )));
+    }
+    Ok(bits)
+}
+
 /// The dimensions of an indexed vector or halfvec column, with pgvector's errors, and
 /// HNSW's own limit at `m` (a node must fit a page).
 fn index_dimensions(method: &str, column_type: &SqlType, m: usize) -> Result<usize> {
@@ -243,7 +264,11 @@ impl Session {
         if ef_value < 2 * m_value {
             return Err(invalid("ef_construction must be greater than or equal to 2 * m".into()));
         }
-        let dimensions = index_dimensions(method, column_type, m_value)?;
+        let dimensions = if metric.is_bits() {
+            bit_index_dimensions(method, column_type, m_value)?
+        } else {
+            index_dimensions(method, column_type, m_value)?
+        };
         let name = match &create.name {
             Some(name) => object_name(name)?,
             None => format!("{table_name}_{column_name}_idx"),

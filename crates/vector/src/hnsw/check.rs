@@ -11,7 +11,7 @@ use std::hash::{Hash, Hasher};
 use tierdb_common::PageId;
 use tierdb_storage::StorageError;
 
-use super::layout::{encode_code, NodeRef};
+use super::layout::NodeRef;
 use super::search::{PageMap, PageSet};
 use super::{read_meta, Hnsw, HnswError, Metric, Result};
 
@@ -154,7 +154,7 @@ impl Hnsw {
                 let mut vector = Vec::with_capacity(self.layout.dimensions);
                 node.vector_into(&mut vector);
                 code.clear();
-                encode_code(&vector, &mut code);
+                self.layout.encode_code(&vector, &mut code);
                 (walk.visit)(page_id, &vector, node.key());
                 let links: Vec<PageId> =
                     (0..=usize::from(node.level())).flat_map(|layer| node.links(layer)).collect();

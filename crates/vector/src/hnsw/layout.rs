@@ -52,21 +52,25 @@ pub struct Layout {
     pub m: usize,
     /// Bytes of each layer-0 neighbour's code (0: the index keeps no codes).
     pub code_bytes: usize,
+    /// Whether a code is the neighbour's exact words (bit indexes: a bit string is as small
+    /// as its SQ8 code would be, and SQ8 of bits means nothing) rather than SQ8.
+    pub exact_codes: bool,
     /// Highest level a node of this index may have.
     pub level_cap: u8,
 }
 
 impl Layout {
-    /// The layout for `dimensions` and `m`: codes if a node of the planned number of levels
-    /// fits with them, else none; the level cap is the highest level that then fits.
-    pub fn choose(dimensions: usize, m: usize) -> Result<Layout> {
+    /// The layout for `dimensions` (f32 slots) and `m`: codes (SQ8, or exact words for a bit
+    /// index) if a node of the planned number of levels fits with them, else none; the level
+    /// cap is the highest level that then fits.
+    pub fn choose(dimensions: usize, m: usize, exact_codes: bool) -> Result<Layout> {
         assert!((M_MIN..=M_MAX).contains(&m), "m is validated by IndexParameters");
         if dimensions == 0 {
             return Err(HnswError::InvalidArgument("an hnsw index needs dimensions".into()));
         }
         let planned = planned_levels(m);
-        let with_codes =
-            Layout { dimensions, m, code_bytes: CODE_HEADER_BYTES + dimensions, level_cap: 0 };
+        let code_bytes = if exact_codes { 4 * dimensions } else { CODE_HEADER_BYTES + dimensions };
+        let with_codes = Layout { dimensions, m, code_bytes, exact_codes, level_cap: 0 };
         if with_codes.fitting_level().is_some_and(|level| level >= planned) {
             return Ok(Layout {
                 level_cap: with_codes.fitting_level().expect("checked"),
@@ -176,7 +180,7 @@ impl Layout {
         for (page_id, vector) in links {
             bytes.extend_from_slice(&page_id.0.to_le_bytes());
             if layer == 0 && self.code_bytes > 0 {
-                encode_code(vector, &mut bytes);
+                self.encode_code(vector, &mut bytes);
             }
         }
         bytes
@@ -192,12 +196,34 @@ impl Layout {
         assert!(count < self.capacity(layer), "appending to a full list");
         let mut slot = link.0 .0.to_le_bytes().to_vec();
         if layer == 0 && self.code_bytes > 0 {
-            encode_code(link.1, &mut slot);
+            self.encode_code(link.1, &mut slot);
         }
         [
             (self.slot_offset(layer, count), slot),
             (self.list_offset(layer), to_u16(count + 1).to_le_bytes().to_vec()),
         ]
+    }
+
+    /// Appends the code of `vector`: its exact words, or SQ8.
+    pub(crate) fn encode_code(&self, vector: &[f32], out: &mut Vec<u8>) {
+        if self.exact_codes {
+            out.extend(vector.iter().flat_map(|word| word.to_le_bytes()));
+        } else {
+            encode_code(vector, out);
+        }
+    }
+
+    /// Decodes a code into `out` (the exact or approximate vector), reusing its allocation.
+    pub(crate) fn decode_code(&self, code: &[u8], out: &mut Vec<f32>) {
+        if self.exact_codes {
+            out.clear();
+            out.extend(
+                code.chunks_exact(4)
+                    .map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes"))),
+            );
+        } else {
+            decode_code(code, out);
+        }
     }
 }
 
@@ -226,7 +252,7 @@ pub fn dimensions_max(m: usize) -> usize {
 }
 
 /// Appends the per-vector SQ8 code of `vector`: min, step, one byte per dimension.
-pub(crate) fn encode_code(vector: &[f32], out: &mut Vec<u8>) {
+fn encode_code(vector: &[f32], out: &mut Vec<u8>) {
     let minimum = vector.iter().copied().fold(f32::INFINITY, f32::min);
     let maximum = vector.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let step = (maximum - minimum) / CODE_LEVELS;
@@ -250,7 +276,7 @@ fn quantize(value: f32, minimum: f32, step: f32) -> u8 {
 /// multiply and add, not `mul_add`: without FMA in the baseline target that is a call to a
 /// software fma per dimension (a tenth of a query's time when profiled), and a code's
 /// distance is approximate anyway.
-pub(crate) fn decode_code(code: &[u8], out: &mut Vec<f32>) {
+fn decode_code(code: &[u8], out: &mut Vec<f32>) {
     let minimum = get_f32(code, 0);
     let step = get_f32(code, 4);
     out.clear();
@@ -382,6 +408,7 @@ impl Meta {
             dimensions,
             m,
             code_bytes: usize::from(get_u16(bytes, 10)),
+            exact_codes: metric.is_bits(),
             level_cap: bytes[13],
         };
         let top_level = bytes[META_TOP_LEVEL_OFFSET];

@@ -33,6 +33,16 @@ pub use scan::{
     MAX_SCAN_TUPLES_MIN,
 };
 
+/// pgvector's largest bit(n) an HNSW index takes (HNSW_MAX_DIM * 32). A node must also
+/// fit a page: `bit_dimensions_max` is tierdb's own, lower limit at a given m.
+pub const BIT_DIMENSIONS_MAX: usize = 64_000;
+
+/// Largest bit(n) an index with `m` accepts (its words fit a node page, as
+/// `dimensions_max` for f32 slots).
+pub fn bit_dimensions_max(m: usize) -> usize {
+    (dimensions_max(m) * crate::BITS_PER_WORD).min(BIT_DIMENSIONS_MAX)
+}
+
 /// pgvector's defaults.
 pub const M_DEFAULT: usize = 16;
 pub const EF_CONSTRUCTION_DEFAULT: usize = 64;
@@ -64,7 +74,13 @@ impl IndexParameters {
                 self.ef_construction, self.m
             )));
         }
-        Layout::choose(self.dimensions, self.m)
+        if self.metric.is_bits() && self.dimensions > BIT_DIMENSIONS_MAX {
+            return Err(HnswError::InvalidArgument(format!(
+                "hnsw index on {} bits (at most {BIT_DIMENSIONS_MAX})",
+                self.dimensions
+            )));
+        }
+        Layout::choose(self.metric.elements(self.dimensions), self.m, self.metric.is_bits())
     }
 }
 

@@ -3,7 +3,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use tierdb_common::PageId;
 
-use super::layout::{decode_code, NodeRef, NODE_PAGE_TYPE};
+use super::layout::{NodeRef, NODE_PAGE_TYPE};
 use super::{Distance, Hnsw, HnswError, Result, SearchResult, NAVIGATION_BYTES_MAX};
 
 /// Sets and maps keyed by page id: a query probes them thousands of times, and page ids
@@ -210,7 +210,7 @@ impl Hnsw {
                     continue;
                 }
                 if use_codes {
-                    decode_code(node.code(index), &mut cache.decoded);
+                    self.layout.decode_code(node.code(index), &mut cache.decoded);
                     let distance = self.metric.distance(query, &cache.decoded);
                     found.push((Distance(distance), neighbour));
                 } else {

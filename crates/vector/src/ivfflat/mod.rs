@@ -31,6 +31,8 @@ pub const PROBES_DEFAULT: usize = 1;
 pub const MAX_PROBES_DEFAULT: usize = 32_768;
 /// pgvector's largest dimension count of an ivfflat index on `vector`.
 pub const DIMENSIONS_MAX: usize = 2_000;
+/// pgvector's largest bit(n) of an ivfflat index (IVFFLAT_MAX_DIM * 32): 2,000 words.
+pub const BIT_DIMENSIONS_MAX: usize = 64_000;
 /// Largest row key stored with an entry (the B+tree's key limit).
 pub const ROW_KEY_BYTES_MAX: usize = 1024;
 /// Directory pages written per mini-transaction at creation (a WAL record stays ~2 MiB).
@@ -39,6 +41,7 @@ const DIRECTORY_PAGES_PER_MTR: usize = 256;
 /// The options of `CREATE INDEX ... USING ivfflat ... WITH (lists = ..)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexParameters {
+    /// The column's dimensions (bits for a bit metric).
     pub dimensions: usize,
     pub metric: Metric,
     pub lists: usize,
@@ -49,14 +52,18 @@ impl IndexParameters {
         if !(LISTS_MIN..=LISTS_MAX).contains(&self.lists) {
             return Err(IndexError::InvalidArgument(format!("lists={} out of bounds", self.lists)));
         }
-        if !(1..=DIMENSIONS_MAX).contains(&self.dimensions) {
+        let maximum = if self.metric.is_bits() { BIT_DIMENSIONS_MAX } else { DIMENSIONS_MAX };
+        if !(1..=maximum).contains(&self.dimensions) {
             return Err(IndexError::InvalidArgument(format!(
-                "ivfflat index on {} dimensions (1..={DIMENSIONS_MAX})",
+                "ivfflat index on {} dimensions (1..={maximum})",
                 self.dimensions
             )));
         }
-        if self.metric.base() == Metric::L1 {
-            return Err(IndexError::InvalidArgument("ivfflat has no l1 operator class".into()));
+        if matches!(self.metric.base(), Metric::L1 | Metric::BitJaccard) {
+            return Err(IndexError::InvalidArgument(format!(
+                "ivfflat has no operator class for {:?}",
+                self.metric
+            )));
         }
         Ok(())
     }
@@ -87,8 +94,9 @@ pub struct IvfFlat {
 }
 
 impl IvfFlat {
-    /// Creates an empty index with `centers` (`lists` × `dimensions` values, from `centers`);
-    /// its meta page id is its durable name.
+    /// Creates an empty index with `centers` (`lists` × the metric's `elements` values, from
+    /// `centers`); its meta page id is its durable name. The meta page and the handle count
+    /// f32 slots (a bit index's words) as dimensions.
     pub fn create(
         store: Arc<PageStore>,
         parameters: IndexParameters,
@@ -96,6 +104,7 @@ impl IvfFlat {
     ) -> Result<IvfFlat> {
         parameters.validate()?;
         let IndexParameters { dimensions, metric, lists } = parameters;
+        let dimensions = metric.elements(dimensions);
         assert_eq!(centers.len(), lists * dimensions, "one center per list");
         let per_page = entries_per_directory_page(dimensions);
         assert!(per_page > 0, "DIMENSIONS_MAX fits a directory page");
@@ -230,6 +239,7 @@ impl IvfFlat {
             .chunks_exact(self.dimensions)
             .map(|center| match self.metric.base() {
                 Metric::L2 => f64::from(crate::l2_squared_distance(&vector, center)),
+                Metric::BitHamming => self.metric.distance(&vector, center),
                 _ => f64::from(-crate::inner_product(&vector, center)),
             })
             .collect()
