@@ -9,6 +9,8 @@
 # INDEX=ivfflat: an ivfflat index (LISTS, default ROWS / 1000) queried at each PROBES value
 # (default "1 5 10 20"), see bench-vectors.py. CLIENTS: client counts (default "1", e.g.
 # "1 2 4"), each client a connection and a thread running every query at once.
+# CHURN=1: DELETE 10% of the rows and VACUUM both (timed), then recall@10 over the rows left
+# against a fresh build on them, see bench-vectors.py.
 # Not part of CI; timings are the machine's.
 #
 #   scripts/bench-vectors.sh path/to/tierdb

@@ -219,7 +219,7 @@ impl Shared {
             VectorMethod::IvfFlat { lists } => self.ivfflat_centers(table, &def, lists)?,
         };
         let graph = VectorGraph::create(table.tree.store(), &def, &centers)?;
-        let index = VectorIndex { graph, def };
+        let index = VectorIndex { graph, def, stale: Default::default() };
         // The build keeps the vectors it inserted (up to the session's maintenance_work_mem),
         // so that each is read from its page once instead of at every distance to it.
         if let VectorGraph::Hnsw(graph) = &index.graph {
@@ -313,7 +313,7 @@ impl Shared {
             VectorMethod::Hnsw => VectorGraph::Hnsw(Hnsw::open(store, meta)?),
             VectorMethod::IvfFlat { .. } => VectorGraph::IvfFlat(IvfFlat::open(store, meta)?),
         };
-        Ok(VectorIndex { graph, def })
+        Ok(VectorIndex { graph, def, stale: Default::default() })
     }
 }
 
