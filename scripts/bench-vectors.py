@@ -15,7 +15,11 @@ INDEX=ivfflat: an ivfflat index instead, WITH (lists = LISTS) (default rows / 10
 advice), queries at each PROBES value (default "1 5 10 20") instead of ef_search.
 CLIENTS: the client counts (default "1"; e.g. "1 2 4"): at each, that many connections (one
 thread each) run the whole query list at once, and QPS is the total queries over the
-pass's wall time (not in the filtered mode)."""
+pass's wall time (not in the filtered mode).
+CHURN=1: the churn mode instead (issue 14): after the load and build, DELETE 10% of the rows
+and VACUUM on every server (timed), then recall@10 at each EF_SEARCH (default "40") against
+brute force over the remaining rows, before and after the VACUUM and on a fresh build over
+them; see run_churn."""
 import json, os, statistics, sys, threading, time, urllib.request
 
 import numpy as np
@@ -205,6 +209,76 @@ def report_filtered(loaded, results, case):
         print(json.dumps({"filter": f"{column} = x", "iterative_scan": iterative,
                           "qps_ratio_tierdb_to_pgvector": round(qps["tierdb"] / qps["pgvector"], 2)}), flush=True)
 
+churn = os.environ.get("CHURN") == "1"
+churn_truths = {}
+def churn_truth(kept):
+    """Brute-force neighbours over the rows `kept` (computed once, outside the timing)."""
+    if "kept" not in churn_truths:
+        ids = np.flatnonzero(kept)
+        churn_truths["kept"] = [set(ids[np.argsort(((data[ids] - probe) ** 2).sum(axis=1), kind="stable")[:10]].tolist())
+                                for probe in probes]
+    return churn_truths["kept"]
+
+def churn_recall(cursor, table, kept):
+    """Recall@10 against brute force over the rows `kept` (a boolean mask over data), the
+    fraction of queries whose LIMIT was filled, and queries per second, for one pass."""
+    found = filled = 0
+    answers = []
+    start = time.perf_counter()
+    for probe_text in probe_texts:
+        cursor.execute(f"SELECT id FROM {table} ORDER BY v <-> %s::vector LIMIT 10", (probe_text,))
+        answers.append({row[0] for row in cursor.fetchall()})
+    seconds = time.perf_counter() - start
+    for expected, returned in zip(churn_truth(kept), answers):
+        found += len(expected & returned)
+        filled += len(returned) == 10
+    return found / (10 * len(probes)), filled / len(probes), len(probes) / seconds
+
+def run_churn(loaded):
+    """CHURN=1: DELETE a tenth of the rows (id % 10 = 3) on every server, VACUUM (timed: the
+    purge of rows and index entries, and of the HNSW graph), then recall@10 at each
+    ef_search against brute force over the rows left, before and after the VACUUM, and on a
+    fresh build over the same rows (table bench_fresh)."""
+    kept = np.arange(rows) % 10 != 3
+    ef_values = [int(value) for value in os.environ.get("EF_SEARCH", "40").split()]
+    for server in loaded:
+        cursor = server["cursor"]
+        start = time.perf_counter()
+        cursor.execute("DELETE FROM bench_vectors WHERE f10 = 3")
+        server["delete_s"] = round(time.perf_counter() - start, 2)
+        cursor.execute(f"SET hnsw.ef_search = {ef_values[0]}")
+        server["before_vacuum"] = churn_recall(cursor, "bench_vectors", kept)
+        start = time.perf_counter()
+        cursor.execute("VACUUM bench_vectors")
+        server["vacuum_s"] = round(time.perf_counter() - start, 2)
+        cursor.execute("DROP TABLE IF EXISTS bench_fresh")
+        cursor.execute(f"CREATE TABLE bench_fresh (id integer PRIMARY KEY, v vector({dimensions}))")
+        cursor.execute("INSERT INTO bench_fresh SELECT id, v FROM bench_vectors")
+        start = time.perf_counter()
+        cursor.execute("CREATE INDEX bench_fresh_v ON bench_fresh USING hnsw (v vector_l2_ops) WITH (m = 16, ef_construction = 64)")
+        server["fresh_build_s"] = round(time.perf_counter() - start, 2)
+    for ef_search in ef_values:
+        for server in loaded:
+            cursor = server["cursor"]
+            cursor.execute(f"SET hnsw.ef_search = {ef_search}")
+            purged = [churn_recall(cursor, "bench_vectors", kept) for _ in range(passes)]
+            fresh = [churn_recall(cursor, "bench_fresh", kept) for _ in range(passes)]
+            before = server["before_vacuum"]
+            print(json.dumps({
+                "engine": server["name"], "mode": "churn", "rows": rows, "deleted": int(rows - kept.sum()),
+                "ef_search": ef_search, "delete_s": server["delete_s"], "vacuum_s": server["vacuum_s"],
+                "recall_at_10_before_vacuum": round(before[0], 4) if ef_search == ef_values[0] else None,
+                "filled_before_vacuum": round(before[1], 3) if ef_search == ef_values[0] else None,
+                "recall_at_10_after_vacuum": round(purged[-1][0], 4), "filled_after_vacuum": round(purged[-1][1], 3),
+                "recall_at_10_fresh": round(fresh[-1][0], 4),
+                "qps_after_vacuum": round(statistics.median(run[2] for run in purged), 1),
+                "qps_fresh": round(statistics.median(run[2] for run in fresh), 1),
+                "build_s": server["build_s"], "fresh_build_s": server["fresh_build_s"],
+            }), flush=True)
+    for server in loaded:
+        server["cursor"].execute("DROP TABLE bench_fresh")
+
+
 def connect(name, port, user, metrics_port=None):
     """A server whose table and index are already there (LARGER_PHASE=query)."""
     cursors = [psycopg.connect(f"host=127.0.0.1 port={port} user={user} dbname={user}", autocommit=True).cursor()
@@ -248,6 +322,8 @@ if larger_phase == "load":
     sys.exit(0)
 if filtered:
     run_filtered(loaded)
+if churn:
+    run_churn(loaded)
 settings = os.environ.get("PROBES", "1 5 10 20") if ivfflat else os.environ.get("EF_SEARCH", "20 40 64 100")
 records = []  # the JSON lines of the unfiltered runs, for CHART
 def run_unfiltered(loaded, ef_search, clients):
@@ -284,7 +360,7 @@ def run_unfiltered(loaded, ef_search, clients):
         print(json.dumps({"ef_search" if not ivfflat else "probes": ef_search, "clients": clients,
                           "qps_ratio_tierdb_to_pgvector": round(qps["tierdb"] / qps["pgvector"], 2)}), flush=True)
 
-for ef_search in [] if filtered else [int(value) for value in settings.split()]:
+for ef_search in [] if filtered or churn else [int(value) for value in settings.split()]:
     for clients in CLIENTS:
         run_unfiltered(loaded, ef_search, clients)
 if os.environ.get("CHART") and records:

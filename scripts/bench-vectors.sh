@@ -16,6 +16,8 @@
 # (LARGER_VOLUMES), QPS at CLIENTS (default 4) and page reads per query; see run_larger.
 # MAINTENANCE_WORK_MEM (e.g. 256MB): set in both servers before CREATE INDEX (default: each
 # server's default, 64MB in both).
+# CHURN=1: DELETE 10% of the rows and VACUUM both (timed), then recall@10 over the rows left
+# against a fresh build on them, see bench-vectors.py.
 # Not part of CI; timings are the machine's.
 #
 #   scripts/bench-vectors.sh path/to/tierdb

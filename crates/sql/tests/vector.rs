@@ -289,6 +289,16 @@ fn nearest_neighbour_queries_use_the_hnsw_index() {
         assert!(ids(session, nearest).is_empty());
         let elsewhere = "SELECT id FROM items ORDER BY v <-> '[16,4,19]' LIMIT 7";
         assert_eq!(ids(session, elsewhere).len(), 2);
+        // VACUUM purges the graph: the stale entries are gone, so the ef_search = 2 nearest
+        // entries are the two nearest rows again, and the check finds no dead entry.
+        run(session, "VACUUM items").unwrap();
+        let two = "SELECT id FROM items ORDER BY v <-> '[3,1,4]' LIMIT 2";
+        let exact_two = "SELECT id FROM items ORDER BY l2_distance(v, '[3,1,4]'), id LIMIT 2";
+        assert_eq!(ids(session, two), ids(session, exact_two));
+        let check = "SELECT tierdb_check_vector_index('items_l2') ->> 'entries_dead'";
+        assert_eq!(value(session, check).unwrap(), Datum::Text("0".into()));
+        let check = "SELECT tierdb_check_vector_index('items_l2') ->> 'violation_count'";
+        assert_eq!(value(session, check).unwrap(), Datum::Text("0".into()));
     });
 }
 

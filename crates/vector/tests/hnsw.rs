@@ -621,3 +621,139 @@ fn pages_of_an_in_memory_build_survive_a_crash() {
         assert!(results.iter().any(found), "row {position} found after recovery");
     }
 }
+/// Recall@10 at `ef_search` of `index` over the entries `live` (positions into `data`),
+/// against brute force over those entries only.
+fn recall_over(
+    index: &Hnsw,
+    (data, live): (&[Vec<f32>], &[usize]),
+    queries: &[Vec<f32>],
+    ef_search: usize,
+) -> f64 {
+    let metric = index.metric();
+    let mut found = 0usize;
+    for query in queries {
+        let mut exact: Vec<(f64, usize)> =
+            live.iter().map(|&i| (metric.distance(query, &data[i]), i)).collect();
+        exact.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let truth: Vec<Vec<u8>> = exact[..10].iter().map(|&(_, i)| key_of(i)).collect();
+        let results = index.search(query, ef_search).unwrap();
+        found += results.iter().take(10).filter(|result| truth.contains(&result.key)).count();
+    }
+    f64::from(u32::try_from(found).unwrap()) / f64::from(u32::try_from(queries.len() * 10).unwrap())
+}
+
+/// A seeded tenth of `count` positions: the entries a churn test deletes.
+fn seeded_tenth(seed: u64, count: usize) -> std::collections::HashSet<Vec<u8>> {
+    let mut random = SplitMix64::new(seed);
+    (0..count).filter(|_| random.below(10) == 0).map(key_of).collect()
+}
+
+/// Churn: a tenth of the entries die; purge removes exactly them (the check passes: every
+/// live node reachable, no link to a freed page, the free list sound), recall over the live
+/// entries stays within a point of a fresh build on them, no dead entry is returned, and
+/// new inserts reuse the freed pages instead of growing the store.
+#[test]
+fn purge_removes_dead_nodes_and_keeps_recall() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(41, 2000, 32, 16);
+    let queries = clustered(42, 100, 32, 16);
+    let index = build(&store, &data, Metric::L2);
+    let dead = seeded_tenth(43, data.len());
+    let live: Vec<usize> = (0..data.len()).filter(|&i| !dead.contains(&key_of(i))).collect();
+    let stats = index.purge(&mut |key, _| Ok::<bool, HnswError>(dead.contains(key))).unwrap();
+    let removed = u64::try_from(dead.len()).unwrap();
+    assert_eq!((stats.nodes_walked, stats.nodes_removed), (2000, removed));
+    let report = index.check().unwrap();
+    let live_count = u64::try_from(live.len()).unwrap();
+    assert_eq!(
+        (report.node_count, report.nodes_reached, report.free_pages),
+        (live_count, live_count, removed)
+    );
+    for query in &queries {
+        let results = index.search(query, 40).unwrap();
+        assert!(results.iter().all(|result| !dead.contains(&result.key)), "a dead entry returned");
+    }
+    let purged = recall_over(&index, (&data, &live), &queries, 40);
+    let fresh_store = open_store(&directory.path().join("fresh"));
+    let fresh = Hnsw::create(Arc::clone(&fresh_store), parameters(32, Metric::L2)).unwrap();
+    for &i in &live {
+        fresh.insert(&data[i], &key_of(i)).unwrap();
+    }
+    let rebuilt = recall_over(&fresh, (&data, &live), &queries, 40);
+    eprintln!("churn: recall@10 purged={purged:.3} fresh={rebuilt:.3} {stats:?}");
+    assert!(purged >= rebuilt - 0.01, "recall {purged} after purge, {rebuilt} fresh");
+
+    let pages_before = store.max_page_id();
+    let more = clustered(44, dead.len(), 32, 16);
+    for (offset, vector) in more.iter().enumerate() {
+        index.insert(vector, &key_of(10_000 + offset)).unwrap();
+    }
+    assert_eq!(store.max_page_id(), pages_before, "inserts reused the freed pages");
+    let report = index.check().unwrap();
+    assert_eq!((report.node_count, report.nodes_reached, report.free_pages), (2000, 2000, 0));
+}
+
+/// A crash between two of a purge's mini-transactions leaves a sound graph (the nodes not
+/// yet removed are ordinary nodes); after recovery from the WAL alone a second purge
+/// removes the rest.
+#[test]
+fn a_purge_cut_short_by_a_crash_leaves_a_sound_graph() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = clustered(51, 600, 16, 8);
+    let dead = seeded_tenth(52, data.len());
+    let store = open_store(directory.path());
+    let index = build(&store, &data, Metric::L2);
+    let meta = index.meta_page();
+    store.flush_all().unwrap();
+    let mut is_dead = |key: &[u8], _: &[f32]| Ok::<bool, HnswError>(dead.contains(key));
+    let stats = index.purge_partially(&mut is_dead, 2).unwrap();
+    assert_eq!(stats.mtrs, 2);
+    assert!(stats.nodes_removed > 0 && stats.nodes_removed < u64::try_from(dead.len()).unwrap());
+    store.wait_durable(stats.lsn.unwrap()).unwrap();
+    drop(index);
+    Arc::try_unwrap(store).ok().expect("only owner").abandon();
+
+    let store = open_store(directory.path());
+    let index = Hnsw::open(Arc::clone(&store), meta).unwrap();
+    let report = index.check().unwrap();
+    let left = 600 - stats.nodes_removed;
+    assert_eq!(
+        (report.node_count, report.nodes_reached, report.free_pages),
+        (left, left, stats.nodes_removed)
+    );
+    let rest = index.purge(&mut is_dead).unwrap();
+    assert_eq!(stats.nodes_removed + rest.nodes_removed, u64::try_from(dead.len()).unwrap());
+    let report = index.check().unwrap();
+    let live = u64::try_from(600 - dead.len()).unwrap();
+    assert_eq!((report.node_count, report.nodes_reached), (live, live));
+    for (position, vector) in data.iter().enumerate() {
+        let nearest = &index.search(vector, 40).unwrap()[0];
+        if !dead.contains(&key_of(position)) {
+            assert_eq!(nearest.key, key_of(position), "live entry {position} found by its vector");
+        }
+    }
+}
+
+/// Every entry dead: the index becomes empty (no entry point), and inserts then reuse the
+/// freed pages, the free-list pages too.
+#[test]
+fn purging_every_node_empties_the_index() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(61, 300, 8, 4);
+    let index = build(&store, &data, Metric::L2);
+    let stats = index.purge(&mut |_, _| Ok::<bool, HnswError>(true)).unwrap();
+    assert_eq!(stats.nodes_removed, 300);
+    let report = index.check().unwrap();
+    assert_eq!((report.node_count, report.nodes_reached, report.free_pages), (0, 0, 300));
+    assert!(index.search(&data[0], 10).unwrap().is_empty());
+    let pages_before = store.max_page_id();
+    for (position, vector) in data.iter().enumerate() {
+        index.insert(vector, &key_of(position)).unwrap();
+    }
+    assert_eq!(store.max_page_id(), pages_before, "every new node in a freed page");
+    let report = index.check().unwrap();
+    assert_eq!((report.node_count, report.nodes_reached, report.free_pages), (300, 300, 0));
+    assert_eq!(index.search(&data[7], 10).unwrap()[0].key, key_of(7));
+}

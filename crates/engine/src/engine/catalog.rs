@@ -515,7 +515,11 @@ impl Shared {
         let mut vector_indexes = Vec::with_capacity(old.vector_indexes.len());
         for index in &old.vector_indexes {
             let graph = VectorGraph::create(store, &index.def, index.graph.centers())?;
-            vector_indexes.push(Arc::new(VectorIndex { def: index.def.clone(), graph }));
+            vector_indexes.push(Arc::new(VectorIndex {
+                def: index.def.clone(),
+                graph,
+                stale: Default::default(),
+            }));
         }
         let meta = tree.meta_page();
         self.write_catalog(&old, &old.def, &old.layout, meta, &indexes, &vector_indexes)?;

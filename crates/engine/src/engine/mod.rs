@@ -45,6 +45,7 @@ mod table;
 mod transaction;
 mod vector_check;
 mod vector_index;
+mod vector_purge;
 
 pub use index_build::{
     IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,

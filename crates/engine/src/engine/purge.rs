@@ -15,6 +15,7 @@ use crate::row::{decode_versions, encode_versions, Version};
 use crate::txn::{TxnId, TxnManager, TxnStatus, FROZEN_TXN};
 
 use super::table::{drop_stale_entries, Index, Table};
+use super::vector_purge::note_uncarried_vectors;
 use super::Shared;
 
 /// Rows written and index entries made stale by finished transactions. Bounded: past
@@ -102,6 +103,8 @@ pub struct PurgeStats {
     pub rows_rewritten: u64,
     pub rows_removed: u64,
     pub index_entries_removed: u64,
+    /// Nodes removed from HNSW graphs (`vector_purge.rs`).
+    pub vector_entries_removed: u64,
 }
 
 impl Shared {
@@ -168,6 +171,9 @@ impl Shared {
                     self.purge_index_entry(&table, index, &entry_key, &row_key, stats)?;
                 }
             }
+            if !self.purge_vector_indexes(&table, stats)? {
+                return Ok(false);
+            }
         }
         Ok(true)
     }
@@ -203,6 +209,7 @@ impl Shared {
     ) -> Result<bool> {
         let mut seen = std::collections::HashSet::new();
         let mut again = Vec::new();
+        let mut vector_tables: Vec<Arc<Table>> = Vec::new();
         for (table, key) in rows {
             if self.stopping.load(Ordering::Acquire) {
                 return Ok(false);
@@ -214,8 +221,18 @@ impl Shared {
             // dropped or truncated table's rows are gone.
             let _ddl = self.ddl.read();
             let Some(table) = self.current_with_tree(&table) else { continue };
+            if !table.vector_indexes.is_empty()
+                && !vector_tables.iter().any(|known| Arc::ptr_eq(known, &table))
+            {
+                vector_tables.push(Arc::clone(&table));
+            }
             if self.purge_row(&table, &key, stats)? {
                 again.push((table, key));
+            }
+        }
+        for table in vector_tables {
+            if !self.purge_stale_vector_indexes(&table, stats)? {
+                return Ok(false);
             }
         }
         for (table, index, entry_key, row_key) in entries {
@@ -251,6 +268,7 @@ impl Shared {
         let mut versions = before.clone();
         prune_versions(&self.txns, 0, &mut versions, true)?;
         stats.index_entries_removed += drop_stale_entries(table, key, &before, &versions)?;
+        note_uncarried_vectors(table, &before, &versions)?;
         if versions.is_empty() {
             table.tree.delete(key)?;
             stats.rows_removed += 1;

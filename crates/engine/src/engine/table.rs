@@ -67,6 +67,9 @@ pub enum VectorMethod {
 pub(super) struct VectorIndex {
     pub(super) def: VectorIndexDef,
     pub(super) graph: VectorGraph,
+    /// Vectors that the purge thread's queued passes left carried by no version since the
+    /// graph was last purged (`vector_purge.rs`: past a tenth of the nodes it purges).
+    pub(super) stale: std::sync::atomic::AtomicU64,
 }
 
 /// The pages of a vector index, by access method.

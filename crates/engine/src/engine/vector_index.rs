@@ -283,7 +283,7 @@ impl Shared {
             VectorMethod::IvfFlat { lists } => self.ivfflat_centers(table, &def, lists)?,
         };
         let graph = VectorGraph::create(table.tree.store(), &def, &centers)?;
-        let index = VectorIndex { graph, def };
+        let index = VectorIndex { graph, def, stale: Default::default() };
         let mut batch = BuildBatch::new(memory_bytes);
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
@@ -373,7 +373,7 @@ impl Shared {
             VectorMethod::Hnsw => VectorGraph::Hnsw(Hnsw::open(store, meta)?),
             VectorMethod::IvfFlat { .. } => VectorGraph::IvfFlat(IvfFlat::open(store, meta)?),
         };
-        Ok(VectorIndex { graph, def })
+        Ok(VectorIndex { graph, def, stale: Default::default() })
     }
 }
 

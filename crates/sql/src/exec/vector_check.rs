@@ -66,6 +66,7 @@ fn report(check: &VectorIndexCheck) -> Jsonb {
     Jsonb::object(vec![
         ("node_count".into(), number(graph.node_count)),
         ("nodes_reached".into(), number(graph.nodes_reached)),
+        ("free_pages".into(), number(graph.free_pages)),
         ("nodes_reached_layer0".into(), number(graph.nodes_reached_layer0)),
         ("top_level".into(), number(u64::from(graph.top_level))),
         ("links".into(), number(graph.links)),

@@ -11,7 +11,7 @@ use std::hash::{Hash, Hasher};
 use tierdb_common::PageId;
 use tierdb_storage::StorageError;
 
-use super::layout::NodeRef;
+use super::layout::{decode_free_list, NodeRef, FREE_LIST_PAGE_TYPE};
 use super::search::{PageMap, PageSet};
 use super::{read_meta, Hnsw, HnswError, Metric, Result};
 
@@ -28,8 +28,10 @@ pub struct Violation {
 /// What `Hnsw::check_graph` found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckReport {
-    /// The meta page's node count (nodes ever inserted: no node is removed yet).
+    /// The meta page's node count (nodes inserted and not removed by purge).
     pub node_count: u64,
+    /// Freed node pages on the free list (the meta page's count, checked against the list).
+    pub free_pages: u64,
     /// Readable nodes reachable from the entry point over all layers.
     pub nodes_reached: u64,
     /// Of those, the nodes reachable from the entry point on layer 0 alone.
@@ -76,6 +78,7 @@ struct Walk<'visit> {
     links: u64,
     report: Vec<Violation>,
     violation_count: u64,
+    free_pages: u64,
     visit: &'visit mut NodeVisitor<'visit>,
 }
 
@@ -131,16 +134,19 @@ impl Hnsw {
             links: 0,
             report: Vec::new(),
             violation_count: 0,
+            free_pages: 0,
             visit,
         };
         if meta.entry.is_none() {
             if meta.node_count != 0 {
                 walk.violation(self.meta, format!("no entry point but count={}", meta.node_count));
             }
+            self.verify_free_list(&mut walk, (meta.free_head, meta.free_count))?;
             return Ok(self.finish(walk, 0));
         }
         self.collect(&mut walk)?;
         let reached_layer0 = self.verify(&mut walk)?;
+        self.verify_free_list(&mut walk, (meta.free_head, meta.free_count))?;
         Ok(self.finish(walk, reached_layer0))
     }
 
@@ -151,6 +157,12 @@ impl Hnsw {
         let mut code = Vec::with_capacity(self.layout.code_bytes);
         while let Some(page_id) = queue.pop_front() {
             let read = self.read_node(page_id, |node| {
+                if node.is_freed() {
+                    return Err(HnswError::Corrupt {
+                        page_id,
+                        detail: "a freed node (on the free list)".into(),
+                    });
+                }
                 let mut vector = Vec::with_capacity(self.layout.dimensions);
                 node.vector_into(&mut vector);
                 code.clear();
@@ -263,6 +275,47 @@ impl Hnsw {
         }
     }
 
+    /// The free list: every page it names is a freed node page that the walks did not
+    /// reach, named once, and their number is the meta page's free count.
+    fn verify_free_list(
+        &self,
+        walk: &mut Walk<'_>,
+        (head, count): (Option<PageId>, u64),
+    ) -> Result<()> {
+        walk.free_pages = count;
+        let mut listed = PageSet::default();
+        let mut freed_listed = 0u64;
+        let mut next = head;
+        while let Some(list_page) = next {
+            if !listed.insert(list_page) {
+                walk.violation(list_page, "free list loops".into());
+                break;
+            }
+            let page = self.store.read(list_page)?;
+            if page.page_type() != FREE_LIST_PAGE_TYPE {
+                walk.violation(list_page, "free list names a page of another type".into());
+                break;
+            }
+            let (following, ids) = decode_free_list(list_page, page.payload())?;
+            drop(page);
+            for page_id in ids {
+                freed_listed += 1;
+                let freed = self.read_node(page_id, |node| Ok(node.is_freed()));
+                if !matches!(freed, Ok(true)) || walk.facts.contains_key(&page_id) {
+                    walk.violation(page_id, "on the free list but not a freed node".into());
+                }
+                if !listed.insert(page_id) {
+                    walk.violation(page_id, "on the free list twice".into());
+                }
+            }
+            next = following;
+        }
+        if freed_listed != count {
+            walk.violation(self.meta, format!("free count={count} but {freed_listed} listed"));
+        }
+        Ok(())
+    }
+
     /// Under the negated inner product the heuristic may leave nodes without in-links (a
     /// large-norm node is "nearer" to everything; pgvector's graph does the same), so only
     /// the other metrics require every node to be reachable.
@@ -288,6 +341,7 @@ impl Hnsw {
         }
         CheckReport {
             node_count: walk.node_count,
+            free_pages: walk.free_pages,
             nodes_reached: reached,
             nodes_reached_layer0: reached_layer0,
             top_level: walk.top_level,

@@ -5,6 +5,7 @@ use tierdb_common::{Lsn, PageId, SplitMix64};
 use super::layout::{
     META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE, ROW_KEY_BYTES_MAX,
 };
+use super::purge::{pop_free, FreeList, Touched};
 use super::search::{Candidate, Distances, VectorCache};
 use super::{read_meta, Distance, Hnsw, HnswError, Result};
 
@@ -64,7 +65,12 @@ impl Hnsw {
         let mut writer = self.writer.lock();
         let writer = &mut *writer;
         let mut cache = VectorCache::keeping(std::mem::take(&mut writer.vectors));
-        let outcome = self.insert_locked(&mut writer.random, &mut cache, vector, key);
+        let outcome = self.insert_locked(
+            (&mut writer.random, writer.touched.as_mut()),
+            &mut cache,
+            vector,
+            key,
+        );
         writer.vectors = cache.vectors;
         writer.vectors.end_operation();
         if outcome.is_err() {
@@ -85,7 +91,7 @@ impl Hnsw {
 
     fn insert_locked(
         &self,
-        random: &mut SplitMix64,
+        (random, touched): (&mut SplitMix64, Option<&mut Touched>),
         cache: &mut VectorCache,
         vector: &[f32],
         key: &[u8],
@@ -94,8 +100,13 @@ impl Hnsw {
         let level = draw_level(random, self.layout.m, self.layout.level_cap);
         let mut mtr = self.store.mtr();
         // Nothing links to the new page until this mtr commits, so holding its exclusive
-        // latch through the search blocks no reader.
-        let (node_slot, node_id) = mtr.allocate(NODE_PAGE_TYPE)?;
+        // latch through the search blocks no reader (but a scan that still holds the id of
+        // a reused freed page waits for this insert before reading it).
+        let mut free = FreeList::of(&meta);
+        let (node_slot, node_id) = match pop_free(&mut mtr, &mut free)? {
+            Some(reused) => reused,
+            None => mtr.allocate(NODE_PAGE_TYPE)?,
+        };
         cache.vectors.insert(node_id, vector);
         let mut lists = vec![Vec::new(); usize::from(level) + 1];
         let mut changes: Vec<(PageId, usize, ListChange)> = Vec::new();
@@ -123,6 +134,10 @@ impl Hnsw {
         };
         let node_links: Vec<_> = lists.iter().map(|list| with_vectors(list)).collect();
         mtr.write(node_slot, 0, &self.layout.encode_node(vector, key, &node_links));
+        if let Some(touched) = touched {
+            touched.new_nodes.insert(node_id);
+            touched.lists.extend(changes.iter().map(|(neighbour, _, _)| *neighbour));
+        }
         for (neighbour, layer, change) in changes {
             let slot = mtr.latch(neighbour)?;
             match change {
@@ -140,6 +155,9 @@ impl Hnsw {
         }
         let meta_slot = mtr.latch(self.meta)?;
         mtr.write(meta_slot, META_COUNT_OFFSET, &(meta.node_count + 1).to_le_bytes());
+        if (free.head, free.count) != (meta.free_head, meta.free_count) {
+            free.write(&mut mtr, meta_slot);
+        }
         if meta.entry.is_none() || level > meta.top_level {
             mtr.write(meta_slot, META_TOP_LEVEL_OFFSET, &[level]);
             mtr.write(meta_slot, META_ENTRY_OFFSET, &node_id.0.to_le_bytes());

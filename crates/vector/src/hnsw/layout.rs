@@ -8,8 +8,14 @@ use super::{HnswError, Metric, Result};
 
 pub(crate) const META_PAGE_TYPE: PageType = PageType::Other(30);
 pub(crate) const NODE_PAGE_TYPE: PageType = PageType::Other(31);
+/// A page of the free list: ids of freed node pages waiting to be reused by inserts.
+pub(crate) const FREE_LIST_PAGE_TYPE: PageType = PageType::Other(35);
 const META_MAGIC: &[u8; 4] = b"THN1";
 const NODE_KIND: u8 = 1;
+/// A node that purge removed from the graph: its page is on the free list. Its vector and
+/// lists stay as they were until an insert reuses the page, so a scan that started before
+/// the purge and still holds the page id can step through it (it returns no result).
+pub(crate) const FREED_KIND: u8 = 2;
 /// Largest row key stored with a node: the B+tree's key limit, which bounds primary keys.
 pub const ROW_KEY_BYTES_MAX: usize = 1024;
 /// Highest level a node may have, whatever fits.
@@ -186,6 +192,30 @@ impl Layout {
         bytes
     }
 
+    /// One slot of a list on `layer`: the page id and, on layer 0, the code of its vector.
+    pub fn encode_slot(&self, layer: usize, link: (PageId, &[f32])) -> Vec<u8> {
+        let mut slot = link.0 .0.to_le_bytes().to_vec();
+        if layer == 0 && self.code_bytes > 0 {
+            self.encode_code(link.1, &mut slot);
+        }
+        slot
+    }
+
+    /// A list's bytes from its count on, from slots as `encode_slot` or `NodeRef::slot`
+    /// give them.
+    pub fn encode_slots(&self, layer: usize, slots: &[Vec<u8>]) -> Vec<u8> {
+        assert!(slots.len() <= self.capacity(layer), "a list within its capacity");
+        let mut bytes =
+            Vec::with_capacity(LIST_HEADER_BYTES + slots.len() * self.slot_bytes(layer));
+        bytes.extend_from_slice(&to_u16(slots.len()).to_le_bytes());
+        bytes.extend_from_slice(&[0, 0]);
+        for slot in slots {
+            assert!(slot.len() == self.slot_bytes(layer), "a slot of this layer");
+            bytes.extend_from_slice(slot);
+        }
+        bytes
+    }
+
     /// The bytes (offset, contents) that append one link to a list holding `count`.
     pub fn append_link(
         &self,
@@ -194,12 +224,8 @@ impl Layout {
         link: (PageId, &[f32]),
     ) -> [(usize, Vec<u8>); 2] {
         assert!(count < self.capacity(layer), "appending to a full list");
-        let mut slot = link.0 .0.to_le_bytes().to_vec();
-        if layer == 0 && self.code_bytes > 0 {
-            self.encode_code(link.1, &mut slot);
-        }
         [
-            (self.slot_offset(layer, count), slot),
+            (self.slot_offset(layer, count), self.encode_slot(layer, link)),
             (self.list_offset(layer), to_u16(count + 1).to_le_bytes().to_vec()),
         ]
     }
@@ -292,7 +318,7 @@ pub(crate) struct NodeRef<'page> {
 impl<'page> NodeRef<'page> {
     pub fn open(layout: Layout, page_id: PageId, bytes: &'page [u8]) -> Result<NodeRef<'page>> {
         let corrupt = |detail: String| HnswError::Corrupt { page_id, detail };
-        if bytes[0] != NODE_KIND {
+        if bytes[0] != NODE_KIND && bytes[0] != FREED_KIND {
             return Err(corrupt(format!("not an hnsw node kind={}", bytes[0])));
         }
         if usize::from(get_u16(bytes, 2)) != layout.dimensions {
@@ -326,6 +352,11 @@ impl<'page> NodeRef<'page> {
         self.bytes[1]
     }
 
+    /// Whether purge removed this node (its page waits on the free list).
+    pub fn is_freed(&self) -> bool {
+        self.bytes[0] == FREED_KIND
+    }
+
     /// The exact vector into `out`, reusing its allocation (a query reads hundreds).
     pub fn vector_into(&self, out: &mut Vec<f32>) {
         let start = self.layout.vector_offset();
@@ -354,6 +385,12 @@ impl<'page> NodeRef<'page> {
         (0..self.count(layer)).map(|index| self.link(layer, index)).collect()
     }
 
+    /// The bytes of slot `index` on `layer` (page id, and the code on layer 0).
+    pub fn slot(&self, layer: usize, index: usize) -> &'page [u8] {
+        let start = self.layout.slot_offset(layer, index);
+        &self.bytes[start..start + self.layout.slot_bytes(layer)]
+    }
+
     /// The code of the layer-0 link `index` (the index has codes).
     pub fn code(&self, index: usize) -> &'page [u8] {
         let start = self.layout.slot_offset(0, index) + PAGE_ID_BYTES;
@@ -371,15 +408,23 @@ pub(crate) struct Meta {
     /// The entry point (`None`: the index is empty).
     pub entry: Option<PageId>,
     pub node_count: u64,
+    /// The first free-list page (None: no page is free). Meta pages written before purge
+    /// existed hold zeros here.
+    pub free_head: Option<PageId>,
+    /// Freed node pages on the free list.
+    pub free_count: u64,
 }
 
 pub(crate) const META_TOP_LEVEL_OFFSET: usize = 12;
 pub(crate) const META_ENTRY_OFFSET: usize = 16;
 pub(crate) const META_COUNT_OFFSET: usize = 24;
+pub(crate) const META_FREE_HEAD_OFFSET: usize = 32;
+pub(crate) const META_FREE_COUNT_OFFSET: usize = 40;
+const META_BYTES: usize = 48;
 
 impl Meta {
     pub fn encode(&self) -> Vec<u8> {
-        let mut bytes = vec![0u8; 32];
+        let mut bytes = vec![0u8; META_BYTES];
         bytes[0..4].copy_from_slice(META_MAGIC);
         bytes[4..6].copy_from_slice(&to_u16(self.layout.dimensions).to_le_bytes());
         bytes[6] = u8::try_from(self.layout.m).expect("m <= 100");
@@ -390,6 +435,10 @@ impl Meta {
         bytes[13] = self.layout.level_cap;
         bytes[16..24].copy_from_slice(&self.entry.map_or(0, |page| page.0).to_le_bytes());
         bytes[24..32].copy_from_slice(&self.node_count.to_le_bytes());
+        let free_head = self.free_head.map_or(0, |page| page.0);
+        bytes[META_FREE_HEAD_OFFSET..META_FREE_HEAD_OFFSET + 8]
+            .copy_from_slice(&free_head.to_le_bytes());
+        bytes[META_FREE_COUNT_OFFSET..META_BYTES].copy_from_slice(&self.free_count.to_le_bytes());
         bytes
     }
 
@@ -418,6 +467,7 @@ impl Meta {
             return Err(corrupt("bad level cap or top level"));
         }
         let entry = get_u64(bytes, META_ENTRY_OFFSET);
+        let free_head = get_u64(bytes, META_FREE_HEAD_OFFSET);
         Ok(Meta {
             layout,
             metric,
@@ -425,6 +475,37 @@ impl Meta {
             top_level,
             entry: (entry != 0).then_some(PageId(entry)),
             node_count: get_u64(bytes, META_COUNT_OFFSET),
+            free_head: (free_head != 0).then_some(PageId(free_head)),
+            free_count: get_u64(bytes, META_FREE_COUNT_OFFSET),
         })
     }
+}
+
+/// A free-list page: next page u64, count u16, zero, then `count` freed node page ids.
+pub(crate) const FREE_LIST_HEADER_BYTES: usize = 16;
+pub(crate) const FREE_LIST_COUNT_OFFSET: usize = 8;
+/// Page ids one free-list page holds.
+pub(crate) const FREE_LIST_IDS_MAX: usize = (PAGE_PAYLOAD_SIZE - FREE_LIST_HEADER_BYTES) / 8;
+
+/// A free-list page's fields: (next page, the freed page ids it holds).
+pub(crate) fn decode_free_list(
+    page_id: PageId,
+    bytes: &[u8],
+) -> Result<(Option<PageId>, Vec<PageId>)> {
+    let count = usize::from(get_u16(bytes, FREE_LIST_COUNT_OFFSET));
+    if count > FREE_LIST_IDS_MAX {
+        return Err(HnswError::Corrupt { page_id, detail: format!("free list count={count}") });
+    }
+    let next = get_u64(bytes, 0);
+    let ids =
+        (0..count).map(|index| PageId(get_u64(bytes, free_list_slot_offset(index)))).collect();
+    Ok(((next != 0).then_some(PageId(next)), ids))
+}
+
+pub(crate) fn free_list_slot_offset(index: usize) -> usize {
+    FREE_LIST_HEADER_BYTES + 8 * index
+}
+
+pub(crate) fn free_list_count_bytes(count: usize) -> [u8; 2] {
+    to_u16(count).to_le_bytes()
 }

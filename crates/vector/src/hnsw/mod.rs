@@ -10,6 +10,7 @@ mod build;
 mod check;
 mod graph;
 mod layout;
+mod purge;
 mod scan;
 mod search;
 
@@ -28,6 +29,7 @@ pub use layout::{
     ROW_KEY_BYTES_MAX,
 };
 use layout::{Meta, META_PAGE_TYPE};
+pub use purge::{IsDead, PurgeStats, PURGE_MTR_PAGES_MAX};
 pub use scan::{
     IterativeScan, Scan, ScanOptions, ScanState, MAX_SCAN_TUPLES_DEFAULT, MAX_SCAN_TUPLES_MAX,
     MAX_SCAN_TUPLES_MIN,
@@ -97,10 +99,13 @@ pub struct Hnsw {
     /// The exact vectors of upper-layer nodes (level >= 1), by page, as searches read
     /// them: the greedy descent of every query and insert walks these few nodes (about
     /// 1/m of the index), and without them each upper-layer distance is a page read.
-    /// A node's vector never changes and no page of an index is freed, so an entry never
-    /// goes stale. Bounded by `NAVIGATION_BYTES_MAX`; once full, new nodes are read from
+    /// A node's vector never changes; purge drops the entries of the nodes it frees (after
+    /// the mtr that frees them, so no reader can put one back). Bounded by `NAVIGATION_BYTES_MAX`; once full, new nodes are read from
     /// their pages.
     navigation: RwLock<Navigation>,
+    /// Held through a purge: one at a time (VACUUM and the purge thread may both start
+    /// one), since each relies on the writer's `touched` record of its own walk.
+    purging: Mutex<()>,
 }
 
 /// Bytes of vectors `Hnsw::navigation` holds at most per index (128 dimensions: 131,072
@@ -110,6 +115,10 @@ pub const NAVIGATION_BYTES_MAX: usize = 64 << 20;
 struct Writer {
     random: SplitMix64,
     vectors: search::Vectors,
+    /// While a purge walks the graph without the writer's lock: the pages each insert
+    /// wrote (the new node and the neighbours whose lists changed), whose lists the purge
+    /// re-reads before repairing, since they may link to nodes it is removing.
+    touched: Option<purge::Touched>,
 }
 
 #[derive(Default)]
@@ -131,6 +140,8 @@ impl Hnsw {
             top_level: 0,
             entry: None,
             node_count: 0,
+            free_head: None,
+            free_count: 0,
         };
         mtr.write(slot, 0, &fields.encode());
         mtr.commit()?;
@@ -152,8 +163,10 @@ impl Hnsw {
             writer: Mutex::new(Writer {
                 random: SplitMix64::new(meta.0 ^ fields.node_count.rotate_left(32)),
                 vectors: search::Vectors::default(),
+                touched: None,
             }),
             navigation: RwLock::new(Navigation::default()),
+            purging: Mutex::new(()),
         }
     }
 
@@ -172,6 +185,11 @@ impl Hnsw {
     /// Nodes in the graph (the meta page's count).
     pub fn node_count(&self) -> Result<u64> {
         Ok(read_meta(&self.store, self.meta)?.node_count)
+    }
+
+    /// Freed node pages waiting on the free list for inserts to reuse them.
+    pub fn free_pages(&self) -> Result<u64> {
+        Ok(read_meta(&self.store, self.meta)?.free_count)
     }
 
     fn check_vector(&self, vector: &[f32]) -> Result<()> {

@@ -250,13 +250,15 @@ impl ScanState {
                 continue;
             }
             let exact = &mut self.cache.exact;
-            results.push(index.read_node(page_id, |node| {
+            let result = index.read_node(page_id, |node| {
                 node.vector_into(exact);
-                Ok(SearchResult {
+                // Freed by a purge since the search evaluated it: no entry any more.
+                Ok((!node.is_freed()).then(|| SearchResult {
                     distance: index.metric.distance(&self.query, exact),
                     key: node.key().to_vec(),
-                })
-            })?);
+                }))
+            })?;
+            results.extend(result);
         }
         if self.options.iterative == IterativeScan::StrictOrder {
             results.append(&mut self.held);

@@ -132,7 +132,7 @@ impl Hnsw {
         let exact = &mut cache.exact;
         self.read_node(page_id, |node| {
             node.vector_into(exact);
-            self.remember(page_id, node.level(), exact);
+            self.remember(page_id, node, exact);
             Ok(())
         })?;
         cache.vectors.insert(page_id, &cache.exact);
@@ -140,9 +140,15 @@ impl Hnsw {
     }
 
     /// Keeps the vector of an upper-layer node in the navigation copy while it has room.
-    fn remember(&self, page_id: PageId, level: u8, vector: &[f32]) {
+    /// Called under the node's shared latch, so a purge that frees the node (under its
+    /// exclusive latch) and then drops its entry never leaves one behind; a freed node is
+    /// not kept (its page may be reused for another vector).
+    fn remember(&self, page_id: PageId, node: &NodeRef<'_>, vector: &[f32]) {
         let bytes = std::mem::size_of_val(vector);
-        if level == 0 || self.navigation.read().bytes + bytes > NAVIGATION_BYTES_MAX {
+        if node.level() == 0
+            || node.is_freed()
+            || self.navigation.read().bytes + bytes > NAVIGATION_BYTES_MAX
+        {
             return;
         }
         let mut navigation = self.navigation.write();
@@ -171,7 +177,7 @@ impl Hnsw {
         let exact = &mut cache.exact;
         self.read_node(page_id, |node| {
             node.vector_into(exact);
-            self.remember(page_id, node.level(), exact);
+            self.remember(page_id, node, exact);
             Ok(Distance(self.metric.distance(query, exact)))
         })
     }
@@ -191,12 +197,14 @@ impl Hnsw {
         let mut unvisited = Vec::new();
         self.read_node(page_id, |node| {
             if usize::from(node.level()) < layer {
-                return Err(HnswError::Corrupt {
-                    page_id,
-                    detail: format!("reached on layer={layer} above its level={}", node.level()),
-                });
+                // A freed page that an insert reused for a lower node since this search
+                // read the link to it (the check reports such a link in a quiet graph).
+                return Ok(());
             }
-            if use_codes {
+            // A node purge freed after this search read the link to it: its lists are
+            // intact until its page is reused, so the search steps through it, but it is
+            // no result.
+            if use_codes && !node.is_freed() {
                 node.vector_into(&mut cache.exact);
                 let result = SearchResult {
                     distance: self.metric.distance(query, &cache.exact),
