@@ -757,3 +757,38 @@ fn purging_every_node_empties_the_index() {
     assert_eq!((report.node_count, report.nodes_reached, report.free_pages), (300, 300, 0));
     assert_eq!(index.search(&data[7], 10).unwrap()[0].key, key_of(7));
 }
+
+/// An index far larger than the buffer pool: scans ask the store to load the pages of the
+/// coming hops and of re-ranking ahead (`PageStore::read_ahead`), and return exactly what
+/// they return with every page in DRAM.
+#[test]
+fn scans_larger_than_the_pool_read_ahead_and_return_the_same_results() {
+    let directory = tempfile::tempdir().unwrap();
+    let data = clustered(21, 1500, 32, 12);
+    let queries = clustered(22, 20, 32, 12);
+    let store = open_store(directory.path());
+    let index = build_in_memory(&store, &data, Metric::L2);
+    let meta = index.meta_page();
+    let in_memory: Vec<Vec<SearchResult>> = queries
+        .iter()
+        .map(|query| index.scan(query, 40).unwrap().take(100).collect::<Result<_, _>>().unwrap())
+        .collect();
+    drop(index);
+    Arc::try_unwrap(store).ok().expect("only owner").close().unwrap();
+
+    // 64 frames for 1,500 node pages: nearly every hop misses the pool.
+    let mut config = StoreConfig::local(directory.path()).unwrap();
+    config.buffer_pool_bytes = 64 * 8192;
+    let store = Arc::new(PageStore::open(config).unwrap());
+    let index = Hnsw::open(Arc::clone(&store), meta).unwrap();
+    let requested_before = store.stats().readahead.pages_requested.get();
+    for (query, expected) in queries.iter().zip(&in_memory) {
+        let results: Vec<SearchResult> =
+            index.scan(query, 40).unwrap().take(100).collect::<Result<_, _>>().unwrap();
+        assert_eq!(&results, expected, "same results with a small pool and read-ahead");
+    }
+    let requested = store.stats().readahead.pages_requested.get() - requested_before;
+    let misses = store.pool_stats().misses.get();
+    eprintln!("read-ahead: {requested} pages requested, {misses} pool misses");
+    assert!(requested > 0, "scans larger than the pool ask for pages ahead");
+}

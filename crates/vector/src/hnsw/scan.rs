@@ -13,6 +13,17 @@ use super::{read_meta, Hnsw, HnswError, Result, SearchResult};
 /// Most entries a layer search reserves in its visited set up front (it grows past it).
 const VISITED_RESERVE_MAX: usize = 1 << 16;
 
+/// Frontier candidates whose pages a layer search asks the store to load ahead
+/// (`PageStore::read_ahead`) before it expands the nearest one. Larger than memory, each
+/// expansion is one synchronous page read (about 124 us from the tier, over 1 ms from a
+/// network volume); with the next candidates loading meanwhile on the read-ahead workers
+/// (4 of them, `READAHEAD_WORKERS`), the reads of the coming hops overlap the current one.
+/// The best-first order is not known ahead (the expansion adds nearer candidates), so a
+/// deeper look-ahead reads more pages the search never expands; 4 matches the workers and
+/// was measured in docs/BENCHMARKS.md (issue 14, read-ahead). In DRAM it costs a few heap
+/// operations per expansion and one residency check per page, never a read.
+const READ_AHEAD_CANDIDATES: usize = 4;
+
 /// A layer search that can be resumed. Every node it has evaluated is in `pending` until
 /// taken, and in `frontier` until expanded. `advance(ef)` expands the nearest unexpanded
 /// node until `ef` pending nodes are nearer than all unexpanded ones: from fresh entries
@@ -31,6 +42,11 @@ pub(super) struct LayerScan {
     best: BinaryHeap<Candidate>,
     /// The neighbours of the node being expanded (kept for its allocation).
     found: Vec<Candidate>,
+    /// Pages already asked for by read-ahead: each is asked for once per scan.
+    requested: PageSet,
+    /// The candidates and pages of one read-ahead request (kept for their allocation).
+    ahead: Vec<Candidate>,
+    ahead_pages: Vec<PageId>,
 }
 
 /// Keeps `candidate` in `best` if it is among the `ef` nearest seen.
@@ -64,6 +80,34 @@ impl LayerScan {
             pending: entries.iter().copied().map(Reverse).collect(),
             best: BinaryHeap::new(),
             found: Vec::new(),
+            requested: PageSet::default(),
+            ahead: Vec::with_capacity(READ_AHEAD_CANDIDATES),
+            ahead_pages: Vec::with_capacity(READ_AHEAD_CANDIDATES),
+        }
+    }
+
+    /// Asks the store to load the pages of the next `READ_AHEAD_CANDIDATES` frontier nodes
+    /// the search would expand (those not farther than the `ef` best), not asked for yet.
+    fn read_ahead(&mut self, index: &Hnsw, ef: usize) {
+        let farthest = if self.best.len() >= ef { self.best.peek().copied() } else { None };
+        self.ahead.clear();
+        while self.ahead.len() < READ_AHEAD_CANDIDATES {
+            let Some(&Reverse(candidate)) = self.frontier.peek() else { break };
+            if farthest.is_some_and(|farthest| farthest < candidate) {
+                break;
+            }
+            self.frontier.pop();
+            self.ahead.push(candidate);
+        }
+        self.ahead_pages.clear();
+        for &candidate in &self.ahead {
+            self.frontier.push(Reverse(candidate));
+            if self.requested.insert(candidate.1) {
+                self.ahead_pages.push(candidate.1);
+            }
+        }
+        if !self.ahead_pages.is_empty() {
+            index.store.read_ahead(&self.ahead_pages);
         }
     }
 
@@ -85,6 +129,7 @@ impl LayerScan {
                 break;
             }
             self.frontier.pop();
+            self.read_ahead(index, ef);
             self.found.clear();
             index.expand(
                 query,
@@ -143,6 +188,8 @@ pub enum IterativeScan {
 /// Bytes of scan state per evaluated node: its visited-set entry (a page id in a hash set
 /// with its control byte and load-factor slack) and its candidate in the pending heap.
 const EVALUATED_NODE_BYTES: usize = 16 + std::mem::size_of::<Candidate>();
+/// Bytes per page asked for by read-ahead (a page id in a hash set, as `visited`).
+const REQUESTED_PAGE_BYTES: usize = 16;
 /// Bytes per unexpanded candidate in the frontier heap.
 const FRONTIER_CANDIDATE_BYTES: usize = std::mem::size_of::<Candidate>();
 /// Bytes per expanded node's kept exact result, besides its row key.
@@ -243,7 +290,17 @@ impl ScanState {
         }
         self.batches += 1;
         let mut results = Vec::with_capacity(ef_search);
-        for (_, page_id) in layer.take_nearest(ef_search) {
+        let nearest = layer.take_nearest(ef_search);
+        // Re-ranking reads the pages of the nodes not expanded: all of them at once.
+        let unread: Vec<PageId> = nearest
+            .iter()
+            .map(|&(_, page_id)| page_id)
+            .filter(|page_id| !self.cache.expanded.contains_key(page_id))
+            .collect();
+        if unread.len() > 1 {
+            index.store.read_ahead(&unread);
+        }
+        for (_, page_id) in nearest {
             // An expanded node's exact result was taken when its page was read.
             if let Some(result) = self.cache.expanded.remove(&page_id) {
                 results.push(result);
@@ -297,6 +354,7 @@ impl ScanState {
         let Some(layer) = self.layer.as_ref() else { return 0 };
         let keys: usize = self.cache.expanded.values().map(|result| result.key.len()).sum();
         layer.evaluated() * EVALUATED_NODE_BYTES
+            + layer.requested.len() * REQUESTED_PAGE_BYTES
             + layer.frontier.len() * FRONTIER_CANDIDATE_BYTES
             + (self.cache.expanded.len() + self.held.len()) * EXPANDED_RESULT_BYTES
             + keys

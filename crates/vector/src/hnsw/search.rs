@@ -182,6 +182,27 @@ impl Hnsw {
         })
     }
 
+    /// Asks the store to load the pages of `page_ids` whose exact vectors are about to be
+    /// read and are in neither `cache` nor the navigation copy: the reads of one hop's
+    /// neighbours then run in parallel instead of one after the other.
+    fn read_ahead_vectors(&self, page_ids: &[PageId], cache: &VectorCache) {
+        if page_ids.len() < 2 {
+            return;
+        }
+        let navigation = self.navigation.read();
+        let unread: Vec<PageId> = page_ids
+            .iter()
+            .copied()
+            .filter(|page_id| {
+                !cache.vectors.contains(page_id) && !navigation.vectors.contains_key(page_id)
+            })
+            .collect();
+        drop(navigation);
+        if unread.len() > 1 {
+            self.store.read_ahead(&unread);
+        }
+    }
+
     /// The unvisited neighbours of `page_id` on `layer` with their distances to `query`
     /// (marked visited), appended to `found`.
     pub(super) fn expand(
@@ -227,6 +248,7 @@ impl Hnsw {
             }
             Ok(())
         })?;
+        self.read_ahead_vectors(&unvisited, cache);
         for neighbour in unvisited {
             found.push((self.exact_distance(query, neighbour, cache)?, neighbour));
         }
