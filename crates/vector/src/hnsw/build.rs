@@ -32,6 +32,10 @@ use super::{read_meta, Distance, Hnsw, HnswError, Metric, Result};
 
 /// Threads linking a build's nodes at most (pgvector's default is 2 workers and the leader).
 pub const BUILD_THREADS_MAX: usize = 8;
+/// Entries below which a build runs on one thread: it takes well under a second, and one
+/// thread builds the same graph every time (the interleaving of several changes it), which
+/// exact answers from an index on a small table, as tests check them, rely on.
+pub const PARALLEL_BUILD_ENTRIES_MIN: usize = 10_000;
 /// Nodes written per mini-transaction: a WAL record of at most this many pages.
 const NODES_PER_MTR: usize = 64;
 /// What one node costs the build besides its vector, key and layer-0 list: the key's end,
@@ -122,8 +126,16 @@ impl Hnsw {
     }
 
     /// Builds the graph of `entries` in memory and writes its pages; the index must be
-    /// empty. Returns the LSN of the last WAL record.
+    /// empty. Returns the LSN of the last WAL record. One thread per core (at most
+    /// `BUILD_THREADS_MAX`), one below `PARALLEL_BUILD_ENTRIES_MIN` entries.
     pub fn build(&self, entries: BuildEntries) -> Result<Lsn> {
+        let threads = if entries.len() < PARALLEL_BUILD_ENTRIES_MIN { 1 } else { build_threads() };
+        self.build_on(entries, threads)
+    }
+
+    /// `build` on `threads` threads (tests run the parallel build on small sets with it).
+    pub fn build_on(&self, entries: BuildEntries, threads: usize) -> Result<Lsn> {
+        assert!((1..=BUILD_THREADS_MAX).contains(&threads), "threads within the bound");
         assert!(
             entries.dimensions == self.layout.dimensions && entries.metric == self.metric,
             "entries made by this index's build_entries"
@@ -138,7 +150,7 @@ impl Hnsw {
             .map(|_| draw_level(&mut writer.random, self.layout.m, self.layout.level_cap))
             .collect();
         let graph = MemoryGraph::new(self, &entries, levels);
-        graph.link_all(build_threads());
+        graph.link_all(threads);
         self.write_graph(&graph, meta)
     }
 

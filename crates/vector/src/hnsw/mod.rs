@@ -22,7 +22,7 @@ use tierdb_storage::PageStore;
 
 pub(crate) use crate::index::Distance;
 pub use crate::index::{HnswError, Metric, Result, SearchResult};
-pub use build::{BuildEntries, BUILD_THREADS_MAX};
+pub use build::{BuildEntries, BUILD_THREADS_MAX, PARALLEL_BUILD_ENTRIES_MIN};
 pub use check::{CheckReport, NodeVisitor, Violation, VIOLATIONS_LISTED_MAX};
 pub use layout::{
     dimensions_max, Layout, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, LEVELS_MAX, M_MAX, M_MIN,
