@@ -27,7 +27,7 @@ use parking_lot::{Mutex, RwLock};
 use tierdb_common::{Lsn, PageId};
 
 use super::graph::draw_level;
-use super::layout::{Meta, META_PAGE_TYPE, NODE_PAGE_TYPE, ROW_KEY_BYTES_MAX};
+use super::layout::{Layout, Meta, META_PAGE_TYPE, NODE_PAGE_TYPE};
 use super::{read_meta, Distance, Hnsw, HnswError, Metric, Result};
 
 /// Threads linking a build's nodes at most (pgvector's default is 2 workers and the leader).
@@ -71,19 +71,7 @@ impl BuildEntries {
     /// Adds an entry; false, adding nothing, for a vector with no distance under the
     /// metric (a zero vector under cosine), which `insert` does not index either.
     pub fn push(&mut self, vector: &[f32], key: &[u8]) -> Result<bool> {
-        if vector.len() != self.dimensions {
-            return Err(HnswError::InvalidArgument(format!(
-                "expected {} dimensions, not {}",
-                self.dimensions,
-                vector.len()
-            )));
-        }
-        if key.len() > ROW_KEY_BYTES_MAX {
-            return Err(HnswError::InvalidArgument(format!(
-                "hnsw row key of {} bytes above {ROW_KEY_BYTES_MAX}",
-                key.len()
-            )));
-        }
+        super::check_entry(self.dimensions, vector, key)?;
         if NodeIndex::try_from(self.len() + 1).is_err() {
             return Err(HnswError::InvalidArgument("too many entries for one build".into()));
         }
@@ -212,7 +200,7 @@ fn index(node: NodeIndex) -> usize {
 /// bits (high half) and the neighbour (low half). A node's lock orders every read and change
 /// of its lists (so relaxed atomics suffice under it); no thread holds two.
 struct Lists {
-    m: usize,
+    layout: Layout,
     /// Each node's first slot.
     starts: Vec<usize>,
     slots: Vec<AtomicU64>,
@@ -220,30 +208,30 @@ struct Lists {
 }
 
 impl Lists {
-    fn new(levels: &[u8], m: usize) -> Lists {
+    fn new(levels: &[u8], layout: Layout) -> Lists {
         let mut starts = Vec::with_capacity(levels.len());
         let mut total = 0;
         for &level in levels {
             starts.push(total);
-            total += 1 + 2 * m + usize::from(level) * (1 + m);
+            total += Self::slots_below(layout, usize::from(level) + 1);
         }
         let slots = (0..total).map(|_| AtomicU64::new(0)).collect();
         let locks = (0..levels.len()).map(|_| Mutex::new(())).collect();
-        Lists { m, starts, slots, locks }
+        Lists { layout, starts, slots, locks }
+    }
+
+    /// Slots of a node's lists on the layers below `layer`: a count slot and the links of each.
+    fn slots_below(layout: Layout, layer: usize) -> usize {
+        (0..layer).map(|below| 1 + layout.capacity(below)).sum()
     }
 
     fn capacity(&self, layer: usize) -> usize {
-        if layer == 0 {
-            2 * self.m
-        } else {
-            self.m
-        }
+        self.layout.capacity(layer)
     }
 
     /// The count slot of `node`'s list on `layer`; its links follow it.
     fn start(&self, node: NodeIndex, layer: usize) -> usize {
-        let upper = if layer == 0 { 0 } else { 1 + 2 * self.m + (layer - 1) * (1 + self.m) };
-        self.starts[index(node)] + upper
+        self.starts[index(node)] + Self::slots_below(self.layout, layer)
     }
 
     /// The links of `node` on `layer` into `out`, under the node's lock.
@@ -349,7 +337,7 @@ impl<'build> MemoryGraph<'build> {
         MemoryGraph {
             metric: index.metric,
             entries,
-            lists: Lists::new(&levels, index.layout.m),
+            lists: Lists::new(&levels, index.layout),
             levels,
             entry: RwLock::new(None),
             ef_construction: index.ef_construction,

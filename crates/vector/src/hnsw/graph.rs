@@ -2,12 +2,10 @@
 
 use tierdb_common::{Lsn, PageId, SplitMix64};
 
-use super::layout::{
-    META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE, ROW_KEY_BYTES_MAX,
-};
+use super::layout::{META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE};
 use super::purge::{pop_free, FreeList, Touched};
 use super::search::{Candidate, Distances, VectorCache};
-use super::{read_meta, Distance, Hnsw, HnswError, Result};
+use super::{read_meta, Distance, Hnsw, Result};
 
 /// How an insert changes one neighbour's list on one layer.
 enum ListChange {
@@ -52,13 +50,7 @@ impl Hnsw {
     /// `PageStore::wait_durable`). Returns None, adding nothing, for a vector with no
     /// distance under the metric (a zero vector under cosine), as pgvector does.
     pub fn insert(&self, vector: &[f32], key: &[u8]) -> Result<Option<Lsn>> {
-        self.check_vector(vector)?;
-        if key.len() > ROW_KEY_BYTES_MAX {
-            return Err(HnswError::InvalidArgument(format!(
-                "hnsw row key of {} bytes above {ROW_KEY_BYTES_MAX}",
-                key.len()
-            )));
-        }
+        super::check_entry(self.layout.dimensions, vector, key)?;
         if !self.metric.indexable(vector) {
             return Ok(None);
         }

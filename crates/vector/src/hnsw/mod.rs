@@ -193,15 +193,32 @@ impl Hnsw {
     }
 
     fn check_vector(&self, vector: &[f32]) -> Result<()> {
-        if vector.len() != self.layout.dimensions {
-            return Err(HnswError::InvalidArgument(format!(
-                "expected {} dimensions, not {}",
-                self.layout.dimensions,
-                vector.len()
-            )));
-        }
-        Ok(())
+        check_dimensions(self.layout.dimensions, vector)
     }
+}
+
+fn check_dimensions(dimensions: usize, vector: &[f32]) -> Result<()> {
+    if vector.len() != dimensions {
+        return Err(HnswError::InvalidArgument(format!(
+            "expected {dimensions} dimensions, not {}",
+            vector.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The checks of an entry `insert` and a build take: the index's dimensions, a key that
+/// fits a node.
+fn check_entry(dimensions: usize, vector: &[f32], key: &[u8]) -> Result<()> {
+    check_dimensions(dimensions, vector)?;
+    if key.len() > layout::ROW_KEY_BYTES_MAX {
+        return Err(HnswError::InvalidArgument(format!(
+            "hnsw row key of {} bytes above {}",
+            key.len(),
+            layout::ROW_KEY_BYTES_MAX
+        )));
+    }
+    Ok(())
 }
 
 fn read_meta(store: &PageStore, meta: PageId) -> Result<Meta> {
