@@ -95,7 +95,7 @@ fn hnsw_recall_and_check(metric: Metric, bits: usize) {
     let (_, queries) = clustered(2, 30, bits, 30);
     let index = build_hnsw(&store, &data, bits, metric);
     let layout = index.layout();
-    assert!(layout.exact_codes, "a bit index's codes are its words");
+    assert_eq!(layout.codes, hnsw::CodeKind::Words, "a bit index's codes are its words");
     assert_eq!(layout.dimensions, bits.div_ceil(32));
     assert_eq!(layout.code_bytes, 4 * layout.dimensions);
     let mut found = 0;

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use tierdb_common::SplitMix64;
 use tierdb_storage::{PageStore, StoreConfig};
 use tierdb_vector::hnsw::{
-    Hnsw, HnswError, IndexParameters, IterativeScan, Metric, ScanOptions, SearchResult, Violation,
+    CodeKind, Hnsw, HnswError, IndexParameters, IterativeScan, Metric, ScanOptions, SearchResult,
+    Violation,
 };
 
 fn open_store(directory: &Path) -> Arc<PageStore> {
@@ -123,11 +124,27 @@ fn inner_product_and_l1_recall() {
 }
 
 #[test]
-fn l2_recall_without_codes() {
-    let layout =
-        IndexParameters { dimensions: 300, ..parameters(300, Metric::L2) }.validate().unwrap();
-    assert_eq!(layout.code_bytes, 0, "300 dimensions at m=16 leave no room for codes");
-    assert_recall(Metric::L2, 300, 600, 0.95);
+fn l1_recall_without_codes() {
+    let layout = parameters(300, Metric::L1).validate().unwrap();
+    assert_eq!(layout.codes, CodeKind::None, "300-d SQ8 codes do not fit, l1 has no sign codes");
+    assert_eq!(layout.code_bytes, 0);
+    assert_recall(Metric::L1, 300, 600, 0.95);
+}
+
+/// Vectors too wide for SQ8 codes get sign codes (l2, inner product, cosine): the search
+/// orders its candidates by their estimates and still answers with exact distances.
+#[test]
+fn recall_with_sign_codes() {
+    for metric in [Metric::L2, Metric::Cosine, Metric::InnerProduct] {
+        let layout = parameters(300, metric).validate().unwrap();
+        assert_eq!(layout.codes, CodeKind::Signs, "{metric:?}");
+        assert_eq!(layout.code_bytes, 8 + 300 / 8 + 1);
+        assert_recall(metric, 300, 600, 0.95);
+    }
+    // 768-d embeddings at m = 16 (SQ8 codes would take 776 bytes a neighbour): sign codes
+    // with three upper layers and a full row key.
+    let layout = parameters(768, Metric::Cosine).validate().unwrap();
+    assert_eq!((layout.codes, layout.code_bytes, layout.level_cap), (CodeKind::Signs, 104, 3));
 }
 
 #[test]
@@ -213,12 +230,15 @@ fn options_and_inputs_are_checked() {
 /// without codes every neighbour's distance is one more fetch.
 #[test]
 fn page_fetches_per_query() {
-    for (dimensions, count) in [(64, 3000), (300, 1000)] {
+    // SQ8 codes, sign codes, no codes.
+    for (dimensions, count, metric) in
+        [(64, 3000, Metric::L2), (300, 1000, Metric::L2), (300, 1000, Metric::L1)]
+    {
         let directory = tempfile::tempdir().unwrap();
         let store = open_store(directory.path());
         let data = clustered(7, count, dimensions, 20);
         let queries = clustered(8, 50, dimensions, 20);
-        let index = build(&store, &data, Metric::L2);
+        let index = build(&store, &data, metric);
         let fetches = || store.pool_stats().hits.get() + store.pool_stats().misses.get();
         let before = fetches();
         for query in &queries {
@@ -226,7 +246,8 @@ fn page_fetches_per_query() {
         }
         let per_query = (fetches() - before) / u64::try_from(queries.len()).unwrap();
         let codes = index.layout().code_bytes > 0;
-        eprintln!("d={dimensions} n={count} codes={codes}: {per_query} page fetches per query");
+        let kind = index.layout().codes;
+        eprintln!("d={dimensions} n={count} codes={kind:?}: {per_query} page fetches per query");
         if codes {
             assert!(per_query <= 4 * 40, "{per_query} fetches per query with codes");
         } else {
@@ -818,4 +839,28 @@ fn small_builds_are_repeatable() {
         })
         .collect();
     assert_eq!(answers[0], answers[1], "the same graph and answers");
+}
+
+/// Sign codes through every writer of a list: a parallel build, inserts after it, and a
+/// purge that repairs lists. A sign code is relative to its list's owner, so the check
+/// (which re-encodes each link's code against its owner) passing after each shows every
+/// writer encoded against the right owner; answers stay exact after the purge.
+#[test]
+fn sign_codes_survive_build_insert_and_purge() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(61, 700, 200, 10);
+    let queries = clustered(62, 30, 200, 10);
+    let index = build_in_memory(&store, &data[..600], Metric::Cosine);
+    assert_eq!(index.layout().codes, CodeKind::Signs);
+    for (position, vector) in data.iter().enumerate().skip(600) {
+        index.insert(vector, &key_of(position)).unwrap();
+    }
+    assert_all_reachable(&index, 700);
+    let dead = seeded_tenth(63, data.len());
+    let live: Vec<usize> = (0..data.len()).filter(|&i| !dead.contains(&key_of(i))).collect();
+    index.purge(&mut |key, _| Ok::<bool, HnswError>(dead.contains(key))).unwrap();
+    assert_all_reachable(&index, live.len());
+    let recall = recall_over(&index, (&data, &live), &queries, 40);
+    assert!(recall >= 0.95, "recall@10 {recall} after purge with sign codes");
 }

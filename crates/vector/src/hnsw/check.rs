@@ -11,7 +11,7 @@ use std::hash::{Hash, Hasher};
 use tierdb_common::PageId;
 use tierdb_storage::StorageError;
 
-use super::layout::{decode_free_list, NodeRef, FREE_LIST_PAGE_TYPE};
+use super::layout::{decode_free_list, CodeKind, NodeRef, FREE_LIST_PAGE_TYPE};
 use super::search::{PageMap, PageSet};
 use super::{read_meta, Hnsw, HnswError, Metric, Result};
 
@@ -166,7 +166,10 @@ impl Hnsw {
                 let mut vector = Vec::with_capacity(self.layout.dimensions);
                 node.vector_into(&mut vector);
                 code.clear();
-                self.layout.encode_code(&vector, &mut code);
+                // A sign code depends on the list's owner too: verify_node checks those.
+                if self.layout.codes != CodeKind::Signs {
+                    self.layout.encode_code(&vector, &vector, &mut code);
+                }
                 (walk.visit)(page_id, &vector, node.key());
                 let links: Vec<PageId> =
                     (0..=usize::from(node.level())).flat_map(|layer| node.links(layer)).collect();
@@ -225,15 +228,49 @@ impl Hnsw {
     /// Checks the lists of one node the first walk read; returns its layer-0 links.
     fn verify_node(&self, walk: &mut Walk<'_>, page_id: PageId) -> Result<Vec<PageId>> {
         let mut found = Vec::new();
+        let mut owner = Vec::new();
         let lists = self.read_node(page_id, |node| {
             let codes = self.layout.code_bytes > 0;
+            node.vector_into(&mut owner);
             Ok((0..=usize::from(node.level())).map(|layer| list_of(node, layer, codes)).collect())
         })?;
         let lists: Vec<Vec<(PageId, u64)>> = lists;
+        let sign_codes = match self.layout.codes {
+            CodeKind::Signs => Some(self.expected_sign_codes(walk, &owner, &lists[0])),
+            _ => None,
+        };
         for (layer, list) in lists.iter().enumerate() {
-            self.verify_list(walk, (page_id, layer), list, &mut found);
+            self.verify_list(walk, (page_id, layer), list, sign_codes.as_ref(), &mut found);
         }
         Ok(found)
+    }
+
+    /// The hash of the sign code each readable node of a layer-0 list should have in the
+    /// list of `owner` (a sign code is relative to its list's owner: one read per link).
+    fn expected_sign_codes(
+        &self,
+        walk: &Walk<'_>,
+        owner: &[f32],
+        list: &[(PageId, u64)],
+    ) -> PageMap<u64> {
+        let mut expected = PageMap::default();
+        let mut vector = Vec::with_capacity(self.layout.dimensions);
+        let mut code = Vec::with_capacity(self.layout.code_bytes);
+        for &(target, _) in list {
+            if !walk.facts.contains_key(&target) {
+                continue;
+            }
+            let read = self.read_node(target, |node| {
+                node.vector_into(&mut vector);
+                Ok(())
+            });
+            if read.is_ok() {
+                code.clear();
+                self.layout.encode_code(&vector, owner, &mut code);
+                expected.insert(target, code_hash(&code));
+            }
+        }
+        expected
     }
 
     fn verify_list(
@@ -241,6 +278,7 @@ impl Hnsw {
         walk: &mut Walk<'_>,
         (page_id, layer): (PageId, usize),
         list: &[(PageId, u64)],
+        sign_codes: Option<&PageMap<u64>>,
         layer0_links: &mut Vec<PageId>,
     ) {
         assert!(list.len() <= self.layout.capacity(layer), "NodeRef::open checks capacity");
@@ -260,7 +298,11 @@ impl Hnsw {
                 let facts = &walk.facts[&target];
                 if usize::from(facts.level) < layer {
                     Some(format!("links to {target} of level={}", facts.level))
-                } else if layer == 0 && self.layout.code_bytes > 0 && code != facts.code_hash {
+                } else if layer == 0
+                    && self.layout.code_bytes > 0
+                    && sign_codes.map_or(Some(facts.code_hash), |codes| codes.get(&target).copied())
+                        != Some(code)
+                {
                     Some(format!("code of the link to {target} is not its vector's"))
                 } else {
                     None

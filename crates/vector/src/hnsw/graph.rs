@@ -121,6 +121,11 @@ impl Hnsw {
                 nearest = found;
             }
         }
+        // A neighbour's vector is the owner of its list's codes; loaded before the loop
+        // latches the neighbours' pages (a read of a page this mtr holds would wait on it).
+        for (neighbour, _, _) in &changes {
+            self.load_vector(*neighbour, cache)?;
+        }
         let with_vectors = |list: &[PageId]| -> Vec<(PageId, &[f32])> {
             list.iter().map(|page| (*page, &cache.vectors[page])).collect()
         };
@@ -132,15 +137,16 @@ impl Hnsw {
         }
         for (neighbour, layer, change) in changes {
             let slot = mtr.latch(neighbour)?;
+            let owner = &cache.vectors[&neighbour];
             match change {
                 ListChange::Append { count } => {
-                    for (offset, bytes) in self.layout.append_link(layer, count, (node_id, vector))
-                    {
+                    let link = (node_id, vector);
+                    for (offset, bytes) in self.layout.append_link(layer, count, owner, link) {
                         mtr.write(slot, offset, &bytes);
                     }
                 }
                 ListChange::Rewrite { list, .. } => {
-                    let bytes = self.layout.encode_list(layer, &with_vectors(&list));
+                    let bytes = self.layout.encode_list(layer, owner, &with_vectors(&list));
                     mtr.write(slot, self.layout.list_offset(layer), &bytes);
                 }
             }

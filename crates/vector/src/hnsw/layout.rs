@@ -1,9 +1,11 @@
 //! Page formats of an HNSW index (docs/design/014-vector-indexes.md): the meta page and one
-//! node per page, whose layer-0 neighbour list carries a compact code (per-vector SQ8) of
-//! each neighbour so that one page read gives a hop's distances.
+//! node per page, whose layer-0 neighbour list carries a compact code (per-vector SQ8, or
+//! sign bits for wide vectors) of each neighbour so that one page read gives a hop's
+//! distances.
 
 use tierdb_common::{PageId, PageType, PAGE_PAYLOAD_SIZE};
 
+use super::sign_code::{encode_sign_code, estimable, sign_code_bytes};
 use super::{HnswError, Metric, Result};
 
 pub(crate) const META_PAGE_TYPE: PageType = PageType::Other(30);
@@ -34,6 +36,14 @@ const PAGE_ID_BYTES: usize = 8;
 /// A code's `min` and `step` (f32 each) before its one byte per dimension.
 const CODE_HEADER_BYTES: usize = 8;
 const CODE_LEVELS: f32 = 255.0;
+/// Fewest levels an index with sign codes must allow (the level cap): with `m` = 16, three
+/// upper layers leave about 244 nodes per million on the top one, which the greedy descent
+/// walks in DRAM (the navigation copy). Below it the index keeps no codes instead.
+const SIGN_CODE_LEVELS_MIN: u8 = 3;
+/// The meta page's code-kind byte: 0 for the kinds implied by the metric and `code_bytes`
+/// (SQ8, exact words, none: what meta pages before sign codes hold), 1 for sign codes.
+const META_CODE_KIND_OFFSET: usize = 14;
+const META_SIGN_CODES: u8 = 1;
 
 fn get_u16(bytes: &[u8], offset: usize) -> u16 {
     u16::from_le_bytes(bytes[offset..offset + 2].try_into().expect("2 bytes"))
@@ -58,32 +68,59 @@ pub struct Layout {
     pub m: usize,
     /// Bytes of each layer-0 neighbour's code (0: the index keeps no codes).
     pub code_bytes: usize,
-    /// Whether a code is the neighbour's exact words (bit indexes: a bit string is as small
-    /// as its SQ8 code would be, and SQ8 of bits means nothing) rather than SQ8.
-    pub exact_codes: bool,
+    pub codes: CodeKind,
+    /// The index's metric: sign codes keep a norm term that depends on it.
+    pub metric: Metric,
     /// Highest level a node of this index may have.
     pub level_cap: u8,
 }
 
+/// What a layer-0 slot carries besides the neighbour's page id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeKind {
+    /// Nothing: every layer-0 distance reads the neighbour's page.
+    None,
+    /// Per-vector SQ8: min, step, a byte per dimension.
+    Sq8,
+    /// The neighbour's exact words (bit indexes: a bit string is as small as its SQ8 code
+    /// would be, and SQ8 of bits means nothing).
+    Words,
+    /// A bit per dimension with a scale and the norm (`sign_code.rs`), for vectors too wide
+    /// for SQ8 codes.
+    Signs,
+}
+
 impl Layout {
-    /// The layout for `dimensions` (f32 slots) and `m`: codes (SQ8, or exact words for a bit
-    /// index) if a node of the planned number of levels fits with them, else none; the level
-    /// cap is the highest level that then fits.
-    pub fn choose(dimensions: usize, m: usize, exact_codes: bool) -> Result<Layout> {
+    /// The layout for `dimensions` (f32 slots), `m` and `metric`: SQ8 codes (exact words for
+    /// a bit index) if a node of the planned number of levels fits with them; else sign codes
+    /// if the metric has their estimate and a node of `SIGN_CODE_LEVELS_MIN` levels fits;
+    /// else none. The level cap is the highest level that then fits.
+    pub fn choose(dimensions: usize, m: usize, metric: Metric) -> Result<Layout> {
         assert!((M_MIN..=M_MAX).contains(&m), "m is validated by IndexParameters");
         if dimensions == 0 {
             return Err(HnswError::InvalidArgument("an hnsw index needs dimensions".into()));
         }
         let planned = planned_levels(m);
-        let code_bytes = if exact_codes { 4 * dimensions } else { CODE_HEADER_BYTES + dimensions };
-        let with_codes = Layout { dimensions, m, code_bytes, exact_codes, level_cap: 0 };
-        if with_codes.fitting_level().is_some_and(|level| level >= planned) {
-            return Ok(Layout {
-                level_cap: with_codes.fitting_level().expect("checked"),
-                ..with_codes
-            });
+        let (codes, code_bytes) = if metric.is_bits() {
+            (CodeKind::Words, 4 * dimensions)
+        } else {
+            (CodeKind::Sq8, CODE_HEADER_BYTES + dimensions)
+        };
+        let with_codes = Layout { dimensions, m, code_bytes, codes, metric, level_cap: 0 };
+        if let Some(layout) = with_codes.capped(planned) {
+            return Ok(layout);
         }
-        let without_codes = Layout { code_bytes: 0, ..with_codes };
+        let signs = Layout {
+            codes: CodeKind::Signs,
+            code_bytes: sign_code_bytes(dimensions),
+            ..with_codes
+        };
+        if !metric.is_bits() && estimable(metric) {
+            if let Some(layout) = signs.capped(SIGN_CODE_LEVELS_MIN.min(planned)) {
+                return Ok(layout);
+            }
+        }
+        let without_codes = Layout { codes: CodeKind::None, code_bytes: 0, ..with_codes };
         match without_codes.fitting_level() {
             Some(level) if level >= 1 => Ok(Layout { level_cap: level, ..without_codes }),
             _ => Err(HnswError::InvalidArgument(format!(
@@ -91,6 +128,12 @@ impl Layout {
                 dimensions_max(m)
             ))),
         }
+    }
+
+    /// This layout with its level cap, if a node of `levels_min` levels fits a page.
+    fn capped(self, levels_min: u8) -> Option<Layout> {
+        let level_cap = self.fitting_level().filter(|&level| level >= levels_min)?;
+        Some(Layout { level_cap, ..self })
     }
 
     /// Highest level (at most `LEVELS_MAX`) whose node with a full row key fits a page.
@@ -167,7 +210,7 @@ impl Layout {
             bytes[offset..offset + 4].copy_from_slice(&value.to_le_bytes());
         }
         for (layer, list) in links.iter().enumerate() {
-            let encoded = self.encode_list(layer, list);
+            let encoded = self.encode_list(layer, vector, list);
             let offset = self.list_offset(layer);
             bytes[offset..offset + encoded.len()].copy_from_slice(&encoded);
         }
@@ -177,7 +220,8 @@ impl Layout {
     }
 
     /// A neighbour list's bytes from its count on: count, zero, then the slots in use.
-    pub fn encode_list(&self, layer: usize, links: &[(PageId, &[f32])]) -> Vec<u8> {
+    /// `owner` is the vector of the node whose list it is (sign codes are relative to it).
+    pub fn encode_list(&self, layer: usize, owner: &[f32], links: &[(PageId, &[f32])]) -> Vec<u8> {
         assert!(links.len() <= self.capacity(layer), "a list within its capacity");
         let mut bytes =
             Vec::with_capacity(LIST_HEADER_BYTES + links.len() * self.slot_bytes(layer));
@@ -185,18 +229,19 @@ impl Layout {
         bytes.extend_from_slice(&[0, 0]);
         for (page_id, vector) in links {
             bytes.extend_from_slice(&page_id.0.to_le_bytes());
-            if layer == 0 && self.code_bytes > 0 {
-                self.encode_code(vector, &mut bytes);
+            if layer == 0 {
+                self.encode_code(vector, owner, &mut bytes);
             }
         }
         bytes
     }
 
-    /// One slot of a list on `layer`: the page id and, on layer 0, the code of its vector.
-    pub fn encode_slot(&self, layer: usize, link: (PageId, &[f32])) -> Vec<u8> {
+    /// One slot of a list on `layer` of the node whose vector is `owner`: the page id and,
+    /// on layer 0, the code of its vector.
+    pub fn encode_slot(&self, layer: usize, owner: &[f32], link: (PageId, &[f32])) -> Vec<u8> {
         let mut slot = link.0 .0.to_le_bytes().to_vec();
-        if layer == 0 && self.code_bytes > 0 {
-            self.encode_code(link.1, &mut slot);
+        if layer == 0 {
+            self.encode_code(link.1, owner, &mut slot);
         }
         slot
     }
@@ -216,39 +261,48 @@ impl Layout {
         bytes
     }
 
-    /// The bytes (offset, contents) that append one link to a list holding `count`.
+    /// The bytes (offset, contents) that append one link to a list holding `count` of the
+    /// node whose vector is `owner`.
     pub fn append_link(
         &self,
         layer: usize,
         count: usize,
+        owner: &[f32],
         link: (PageId, &[f32]),
     ) -> [(usize, Vec<u8>); 2] {
         assert!(count < self.capacity(layer), "appending to a full list");
         [
-            (self.slot_offset(layer, count), self.encode_slot(layer, link)),
+            (self.slot_offset(layer, count), self.encode_slot(layer, owner, link)),
             (self.list_offset(layer), to_u16(count + 1).to_le_bytes().to_vec()),
         ]
     }
 
-    /// Appends the code of `vector`: its exact words, or SQ8.
-    pub(crate) fn encode_code(&self, vector: &[f32], out: &mut Vec<u8>) {
-        if self.exact_codes {
-            out.extend(vector.iter().flat_map(|word| word.to_le_bytes()));
-        } else {
-            encode_code(vector, out);
+    /// Appends the code of `vector` in the list of `owner`: its exact words, SQ8, sign bits
+    /// of the residual, or nothing (no codes).
+    pub(crate) fn encode_code(&self, vector: &[f32], owner: &[f32], out: &mut Vec<u8>) {
+        match self.codes {
+            CodeKind::Words => out.extend(vector.iter().flat_map(|word| word.to_le_bytes())),
+            CodeKind::Sq8 => encode_code(vector, out),
+            CodeKind::Signs => encode_sign_code(self.metric, vector, owner, out),
+            CodeKind::None => {}
         }
     }
 
     /// Decodes a code into `out` (the exact or approximate vector), reusing its allocation.
+    /// Sign codes are not vectors: their distances are estimated (`sign_code.rs`).
     pub(crate) fn decode_code(&self, code: &[u8], out: &mut Vec<f32>) {
-        if self.exact_codes {
-            out.clear();
-            out.extend(
-                code.chunks_exact(4)
-                    .map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes"))),
-            );
-        } else {
-            decode_code(code, out);
+        match self.codes {
+            CodeKind::Words => {
+                out.clear();
+                out.extend(
+                    code.chunks_exact(4)
+                        .map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes"))),
+                );
+            }
+            CodeKind::Sq8 => decode_code(code, out),
+            CodeKind::Signs | CodeKind::None => {
+                unreachable!("{:?} codes are not decoded", self.codes)
+            }
         }
     }
 }
@@ -433,6 +487,9 @@ impl Meta {
         bytes[10..12].copy_from_slice(&to_u16(self.layout.code_bytes).to_le_bytes());
         bytes[META_TOP_LEVEL_OFFSET] = self.top_level;
         bytes[13] = self.layout.level_cap;
+        if self.layout.codes == CodeKind::Signs {
+            bytes[META_CODE_KIND_OFFSET] = META_SIGN_CODES;
+        }
         bytes[16..24].copy_from_slice(&self.entry.map_or(0, |page| page.0).to_le_bytes());
         bytes[24..32].copy_from_slice(&self.node_count.to_le_bytes());
         let free_head = self.free_head.map_or(0, |page| page.0);
@@ -453,13 +510,24 @@ impl Meta {
         if !(M_MIN..=M_MAX).contains(&m) || dimensions == 0 {
             return Err(corrupt("bad m or dimensions"));
         }
-        let layout = Layout {
-            dimensions,
-            m,
-            code_bytes: usize::from(get_u16(bytes, 10)),
-            exact_codes: metric.is_bits(),
-            level_cap: bytes[13],
+        let code_bytes = usize::from(get_u16(bytes, 10));
+        let codes = match (bytes[META_CODE_KIND_OFFSET], code_bytes) {
+            (META_SIGN_CODES, _) => CodeKind::Signs,
+            (0, 0) => CodeKind::None,
+            (0, _) if metric.is_bits() => CodeKind::Words,
+            (0, _) => CodeKind::Sq8,
+            _ => return Err(corrupt("bad code kind")),
         };
+        let expected_bytes = match codes {
+            CodeKind::None => 0,
+            CodeKind::Sq8 => CODE_HEADER_BYTES + dimensions,
+            CodeKind::Words => 4 * dimensions,
+            CodeKind::Signs => sign_code_bytes(dimensions),
+        };
+        if code_bytes != expected_bytes {
+            return Err(corrupt("code bytes do not match the code kind"));
+        }
+        let layout = Layout { dimensions, m, code_bytes, codes, metric, level_cap: bytes[13] };
         let top_level = bytes[META_TOP_LEVEL_OFFSET];
         if top_level > layout.level_cap
             || layout.node_bytes(layout.level_cap, 0) > PAGE_PAYLOAD_SIZE

@@ -13,6 +13,7 @@ mod layout;
 mod purge;
 mod scan;
 mod search;
+mod sign_code;
 
 use std::sync::Arc;
 
@@ -25,8 +26,8 @@ pub use crate::index::{HnswError, Metric, Result, SearchResult};
 pub use build::{BuildEntries, BUILD_THREADS_MAX, PARALLEL_BUILD_ENTRIES_MIN};
 pub use check::{CheckReport, NodeVisitor, Violation, VIOLATIONS_LISTED_MAX};
 pub use layout::{
-    dimensions_max, Layout, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, LEVELS_MAX, M_MAX, M_MIN,
-    ROW_KEY_BYTES_MAX,
+    dimensions_max, CodeKind, Layout, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, LEVELS_MAX, M_MAX,
+    M_MIN, ROW_KEY_BYTES_MAX,
 };
 use layout::{Meta, META_PAGE_TYPE};
 pub use purge::{IsDead, PurgeStats, PURGE_MTR_PAGES_MAX};
@@ -82,7 +83,7 @@ impl IndexParameters {
                 self.dimensions
             )));
         }
-        Layout::choose(self.metric.elements(self.dimensions), self.m, self.metric.is_bits())
+        Layout::choose(self.metric.elements(self.dimensions), self.m, self.metric)
     }
 }
 

@@ -488,9 +488,12 @@ impl Hnsw {
         for (&(source, layer), list) in sorted {
             let slot = mtr.latch(source)?;
             let mut slots = Vec::with_capacity(list.len());
+            // The owner of the list's codes, read from its page (this mtr holds its latch).
+            let mut owner = Vec::with_capacity(self.layout.dimensions);
             {
                 let page = mtr.page(slot);
                 let node = super::layout::NodeRef::open(self.layout, source, page.payload())?;
+                node.vector_into(&mut owner);
                 let old = node.links(layer);
                 for &target in list {
                     match old.iter().position(|&link| link == target) {
@@ -502,8 +505,8 @@ impl Hnsw {
             for (slot_bytes, &target) in slots.iter_mut().zip(list) {
                 if slot_bytes.is_empty() {
                     self.load_vector(target, &mut repair.cache)?;
-                    *slot_bytes =
-                        self.layout.encode_slot(layer, (target, &repair.cache.vectors[&target]));
+                    let link = (target, &repair.cache.vectors[&target]);
+                    *slot_bytes = self.layout.encode_slot(layer, &owner, link);
                 }
             }
             mtr.write(

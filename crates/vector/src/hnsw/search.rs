@@ -3,7 +3,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use tierdb_common::PageId;
 
-use super::layout::{NodeRef, NODE_PAGE_TYPE};
+use super::layout::{CodeKind, NodeRef, NODE_PAGE_TYPE};
+use super::sign_code::ListTerms;
 use super::{Distance, Hnsw, HnswError, Result, SearchResult, NAVIGATION_BYTES_MAX};
 
 /// Sets and maps keyed by page id: a query probes them thousands of times, and page ids
@@ -82,6 +83,8 @@ pub(super) struct VectorCache {
     pub expanded: PageMap<SearchResult>,
     pub exact: Vec<f32>,
     decoded: Vec<f32>,
+    /// The terms of sign-code estimates for the list being read (its owner and the query).
+    list_terms: ListTerms,
 }
 
 impl VectorCache {
@@ -225,8 +228,13 @@ impl Hnsw {
             // A node purge freed after this search read the link to it: its lists are
             // intact until its page is reused, so the search steps through it, but it is
             // no result.
-            if use_codes && !node.is_freed() {
+            if use_codes {
                 node.vector_into(&mut cache.exact);
+                if self.layout.codes == CodeKind::Signs {
+                    cache.list_terms.fill(self.metric, query, &cache.exact);
+                }
+            }
+            if use_codes && !node.is_freed() {
                 let result = SearchResult {
                     distance: self.metric.distance(query, &cache.exact),
                     key: node.key().to_vec(),
@@ -239,8 +247,7 @@ impl Hnsw {
                     continue;
                 }
                 if use_codes {
-                    self.layout.decode_code(node.code(index), &mut cache.decoded);
-                    let distance = self.metric.distance(query, &cache.decoded);
+                    let distance = self.code_distance(query, node.code(index), cache);
                     found.push((Distance(distance), neighbour));
                 } else {
                     unvisited.push(neighbour);
@@ -253,5 +260,15 @@ impl Hnsw {
             found.push((self.exact_distance(query, neighbour, cache)?, neighbour));
         }
         Ok(())
+    }
+
+    /// The distance from `query` to a neighbour as its layer-0 code gives it: decoded
+    /// (SQ8, exact words) or estimated (sign codes, from the list's terms).
+    fn code_distance(&self, query: &[f32], code: &[u8], cache: &mut VectorCache) -> f64 {
+        if self.layout.codes == CodeKind::Signs {
+            return cache.list_terms.estimate(self.metric, code);
+        }
+        self.layout.decode_code(code, &mut cache.decoded);
+        self.metric.distance(query, &cache.decoded)
     }
 }
