@@ -424,13 +424,22 @@ fn assert_unique_keys(results: &[SearchResult]) {
 /// search from expanding, after which the entries already evaluated are returned.
 #[test]
 fn iterative_scans_follow_pgvector_options() {
+    // SQ8 codes, and sign codes (whose search re-ranks twice ef_search candidates and puts
+    // the surplus back: batches keep their size and later batches return the surplus).
+    for (dimensions, codes) in [(16, CodeKind::Sq8), (200, CodeKind::Signs)] {
+        assert_iterative_scans(dimensions, codes);
+    }
+}
+
+fn assert_iterative_scans(dimensions: usize, codes: CodeKind) {
     const ROWS: usize = 700;
     const EF_SEARCH: usize = 20;
     let directory = tempfile::tempdir().unwrap();
     let store = open_store(directory.path());
-    let data = clustered(43, ROWS, 16, 10);
+    let data = clustered(43, ROWS, dimensions, 10);
     let index = build(&store, &data, Metric::L2);
-    let query = &clustered(44, 1, 16, 10)[0];
+    assert_eq!(index.layout().codes, codes);
+    let query = &clustered(44, 1, dimensions, 10)[0];
     let options = |iterative, max_scan_tuples| ScanOptions {
         ef_search: EF_SEARCH,
         iterative,
@@ -438,6 +447,7 @@ fn iterative_scans_follow_pgvector_options() {
         memory_bytes_max: usize::MAX,
     };
     let first = index.search(query, EF_SEARCH).unwrap();
+    assert_eq!(first.len(), EF_SEARCH, "a batch holds ef_search entries");
 
     let mut off = index.scan_with(query, options(IterativeScan::Off, 20_000)).unwrap();
     assert_eq!(off.next_batch().unwrap(), first);

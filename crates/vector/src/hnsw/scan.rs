@@ -8,7 +8,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use tierdb_common::PageId;
 
 use super::search::{Candidate, Distances, PageSet, VectorCache};
-use super::{read_meta, Hnsw, HnswError, Result, SearchResult};
+use super::{read_meta, Distance, Hnsw, HnswError, Result, SearchResult};
 
 /// Most entries a layer search reserves in its visited set up front (it grows past it).
 const VISITED_RESERVE_MAX: usize = 1 << 16;
@@ -161,6 +161,11 @@ impl LayerScan {
         (0..ef).map_while(|_| self.pending.pop().map(|Reverse(candidate)| candidate)).collect()
     }
 
+    /// Returns a taken node to the pending queue (with its exact distance).
+    fn put_back(&mut self, candidate: Candidate) {
+        self.pending.push(Reverse(candidate));
+    }
+
     /// The approximate distance of the nearest pending node.
     fn nearest_pending(&self) -> Option<f64> {
         self.pending.peek().map(|Reverse((distance, _))| distance.0)
@@ -275,23 +280,47 @@ impl ScanState {
 
     /// The next `ef_search` pending entries, re-ranked: the layer search is continued
     /// first unless the scan has evaluated `max_scan_tuples` nodes (the first batch always
-    /// searches).
+    /// searches). Under sign codes the search keeps `CodeKind::candidates_per_result` times
+    /// as many candidates and re-ranks them all; the nearest `ef_search` are the batch and
+    /// the others go back to the pending queue with their exact distances.
     fn next_raw_batch(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
         let stopped = self.batches > 0 && self.options.iterative == IterativeScan::Off;
         if self.layer.is_none() || stopped {
             return Ok(Vec::new());
         }
         let ef_search = self.options.ef_search;
+        let candidates = ef_search.saturating_mul(index.layout.codes.candidates_per_result());
         let within_bounds = self.evaluated() < self.options.max_scan_tuples
             && self.memory_bytes() <= self.options.memory_bytes_max;
         let layer = self.layer.as_mut().expect("checked above");
         if self.batches == 0 || within_bounds {
-            layer.advance(index, &self.query, ef_search, &mut self.cache)?;
+            layer.advance(index, &self.query, candidates, &mut self.cache)?;
         }
         self.batches += 1;
-        let mut results = Vec::with_capacity(ef_search);
-        let nearest = layer.take_nearest(ef_search);
-        // Re-ranking reads the pages of the nodes not expanded: all of them at once.
+        let nearest = layer.take_nearest(candidates);
+        let mut ranked = self.rerank(index, &nearest)?;
+        ranked.sort_by(|left, right| left.0.distance.total_cmp(&right.0.distance));
+        let layer = self.layer.as_mut().expect("checked above");
+        for (result, page_id) in ranked.drain(ef_search.min(ranked.len())..) {
+            layer.put_back((Distance(result.distance), page_id));
+            self.cache.expanded.insert(page_id, result);
+        }
+        let mut results: Vec<SearchResult> = ranked.into_iter().map(|(result, _)| result).collect();
+        if self.options.iterative == IterativeScan::StrictOrder {
+            results.append(&mut self.held);
+            results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+            self.hold_back(&mut results);
+        }
+        Ok(results)
+    }
+
+    /// The exact results of `nearest` with their pages: an expanded node's was taken when
+    /// its page was read; the others' pages are read now, all asked for at once.
+    fn rerank(
+        &mut self,
+        index: &Hnsw,
+        nearest: &[Candidate],
+    ) -> Result<Vec<(SearchResult, PageId)>> {
         let unread: Vec<PageId> = nearest
             .iter()
             .map(|&(_, page_id)| page_id)
@@ -300,10 +329,10 @@ impl ScanState {
         if unread.len() > 1 {
             index.store.read_ahead(&unread);
         }
-        for (_, page_id) in nearest {
-            // An expanded node's exact result was taken when its page was read.
+        let mut ranked = Vec::with_capacity(nearest.len());
+        for &(_, page_id) in nearest {
             if let Some(result) = self.cache.expanded.remove(&page_id) {
-                results.push(result);
+                ranked.push((result, page_id));
                 continue;
             }
             let exact = &mut self.cache.exact;
@@ -315,16 +344,9 @@ impl ScanState {
                     key: node.key().to_vec(),
                 }))
             })?;
-            results.extend(result);
+            ranked.extend(result.map(|result| (result, page_id)));
         }
-        if self.options.iterative == IterativeScan::StrictOrder {
-            results.append(&mut self.held);
-        }
-        results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
-        if self.options.iterative == IterativeScan::StrictOrder {
-            self.hold_back(&mut results);
-        }
-        Ok(results)
+        Ok(ranked)
     }
 
     /// Strict order: the pending queue is ordered by approximate (code) distances, so a
