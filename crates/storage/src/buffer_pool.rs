@@ -596,6 +596,60 @@ impl BufferPool {
         found
     }
 
+    /// Dirty frames the CLOCK hand would evict on reaching them (unpinned, usage count 0, not
+    /// being written), nearest the hand first, pinned: what the background writer cleans, as
+    /// PostgreSQL's does. A frame in use (usage above 0: a hot page) is left dirty: the hand
+    /// would not take it now, and written now it would be dirty again a moment later.
+    ///
+    /// Walks the frames in hand order from the hand, at most once around. Returns nothing
+    /// once it has met `reusable_min` reusable frames (free or not allocated yet, or clean
+    /// with usage 0): sessions
+    /// then find frames without waiting. Otherwise returns the dirty ones it met, up to
+    /// `limit`: a full segment when there are that many, so that the writer makes a few
+    /// full segments rather than a small one every time a frame or two were taken.
+    pub fn dirty_frames_ahead_of_hand(
+        &self,
+        limit: usize,
+        reusable_min: usize,
+    ) -> Vec<(PageId, Pinned)> {
+        let frames = self.frames.read();
+        let count = frames.len();
+        // Frames not allocated yet are reusable too: a miss allocates one without evicting.
+        let mut clean = self.free.lock().len() + self.target_frames().saturating_sub(count);
+        let mut found = Vec::new();
+        let hand = self.hand.load(Ordering::Relaxed) % count.max(1);
+        for position in (hand..count).chain(0..hand) {
+            if clean >= reusable_min {
+                return Vec::new();
+            }
+            if found.len() >= limit {
+                break;
+            }
+            let frame = &frames[position];
+            if frame.pins.load(Ordering::Acquire) > 0 || frame.usage.load(Ordering::Relaxed) > 0 {
+                continue;
+            }
+            let meta = frame.meta.lock();
+            if meta.page_id == PageId::INVALID || meta.load != LoadState::Ready {
+                continue;
+            }
+            if !meta.dirty || meta.write_pending {
+                // Clean now, or once its pending write ends.
+                clean += 1;
+                continue;
+            }
+            let page_id = meta.page_id;
+            drop(meta);
+            frame.pins.fetch_add(1, Ordering::AcqRel);
+            found.push((page_id, Pinned { frame: Arc::clone(frame) }));
+        }
+        assert!(found.len() <= limit, "more dirty frames than asked for");
+        if clean >= reusable_min {
+            return Vec::new();
+        }
+        found
+    }
+
     /// The oldest recovery LSN of any frame with unwritten changes.
     pub fn min_recovery_lsn(&self) -> Option<Lsn> {
         self.frames
@@ -713,5 +767,78 @@ mod tests {
             }
             assert!(round + 1 < rounds_max, "cold pages written: {cold_written}");
         }
+    }
+
+    /// A full pool of `PAGES` unpinned frames in hand order (page `i + 1` at position `i`,
+    /// the hand at 0), each dirty if `dirty(page number)`, all with usage count 0.
+    fn unpinned_pool(dirty: impl Fn(u64) -> bool) -> (BufferPool, Vec<Arc<Frame>>) {
+        let (pool, pins) = pool_with_dirty_pages();
+        let frames: Vec<Arc<Frame>> = pins.iter().map(|pin| Arc::clone(pin.frame())).collect();
+        drop(pins);
+        for (index, frame) in frames.iter().enumerate() {
+            let page_id = PageId(u64::try_from(index).expect("fits") + 1);
+            if !dirty(page_id.0) {
+                assert!(frame.begin_write(page_id));
+                frame.finish_write(SegmentId(2));
+            }
+            frame.usage.store(0, Ordering::Relaxed);
+        }
+        (pool, frames)
+    }
+
+    fn page_numbers(chosen: &[(PageId, Pinned)]) -> Vec<u64> {
+        chosen.iter().map(|(page_id, _)| page_id.0).collect()
+    }
+
+    /// The background writer's choice: hot pages (in use, changed again right after any
+    /// write) are never picked, however many flushes run, while every cold dirty page is
+    /// written exactly once, nearest the hand first.
+    #[test]
+    fn cleaning_ahead_of_the_hand_writes_cold_pages_once_and_hot_pages_never() {
+        let is_hot = |number: u64| number.is_multiple_of(4);
+        let (pool, frames) = unpinned_pool(|_| true);
+        let reusable_min = frames.len();
+        let mut writes = std::collections::HashMap::new();
+        for _ in 0..frames.len() {
+            for frame in frames.iter().filter(|frame| is_hot(frame.meta.lock().page_id.0)) {
+                frame.mark_dirty(Lsn(PAGES + 1));
+                frame.usage.store(USAGE_MAX, Ordering::Relaxed);
+            }
+            let chosen = pool.dirty_frames_ahead_of_hand(FLUSH_LIMIT, reusable_min);
+            let numbers = page_numbers(&chosen);
+            assert!(numbers.windows(2).all(|pair| pair[0] < pair[1]), "hand order: {numbers:?}");
+            for (page_id, pin) in chosen {
+                assert!(pin.frame().begin_write(page_id));
+                pin.frame().finish_write(SegmentId(3));
+                *writes.entry(page_id.0).or_insert(0) += 1;
+            }
+        }
+        for number in 1..=PAGES {
+            let expected = if is_hot(number) { None } else { Some(&1) };
+            assert_eq!(writes.get(&number), expected, "writes of page {number}");
+        }
+    }
+
+    /// Nothing is written while enough frames ahead of the hand are reusable; when too few
+    /// are, a full segment of the dirty frames nearest the hand; when the pool has fewer
+    /// than a segment's worth, all of them.
+    #[test]
+    fn cleaning_ahead_of_the_hand_waits_for_need_and_writes_full_segments() {
+        const CLEAN: u64 = 32;
+        let (pool, _frames) = unpinned_pool(|number| number > CLEAN);
+        let clean = usize::try_from(CLEAN).expect("fits");
+        assert!(pool.dirty_frames_ahead_of_hand(FLUSH_LIMIT, clean).is_empty());
+        assert!(pool.dirty_frames_ahead_of_hand(FLUSH_LIMIT, clean - FLUSH_LIMIT).is_empty());
+        let needed = pool.dirty_frames_ahead_of_hand(FLUSH_LIMIT, clean + 1);
+        let first_dirty: Vec<u64> = (CLEAN + 1..=CLEAN + 8).collect();
+        assert_eq!(page_numbers(&needed), first_dirty);
+        drop(needed);
+        let all = pool.dirty_frames_ahead_of_hand(usize::try_from(PAGES).expect("fits"), clean + 1);
+        assert_eq!(page_numbers(&all), (CLEAN + 1..=PAGES).collect::<Vec<u64>>());
+        drop(all);
+        // The hand moved past the clean frames: the dirty ones are nearest now.
+        pool.hand.store(clean, Ordering::Relaxed);
+        let after = pool.dirty_frames_ahead_of_hand(FLUSH_LIMIT, clean);
+        assert_eq!(page_numbers(&after), first_dirty);
     }
 }

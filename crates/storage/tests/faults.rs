@@ -716,13 +716,17 @@ fn wal_sync_error_in_background_flush_poisons_store() {
     let mut config = store_config(dir, local_volume(dir), 64, None);
     config.wal_device_opener = farm.opener();
     config.background = true;
+    // The pool never fills here, so the writer has nothing to clean ahead of the CLOCK hand:
+    // a WAL budget of one byte makes every change old enough for it to write (and a
+    // checkpoint due after every change).
+    config.checkpoint_wal_bytes = 1;
     let store = open(config);
     let ids = create_pages(&store, 40, FILL_BYTES);
     farm.set_config(DeviceFaultConfig {
         sync_error_probability: 1.0,
         ..DeviceFaultConfig::default()
     });
-    // Unacknowledged changes to more than a quarter of the pool: the writer must flush, so it
+    // Unacknowledged changes older than the WAL budget: the writer must flush them, so it
     // must sync the WAL first, and that fails.
     let poisoned = wait_until(std::time::Duration::from_secs(10), || {
         let mut mtr = store.mtr();

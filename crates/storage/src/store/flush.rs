@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tierdb_common::{with_op_counters, Lsn, Page, PageId, SegmentId};
 
 use super::StoreInner;
+use crate::buffer_pool::Pinned;
 use crate::codec::{usize_to_u32, usize_to_u64};
 use crate::error::{Result, StorageError};
 use crate::manifest::{manifest_name, parse_manifest_name, Manifest, MANIFEST_PREFIX};
@@ -68,12 +69,28 @@ impl StoreInner {
     /// Writes up to `limit` dirty pages (only those whose recovery LSN is below `older_than`,
     /// if given) into one new segment. Returns pages written.
     pub(crate) fn flush_dirty(&self, limit: usize, older_than: Option<Lsn>) -> Result<usize> {
+        self.flush_chosen(|pool| pool.dirty_frames(limit.min(SEGMENT_SLOTS_MAX), older_than))
+    }
+
+    /// Writes the dirty frames the CLOCK hand will reach next with usage count 0 (one
+    /// segment at most), until `reusable_ahead` frames ahead of the hand are reusable: what
+    /// the background writer cleans. Returns pages written.
+    pub(crate) fn flush_ahead_of_hand(&self, reusable_ahead: usize) -> Result<usize> {
+        self.flush_chosen(|pool| pool.dirty_frames_ahead_of_hand(SEGMENT_SLOTS_MAX, reusable_ahead))
+    }
+
+    /// Writes the dirty frames `choose` picks (under the flush lock) into one new segment.
+    fn flush_chosen(
+        &self,
+        choose: impl FnOnce(&crate::buffer_pool::BufferPool) -> Vec<(PageId, Pinned)>,
+    ) -> Result<usize> {
         let _flush = self.flush_lock.lock();
         self.check_poisoned()?;
         // The map update that must follow the segment has to fit the log's reserved space;
         // when it cannot, nothing is written (a checkpoint frees log files).
         self.wal.ensure_unbounded_room(MAP_UPDATE_BYTES_MAX)?;
-        let candidates = self.pool.dirty_frames(limit.min(SEGMENT_SLOTS_MAX), older_than);
+        let candidates = choose(&self.pool);
+        assert!(candidates.len() <= SEGMENT_SLOTS_MAX, "more pages than a segment holds");
         let mut images: Vec<Box<Page>> = Vec::with_capacity(candidates.len());
         let mut frames = Vec::with_capacity(candidates.len());
         for (page_id, pin) in candidates {
@@ -127,7 +144,7 @@ impl StoreInner {
     }
 
     /// Undoes step 1 of the flush protocol for frames whose segment was not written.
-    fn restore_dirty(&self, frames: &[crate::buffer_pool::Pinned]) {
+    fn restore_dirty(&self, frames: &[Pinned]) {
         for pin in frames {
             if pin.frame().abort_write() {
                 self.dirty_frames.fetch_add(1, Ordering::AcqRel);
@@ -532,15 +549,7 @@ fn background_step(
         }
     }
     let target = inner.pool.target_frames();
-    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let dirty_max = ((target as f64) * inner.config.dirty_fraction_max) as usize;
-    while inner.dirty_frames.load(Ordering::Acquire) > dirty_max
-        && !inner.shutdown.load(Ordering::Acquire)
-    {
-        if inner.flush_some(SEGMENT_SLOTS_MAX)? == 0 {
-            break;
-        }
-    }
+    clean_ahead_of_hand(inner, target)?;
     // Pages dirty for long hold the redo point, and so the WAL, back: write the ones older
     // than the checkpoint WAL budget so that WAL and recovery time stay bounded.
     // Finding the oldest dirty page visits every frame, so it runs at most once per
@@ -584,6 +593,25 @@ fn background_step(
     if let Err(error) = inner.wal.prepare_spare() {
         // Only an optimisation: the next file is then created when needed and appended to.
         tracing::warn!(%error, "preparing the next wal file failed");
+    }
+    Ok(())
+}
+
+/// Writes the dirty frames the CLOCK hand will evict next until enough frames ahead of it are
+/// reusable (`StoreConfig::clean_ahead_fraction`). Only frames with usage count 0: a hot page
+/// is written by the checkpoint's flushes (pages older than the WAL budget or than the
+/// previous checkpoint), about once per checkpoint, not whenever the pool is busy. Writing
+/// any dirty frame above a dirty limit wrote hot pages over and over: under sysbench over 4x
+/// the pool, nine page writes per eviction (docs/BENCHMARKS.md).
+fn clean_ahead_of_hand(inner: &StoreInner, target_frames: usize) -> Result<()> {
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let reusable_min = ((target_frames as f64) * inner.config.clean_ahead_fraction) as usize;
+    // Bounded: one pass of the hand's worth of segments.
+    let rounds_max = target_frames / SEGMENT_SLOTS_MAX + 1;
+    for _ in 0..rounds_max {
+        if inner.shutdown.load(Ordering::Acquire) || inner.flush_ahead_of_hand(reusable_min)? == 0 {
+            break;
+        }
     }
     Ok(())
 }

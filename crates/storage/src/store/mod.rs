@@ -95,9 +95,11 @@ pub struct StoreConfig {
     /// write takes a new segment slot, compacted later), longer recovery. The default,
     /// 256 MiB, replays in seconds (PostgreSQL's `max_wal_size` default is 1 GB).
     pub checkpoint_wal_bytes: u64,
-    /// Background flushing starts above this fraction of dirty frames (default 0.5: half the
-    /// pool stays clean, so a miss finds a frame without writing one first).
-    pub dirty_fraction_max: f64,
+    /// The background writer keeps at least this fraction of the pool's frames reusable
+    /// (free, or clean and unused) ahead of the CLOCK hand, so that a miss finds a frame
+    /// without writing one first; it writes only frames the hand is about to reach with
+    /// usage count 0. Default 0.125 (2,048 frames of a 128 MiB pool, seconds of misses).
+    pub clean_ahead_fraction: f64,
     /// Compaction runs while total segment slots exceed this multiple of live pages.
     pub space_amplification_max: f64,
     /// Temporary files (sorts, hashes, cursors, index builds) and operator memory.
@@ -132,7 +134,7 @@ impl StoreConfig {
             background: true,
             checkpoint_interval: Duration::from_secs(30),
             checkpoint_wal_bytes: 256 << 20,
-            dirty_fraction_max: 0.5,
+            clean_ahead_fraction: 0.125,
             space_amplification_max: 1.3,
         }
     }
