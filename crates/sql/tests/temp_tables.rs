@@ -218,6 +218,15 @@ fn each_session_has_its_own_temp_store_sized_by_its_temp_buffers() {
         let (state, text) = message(&mut fresh, "SET temp_buffers = 99");
         assert_eq!(state, "22023");
         assert!(text.contains("(100 .. 1073741823)"), "{text}");
+        // PostgreSQL's largest allowance (8 TB) costs only the frames pages come into.
+        setup(&mut fresh, &["SET temp_buffers = 1073741823", "CREATE TEMP TABLE wide (id int)"]);
+        setup(&mut fresh, &["INSERT INTO wide SELECT g FROM generate_series(1, 1000) g"]);
+        let wide = engine.temp_table_store(fresh.session_id()).expect("its store");
+        let (allocated, target) = wide.buffer_pool_frames();
+        assert_eq!(target, 1_073_741_823);
+        assert!(allocated < 100, "frames as pages come in: {allocated}");
+        drop(wide);
+        fresh.terminate();
         // A later store of the session keeps the pool its first temp table fixed.
         setup(session, &["DROP TABLE mine", "CREATE TEMP TABLE again (id int)"]);
         let again = engine.temp_table_store(id).expect("a new store");
