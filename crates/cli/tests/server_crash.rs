@@ -406,9 +406,9 @@ fn temp_table_stores(data_dir: &std::path::Path) -> Vec<String> {
     names.filter(|name: &String| name.starts_with(tierdb_storage::TABLE_STORE_PREFIX)).collect()
 }
 
-/// Temp tables of a session alive at SIGKILL (one committed with rows and an index, one
-/// created by an open block): their rows were in the temp space's unlogged store, which the
-/// restart removes; their definitions are dropped at startup before any session runs, so
+/// Temp tables of two sessions alive at SIGKILL (one committed with rows and an index, one
+/// created by an open block, another session's): their rows were in each session's
+/// unlogged store in the temp space, which the restart removes; their definitions are dropped at startup before any session runs, so
 /// nothing of them is visible, and the engine catalog never named them.
 #[tokio::test(flavor = "multi_thread")]
 async fn temp_tables_are_gone_after_sigkill() {
@@ -429,10 +429,15 @@ async fn temp_tables_are_gone_after_sigkill() {
         )
         .await
         .expect("a temp table in an open block");
+    let other = server.connect().await;
+    other
+        .batch_execute("CREATE TEMP TABLE tmp_other (a int); INSERT INTO tmp_other VALUES (1);")
+        .await
+        .expect("another session's temp table");
     let data_dir = server.kill();
-    drop(client);
+    drop((client, other));
     let stores = temp_table_stores(data_dir.path());
-    assert_eq!(stores.len(), 1, "the temp tables' store is there before the restart: {stores:?}");
+    assert_eq!(stores.len(), 2, "each session's store is there before the restart: {stores:?}");
     let server = TestServer::start_in(data_dir, &no_tier);
     let stores = temp_table_stores(server.data_dir.path());
     assert_eq!(stores, Vec::<String>::new(), "the restart removed the dead process's store");

@@ -6,7 +6,7 @@
 
 mod support;
 
-use support::{rows, session_as, setup, sqlstate, value, with_session};
+use support::{message, rows, session_as, setup, sqlstate, value, with_session};
 use tierdb_sql::{Datum, Session};
 
 fn count(session: &mut Session, sql: &str) -> i64 {
@@ -158,7 +158,8 @@ fn a_temp_table_load_writes_no_wal_and_lives_in_the_temp_space() {
         assert!(kept_wal_bytes > data_bytes, "a permanent load logs its rows: {kept_wal_bytes}");
         assert!(temp_wal_bytes < 1024, "a temp load logs its commit only: {temp_wal_bytes}");
         assert!(main_mtrs < 10, "the main store's pages are not changed: {main_mtrs} mtrs");
-        let temp_store = engine.temp_table_store().expect("opened by CREATE TEMP TABLE");
+        let id = session.session_id();
+        let temp_store = engine.temp_table_store(id).expect("opened by CREATE TEMP TABLE");
         assert!(temp_store.stats().mtr_commits.get() > 0, "the rows went to the temp store");
         temp_store.flush_all().unwrap();
         let table_bytes = count(session, "SELECT table_bytes FROM tierdb_stat_temp");
@@ -169,6 +170,98 @@ fn a_temp_table_load_writes_no_wal_and_lives_in_the_temp_space() {
         assert_eq!(count(session, read), ROWS);
         drop(temp_store);
         setup(session, &["DROP TABLE loaded"]);
-        assert!(engine.temp_table_store().is_none(), "the last temp table took the store");
+        assert!(engine.temp_table_store(id).is_none(), "the last temp table took the store");
+    });
+}
+
+/// The `tierdb-tables-*` directories (temp tables' stores) in the temp space's directory.
+fn store_directories(session: &Session) -> usize {
+    let dir = session.catalog().engine().store().temp_space().dir().to_path_buf();
+    let entries = std::fs::read_dir(dir).unwrap();
+    let stores = entries.filter(|entry| {
+        entry.as_ref().unwrap().file_name().to_string_lossy().starts_with("tierdb-tables-")
+    });
+    stores.count()
+}
+
+/// Each session's temp tables are in its own store, whose buffer pool is the session's
+/// temp_buffers at its first temp table (PostgreSQL's local buffers); SET temp_buffers is
+/// PostgreSQL's 22023 from then on unless it keeps the value, and works before.
+#[test]
+fn each_session_has_its_own_temp_store_sized_by_its_temp_buffers() {
+    with_session(|session| {
+        let mut other = session_as(session, "tierdb");
+        let engine = std::sync::Arc::clone(session.catalog().engine());
+        setup(session, &["SET temp_buffers = 200", "SET temp_buffers = '2MB'"]);
+        assert_eq!(value(session, "SHOW temp_buffers").unwrap(), Datum::Text("2MB".into()));
+        setup(session, &["CREATE TEMP TABLE mine (id int PRIMARY KEY)"]);
+        setup(&mut other, &["CREATE TEMP TABLE theirs (id int PRIMARY KEY)"]);
+        let (id, other_id) = (session.session_id(), other.session_id());
+        let mine = engine.temp_table_store(id).expect("the session's store");
+        let theirs = engine.temp_table_store(other_id).expect("the other session's store");
+        assert!(!std::sync::Arc::ptr_eq(&mine, &theirs), "one store per session");
+        assert_eq!(engine.temp_table_store_count(), 2);
+        assert_eq!(store_directories(session), 2);
+        // 2MB is 256 buffers of 8 kB; the other session has PostgreSQL's default 1024.
+        assert_eq!(mine.buffer_pool_frames().1, 256);
+        assert_eq!(theirs.buffer_pool_frames().1, 1024);
+        let (state, text) = message(session, "SET temp_buffers = 300");
+        assert_eq!(
+            (state, text.as_str()),
+            ("22023", "invalid value for parameter \"temp_buffers\": 300")
+        );
+        assert_eq!(sqlstate(session, "SELECT set_config('temp_buffers', '4MB', false)"), "22023");
+        setup(session, &["SET temp_buffers = 256", "RESET temp_buffers"]);
+        assert_eq!(value(session, "SHOW temp_buffers").unwrap(), Datum::Text("8MB".into()));
+        // Out of PostgreSQL's range, before any use.
+        let mut fresh = session_as(session, "tierdb");
+        let (state, text) = message(&mut fresh, "SET temp_buffers = 99");
+        assert_eq!(state, "22023");
+        assert!(text.contains("(100 .. 1073741823)"), "{text}");
+        // PostgreSQL's largest allowance (8 TB) costs only the frames pages come into.
+        setup(&mut fresh, &["SET temp_buffers = 1073741823", "CREATE TEMP TABLE wide (id int)"]);
+        setup(&mut fresh, &["INSERT INTO wide SELECT g FROM generate_series(1, 1000) g"]);
+        let wide = engine.temp_table_store(fresh.session_id()).expect("its store");
+        let (allocated, target) = wide.buffer_pool_frames();
+        assert_eq!(target, 1_073_741_823);
+        assert!(allocated < 100, "frames as pages come in: {allocated}");
+        drop(wide);
+        fresh.terminate();
+        // A later store of the session keeps the pool its first temp table fixed.
+        setup(session, &["DROP TABLE mine", "CREATE TEMP TABLE again (id int)"]);
+        let again = engine.temp_table_store(id).expect("a new store");
+        assert_eq!(again.buffer_pool_frames().1, 256);
+    });
+}
+
+/// A session's store and its directory go with its last temp table (DROP) and at its end,
+/// and the temp space's table bytes go back down to the other sessions' share.
+#[test]
+fn dropped_temp_tables_free_their_sessions_store() {
+    with_session(|session| {
+        let mut other = session_as(session, "tierdb");
+        let engine = std::sync::Arc::clone(session.catalog().engine());
+        let table_bytes =
+            |session: &mut Session| count(session, "SELECT table_bytes FROM tierdb_stat_temp");
+        setup(&mut other, &["CREATE TEMP TABLE theirs (id int PRIMARY KEY)"]);
+        let others_bytes = table_bytes(session);
+        setup(session, &["SET temp_buffers = 100", "CREATE TEMP TABLE mine (id int, note text)"]);
+        let load = "INSERT INTO mine SELECT g, repeat('x', 200) FROM generate_series(1, 5000) g";
+        setup(session, &[load]);
+        engine.temp_table_store(session.session_id()).unwrap().flush_all().unwrap();
+        let loaded = table_bytes(session);
+        assert!(loaded > others_bytes + 1_000_000, "{loaded} against {others_bytes}");
+        assert_eq!(store_directories(session), 2);
+        setup(session, &["DROP TABLE mine"]);
+        // What is left is the other session's small store (its background writer may have
+        // written a manifest since).
+        let left = table_bytes(session);
+        assert!(left < others_bytes + 100_000, "the session's pages are freed: {left}");
+        assert_eq!(store_directories(session), 1);
+        assert!(engine.temp_table_store(session.session_id()).is_none());
+        other.terminate();
+        assert_eq!(table_bytes(session), 0, "the other session's end freed its store");
+        assert_eq!(store_directories(session), 0);
+        assert_eq!(engine.temp_table_store_count(), 0);
     });
 }

@@ -24,7 +24,7 @@ use super::table::{
     VectorGraph, VectorIndex, VectorIndexDef, VectorMethod,
 };
 use super::vector_index::{metric_code, metric_of};
-use super::Shared;
+use super::{Shared, TempOwner};
 
 /// A vector index's definition and its graph's meta page, as the catalog stores them.
 type VectorEntry = (VectorIndexDef, PageId);
@@ -346,7 +346,7 @@ impl Shared {
 
     /// Creates a table (durably, outside any transaction), or a temp table: in the temp
     /// tables' store, without a catalog entry (nothing logged, nothing left after a crash).
-    pub(super) fn create_table(&self, def: TableDef, temporary: bool) -> Result<()> {
+    pub(super) fn create_table(&self, def: TableDef, temporary: Option<TempOwner>) -> Result<()> {
         let mut tables = self.tables.write();
         if tables.contains_key(&def.name) {
             return Err(EngineError::DuplicateTable { name: def.name });
@@ -367,14 +367,17 @@ impl Shared {
                 detail: "index column out of range".to_string(),
             });
         }
-        let store = if temporary { self.temp_store()? } else { Arc::clone(&self.store) };
+        let store = match temporary {
+            Some(owner) => self.temp_store(owner)?,
+            None => Arc::clone(&self.store),
+        };
         let tree = BTree::create(Arc::clone(&store))?;
         let mut index_trees = Vec::with_capacity(def.indexes.len());
         for _ in &def.indexes {
             index_trees.push(BTree::create(Arc::clone(&store))?.meta_page());
         }
         let layout = Layout::identity(def.columns.iter().map(|column| column.kind).collect());
-        if !temporary {
+        if temporary.is_none() {
             let entry = encode_def(&def, &layout, tree.meta_page(), &index_trees, &[]);
             let (_, lsn) = self.catalog.insert(def.name.as_bytes(), &entry)?;
             self.store.wait_durable(lsn)?;
@@ -477,15 +480,13 @@ impl Shared {
         let Some(handle) = tables.get(name) else {
             return Err(EngineError::UndefinedTable { name: name.to_string() });
         };
-        if self.is_temporary(&*handle.table()?) {
-            // No catalog entry. The store cannot free pages: they stay until the store goes,
-            // which is when the last temp table does (and the last handle of one).
+        let table = handle.table()?;
+        if self.is_temporary(&table) {
+            // No catalog entry. The store cannot free a tree's pages: they stay until the
+            // session's store goes, which is when the session's last temp table does (and
+            // the last handle of one).
             tables.remove(name).expect("checked above").mark_dropped();
-            let temporary =
-                |handle: &TableHandle| handle.table().is_ok_and(|table| self.is_temporary(&table));
-            if !tables.values().any(temporary) {
-                *self.temp_store.lock() = None;
-            }
+            self.release_temp_store(&tables, table.tree.store());
             return Ok(());
         }
         let Some((_, lsn)) = self.catalog.delete(name.as_bytes())? else {

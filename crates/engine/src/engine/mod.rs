@@ -63,17 +63,40 @@ pub use vector_index::{NearestOptions, NearestScan};
 /// writers of different rows rarely share a mutex, and the memory stays bounded.
 const ROW_LOCK_STRIPES: usize = 1024;
 
-/// The buffer pool of the temp tables' store (`Shared::temp_store`): PostgreSQL gives each
-/// session 8 MB of local buffers (`temp_buffers`); these frames serve every session's temp
-/// tables and never hold a page of the main store, nor does the main pool hold theirs.
-pub const TEMP_TABLE_BUFFER_BYTES: u64 = 32 << 20;
+/// PostgreSQL's bounds and default of `temp_buffers`, in buffers of `PAGE_SIZE` (8 kB, as
+/// PostgreSQL's): a session's temp tables' store gets a buffer pool of that many pages
+/// (`TempOwner::buffer_pool_bytes`). The pool allocates its frames as pages come in, as
+/// PostgreSQL's local buffers do, so an unused allowance costs no memory.
+pub const TEMP_BUFFERS_MIN: u64 = 100;
+pub const TEMP_BUFFERS_MAX: u64 = 1_073_741_823;
+pub const TEMP_BUFFERS_DEFAULT: u64 = 1024;
+
+/// Whose temp table `Engine::create_temp_table` makes: the session, whose own unlogged store
+/// holds it (opened at its first temp table with a pool of `buffer_pool_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TempOwner {
+    pub session: u64,
+    /// The session's `temp_buffers` in bytes (a multiple of `PAGE_SIZE`).
+    pub buffer_pool_bytes: u64,
+}
+
+impl TempOwner {
+    /// The owner for a session whose `temp_buffers` is `buffers` pages.
+    pub fn with_buffers(session: u64, buffers: u64) -> TempOwner {
+        assert!((TEMP_BUFFERS_MIN..=TEMP_BUFFERS_MAX).contains(&buffers), "checked at SET");
+        let page_bytes = u64::try_from(tierdb_common::PAGE_SIZE).expect("page size fits u64");
+        TempOwner { session, buffer_pool_bytes: buffers * page_bytes }
+    }
+}
 
 /// What the engine's handle, its transactions and its purge thread share.
 pub(crate) struct Shared {
     store: Arc<PageStore>,
-    /// The unlogged store temp tables live in (docs/design/019-temp-tables.md), opened at
-    /// the first CREATE TEMP TABLE in the temp space's directory; dropped with the engine.
-    temp_store: Mutex<Option<Arc<PageStore>>>,
+    /// The unlogged stores temp tables live in (docs/design/019-temp-tables.md), one per
+    /// session that has temp tables, by session number: opened at the session's first
+    /// CREATE TEMP TABLE in the temp space's directory, dropped (its directory and pages
+    /// freed) with the session's last temp table.
+    temp_stores: Mutex<HashMap<u64, Arc<PageStore>>>,
     txns: TxnManager,
     catalog: BTree,
     /// The tables by name: each a `TableHandle` that DDL updates in place (index DDL and
@@ -132,7 +155,7 @@ impl Shared {
         let purged_at_shutdown = fresh || root.flags & ROOT_FLAG_PURGED != 0;
         let engine = Shared {
             store,
-            temp_store: Mutex::new(None),
+            temp_stores: Mutex::new(HashMap::new()),
             txns,
             catalog,
             tables: RwLock::new(HashMap::new()),
@@ -197,16 +220,28 @@ impl Shared {
         Ok(catalog.meta_page())
     }
 
-    /// The temp tables' store, opened at first use.
-    fn temp_store(&self) -> Result<Arc<PageStore>> {
-        let mut slot = self.temp_store.lock();
-        if let Some(store) = &*slot {
+    /// The temp tables' store of `owner`'s session, opened at its first use with the
+    /// session's pool size (later calls keep the pool the store was opened with).
+    fn temp_store(&self, owner: TempOwner) -> Result<Arc<PageStore>> {
+        let mut stores = self.temp_stores.lock();
+        if let Some(store) = stores.get(&owner.session) {
             return Ok(Arc::clone(store));
         }
-        let store =
-            Arc::new(PageStore::open_unlogged(self.store.temp_space(), TEMP_TABLE_BUFFER_BYTES)?);
-        *slot = Some(Arc::clone(&store));
+        let temp = self.store.temp_space();
+        let store = Arc::new(PageStore::open_unlogged(temp, owner.buffer_pool_bytes)?);
+        stores.insert(owner.session, Arc::clone(&store));
         Ok(store)
+    }
+
+    /// Forgets the session store `store` when no table is left in it (the caller holds the
+    /// table map): its `Drop`, at its last handle, removes its directory and its charge.
+    fn release_temp_store(&self, tables: &HashMap<String, TableHandle>, store: &Arc<PageStore>) {
+        let in_store = |handle: &TableHandle| {
+            handle.table().is_ok_and(|table| Arc::ptr_eq(table.tree.store(), store))
+        };
+        if !tables.values().any(in_store) {
+            self.temp_stores.lock().retain(|_, open| !Arc::ptr_eq(open, store));
+        }
     }
 
     /// Whether `table` is a temp table: its trees are in the temp tables' store.
@@ -253,20 +288,35 @@ impl Engine {
     }
 
     pub fn create_table(&self, def: TableDef) -> Result<()> {
-        self.shared.create_table(def, false)
+        self.shared.create_table(def, None)
     }
 
     /// Creates a temp table (docs/design/019-temp-tables.md): in the unlogged store of the
     /// temp space, with no catalog entry, so nothing about it is logged and no restart
     /// finds it. Used like any table until `drop_table` (or the engine's end) removes it.
-    pub fn create_temp_table(&self, def: TableDef) -> Result<()> {
-        self.shared.create_table(def, true)
+    pub fn create_temp_table(&self, def: TableDef, owner: TempOwner) -> Result<()> {
+        self.shared.create_table(def, Some(owner))
     }
 
-    /// The temp tables' store, if a temp table was ever created (its buffer pool and
+    /// The temp tables' store of `session`, while it has temp tables (its buffer pool and
     /// counters, for tests and statistics).
-    pub fn temp_table_store(&self) -> Option<Arc<PageStore>> {
-        self.shared.temp_store.lock().clone()
+    pub fn temp_table_store(&self, session: u64) -> Option<Arc<PageStore>> {
+        self.shared.temp_stores.lock().get(&session).cloned()
+    }
+
+    /// Closes `session`'s temp tables' store if no table is left in it (at the session's
+    /// end, after its temp tables were dropped): its directory and pages go with it.
+    pub fn release_temp_store(&self, session: u64) {
+        let tables = self.shared.tables.read();
+        let store = self.shared.temp_stores.lock().get(&session).cloned();
+        if let Some(store) = store {
+            self.shared.release_temp_store(&tables, &store);
+        }
+    }
+
+    /// How many sessions have a temp tables' store open.
+    pub fn temp_table_store_count(&self) -> usize {
+        self.shared.temp_stores.lock().len()
     }
 
     pub fn table_names(&self) -> Vec<String> {

@@ -300,11 +300,12 @@ impl Catalog {
 
     /// Creates a table in `transaction` (transactional.rs): hidden from sessions other than
     /// `session` until the transaction commits and `release_claims` runs. The caller holds
-    /// the DDL lock and the claim on the name.
+    /// the DDL lock and the claim on the name. A temp table goes to the session's own store,
+    /// opened at its first temp table with a pool of `temp_buffers` pages.
     pub fn create_table(
         &self,
         transaction: &mut Transaction,
-        session: u64,
+        (session, temp_buffers): (u64, u64),
         mut meta: TableMeta,
     ) -> Result<()> {
         if self.tables.read().contains_key(&meta.name) {
@@ -339,9 +340,11 @@ impl Catalog {
             key.oid = self.next_oid()?;
         }
         let def = TableDef { name: meta.name.clone(), columns, primary_key, indexes };
-        if split_temp_name(&meta.name).is_some() {
-            // Unlogged, in the temp space (docs/design/019-temp-tables.md).
-            self.engine.create_temp_table(def)?;
+        if let Some((owner, _)) = split_temp_name(&meta.name) {
+            // Unlogged, in the session's store in the temp space (design 019).
+            assert_eq!(owner, session, "a session creates only its own temp tables");
+            let owner = tierdb_engine::TempOwner::with_buffers(owner, temp_buffers);
+            self.engine.create_temp_table(def, owner)?;
         } else {
             self.engine.create_table(def)?;
         }

@@ -40,8 +40,8 @@ impl Session {
                 return Err(SqlError::new("42P07", format!("relation \"{shown}\" already exists")));
             }
             let meta = TableMeta::with_columns(name.into(), columns);
-            let session_id = self.session_id;
-            catalog.create_table(self.ddl_transaction(), session_id, meta)?;
+            let owner = self.temp_owner();
+            catalog.create_table(self.ddl_transaction(), owner, meta)?;
             self.own_new_table(name)?;
         }
         let rows = self.insert_bound_rows(name, plan, last_id)?;

@@ -115,8 +115,8 @@ impl Session {
             meta.columns[*position].default =
                 Some(self.create_identity_sequence(&meta, *position, &sequence, options)?);
         }
-        let session_id = self.session_id;
-        Arc::clone(&self.catalog).create_table(self.ddl_transaction(), session_id, meta)?;
+        let owner = self.temp_owner();
+        Arc::clone(&self.catalog).create_table(self.ddl_transaction(), owner, meta)?;
         self.own_new_table(&name)?;
         Ok(Output::command(CommandTag::CreateTable))
     }

@@ -187,6 +187,9 @@ pub struct Session {
     temp_used: bool,
     /// The ON COMMIT DELETE ROWS and DROP actions of its temp tables, by catalog name.
     temp_on_commit: HashMap<String, ast::OnCommit>,
+    /// Its temp_buffers (pages) since its first temp table, which sized its temp tables'
+    /// store: as PostgreSQL's NLocBuffer, SET cannot change it from then on.
+    temp_buffers_used: Option<u64>,
 }
 
 /// COPY TO and FETCH may return any number of rows; the other front statements none.
@@ -254,6 +257,7 @@ impl Session {
             warnings_dropped: 0,
             temp_used: false,
             temp_on_commit: HashMap::new(),
+            temp_buffers_used: None,
         }
     }
 
@@ -280,6 +284,12 @@ impl Session {
 
     pub fn state(&self) -> BlockState {
         self.state
+    }
+
+    /// The session's number (its temp schema is `pg_temp_N`; its temp tables' store is
+    /// the engine's for this number).
+    pub fn session_id(&self) -> u64 {
+        self.session_id
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {

@@ -181,6 +181,9 @@ impl Session {
     pub(crate) fn apply_setting(&mut self, name: &str, value: &str) -> Result<()> {
         match check_setting(name, value, self.is_superuser())? {
             Checked::Store(name, value) => {
+                if name == "temp_buffers" {
+                    self.check_temp_buffers_unused(&value)?;
+                }
                 // Names in prepared statements resolve against the path, and their
                 // timestamptz constants were read in the zone: bind them anew.
                 let path_changed = name == "search_path" || name == "timezone";
@@ -527,6 +530,7 @@ pub(crate) fn check_setting(name: &str, value: &str, superuser: bool) -> Result<
             store(check_integer_setting(name, &value, (low, high))?.to_string())
         }
         "hnsw.scan_mem_multiplier" => store(check_multiplier(name, &value)?),
+        "temp_buffers" => store(super::temp_tables::check_temp_buffers(&value)?),
         "temp_file_limit" | "log_temp_files" => {
             store(check_kilobyte_setting(name, &value, superuser)?)
         }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::catalog::{relation_name, split_temp_name, temp_schema};
+use crate::sizes::{parse_size_bytes, SizeSyntax};
 
 impl Session {
     /// The catalog name CREATE TABLE makes, and whether it is a temp table: TEMP, or a name
@@ -26,6 +27,9 @@ impl Session {
     pub(super) fn note_temp_table(&mut self, name: &str, on_commit: Option<&ast::OnCommit>) {
         assert!(split_temp_name(name).is_some_and(|(session, _)| session == self.session_id));
         self.temp_used = true;
+        if self.temp_buffers_used.is_none() {
+            self.temp_buffers_used = Some(self.temp_buffers());
+        }
         match on_commit {
             Some(action @ (ast::OnCommit::DeleteRows | ast::OnCommit::Drop)) => {
                 self.temp_on_commit.insert(name.to_string(), *action);
@@ -126,6 +130,72 @@ impl Session {
         }
         self.temp_on_commit.clear();
         self.temp_used = false;
+        // Normally gone with the last table already; also one a failed CREATE left empty.
+        catalog.engine().release_temp_store(self.session_id);
         Ok(())
     }
+
+    /// The session and the pages of its temp tables' buffer pool, for CREATE TABLE
+    /// (`Catalog::create_table`): the temp_buffers in force at its first temp table.
+    pub(super) fn temp_owner(&self) -> (u64, u64) {
+        (self.session_id, self.temp_buffers_used.unwrap_or_else(|| self.temp_buffers()))
+    }
+
+    /// The session's temp_buffers setting, in pages.
+    fn temp_buffers(&self) -> u64 {
+        let stored = self.settings.get("temp_buffers");
+        let bytes = stored.and_then(|text| parse_size_bytes(text, SizeSyntax::SETTING));
+        debug_assert!(bytes.is_some() || stored.is_none(), "checked when it was SET");
+        bytes.map_or(tierdb_engine::TEMP_BUFFERS_DEFAULT, |bytes| bytes / TEMP_BUFFER_BYTES)
+    }
+
+    /// SET temp_buffers to `shown` (checked by `check_temp_buffers`): once the session has
+    /// used temp tables, only to the value in force then, with PostgreSQL's 22023.
+    pub(super) fn check_temp_buffers_unused(&self, shown: &str) -> Result<()> {
+        let Some(used) = self.temp_buffers_used else { return Ok(()) };
+        let bytes = parse_size_bytes(shown, SizeSyntax::SETTING).expect("checked setting");
+        let buffers = bytes / TEMP_BUFFER_BYTES;
+        if buffers == used {
+            return Ok(());
+        }
+        // PostgreSQL's DETAIL: "temp_buffers" cannot be changed after any temporary tables
+        // have been accessed in the session.
+        Err(SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"temp_buffers\": {buffers}"),
+        ))
+    }
+}
+
+/// The size of one temp buffer, PostgreSQL's block (and tierdb's page): temp_buffers
+/// counts them.
+const TEMP_BUFFER_BYTES: u64 = 8192;
+
+/// SET temp_buffers = `value`: a number of 8 kB buffers, or a size with a unit (rounded to
+/// buffers as PostgreSQL's rint), from `TEMP_BUFFERS_MIN` to `TEMP_BUFFERS_MAX` (22023 with
+/// PostgreSQL's wording otherwise). Returns the value as SHOW prints it.
+pub(super) fn check_temp_buffers(value: &str) -> Result<String> {
+    let invalid = || {
+        SqlError::new("22023", format!("invalid value for parameter \"temp_buffers\": \"{value}\""))
+    };
+    let plain = value.trim().chars().all(|c| c.is_ascii_digit());
+    let buffers = if plain {
+        value.trim().parse::<u64>().map_err(|_| invalid())?
+    } else {
+        let bytes = parse_size_bytes(value, SizeSyntax::SETTING).ok_or_else(invalid)?;
+        let (whole, rest) = (bytes / TEMP_BUFFER_BYTES, bytes % TEMP_BUFFER_BYTES);
+        // rint: halves to even.
+        let half = TEMP_BUFFER_BYTES / 2;
+        whole + u64::from(rest > half || (rest == half && whole % 2 == 1))
+    };
+    let (low, high) = (tierdb_engine::TEMP_BUFFERS_MIN, tierdb_engine::TEMP_BUFFERS_MAX);
+    if !(low..=high).contains(&buffers) {
+        return Err(SqlError::new(
+            "22023",
+            format!(
+                "{buffers} 8kB is outside the valid range for parameter \"temp_buffers\" ({low} .. {high})"
+            ),
+        ));
+    }
+    Ok(crate::sizes::format_memory(buffers * TEMP_BUFFER_BYTES))
 }
