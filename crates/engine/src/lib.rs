@@ -12,8 +12,8 @@ mod wait;
 
 pub use engine::{
     ColumnDef, ConflictArbiters, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress,
-    IndexDef, InsertOutcome, NearestOptions, NearestScan, Projection, PurgeStats, RelationPages,
-    RowKey, RowPage, TableDef, TableHandle, TableRef, Transaction, VectorIndexCheck,
+    IndexDef, IndexPredicate, InsertOutcome, NearestOptions, NearestScan, Projection, PurgeStats,
+    RelationPages, RowKey, RowPage, TableDef, TableHandle, TableRef, Transaction, VectorIndexCheck,
     VectorIndexDef, VectorMethod, INSERT_BATCH_ROWS_MAX, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
 pub use error::{EngineError, Result};
