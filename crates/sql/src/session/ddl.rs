@@ -461,8 +461,8 @@ fn table_indexes(
 const UNSUPPORTED_ACCESS_METHODS: [&str; 5] = ["hash", "gist", "gin", "spgist", "brin"];
 
 /// Refuses what CREATE INDEX would otherwise ignore (each changes what the index is):
-/// access methods other than btree, operator classes, partial indexes, INCLUDE, NULLS NOT
-/// DISTINCT and storage parameters.
+/// access methods other than btree, operator classes, INCLUDE, NULLS NOT DISTINCT and
+/// storage parameters. A WHERE makes a partial index (session/partial_index.rs).
 fn refuse_index_clauses(create: &ast::CreateIndex) -> Result<()> {
     let method = match &create.using {
         None | Some(ast::IndexType::BTree) => None,
