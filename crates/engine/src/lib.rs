@@ -12,10 +12,10 @@ mod wait;
 
 pub use engine::{
     ColumnDef, ConflictArbiters, Engine, IndexBuildOptions, IndexBuildPhase, IndexBuildProgress,
-    IndexDef, InsertOutcome, NearestOptions, NearestScan, Projection, PurgeStats, RelationPages,
-    RowKey, RowPage, TableDef, TableHandle, TableRef, TempOwner, Transaction, VectorIndexCheck,
-    VectorIndexDef, VectorMethod, INSERT_BATCH_ROWS_MAX, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
-    TEMP_BUFFERS_DEFAULT, TEMP_BUFFERS_MAX, TEMP_BUFFERS_MIN,
+    IndexDef, IndexPredicate, InsertOutcome, NearestOptions, NearestScan, Projection, PurgeStats,
+    RelationPages, RowKey, RowPage, TableDef, TableHandle, TableRef, TempOwner, Transaction,
+    VectorIndexCheck, VectorIndexDef, VectorMethod, INSERT_BATCH_ROWS_MAX,
+    MAINTENANCE_WORK_MEM_DEFAULT_BYTES, TEMP_BUFFERS_DEFAULT, TEMP_BUFFERS_MAX, TEMP_BUFFERS_MIN,
 };
 pub use error::{EngineError, Result};
 pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};

@@ -77,8 +77,6 @@ fn index_methods_and_clauses_that_would_be_ignored_are_refused() {
                 "CREATE INDEX ON embeddings (n int4_ops)",
                 "index operator class int4_ops is not supported",
             ),
-            ("CREATE INDEX ON embeddings (n) WHERE n > 0", "partial indexes"),
-            ("CREATE UNIQUE INDEX ON embeddings (n) WHERE n > 0", "partial indexes"),
             ("CREATE INDEX ON embeddings (n) INCLUDE (id)", "INCLUDE"),
             ("CREATE UNIQUE INDEX ON embeddings (n) NULLS NOT DISTINCT", "NULLS NOT DISTINCT"),
             ("CREATE INDEX ON embeddings (n) WITH (fillfactor = 70)", "storage parameters"),

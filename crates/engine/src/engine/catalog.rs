@@ -575,8 +575,10 @@ impl Shared {
             &def.name,
             def.unique,
         );
-        // Only the index's columns are read (the others decode as NULL, without copies).
-        let mut wanted = vec![false; old.def.columns.len()];
+        // Only the index's columns are read (the others decode as NULL, without copies);
+        // all of them for a partial index, whose predicate may read any.
+        let partial = self.index_predicates.is_partial(&def.name);
+        let mut wanted = vec![partial; old.def.columns.len()];
         for &column in &def.columns {
             wanted[column] = true;
         }
@@ -586,6 +588,9 @@ impl Shared {
             let mut live_decided = false;
             for version in decode_versions(&bytes)? {
                 let row = old.layout.decode_projected(&version.row, Some(&wanted))?;
+                if !self.index_predicates.covers_name(&def.name, &row)? {
+                    continue; // outside a partial index's predicate (partial.rs)
+                }
                 let entry = index_prefix(&def, &columns, &row)?;
                 let mut live = false;
                 if def.unique && !live_decided {

@@ -40,6 +40,7 @@ use purge::{purge_loop, PurgeQueue};
 mod catalog;
 mod index_build;
 mod layout;
+mod partial;
 mod purge;
 mod table;
 mod transaction;
@@ -50,6 +51,7 @@ mod vector_purge;
 pub use index_build::{
     IndexBuildOptions, IndexBuildPhase, IndexBuildProgress, MAINTENANCE_WORK_MEM_DEFAULT_BYTES,
 };
+pub use partial::IndexPredicate;
 pub use purge::PurgeStats;
 pub use table::{
     ColumnDef, IndexDef, Projection, RelationPages, RowKey, RowPage, TableDef, TableHandle,
@@ -131,6 +133,8 @@ pub(crate) struct Shared {
     full_purge_passes: AtomicU64,
     /// The index builds running, for the progress view.
     index_builds: index_build::IndexBuildRegistry,
+    /// The predicates of partial indexes, registered by the SQL layer (partial.rs).
+    index_predicates: partial::IndexPredicates,
 }
 
 /// Queued purge items `close_purged` works through at most: beyond, shutdown would take too
@@ -174,6 +178,7 @@ impl Shared {
             closed: AtomicBool::new(false),
             full_purge_passes: AtomicU64::new(0),
             index_builds: index_build::IndexBuildRegistry::default(),
+            index_predicates: partial::IndexPredicates::default(),
         };
         // Cleared (durably) before any transaction can leave a version behind: a crash from
         // here on must lead to a full pass again.
@@ -393,6 +398,13 @@ impl Engine {
 
     /// `create_index` with the session's maintenance_work_mem, temp accounting and the ids
     /// the progress view shows.
+    /// Registers (or with `None` removes) the predicate of the partial index `index`: from
+    /// then on writers index only the rows it accepts (partial.rs). The SQL layer registers
+    /// every partial index's predicate at load, and a new one's before `create_index_with`.
+    pub fn set_index_predicate(&self, index: &str, predicate: Option<Arc<dyn IndexPredicate>>) {
+        self.shared.index_predicates.set(index, predicate);
+    }
+
     pub fn create_index_with(
         &self,
         table: &str,

@@ -35,6 +35,36 @@ pub(crate) fn bind_check_expression(
     table: &TableMeta,
     expr: &ast::Expr,
 ) -> Result<Expr> {
+    let (bound, from) = bind_row_expression(binder, table, expr, RowClause::CHECK)?;
+    coerce(bound, &from, &SqlType::Bool, false)
+}
+
+/// Where a boolean expression over one table's row sits, for PostgreSQL's messages.
+pub(super) struct RowClause {
+    /// The clause as the "... are not allowed in {clause}" errors name it.
+    clause: &'static str,
+    /// "cannot use subquery in {subquery}".
+    subquery: &'static str,
+    /// "argument of {keyword} must be type boolean".
+    keyword: &'static str,
+}
+
+impl RowClause {
+    pub(super) const CHECK: RowClause =
+        RowClause { clause: "check constraints", subquery: "check constraint", keyword: "CHECK" };
+    pub(super) const INDEX_PREDICATE: RowClause =
+        RowClause { clause: "index predicates", subquery: "index predicate", keyword: "WHERE" };
+}
+
+/// Binds a boolean expression over `table`'s row (a CHECK constraint, an index predicate):
+/// no subqueries, the clause's errors for aggregates and window functions, a boolean type.
+/// Returns the bound expression and its type (boolean or unknown).
+pub(super) fn bind_row_expression(
+    binder: &mut Binder<'_>,
+    table: &TableMeta,
+    expr: &ast::Expr,
+    clause: RowClause,
+) -> Result<(Expr, SqlType)> {
     let mut subquery = false;
     let _ = ast::visit_expressions(expr, |inner| {
         subquery |= matches!(
@@ -44,20 +74,21 @@ pub(crate) fn bind_check_expression(
         std::ops::ControlFlow::<()>::Continue(())
     });
     if subquery {
-        return Err(SqlError::unsupported("cannot use subquery in check constraint"));
+        return Err(SqlError::unsupported(format!("cannot use subquery in {}", clause.subquery)));
     }
     let scope = row_scope(table);
-    let saved = binder.clause.replace("check constraints");
+    let saved = binder.clause.replace(clause.clause);
     let outcome = binder.expr(expr, &scope, Some(&SqlType::Bool));
     binder.clause = saved;
     let (bound, from) = outcome?;
     if from != SqlType::Bool && from != SqlType::Unknown {
         return Err(SqlError::datatype_mismatch(format!(
-            "argument of CHECK must be type boolean, not type {}",
+            "argument of {} must be type boolean, not type {}",
+            clause.keyword,
             from.display_name()
         )));
     }
-    coerce(bound, &from, &SqlType::Bool, false)
+    Ok((bound, from))
 }
 
 /// A new CHECK constraint of `table` named `name`: bound now (its errors at CREATE/ALTER),

@@ -90,9 +90,14 @@ fn infer_arbiters(
     Ok(arbiters_of(matching))
 }
 
+/// The unique indexes an ON CONFLICT target may name or infer. A partial unique index is
+/// not one of them: PostgreSQL infers it only from `ON CONFLICT (columns) WHERE predicate`,
+/// which tierdb's parser does not read (without the WHERE, PostgreSQL's 42P10 too).
 fn unique_indexes(table: &BoundTable) -> impl Iterator<Item = &IndexMeta> {
     table.indexes.iter().filter(|index| {
-        index.unique && matches!(index.kind, IndexKind::Clustered | IndexKind::Secondary)
+        index.unique
+            && index.predicate.is_none()
+            && matches!(index.kind, IndexKind::Clustered | IndexKind::Secondary)
     })
 }
 

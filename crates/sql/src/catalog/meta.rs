@@ -201,6 +201,24 @@ pub struct IndexMeta {
     /// refuses it (2BP01). An index of CREATE [UNIQUE] INDEX is not a constraint.
     pub constraint: bool,
     pub kind: IndexKind,
+    /// A partial index's predicate (CREATE INDEX ... WHERE): only rows it makes true are
+    /// indexed (docs/design/017-constraints.md, "Partial indexes").
+    pub predicate: Option<PredicateMeta>,
+}
+
+/// The predicate of a partial index, stored as a CHECK constraint's expression is: SQL text
+/// over the columns' current names, bound again at load, with PostgreSQL's deparsed forms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PredicateMeta {
+    /// The expression as written (`parse_stored_expression` reads it back).
+    pub expression: String,
+    /// `pg_get_indexdef`'s form: `(deleted_at IS NULL)`.
+    pub definition: String,
+    /// The pretty form (`pg_get_indexdef(oid, 0, true)`, psql's `\d`): `deleted_at IS NULL`.
+    pub pretty: String,
+    /// The deparsed form of each of its top-level AND conjuncts: a query may use the index
+    /// when every one of them is among its own conjuncts (plan/access.rs).
+    pub conjuncts: Vec<String>,
 }
 
 /// A CHECK constraint: a boolean expression over the row's columns that every row written
@@ -489,6 +507,19 @@ impl TableMeta {
                 // flag): entries written before it decode.
                 if index.constraint && !index.primary { "\tu" } else { "" }
             ));
+            // A partial index's predicate on its own line after the index's.
+            if let Some(predicate) = &index.predicate {
+                out.push_str(&format!(
+                    "p\t{}\t{}\t{}",
+                    escape(&predicate.expression),
+                    escape(&predicate.definition),
+                    escape(&predicate.pretty)
+                ));
+                for conjunct in &predicate.conjuncts {
+                    out.push_str(&format!("\t{}", escape(conjunct)));
+                }
+                out.push('\n');
+            }
         }
         if let Some(layout) = &self.layout {
             let slots: Vec<String> = layout.slots.iter().map(usize::to_string).collect();
@@ -598,6 +629,16 @@ impl TableMeta {
                                 HnswOptions::decode(other).ok_or_else(|| bad("index kind"))?,
                             ),
                         },
+                        predicate: None,
+                    });
+                }
+                Some("p") if fields.len() >= 5 => {
+                    let index = meta.indexes.last_mut().ok_or_else(|| bad("predicate"))?;
+                    index.predicate = Some(PredicateMeta {
+                        expression: unescape(fields[1]),
+                        definition: unescape(fields[2]),
+                        pretty: unescape(fields[3]),
+                        conjuncts: fields[4..].iter().map(|field| unescape(field)).collect(),
                     });
                 }
                 Some("k") if fields.len() == 6 => meta.checks.push(CheckMeta {

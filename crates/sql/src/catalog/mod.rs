@@ -104,6 +104,9 @@ pub struct Catalog {
     /// Rows inserted, updated or deleted per table OID since its last ANALYZE (since the
     /// server started), for autoanalyze (statistics.rs).
     modified_rows: Mutex<HashMap<u32, u64>>,
+    /// Set once the partial indexes' predicates are registered with the engine (by the
+    /// first session: session/partial_index.rs).
+    index_predicates_registered: std::sync::Once,
 }
 
 impl Catalog {
@@ -148,6 +151,7 @@ impl Catalog {
             advisory_locks: advisory::AdvisoryLocks::default(),
             statistics: RwLock::new(HashMap::new()),
             modified_rows: Mutex::new(HashMap::new()),
+            index_predicates_registered: std::sync::Once::new(),
         };
         catalog.load()?;
         catalog.load_roles()?;
@@ -213,6 +217,11 @@ impl Catalog {
             tables.insert(meta.name.clone(), Arc::new(meta));
         }
         Ok(())
+    }
+
+    /// Whether the partial indexes' predicates were registered with the engine.
+    pub(crate) fn index_predicates_registered(&self) -> &std::sync::Once {
+        &self.index_predicates_registered
     }
 
     pub fn engine(&self) -> &Arc<Engine> {

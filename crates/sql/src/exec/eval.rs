@@ -407,7 +407,8 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         super::advisory::advisory_call(call, session_info, transaction_id, limits)
     };
     let format_type = |oid: i64, typmod: i64| crate::system::format_type(oid, typmod);
-    let index_definition = |oid: i64| crate::system::index_definition(catalog, oid);
+    let index_definition =
+        |oid: i64, pretty: bool| crate::system::index_definition(catalog, oid, pretty);
     let view_definition =
         |oid: i64| crate::system::view_definition(catalog, oid, session_info.public_on_path);
     let session = ctx.session;

@@ -244,7 +244,9 @@ pub(super) fn first_argument(call: Call<'_>) -> Result<Datum> {
 }
 
 pub(super) fn index_definition(call: Call<'_>) -> Result<Datum> {
-    Ok((call.context.index_definition)(call.int(0)).map_or(Datum::Null, Datum::Text))
+    // pg_get_indexdef(oid, column, pretty): the third argument asks for the pretty form.
+    let pretty = matches!(call.args.get(2), Some(Datum::Bool(true)));
+    Ok((call.context.index_definition)(call.int(0), pretty).map_or(Datum::Null, Datum::Text))
 }
 
 /// pg_get_viewdef(view [, pretty]): by OID (or regclass); a name in text is looked up as

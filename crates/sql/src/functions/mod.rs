@@ -236,7 +236,7 @@ pub struct FunctionContext<'a> {
     /// The advisory lock functions (exec/advisory.rs).
     pub advisory: &'a dyn Fn(AdvisoryCall) -> Result<bool>,
     pub format_type: &'a dyn Fn(i64, i64) -> Option<String>,
-    pub index_definition: &'a dyn Fn(i64) -> Option<String>,
+    pub index_definition: &'a dyn Fn(i64, bool) -> Option<String>,
     /// `pg_get_viewdef(oid)`: None for an OID that is not a view's.
     pub view_definition: &'a dyn Fn(i64) -> Option<String>,
     /// `pg_get_constraintdef(oid, pretty)`.

@@ -381,6 +381,7 @@ fn unique_key_rows(
     };
     let covered = table.indexes.iter().any(|index| {
         index.unique
+            && index.predicate.is_none()
             && !index.columns.is_empty()
             && index.columns.iter().all(|column| columns.contains(column))
     });

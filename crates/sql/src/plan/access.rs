@@ -115,6 +115,9 @@ fn choose_counted_access(
 ) -> (usize, Access) {
     let mut best: Option<(usize, bool, Access)> = None;
     for index in &table.indexes {
+        if !predicate_implied(table, index, conjuncts, probe_width) {
+            continue;
+        }
         let (equal_count, access) = key_access(table, index, conjuncts, probe_width);
         let Some(access) = access else { continue };
         let clustered = index.kind == IndexKind::Clustered;
@@ -129,6 +132,30 @@ fn choose_counted_access(
         }
     }
     best.map_or((0, Access::Full), |(count, _, access)| (count, access))
+}
+
+/// Whether a scan filtered by `conjuncts` may read `index`: always a full index; a partial
+/// one only when every conjunct of its predicate is one of the scan's (compared in their
+/// deparsed forms, which binding normalised), so that no row the scan wants is missing
+/// from it. Never in an index join (`probe_width`), whose conjuncts also read the probe row.
+/// The scan's conjuncts stay in its filter: they re-check each row the index gives.
+pub(crate) fn predicate_implied(
+    table: &TableMeta,
+    index: &crate::catalog::IndexMeta,
+    conjuncts: &[Expr],
+    probe_width: Option<usize>,
+) -> bool {
+    let Some(predicate) = &index.predicate else { return true };
+    if probe_width.is_some() {
+        return false;
+    }
+    let names: Vec<String> = table.columns.iter().map(|column| column.name.clone()).collect();
+    let types: Vec<SqlType> = table.columns.iter().map(|column| column.ty.clone()).collect();
+    let own: Vec<String> = conjuncts
+        .iter()
+        .map(|conjunct| super::deparse::deparse(conjunct, &names, &types, false))
+        .collect();
+    predicate.conjuncts.iter().all(|needed| own.contains(needed))
 }
 
 /// For one index: how many leading columns are pinned by equalities, and the access.

@@ -49,7 +49,9 @@ pub fn key_list_access(table: &TableMeta, conjuncts: &[Expr]) -> Option<(usize, 
         .collect();
     let mut best: Option<(usize, Access)> = None;
     for index in &table.indexes {
-        if matches!(index.kind, IndexKind::Hnsw(_)) {
+        if matches!(index.kind, IndexKind::Hnsw(_))
+            || !super::access::predicate_implied(table, index, conjuncts, None)
+        {
             continue;
         }
         let name = (index.kind == IndexKind::Secondary).then(|| index.name.clone());

@@ -95,6 +95,7 @@ impl Session {
         match operation {
             ast::AlterTableOperation::RenameColumn { old_column_name, .. } => {
                 let column = ident(old_column_name);
+                super::partial_index::refuse_column_change(&self.catalog, table, "RENAME COLUMN")?;
                 refuse_column_change(&self.catalog, table, &column, ColumnChange::Rename)
             }
             ast::AlterTableOperation::AlterColumn {
@@ -105,6 +106,7 @@ impl Session {
                 refuse_column_change(&self.catalog, table, &column, ColumnChange::Type)
             }
             ast::AlterTableOperation::DropColumn { column_names, .. } => {
+                super::partial_index::refuse_column_change(&self.catalog, table, "DROP COLUMN")?;
                 for column in column_names {
                     let column = ident(column);
                     refuse_column_change(&self.catalog, table, &column, ColumnChange::Drop)?;
@@ -186,6 +188,7 @@ impl Session {
             primary,
             constraint: true,
             kind: IndexKind::Secondary,
+            predicate: None,
         };
         let options = self.index_build_options();
         Arc::clone(&self.catalog)

@@ -240,6 +240,12 @@ impl Session {
         {
             return Ok(Output::command(CommandTag::CreateIndex));
         }
+        let predicate = match &create.predicate {
+            Some(expr) => {
+                Some(super::partial_index::new_predicate(&catalog, self.namespace(), &table, expr)?)
+            }
+            None => None,
+        };
         let index = IndexMeta {
             name: name.clone(),
             oid: 0,
@@ -248,11 +254,18 @@ impl Session {
             primary: false,
             constraint: false,
             kind: IndexKind::Secondary,
+            predicate,
         };
+        // The engine's build and every write after it filter rows by the predicate.
+        super::partial_index::register(&catalog, &table, &index);
         let options = self.index_build_options();
-        Arc::clone(&self.catalog)
+        let created = Arc::clone(&self.catalog)
             .create_index(self.ddl_transaction(), &table_name, index, options)
-            .map_err(|error| unique_index_error(error, &name))?;
+            .map_err(|error| unique_index_error(error, &name));
+        if created.is_err() && create.predicate.is_some() {
+            self.catalog.engine().set_index_predicate(&name, None);
+        }
+        created?;
         Ok(Output::command(CommandTag::CreateIndex))
     }
 
@@ -421,6 +434,7 @@ fn table_indexes(
             primary: true,
             constraint: true,
             kind: IndexKind::Clustered,
+            predicate: None,
         });
     }
     for (constraint_name, positions) in uniques {
@@ -436,6 +450,7 @@ fn table_indexes(
             primary: false,
             constraint: true,
             kind: IndexKind::Secondary,
+            predicate: None,
         });
     }
     indexes
@@ -446,8 +461,8 @@ fn table_indexes(
 const UNSUPPORTED_ACCESS_METHODS: [&str; 5] = ["hash", "gist", "gin", "spgist", "brin"];
 
 /// Refuses what CREATE INDEX would otherwise ignore (each changes what the index is):
-/// access methods other than btree, operator classes, partial indexes, INCLUDE, NULLS NOT
-/// DISTINCT and storage parameters.
+/// access methods other than btree, operator classes, INCLUDE, NULLS NOT DISTINCT and
+/// storage parameters. A WHERE makes a partial index (session/partial_index.rs).
 fn refuse_index_clauses(create: &ast::CreateIndex) -> Result<()> {
     let method = match &create.using {
         None | Some(ast::IndexType::BTree) => None,
@@ -467,9 +482,7 @@ fn refuse_index_clauses(create: &ast::CreateIndex) -> Result<()> {
             "index operator class {class} is not supported"
         )));
     }
-    let refused = if create.predicate.is_some() {
-        Some("partial indexes (CREATE INDEX ... WHERE) are not supported")
-    } else if !create.include.is_empty() {
+    let refused = if !create.include.is_empty() {
         Some("CREATE INDEX ... INCLUDE is not supported")
     } else if create.nulls_distinct == Some(false) {
         Some("NULLS NOT DISTINCT indexes are not supported")

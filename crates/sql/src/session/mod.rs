@@ -34,6 +34,7 @@ pub use cursors::{Kept, KeptRows};
 pub use settings::time_zone_setting;
 mod ddl;
 mod parameters;
+mod partial_index;
 mod pg_parameter_details;
 mod pg_parameters;
 mod privileges;
@@ -225,6 +226,7 @@ impl Session {
         user: &str,
         backend_pid: i32,
     ) -> Session {
+        partial_index::register_all(&catalog);
         Session {
             catalog,
             transaction: None,

@@ -288,6 +288,7 @@ impl Session {
             primary: false,
             constraint: false,
             kind: IndexKind::Hnsw(options),
+            predicate: None,
         };
         let parameters = tierdb_engine::VectorIndexParameters {
             dimensions,

@@ -142,7 +142,7 @@ fn foreign_key_definition(
     Some(text)
 }
 
-pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {
+pub fn index_definition(catalog: &Catalog, index_oid: i64, pretty: bool) -> Option<String> {
     for table in catalog.tables() {
         for index in &table.indexes {
             if i64::from(index.oid) == index_oid {
@@ -154,8 +154,15 @@ pub fn index_definition(catalog: &Catalog, index_oid: i64) -> Option<String> {
                 if let IndexKind::Hnsw(options) = &index.kind {
                     return Some(hnsw_definition(&index.name, &table.name, &columns, options));
                 }
+                // A partial index's WHERE as ruleutils prints it: parenthesized unless pretty.
+                let predicate = index.predicate.as_ref().map_or_else(String::new, |predicate| {
+                    let text = if pretty { &predicate.pretty } else { &predicate.definition };
+                    format!(" WHERE {text}")
+                });
+                // The pretty form leaves out the schema of a table on the search path.
+                let schema = if pretty { "" } else { "public." };
                 return Some(format!(
-                    "CREATE {}INDEX {} ON public.{} USING btree ({})",
+                    "CREATE {}INDEX {} ON {schema}{} USING btree ({}){predicate}",
                     if index.unique { "UNIQUE " } else { "" },
                     index.name,
                     table.name,

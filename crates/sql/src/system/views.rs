@@ -735,7 +735,8 @@ pub(super) static VIEWS: &[SystemView] = &[
         indclass: OidVector = attribute_vector(index.columns.iter().map(|_| 0), 0),
         indoption: Int2Vector = attribute_vector(index.columns.iter().map(|_| 0), 0),
         indexprs: Text = Datum::Null,
-        indpred: Text = Datum::Null,
+        // PostgreSQL stores a node tree here; tierdb the predicate's deparsed text.
+        indpred: Text = index.predicate.as_ref().map_or(Datum::Null, |predicate| text(&predicate.definition)),
         indcollation: OidVector = oid_vector(index.columns.iter().map(|&column| collation_of(i64::from(table.columns[column].ty.oid())))),
     }),
     view!(&["pg_am"], |_c| [(AM_HEAP, "heap", "t"), (AM_BTREE, "btree", "i"), (AM_HNSW, "hnsw", "i"), (AM_IVFFLAT, "ivfflat", "i")], |(am, name, kind)| {
@@ -938,6 +939,6 @@ pub(super) static VIEWS: &[SystemView] = &[
         schemaname: Name = text(&crate::catalog::relation_schema(&table.name)),
         tablename: Name = text(crate::catalog::relation_name(&table.name)),
         indexname: Name = text(crate::catalog::relation_name(&index.name)),
-        indexdef: Text = index_definition(catalog, i64::from(index.oid)).map_or(Datum::Null, Datum::Text),
+        indexdef: Text = index_definition(catalog, i64::from(index.oid), false).map_or(Datum::Null, Datum::Text),
     }),
 ];

@@ -175,6 +175,9 @@ impl Transaction {
         for index in &table.indexes {
             let mut entries = Vec::with_capacity(rows.len());
             for row in rows {
+                if !self.engine.index_predicates.covers(index, &row.row)? {
+                    continue; // outside a partial index's predicate (partial.rs)
+                }
                 let mut entry = index.prefix(&row.row)?;
                 entry.extend_from_slice(&row.key);
                 entries.push((entry, row.key.clone()));

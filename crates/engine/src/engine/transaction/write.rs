@@ -324,8 +324,14 @@ impl Transaction {
             Some(version) => Some(table.layout.decode(&version.row)?),
             None => None,
         };
+        let predicates = &self.engine.index_predicates;
         let mut prefixes = Vec::with_capacity(table.indexes.len());
         for index in &table.indexes {
+            // A partial index takes only the rows its predicate accepts (partial.rs).
+            if !predicates.covers(index, &row)? {
+                prefixes.push(None);
+                continue;
+            }
             let prefix = index.prefix(&row)?;
             if index.def.unique && !index.has_null(&row) {
                 guards.push(index.unique_lock.lock());
@@ -339,11 +345,15 @@ impl Transaction {
                     }
                 }
             }
-            prefixes.push(prefix);
+            prefixes.push(Some(prefix));
         }
         for (position, (index, prefix)) in table.indexes.iter().zip(prefixes).enumerate() {
+            let Some(prefix) = prefix else { continue };
+            // The previous version's entry serves only if that version was indexed too.
             let unchanged = match &previous {
-                Some(previous) => index.prefix(previous)? == prefix,
+                Some(previous) => {
+                    index.prefix(previous)? == prefix && predicates.covers(index, previous)?
+                }
                 None => false,
             };
             if !unchanged {
@@ -377,7 +387,11 @@ impl Transaction {
             }
             let Some(bytes) = table.tree.get(&other_key)? else { continue };
             for version in decode_versions(&bytes)? {
-                if index.prefix(&table.layout.decode(&version.row)?)? != prefix {
+                let row = table.layout.decode(&version.row)?;
+                // A version outside a partial index's predicate holds no value of it.
+                if index.prefix(&row)? != prefix
+                    || !self.engine.index_predicates.covers(index, &row)?
+                {
                     continue;
                 }
                 if let Some(holder) = self.holder(&version) {
