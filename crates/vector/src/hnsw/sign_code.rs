@@ -98,6 +98,11 @@ pub(crate) fn encode_sign_code(metric: Metric, vector: &[f32], owner: &[f32], ou
 /// of a multiply-add per dimension: at 768-d, 60 POPCNTs against 768 multiply-adds.
 const QUERY_LEVEL_BITS: usize = 4;
 const QUERY_LEVELS_MAX: f32 = 15.0;
+/// Bit 0 of each of a word's eight bytes.
+const LOW_BIT_OF_EACH_BYTE: u64 = 0x0101_0101_0101_0101;
+/// Multiplying bytes of 0 or 1 by this gathers byte `b`'s bit at bit `56 + b` (each byte's
+/// bit lands on its own position, so nothing carries): eight dimensions' bits in one byte.
+const PACK_BITS: u64 = 0x0102_0408_1020_4080;
 
 /// What the estimates of one owner's list need of the query and the owner, computed once
 /// per list read: `v` (`q − x`, or `q̂ − x̂` for cosine) quantized to 4-bit levels
@@ -111,7 +116,12 @@ pub(crate) struct ListTerms {
     /// Plane `j` (words `j·words..(j+1)·words`): bit `i % 64` of word `i / 64` is bit `j`
     /// of dimension `i`'s level.
     planes: Vec<u64>,
+    /// Each dimension's level, padded with zeros to whole words (kept for its allocation).
+    levels: Vec<u8>,
     words: usize,
+    /// The normalized query (cosine), computed at the first list: a `ListTerms` serves one
+    /// query (it lives in one scan's cache).
+    normalized_query: Vec<f32>,
     low: f32,
     step: f32,
 }
@@ -123,9 +133,16 @@ impl ListTerms {
         self.selected.clear();
         match metric.base() {
             Metric::Cosine => {
-                let (query, owner) = (normalized(query), normalized(owner));
-                self.selected.extend(difference(&query, &owner));
-                self.base = f64::from(crate::inner_product(&query, &owner));
+                if self.normalized_query.is_empty() {
+                    self.normalized_query = normalized(query);
+                }
+                debug_assert_eq!(self.normalized_query, normalized(query), "one query");
+                let norm =
+                    fold_lanes(owner, 0.0, |sum, value| sum + value * value, |a, b| a + b).sqrt();
+                let inverse = if norm > 0.0 { 1.0 / norm } else { 1.0 };
+                let query = &self.normalized_query;
+                self.selected.extend(query.iter().zip(owner).map(|(q, x)| q - x * inverse));
+                self.base = f64::from(crate::inner_product(query, owner) * inverse);
             }
             Metric::InnerProduct => {
                 self.selected.extend(difference(query, owner));
@@ -136,31 +153,31 @@ impl ListTerms {
                 self.base = self.selected.iter().map(|value| f64::from(value * value)).sum();
             }
         }
-        self.selected_sum = self.selected.iter().sum();
+        self.selected_sum = fold_lanes(&self.selected, 0.0, |sum, value| sum + value, |a, b| a + b);
         self.quantize();
     }
 
-    /// Quantizes `selected` into 4-bit levels on its own range and lays them out as planes,
-    /// 64 dimensions at a time without a branch per bit.
+    /// Quantizes `selected` into 4-bit levels on its own range and lays them out as planes:
+    /// the levels first (a loop the compiler vectorizes), then each plane's bits of eight
+    /// dimensions gathered into a byte by one multiply (`PACK_BITS`).
     fn quantize(&mut self) {
-        let low = self.selected.iter().copied().fold(f32::INFINITY, f32::min);
-        let high = self.selected.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let low = fold_lanes(&self.selected, f32::INFINITY, f32::min, f32::min);
+        let high = fold_lanes(&self.selected, f32::NEG_INFINITY, f32::max, f32::max);
         self.low = low;
         self.step = (high - low) / QUERY_LEVELS_MAX;
         let inverse = if self.step > 0.0 { 1.0 / self.step } else { 0.0 };
-        self.words = self.selected.len().div_ceil(64);
+        self.levels.clear();
+        self.levels.extend(self.selected.iter().map(|&value| query_level(value, low, inverse)));
+        self.levels.resize(self.selected.len().div_ceil(64) * 64, 0);
+        self.words = self.levels.len() / 64;
         self.planes.clear();
         self.planes.resize(QUERY_LEVEL_BITS * self.words, 0);
-        for (word, chunk) in self.selected.chunks(64).enumerate() {
-            let mut planes = [0u64; QUERY_LEVEL_BITS];
-            for (bit, &value) in chunk.iter().enumerate() {
-                let level = query_level(value, low, inverse);
-                for (plane, bits) in planes.iter_mut().enumerate() {
-                    *bits |= (u64::from(level >> plane) & 1) << bit;
-                }
-            }
-            for (plane, bits) in planes.into_iter().enumerate() {
-                self.planes[plane * self.words + word] = bits;
+        for (group, eight) in self.levels.chunks_exact(8).enumerate() {
+            let levels = u64::from_le_bytes(eight.try_into().expect("8 levels"));
+            let (word, shift) = (group / 8, 8 * (group % 8));
+            for plane in 0..QUERY_LEVEL_BITS {
+                let bits = ((levels >> plane) & LOW_BIT_OF_EACH_BYTE).wrapping_mul(PACK_BITS) >> 56;
+                self.planes[plane * self.words + word] |= bits << shift;
             }
         }
     }
@@ -188,6 +205,27 @@ impl ListTerms {
             other => unreachable!("no sign-code estimate for {other:?}: the layout keeps none"),
         }
     }
+}
+
+/// `values` folded by `step` in eight independent lanes, then the lanes by `combine`: the
+/// lanes let the compiler use vector registers (a single f32 accumulator is a serial chain,
+/// and these passes were most of a list's preparation when profiled).
+fn fold_lanes(
+    values: &[f32],
+    init: f32,
+    step: impl Fn(f32, f32) -> f32,
+    combine: impl Fn(f32, f32) -> f32,
+) -> f32 {
+    let mut lanes = [init; 8];
+    let chunks = values.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &value) in lanes.iter_mut().zip(chunk) {
+            *lane = step(*lane, value);
+        }
+    }
+    let folded = rest.iter().fold(init, |lane, &value| step(lane, value));
+    lanes.into_iter().fold(folded, combine)
 }
 
 /// `value`'s 4-bit level on `[low, low + 15·step]` (`inverse` = 1/step, 0 when every
