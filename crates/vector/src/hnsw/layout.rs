@@ -90,17 +90,23 @@ pub enum CodeKind {
     Signs,
 }
 
+/// Most candidates a search over sign codes keeps beyond `ef_search` (see
+/// `CodeKind::candidates`).
+const SIGN_CODE_EXTRA_CANDIDATES_MAX: usize = 20;
+
 impl CodeKind {
-    /// Candidates a query keeps and re-ranks per result it may return. A sign code's
-    /// estimate orders candidates less well than SQ8 or exact distances (at 768-d, recall@10
-    /// 0.72 at ef_search 10 against 0.90 with exact distances), so a search over sign codes
-    /// keeps twice `ef_search` candidates and returns the `ef_search` nearest by exact
-    /// distance: recall per ef_search then matches an exact search's (0.95 at 10) for a
-    /// fraction of its page reads (36 against 255 per query; design 014, "Sign codes").
-    pub fn candidates_per_result(self) -> usize {
+    /// Candidates a query keeps and re-ranks to return up to `ef_search` results. A sign
+    /// code's estimate orders candidates less well than SQ8 or exact distances (at 768-d,
+    /// recall@10 0.72 at ef_search 10 against 0.90 with exact distances), so a search over
+    /// sign codes keeps up to twice `ef_search` candidates and returns the `ef_search`
+    /// nearest by exact distance: recall per ef_search then matches an exact search's (0.95
+    /// at 10) for a fraction of its page reads (36 against 255 per query). A long list needs
+    /// no doubling: at most `SIGN_CODE_EXTRA_CANDIDATES_MAX` more (at ef_search 100, 129 page
+    /// fetches against 208 doubled, recall 1.0 either way; design 014, "Sign codes").
+    pub fn candidates(self, ef_search: usize) -> usize {
         match self {
-            CodeKind::Signs => 2,
-            CodeKind::None | CodeKind::Sq8 | CodeKind::Words => 1,
+            CodeKind::Signs => ef_search + ef_search.min(SIGN_CODE_EXTRA_CANDIDATES_MAX),
+            CodeKind::None | CodeKind::Sq8 | CodeKind::Words => ef_search,
         }
     }
 }

@@ -280,16 +280,16 @@ impl ScanState {
 
     /// The next `ef_search` pending entries, re-ranked: the layer search is continued
     /// first unless the scan has evaluated `max_scan_tuples` nodes (the first batch always
-    /// searches). Under sign codes the search keeps `CodeKind::candidates_per_result` times
-    /// as many candidates and re-ranks them all; the nearest `ef_search` are the batch and
-    /// the others go back to the pending queue with their exact distances.
+    /// searches). Under sign codes the search keeps more candidates (`CodeKind::candidates`)
+    /// and re-ranks them all; the nearest `ef_search` are the batch and the others go back
+    /// to the pending queue with their exact distances.
     fn next_raw_batch(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
         let stopped = self.batches > 0 && self.options.iterative == IterativeScan::Off;
         if self.layer.is_none() || stopped {
             return Ok(Vec::new());
         }
         let ef_search = self.options.ef_search;
-        let candidates = ef_search.saturating_mul(index.layout.codes.candidates_per_result());
+        let candidates = index.layout.codes.candidates(ef_search);
         let within_bounds = self.evaluated() < self.options.max_scan_tuples
             && self.memory_bytes() <= self.options.memory_bytes_max;
         let layer = self.layer.as_mut().expect("checked above");
