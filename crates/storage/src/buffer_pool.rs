@@ -603,8 +603,8 @@ impl BufferPool {
     ///
     /// Walks the frames in hand order from the hand, at most once around. Returns nothing
     /// once it has met `reusable_min` reusable frames (free or not allocated yet, or clean
-    /// with usage 0): sessions
-    /// then find frames without waiting. Otherwise returns the dirty ones it met, up to
+    /// with usage 0): sessions then find frames without waiting. Otherwise returns the dirty
+    /// ones it met, up to
     /// `limit`: a full segment when there are that many, so that the writer makes a few
     /// full segments rather than a small one every time a frame or two were taken.
     pub fn dirty_frames_ahead_of_hand(

@@ -270,6 +270,23 @@ pub fn norm(a: &[f32]) -> f64 {
     squared.sqrt()
 }
 
+/// An f64 value rounded to the nearest f32 (sums, means and norms are f64; vectors f32).
+#[allow(clippy::cast_possible_truncation)]
+pub(crate) fn to_f32(value: f64) -> f32 {
+    value as f32
+}
+
+/// `vector` scaled to unit norm (unchanged if its norm is 0): k-means of the inner product
+/// and cosine classes, and cosine sign codes.
+pub(crate) fn normalized(vector: &[f32]) -> Vec<f32> {
+    let length = norm(vector);
+    if length > 0.0 {
+        vector.iter().map(|&value| to_f32(f64::from(value) / length)).collect()
+    } else {
+        vector.to_vec()
+    }
+}
+
 /// Cosine distance as pgvector computes it: float sums, then the similarity in double
 /// (`sqrt(|a|² · |b|²)`, not the product of two roots) clamped to [-1, 1]. A zero vector
 /// gives NaN, as in pgvector.

@@ -32,6 +32,7 @@
 //! the candidates; results carry exact distances (design 014, "Query": an expanded node's
 //! exact vector is on its page, and the rest are re-ranked).
 
+use crate::dense::{normalized, to_f32};
 use crate::index::Metric;
 
 /// The scale and the term (f32 each) before the sign bits.
@@ -45,17 +46,6 @@ pub(crate) fn sign_code_bytes(dimensions: usize) -> usize {
 /// Whether `metric`'s distance has a sign-code estimate.
 pub(crate) fn estimable(metric: Metric) -> bool {
     matches!(metric.base(), Metric::L2 | Metric::InnerProduct | Metric::Cosine)
-}
-
-/// `vector / ‖vector‖`, or `vector` itself when it is zero (cosine never indexes a zero
-/// vector, so only a query can be one, and it has no order anyway).
-fn normalized(vector: &[f32]) -> Vec<f32> {
-    let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        vector.iter().map(|value| value / norm).collect()
-    } else {
-        vector.to_vec()
-    }
 }
 
 /// `a − b`, elementwise.
@@ -137,9 +127,10 @@ impl ListTerms {
                     self.normalized_query = normalized(query);
                 }
                 debug_assert_eq!(self.normalized_query, normalized(query), "one query");
-                let norm =
-                    fold_lanes(owner, 0.0, |sum, value| sum + value * value, |a, b| a + b).sqrt();
-                let inverse = if norm > 0.0 { 1.0 / norm } else { 1.0 };
+                // The owner scaled as `normalized` scales it (cosine never indexes a zero
+                // vector), without building the scaled copy.
+                let norm = crate::norm(owner);
+                let inverse = if norm > 0.0 { to_f32(1.0 / norm) } else { 1.0 };
                 let query = &self.normalized_query;
                 self.selected.extend(query.iter().zip(owner).map(|(q, x)| q - x * inverse));
                 self.base = f64::from(crate::inner_product(query, owner) * inverse);
@@ -150,7 +141,7 @@ impl ListTerms {
             }
             _ => {
                 self.selected.extend(difference(query, owner));
-                self.base = self.selected.iter().map(|value| f64::from(value * value)).sum();
+                self.base = f64::from(crate::l2_squared_distance(query, owner));
             }
         }
         self.selected_sum = fold_lanes(&self.selected, 0.0, |sum, value| sum + value, |a, b| a + b);

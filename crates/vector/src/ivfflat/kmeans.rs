@@ -6,6 +6,7 @@
 
 use tierdb_common::SplitMix64;
 
+use crate::dense::{normalized, to_f32};
 use crate::index::Metric;
 
 /// Lloyd iterations at most (pgvector runs up to 500 of Elkan's; the assignment rarely
@@ -18,22 +19,6 @@ pub const SAMPLES_PER_LIST: usize = 50;
 /// `KMEANS_NORM_PROC`: the inner product and cosine operator classes).
 pub(crate) fn normalizes(metric: Metric) -> bool {
     matches!(metric.base(), Metric::InnerProduct | Metric::Cosine)
-}
-
-/// An f64 value rounded to the nearest f32 (k-means sums and means are f64; vectors f32).
-#[allow(clippy::cast_possible_truncation)]
-fn to_f32(value: f64) -> f32 {
-    value as f32
-}
-
-/// `vector` scaled to unit norm (unchanged if its norm is 0).
-pub(crate) fn normalized(vector: &[f32]) -> Vec<f32> {
-    let norm = crate::norm(vector);
-    if norm > 0.0 {
-        vector.iter().map(|&value| to_f32(f64::from(value) / norm)).collect()
-    } else {
-        vector.to_vec()
-    }
 }
 
 /// The k-means distance between a sample and a center (squared, the seeding's weight).

@@ -231,7 +231,7 @@ impl IvfFlat {
     /// normalized first under cosine).
     fn center_distances(&self, vector: &[f32]) -> Vec<f64> {
         let vector = if self.metric.base() == Metric::Cosine {
-            kmeans::normalized(vector)
+            crate::dense::normalized(vector)
         } else {
             vector.to_vec()
         };
