@@ -150,7 +150,10 @@ pub(crate) fn pgvector_castable(from: &SqlType, to: &SqlType) -> bool {
     ) {
         return true;
     }
-    if let (SqlType::HalfVec(_), Some(SqlType::Float4)) = (from, to.array_element()) {
+    // vector and halfvec to real[] (implicit and assignment casts).
+    if let (SqlType::Vector(_) | SqlType::HalfVec(_), Some(SqlType::Float4)) =
+        (from, to.array_element())
+    {
         return true;
     }
     // vector and halfvec to sparsevec are implicit, sparsevec to them assignment casts.
@@ -161,7 +164,8 @@ pub(crate) fn pgvector_castable(from: &SqlType, to: &SqlType) -> bool {
     ) {
         return true;
     }
-    if let (Some(element), SqlType::HalfVec(_) | SqlType::SparseVec(_)) = (from.array_element(), to)
+    if let (Some(element), SqlType::Vector(_) | SqlType::HalfVec(_) | SqlType::SparseVec(_)) =
+        (from.array_element(), to)
     {
         return matches!(
             element,

@@ -91,8 +91,8 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         SqlType::Vector(_) | SqlType::HalfVec(_) | SqlType::SparseVec(_) => {
             cast_to_pgvector(datum, from, to)?
         }
-        SqlType::Array(_) if matches!(datum, Datum::HalfVec(_)) => {
-            halfvec_to_float4_array(&datum, from, to)?
+        SqlType::Array(_) if matches!(datum, Datum::HalfVec(_) | Datum::Vector(_)) => {
+            pgvector_to_float4_array(&datum, from, to)?
         }
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
             cast_to_array(datum, from, to, explicit)?
@@ -150,7 +150,8 @@ fn to_integer(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
 
 /// Casts to vector(n), halfvec(n) and sparsevec(n) as pgvector defines them: to the same
 /// type checks the dimension count; vector -> halfvec -> sparsevec are implicit, back and
-/// from integer / real / double precision / numeric arrays assignment casts.
+/// from integer / real / double precision / numeric arrays (to each of the three)
+/// assignment casts.
 fn cast_to_pgvector(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
     let length = |dimensions: u32| usize::try_from(dimensions).unwrap_or(usize::MAX);
     match (to, &datum) {
@@ -167,6 +168,9 @@ fn cast_to_pgvector(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Datum>
         (SqlType::Vector(typmod), Datum::SparseVec(value)) => {
             check_vector_dimensions(length(value.dimensions))?;
             vector_datum(value.dense(), *typmod)
+        }
+        (SqlType::Vector(typmod), Datum::Array(array)) => {
+            vector_datum(array_float4s(array, from, to)?, *typmod)
         }
         (SqlType::HalfVec(typmod), Datum::Vector(elements)) => {
             halfvec_from_floats(elements, *typmod)
@@ -219,15 +223,21 @@ fn array_float4s(array: &ArrayValue, from: &SqlType, to: &SqlType) -> Result<Vec
         .collect()
 }
 
-/// pgvector's `halfvec_to_float4`: the halves widened, in a real[] (an assignment cast).
-fn halfvec_to_float4_array(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
+/// pgvector's `vector_to_float4` (an implicit cast) and `halfvec_to_float4` (the halves
+/// widened; an assignment cast): the elements in a real[].
+fn pgvector_to_float4_array(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
     if to.array_element() != Some(&SqlType::Float4) {
         return Err(cannot_cast(from, to));
     }
-    let elements = halfvec_elements(datum)?
-        .iter()
-        .map(|element| Datum::Float(f64::from(element.to_f32())))
-        .collect();
+    let elements = match datum {
+        Datum::Vector(elements) => {
+            elements.iter().map(|element| Datum::Float(f64::from(*element))).collect()
+        }
+        _ => halfvec_elements(datum)?
+            .iter()
+            .map(|element| Datum::Float(f64::from(element.to_f32())))
+            .collect(),
+    };
     Ok(Datum::Array(Arc::new(ArrayValue { lower: 1, elements })))
 }
 
