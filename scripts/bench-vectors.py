@@ -32,10 +32,13 @@ servers = [target.split(":") for target in sys.argv[4:]]
 dimensions, clusters, seed = 128, 100, 14
 
 DATASET = os.environ.get("DATASET", "sift128")
-assert DATASET in ("sift128", "embed768"), "DATASET: sift128 or embed768"
+# Embedding-like sets by width: 768-d (sentence models) and 1,536-d (OpenAI's embeddings,
+# wider than a node page holds with codes: tierdb keeps them on vector pages, design 014).
+EMBEDDINGS = {"embed768": 768, "embed1536": 1536}
+assert DATASET == "sift128" or DATASET in EMBEDDINGS, "DATASET: sift128, embed768 or embed1536"
 # The distance operator and operator class: l2 for the SIFT-like set, cosine for embeddings
 # (as embeddings are searched); the filtered and ivfflat modes use the SIFT-like set.
-OPERATOR, OPCLASS = ("<=>", "vector_cosine_ops") if DATASET == "embed768" else ("<->", "vector_l2_ops")
+OPERATOR, OPCLASS = ("<=>", "vector_cosine_ops") if DATASET in EMBEDDINGS else ("<->", "vector_l2_ops")
 
 random = np.random.default_rng(seed)
 centres = random.uniform(0, 100, (clusters, dimensions)).astype(np.float32)
@@ -44,8 +47,8 @@ def draw(count):
     noise = random.normal(0, 12, (count, dimensions)).astype(np.float32)
     return np.maximum(centres[picks] + noise, 0).round(1)
 
-def embed768(count, generator, topics, basis):
-    """Unit-norm 768-d embedding-like vectors: a topic centre plus a low-rank (64-d latent)
+def embed(count, generator, topics, basis):
+    """Unit-norm embedding-like vectors (768-d or 1,536-d): a topic centre plus a low-rank (64-d latent)
     variation plus a little isotropic noise, normalized, rounded to 4 decimals (what is
     sent as text) and normalized again in float64 for the truth."""
     picks = generator.integers(0, len(topics), count)
@@ -54,21 +57,21 @@ def embed768(count, generator, topics, basis):
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors.round(4)
 
-def embed768_set(rows, queries):
+def embed_set(rows, queries, width):
     """(data, probes, truth) of the embedding-like set; truth by exact cosine similarity."""
     generator = np.random.default_rng(seed)
-    topics = generator.normal(0, 1, (100, 768))
+    topics = generator.normal(0, 1, (100, width))
     topics /= np.linalg.norm(topics, axis=1, keepdims=True)
-    basis = generator.normal(0, 1, (64, 768)) / np.sqrt(768)
-    data, probes = embed768(rows, generator, topics, basis), embed768(queries, generator, topics, basis)
+    basis = generator.normal(0, 1, (64, width)) / np.sqrt(width)
+    data, probes = embed(rows, generator, topics, basis), embed(queries, generator, topics, basis)
     normed = data / np.linalg.norm(data, axis=1, keepdims=True)
     similarities = (probes / np.linalg.norm(probes, axis=1, keepdims=True)) @ normed.T
     truth = [set(np.argsort(-row, kind="stable")[:10].tolist()) for row in similarities]
     return data, probes, truth
 
-if DATASET == "embed768":
-    dimensions = 768
-    data, probes, truth = embed768_set(rows, queries)
+if DATASET in EMBEDDINGS:
+    dimensions = EMBEDDINGS[DATASET]
+    data, probes, truth = embed_set(rows, queries, dimensions)
 else:
     data, probes = draw(rows), draw(queries)
     # Exact neighbours by brute force (squared l2 orders as l2 does).
@@ -78,7 +81,7 @@ else:
         truth.append(set(np.argsort(distances, kind="stable")[:10].tolist()))
 
 def text(vector):
-    if DATASET == "embed768":  # float64 rounded to 4 decimals: repr is the short decimal
+    if DATASET in EMBEDDINGS:  # float64 rounded to 4 decimals: repr is the short decimal
         return "[" + ",".join(map(repr, vector.tolist())) + "]"
     return "[" + ",".join(f"{value:g}" for value in vector) + "]"
 probe_texts = [text(probe) for probe in probes]

@@ -9,7 +9,7 @@
 # INDEX=ivfflat: an ivfflat index (LISTS, default ROWS / 1000) queried at each PROBES value
 # (default "1 5 10 20"), see bench-vectors.py. CLIENTS: client counts (default "1", e.g.
 # "1 2 4"), each client a connection and a thread running every query at once.
-# DATASET=embed768: 768-d unit-norm embedding-like vectors searched by cosine distance
+# DATASET=embed768 (or embed1536): 768-d (1,536-d) unit-norm embedding-like vectors searched by cosine distance
 # instead of the SIFT-like set. CHART=path.svg: the recall/QPS curve drawn as an SVG.
 # LARGER=1: tierdb alone, the index larger than memory: buffer pool 10% of the index, the
 # tier on and off, the volume local + VOLUME_LATENCY_US (default 1000) and MinIO

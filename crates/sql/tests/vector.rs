@@ -374,3 +374,40 @@ fn filtered_nearest_queries_fill_the_limit_with_iterative_scans() {
         assert_eq!(value(session, "SHOW hnsw.max_scan_tuples").unwrap(), Datum::Text("2".into()));
     });
 }
+
+/// 1,536-d embeddings (OpenAI's size, wider than a node page holds with codes): the HNSW
+/// index keeps each vector on a vector page (design 014), is used by the query, and answers
+/// what the exact sort answers; the check passes.
+#[test]
+fn wide_embeddings_use_the_hnsw_index() {
+    fn vector(id: u32) -> String {
+        let values: Vec<String> = (0..1536u32)
+            .map(|dimension| format!("{}", f64::from((id * 37 + dimension * 11) % 97) / 97.0))
+            .collect();
+        format!("[{}]", values.join(","))
+    }
+    with_session(|session| {
+        setup(session, &["CREATE TABLE docs (id integer PRIMARY KEY, embedding vector(1536))"]);
+        for id in 1..=60 {
+            run(session, &format!("INSERT INTO docs VALUES ({id}, '{}')", vector(id))).unwrap();
+        }
+        run(
+            session,
+            "CREATE INDEX docs_embedding ON docs USING hnsw (embedding vector_cosine_ops)",
+        )
+        .unwrap();
+        for id in 61..=80 {
+            run(session, &format!("INSERT INTO docs VALUES ({id}, '{}')", vector(id))).unwrap();
+        }
+        let query = vector(1000);
+        let nearest = format!("SELECT id FROM docs ORDER BY embedding <=> '{query}' LIMIT 5");
+        let plan = explain(session, &nearest);
+        assert!(plan.contains("Index Scan using docs_embedding on docs"), "{plan}");
+        let exact = format!(
+            "SELECT id FROM docs ORDER BY cosine_distance(embedding, '{query}'), id LIMIT 5"
+        );
+        assert_eq!(ids(session, &nearest), ids(session, &exact));
+        let check = "SELECT tierdb_check_vector_index('docs_embedding') ->> 'violation_count'";
+        assert_eq!(value(session, check).unwrap(), Datum::Text("0".into()));
+    });
+}

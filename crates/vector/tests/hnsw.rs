@@ -874,3 +874,80 @@ fn sign_codes_survive_build_insert_and_purge() {
     let recall = recall_over(&index, (&data, &live), &queries, 40);
     assert!(recall >= 0.95, "recall@10 {recall} after purge with sign codes");
 }
+
+/// Vectors too wide for their node page keep it on vector pages of their own (design 014,
+/// "Vector pages"): pgvector's limits (2,000 dimensions of vector, 4,000 of halfvec) and
+/// vector's own 16,000 fit. Sign codes stay on the node page while they fit, and are
+/// preferred to a vector on the node page without codes.
+#[test]
+fn wide_vectors_choose_vector_pages() {
+    let layout = |dimensions, metric| parameters(dimensions, metric).validate().unwrap();
+    let shape = |dimensions, metric| {
+        let chosen = layout(dimensions, metric);
+        (chosen.codes, chosen.vector_pages)
+    };
+    assert_eq!(shape(768, Metric::Cosine), (CodeKind::Signs, 0), "768-d fits its node page");
+    assert_eq!(
+        shape(1000, Metric::Cosine),
+        (CodeKind::Signs, 1),
+        "codes beat a vector on the page"
+    );
+    assert_eq!(shape(1536, Metric::L2), (CodeKind::Signs, 1));
+    assert!(layout(1536, Metric::L2).level_cap >= 3);
+    assert_eq!(shape(800, Metric::L1), (CodeKind::None, 0), "l1 has no sign codes");
+    assert_eq!(shape(1536, Metric::L1), (CodeKind::None, 0));
+    assert_eq!(shape(1800, Metric::L1), (CodeKind::None, 1));
+    assert_eq!(shape(2000, Metric::L2), (CodeKind::None, 1), "2,000-d sign codes do not fit");
+    assert_eq!(shape(4000, Metric::L2), (CodeKind::None, 2), "halfvec's limit, widened to f32");
+    let widest = tierdb_vector::hnsw::dimensions_max(16);
+    assert!(widest >= 16_000, "vector's own limit");
+    assert_eq!(layout(widest, Metric::L2).vector_pages, tierdb_vector::hnsw::VECTOR_PAGES_MAX);
+}
+
+/// Wide vectors on vector pages, with sign codes (1,536-d) and without (2,100-d, two vector
+/// pages): inserted and built in memory, found with recall@10 as good as narrow vectors',
+/// sound by the check, intact after a crash (recovered from the WAL), and a purge's freed
+/// nodes reused with their vector pages (the store does not grow).
+#[test]
+fn wide_vectors_on_vector_pages() {
+    for (dimensions, codes) in [(1536, CodeKind::Signs), (2100, CodeKind::None)] {
+        let directory = tempfile::tempdir().unwrap();
+        let data = clustered(61, 400, dimensions, 8);
+        let queries = clustered(62, 20, dimensions, 8);
+        let store = open_store(directory.path());
+        let index = build(&store, &data[..300], Metric::L2);
+        assert_eq!((index.layout().codes, index.layout().vector_pages > 0), (codes, true));
+        let recall = recall_at_10(&index, &data[..300], &queries, 40);
+        assert!(recall >= 0.95, "d={dimensions}: recall@10={recall}");
+        let memory_store = open_store(&directory.path().join("built"));
+        let built = build_in_memory(&memory_store, &data[..300], Metric::L2);
+        assert_all_reachable(&built, 300);
+        let recall_built = recall_at_10(&built, &data[..300], &queries, 40);
+        assert!(recall_built >= 0.95, "d={dimensions}: built in memory recall@10={recall_built}");
+
+        let dead = seeded_tenth(63, 300);
+        let stats = index.purge(&mut |key, _| Ok::<bool, HnswError>(dead.contains(key))).unwrap();
+        assert_eq!(stats.nodes_removed, u64::try_from(dead.len()).unwrap());
+        let pages_before = store.max_page_id();
+        let mut last = None;
+        for (position, vector) in data.iter().enumerate().skip(300).take(dead.len()) {
+            last = index.insert(vector, &key_of(position)).unwrap();
+        }
+        assert_eq!(store.max_page_id(), pages_before, "d={dimensions}: freed pages reused");
+        store.wait_durable(last.unwrap()).unwrap();
+        let meta = index.meta_page();
+        drop(index);
+        // A crash: the inserts live only in the WAL.
+        Arc::try_unwrap(store).ok().expect("only owner").abandon();
+
+        let store = open_store(directory.path());
+        let index = Hnsw::open(Arc::clone(&store), meta).unwrap();
+        assert_all_reachable(&index, 300);
+        let live = (0..300).filter(|&i| !dead.contains(&key_of(i))).chain(300..300 + dead.len());
+        for position in live {
+            let nearest = &index.search(&data[position], 40).unwrap()[0];
+            assert_eq!(nearest.key, key_of(position), "d={dimensions}: entry {position}");
+            assert_eq!(nearest.distance, 0.0);
+        }
+    }
+}

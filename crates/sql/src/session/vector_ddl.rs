@@ -213,9 +213,9 @@ fn index_dimensions(method: &str, column_type: &SqlType, m: usize) -> Result<usi
             format!("column cannot have more than {maximum} dimensions for {method} index"),
         ));
     }
-    if dimensions > VECTOR_INDEX_DIMENSIONS_MAX {
-        // The index holds halves widened to f32 (design 014), so a node fits a page up to
-        // vector's limit only.
+    if method == "ivfflat" && dimensions > VECTOR_INDEX_DIMENSIONS_MAX {
+        // An ivfflat entry holds halves widened to f32 (design 014) on one list page, which
+        // fits vector's limit only (HNSW puts wide vectors on vector pages of their own).
         return Err(SqlError::unsupported(format!(
             "{method} indexes on halfvec columns of more than {VECTOR_INDEX_DIMENSIONS_MAX} \
              dimensions are not supported"

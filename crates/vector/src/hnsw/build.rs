@@ -27,7 +27,7 @@ use parking_lot::{Mutex, RwLock};
 use tierdb_common::{Lsn, PageId};
 
 use super::graph::draw_level;
-use super::layout::{Layout, Meta, META_PAGE_TYPE, NODE_PAGE_TYPE};
+use super::layout::{Layout, Meta, META_PAGE_TYPE, NODE_PAGE_TYPE, VECTOR_PAGE_TYPE};
 use super::{read_meta, Distance, Hnsw, HnswError, Metric, Result};
 
 /// Threads linking a build's nodes at most (pgvector's default is 2 workers and the leader).
@@ -145,15 +145,29 @@ impl Hnsw {
     /// Writes every node's page and then the meta page.
     fn write_graph(&self, graph: &MemoryGraph<'_>, meta: Meta) -> Result<Lsn> {
         let count = graph.entries.len();
-        let first = self.store.reserve_page_ids(u64::try_from(count).expect("count fits u64"));
-        let page_of = |node: NodeIndex| PageId(first.0 + u64::from(node));
+        // Each node's page, then its vector pages (if any), side by side.
+        let pages_per_node = 1 + self.layout.vector_pages;
+        let pages = u64::try_from(count * pages_per_node).expect("count fits u64");
+        let first = self.store.reserve_page_ids(pages);
+        let stride = u64::try_from(pages_per_node).expect("a small count");
+        let page_of = |node: NodeIndex| PageId(first.0 + u64::from(node) * stride);
         let mut last = Lsn::ZERO;
         let mut links = Vec::new();
-        for start in (0..count).step_by(NODES_PER_MTR) {
+        let nodes_per_mtr = (NODES_PER_MTR / pages_per_node).max(1);
+        for start in (0..count).step_by(nodes_per_mtr) {
             let mut mtr = self.store.mtr();
-            for node in start..count.min(start + NODES_PER_MTR) {
+            for node in start..count.min(start + nodes_per_mtr) {
                 let node = NodeIndex::try_from(node).expect("checked by push");
                 let slot = mtr.allocate_reserved(page_of(node), NODE_PAGE_TYPE)?;
+                let vector = graph.entries.vector(index(node));
+                let vector_pages: Vec<PageId> = (1..pages_per_node)
+                    .map(|part| PageId(page_of(node).0 + u64::try_from(part).expect("small")))
+                    .collect();
+                for (part, &vector_page) in vector_pages.iter().enumerate() {
+                    let vector_slot = mtr.allocate_reserved(vector_page, VECTOR_PAGE_TYPE)?;
+                    let bytes = self.layout.encode_vector_page(page_of(node), part, vector);
+                    mtr.write(vector_slot, 0, &bytes);
+                }
                 let lists: Vec<Vec<(PageId, &[f32])>> = (0..=usize::from(graph.level(node)))
                     .map(|layer| {
                         graph.lists.read(node, layer, &mut links);
@@ -163,9 +177,9 @@ impl Hnsw {
                         links.iter().map(link).collect()
                     })
                     .collect();
-                let (vector, key) =
-                    (graph.entries.vector(index(node)), graph.entries.key(index(node)));
-                mtr.write(slot, 0, &self.layout.encode_node(vector, key, &lists));
+                let key = graph.entries.key(index(node));
+                let bytes = self.layout.encode_node((vector, &vector_pages), key, &lists);
+                mtr.write(slot, 0, &bytes);
             }
             last = mtr.commit()?;
         }

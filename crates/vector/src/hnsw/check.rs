@@ -164,7 +164,7 @@ impl Hnsw {
                     });
                 }
                 let mut vector = Vec::with_capacity(self.layout.dimensions);
-                node.vector_into(&mut vector);
+                self.node_vector_into(page_id, node, &mut vector)?;
                 code.clear();
                 // A sign code depends on the list's owner too: verify_node checks those.
                 if self.layout.codes != CodeKind::Signs {
@@ -231,7 +231,7 @@ impl Hnsw {
         let mut owner = Vec::new();
         let lists = self.read_node(page_id, |node| {
             let codes = self.layout.code_bytes > 0;
-            node.vector_into(&mut owner);
+            self.node_vector_into(page_id, node, &mut owner)?;
             Ok((0..=usize::from(node.level())).map(|layer| list_of(node, layer, codes)).collect())
         })?;
         let lists: Vec<Vec<(PageId, u64)>> = lists;
@@ -260,10 +260,8 @@ impl Hnsw {
             if !walk.facts.contains_key(&target) {
                 continue;
             }
-            let read = self.read_node(target, |node| {
-                node.vector_into(&mut vector);
-                Ok(())
-            });
+            let read =
+                self.read_node(target, |node| self.node_vector_into(target, node, &mut vector));
             if read.is_ok() {
                 code.clear();
                 self.layout.encode_code(&vector, owner, &mut code);

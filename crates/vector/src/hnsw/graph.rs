@@ -1,11 +1,14 @@
 //! Changing the graph: insert (pgvector's algorithm, one mini-transaction per insert).
 
 use tierdb_common::{Lsn, PageId, SplitMix64};
+use tierdb_storage::Mtr;
 
-use super::layout::{META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE};
+use super::layout::{
+    META_COUNT_OFFSET, META_ENTRY_OFFSET, META_TOP_LEVEL_OFFSET, NODE_PAGE_TYPE, VECTOR_PAGE_TYPE,
+};
 use super::purge::{pop_free, FreeList, Touched};
 use super::search::{Candidate, Distances, VectorCache};
-use super::{read_meta, Distance, Hnsw, Result};
+use super::{read_meta, Distance, Hnsw, HnswError, Result};
 
 /// How an insert changes one neighbour's list on one layer.
 enum ListChange {
@@ -95,10 +98,14 @@ impl Hnsw {
         // latch through the search blocks no reader (but a scan that still holds the id of
         // a reused freed page waits for this insert before reading it).
         let mut free = FreeList::of(&meta);
-        let (node_slot, node_id) = match pop_free(&mut mtr, &mut free)? {
-            Some(reused) => reused,
-            None => mtr.allocate(NODE_PAGE_TYPE)?,
-        };
+        let (node_slot, node_id, reused_vector_pages) =
+            match pop_free(&mut mtr, &mut free, &self.layout)? {
+                Some(reused) => reused,
+                None => {
+                    let (slot, page_id) = mtr.allocate(NODE_PAGE_TYPE)?;
+                    (slot, page_id, Vec::new())
+                }
+            };
         cache.vectors.insert(node_id, vector);
         let mut lists = vec![Vec::new(); usize::from(level) + 1];
         let mut changes: Vec<(PageId, usize, ListChange)> = Vec::new();
@@ -130,7 +137,10 @@ impl Hnsw {
             list.iter().map(|page| (*page, &cache.vectors[page])).collect()
         };
         let node_links: Vec<_> = lists.iter().map(|list| with_vectors(list)).collect();
-        mtr.write(node_slot, 0, &self.layout.encode_node(vector, key, &node_links));
+        let vector_pages =
+            self.write_vector_pages(&mut mtr, node_id, reused_vector_pages, vector)?;
+        let node = self.layout.encode_node((vector, &vector_pages), key, &node_links);
+        mtr.write(node_slot, 0, &node);
         if let Some(touched) = touched {
             touched.new_nodes.insert(node_id);
             touched.lists.extend(changes.iter().map(|(neighbour, _, _)| *neighbour));
@@ -161,6 +171,38 @@ impl Hnsw {
             mtr.write(meta_slot, META_ENTRY_OFFSET, &node_id.0.to_le_bytes());
         }
         Ok(mtr.commit()?)
+    }
+
+    /// Writes `vector` on the vector pages of the new node in `node_id` (if the layout has
+    /// any): over `reused` (the pages of the freed node whose page it reuses), else on new
+    /// pages. Returns their ids. The node page's exclusive latch, held by `mtr`, guards
+    /// them: a reader reaches a node's vector pages only under its node's latch.
+    fn write_vector_pages(
+        &self,
+        mtr: &mut Mtr<'_>,
+        node_id: PageId,
+        reused: Vec<PageId>,
+        vector: &[f32],
+    ) -> Result<Vec<PageId>> {
+        let mut vector_pages = Vec::with_capacity(self.layout.vector_pages);
+        for part in 0..self.layout.vector_pages {
+            let (slot, page_id) = match reused.get(part) {
+                Some(&page_id) => {
+                    let slot = mtr.latch(page_id)?;
+                    if mtr.page(slot).page_type() != VECTOR_PAGE_TYPE {
+                        return Err(HnswError::Corrupt {
+                            page_id,
+                            detail: "a freed node names a page that is no vector page".into(),
+                        });
+                    }
+                    (slot, page_id)
+                }
+                None => mtr.allocate(VECTOR_PAGE_TYPE)?,
+            };
+            mtr.write(slot, 0, &self.layout.encode_vector_page(node_id, part, vector));
+            vector_pages.push(page_id);
+        }
+        Ok(vector_pages)
     }
 
     /// pgvector's neighbour selection heuristic: walking `candidates` nearest first, keep one

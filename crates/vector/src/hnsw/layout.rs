@@ -12,6 +12,8 @@ pub(crate) const META_PAGE_TYPE: PageType = PageType::Other(30);
 pub(crate) const NODE_PAGE_TYPE: PageType = PageType::Other(31);
 /// A page of the free list: ids of freed node pages waiting to be reused by inserts.
 pub(crate) const FREE_LIST_PAGE_TYPE: PageType = PageType::Other(35);
+/// A part of the exact vector of a node too wide to hold it on its own page.
+pub(crate) const VECTOR_PAGE_TYPE: PageType = PageType::Other(36);
 const META_MAGIC: &[u8; 4] = b"THN1";
 const NODE_KIND: u8 = 1;
 /// A node that purge removed from the graph: its page is on the free list. Its vector and
@@ -44,6 +46,17 @@ const SIGN_CODE_LEVELS_MIN: u8 = 3;
 /// (SQ8, exact words, none: what meta pages before sign codes hold), 1 for sign codes.
 const META_CODE_KIND_OFFSET: usize = 14;
 const META_SIGN_CODES: u8 = 1;
+/// The meta page's vector-pages byte: how many vector pages each node has (0: the vector is
+/// on the node page, what meta pages before vector pages hold).
+const META_VECTOR_PAGES_OFFSET: usize = 15;
+/// A vector page: owner node page id u64, part u16, value count u16, zero u32, the values.
+const VECTOR_PAGE_HEADER_BYTES: usize = 16;
+/// f32 values one vector page holds.
+pub(crate) const VECTOR_PAGE_VALUES_MAX: usize = (PAGE_PAYLOAD_SIZE - VECTOR_PAGE_HEADER_BYTES) / 4;
+/// Most vector pages a node may have: enough for pgvector's largest vector (16,000
+/// dimensions).
+pub const VECTOR_PAGES_MAX: usize = 8;
+const _: () = assert!(VECTOR_PAGES_MAX * VECTOR_PAGE_VALUES_MAX >= 16_000);
 
 fn get_u16(bytes: &[u8], offset: usize) -> u16 {
     u16::from_le_bytes(bytes[offset..offset + 2].try_into().expect("2 bytes"))
@@ -61,6 +74,10 @@ fn to_u16(value: usize) -> u16 {
     u16::try_from(value).expect("a page offset or count fits in u16")
 }
 
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|value| value.to_le_bytes()).collect()
+}
+
 /// The fixed geometry of one index's node pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -73,6 +90,9 @@ pub struct Layout {
     pub metric: Metric,
     /// Highest level a node of this index may have.
     pub level_cap: u8,
+    /// Pages holding each node's exact vector besides its node page (0: the vector is on
+    /// the node page).
+    pub vector_pages: usize,
 }
 
 /// What a layer-0 slot carries besides the neighbour's page id.
@@ -114,12 +134,23 @@ impl CodeKind {
 impl Layout {
     /// The layout for `dimensions` (f32 slots), `m` and `metric`: SQ8 codes (exact words for
     /// a bit index) if a node of the planned number of levels fits with them; else sign codes
-    /// if the metric has their estimate and a node of `SIGN_CODE_LEVELS_MIN` levels fits;
-    /// else none. The level cap is the highest level that then fits.
+    /// if the metric has their estimate and a node of `SIGN_CODE_LEVELS_MIN` levels fits,
+    /// first with the vector on the node page, then on vector pages of its own; else no
+    /// codes, the vector on the node page if a node of one upper level fits, else on vector
+    /// pages. The level cap is the highest level that then fits. Sign codes beat a vector on
+    /// the node page without codes: a hop then reads the node's page and its vector's (to
+    /// centre the estimates), not a page per neighbour.
     pub fn choose(dimensions: usize, m: usize, metric: Metric) -> Result<Layout> {
         assert!((M_MIN..=M_MAX).contains(&m), "m is validated by IndexParameters");
         if dimensions == 0 {
             return Err(HnswError::InvalidArgument("an hnsw index needs dimensions".into()));
+        }
+        let vector_pages = dimensions.div_ceil(VECTOR_PAGE_VALUES_MAX);
+        if vector_pages > VECTOR_PAGES_MAX {
+            return Err(HnswError::InvalidArgument(format!(
+                "hnsw index on vectors of more than {} dimensions",
+                dimensions_max(m)
+            )));
         }
         let planned = planned_levels(m);
         let (codes, code_bytes) = if metric.is_bits() {
@@ -127,7 +158,8 @@ impl Layout {
         } else {
             (CodeKind::Sq8, CODE_HEADER_BYTES + dimensions)
         };
-        let with_codes = Layout { dimensions, m, code_bytes, codes, metric, level_cap: 0 };
+        let with_codes =
+            Layout { dimensions, m, code_bytes, codes, metric, level_cap: 0, vector_pages: 0 };
         if let Some(layout) = with_codes.capped(planned) {
             return Ok(layout);
         }
@@ -137,18 +169,20 @@ impl Layout {
             ..with_codes
         };
         if !metric.is_bits() && estimable(metric) {
-            if let Some(layout) = signs.capped(SIGN_CODE_LEVELS_MIN.min(planned)) {
+            let levels_min = SIGN_CODE_LEVELS_MIN.min(planned);
+            let paged = Layout { vector_pages, ..signs };
+            if let Some(layout) = signs.capped(levels_min).or_else(|| paged.capped(levels_min)) {
                 return Ok(layout);
             }
         }
         let without_codes = Layout { codes: CodeKind::None, code_bytes: 0, ..with_codes };
-        match without_codes.fitting_level() {
-            Some(level) if level >= 1 => Ok(Layout { level_cap: level, ..without_codes }),
-            _ => Err(HnswError::InvalidArgument(format!(
+        let paged = Layout { vector_pages, ..without_codes };
+        without_codes.capped(1).or_else(|| paged.capped(1)).ok_or_else(|| {
+            HnswError::InvalidArgument(format!(
                 "hnsw index on vectors of more than {} dimensions at m={m}",
                 dimensions_max(m)
-            ))),
-        }
+            ))
+        })
     }
 
     /// This layout with its level cap, if a node of `levels_min` levels fits a page.
@@ -188,9 +222,25 @@ impl Layout {
         NODE_HEADER_BYTES
     }
 
+    /// Bytes of the node page's vector field: the vector itself, or its vector pages' ids.
+    fn vector_field_bytes(&self) -> usize {
+        if self.vector_pages == 0 {
+            4 * self.dimensions
+        } else {
+            PAGE_ID_BYTES * self.vector_pages
+        }
+    }
+
+    /// The values vector page `part` of a node holds.
+    pub(crate) fn vector_part(&self, part: usize) -> std::ops::Range<usize> {
+        assert!(part < self.vector_pages, "a vector page of this layout");
+        let start = part * VECTOR_PAGE_VALUES_MAX;
+        start..self.dimensions.min(start + VECTOR_PAGE_VALUES_MAX)
+    }
+
     /// Payload offset of the neighbour list of `layer`.
     pub fn list_offset(&self, layer: usize) -> usize {
-        let layer_zero = self.vector_offset() + 4 * self.dimensions;
+        let layer_zero = self.vector_offset() + self.vector_field_bytes();
         if layer == 0 {
             layer_zero
         } else {
@@ -210,15 +260,17 @@ impl Layout {
         self.key_offset(level) + key_bytes
     }
 
-    /// A new node's payload: its vector, key and neighbour lists (`links[layer]`, each
-    /// with the neighbour's vector for its code on layer 0).
+    /// A new node's payload: its vector (or the ids of `vector_pages`, which hold it),
+    /// key and neighbour lists (`links[layer]`, each with the neighbour's vector for its
+    /// code on layer 0).
     pub fn encode_node(
         &self,
-        vector: &[f32],
+        (vector, vector_pages): (&[f32], &[PageId]),
         key: &[u8],
         links: &[Vec<(PageId, &[f32])>],
     ) -> Vec<u8> {
         assert!(vector.len() == self.dimensions && key.len() <= ROW_KEY_BYTES_MAX);
+        assert!(vector_pages.len() == self.vector_pages, "a node has its layout's vector pages");
         assert!(!links.is_empty() && links.len() <= usize::from(self.level_cap) + 1);
         let level = u8::try_from(links.len() - 1).expect("level within the cap");
         let mut bytes = vec![0u8; self.node_bytes(level, key.len())];
@@ -226,9 +278,13 @@ impl Layout {
         bytes[1] = level;
         bytes[2..4].copy_from_slice(&to_u16(self.dimensions).to_le_bytes());
         bytes[4..6].copy_from_slice(&to_u16(key.len()).to_le_bytes());
-        for (index, value) in vector.iter().enumerate() {
-            let offset = self.vector_offset() + 4 * index;
-            bytes[offset..offset + 4].copy_from_slice(&value.to_le_bytes());
+        let field =
+            &mut bytes[self.vector_offset()..self.vector_offset() + self.vector_field_bytes()];
+        if self.vector_pages == 0 {
+            field.copy_from_slice(&f32_bytes(vector));
+        } else {
+            let ids: Vec<u8> = vector_pages.iter().flat_map(|page| page.0.to_le_bytes()).collect();
+            field.copy_from_slice(&ids);
         }
         for (layer, list) in links.iter().enumerate() {
             let encoded = self.encode_list(layer, vector, list);
@@ -238,6 +294,53 @@ impl Layout {
         let key_offset = self.key_offset(level);
         bytes[key_offset..].copy_from_slice(key);
         bytes
+    }
+
+    /// Vector page `part` of the node in `owner` whose vector is `vector`: the owner, the
+    /// part, the count and that part's values.
+    pub fn encode_vector_page(&self, owner: PageId, part: usize, vector: &[f32]) -> Vec<u8> {
+        assert!(vector.len() == self.dimensions, "the node's whole vector");
+        let values = &vector[self.vector_part(part)];
+        let mut bytes = Vec::with_capacity(VECTOR_PAGE_HEADER_BYTES + 4 * values.len());
+        bytes.extend_from_slice(&owner.0.to_le_bytes());
+        bytes.extend_from_slice(&to_u16(part).to_le_bytes());
+        bytes.extend_from_slice(&to_u16(values.len()).to_le_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        bytes.extend_from_slice(&f32_bytes(values));
+        bytes
+    }
+
+    /// Appends the values of vector page `part` of the node in `owner` to `out`, checking
+    /// that the page is that part of that node's vector.
+    pub(crate) fn decode_vector_page(
+        &self,
+        (page_id, bytes): (PageId, &[u8]),
+        (owner, part): (PageId, usize),
+        out: &mut Vec<f32>,
+    ) -> Result<()> {
+        let values = self.vector_part(part);
+        let fits = get_u64(bytes, 0) == owner.0
+            && usize::from(get_u16(bytes, 8)) == part
+            && usize::from(get_u16(bytes, 10)) == values.len();
+        if !fits {
+            return Err(HnswError::Corrupt {
+                page_id,
+                detail: format!(
+                    "not part {part} of the vector of node {} (owner={} part={} count={})",
+                    owner.0,
+                    get_u64(bytes, 0),
+                    get_u16(bytes, 8),
+                    get_u16(bytes, 10)
+                ),
+            });
+        }
+        let start = VECTOR_PAGE_HEADER_BYTES;
+        out.extend(
+            bytes[start..start + 4 * values.len()]
+                .chunks_exact(4)
+                .map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes"))),
+        );
+        Ok(())
     }
 
     /// A neighbour list's bytes from its count on: count, zero, then the slots in use.
@@ -341,15 +444,19 @@ fn planned_levels(m: usize) -> u8 {
     levels
 }
 
-/// Largest dimension count an index with `m` accepts (no codes, one upper layer, a full key).
+/// Largest dimension count an index with `m` accepts: as many as `VECTOR_PAGES_MAX` vector
+/// pages hold, if a node with their ids, one upper level and a full key fits a page (it
+/// does for every `m` up to `M_MAX`).
 pub fn dimensions_max(m: usize) -> usize {
-    let fixed = NODE_HEADER_BYTES
+    let node_bytes = NODE_HEADER_BYTES
+        + VECTOR_PAGES_MAX * PAGE_ID_BYTES
         + LIST_HEADER_BYTES
         + 2 * m * PAGE_ID_BYTES
         + LIST_HEADER_BYTES
         + m * PAGE_ID_BYTES
         + ROW_KEY_BYTES_MAX;
-    PAGE_PAYLOAD_SIZE.saturating_sub(fixed) / 4
+    assert!(node_bytes <= PAGE_PAYLOAD_SIZE, "a node of m <= M_MAX with vector pages fits");
+    (VECTOR_PAGES_MAX * VECTOR_PAGE_VALUES_MAX).min(usize::from(u16::MAX))
 }
 
 /// Appends the per-vector SQ8 code of `vector`: min, step, one byte per dimension.
@@ -432,8 +539,16 @@ impl<'page> NodeRef<'page> {
         self.bytes[0] == FREED_KIND
     }
 
-    /// The exact vector into `out`, reusing its allocation (a query reads hundreds).
+    /// The ids of the pages holding the node's vector (the layout has vector pages).
+    pub fn vector_pages(&self) -> impl Iterator<Item = PageId> + '_ {
+        let start = self.layout.vector_offset();
+        (0..self.layout.vector_pages).map(move |part| PageId(get_u64(self.bytes, start + 8 * part)))
+    }
+
+    /// The exact vector into `out`, reusing its allocation (a query reads hundreds), when
+    /// it is on the node page (`Hnsw::node_vector_into` reads vector pages).
     pub fn vector_into(&self, out: &mut Vec<f32>) {
+        assert!(self.layout.vector_pages == 0, "the vector is on the node page");
         let start = self.layout.vector_offset();
         let bytes = &self.bytes[start..start + 4 * self.layout.dimensions];
         out.clear();
@@ -511,6 +626,8 @@ impl Meta {
         if self.layout.codes == CodeKind::Signs {
             bytes[META_CODE_KIND_OFFSET] = META_SIGN_CODES;
         }
+        bytes[META_VECTOR_PAGES_OFFSET] =
+            u8::try_from(self.layout.vector_pages).expect("at most VECTOR_PAGES_MAX");
         bytes[16..24].copy_from_slice(&self.entry.map_or(0, |page| page.0).to_le_bytes());
         bytes[24..32].copy_from_slice(&self.node_count.to_le_bytes());
         let free_head = self.free_head.map_or(0, |page| page.0);
@@ -548,7 +665,13 @@ impl Meta {
         if code_bytes != expected_bytes {
             return Err(corrupt("code bytes do not match the code kind"));
         }
-        let layout = Layout { dimensions, m, code_bytes, codes, metric, level_cap: bytes[13] };
+        let vector_pages = usize::from(bytes[META_VECTOR_PAGES_OFFSET]);
+        let pages_needed = dimensions.div_ceil(VECTOR_PAGE_VALUES_MAX);
+        if vector_pages != 0 && (vector_pages != pages_needed || vector_pages > VECTOR_PAGES_MAX) {
+            return Err(corrupt("vector pages do not match the dimensions"));
+        }
+        let level_cap = bytes[13];
+        let layout = Layout { dimensions, m, code_bytes, codes, metric, level_cap, vector_pages };
         let top_level = bytes[META_TOP_LEVEL_OFFSET];
         if top_level > layout.level_cap
             || layout.node_bytes(layout.level_cap, 0) > PAGE_PAYLOAD_SIZE

@@ -27,7 +27,7 @@ pub use build::{BuildEntries, BUILD_THREADS_MAX, PARALLEL_BUILD_ENTRIES_MIN};
 pub use check::{CheckReport, NodeVisitor, Violation, VIOLATIONS_LISTED_MAX};
 pub use layout::{
     dimensions_max, CodeKind, Layout, EF_CONSTRUCTION_MAX, EF_CONSTRUCTION_MIN, LEVELS_MAX, M_MAX,
-    M_MIN, ROW_KEY_BYTES_MAX,
+    M_MIN, ROW_KEY_BYTES_MAX, VECTOR_PAGES_MAX,
 };
 use layout::{Meta, META_PAGE_TYPE};
 pub use purge::{IsDead, PurgeStats, PURGE_MTR_PAGES_MAX};

@@ -21,8 +21,8 @@ use tierdb_common::{Lsn, PageId};
 use tierdb_storage::{Mtr, MtrSlot};
 
 use super::layout::{
-    decode_free_list, free_list_count_bytes, free_list_slot_offset, Meta, FREED_KIND,
-    FREE_LIST_COUNT_OFFSET, FREE_LIST_IDS_MAX, FREE_LIST_PAGE_TYPE, META_COUNT_OFFSET,
+    decode_free_list, free_list_count_bytes, free_list_slot_offset, Layout, Meta, NodeRef,
+    FREED_KIND, FREE_LIST_COUNT_OFFSET, FREE_LIST_IDS_MAX, FREE_LIST_PAGE_TYPE, META_COUNT_OFFSET,
     META_ENTRY_OFFSET, META_FREE_COUNT_OFFSET, META_FREE_HEAD_OFFSET, META_TOP_LEVEL_OFFSET,
     NODE_PAGE_TYPE,
 };
@@ -178,7 +178,7 @@ impl Hnsw {
         let mut vector = Vec::with_capacity(self.layout.dimensions);
         while let Some(page_id) = queue.pop_front() {
             let (freed, walked, key) = self.read_node(page_id, |node| {
-                node.vector_into(&mut vector);
+                self.node_vector_into(page_id, node, &mut vector)?;
                 let lists =
                     (0..=usize::from(node.level())).map(|layer| node.links(layer)).collect();
                 Ok((node.is_freed(), Walked { level: node.level(), lists }, node.key().to_vec()))
@@ -492,8 +492,8 @@ impl Hnsw {
             let mut owner = Vec::with_capacity(self.layout.dimensions);
             {
                 let page = mtr.page(slot);
-                let node = super::layout::NodeRef::open(self.layout, source, page.payload())?;
-                node.vector_into(&mut owner);
+                let node = NodeRef::open(self.layout, source, page.payload())?;
+                self.node_vector_into(source, &node, &mut owner)?;
                 let old = node.links(layer);
                 for &target in list {
                     match old.iter().position(|&link| link == target) {
@@ -588,11 +588,14 @@ fn push_free(mtr: &mut Mtr<'_>, free: &mut FreeList, page_id: PageId) -> Result<
 
 /// A page for a new node: the last freed node page of the free list's head page, or the
 /// head page itself once it is empty; None when nothing is free. The page is latched and
-/// reinitialized as an empty node page in `mtr`.
+/// reinitialized as an empty node page in `mtr`. Also returns the ids of a freed node's
+/// vector pages, if `layout` has them (a node page keeps its vector pages for life; a
+/// free-list page taken as a node page has none yet, and the caller allocates them).
 pub(super) fn pop_free(
     mtr: &mut Mtr<'_>,
     free: &mut FreeList,
-) -> Result<Option<(MtrSlot, PageId)>> {
+    layout: &Layout,
+) -> Result<Option<(MtrSlot, PageId, Vec<PageId>)>> {
     let Some(head) = free.head else { return Ok(None) };
     let slot = mtr.latch(head)?;
     if mtr.page(slot).page_type() != FREE_LIST_PAGE_TYPE {
@@ -621,6 +624,11 @@ pub(super) fn pop_free(
             (slot, head)
         }
     };
+    let vector_pages = if layout.vector_pages == 0 || page_id == head {
+        Vec::new()
+    } else {
+        NodeRef::open(*layout, page_id, mtr.page(node_slot).payload())?.vector_pages().collect()
+    };
     mtr.reinit(node_slot, NODE_PAGE_TYPE);
-    Ok(Some((node_slot, page_id)))
+    Ok(Some((node_slot, page_id, vector_pages)))
 }

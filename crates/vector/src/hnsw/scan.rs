@@ -337,7 +337,7 @@ impl ScanState {
             }
             let exact = &mut self.cache.exact;
             let result = index.read_node(page_id, |node| {
-                node.vector_into(exact);
+                index.node_vector_into(page_id, node, exact)?;
                 // Freed by a purge since the search evaluated it: no entry any more.
                 Ok((!node.is_freed()).then(|| SearchResult {
                     distance: index.metric.distance(&self.query, exact),

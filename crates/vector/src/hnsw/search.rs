@@ -3,7 +3,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use tierdb_common::PageId;
 
-use super::layout::{CodeKind, NodeRef, NODE_PAGE_TYPE};
+use super::layout::{CodeKind, NodeRef, NODE_PAGE_TYPE, VECTOR_PAGE_TYPE};
 use super::sign_code::ListTerms;
 use super::{Distance, Hnsw, HnswError, Result, SearchResult, NAVIGATION_BYTES_MAX};
 
@@ -123,6 +123,37 @@ impl Hnsw {
         visit(&NodeRef::open(self.layout, page_id, page.payload())?)
     }
 
+    /// The exact vector of `node` (in `page_id`) into `out`: from the node page, or from its
+    /// vector pages. Called under the node's shared (or an mtr's exclusive) latch, so the
+    /// vector pages belong to the node throughout: an insert that reuses a freed node page
+    /// rewrites its vector pages under the node's exclusive latch (design 014, "Vector
+    /// pages"), and a node page keeps its vector pages for life.
+    pub(super) fn node_vector_into(
+        &self,
+        page_id: PageId,
+        node: &NodeRef<'_>,
+        out: &mut Vec<f32>,
+    ) -> Result<()> {
+        if self.layout.vector_pages == 0 {
+            node.vector_into(out);
+            return Ok(());
+        }
+        out.clear();
+        for (part, vector_page) in node.vector_pages().enumerate() {
+            let page = self.store.read(vector_page)?;
+            if page.page_type() != VECTOR_PAGE_TYPE {
+                return Err(HnswError::Corrupt {
+                    page_id: vector_page,
+                    detail: format!("not an hnsw vector page type={:?}", page.page_type()),
+                });
+            }
+            let parts = (vector_page, page.payload());
+            self.layout.decode_vector_page(parts, (page_id, part), out)?;
+        }
+        assert!(out.len() == self.layout.dimensions, "vector pages hold every dimension");
+        Ok(())
+    }
+
     /// Loads the exact vector of `page_id` into `cache` (once per operation).
     pub(super) fn load_vector(&self, page_id: PageId, cache: &mut VectorCache) -> Result<()> {
         if cache.vectors.contains(&page_id) {
@@ -134,7 +165,7 @@ impl Hnsw {
         }
         let exact = &mut cache.exact;
         self.read_node(page_id, |node| {
-            node.vector_into(exact);
+            self.node_vector_into(page_id, node, exact)?;
             self.remember(page_id, node, exact);
             Ok(())
         })?;
@@ -179,7 +210,7 @@ impl Hnsw {
         }
         let exact = &mut cache.exact;
         self.read_node(page_id, |node| {
-            node.vector_into(exact);
+            self.node_vector_into(page_id, node, exact)?;
             self.remember(page_id, node, exact);
             Ok(Distance(self.metric.distance(query, exact)))
         })
@@ -229,7 +260,7 @@ impl Hnsw {
             // intact until its page is reused, so the search steps through it, but it is
             // no result.
             if use_codes {
-                node.vector_into(&mut cache.exact);
+                self.node_vector_into(page_id, node, &mut cache.exact)?;
                 if self.layout.codes == CodeKind::Signs {
                     cache.list_terms.fill(self.metric, query, &cache.exact);
                 }
