@@ -9,7 +9,9 @@
 #   OLTP_SECONDS=10 scripts/test.sh  other sysbench/pgbench run lengths
 #
 # Each phase prints its wall time (`test.sh: PHASE took N s`): CI must stay under 45 minutes,
-# and these lines show where the time goes.
+# and these lines show where the time goes. Most of the test phase is building, not running:
+# hence one test binary per crate, tests/integration.rs (ARCHITECTURE.md, "Tests";
+# docs/BENCHMARKS.md, "CI time", has the figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
