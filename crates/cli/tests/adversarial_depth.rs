@@ -3,7 +3,7 @@
 //! "stack depth limit exceeded", and huge values with 54000 or 22023, in both query
 //! protocols; after each, the server process is alive and the connection still answers.
 
-mod server_support;
+use crate::server_support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! (no restart) must take writes again. A SIGKILL and restart then finds every committed
 //! row. Needs root (it mounts a tmpfs): without it the test fails, it does not skip.
 
-mod server_support;
+use crate::server_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

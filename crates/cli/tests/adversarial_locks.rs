@@ -3,7 +3,7 @@
 //! PostgreSQL 15 answers (except SERIALIZABLE, which tierdb refuses with 0A000 instead of
 //! running it as something weaker).
 
-mod server_support;
+use crate::server_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

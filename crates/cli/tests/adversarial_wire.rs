@@ -3,8 +3,8 @@
 //! cannot lock clients out, broken messages get PostgreSQL's SQLSTATEs without crashing
 //! anything, and idle timeouts end connections.
 
-mod server_support;
-mod wire_support;
+use crate::server_support;
+use crate::wire_support;
 
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@
 //! npm or the module cannot be had it fails and says so: it never passes without running
 //! the tests.
 
-mod server_support;
+use crate::server_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! Needs python3 with pytest, psycopg 3, numpy, sqlalchemy and pgvector
 //! (scripts/install-deps.sh installs them); when they are missing the test fails and says so.
 
-mod server_support;
+use crate::server_support;
 
 use std::path::PathBuf;
 use std::process::Command;

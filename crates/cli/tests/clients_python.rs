@@ -6,7 +6,7 @@
 //! scripts/install-deps.sh);
 //! when they are missing the test fails and says so: it never passes without running them.
 
-mod server_support;
+use crate::server_support;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //!
 //! Every expectation here is what PostgreSQL itself answers.
 
-mod server_support;
+use crate::server_support;
 
 use std::error::Error as StdError;
 use std::time::Duration;

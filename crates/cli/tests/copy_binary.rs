@@ -4,7 +4,7 @@
 //! back (an empty result too), and a stream that is not binary COPY data fails as
 //! PostgreSQL's does. Every expectation here is what PostgreSQL itself answers.
 
-mod server_support;
+use crate::server_support;
 
 use chrono::NaiveDate;
 use futures_util::{SinkExt, TryStreamExt};

@@ -2,8 +2,8 @@
 //! time while the server's memory stays flat (rows past work_mem wait in a temp file), and
 //! what is not built fails with 0A000 naming the feature.
 
-mod server_support;
-mod wire_support;
+use crate::server_support;
+use crate::wire_support;
 
 use server_support::TestServer;
 use wire_support::*;

@@ -2,7 +2,7 @@
 //! some load the page draws its six charts with data points from the capacity runner's
 //! history. Chromium missing fails the test (scripts/install-deps.sh installs it).
 
-mod server_support;
+use crate::server_support;
 
 use std::io::{Read, Write};
 use std::process::Command;

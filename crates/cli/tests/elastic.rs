@@ -3,7 +3,7 @@
 //! it resizes, and shows it all in `tierdb_stat_capacity()` and `/metrics`; a superuser
 //! changes min and max at run time, another role gets 42501.
 
-mod server_support;
+use crate::server_support;
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

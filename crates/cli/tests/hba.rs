@@ -5,8 +5,8 @@
 //! not match loopback rules; a malformed file stops the server at start with its line.
 //! Needs openssl and psql (scripts/install-deps.sh installs them): a missing tool fails.
 
-mod server_support;
-mod wire_support;
+use crate::server_support;
+use crate::wire_support;
 
 use std::net::{IpAddr, UdpSocket};
 use std::process::{Command, Output, Stdio};

@@ -4,7 +4,7 @@
 //! exact ORDER BY on 2,000 seeded vectors), EXPLAIN shows the index scan, and it can be
 //! dropped and built again.
 
-mod server_support;
+use crate::server_support;
 
 use server_support::TestServer;
 use tierdb_common::SplitMix64;

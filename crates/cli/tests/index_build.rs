@@ -3,7 +3,7 @@
 //! temp file and no index; after the restart the same build succeeds and its index agrees
 //! with a full scan.
 
-mod server_support;
+use crate::server_support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

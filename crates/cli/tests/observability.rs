@@ -2,7 +2,7 @@
 //! BUFFERS) per-node buffer lines, `tierdb_stat_tier_cache()`, `tierdb_stat_statements`,
 //! Prometheus `/metrics`, and the estimates autoanalyze gives EXPLAIN.
 
-mod server_support;
+use crate::server_support;
 
 use std::io::{Read, Write};
 

@@ -8,8 +8,8 @@
 //! Needs PostgreSQL 15's binaries (`pg_dump`, `initdb`, `pg_ctl`, `postgres` under
 //! /usr/lib/postgresql/15/bin or `$TIERDB_PG_BIN`) and `psql`; fails when they are missing.
 
-mod server_support;
-mod slt_support;
+use crate::server_support;
+use crate::slt_support;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //!
 //! Needs the `psql` binary (package postgresql-client); the test fails when it is missing.
 
-mod server_support;
+use crate::server_support;
 
 use std::process::{Command, Output};
 

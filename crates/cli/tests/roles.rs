@@ -5,7 +5,7 @@
 //! PostgreSQL's words), the bootstrap superuser (--superuser, password from a file, reset at
 //! every start), and roles and grants surviving SIGKILL and a restart.
 
-mod server_support;
+use crate::server_support;
 
 use server_support::TestServer;
 

@@ -3,7 +3,7 @@
 //! the tier and the bucket (statements run on connection threads that are inside a tokio
 //! runtime; the S3 volume must serve them there).
 
-mod server_support;
+use crate::server_support;
 
 use server_support::TestServer;
 use tierdb_testkit::{MinioServer, ACCESS_KEY, BUCKET, REGION, SECRET_KEY};

@@ -1,6 +1,6 @@
 //! Smoke test of `tierdb serve` with tokio-postgres: a query over each protocol.
 
-mod server_support;
+use crate::server_support;
 
 use server_support::TestServer;
 

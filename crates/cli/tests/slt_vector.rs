@@ -8,8 +8,8 @@
 //! (`$TIERDB_PG_BIN`, default Debian's) by scripts/install-pgvector.sh, on the machine that
 //! runs it. When it is missing the pgvector test fails: it does not pass without comparing.
 
-mod server_support;
-mod slt_support;
+use crate::server_support;
+use crate::slt_support;
 
 use server_support::TestServer;
 use slt_support::{check, run_suite, slt_files, Postgres};

@@ -3,7 +3,7 @@
 //! process are removed at start, EXPLAIN ANALYZE and the statistics show what spilled, and
 //! the server-wide operator memory bound makes queries spill instead of fail.
 
-mod server_support;
+use crate::server_support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

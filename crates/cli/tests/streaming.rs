@@ -3,8 +3,8 @@
 //! reading makes the server wait (not buffer), and an error after some rows arrives after
 //! them (PostgreSQL's behaviour).
 
-mod server_support;
-mod wire_support;
+use crate::server_support;
+use crate::wire_support;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! Needs openssl, psql and python3 with psycopg (scripts/install-deps.sh installs them): a
 //! missing tool fails the test, it never passes silently.
 
-mod server_support;
+use crate::server_support;
 
 use std::path::Path;
 use std::process::Output;

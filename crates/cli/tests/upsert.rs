@@ -4,7 +4,7 @@
 //! value) even when other transactions insert, update or delete the same key at the same
 //! time: no increment is lost, no 23505 escapes, and no row is duplicated.
 
-mod server_support;
+use crate::server_support;
 
 use std::time::Duration;
 

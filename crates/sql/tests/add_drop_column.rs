@@ -6,7 +6,7 @@
 //! results themselves are tests/slt/add_drop_column.slt; the crash case is
 //! crates/cli/tests/server_crash.rs `uncommitted_add_drop_column_is_gone_after_sigkill`.
 
-mod support;
+use crate::support;
 
 use support::{session_as, setup, sqlstate, value, with_session};
 use tierdb_sql::{Datum, Session};

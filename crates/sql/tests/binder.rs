@@ -1,7 +1,7 @@
 //! The binder: name scopes (aliases, joins, USING, CTEs, correlated subqueries) and the
 //! SQLSTATEs of binding errors, PostgreSQL's in each case. Runs without a server.
 
-mod support;
+use crate::support;
 
 use support::{rows, setup, sqlstate, value, with_session};
 use tierdb_sql::{Datum, Session};

@@ -4,7 +4,7 @@
 //! / DELETE; pgvector's errors and tierdb's own limit. pgvector's own answers are in
 //! tests/slt/vector/bit_index.slt.
 
-mod support;
+use crate::support;
 
 use support::{explain, message, rows, run, setup, with_session};
 use tierdb_sql::Datum;

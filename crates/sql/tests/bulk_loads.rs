@@ -2,7 +2,7 @@
 //! 23505 and 23502 messages, rows and index entries of loads larger than one batch, and the
 //! statement's atomicity (a failed load leaves nothing, a rolled-back one neither).
 
-mod support;
+use crate::support;
 
 use support::{rows, run, setup, value, with_session};
 use tierdb_sql::{Datum, Output, Session};

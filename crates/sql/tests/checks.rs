@@ -2,7 +2,7 @@
 //! and maintenance_work_mem's units and range (and index builds that spill), COPY's one-byte
 //! QUOTE and ESCAPE, the column limit of CREATE TABLE.
 
-mod support;
+use crate::support;
 
 use support::{rows, setup, sqlstate, with_session};
 use tierdb_sql::{Datum, Session};

@@ -4,7 +4,7 @@
 //! on a key every OR branch repeats. Runs without a server; tests/slt/decorrelation.slt
 //! checks the answers against PostgreSQL.
 
-mod support;
+use crate::support;
 
 use support::{explain_lines, rows, setup, with_session};
 use tierdb_sql::{Datum, Session};

@@ -4,7 +4,7 @@
 //! no orphan is ever committed), loads whose checks spill past work_mem, transactional
 //! ADD CONSTRAINT, and what tierdb refuses instead of ignoring (DEFERRABLE, NOT VALID).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! name, strict entries give NULL for a NULL argument, functions tierdb refuses are refused
 //! at bind time, and a few results are checked against PostgreSQL's.
 
-mod support;
+use crate::support;
 
 use support::{setup, sqlstate, value, with_session};
 use tierdb_sql::{functions, Datum, Session};

@@ -3,7 +3,7 @@
 //! LIMIT k` reads (EXPLAIN shows the index scan), ordered by the same distances as the
 //! exact sort, with sane recall. pgvector's own answers are in tests/slt/vector/halfvec.slt.
 
-mod support;
+use crate::support;
 
 use support::{explain, ids, run, setup, value, with_session};
 use tierdb_common::SplitMix64;

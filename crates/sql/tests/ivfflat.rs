@@ -4,7 +4,7 @@
 //! a filtered LIMIT, and the index surviving a reopen of the catalog. pgvector's own errors
 //! and answers are in tests/slt/vector/ivfflat.slt.
 
-mod support;
+use crate::support;
 
 use support::{explain, ids, run, setup, with_session};
 

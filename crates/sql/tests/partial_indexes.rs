@@ -5,7 +5,7 @@
 //! survives a restart of the engine (bound again at load); PostgreSQL's errors for what a
 //! predicate may not hold.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! strategy (index lookups or a hash join on equalities, by cost; else a nested loop). Runs
 //! without a server.
 
-mod support;
+use crate::support;
 
 use support::{explain_lines, rows, setup, sqlstate, with_session};
 use tierdb_sql::{Datum, Session};

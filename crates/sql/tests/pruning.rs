@@ -2,7 +2,7 @@
 //! it, so operators hold narrow rows, and every query shape still reads the right columns
 //! after the renumbering. Runs without a server.
 
-mod support;
+use crate::support;
 
 use support::{rows, setup, value, with_session};
 use tierdb_sql::{Datum, Session};

@@ -3,7 +3,7 @@
 //! and cancel stop an endless recursion, EXPLAIN's nodes; and PREPARE / EXECUTE bound again
 //! after DDL. Runs without a server.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! each checked against a PostgreSQL 15 server: VACUUM by a non-owner, other roles'
 //! statement texts in tierdb_stat_statements.
 
-mod support;
+use crate::support;
 
 use support::{message, rows, run, session_as, setup, with_session};
 use tierdb_sql::Datum;

@@ -2,7 +2,7 @@
 //! with their own salts, never the password), pg_roles and pg_user, who may do what, and
 //! PostgreSQL 15's SQLSTATEs and messages (checked against a PostgreSQL 15 server).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! qualified names like every other statement, and a prepared statement binds its names
 //! anew when search_path changes. tests/slt/schemas.slt holds what matches PostgreSQL.
 
-mod support;
+use crate::support;
 
 use support::{rows, run, setup, sqlstate, with_session};
 use tierdb_sql::{Datum, Session};

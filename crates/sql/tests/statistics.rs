@@ -3,7 +3,7 @@
 //! list is joined starting from its selective items whatever the order written, with the
 //! same rows as the written order.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

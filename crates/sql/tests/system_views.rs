@@ -2,7 +2,7 @@
 //! columns and values of its columns' types, over a catalog with tables, indexes, defaults
 //! and NOT NULL columns.
 
-mod support;
+use crate::support;
 
 use support::{run, setup, with_session};
 use tierdb_sql::{all_views, Datum, Output, Session, SqlType};

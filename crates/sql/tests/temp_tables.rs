@@ -4,7 +4,7 @@
 //! session's behaviour is tests/slt/temp_tables.slt (PostgreSQL 15's answers); the crash
 //! case is crates/cli/tests/server_crash.rs `temp_tables_are_gone_after_sigkill`.
 
-mod support;
+use crate::support;
 
 use support::{message, rows, session_as, setup, sqlstate, value, with_session};
 use tierdb_sql::{Datum, Session};

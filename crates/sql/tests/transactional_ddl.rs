@@ -6,7 +6,7 @@
 //! the catalog: after a rollback no table or index is left behind. The crash case (SIGKILL
 //! before COMMIT) is crates/cli/tests/server_crash.rs `uncommitted_ddl_is_gone_after_sigkill`.
 
-mod support;
+use crate::support;
 
 use support::{rows, run, session_as, setup, sqlstate, value, with_session};
 use tierdb_sql::{Datum, Session};

@@ -4,7 +4,7 @@
 //! same joined row of the other tables, and SET is recomputed from the latest version. The
 //! results without concurrency are compared with PostgreSQL in tests/slt/update_from.slt.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! to_regtype finds the type, and keys over vector columns are refused (their stored bytes
 //! do not order as pgvector's btree operator class does).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

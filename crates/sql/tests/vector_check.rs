@@ -3,7 +3,7 @@
 //! an HNSW index, 42P01 for a name or OID that is no relation, 42501 without SELECT on the
 //! table.
 
-mod support;
+use crate::support;
 
 use support::{session_as, setup, sqlstate, value, with_session};
 use tierdb_sql::Datum;

@@ -4,7 +4,7 @@
 //! (decoded again, with its dependencies); privileges on a view; the RowDescription of a
 //! view's columns names the view.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

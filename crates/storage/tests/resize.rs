@@ -6,7 +6,7 @@
 //! data must survive a restart. The worst latency of a single operation is printed, never
 //! asserted: timing on a shared machine is not a test result.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
