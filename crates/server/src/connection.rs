@@ -208,7 +208,7 @@ async fn handle(
         PgWireConnectionState::CopyInProgress(extended) => (true, extended),
         _ => (false, message.is_extended_query()),
     };
-    let started = Instant::now();
+    let cpu_started = crate::memory::thread_cpu_time();
     // Connection implements every handler trait (Handlers only wraps it for pgwire).
     let outcome = std::panic::AssertUnwindSafe(process_message(
         message,
@@ -221,7 +221,9 @@ async fn handle(
     ))
     .catch_unwind()
     .await;
-    if started.elapsed() >= crate::memory::RELEASE_AFTER {
+    if crate::memory::thread_cpu_time().saturating_sub(cpu_started)
+        >= crate::memory::RELEASE_AFTER_CPU
+    {
         crate::memory::release();
     }
     match outcome {

@@ -17,7 +17,7 @@
 //! ```text
 //!   appenders --append()--> [buffer] --leader takes buffer--> [sink write + sync] --> durable
 //!        ^                                                        |
-//!        +---- followers wait on `flushed` until durable >= lsn --+
+//!        +---- followers park until the leader is done ------------+
 //! ```
 //! The first thread to need durability while no flush runs becomes the leader and writes
 //! everything appended so far; committers that arrive meanwhile share the next sync. After a
@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use tierdb_common::{Counter, Lsn, PageId, SegmentId};
 
 use crate::codec::{u64_to_usize, usize_to_u32, usize_to_u64, Reader, Writer};
@@ -54,6 +54,8 @@ pub use crate::wal_page_ops::PageOp;
 use crate::wal_page_ops::{
     decode_page_ops, decode_page_ops_fixed, encode_page_ops, TAG_PAGE_OPS, TAG_PAGE_OPS_FIXED,
 };
+
+mod group_commit;
 
 const RECORD_HEADER_BYTES: usize = 8;
 const RECORD_ALIGN_BYTES: usize = 8;
@@ -705,13 +707,14 @@ struct WalState {
     buffer: Vec<u8>,
     /// Position just past the last appended record.
     appended: Lsn,
-    flushing: bool,
 }
 
 /// The write-ahead log. Appends are cheap and buffered; `flush_to` makes them durable.
 pub struct Wal {
     state: Mutex<WalState>,
-    flushed: Condvar,
+    /// A leader is writing and syncing (`group_commit.rs`); followers park on this flag's
+    /// address until it is cleared.
+    flushing: AtomicBool,
     sink: Mutex<Box<dyn WalSink>>,
     durable: AtomicU64,
     poisoned: Mutex<Option<String>>,
@@ -734,8 +737,8 @@ impl Wal {
     pub(crate) fn new(sink: Box<dyn WalSink>, end: Lsn) -> Wal {
         let space = sink.space();
         Wal {
-            state: Mutex::new(WalState { buffer: Vec::new(), appended: end, flushing: false }),
-            flushed: Condvar::new(),
+            state: Mutex::new(WalState { buffer: Vec::new(), appended: end }),
+            flushing: AtomicBool::new(false),
             sink: Mutex::new(sink),
             durable: AtomicU64::new(end.0),
             poisoned: Mutex::new(None),
@@ -898,75 +901,6 @@ impl Wal {
 
     pub fn durable_lsn(&self) -> Lsn {
         Lsn(self.durable.load(Ordering::Acquire))
-    }
-
-    /// Blocks until every record ending at or before `lsn` is durable.
-    pub fn flush_to(&self, lsn: Lsn) -> Result<()> {
-        loop {
-            if self.durable_lsn() >= lsn {
-                return Ok(());
-            }
-            self.check_poisoned()?;
-            let mut state = self.state.lock();
-            if self.durable_lsn() >= lsn {
-                return Ok(());
-            }
-            if state.flushing {
-                self.flushed.wait(&mut state);
-                continue;
-            }
-            if state.appended < lsn {
-                return Err(StorageError::corrupt_file(
-                    format!("wal lsn={lsn}"),
-                    format!("asked to make durable beyond the log end={}", state.appended),
-                ));
-            }
-            state.flushing = true;
-            let bytes = std::mem::take(&mut state.buffer);
-            let end = state.appended;
-            let start = Lsn(end.0 - usize_to_u64(bytes.len()));
-            drop(state);
-            let outcome = if bytes.is_empty() {
-                Ok(())
-            } else {
-                let mut sink = self.sink.lock();
-                let written = sink.write(start, &bytes);
-                self.publish_space(sink.space());
-                written
-            };
-            let mut state = self.state.lock();
-            state.flushing = false;
-            match &outcome {
-                Ok(()) => {
-                    if !bytes.is_empty() {
-                        self.stats.syncs.increment();
-                    }
-                    self.durable.store(end.0, Ordering::Release);
-                    if self.out_of_space.swap(false, Ordering::AcqRel) {
-                        tracing::info!("wal writable again: space was freed");
-                    }
-                }
-                Err(error) if error.is_disk_full() => {
-                    // Not durable, not poisoned: the bytes go back in front of whatever was
-                    // appended meanwhile, to be written from `start` again.
-                    let mut restored = bytes;
-                    restored.extend_from_slice(&state.buffer);
-                    state.buffer = restored;
-                    debug_assert_eq!(
-                        Lsn(state.appended.0 - usize_to_u64(state.buffer.len())),
-                        start,
-                        "the buffer starts at the durable end again"
-                    );
-                    if !self.out_of_space.swap(true, Ordering::AcqRel) {
-                        tracing::warn!(%error, "wal out of space: writes fail with 53100 until space is freed");
-                    }
-                }
-                Err(error) => *self.poisoned.lock() = Some(error.to_string()),
-            }
-            self.flushed.notify_all();
-            drop(state);
-            outcome?;
-        }
     }
 
     /// Prepares the local sink's next file ahead of its roll, if it wants one: zero-filled
