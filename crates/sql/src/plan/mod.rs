@@ -785,15 +785,11 @@ pub enum PlanKind {
         /// Names the working table its `WorkTableScan`s read.
         work_table: usize,
     },
-    /// The working table of the enclosing `RecursiveUnion` with the same `work_table`; or,
-    /// with `cte`, the RETURNING rows of a data-modifying statement in WITH, which the
-    /// statement ran before its main query (`bind/modifying_with.rs`).
+    /// The working table of the enclosing `RecursiveUnion` with the same `work_table`.
     WorkTableScan {
         work_table: usize,
         /// The CTE's name (EXPLAIN).
         name: String,
-        /// A data-modifying CTE's rows (EXPLAIN's "CTE Scan").
-        cte: bool,
     },
 }
 
