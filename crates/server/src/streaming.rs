@@ -108,11 +108,20 @@ impl Executor {
 }
 
 /// The executor thread's loop, until the connection drops its sender. A panicking job
-/// ends without `Event::Done`; the connection reports it and closes.
+/// ends without `Event::Done`; the connection reports it and closes. A job that used
+/// `RELEASE_AFTER_CPU` of this thread's CPU time (a large sort, join or result: its memory
+/// was allocated here, not on the connection's thread) is followed by a release of what
+/// this thread holds free, as a long message is on the connection's thread.
 fn run_jobs(jobs: &job_channel::Receiver<Job>) {
     while let Ok(job) = jobs.recv() {
+        let cpu_started = crate::memory::thread_cpu_time();
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
             tracing::error!("a statement panicked on a connection's executor thread");
+        }
+        if crate::memory::thread_cpu_time().saturating_sub(cpu_started)
+            >= crate::memory::RELEASE_AFTER_CPU
+        {
+            crate::memory::release();
         }
     }
 }

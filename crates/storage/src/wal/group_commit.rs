@@ -47,6 +47,11 @@ impl Wal {
     /// the buffer meanwhile.
     fn lead_flush(&self, lsn: Lsn) -> Result<()> {
         let mut state = self.state.lock();
+        // A leader whose sync failed took the buffer and poisons the log under this lock. A
+        // committer that passed `flush_to`'s poison check before that and leads now would
+        // find those records gone from the buffer and publish their end as durable: the
+        // commits of the lost batch would be acknowledged. So the check is repeated here.
+        self.check_poisoned()?;
         if self.durable_lsn() >= lsn {
             // A leader that finished between our check and our claim covered us.
             return Ok(());
@@ -262,5 +267,23 @@ mod tests {
         }
         assert_eq!(gated.wal.durable_lsn(), Lsn(0));
         assert_eq!(gated.writes.lock().len(), 1, "a poisoned log writes nothing more");
+    }
+
+    /// A committer that passed `flush_to`'s poison check just before another leader's sync
+    /// failed, and then leads (what `flush_to` does next), must fail too: the failed leader
+    /// took its record with the buffer, so publishing the log end would acknowledge a commit
+    /// that never reached the disk.
+    #[test]
+    fn a_leader_after_a_failed_sync_publishes_nothing() {
+        let gated = gated_wal();
+        let lost = gated.wal.append(&record(7)).expect("append");
+        let leader_wal = Arc::clone(&gated.wal);
+        let leader = thread::spawn(move || leader_wal.flush_to(lost));
+        gated.entered.recv().expect("the leader's sync starts");
+        gated.verdict.send(false).expect("the leader waits");
+        leader.join().expect("no panic").expect_err("the sync failed");
+        let error = gated.wal.lead_flush(lost).expect_err("the record was lost with the sync");
+        assert!(matches!(error, StorageError::Poisoned { .. }), "{error}");
+        assert_eq!(gated.wal.durable_lsn(), Lsn(0));
     }
 }
