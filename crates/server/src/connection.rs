@@ -221,11 +221,7 @@ async fn handle(
     ))
     .catch_unwind()
     .await;
-    if crate::memory::thread_cpu_time().saturating_sub(cpu_started)
-        >= crate::memory::RELEASE_AFTER_CPU
-    {
-        crate::memory::release();
-    }
+    crate::memory::release_after_busy_work(cpu_started);
     match outcome {
         Ok(Ok(())) if is_cancel => Handled::Close,
         Ok(Ok(())) => Handled::Continue,

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// Messages during which the connection's thread used at least this much CPU time are
 /// followed by a release.
-pub(crate) const RELEASE_AFTER_CPU: Duration = Duration::from_millis(10);
+const RELEASE_AFTER_CPU: Duration = Duration::from_millis(10);
 
 static RELEASE_HOOK: OnceLock<fn()> = OnceLock::new();
 
@@ -27,6 +27,15 @@ static RELEASE_HOOK: OnceLock<fn()> = OnceLock::new();
 /// once, by the binary that chose the allocator; without it a release does nothing.
 pub fn set_release_hook(hook: fn()) {
     let _ = RELEASE_HOOK.set(hook);
+}
+
+/// Gives the calling thread's free memory back if, since `cpu_started` (its
+/// `thread_cpu_time` when the message or job began), the thread used `RELEASE_AFTER_CPU`:
+/// the one rule for connection threads and executor threads.
+pub(crate) fn release_after_busy_work(cpu_started: Duration) {
+    if thread_cpu_time().saturating_sub(cpu_started) >= RELEASE_AFTER_CPU {
+        release();
+    }
 }
 
 /// Gives the calling thread's free memory back, if a hook is set.

@@ -118,11 +118,7 @@ fn run_jobs(jobs: &job_channel::Receiver<Job>) {
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
             tracing::error!("a statement panicked on a connection's executor thread");
         }
-        if crate::memory::thread_cpu_time().saturating_sub(cpu_started)
-            >= crate::memory::RELEASE_AFTER_CPU
-        {
-            crate::memory::release();
-        }
+        crate::memory::release_after_busy_work(cpu_started);
     }
 }
 

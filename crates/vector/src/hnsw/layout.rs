@@ -78,6 +78,11 @@ fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|value| value.to_le_bytes()).collect()
 }
 
+/// The f32 values `f32_bytes` wrote.
+fn f32_values(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    bytes.chunks_exact(4).map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes")))
+}
+
 /// The fixed geometry of one index's node pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -335,11 +340,7 @@ impl Layout {
             });
         }
         let start = VECTOR_PAGE_HEADER_BYTES;
-        out.extend(
-            bytes[start..start + 4 * values.len()]
-                .chunks_exact(4)
-                .map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes"))),
-        );
+        out.extend(f32_values(&bytes[start..start + 4 * values.len()]));
         Ok(())
     }
 
@@ -418,10 +419,7 @@ impl Layout {
         match self.codes {
             CodeKind::Words => {
                 out.clear();
-                out.extend(
-                    code.chunks_exact(4)
-                        .map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4 bytes"))),
-                );
+                out.extend(f32_values(code));
             }
             CodeKind::Sq8 => decode_code(code, out),
             CodeKind::Signs | CodeKind::None => {
@@ -552,9 +550,7 @@ impl<'page> NodeRef<'page> {
         let start = self.layout.vector_offset();
         let bytes = &self.bytes[start..start + 4 * self.layout.dimensions];
         out.clear();
-        out.extend(
-            bytes.chunks_exact(4).map(|chunk| f32::from_le_bytes(chunk.try_into().expect("4"))),
-        );
+        out.extend(f32_values(bytes));
     }
 
     pub fn key(&self) -> &'page [u8] {
