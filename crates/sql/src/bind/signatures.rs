@@ -62,7 +62,6 @@ const POSTGRES_FUNCTIONS_NOT_BUILT: &[&str] = &[
     "sha256",
     "sha384",
     "sha512",
-    "to_number",
     "unistr",
 ];
 

@@ -93,6 +93,13 @@ pub(super) static DATETIME_FUNCTIONS: &[Function] = &[
     ),
     function!(&["to_char"], 2..=2, to_char_signature, to_char, "TIMESTAMP '2024-05-06', 'YYYY'"),
     function!(
+        &["to_number"],
+        2..=2,
+        |n, t| texts(n, t, SqlType::numeric()),
+        to_number,
+        "'12,345.6', '99G999D9'"
+    ),
+    function!(
         &["timezone"],
         2..=2,
         timezone_signature,
@@ -465,17 +472,45 @@ fn to_char_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
 
 fn to_char(call: Call<'_>) -> Result<Datum> {
     let format = call.text(1);
-    // An empty template gives NULL, as in PostgreSQL.
-    if format.is_empty() {
-        return Ok(Datum::Null);
-    }
     let text = match &call.args[0] {
+        // An empty template gives NULL for a date or time and an empty text for a number,
+        // as in PostgreSQL.
+        Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Interval(_) if format.is_empty() => {
+            return Ok(Datum::Null)
+        }
         Datum::Timestamp(micros) => types::format_timestamp_pattern(*micros, format, false)?,
         Datum::TimestampTz(micros) => types::format_timestamp_pattern(*micros, format, true)?,
         Datum::Interval(interval) => types::format_interval_pattern(interval, format)?,
-        number => types::format_number_pattern(number, format)?,
+        number => types::format_number_pattern(number_value(number, &call.arg_types[0])?, format)?,
     };
     Ok(Datum::Text(text))
+}
+
+/// A to_char argument as the number type it was bound as.
+fn number_value(number: &Datum, ty: &SqlType) -> Result<types::NumberValue> {
+    Ok(match (number, ty) {
+        (Datum::Int(value), SqlType::Int2 | SqlType::Int4) => types::NumberValue::Int4(
+            i32::try_from(*value).map_err(|_| SqlError::out_of_range("integer"))?,
+        ),
+        (Datum::Int(value), _) => types::NumberValue::Int8(*value),
+        (Datum::Float(value), SqlType::Float4) => {
+            #[allow(clippy::cast_possible_truncation)] // A real is stored widened from f32.
+            let real = *value as f32;
+            types::NumberValue::Float4(real)
+        }
+        (Datum::Float(value), _) => types::NumberValue::Float8(*value),
+        (Datum::Numeric(value), _) => types::NumberValue::Numeric(*value),
+        (other, _) => {
+            return Err(SqlError::internal(format!("to_char of an unexpected value {other:?}")))
+        }
+    })
+}
+
+fn to_number(call: Call<'_>) -> Result<Datum> {
+    Ok(match types::parse_number_pattern(call.text(0), call.text(1))? {
+        Some(value) => Datum::Numeric(value),
+        None => Datum::Null,
+    })
 }
 
 /// timezone(zone, timestamp) and timezone(zone, timestamptz), which AT TIME ZONE calls: the

@@ -499,6 +499,18 @@ fn stored_name(name: &str) -> &str {
     }
 }
 
+/// lc_numeric and lc_monetary: to_char and to_number use the C locale's symbols, so only
+/// the names of that locale are accepted (another locale is 0A000, never ignored).
+fn check_c_locale(name: &str, value: String) -> Result<String> {
+    const C_LOCALE_NAMES: [&str; 5] = ["", "c", "posix", "c.utf-8", "c.utf8"];
+    if C_LOCALE_NAMES.contains(&value.to_ascii_lowercase().as_str()) {
+        return Ok(value);
+    }
+    Err(SqlError::unsupported(format!(
+        "{name} \"{value}\" is not supported: tierdb formats numbers in the C locale only"
+    )))
+}
+
 pub(crate) fn check_setting(name: &str, value: &str, superuser: bool) -> Result<Checked> {
     let value = value.trim_matches('\'').to_string();
     let store = |value: String| Ok(Checked::Store(name.to_string(), value));
@@ -557,6 +569,7 @@ pub(crate) fn check_setting(name: &str, value: &str, superuser: bool) -> Result<
         "datestyle" => store(check_date_style(&value)?),
         "client_encoding" => store(check_client_encoding(&value)?),
         "extra_float_digits" => store(check_extra_float_digits(&value)?),
+        "lc_numeric" | "lc_monetary" => store(check_c_locale(name, value)?),
         _ => store(parameters::check_parameter(name, &value, superuser)?),
     }
 }

@@ -4,7 +4,7 @@
 
 use chrono::{Datelike, NaiveDate};
 
-use super::{decompose, Datum, Interval, MICROSECONDS_PER_DAY};
+use super::{decompose, Interval, MICROSECONDS_PER_DAY};
 use crate::error::{Result, SqlError};
 
 const MONTH_NAMES: [&str; 12] = [
@@ -307,11 +307,6 @@ pub fn format_interval_pattern(interval: &Interval, template: &str) -> Result<St
         abbreviation: String::new(),
     };
     render(&values, template)
-}
-
-/// to_char(number, text): not implemented (a 0A000, never a wrong text).
-pub fn format_number_pattern(_number: &Datum, _template: &str) -> Result<String> {
-    Err(SqlError::unsupported("to_char of a number is not supported"))
 }
 
 /// to_date and to_timestamp(text, text): the input read by the template; microseconds
