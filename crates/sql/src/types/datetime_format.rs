@@ -24,24 +24,135 @@ const MONTH_NAMES: [&str; 12] = [
 const DAY_NAMES: [&str; 7] =
     ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 
-/// The patterns, longest first where one is a prefix of another.
-const PATTERNS: &[&str] = &[
-    "HH24", "HH12", "HH", "MI", "SSSS", "SS", "MS", "US", "A.M.", "a.m.", "P.M.", "p.m.", "AM",
-    "am", "PM", "pm", "IYYY", "YYYY", "YYY", "YY", "Y", "MONTH", "Month", "month", "MON", "Mon",
-    "mon", "MM", "DAY", "Day", "day", "DY", "Dy", "dy", "DDD", "DD", "D", "ID", "IW", "WW", "Q",
-    "J", "CC", "TZH", "TZM", "TZ", "tz", "OF",
+/// PostgreSQL's date and time keywords in its order (within a first letter, the longer
+/// first), each with the name this file handles it by: the lowercase form of a numeric
+/// pattern is the uppercase one; names whose case shapes the text (month and day names,
+/// AM, AD, TZ, RM) keep their own.
+const KEYWORDS: &[(&str, &str)] = &[
+    ("A.D.", "A.D."),
+    ("A.M.", "A.M."),
+    ("AD", "AD"),
+    ("AM", "AM"),
+    ("B.C.", "B.C."),
+    ("BC", "BC"),
+    ("CC", "CC"),
+    ("DAY", "DAY"),
+    ("DDD", "DDD"),
+    ("DD", "DD"),
+    ("DY", "DY"),
+    ("Day", "Day"),
+    ("Dy", "Dy"),
+    ("D", "D"),
+    ("FF1", "FF1"),
+    ("FF2", "FF2"),
+    ("FF3", "FF3"),
+    ("FF4", "FF4"),
+    ("FF5", "FF5"),
+    ("FF6", "FF6"),
+    ("FX", "FX"),
+    ("HH24", "HH24"),
+    ("HH12", "HH12"),
+    ("HH", "HH"),
+    ("IDDD", "IDDD"),
+    ("ID", "ID"),
+    ("IW", "IW"),
+    ("IYYY", "IYYY"),
+    ("IYY", "IYY"),
+    ("IY", "IY"),
+    ("I", "I"),
+    ("J", "J"),
+    ("MI", "MI"),
+    ("MM", "MM"),
+    ("MONTH", "MONTH"),
+    ("MON", "MON"),
+    ("MS", "MS"),
+    ("Month", "Month"),
+    ("Mon", "Mon"),
+    ("OF", "OF"),
+    ("P.M.", "P.M."),
+    ("PM", "PM"),
+    ("Q", "Q"),
+    ("RM", "RM"),
+    ("SSSSS", "SSSS"),
+    ("SSSS", "SSSS"),
+    ("SS", "SS"),
+    ("TZH", "TZH"),
+    ("TZM", "TZM"),
+    ("TZ", "TZ"),
+    ("US", "US"),
+    ("WW", "WW"),
+    ("W", "W"),
+    ("Y,YYY", "Y,YYY"),
+    ("YYYY", "YYYY"),
+    ("YYY", "YYY"),
+    ("YY", "YY"),
+    ("Y", "Y"),
+    ("a.d.", "a.d."),
+    ("a.m.", "a.m."),
+    ("ad", "ad"),
+    ("am", "am"),
+    ("b.c.", "b.c."),
+    ("bc", "bc"),
+    ("cc", "CC"),
+    ("day", "day"),
+    ("ddd", "DDD"),
+    ("dd", "DD"),
+    ("dy", "dy"),
+    ("d", "D"),
+    ("ff1", "FF1"),
+    ("ff2", "FF2"),
+    ("ff3", "FF3"),
+    ("ff4", "FF4"),
+    ("ff5", "FF5"),
+    ("ff6", "FF6"),
+    ("fx", "FX"),
+    ("hh24", "HH24"),
+    ("hh12", "HH12"),
+    ("hh", "HH"),
+    ("iddd", "IDDD"),
+    ("id", "ID"),
+    ("iw", "IW"),
+    ("iyyy", "IYYY"),
+    ("iyy", "IYY"),
+    ("iy", "IY"),
+    ("i", "I"),
+    ("j", "J"),
+    ("mi", "MI"),
+    ("mm", "MM"),
+    ("month", "month"),
+    ("mon", "mon"),
+    ("ms", "MS"),
+    ("of", "OF"),
+    ("p.m.", "p.m."),
+    ("pm", "pm"),
+    ("q", "Q"),
+    ("rm", "rm"),
+    ("sssss", "SSSS"),
+    ("ssss", "SSSS"),
+    ("ss", "SS"),
+    ("tzh", "TZH"),
+    ("tzm", "TZM"),
+    ("tz", "tz"),
+    ("us", "US"),
+    ("ww", "WW"),
+    ("w", "W"),
+    ("y,yyy", "Y,YYY"),
+    ("yyyy", "YYYY"),
+    ("yyy", "YYY"),
+    ("yy", "YY"),
+    ("y", "Y"),
 ];
 
-/// The patterns that are PostgreSQL's but not implemented here.
-const UNSUPPORTED_PATTERNS: &[&str] = &[
-    "Y,YYY", "IYY", "IY", "I", "IDDD", "RM", "rm", "W", "FF", "SSSSS", "BC", "AD", "B.C.", "A.D.",
-    "bc", "ad",
-];
+/// Roman numerals of the months, January first.
+const ROMAN_MONTHS: [&str; 12] =
+    ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"];
 
-/// One piece of a template.
+/// One piece of a template. A pattern may have one prefix (FM: no padding; TM: names in
+/// the locale, here C's, without padding) and a suffix (TH / th: an ordinal; SP: nothing,
+/// as in PostgreSQL).
 #[derive(Debug)]
 enum Piece {
-    Pattern { name: &'static str, fill_mode: bool, ordinal: Option<bool> },
+    Pattern { name: &'static str, fill_mode: bool, translate: bool, ordinal: Option<bool> },
     Literal(String),
 }
 
@@ -49,51 +160,56 @@ fn compile(template: &str) -> Result<Vec<Piece>> {
     let mut pieces = Vec::new();
     let mut rest = template;
     while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('"') {
-            let end = after.find('"').unwrap_or(after.len());
-            pieces.push(Piece::Literal(after[..end].replace("\\\"", "\"")));
-            rest = after.get(end + 1..).unwrap_or("");
-            continue;
+        // A prefix is consumed even when no pattern follows it, as in PostgreSQL.
+        let prefix = ["FM", "fm", "TM", "tm"].iter().find(|prefix| rest.starts_with(*prefix));
+        if let Some(prefix) = prefix {
+            rest = &rest[prefix.len()..];
         }
-        let (fill_mode, body) = match rest.strip_prefix("FM").or_else(|| rest.strip_prefix("fm")) {
-            Some(after) => (true, after),
-            None => (false, rest),
-        };
-        if let Some(unsupported) = UNSUPPORTED_PATTERNS.iter().find(|name| body.starts_with(*name))
+        let fill_mode = prefix.is_some_and(|prefix| prefix.eq_ignore_ascii_case("FM"));
+        let translate = prefix.is_some_and(|prefix| prefix.eq_ignore_ascii_case("TM"));
+        if let Some((keyword, name)) =
+            KEYWORDS.iter().find(|(keyword, _)| rest.starts_with(keyword))
         {
-            let longer = PATTERNS
-                .iter()
-                .any(|name| body.starts_with(name) && name.len() >= unsupported.len());
-            if !longer {
-                return Err(SqlError::unsupported(format!(
-                    "template pattern \"{unsupported}\" is not supported"
-                )));
-            }
-        }
-        if let Some(name) = PATTERNS.iter().find(|name| body.starts_with(*name)) {
-            let after = &body[name.len()..];
+            let after = &rest[keyword.len()..];
             let (ordinal, after) = match after.get(..2) {
                 Some("TH") => (Some(true), &after[2..]),
                 Some("th") => (Some(false), &after[2..]),
+                Some("SP") => (None, &after[2..]),
                 _ => (None, after),
             };
-            pieces.push(Piece::Pattern { name, fill_mode, ordinal });
+            pieces.push(Piece::Pattern { name, fill_mode, translate, ordinal });
             rest = after;
-            continue;
+        } else if let Some(quoted) = rest.strip_prefix('"') {
+            rest = quoted_literal(quoted, &mut pieces);
+        } else if let Some(character) = rest.chars().next() {
+            // Outside quotes a backslash only quotes a double quote.
+            let skip = usize::from(character == '\\' && rest[1..].starts_with('"'));
+            let character = rest[skip..].chars().next().expect("a character follows");
+            pieces.push(Piece::Literal(character.to_string()));
+            rest = &rest[skip + character.len_utf8()..];
         }
-        let mut characters = rest.chars();
-        let character = characters.next().expect("rest is not empty");
-        // A backslash escapes only a double quote; otherwise it is printed.
-        if character == '\\' && characters.next() == Some('"') {
-            pieces.push(Piece::Literal("\"".to_string()));
-            rest = &rest[2..];
-            continue;
-        }
-        let literal = character.to_string();
-        rest = &rest[character.len_utf8()..];
-        pieces.push(Piece::Literal(literal));
     }
     Ok(pieces)
+}
+
+/// Pushes a double-quoted literal (a backslash quotes the next character) and returns the
+/// text after its closing quote.
+fn quoted_literal<'a>(text: &'a str, pieces: &mut Vec<Piece>) -> &'a str {
+    let mut literal = String::new();
+    let mut characters = text.char_indices();
+    let mut rest = "";
+    while let Some((index, character)) = characters.next() {
+        match character {
+            '"' => {
+                rest = &text[index + 1..];
+                break;
+            }
+            '\\' => literal.push(characters.next().map_or('\\', |(_, quoted)| quoted)),
+            other => literal.push(other),
+        }
+    }
+    pieces.push(Piece::Literal(literal));
+    rest
 }
 
 /// The values a template prints.
@@ -111,6 +227,8 @@ struct Values {
     /// zone; a timestamp's offset is 0 and its abbreviation empty, as in PostgreSQL.
     offset_seconds: i32,
     abbreviation: String,
+    /// A year at or before 1 BC (`year` holds its number counted back, as written).
+    before_christ: bool,
 }
 
 fn ordinal_suffix(number: i64, upper: bool) -> &'static str {
@@ -148,6 +266,18 @@ fn cased(name: &str, pattern: &str, fill_mode: bool, width: usize) -> String {
     }
 }
 
+/// PostgreSQL's error for a pattern that names a calendar date in to_char of an interval.
+fn invalid_for_interval() -> SqlError {
+    SqlError::new(
+        "22007",
+        "invalid format specification for an interval value: Intervals are not tied to specific calendar dates.",
+    )
+}
+
+fn needs_calendar(values: &Values) -> Result<NaiveDate> {
+    values.date.ok_or_else(invalid_for_interval)
+}
+
 fn needs_date(values: &Values, pattern: &str) -> Result<NaiveDate> {
     values.date.ok_or_else(|| {
         SqlError::unsupported(format!(
@@ -176,14 +306,7 @@ fn pattern_value(
         "US" => number(values.microsecond, 6),
         "AM" | "PM" | "am" | "pm" | "A.M." | "P.M." | "a.m." | "p.m." => {
             let afternoon = values.hour % 24 >= 12;
-            let text = match (name.len() > 2, afternoon) {
-                (false, false) => "AM",
-                (false, true) => "PM",
-                (true, false) => "A.M.",
-                (true, true) => "P.M.",
-            };
-            let lower = name.starts_with(['a', 'p']);
-            Ok((None, 0, if lower { text.to_lowercase() } else { text.to_string() }))
+            Ok((None, 0, marker(name, afternoon, ["AM", "PM", "A.M.", "P.M."])))
         }
         "YYYY" => number(values.year, 4),
         "YYY" => number(values.year % 1000, 3),
@@ -197,26 +320,91 @@ fn pattern_value(
         "DD" => number(values.day, 2),
         "Q" => number((values.month - 1) / 3 + 1, 1),
         "MONTH" | "Month" | "month" | "MON" | "Mon" | "mon" => {
-            needs_date(values, name)?;
+            needs_calendar(values)?;
             let full = MONTH_NAMES[usize::try_from(values.month - 1).unwrap_or(0)];
             let (text, width) = if name.len() == 3 { (&full[..3], 3) } else { (full, 9) };
             Ok((None, 0, cased(text, name, fill_mode, width)))
         }
         "DAY" | "Day" | "day" | "DY" | "Dy" | "dy" => {
-            let date = needs_date(values, name)?;
+            let date = needs_calendar(values)?;
             let full = DAY_NAMES[date.weekday().num_days_from_sunday() as usize];
             let (text, width) = if name.len() == 2 { (&full[..3], 3) } else { (full, 9) };
             Ok((None, 0, cased(text, name, fill_mode, width)))
         }
         "DDD" => number(i64::from(needs_date(values, name)?.ordinal()), 3),
-        "D" => number(i64::from(needs_date(values, name)?.weekday().number_from_sunday()), 1),
-        "ID" => number(i64::from(needs_date(values, name)?.weekday().number_from_monday()), 1),
+        "D" => number(i64::from(needs_calendar(values)?.weekday().number_from_sunday()), 1),
+        "ID" => number(i64::from(needs_calendar(values)?.weekday().number_from_monday()), 1),
         "IW" => number(i64::from(needs_date(values, name)?.iso_week().week()), 2),
         "WW" => number(i64::from((needs_date(values, name)?.ordinal() - 1) / 7 + 1), 2),
         "J" => number(super::days_of_date(needs_date(values, name)?) + 2_451_545, 1),
         "TZ" => Ok((None, 0, values.abbreviation.clone())),
         "tz" => Ok((None, 0, values.abbreviation.to_lowercase())),
         "TZH" | "TZM" | "OF" => Ok((None, 0, offset_text(values.offset_seconds, name))),
+        other => more_pattern_value(values, other, fill_mode),
+    }
+}
+
+/// A two-valued marker (AM / PM, AD / BC) in the pattern's form: with periods when the
+/// pattern has them, lowercase when it is.
+fn marker(name: &str, second: bool, forms: [&'static str; 4]) -> String {
+    let text = forms[usize::from(name.len() > 2) * 2 + usize::from(second)];
+    if name.starts_with(|character: char| character.is_ascii_lowercase()) {
+        text.to_lowercase()
+    } else {
+        text.to_string()
+    }
+}
+
+/// RM's numeral: the month's; for an interval, a month counted back from December when
+/// negative, and December (or January when negative) for whole years; nothing for none.
+fn roman_month(values: &Values) -> Option<&'static str> {
+    let index = match values.month {
+        0 if values.year == 0 => return None,
+        0 if values.year > 0 => 11,
+        0 => 0,
+        month if month > 0 => month - 1,
+        month => 12 + month,
+    };
+    usize::try_from(index).ok().and_then(|index| ROMAN_MONTHS.get(index)).copied()
+}
+
+/// The patterns PostgreSQL added to Oracle's common ones: ISO years and days, the week of
+/// the month, Roman months, fractions of a second, eras, FX (nothing when printing).
+fn more_pattern_value(
+    values: &Values,
+    name: &str,
+    fill_mode: bool,
+) -> Result<(Option<i64>, usize, String)> {
+    let number = |value: i64, width: usize| Ok((Some(value), width, String::new()));
+    let iso_year = || -> Result<i64> { Ok(i64::from(needs_date(values, name)?.iso_week().year())) };
+    match name {
+        "Y,YYY" => Ok((None, 0, format!("{},{:03}", values.year / 1000, values.year % 1000))),
+        "IYY" => number(iso_year()? % 1000, 3),
+        "IY" => number(iso_year()? % 100, 2),
+        "I" => number(iso_year()? % 10, 1),
+        "IDDD" => {
+            let date = needs_date(values, name)?;
+            let week = i64::from(date.iso_week().week());
+            number((week - 1) * 7 + i64::from(date.weekday().number_from_monday()), 3)
+        }
+        "W" => number((values.day - 1) / 7 + 1, 1),
+        "RM" | "rm" => {
+            let Some(numeral) = roman_month(values) else {
+                return Ok((None, 0, String::new()));
+            };
+            let numeral = if name == "rm" { numeral.to_lowercase() } else { numeral.to_string() };
+            Ok((None, 0, if fill_mode { numeral } else { format!("{numeral:<4}") }))
+        }
+        "FF1" | "FF2" | "FF3" | "FF4" | "FF5" | "FF6" => {
+            let digits = usize::from(name.as_bytes()[2] - b'0');
+            let divisor = 10i64.pow(u32::try_from(6 - digits).expect("at most 5"));
+            number(values.microsecond / divisor, digits)
+        }
+        "FX" => Ok((None, 0, String::new())),
+        "AD" | "BC" | "A.D." | "B.C." | "ad" | "bc" | "a.d." | "b.c." => {
+            needs_calendar(values)?;
+            Ok((None, 0, marker(name, values.before_christ, ["AD", "BC", "A.D.", "B.C."])))
+        }
         other => {
             Err(SqlError::unsupported(format!("template pattern \"{other}\" is not supported")))
         }
@@ -241,8 +429,9 @@ fn render(values: &Values, template: &str) -> Result<String> {
     for piece in compile(template)? {
         match piece {
             Piece::Literal(text) => out.push_str(&text),
-            Piece::Pattern { name, fill_mode, ordinal } => {
-                let (number, width, text) = pattern_value(values, name, fill_mode)?;
+            Piece::Pattern { name, fill_mode, translate, ordinal } => {
+                // TM writes names without padding, as FM does; numbers keep theirs.
+                let (number, width, text) = pattern_value(values, name, fill_mode || translate)?;
                 match number {
                     Some(value) => {
                         let digits = value.unsigned_abs().to_string();
@@ -287,6 +476,7 @@ pub fn format_timestamp_pattern(micros: i64, template: &str, zoned: bool) -> Res
         date: Some(date),
         offset_seconds,
         abbreviation,
+        before_christ: fields.year <= 0,
     };
     render(&values, template)
 }
@@ -305,6 +495,7 @@ pub fn format_interval_pattern(interval: &Interval, template: &str) -> Result<St
         date: None,
         offset_seconds: 0,
         abbreviation: String::new(),
+        before_christ: false,
     };
     render(&values, template)
 }
