@@ -121,12 +121,9 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
                 _ => Datum::Null,
             }
         }
-        Expr::And(left, right) => eval_connective(left, right, false, row, ctx)?,
-        Expr::Or(left, right) => eval_connective(left, right, true, row, ctx)?,
-        Expr::Not(inner) => match eval(inner, row, ctx)? {
-            Datum::Bool(flag) => Datum::Bool(!flag),
-            _ => Datum::Null,
-        },
+        Expr::And(..) | Expr::Or(..) | Expr::Not(_) => {
+            truth(expr, row, ctx)?.map_or(Datum::Null, Datum::Bool)
+        }
         Expr::IsNull { expr, negated } => {
             Datum::Bool(operand(expr, row, ctx)?.is_null() != *negated)
         }
@@ -227,24 +224,53 @@ fn eval_array_operation(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result
     }
 }
 
+/// A boolean expression's truth value (None: NULL), without a datum per node: the filters
+/// of scans, joins and Filter nodes run per row. AND, OR, NOT and comparisons of columns
+/// and constants are evaluated here; anything else by `eval`.
+pub(crate) fn truth(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Option<bool>> {
+    match expr {
+        Expr::And(left, right) => connective(left, right, false, row, ctx),
+        Expr::Or(left, right) => connective(left, right, true, row, ctx),
+        Expr::Not(inner) => {
+            depth::check_stack_depth()?;
+            Ok(truth(inner, row, ctx)?.map(|value| !value))
+        }
+        Expr::Compare { op, left, right, bpchar } => {
+            let left = operand(left, row, ctx)?;
+            let right = operand(right, row, ctx)?;
+            Ok(super::compare::compare_truth(*op, &left, &right, *bpchar))
+        }
+        _ => Ok(match eval(expr, row, ctx)? {
+            Datum::Bool(value) => Some(value),
+            _ => None,
+        }),
+    }
+}
+
+/// Whether a predicate holds (is true, not false or NULL) for `row`.
+pub(crate) fn holds(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<bool> {
+    Ok(truth(expr, row, ctx)? == Some(true))
+}
+
 /// AND (`decisive` false) and OR (`decisive` true) with SQL's three-valued logic: the
 /// decisive value on either side decides, else NULL on either side makes NULL. The right
 /// side is not evaluated when the left one decides.
-fn eval_connective(
+fn connective(
     left: &Expr,
     right: &Expr,
     decisive: bool,
     row: &[Datum],
     ctx: &mut Ctx<'_>,
-) -> Result<Datum> {
-    let left = eval(left, row, ctx)?;
-    if matches!(left, Datum::Bool(value) if value == decisive) {
-        return Ok(Datum::Bool(decisive));
+) -> Result<Option<bool>> {
+    depth::check_stack_depth()?;
+    let left = truth(left, row, ctx)?;
+    if left == Some(decisive) {
+        return Ok(left);
     }
-    Ok(match (left, eval(right, row, ctx)?) {
-        (_, Datum::Bool(value)) if value == decisive => Datum::Bool(decisive),
-        (Datum::Bool(_), Datum::Bool(_)) => Datum::Bool(!decisive),
-        _ => Datum::Null,
+    Ok(match (left, truth(right, row, ctx)?) {
+        (_, Some(value)) if value == decisive => Some(decisive),
+        (Some(_), Some(_)) => Some(!decisive),
+        _ => None,
     })
 }
 
@@ -267,7 +293,7 @@ fn eval_case(
                 let candidate = eval(condition, row, ctx)?;
                 value.compare(&candidate) == Some(Ordering::Equal)
             }
-            None => truthy(&eval(condition, row, ctx)?),
+            None => holds(condition, row, ctx)?,
         };
         if hit {
             return eval(result, row, ctx);
