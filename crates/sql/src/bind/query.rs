@@ -13,6 +13,7 @@ impl<'a> Binder<'a> {
         crate::plan::refuse_json_keys(&plan)?;
         crate::plan::use_vector_indexes(&mut plan);
         crate::optimize::prune_columns(&mut plan);
+        crate::optimize::fold_constants(&mut plan)?;
         Ok(plan)
     }
 

@@ -6,9 +6,20 @@ use std::cmp::Ordering;
 use crate::plan::CompareOp;
 use crate::types::Datum;
 
+/// `left op right` as a datum: a boolean, or NULL when either side is NULL.
 pub(crate) fn compare(op: CompareOp, left: &Datum, right: &Datum, bpchar: bool) -> Datum {
+    compare_truth(op, left, right, bpchar).map_or(Datum::Null, Datum::Bool)
+}
+
+/// `compare` as a truth value (None: NULL), for predicates that need no datum.
+pub(crate) fn compare_truth(
+    op: CompareOp,
+    left: &Datum,
+    right: &Datum,
+    bpchar: bool,
+) -> Option<bool> {
     if left.is_null() || right.is_null() {
-        return Datum::Null;
+        return None;
     }
     let ordering = if bpchar {
         match (left, right) {
@@ -18,12 +29,9 @@ pub(crate) fn compare(op: CompareOp, left: &Datum, right: &Datum, bpchar: bool) 
             _ => left.compare(right).unwrap_or(Ordering::Equal),
         }
     } else {
-        match left.compare(right) {
-            Some(ordering) => ordering,
-            None => return Datum::Null,
-        }
+        left.compare(right)?
     };
-    Datum::Bool(match op {
+    Some(match op {
         CompareOp::Eq => ordering == Ordering::Equal,
         CompareOp::NotEq => ordering != Ordering::Equal,
         CompareOp::Lt => ordering == Ordering::Less,

@@ -101,9 +101,9 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
         Expr::Arithmetic { op, left, right, ty } => {
             let left = operand(left, row, ctx)?;
             let right = operand(right, row, ctx)?;
-            arithmetic(*op, &left, &right, ty)?
+            types::arithmetic(*op, &left, &right, ty)?
         }
-        Expr::Negate { expr, ty } => negate(eval(expr, row, ctx)?, ty)?,
+        Expr::Negate { expr, ty } => types::negate(eval(expr, row, ctx)?, ty)?,
         Expr::Compare { op, left, right, bpchar } => {
             let left = operand(left, row, ctx)?;
             let right = operand(right, row, ctx)?;
@@ -121,12 +121,9 @@ pub fn eval(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Datum> {
                 _ => Datum::Null,
             }
         }
-        Expr::And(left, right) => eval_connective(left, right, false, row, ctx)?,
-        Expr::Or(left, right) => eval_connective(left, right, true, row, ctx)?,
-        Expr::Not(inner) => match eval(inner, row, ctx)? {
-            Datum::Bool(flag) => Datum::Bool(!flag),
-            _ => Datum::Null,
-        },
+        Expr::And(..) | Expr::Or(..) | Expr::Not(_) => {
+            truth(expr, row, ctx)?.map_or(Datum::Null, Datum::Bool)
+        }
         Expr::IsNull { expr, negated } => {
             Datum::Bool(operand(expr, row, ctx)?.is_null() != *negated)
         }
@@ -227,40 +224,53 @@ fn eval_array_operation(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result
     }
 }
 
+/// A boolean expression's truth value (None: NULL), without a datum per node: the filters
+/// of scans, joins and Filter nodes run per row. AND, OR, NOT and comparisons of columns
+/// and constants are evaluated here; anything else by `eval`.
+pub(crate) fn truth(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<Option<bool>> {
+    match expr {
+        Expr::And(left, right) => connective(left, right, false, row, ctx),
+        Expr::Or(left, right) => connective(left, right, true, row, ctx),
+        Expr::Not(inner) => {
+            depth::check_stack_depth()?;
+            Ok(truth(inner, row, ctx)?.map(|value| !value))
+        }
+        Expr::Compare { op, left, right, bpchar } => {
+            let left = operand(left, row, ctx)?;
+            let right = operand(right, row, ctx)?;
+            Ok(super::compare::compare_truth(*op, &left, &right, *bpchar))
+        }
+        _ => Ok(match eval(expr, row, ctx)? {
+            Datum::Bool(value) => Some(value),
+            _ => None,
+        }),
+    }
+}
+
+/// Whether a predicate holds (is true, not false or NULL) for `row`.
+pub(crate) fn holds(expr: &Expr, row: &[Datum], ctx: &mut Ctx<'_>) -> Result<bool> {
+    Ok(truth(expr, row, ctx)? == Some(true))
+}
+
 /// AND (`decisive` false) and OR (`decisive` true) with SQL's three-valued logic: the
 /// decisive value on either side decides, else NULL on either side makes NULL. The right
 /// side is not evaluated when the left one decides.
-fn eval_connective(
+fn connective(
     left: &Expr,
     right: &Expr,
     decisive: bool,
     row: &[Datum],
     ctx: &mut Ctx<'_>,
-) -> Result<Datum> {
-    let left = eval(left, row, ctx)?;
-    if matches!(left, Datum::Bool(value) if value == decisive) {
-        return Ok(Datum::Bool(decisive));
+) -> Result<Option<bool>> {
+    depth::check_stack_depth()?;
+    let left = truth(left, row, ctx)?;
+    if left == Some(decisive) {
+        return Ok(left);
     }
-    Ok(match (left, eval(right, row, ctx)?) {
-        (_, Datum::Bool(value)) if value == decisive => Datum::Bool(decisive),
-        (Datum::Bool(_), Datum::Bool(_)) => Datum::Bool(!decisive),
-        _ => Datum::Null,
-    })
-}
-
-/// Unary minus: 22003 when an integer's negation leaves its type's range.
-fn negate(value: Datum, ty: &SqlType) -> Result<Datum> {
-    Ok(match value {
-        Datum::Null => Datum::Null,
-        Datum::Int(value) => Datum::Int(ty.check_integer(
-            value.checked_neg().ok_or_else(|| SqlError::out_of_range(ty.message_name()))?,
-        )?),
-        Datum::Float(value) => Datum::Float(-value),
-        // numeric has no negative zero (`-0.0::numeric` is 0.0).
-        Datum::Numeric(value) if value.is_zero() => Datum::Numeric(value.abs()),
-        Datum::Numeric(value) => Datum::Numeric(-value),
-        Datum::Interval(interval) => Datum::Interval(interval.checked_negate()?),
-        _ => return Err(SqlError::undefined_operator("operator does not exist: - unknown")),
+    Ok(match (left, truth(right, row, ctx)?) {
+        (_, Some(value)) if value == decisive => Some(decisive),
+        (Some(_), Some(_)) => Some(!decisive),
+        _ => None,
     })
 }
 
@@ -283,7 +293,7 @@ fn eval_case(
                 let candidate = eval(condition, row, ctx)?;
                 value.compare(&candidate) == Some(Ordering::Equal)
             }
-            None => truthy(&eval(condition, row, ctx)?),
+            None => holds(condition, row, ctx)?,
         };
         if hit {
             return eval(result, row, ctx);
@@ -522,123 +532,4 @@ pub fn like(value: &str, pattern: &str) -> bool {
         p += 1;
     }
     p == pattern.len()
-}
-
-/// Arithmetic with PostgreSQL's overflow and division rules for the result type.
-pub fn arithmetic(op: ArithmeticOp, left: &Datum, right: &Datum, ty: &SqlType) -> Result<Datum> {
-    if left.is_null() || right.is_null() {
-        return Ok(Datum::Null);
-    }
-    let datetime = match op {
-        ArithmeticOp::Add => types::add_datetime(left, right)?,
-        ArithmeticOp::Subtract => types::subtract_datetime(left, right)?,
-        ArithmeticOp::Multiply => types::scale_interval(left, right, false)?,
-        ArithmeticOp::Divide => types::scale_interval(left, right, true)?,
-        ArithmeticOp::Modulo | ArithmeticOp::Power => None,
-    };
-    if let Some(result) = datetime {
-        return Ok(result);
-    }
-    match ty {
-        SqlType::Date => {
-            let days = match left {
-                Datum::Date(days) => i64::from(*days),
-                _ => 0,
-            };
-            let delta = right.as_int().unwrap_or(0);
-            let result = if op == ArithmeticOp::Add { days + delta } else { days - delta };
-            return Ok(Datum::Date(
-                i32::try_from(result).map_err(|_| SqlError::out_of_range("date"))?,
-            ));
-        }
-        SqlType::Int4 if matches!((left, right), (Datum::Date(_), Datum::Date(_))) => {
-            let (Datum::Date(a), Datum::Date(b)) = (left, right) else { unreachable!() };
-            return Ok(Datum::Int(i64::from(*a) - i64::from(*b)));
-        }
-        _ => {}
-    }
-    if ty.is_integer() {
-        let (a, b) = (left.as_int().unwrap_or(0), right.as_int().unwrap_or(0));
-        let overflow = || SqlError::out_of_range(ty.message_name());
-        let result = match op {
-            ArithmeticOp::Add => a.checked_add(b).ok_or_else(overflow)?,
-            ArithmeticOp::Subtract => a.checked_sub(b).ok_or_else(overflow)?,
-            ArithmeticOp::Multiply => a.checked_mul(b).ok_or_else(overflow)?,
-            ArithmeticOp::Divide => {
-                if b == 0 {
-                    return Err(SqlError::division_by_zero());
-                }
-                a.checked_div(b).ok_or_else(overflow)?
-            }
-            ArithmeticOp::Modulo => {
-                if b == 0 {
-                    return Err(SqlError::division_by_zero());
-                }
-                a.checked_rem(b).unwrap_or(0)
-            }
-            ArithmeticOp::Power => return Ok(Datum::Float((a as f64).powf(b as f64))),
-        };
-        return Ok(Datum::Int(ty.check_integer(result)?));
-    }
-    match ty {
-        SqlType::Float4 | SqlType::Float8 => {
-            let (a, b) = (left.as_f64().unwrap_or(0.0), right.as_f64().unwrap_or(0.0));
-            let result = match op {
-                ArithmeticOp::Add => a + b,
-                ArithmeticOp::Subtract => a - b,
-                ArithmeticOp::Multiply => a * b,
-                ArithmeticOp::Divide => {
-                    if b == 0.0 {
-                        return Err(SqlError::division_by_zero());
-                    }
-                    a / b
-                }
-                ArithmeticOp::Modulo => {
-                    return Err(SqlError::undefined_operator(
-                        "operator does not exist: double precision % double precision",
-                    ))
-                }
-                ArithmeticOp::Power => a.powf(b),
-            };
-            if result.is_infinite() && a.is_finite() && b.is_finite() {
-                return Err(SqlError::new("22003", "value out of range: overflow"));
-            }
-            let result = if *ty == SqlType::Float4 {
-                #[allow(clippy::cast_possible_truncation)]
-                let single = result as f32;
-                f64::from(single)
-            } else {
-                result
-            };
-            Ok(Datum::Float(result))
-        }
-        _ => {
-            let (a, b) =
-                (left.as_decimal().unwrap_or_default(), right.as_decimal().unwrap_or_default());
-            let overflow = || SqlError::out_of_range("numeric");
-            // PostgreSQL's result scales: the larger input scale for + - %, their sum for *
-            // (rust_decimal drops the scale of a zero result).
-            let (sum_scale, max_scale) =
-                ((a.scale() + b.scale()).min(28), a.scale().max(b.scale()));
-            let scaled = |mut value: Decimal, scale: u32| {
-                if value.scale() < scale {
-                    value.rescale(scale);
-                }
-                value
-            };
-            Ok(Datum::Numeric(match op {
-                ArithmeticOp::Add => scaled(a.checked_add(b).ok_or_else(overflow)?, max_scale),
-                ArithmeticOp::Subtract => scaled(a.checked_sub(b).ok_or_else(overflow)?, max_scale),
-                ArithmeticOp::Multiply => scaled(a.checked_mul(b).ok_or_else(overflow)?, sum_scale),
-                ArithmeticOp::Divide => types::numeric_divide(a, b)?,
-                ArithmeticOp::Modulo => {
-                    if b.is_zero() {
-                        return Err(SqlError::division_by_zero());
-                    }
-                    scaled(a.checked_rem(b).ok_or_else(overflow)?, max_scale)
-                }
-                ArithmeticOp::Power => types::numeric_power(a, b)?,
-            }))
-        }
-    }
 }

@@ -55,7 +55,7 @@ fn join_matches<'r>(
         let mut joined = left_row.clone();
         joined.extend(right_row.iter().cloned());
         if let Some(condition) = condition {
-            if !truthy(&eval(condition, &joined, ctx)?) {
+            if !holds(condition, &joined, ctx)? {
                 continue;
             }
         }
@@ -194,7 +194,7 @@ pub(crate) fn lateral_join(
             let mut joined = left_row.clone();
             joined.extend(right_row);
             let passed = match on {
-                Some(on) => eval(on, &joined, ctx).map(|value| truthy(&value)),
+                Some(on) => holds(on, &joined, ctx),
                 None => Ok(true),
             };
             let more = match passed {
@@ -305,7 +305,7 @@ impl JoinTable {
             let mut joined = left_row.clone();
             joined.extend(self.rows[index].iter().cloned());
             if let Some(residual) = residual {
-                if !truthy(&eval(residual, &joined, ctx)?) {
+                if !holds(residual, &joined, ctx)? {
                     continue;
                 }
             }

@@ -34,7 +34,7 @@ impl RowLocker<'_> {
                     .map(|(value, column)| Datum::from_value(value, &column.ty))
                     .collect();
                 if let Some(recheck) = self.recheck {
-                    if !exec::truthy(&exec::eval(recheck, &current, ctx)?) {
+                    if !exec::holds(recheck, &current, ctx)? {
                         return Ok(true);
                     }
                 }

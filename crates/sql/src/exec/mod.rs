@@ -265,7 +265,7 @@ fn run_node(plan: &Plan, ctx: &mut Ctx<'_>, probe: &[Datum], sink: &mut Sink<'_>
         }
         PlanKind::Ordinality { input } => set_functions::ordinality(input, ctx, probe, sink),
         PlanKind::Filter { input, predicate } => run(input, ctx, probe, &mut |ctx, row| {
-            if truthy(&eval(predicate, &row, ctx)?) {
+            if holds(predicate, &row, ctx)? {
                 sink(ctx, row)
             } else {
                 Ok(true)
@@ -481,10 +481,6 @@ fn run_set_difference(
     let outcome = run_hash(&mut op, 0, &mut stats, ctx, &mut feed, sink);
     record_memory(ctx, plan_id, stats.memory());
     outcome
-}
-
-pub(crate) fn truthy(datum: &Datum) -> bool {
-    matches!(datum, Datum::Bool(true))
 }
 
 pub fn datum_type(datum: &Datum) -> SqlType {

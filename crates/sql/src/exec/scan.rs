@@ -138,7 +138,7 @@ pub(crate) fn scan(
     let mut emit = |ctx: &mut Ctx<'_>, key: Vec<u8>, values: Vec<Value>| -> Result<bool> {
         let mut row = match filter {
             Some(filter) => {
-                if !truthy(&eval(filter, decoder.filter_row(values), ctx)?) {
+                if !holds(filter, decoder.filter_row(values), ctx)? {
                     return Ok(true);
                 }
                 decoder.take_output()

@@ -2,6 +2,7 @@
 //! access paths and join methods (plan/); these passes run once per bound query, after it.
 //!
 //! - `prune_columns`: each table scan decodes only the columns read above it.
+//! - `fold_constants`: operators over constants are computed once, not per row.
 //!
 //! And the estimates the binder plans joins by (design 020):
 //!
@@ -12,8 +13,10 @@
 mod access_choice;
 mod columns;
 mod estimate;
+mod fold;
 mod join_order;
 
 pub use columns::prune_columns;
 pub use estimate::{Estimator, Evaluate};
+pub use fold::fold_constants;
 pub use join_order::{choose as choose_join_order, relations_read, Relation as JoinRelation};

@@ -44,15 +44,7 @@ pub struct OutputColumn {
     pub attribute: i16,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArithmeticOp {
-    Add,
-    Subtract,
-    Multiply,
-    Divide,
-    Modulo,
-    Power,
-}
+pub use crate::types::ArithmeticOp;
 
 /// A set-returning function of the select list or FROM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -801,6 +793,41 @@ pub struct Plan {
     pub id: usize,
 }
 
+/// The body of `Plan::inputs` and `Plan::inputs_mut`: `$iter` is `iter` or `iter_mut`,
+/// `$mutability` is absent or `mut`.
+macro_rules! plan_inputs {
+    ($kind:expr, $iter:ident $(, $mutability:ident)?) => {
+            match $kind {
+                PlanKind::Filter { input, .. }
+                | PlanKind::LockRows { input, .. }
+                | PlanKind::Project { input, .. }
+                | PlanKind::ProjectSet { input, .. }
+                | PlanKind::Ordinality { input }
+                | PlanKind::Aggregate { input, .. }
+                | PlanKind::Expand { input, .. }
+                | PlanKind::Window { input, .. }
+                | PlanKind::Sort { input, .. }
+                | PlanKind::Limit { input, .. }
+                | PlanKind::Distinct { input } => vec![&$($mutability)? **input],
+                PlanKind::NestedLoopJoin { left, right, .. }
+                | PlanKind::HashJoin { left, right, .. }
+                | PlanKind::IndexJoin { left, right, .. }
+                | PlanKind::LateralJoin { left, right, .. }
+                | PlanKind::SetDifference { left, right, .. }
+                | PlanKind::RecursiveUnion { non_recursive: left, recursive: right, .. } => {
+                    vec![&$($mutability)? **left, &$($mutability)? **right]
+                }
+                PlanKind::Union { inputs, .. } => inputs.$iter().collect(),
+                PlanKind::OneRow
+                | PlanKind::Values { .. }
+                | PlanKind::Scan { .. }
+                | PlanKind::SystemView { .. }
+                | PlanKind::Series { .. }
+                | PlanKind::WorkTableScan { .. } => Vec::new(),
+            }
+    };
+}
+
 impl Plan {
     pub fn arity(&self) -> usize {
         self.columns.len()
@@ -808,34 +835,12 @@ impl Plan {
 
     /// The plans this one reads rows from (expression subqueries aside).
     pub fn inputs(&self) -> Vec<&Plan> {
-        match &self.kind {
-            PlanKind::Filter { input, .. }
-            | PlanKind::LockRows { input, .. }
-            | PlanKind::Project { input, .. }
-            | PlanKind::ProjectSet { input, .. }
-            | PlanKind::Ordinality { input }
-            | PlanKind::Aggregate { input, .. }
-            | PlanKind::Expand { input, .. }
-            | PlanKind::Window { input, .. }
-            | PlanKind::Sort { input, .. }
-            | PlanKind::Limit { input, .. }
-            | PlanKind::Distinct { input } => vec![&**input],
-            PlanKind::NestedLoopJoin { left, right, .. }
-            | PlanKind::HashJoin { left, right, .. }
-            | PlanKind::IndexJoin { left, right, .. }
-            | PlanKind::LateralJoin { left, right, .. }
-            | PlanKind::SetDifference { left, right, .. }
-            | PlanKind::RecursiveUnion { non_recursive: left, recursive: right, .. } => {
-                vec![&**left, &**right]
-            }
-            PlanKind::Union { inputs, .. } => inputs.iter().collect(),
-            PlanKind::OneRow
-            | PlanKind::Values { .. }
-            | PlanKind::Scan { .. }
-            | PlanKind::SystemView { .. }
-            | PlanKind::Series { .. }
-            | PlanKind::WorkTableScan { .. } => Vec::new(),
-        }
+        plan_inputs!(&self.kind, iter)
+    }
+
+    /// `inputs`, mutably.
+    pub(crate) fn inputs_mut(&mut self) -> Vec<&mut Plan> {
+        plan_inputs!(&mut self.kind, iter_mut, mut)
     }
 }
 

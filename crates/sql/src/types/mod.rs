@@ -6,6 +6,7 @@
 //! and timestamps in microseconds since 2000-01-01, as PostgreSQL counts them), floats are
 //! `Float`, numeric is `Numeric`, character types are `Text` (char(n) stored padded).
 
+mod arithmetic;
 mod array;
 mod binary;
 mod bit;
@@ -27,6 +28,7 @@ mod uuid;
 mod vector;
 mod zone;
 
+pub use arithmetic::*;
 pub use array::*;
 pub use binary::*;
 pub use bit::*;
