@@ -338,6 +338,7 @@ impl ScanState {
             let exact = &mut self.cache.exact;
             let result = index.read_node(page_id, |node| {
                 index.node_vector_into(page_id, node, exact)?;
+                index.copy_node(page_id, node, exact);
                 // Freed by a purge since the search evaluated it: no entry any more.
                 Ok((!node.is_freed()).then(|| SearchResult {
                     distance: index.metric.distance(&self.query, exact),
