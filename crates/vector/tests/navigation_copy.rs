@@ -13,10 +13,22 @@ use crate::hnsw::{build, clustered, key_of, open_store, parameters, recall_at_10
 
 /// Page fetches (buffer pool hits and misses) per query of `queries` at ef_search 40.
 fn fetches_per_query(store: &PageStore, index: &Hnsw, queries: &[Vec<f32>]) -> u64 {
+    limited_fetches_per_query(store, index, queries, 40)
+}
+
+/// Page fetches per query of `queries` at ef_search 40 taking the first `limit` entries of
+/// each scan (a LIMIT, as the engine's scan takes them).
+fn limited_fetches_per_query(
+    store: &PageStore,
+    index: &Hnsw,
+    queries: &[Vec<f32>],
+    limit: usize,
+) -> u64 {
     let fetches = || store.pool_stats().hits.get() + store.pool_stats().misses.get();
     let before = fetches();
     for query in queries {
-        index.search(query, 40).unwrap();
+        let taken = index.scan(query, 40).unwrap().take(limit).count();
+        assert_eq!(taken, limit);
     }
     (fetches() - before) / u64::try_from(queries.len()).unwrap()
 }
@@ -43,11 +55,20 @@ fn recall_is_unchanged_and_hops_read_no_pages_with_the_copy() {
     fetches_per_query(&store, &index, &queries);
     let recall_on = recall_at_10(&index, &data, &queries, 40);
     let fetches_on = fetches_per_query(&store, &index, &queries);
+    let limit_off_on = {
+        index.set_layer_zero_copy_bytes_max(0);
+        let off = limited_fetches_per_query(&store, &index, &queries, 10);
+        index.set_layer_zero_copy_bytes_max(LAYER_ZERO_COPY_BYTES_DEFAULT);
+        limited_fetches_per_query(&store, &index, &queries, 10);
+        (off, limited_fetches_per_query(&store, &index, &queries, 10))
+    };
     let stats = index.layer_zero_copy_stats();
     eprintln!(
         "layer-0 copy: recall@10 off={recall_off:.3} on={recall_on:.3}, page fetches per \
-         query off={fetches_off} on={fetches_on}, {stats:?}"
+         query (40 entries) off={fetches_off} on={fetches_on}, (10 entries) {limit_off_on:?}, \
+         {stats:?}"
     );
+    assert!(limit_off_on.1 * 2 <= limit_off_on.0, "a LIMIT 10 re-ranks what it takes");
     assert!(recall_on >= 0.95 && recall_on >= recall_off - 0.02, "recall {recall_on}");
     assert!(stats.links > 0 && stats.codes > stats.links, "{stats:?}");
     // On: the upper layers' pages and the re-ranked results, no hop.
@@ -182,4 +203,33 @@ fn a_build_fills_the_copy_and_a_reopened_index_fills_it_by_searching() {
     assert!(reopened.layer_zero_copy_stats().links > 0, "searches fill the copy");
     assert_coherent(&reopened);
     assert!(recall_built >= 0.95 && (recall_built - recall_reopened).abs() < 0.02);
+}
+
+/// The lazy re-rank returns what the whole batch does, in the same exact order, a step at
+/// a time: the entries of a scan taken one by one equal `search`'s batch.
+#[test]
+fn entries_taken_one_by_one_equal_the_batch() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = open_store(directory.path());
+    let data = clustered(71, 2000, 32, 16);
+    let queries = clustered(72, 30, 32, 16);
+    for metric in [Metric::L2, Metric::L1, Metric::InnerProduct] {
+        let index = build(&store, &data, metric);
+        for _ in 0..2 {
+            for query in &queries {
+                let batch = index.search(query, 40).unwrap();
+                let taken: Vec<_> = index.scan(query, 40).unwrap().take(batch.len()).collect();
+                let taken: Vec<_> = taken.into_iter().map(Result::unwrap).collect();
+                let distances = |results: &[tierdb_vector::hnsw::SearchResult]| -> Vec<u64> {
+                    results.iter().map(|result| result.distance.to_bits()).collect()
+                };
+                assert_eq!(distances(&taken), distances(&batch), "{metric:?}");
+                let mut keys: Vec<_> = taken.iter().map(|result| &result.key).collect();
+                let mut batch_keys: Vec<_> = batch.iter().map(|result| &result.key).collect();
+                keys.sort();
+                batch_keys.sort();
+                assert_eq!(keys, batch_keys);
+            }
+        }
+    }
 }

@@ -111,7 +111,7 @@ pub struct Hnsw {
     /// Bounded by `NAVIGATION_BYTES_MAX`; once full, new nodes are read from their pages.
     /// Beside them, a bounded copy of layer 0 (`navigation.rs`): each node's neighbour
     /// ids and code, bounded by `layer_zero_copy_bytes_max`.
-    navigation: RwLock<Navigation>,
+    navigation: Box<RwLock<Navigation>>,
     layer_zero_copy_bytes_max: AtomicUsize,
     /// Held through a purge: one at a time (VACUUM and the purge thread may both start
     /// one), since each relies on the writer's `touched` record of its own walk.
@@ -169,7 +169,7 @@ impl Hnsw {
                 vectors: search::Vectors::default(),
                 touched: None,
             }),
-            navigation: RwLock::new(Navigation::default()),
+            navigation: Box::new(RwLock::new(Navigation::default())),
             layer_zero_copy_bytes_max: AtomicUsize::new(navigation::layer_zero_copy_bytes_max()),
             purging: Mutex::new(()),
         }

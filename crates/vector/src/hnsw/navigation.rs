@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tierdb_common::PageId;
 
-use super::layout::{CodeKind, NodeRef};
+use super::layout::{sq8_step, CodeKind, NodeRef};
 use super::search::{Candidate, PageMap, PageSet, VectorCache};
-use super::{Distance, Hnsw};
+use super::{Distance, Hnsw, Metric};
 
 /// Default bytes of the layer-0 copy per index (`--hnsw-navigation-memory`): 64 MiB holds
 /// about 150,000 128-d nodes at m = 16 (their codes and links), the whole layer 0 of the
@@ -254,5 +254,49 @@ impl Hnsw {
             }
         }
         Ok(wrong)
+    }
+}
+
+/// Relative slack on a code's error bound and on a distance: the kernels sum in f32, so an
+/// exact distance and the bound itself carry rounding errors of about 1e-6 relative.
+const BOUND_SLACK: f64 = 1e-4;
+
+impl Hnsw {
+    /// For each candidate (its distance from a code or exact), a lower bound of its exact
+    /// distance to `query`: its distance less the most its code can be off. A per-vector
+    /// SQ8 code is within `step / 2` of the vector in every dimension, so by the triangle
+    /// inequality an l2 distance is off by at most `step / 2 · sqrt(d)`, an l1 distance by
+    /// `step / 2 · d` and an inner product by `|query| · step / 2 · sqrt(d)`; exact words
+    /// are exact. A candidate whose code is not in the copy (or whose metric has no such
+    /// bound: cosine, halfvec) gets no bound (minus infinity): it is re-ranked before
+    /// anything is returned past it.
+    pub(super) fn lower_bounds(&self, query: &[f32], candidates: &[Candidate]) -> Vec<f64> {
+        let unbounded = || vec![f64::NEG_INFINITY; candidates.len()];
+        if self.layout.codes == CodeKind::Words && self.metric.is_bits() {
+            return candidates.iter().map(|(distance, _)| distance.0).collect();
+        }
+        if self.layout.codes != CodeKind::Sq8 {
+            return unbounded();
+        }
+        let dimensions = f64::from(u32::try_from(self.layout.dimensions).expect("a small count"));
+        let query_norm = || query.iter().map(|&value| f64::from(value).powi(2)).sum::<f64>().sqrt();
+        let scale = match self.metric {
+            Metric::L2 => dimensions.sqrt(),
+            Metric::L1 => dimensions,
+            Metric::InnerProduct => query_norm() * dimensions.sqrt(),
+            _ => return unbounded(),
+        };
+        let navigation = self.navigation.read();
+        candidates
+            .iter()
+            .map(|&(distance, page_id)| match navigation.codes.get(&page_id) {
+                Some(code) => {
+                    let step = f64::from(sq8_step(code));
+                    let error = step / 2.0 * scale * (1.0 + BOUND_SLACK);
+                    distance.0 - error - BOUND_SLACK * distance.0.abs().max(1.0)
+                }
+                None => f64::NEG_INFINITY,
+            })
+            .collect()
     }
 }
