@@ -150,9 +150,7 @@ impl Hnsw {
         }
         for (neighbour, layer, change) in changes {
             let slot = mtr.latch(neighbour)?;
-            if layer == 0 {
-                self.forget_links(neighbour);
-            }
+            self.forget_links(neighbour, layer);
             let owner = &cache.vectors[&neighbour];
             match change {
                 ListChange::Append { count } => {

@@ -14,6 +14,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rustc_hash::FxHashMap;
 use tierdb_common::PageId;
 
 use super::layout::{sq8_step, CodeKind, NodeRef};
@@ -49,8 +50,9 @@ pub(crate) struct Navigation {
     pub bytes: usize,
     /// Layer 0: each node's code, by page.
     codes: PageMap<Box<[u8]>>,
-    /// Layer 0: each node's neighbour ids, by page.
-    links: PageMap<Box<[PageId]>>,
+    /// Each node's neighbour ids, by page and layer: layer 0 with the codes, the upper
+    /// layers (few nodes) beside the upper layers' exact vectors above.
+    links: FxHashMap<(PageId, usize), Box<[PageId]>>,
     /// Bytes of `codes` and `links` with their overheads (at most the index's bound).
     pub copy_bytes: usize,
 }
@@ -75,18 +77,18 @@ impl Navigation {
         }
     }
 
-    /// Replaces the links of `page_id` (a page read gives its current list).
-    fn set_links(&mut self, page_id: PageId, links: Vec<PageId>, bytes_max: usize) {
-        self.drop_links(page_id);
+    /// Replaces the links of `page_id` on `layer` (a page read gives its current list).
+    fn set_links(&mut self, key: (PageId, usize), links: Vec<PageId>, bytes_max: usize) {
+        self.drop_links(key);
         let bytes = std::mem::size_of_val(&*links);
         if self.fits(bytes, bytes_max) {
-            self.links.insert(page_id, links.into_boxed_slice());
+            self.links.insert(key, links.into_boxed_slice());
             self.copy_bytes += bytes + COPY_ENTRY_OVERHEAD_BYTES;
         }
     }
 
-    fn drop_links(&mut self, page_id: PageId) {
-        if let Some(links) = self.links.remove(&page_id) {
+    fn drop_links(&mut self, key: (PageId, usize)) {
+        if let Some(links) = self.links.remove(&key) {
             self.copy_bytes -= std::mem::size_of_val(&*links) + COPY_ENTRY_OVERHEAD_BYTES;
         }
     }
@@ -113,7 +115,7 @@ impl Hnsw {
         self.layer_zero_copy_bytes_max.store(bytes, Ordering::Relaxed);
         if navigation.copy_bytes > bytes {
             navigation.codes = PageMap::default();
-            navigation.links = PageMap::default();
+            navigation.links = FxHashMap::default();
             navigation.copy_bytes = 0;
         }
     }
@@ -139,7 +141,7 @@ impl Hnsw {
         let count = node.count(0);
         {
             let navigation = self.navigation.read();
-            let complete = navigation.links.contains_key(&page_id)
+            let complete = navigation.links.contains_key(&(page_id, 0))
                 && navigation.codes.contains_key(&page_id)
                 && (0..count).all(|index| navigation.codes.contains_key(&node.link(0, index)));
             if complete || !navigation.fits(0, bytes_max) {
@@ -149,7 +151,7 @@ impl Hnsw {
         let mut own = Vec::with_capacity(self.layout.code_bytes);
         self.layout.encode_code(vector, vector, &mut own);
         let mut navigation = self.navigation.write();
-        navigation.set_links(page_id, node.links(0), bytes_max);
+        navigation.set_links((page_id, 0), node.links(0), bytes_max);
         navigation.add_code(page_id, &own, bytes_max);
         for index in 0..count {
             navigation.add_code(node.link(0, index), node.code(index), bytes_max);
@@ -166,22 +168,22 @@ impl Hnsw {
         self.layout.encode_code(vector, vector, &mut own);
         let mut navigation = self.navigation.write();
         navigation.add_code(page_id, &own, bytes_max);
-        navigation.set_links(page_id, links, bytes_max);
+        navigation.set_links((page_id, 0), links, bytes_max);
     }
 
-    /// Drops the layer-0 links of `page_id`, whose list a mini-transaction is changing
+    /// Drops the links of `page_id` on `layer`, whose list a mini-transaction is changing
     /// (called under the page's exclusive latch).
-    pub(super) fn forget_links(&self, page_id: PageId) {
-        if self.copies_layer_zero() {
-            self.navigation.write().drop_links(page_id);
-        }
+    pub(super) fn forget_links(&self, page_id: PageId, layer: usize) {
+        self.navigation.write().drop_links((page_id, layer));
     }
 
     /// Drops everything the copy holds of the node in `page_id`, which is being freed or
     /// reused (called under the page's exclusive latch).
     pub(super) fn forget_node(&self, page_id: PageId) {
         let mut navigation = self.navigation.write();
-        navigation.drop_links(page_id);
+        for layer in 0..=usize::from(self.layout.level_cap) {
+            navigation.drop_links((page_id, layer));
+        }
         navigation.drop_code(page_id);
         if let Some(vector) = navigation.vectors.remove(&page_id) {
             navigation.bytes -= std::mem::size_of_val(&*vector);
@@ -204,7 +206,7 @@ impl Hnsw {
             return false;
         }
         let navigation = self.navigation.read();
-        let Some(links) = navigation.links.get(&page_id) else { return false };
+        let Some(links) = navigation.links.get(&(page_id, 0)) else { return false };
         let complete = links.iter().all(|neighbour| {
             visited.contains(neighbour) || navigation.codes.contains_key(neighbour)
         });
@@ -235,11 +237,13 @@ impl Hnsw {
         let mut wrong = Vec::new();
         let mut exact = Vec::new();
         let mut own = Vec::new();
-        for (page_id, copied) in &links {
-            let agrees = self
-                .read_node(*page_id, |node| Ok(!node.is_freed() && *node.links(0) == **copied))?;
+        for (&(page_id, layer), copied) in &links {
+            let agrees = self.read_node(page_id, |node| {
+                let on_layer = usize::from(node.level()) >= layer;
+                Ok(!node.is_freed() && on_layer && *node.links(layer) == **copied)
+            })?;
             if !agrees {
-                wrong.push(*page_id);
+                wrong.push(page_id);
             }
         }
         for (page_id, code) in &codes {
@@ -298,5 +302,47 @@ impl Hnsw {
                 None => f64::NEG_INFINITY,
             })
             .collect()
+    }
+}
+
+impl Hnsw {
+    /// Copies the links of `node` (in `page_id`) on upper `layer`, read from its page under
+    /// its shared latch (a freed node, or one below `layer`, adds nothing).
+    pub(super) fn copy_upper_links(&self, page_id: PageId, node: &NodeRef<'_>, layer: usize) {
+        let bytes_max = self.layer_zero_copy_bytes_max.load(Ordering::Relaxed);
+        if bytes_max == 0 || node.is_freed() || usize::from(node.level()) < layer {
+            return;
+        }
+        if self.navigation.read().links.contains_key(&(page_id, layer)) {
+            return;
+        }
+        self.navigation.write().set_links((page_id, layer), node.links(layer), bytes_max);
+    }
+
+    /// Expands `page_id` on upper `layer` from the copy: its unvisited neighbours (marked
+    /// visited) with their exact distances from the upper layers' vectors. False, changing
+    /// nothing, when the copy lacks its links or an unvisited neighbour's vector.
+    pub(super) fn expand_upper_in_copy(
+        &self,
+        query: &[f32],
+        (page_id, layer): (PageId, usize),
+        visited: &mut PageSet,
+        found: &mut Vec<Candidate>,
+    ) -> bool {
+        let navigation = self.navigation.read();
+        let Some(links) = navigation.links.get(&(page_id, layer)) else { return false };
+        let complete = links.iter().all(|neighbour| {
+            visited.contains(neighbour) || navigation.vectors.contains_key(neighbour)
+        });
+        if !complete {
+            return false;
+        }
+        for &neighbour in links.iter() {
+            if visited.insert(neighbour) {
+                let distance = self.metric.distance(query, &navigation.vectors[&neighbour]);
+                found.push((Distance(distance), neighbour));
+            }
+        }
+        true
     }
 }

@@ -481,9 +481,7 @@ impl Hnsw {
         sorted.sort_unstable_by_key(|(key, _)| **key);
         for (&(source, layer), list) in sorted {
             let slot = mtr.latch(source)?;
-            if layer == 0 {
-                self.forget_links(source);
-            }
+            self.forget_links(source, layer);
             let mut slots = Vec::with_capacity(list.len());
             // The owner of the list's codes, read from its page (this mtr holds its latch).
             let mut owner = Vec::with_capacity(self.layout.dimensions);

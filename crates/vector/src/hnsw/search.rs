@@ -252,12 +252,18 @@ impl Hnsw {
         if use_codes && self.expand_in_copy(query, page_id, visited, cache, found) {
             return Ok(());
         }
+        if layer > 0 && self.expand_upper_in_copy(query, (page_id, layer), visited, found) {
+            return Ok(());
+        }
         let mut unvisited = Vec::new();
         self.read_node(page_id, |node| {
             if usize::from(node.level()) < layer {
                 // A freed page that an insert reused for a lower node since this search
                 // read the link to it (the check reports such a link in a quiet graph).
                 return Ok(());
+            }
+            if layer > 0 {
+                self.copy_upper_links(page_id, node, layer);
             }
             // A node purge freed after this search read the link to it: its lists are
             // intact until its page is reused, so the search steps through it, but it is
