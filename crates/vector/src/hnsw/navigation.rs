@@ -1,6 +1,6 @@
 //! The navigation copy (design 014, "The navigation copy of layer 0"): what a query walks
-//! in DRAM instead of reading node pages. The upper layers' exact vectors, and a bounded
-//! copy of layer 0: per node its layer-0 neighbour ids and its compact code (the SQ8 code,
+//! in DRAM instead of reading node pages. The upper layers' exact vectors and lists, and a
+//! bounded copy of layer 0: per node its layer-0 neighbour ids and its compact code (the SQ8 code,
 //! or the exact words of a bit index, that every list holding it carries), so that a
 //! layer-0 hop whose node and unvisited neighbours are in the copy reads no page. The
 //! results are re-ranked with exact vectors read from their pages, all at once.
