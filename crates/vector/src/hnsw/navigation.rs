@@ -207,22 +207,34 @@ impl Hnsw {
         }
         let navigation = self.navigation.read();
         let Some(links) = navigation.links.get(&(page_id, 0)) else { return false };
-        let complete = links.iter().all(|neighbour| {
-            visited.contains(neighbour) || navigation.codes.contains_key(neighbour)
-        });
-        if !complete {
-            return false;
-        }
-        for &neighbour in links.iter() {
-            if visited.insert(neighbour) {
-                let code = &navigation.codes[&neighbour];
-                self.layout.decode_code(code, &mut cache.decoded);
-                let distance = self.metric.distance(query, &cache.decoded);
-                found.push((Distance(distance), neighbour));
-            }
-        }
-        true
+        let decoded = &mut cache.decoded;
+        let distance = |neighbour: PageId| {
+            self.layout.decode_code(&navigation.codes[&neighbour], decoded);
+            self.metric.distance(query, decoded)
+        };
+        let known = |neighbour: &PageId| navigation.codes.contains_key(neighbour);
+        expand_links(links, (visited, found), known, distance)
     }
+}
+
+/// The unvisited neighbours among `links` (marked visited) with the distances `distance`
+/// gives, appended to `found`. False, changing nothing, when an unvisited neighbour is not
+/// `known` (the copy lacks what its distance needs).
+fn expand_links(
+    links: &[PageId],
+    (visited, found): (&mut PageSet, &mut Vec<Candidate>),
+    known: impl Fn(&PageId) -> bool,
+    mut distance: impl FnMut(PageId) -> f64,
+) -> bool {
+    if !links.iter().all(|neighbour| visited.contains(neighbour) || known(neighbour)) {
+        return false;
+    }
+    for &neighbour in links {
+        if visited.insert(neighbour) {
+            found.push((Distance(distance(neighbour)), neighbour));
+        }
+    }
+    true
 }
 
 impl Hnsw {
@@ -331,18 +343,9 @@ impl Hnsw {
     ) -> bool {
         let navigation = self.navigation.read();
         let Some(links) = navigation.links.get(&(page_id, layer)) else { return false };
-        let complete = links.iter().all(|neighbour| {
-            visited.contains(neighbour) || navigation.vectors.contains_key(neighbour)
-        });
-        if !complete {
-            return false;
-        }
-        for &neighbour in links.iter() {
-            if visited.insert(neighbour) {
-                let distance = self.metric.distance(query, &navigation.vectors[&neighbour]);
-                found.push((Distance(distance), neighbour));
-            }
-        }
-        true
+        let distance =
+            |neighbour: PageId| self.metric.distance(query, &navigation.vectors[&neighbour]);
+        let known = |neighbour: &PageId| navigation.vectors.contains_key(neighbour);
+        expand_links(links, (visited, found), known, distance)
     }
 }
