@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// spill to temporary files sooner (suffixes accepted; default 1GB).
     #[arg(long, env = "TIERDB_OPERATOR_MEMORY")]
     operator_memory: Option<String>,
+    /// DRAM each HNSW index may use for its quantized copy of layer 0 (neighbour ids and
+    /// SQ8 codes, searched without page reads; suffixes accepted; default 64MB; 0: none).
+    #[arg(long, env = "TIERDB_HNSW_NAVIGATION_MEMORY")]
+    hnsw_navigation_memory: Option<String>,
     #[arg(long, env = "TIERDB_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
     /// Connections still authenticating, at most (they don't count against max_connections).
@@ -271,6 +275,11 @@ pub fn config(args: &ServeArgs) -> Result<ServerConfig, String> {
 
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     let mut config = config(args)?;
+    if let Some(value) = &args.hnsw_navigation_memory {
+        let bytes = usize::try_from(bytes(value)?).map_err(|error| error.to_string())?;
+        // Process-wide, read as each index is opened: set before the engine opens any.
+        tierdb_engine::set_hnsw_navigation_memory_bytes(bytes);
+    }
     // SIGHUP reads the same sources again (the file anew; flags and environment as given).
     let sources = args.clone();
     config.reload =

@@ -21,6 +21,9 @@ pub use error::{EngineError, Result};
 pub use locks::{LockMode, LockOutcome, WaitPolicy, ROW_LOCKS_MAX};
 pub use row::{decode_row, encode_row, Row, Value};
 pub use tierdb_access::{Decimal, Direction, KeyKind};
-pub use tierdb_vector::hnsw::{IndexParameters as VectorIndexParameters, Metric as VectorMetric};
+pub use tierdb_vector::hnsw::{
+    set_layer_zero_copy_bytes_max as set_hnsw_navigation_memory_bytes,
+    IndexParameters as VectorIndexParameters, Metric as VectorMetric,
+};
 pub use txn::{IsolationLevel, TxnId, VirtualId};
 pub use wait::WaitLimits;

@@ -14,7 +14,7 @@ use tierdb_vector::hnsw::{
     Violation,
 };
 
-fn open_store(directory: &Path) -> Arc<PageStore> {
+pub(crate) fn open_store(directory: &Path) -> Arc<PageStore> {
     let mut config = StoreConfig::local(directory).unwrap();
     config.buffer_pool_bytes = 4096 * 8192;
     Arc::new(PageStore::open(config).unwrap())
@@ -34,7 +34,12 @@ const LATENT_DIMENSIONS: usize = 16;
 /// `count` vectors around `clusters` random centres of a 16-dimensional latent space,
 /// mapped into `dimensions` by a seeded random linear map (non-negative, like SIFT): the
 /// data depends only on the seed, so queries drawn with another seed share the map.
-fn clustered(seed: u64, count: usize, dimensions: usize, clusters: usize) -> Vec<Vec<f32>> {
+pub(crate) fn clustered(
+    seed: u64,
+    count: usize,
+    dimensions: usize,
+    clusters: usize,
+) -> Vec<Vec<f32>> {
     let mut shared = SplitMix64::new(1);
     let map: Vec<Vec<f32>> = (0..dimensions)
         .map(|_| (0..LATENT_DIMENSIONS).map(|_| uniform(&mut shared)).collect())
@@ -57,15 +62,15 @@ fn clustered(seed: u64, count: usize, dimensions: usize, clusters: usize) -> Vec
         .collect()
 }
 
-fn key_of(index: usize) -> Vec<u8> {
+pub(crate) fn key_of(index: usize) -> Vec<u8> {
     u32::try_from(index).unwrap().to_be_bytes().to_vec()
 }
 
-fn parameters(dimensions: usize, metric: Metric) -> IndexParameters {
+pub(crate) fn parameters(dimensions: usize, metric: Metric) -> IndexParameters {
     IndexParameters { dimensions, metric, m: 16, ef_construction: 64 }
 }
 
-fn build(store: &Arc<PageStore>, data: &[Vec<f32>], metric: Metric) -> Hnsw {
+pub(crate) fn build(store: &Arc<PageStore>, data: &[Vec<f32>], metric: Metric) -> Hnsw {
     let index = Hnsw::create(Arc::clone(store), parameters(data[0].len(), metric)).unwrap();
     for (position, vector) in data.iter().enumerate() {
         assert!(index.insert(vector, &key_of(position)).unwrap().is_some());
@@ -74,7 +79,12 @@ fn build(store: &Arc<PageStore>, data: &[Vec<f32>], metric: Metric) -> Hnsw {
 }
 
 /// Mean recall@10 of the index at `ef_search` over `queries`, against brute force.
-fn recall_at_10(index: &Hnsw, data: &[Vec<f32>], queries: &[Vec<f32>], ef_search: usize) -> f64 {
+pub(crate) fn recall_at_10(
+    index: &Hnsw,
+    data: &[Vec<f32>],
+    queries: &[Vec<f32>],
+    ef_search: usize,
+) -> f64 {
     let metric = index.metric();
     let mut found = 0usize;
     for query in queries {
@@ -655,7 +665,7 @@ fn pages_of_an_in_memory_build_survive_a_crash() {
 }
 /// Recall@10 at `ef_search` of `index` over the entries `live` (positions into `data`),
 /// against brute force over those entries only.
-fn recall_over(
+pub(crate) fn recall_over(
     index: &Hnsw,
     (data, live): (&[Vec<f32>], &[usize]),
     queries: &[Vec<f32>],
@@ -675,7 +685,7 @@ fn recall_over(
 }
 
 /// A seeded tenth of `count` positions: the entries a churn test deletes.
-fn seeded_tenth(seed: u64, count: usize) -> std::collections::HashSet<Vec<u8>> {
+pub(crate) fn seeded_tenth(seed: u64, count: usize) -> std::collections::HashSet<Vec<u8>> {
     let mut random = SplitMix64::new(seed);
     (0..count).filter(|_| random.below(10) == 0).map(key_of).collect()
 }

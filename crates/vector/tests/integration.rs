@@ -9,3 +9,4 @@ mod bit_index;
 mod hnsw;
 mod hnsw_check;
 mod ivfflat;
+mod navigation_copy;

@@ -429,7 +429,7 @@ impl NearestScan {
 
     fn next_batch(&mut self) -> Result<Vec<SearchResult>> {
         Ok(match (&mut self.graph, &self.index.graph) {
-            (GraphScan::Hnsw(scan), VectorGraph::Hnsw(graph)) => scan.next_batch(graph)?,
+            (GraphScan::Hnsw(scan), VectorGraph::Hnsw(graph)) => scan.next_entries(graph)?,
             (GraphScan::IvfFlat(scan), VectorGraph::IvfFlat(lists)) => scan.next_batch(lists)?,
             _ => unreachable!("a scan is started on its own index"),
         })

@@ -177,6 +177,8 @@ impl Hnsw {
                         links.iter().map(link).collect()
                     })
                     .collect();
+                let copied = lists[0].iter().map(|&(page_id, _)| page_id).collect();
+                self.copy_built_node(page_of(node), vector, copied);
                 let key = graph.entries.key(index(node));
                 let bytes = self.layout.encode_node((vector, &vector_pages), key, &lists);
                 mtr.write(slot, 0, &bytes);

@@ -106,6 +106,9 @@ impl Hnsw {
                     (slot, page_id, Vec::new())
                 }
             };
+        // A reused page's old node: its entries in the navigation copy go (under the
+        // page's exclusive latch, which this mtr holds).
+        self.forget_node(node_id);
         cache.vectors.insert(node_id, vector);
         let mut lists = vec![Vec::new(); usize::from(level) + 1];
         let mut changes: Vec<(PageId, usize, ListChange)> = Vec::new();
@@ -147,6 +150,7 @@ impl Hnsw {
         }
         for (neighbour, layer, change) in changes {
             let slot = mtr.latch(neighbour)?;
+            self.forget_links(neighbour, layer);
             let owner = &cache.vectors[&neighbour];
             match change {
                 ListChange::Append { count } => {

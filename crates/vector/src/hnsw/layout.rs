@@ -489,6 +489,11 @@ fn decode_code(code: &[u8], out: &mut Vec<f32>) {
     out.extend(code[CODE_HEADER_BYTES..].iter().map(|&level| minimum + step * f32::from(level)));
 }
 
+/// The step of a per-vector SQ8 code: each value decodes to within half of it.
+pub(crate) fn sq8_step(code: &[u8]) -> f32 {
+    get_f32(code, 4)
+}
+
 /// A node page's payload, checked against the index's layout when opened.
 pub(crate) struct NodeRef<'page> {
     layout: Layout,

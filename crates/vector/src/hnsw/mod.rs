@@ -10,11 +10,13 @@ mod build;
 mod check;
 mod graph;
 mod layout;
+mod navigation;
 mod purge;
 mod scan;
 mod search;
 mod sign_code;
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -30,6 +32,10 @@ pub use layout::{
     M_MIN, ROW_KEY_BYTES_MAX, VECTOR_PAGES_MAX,
 };
 use layout::{Meta, META_PAGE_TYPE};
+use navigation::Navigation;
+pub use navigation::{
+    set_layer_zero_copy_bytes_max, LayerZeroCopyStats, LAYER_ZERO_COPY_BYTES_DEFAULT,
+};
 pub use purge::{IsDead, PurgeStats, PURGE_MTR_PAGES_MAX};
 pub use scan::{
     IterativeScan, Scan, ScanOptions, ScanState, MAX_SCAN_TUPLES_DEFAULT, MAX_SCAN_TUPLES_MAX,
@@ -100,10 +106,13 @@ pub struct Hnsw {
     /// The exact vectors of upper-layer nodes (level >= 1), by page, as searches read
     /// them: the greedy descent of every query and insert walks these few nodes (about
     /// 1/m of the index), and without them each upper-layer distance is a page read.
-    /// A node's vector never changes; purge drops the entries of the nodes it frees (after
-    /// the mtr that frees them, so no reader can put one back). Bounded by `NAVIGATION_BYTES_MAX`; once full, new nodes are read from
-    /// their pages.
-    navigation: RwLock<Navigation>,
+    /// A node's vector never changes; purge drops the entries of the nodes it frees under
+    /// their exclusive latches (a reader adds none for a freed node, so none comes back).
+    /// Bounded by `NAVIGATION_BYTES_MAX`; once full, new nodes are read from their pages.
+    /// Beside them, a bounded copy of layer 0 (`navigation.rs`): each node's neighbour
+    /// ids and code, bounded by `layer_zero_copy_bytes_max`.
+    navigation: Box<RwLock<Navigation>>,
+    layer_zero_copy_bytes_max: AtomicUsize,
     /// Held through a purge: one at a time (VACUUM and the purge thread may both start
     /// one), since each relies on the writer's `touched` record of its own walk.
     purging: Mutex<()>,
@@ -120,12 +129,6 @@ struct Writer {
     /// wrote (the new node and the neighbours whose lists changed), whose lists the purge
     /// re-reads before repairing, since they may link to nodes it is removing.
     touched: Option<purge::Touched>,
-}
-
-#[derive(Default)]
-pub(crate) struct Navigation {
-    vectors: search::PageMap<Box<[f32]>>,
-    bytes: usize,
 }
 
 impl Hnsw {
@@ -166,7 +169,8 @@ impl Hnsw {
                 vectors: search::Vectors::default(),
                 touched: None,
             }),
-            navigation: RwLock::new(Navigation::default()),
+            navigation: Box::new(RwLock::new(Navigation::default())),
+            layer_zero_copy_bytes_max: AtomicUsize::new(navigation::layer_zero_copy_bytes_max()),
             purging: Mutex::new(()),
         }
     }

@@ -310,12 +310,6 @@ impl Hnsw {
         for ((source, layer), list) in changes {
             repair.nodes.get_mut(&source).expect("a walked node").lists[layer] = list;
         }
-        let mut navigation = self.navigation.write();
-        for page_id in chunk {
-            if let Some(vector) = navigation.vectors.remove(page_id) {
-                navigation.bytes -= std::mem::size_of_val(&*vector);
-            }
-        }
         Ok(())
     }
 
@@ -487,6 +481,7 @@ impl Hnsw {
         sorted.sort_unstable_by_key(|(key, _)| **key);
         for (&(source, layer), list) in sorted {
             let slot = mtr.latch(source)?;
+            self.forget_links(source, layer);
             let mut slots = Vec::with_capacity(list.len());
             // The owner of the list's codes, read from its page (this mtr holds its latch).
             let mut owner = Vec::with_capacity(self.layout.dimensions);
@@ -520,6 +515,9 @@ impl Hnsw {
             chunk.iter().copied().filter(|page_id| !repair.freed.contains(page_id)).collect();
         for &page_id in &freeing {
             let slot = mtr.latch(page_id)?;
+            // Its navigation entries go under its exclusive latch: a reader adds none for
+            // a freed node, so none comes back (design 014, "Purge").
+            self.forget_node(page_id);
             mtr.write(slot, 0, &[FREED_KIND]);
             push_free(&mut mtr, &mut free, page_id)?;
         }

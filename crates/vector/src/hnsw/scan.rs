@@ -256,13 +256,34 @@ pub struct ScanState {
     /// Strict order: re-ranked entries held back for the next batch, because a pending
     /// node's approximate distance says a nearer entry may still come.
     held: Vec<SearchResult>,
+    /// The current batch's candidates not yet re-ranked, each with a lower bound of its
+    /// exact distance (`Hnsw::lower_bounds`), the lowest bound last.
+    unranked: Vec<(f64, Candidate)>,
+    /// The current batch's re-ranked entries not yet returned, nearest first.
+    ranked: Vec<SearchResult>,
 }
+
+/// Candidates whose pages one step of a lazy re-rank reads together (`emit_certain`): a
+/// LIMIT of 10 takes about 10 entries, and the store has 4 read-ahead workers.
+const RERANK_STEP_CANDIDATES: usize = 8;
 
 impl ScanState {
     /// The next batch of `index` (the index this state was started on; empty once the
     /// graph reachable from the entry point is exhausted, or after the first batch when
     /// the scan is not iterative).
     pub fn next_batch(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
+        let mut batch = self.next_entries(index)?;
+        while !self.unranked.is_empty() || !self.ranked.is_empty() {
+            batch.extend(self.next_entries(index)?);
+        }
+        Ok(batch)
+    }
+
+    /// The next entries of `next_batch`'s order, as few as can be returned in it: the
+    /// batch's candidates are re-ranked a step at a time (`emit_certain`), so a caller that
+    /// stops after a LIMIT reads only the pages of the entries it needs (the engine's
+    /// scan). Empty once the scan is exhausted.
+    pub fn next_entries(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
         loop {
             let mut batch = self.next_raw_batch(index)?;
             if batch.is_empty() || self.options.iterative != IterativeScan::StrictOrder {
@@ -278,15 +299,39 @@ impl ScanState {
         }
     }
 
-    /// The next `ef_search` pending entries, re-ranked: the layer search is continued
-    /// first unless the scan has evaluated `max_scan_tuples` nodes (the first batch always
-    /// searches). Under sign codes the search keeps more candidates (`CodeKind::candidates`)
-    /// and re-ranks them all; the nearest `ef_search` are the batch and the others go back
-    /// to the pending queue with their exact distances.
+    /// The next entries of the current batch (starting the next batch when it is done)
+    /// in exact distance order. A batch is the next `ef_search` pending entries: the
+    /// layer search is continued first unless the scan has evaluated `max_scan_tuples`
+    /// nodes (the first batch always searches). Its entries are re-ranked lazily
+    /// (`emit_certain`), so a caller that stops after a LIMIT reads only the pages it needs.
     fn next_raw_batch(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
+        loop {
+            if self.unranked.is_empty() && self.ranked.is_empty() && !self.start_batch(index)? {
+                return Ok(Vec::new());
+            }
+            let mut results = self.emit_certain(index)?;
+            if results.is_empty() {
+                // Every candidate left was freed by a purge since the search found it.
+                continue;
+            }
+            if self.options.iterative == IterativeScan::StrictOrder {
+                results.append(&mut self.held);
+                results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+                self.hold_back(&mut results);
+            }
+            return Ok(results);
+        }
+    }
+
+    /// Takes the next batch's candidates from the layer search; false when there is none.
+    /// Under sign codes the search keeps more candidates (`CodeKind::candidates`) and
+    /// re-ranks them all at once; the nearest `ef_search` are the batch and the others go
+    /// back to the pending queue with their exact distances. Otherwise an expanded node's
+    /// exact result is ready and the others wait in `unranked` with their lower bounds.
+    fn start_batch(&mut self, index: &Hnsw) -> Result<bool> {
         let stopped = self.batches > 0 && self.options.iterative == IterativeScan::Off;
         if self.layer.is_none() || stopped {
-            return Ok(Vec::new());
+            return Ok(false);
         }
         let ef_search = self.options.ef_search;
         let candidates = index.layout.codes.candidates(ef_search);
@@ -298,20 +343,50 @@ impl ScanState {
         }
         self.batches += 1;
         let nearest = layer.take_nearest(candidates);
-        let mut ranked = self.rerank(index, &nearest)?;
-        ranked.sort_by(|left, right| left.0.distance.total_cmp(&right.0.distance));
-        let layer = self.layer.as_mut().expect("checked above");
-        for (result, page_id) in ranked.drain(ef_search.min(ranked.len())..) {
-            layer.put_back((Distance(result.distance), page_id));
-            self.cache.expanded.insert(page_id, result);
+        if nearest.is_empty() {
+            return Ok(false);
         }
-        let mut results: Vec<SearchResult> = ranked.into_iter().map(|(result, _)| result).collect();
-        if self.options.iterative == IterativeScan::StrictOrder {
-            results.append(&mut self.held);
-            results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
-            self.hold_back(&mut results);
+        if candidates > ef_search {
+            let mut ranked = self.rerank(index, &nearest)?;
+            ranked.sort_by(|left, right| left.0.distance.total_cmp(&right.0.distance));
+            let layer = self.layer.as_mut().expect("checked above");
+            for (result, page_id) in ranked.drain(ef_search.min(ranked.len())..) {
+                layer.put_back((Distance(result.distance), page_id));
+                self.cache.expanded.insert(page_id, result);
+            }
+            self.ranked = ranked.into_iter().map(|(result, _)| result).collect();
+            return Ok(true);
         }
-        Ok(results)
+        let bounds = index.lower_bounds(&self.query, &nearest);
+        for (bound, candidate) in bounds.into_iter().zip(nearest) {
+            match self.cache.expanded.remove(&candidate.1) {
+                Some(result) => self.ranked.push(result),
+                None => self.unranked.push((bound, candidate)),
+            }
+        }
+        self.ranked.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+        self.unranked.sort_by(|left, right| right.0.total_cmp(&left.0));
+        Ok(true)
+    }
+
+    /// The re-ranked entries of the batch that no candidate left can precede (their exact
+    /// distance is at most every unranked candidate's lower bound), re-ranking the
+    /// candidates of lowest bound `RERANK_STEP_CANDIDATES` at a time (their pages read
+    /// together) until there is one. Each call's entries continue the batch's exact order.
+    fn emit_certain(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
+        loop {
+            let bound = self.unranked.last().map_or(f64::INFINITY, |&(bound, _)| bound);
+            let certain = self.ranked.partition_point(|result| result.distance <= bound);
+            if certain > 0 || self.unranked.is_empty() {
+                return Ok(self.ranked.drain(..certain).collect());
+            }
+            let step_start = self.unranked.len().saturating_sub(RERANK_STEP_CANDIDATES);
+            let step: Vec<Candidate> =
+                self.unranked.drain(step_start..).rev().map(|(_, candidate)| candidate).collect();
+            let ranked = self.rerank(index, &step)?;
+            self.ranked.extend(ranked.into_iter().map(|(result, _)| result));
+            self.ranked.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+        }
     }
 
     /// The exact results of `nearest` with their pages: an expanded node's was taken when
@@ -338,6 +413,7 @@ impl ScanState {
             let exact = &mut self.cache.exact;
             let result = index.read_node(page_id, |node| {
                 index.node_vector_into(page_id, node, exact)?;
+                index.copy_node(page_id, node, exact);
                 // Freed by a purge since the search evaluated it: no entry any more.
                 Ok((!node.is_freed()).then(|| SearchResult {
                     distance: index.metric.distance(&self.query, exact),
@@ -378,7 +454,9 @@ impl ScanState {
         layer.evaluated() * EVALUATED_NODE_BYTES
             + layer.requested.len() * REQUESTED_PAGE_BYTES
             + layer.frontier.len() * FRONTIER_CANDIDATE_BYTES
-            + (self.cache.expanded.len() + self.held.len()) * EXPANDED_RESULT_BYTES
+            + (self.cache.expanded.len() + self.held.len() + self.ranked.len())
+                * EXPANDED_RESULT_BYTES
+            + self.unranked.len() * FRONTIER_CANDIDATE_BYTES
             + keys
     }
 }
@@ -405,7 +483,7 @@ impl Iterator for Scan<'_> {
 
     fn next(&mut self) -> Option<Result<SearchResult>> {
         if self.ready.is_empty() {
-            match self.next_batch() {
+            match self.state.next_entries(self.index) {
                 Ok(batch) => self.ready.extend(batch),
                 Err(error) => return Some(Err(error)),
             }
@@ -486,6 +564,8 @@ impl Hnsw {
             batches: 0,
             returned_distance_max: f64::NEG_INFINITY,
             held: Vec::new(),
+            unranked: Vec::new(),
+            ranked: Vec::new(),
         })
     }
 

@@ -82,7 +82,7 @@ pub(super) struct VectorCache {
     pub vectors: Vectors,
     pub expanded: PageMap<SearchResult>,
     pub exact: Vec<f32>,
-    decoded: Vec<f32>,
+    pub decoded: Vec<f32>,
     /// The terms of sign-code estimates for the list being read (its owner and the query).
     list_terms: ListTerms,
 }
@@ -249,6 +249,12 @@ impl Hnsw {
         found: &mut Vec<Candidate>,
     ) -> Result<()> {
         let use_codes = distances == Distances::Codes && layer == 0 && self.layout.code_bytes > 0;
+        if use_codes && self.expand_in_copy(query, page_id, visited, cache, found) {
+            return Ok(());
+        }
+        if layer > 0 && self.expand_upper_in_copy(query, (page_id, layer), visited, found) {
+            return Ok(());
+        }
         let mut unvisited = Vec::new();
         self.read_node(page_id, |node| {
             if usize::from(node.level()) < layer {
@@ -256,11 +262,15 @@ impl Hnsw {
                 // read the link to it (the check reports such a link in a quiet graph).
                 return Ok(());
             }
+            if layer > 0 {
+                self.copy_upper_links(page_id, node, layer);
+            }
             // A node purge freed after this search read the link to it: its lists are
             // intact until its page is reused, so the search steps through it, but it is
             // no result.
             if use_codes {
                 self.node_vector_into(page_id, node, &mut cache.exact)?;
+                self.copy_node(page_id, node, &cache.exact);
                 if self.layout.codes == CodeKind::Signs {
                     cache.list_terms.fill(self.metric, query, &cache.exact);
                 }
