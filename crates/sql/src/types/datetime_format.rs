@@ -344,6 +344,25 @@ fn pattern_value(
     }
 }
 
+/// Month and day names, which TM writes in the locale (C's: English) without padding.
+fn is_name(name: &str) -> bool {
+    matches!(
+        name,
+        "MONTH"
+            | "Month"
+            | "month"
+            | "MON"
+            | "Mon"
+            | "mon"
+            | "DAY"
+            | "Day"
+            | "day"
+            | "DY"
+            | "Dy"
+            | "dy"
+    )
+}
+
 /// A two-valued marker (AM / PM, AD / BC) in the pattern's form: with periods when the
 /// pattern has them, lowercase when it is.
 fn marker(name: &str, second: bool, forms: [&'static str; 4]) -> String {
@@ -430,8 +449,10 @@ fn render(values: &Values, template: &str) -> Result<String> {
         match piece {
             Piece::Literal(text) => out.push_str(&text),
             Piece::Pattern { name, fill_mode, translate, ordinal } => {
-                // TM writes names without padding, as FM does; numbers keep theirs.
-                let (number, width, text) = pattern_value(values, name, fill_mode || translate)?;
+                // TM writes month and day names without padding, as FM does; numbers and
+                // Roman months keep theirs.
+                let unpadded = fill_mode || (translate && is_name(name));
+                let (number, width, text) = pattern_value(values, name, unpadded)?;
                 match number {
                     Some(value) => {
                         let digits = value.unsigned_abs().to_string();

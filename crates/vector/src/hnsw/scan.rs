@@ -305,16 +305,28 @@ impl ScanState {
     /// nodes (the first batch always searches). Its entries are re-ranked lazily
     /// (`emit_certain`), so a caller that stops after a LIMIT reads only the pages it needs.
     fn next_raw_batch(&mut self, index: &Hnsw) -> Result<Vec<SearchResult>> {
+        let strict = self.options.iterative == IterativeScan::StrictOrder;
         loop {
             if self.unranked.is_empty() && self.ranked.is_empty() && !self.start_batch(index)? {
-                return Ok(Vec::new());
+                // No batch is left: entries held back behind a pending node (which a purge
+                // may have freed since) are the last ones.
+                let mut last = std::mem::take(&mut self.held);
+                last.sort_by(|left, right| left.distance.total_cmp(&right.distance));
+                return Ok(last);
             }
             let mut results = self.emit_certain(index)?;
+            // Strict order holds entries back behind the nearest pending node once per
+            // batch, so the whole batch is ranked first: holding back at each lazy step
+            // would force one more entry out past that node each time and drain the batch
+            // before the search goes on, losing the nearer entries it finds next.
+            while strict && !(self.unranked.is_empty() && self.ranked.is_empty()) {
+                results.append(&mut self.emit_certain(index)?);
+            }
             if results.is_empty() {
                 // Every candidate left was freed by a purge since the search found it.
                 continue;
             }
-            if self.options.iterative == IterativeScan::StrictOrder {
+            if strict {
                 results.append(&mut self.held);
                 results.sort_by(|left, right| left.distance.total_cmp(&right.distance));
                 self.hold_back(&mut results);

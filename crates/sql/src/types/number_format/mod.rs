@@ -442,10 +442,17 @@ impl NumberValue {
         }
         match self {
             NumberValue::Int4(value) => {
-                // PostgreSQL multiplies in 32 bits without a check (and a power of ten past
-                // 32 bits converts to i32::MIN): the same wrapped value is printed here.
-                let factor = i32::try_from(10i64.pow(exponent_u32(shift))).unwrap_or(i32::MIN);
-                let shifted = if description.shift { value.wrapping_mul(factor) } else { value };
+                // PostgreSQL converts the power of ten to an integer and multiplies in 32
+                // bits, each step checked.
+                let shifted = if description.shift {
+                    10i64
+                        .checked_pow(exponent_u32(shift))
+                        .and_then(|factor| i32::try_from(factor).ok())
+                        .and_then(|factor| value.checked_mul(factor))
+                        .ok_or_else(|| SqlError::out_of_range("integer"))?
+                } else {
+                    value
+                };
                 Ok(integer_digits(i64::from(shifted), description))
             }
             NumberValue::Int8(value) => {
@@ -584,9 +591,11 @@ fn rounded_text(value: Decimal, digits: usize) -> String {
 
 fn numeric_digits(value: Decimal, description: &Description) -> Result<Digits> {
     let shifted = if description.shift {
-        let factor = 10i64
+        // 10^28 is the largest power of ten a rust_decimal holds.
+        let factor = 10i128
             .checked_pow(exponent_u32(description.shift_digits))
-            .map(Decimal::from)
+            .filter(|_| description.shift_digits <= DECIMAL_SCALE_MAX)
+            .map(|factor| Decimal::from_i128_with_scale(factor, 0))
             .ok_or_else(|| SqlError::out_of_range("numeric"))?;
         value.checked_mul(factor).ok_or_else(|| SqlError::out_of_range("numeric"))?
     } else {
