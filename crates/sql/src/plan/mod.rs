@@ -785,11 +785,15 @@ pub enum PlanKind {
         /// Names the working table its `WorkTableScan`s read.
         work_table: usize,
     },
-    /// The working table of the enclosing `RecursiveUnion` with the same `work_table`.
+    /// The working table of the enclosing `RecursiveUnion` with the same `work_table`; or,
+    /// with `cte`, the RETURNING rows of a data-modifying statement in WITH, which the
+    /// statement ran before its main query (`bind/modifying_with.rs`).
     WorkTableScan {
         work_table: usize,
         /// The CTE's name (EXPLAIN).
         name: String,
+        /// A data-modifying CTE's rows (EXPLAIN's "CTE Scan").
+        cte: bool,
     },
 }
 

@@ -223,18 +223,7 @@ impl Session {
             interrupt: Some(&limits),
             work_tables: Default::default(),
         };
-        let output = match bound {
-            Bound::Query(plan) if sink.is_some() => {
-                stream::rows_into(plan, &mut ctx, sink.expect("checked"))?
-            }
-            Bound::Query(plan) => {
-                let rows = exec::collect(plan, &mut ctx, &[])?;
-                Output::Rows { columns: plan.columns.clone(), rows, tag: CommandTag::Select }
-            }
-            Bound::Insert(insert) => run_insert(insert, &mut ctx)?,
-            Bound::Update(update) => run_update(update, &mut ctx)?,
-            Bound::Delete(delete) => run_delete(delete, &mut ctx)?,
-        };
+        let output = run_statement(bound, &mut ctx, sink)?;
         let stats = std::mem::take(&mut ctx.stats);
         drop(ctx);
         let changes = info.setting_changes.into_inner();
@@ -287,6 +276,11 @@ impl Session {
             SqlError::unsupported("EXPLAIN supports queries, INSERT, UPDATE and DELETE")
         })?;
         let params = coerce_parameters(&parameters, params)?;
+        if matches!(bound, Bound::With { ref ctes, .. } if !ctes.is_empty()) {
+            return Err(SqlError::unsupported(
+                "EXPLAIN of a statement with data-modifying statements in WITH is not supported",
+            ));
+        }
         let root = bound_plan(&bound);
         let catalog = Arc::clone(&self.catalog);
         let evaluator = crate::exec::PlanningEvaluator { catalog: &catalog };
@@ -393,4 +387,44 @@ impl Session {
         self.referential_checks_off = false;
         outcome.map(|_| ())
     }
+}
+
+/// Runs a bound statement in `ctx`: a WITH list's data-modifying statements first, each to
+/// completion with its RETURNING rows kept for the references to its CTE, then the main
+/// statement (`bind/modifying_with.rs`).
+fn run_statement(
+    bound: &Bound,
+    ctx: &mut Ctx<'_>,
+    sink: Option<&mut dyn RowSink>,
+) -> Result<Output> {
+    Ok(match bound {
+        Bound::Query(plan) if sink.is_some() => {
+            stream::rows_into(plan, ctx, sink.expect("checked"))?
+        }
+        Bound::Query(plan) => {
+            let rows = exec::collect(plan, ctx, &[])?;
+            Output::Rows { columns: plan.columns.clone(), rows, tag: CommandTag::Select }
+        }
+        Bound::Insert(insert) => run_insert(insert, ctx)?,
+        Bound::Update(update) => run_update(update, ctx)?,
+        Bound::Delete(delete) => run_delete(delete, ctx)?,
+        Bound::With { ctes, main } => {
+            for cte in ctes {
+                let output = match &cte.statement {
+                    ModifyingPlan::Insert(insert) => run_insert(insert, ctx)?,
+                    ModifyingPlan::Update(update) => run_update(update, ctx)?,
+                    ModifyingPlan::Delete(delete) => run_delete(delete, ctx)?,
+                };
+                if let Output::Rows { rows, .. } = output {
+                    let mut store = exec::spill::RowStore::new(ctx);
+                    for row in rows {
+                        store.push(row)?;
+                    }
+                    store.seal()?;
+                    ctx.work_tables.insert(cte.work_table, store);
+                }
+            }
+            run_statement(main, ctx, sink)?
+        }
+    })
 }
