@@ -10,15 +10,15 @@
 //! PostgreSQL runs every part of the statement on one snapshot: no part sees another's
 //! changes to a table, only RETURNING passes rows on. tierdb's statements see their own
 //! writes (no command ids, design 008), so running the parts one after the other would
-//! differ where one part reads a table another writes: that statement is refused (0A000)
-//! instead. INSERTs into one table from several parts read nothing of it and run as in
-//! PostgreSQL.
-
-use std::collections::HashSet;
-use std::ops::ControlFlow;
+//! differ where one part reads a table a part before it writes (the main statement runs
+//! last): that statement is refused (0A000) instead, the reads taken from the bound plans
+//! (`plan/reads.rs`). INSERTs into one table from several parts read nothing of it and run
+//! as in PostgreSQL. The FOREIGN KEY checks and actions of every part run at the end of the
+//! whole statement, as PostgreSQL's triggers (`Ctx::deferred_events`).
 
 use super::recursive::{named_columns, ModifyingCte};
 use super::*;
+use crate::plan::{modifying_reads, plan_reads, Reads};
 
 /// The statement under a WITH: a query, or an INSERT, UPDATE or DELETE.
 pub(crate) enum MainStatement {
@@ -44,11 +44,12 @@ impl Binder<'_> {
     ) -> Result<(Vec<CteStatement>, MainStatement)> {
         depth::check_stack_depth()?;
         let frame = self.cte_frame_at(query.with.as_ref(), true)?;
-        self.refuse_overlapping_parts(query)?;
         self.ctes.push(frame);
         let outcome = self.statement_with_parts(query);
         self.ctes.pop();
-        outcome
+        let (statements, main) = outcome?;
+        refuse_overlapping_parts(&statements, &main)?;
+        Ok((statements, main))
     }
 
     fn statement_with_parts(
@@ -129,101 +130,47 @@ impl Binder<'_> {
         let plan = self.plan(kind, columns.clone());
         named_columns(plan, name, column_names).map(Some)
     }
+}
 
-    /// 0A000 when a table one part of the statement writes is read by another part (see
-    /// the module comment). The parts: each data-modifying CTE and the main statement. A
-    /// plain CTE is read where it is referenced (the main statement or a data-modifying
-    /// CTE, which both run after every data-modifying CTE before them): it counts as a
-    /// reader of what any data-modifying CTE writes, but never of what the main statement
-    /// writes (it reads the table before the main statement writes, as in PostgreSQL).
-    fn refuse_overlapping_parts(&self, query: &ast::Query) -> Result<()> {
-        let ctes = query.with.as_ref().map_or(&[][..], |with| &with.cte_tables[..]);
-        // Each part's statement, what it reads, and whether it is a plain CTE.
-        let mut parts: Vec<(&ast::SetExpr, HashSet<String>, bool)> = ctes
-            .iter()
-            .map(|cte| {
-                let body = cte.query.body.as_ref();
-                (body, self.tables_read(body, &*cte.query), !is_data_modifying(body))
-            })
-            .collect();
-        parts.push((&query.body, self.tables_read(&query.body, &*query.body), false));
-        let main = parts.len() - 1;
-        for (index, (part, _, _)) in parts.iter().enumerate() {
-            let Some(written) = self.written_table(part) else { continue };
-            let read_elsewhere = parts.iter().enumerate().any(|(other, (_, reads, plain))| {
-                other != index && !(index == main && *plain) && reads.contains(&written)
-            });
-            if read_elsewhere {
-                return Err(overlap(&written));
-            }
+/// 0A000 when a part of the statement reads a table that a part run before it writes (see
+/// the module comment). The parts run in order: the data-modifying CTEs in the list's
+/// order, then the main statement; a plain CTE is read by the parts that reference it (its
+/// scans are in their plans). Reading a table that only a later part writes is right: the
+/// reader ran to completion first, on what PostgreSQL's one snapshot shows. What is read is
+/// taken from the bound plans, so views, subqueries in any clause and CTE names that
+/// shadow tables count as they run. FOREIGN KEY checks and actions need no place here:
+/// they run after every part (`Ctx::deferred_events`), as in PostgreSQL.
+fn refuse_overlapping_parts(statements: &[CteStatement], main: &MainStatement) -> Result<()> {
+    // Each part in the order it runs: what it reads, and the table it writes.
+    let mut parts: Vec<(Reads, Option<&str>)> = statements
+        .iter()
+        .map(|part| (modifying_reads(&part.statement), Some(&*part.statement.table().name)))
+        .collect();
+    parts.push(match main {
+        MainStatement::Query(plan) => {
+            let mut reads = Reads::default();
+            plan_reads(plan, &mut reads);
+            (reads, None)
         }
-        Ok(())
+        MainStatement::Modify(modify) => (modifying_reads(modify), Some(&*modify.table().name)),
+    });
+    // PostgreSQL runs the main statement first and the parts nothing reads after it, the
+    // parts it reads as it reads them: tierdb's order gives other sequence values.
+    if parts.iter().filter(|(reads, _)| reads.sequences).count() > 1 {
+        return Err(SqlError::unsupported(
+            "data-modifying statements in WITH with sequence functions (nextval, a serial \
+             column's default) in more than one part are not supported (tierdb runs the parts \
+             in another order than PostgreSQL)",
+        ));
     }
-
-    /// The table an INSERT, UPDATE or DELETE writes (None for a query, or a name that does
-    /// not resolve: binding reports it).
-    fn written_table(&self, body: &ast::SetExpr) -> Option<String> {
-        let name = match body {
-            ast::SetExpr::Insert(ast::Statement::Insert(insert)) => match &insert.table {
-                ast::TableObject::TableName(name) => name,
-                _ => return None,
-            },
-            ast::SetExpr::Update(ast::Statement::Update(update)) => match &update.table.relation {
-                ast::TableFactor::Table { name, .. } => name,
-                _ => return None,
-            },
-            ast::SetExpr::Delete(ast::Statement::Delete(delete)) => {
-                let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
-                    &delete.from;
-                match &from.first()?.relation {
-                    ast::TableFactor::Table { name, .. } => name,
-                    _ => return None,
-                }
-            }
-            _ => return None,
-        };
-        self.table(name).ok().map(|table| table.name.clone())
-    }
-
-    /// The tables a part reads: every relation `whole` (its query) names, views by the
-    /// tables they read, an INSERT's target aside unless ON CONFLICT reads it (`body`: the
-    /// part's statement).
-    fn tables_read(&self, body: &ast::SetExpr, whole: &impl ast::Visit) -> HashSet<String> {
-        let skipped = match body {
-            ast::SetExpr::Insert(ast::Statement::Insert(insert)) if insert.on.is_none() => {
-                self.written_table(body)
-            }
-            _ => None,
-        };
-        let mut tables = HashSet::new();
-        let mut skipped = skipped;
-        let _ = ast::visit_relations(whole, |name| {
-            if let Ok(table) = self.table(name) {
-                if skipped.as_deref() == Some(table.name.as_str()) {
-                    skipped = None;
-                } else {
-                    self.add_base_tables(&table, &mut tables);
-                }
-            }
-            ControlFlow::<()>::Continue(())
-        });
-        tables
-    }
-
-    /// `table`, or the tables a view reads, into `tables`.
-    fn add_base_tables(&self, table: &TableMeta, tables: &mut HashSet<String>) {
-        let Some(view) = &table.view else {
-            tables.insert(table.name.clone());
-            return;
-        };
-        for dependency in &view.depends_on {
-            if let Some(relation) = self.catalog.table(&dependency.relation) {
-                if tables.insert(relation.name.clone()) && relation.view.is_some() {
-                    self.add_base_tables(&relation, tables);
-                }
-            }
+    let mut written: Vec<&str> = Vec::new();
+    for (reads, writes) in parts {
+        if let Some(table) = written.iter().find(|table| reads.tables.contains(**table)) {
+            return Err(overlap(table));
         }
+        written.extend(writes);
     }
+    Ok(())
 }
 
 fn overlap(table: &str) -> SqlError {

@@ -63,6 +63,15 @@ pub(crate) enum ModifyingPlan {
 }
 
 impl ModifyingPlan {
+    /// The table it writes.
+    pub(crate) fn table(&self) -> &BoundTable {
+        match self {
+            ModifyingPlan::Insert(insert) => &insert.table,
+            ModifyingPlan::Update(update) => &update.table,
+            ModifyingPlan::Delete(delete) => &delete.table,
+        }
+    }
+
     pub(crate) fn returning(&self) -> Option<&(Vec<Expr>, Vec<OutputColumn>)> {
         match self {
             ModifyingPlan::Insert(insert) => insert.returning.as_ref(),

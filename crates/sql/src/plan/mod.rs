@@ -13,6 +13,7 @@ mod key_lists;
 pub(crate) use json_keys::refuse_json_keys;
 mod nearest;
 mod or_factoring;
+mod reads;
 mod size;
 mod window;
 
@@ -24,6 +25,7 @@ pub(crate) use join::*;
 pub(crate) use key_lists::*;
 pub(crate) use nearest::use_vector_indexes;
 pub(crate) use or_factoring::split_factored;
+pub(crate) use reads::{modifying_reads, plan_reads, Reads};
 pub(crate) use size::is_small_result;
 
 use std::ops::Bound;

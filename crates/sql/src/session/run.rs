@@ -222,6 +222,7 @@ impl Session {
             statement_time_micros: types::now_micros(),
             interrupt: Some(&limits),
             work_tables: Default::default(),
+            deferred_events: None,
         };
         let output = run_statement(bound, &mut ctx, sink)?;
         let stats = std::mem::take(&mut ctx.stats);
@@ -409,6 +410,12 @@ fn run_statement(
         Bound::Update(update) => run_update(update, ctx)?,
         Bound::Delete(delete) => run_delete(delete, ctx)?,
         Bound::With { ctes, main } => {
+            // Every part's FOREIGN KEY checks and actions run at the end of the whole
+            // statement (PostgreSQL's AFTER triggers): a part may insert a child row whose
+            // parent a later part inserts, or delete a parent whose children a later part
+            // deletes.
+            let deferred = ctx.deferred_events.replace(Vec::new());
+            assert!(deferred.is_none(), "a WITH's parts do not nest");
             for cte in ctes {
                 let output = match &cte.statement {
                     ModifyingPlan::Insert(insert) => run_insert(insert, ctx)?,
@@ -424,7 +431,12 @@ fn run_statement(
                     ctx.work_tables.insert(cte.work_table, store);
                 }
             }
-            run_statement(main, ctx, sink)?
+            let output = run_statement(main, ctx, sink)?;
+            let deferred = ctx.deferred_events.take().expect("set above");
+            for (table, events) in deferred {
+                events.finish(&table, ctx)?;
+            }
+            output
         }
     })
 }
