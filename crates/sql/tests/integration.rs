@@ -18,6 +18,7 @@ mod functions;
 mod group_keys;
 mod halfvec;
 mod ivfflat;
+mod modifying_with;
 mod partial_indexes;
 mod planner;
 mod pruning;

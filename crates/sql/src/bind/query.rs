@@ -9,7 +9,11 @@ impl<'a> Binder<'a> {
         self.ctes.push(frame);
         let outcome = self.query_body(query);
         self.ctes.pop();
-        let mut plan = outcome?;
+        self.finish_query(outcome?)
+    }
+
+    /// The rewrites of a bound query's plan (JSON keys, vector indexes, column pruning).
+    pub(crate) fn finish_query(&mut self, mut plan: Plan) -> Result<Plan> {
         crate::plan::refuse_json_keys(&plan)?;
         crate::plan::use_vector_indexes(&mut plan);
         crate::optimize::prune_columns(&mut plan);
@@ -159,7 +163,11 @@ impl<'a> Binder<'a> {
                     )),
                 }
             }
-            body if is_data_modifying(body) => Err(data_modifying_with()),
+            // INSERT, UPDATE or DELETE under a WITH where a query is expected (PostgreSQL's
+            // grammar allows them at the top level only: `Binder::statement_with`).
+            body if is_data_modifying(body) => {
+                Err(SqlError::syntax(format!("syntax error at or near \"{}\"", first_word(body))))
+            }
             _ => Err(SqlError::unsupported(format!("unsupported query: {body}"))),
         }
     }
@@ -308,8 +316,20 @@ pub(crate) fn is_data_modifying(body: &ast::SetExpr) -> bool {
     )
 }
 
-/// tierdb runs no data-modifying statement in or under WITH. PostgreSQL runs one even when
-/// nothing reads its CTE, so it is refused wherever it is written, never skipped.
+/// A data-modifying statement in a WITH list that is not the statement's own (PostgreSQL's
+/// 0A000; the statement's own is bound by `Binder::statement_with`).
 pub(crate) fn data_modifying_with() -> SqlError {
-    SqlError::unsupported("data-modifying statements in WITH are not supported")
+    SqlError::unsupported(
+        "WITH clause containing a data-modifying statement must be at the top level",
+    )
+}
+
+/// The first keyword of a data-modifying statement (for its syntax error).
+fn first_word(body: &ast::SetExpr) -> &'static str {
+    match body {
+        ast::SetExpr::Insert(_) => "INSERT",
+        ast::SetExpr::Update(_) => "UPDATE",
+        ast::SetExpr::Delete(_) => "DELETE",
+        _ => "MERGE",
+    }
 }

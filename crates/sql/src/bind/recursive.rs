@@ -18,10 +18,10 @@ use super::*;
 pub(crate) struct CteFrame {
     /// Unique in the statement: names the frame in `ActiveRecursion` and
     /// `Binder::ctes_in_progress`.
-    id: usize,
+    pub(crate) id: usize,
     /// WITH RECURSIVE: a CTE may refer to itself and to any CTE of the list.
     recursive: bool,
-    definitions: HashMap<String, Arc<CteDefinition>>,
+    pub(crate) definitions: HashMap<String, Arc<CteDefinition>>,
 }
 
 pub(crate) struct CteDefinition {
@@ -30,6 +30,16 @@ pub(crate) struct CteDefinition {
     columns: Vec<String>,
     /// Its query names it (in a WITH RECURSIVE list this makes it recursive).
     self_referencing: bool,
+    /// A data-modifying statement (allowed at the top level only): bound once, in the WITH
+    /// list's order, by `Binder::statement_with` (`bind/modifying_with.rs`).
+    pub(crate) modifying: Option<ModifyingCte>,
+}
+
+/// A data-modifying CTE: the working table its RETURNING rows are kept in, and their
+/// columns once bound (None inside: no RETURNING).
+pub(crate) struct ModifyingCte {
+    pub(crate) work_table: usize,
+    pub(crate) returning: std::sync::OnceLock<Option<Vec<OutputColumn>>>,
 }
 
 /// A recursive CTE whose terms are being bound.
@@ -77,21 +87,38 @@ fn work_table_scans(plan: &Plan, work_table: usize) -> usize {
 impl Binder<'_> {
     /// The frame of a query's WITH list (an empty one without WITH).
     pub(crate) fn cte_frame(&mut self, with: Option<&ast::With>) -> Result<CteFrame> {
+        self.cte_frame_at(with, false)
+    }
+
+    /// `cte_frame`; `top_level`: the statement's own WITH list, where data-modifying
+    /// statements are allowed (PostgreSQL's 0A000 elsewhere).
+    pub(crate) fn cte_frame_at(
+        &mut self,
+        with: Option<&ast::With>,
+        top_level: bool,
+    ) -> Result<CteFrame> {
         let mut frame = CteFrame { id: self.id(), recursive: false, definitions: HashMap::new() };
         let Some(with) = with else {
             return Ok(frame);
         };
         frame.recursive = with.recursive;
         for cte in &with.cte_tables {
-            // Refused even when nothing reads it: PostgreSQL would still run it.
-            if is_data_modifying(&cte.query.body) {
+            let modifying = is_data_modifying(&cte.query.body);
+            if modifying && !top_level {
                 return Err(data_modifying_with());
             }
             let name = ident(&cte.alias.name);
+            let modifying = match modifying {
+                true => Some(ModifyingCte { work_table: self.id(), returning: Default::default() }),
+                false => None,
+            };
             let definition = CteDefinition {
                 query: (*cte.query).clone(),
                 columns: cte.alias.columns.iter().map(|column| ident(&column.name)).collect(),
-                self_referencing: with.recursive && names_relation(&cte.query, &name),
+                self_referencing: modifying.is_none()
+                    && with.recursive
+                    && names_relation(&cte.query, &name),
+                modifying,
             };
             if frame.definitions.insert(name.clone(), Arc::new(definition)).is_some() {
                 return Err(SqlError::new(
@@ -114,6 +141,9 @@ impl Binder<'_> {
         let frame = &self.ctes[position];
         let (frame_id, with_recursive) = (frame.id, frame.recursive);
         let definition = Arc::clone(&frame.definitions[name]);
+        if let Some(modifying) = &definition.modifying {
+            return self.modifying_cte_reference(name, &definition.columns, modifying);
+        }
         let recursion = self
             .recursions
             .iter()
@@ -133,8 +163,11 @@ impl Binder<'_> {
                     "recursive reference to query \"{name}\" must not appear within a subquery"
                 )));
             }
-            let kind =
-                PlanKind::WorkTableScan { work_table: recursion.work_table, name: name.into() };
+            let kind = PlanKind::WorkTableScan {
+                work_table: recursion.work_table,
+                name: name.into(),
+                cte: false,
+            };
             let columns = recursion.columns.clone();
             return Ok(Some(self.plan(kind, columns)));
         }
@@ -310,7 +343,7 @@ fn refuse_decoration(query: &ast::Query) -> Result<()> {
 
 /// `plan` with the CTE's column list as its column names (42P10 for a list longer than
 /// the query's columns).
-fn named_columns(mut plan: Plan, name: &str, columns: &[String]) -> Result<Plan> {
+pub(crate) fn named_columns(mut plan: Plan, name: &str, columns: &[String]) -> Result<Plan> {
     if columns.len() > plan.arity() {
         return Err(SqlError::new(
             "42P10",

@@ -103,6 +103,7 @@ fn title(plan: &Plan) -> String {
             }
         }
         PlanKind::RecursiveUnion { .. } => "Recursive Union".into(),
+        PlanKind::WorkTableScan { name, cte: true, .. } => format!("CTE Scan on {name}"),
         PlanKind::WorkTableScan { name, .. } => format!("WorkTable Scan on {name}"),
     }
 }

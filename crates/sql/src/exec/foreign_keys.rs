@@ -136,7 +136,16 @@ impl ReferentialEvents {
     }
 
     /// Runs the queued checks and actions, in the order of the rows.
+    /// Deferred instead while the parts of a statement with data-modifying statements in
+    /// WITH run (`Ctx::deferred_events`).
     pub(crate) fn finish(self, table: &BoundTable, ctx: &mut Ctx<'_>) -> Result<()> {
+        if self.store.is_none() {
+            return Ok(());
+        }
+        if let Some(deferred) = ctx.deferred_events.as_mut() {
+            deferred.push((table.clone(), self));
+            return Ok(());
+        }
         let Some(store) = self.store else { return Ok(()) };
         crate::depth::check_stack_depth()?;
         ctx.txn()?.refresh_snapshot();
@@ -396,6 +405,7 @@ fn run_internal(internal: &Internal, params: &[Datum], ctx: &mut Ctx<'_>) -> Res
         statement_time_micros: ctx.statement_time_micros,
         interrupt: ctx.interrupt,
         work_tables: Default::default(),
+        deferred_events: None,
     };
     let changed = |output: crate::output::Output| match output {
         crate::output::Output::Command { rows, .. } => rows > 0,

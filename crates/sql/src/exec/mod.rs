@@ -138,6 +138,10 @@ pub struct Ctx<'a> {
     pub interrupt: Option<&'a tierdb_engine::WaitLimits>,
     /// The working tables of the WITH RECURSIVE iterations running (`recursive.rs`).
     pub work_tables: WorkTables,
+    /// Some while a statement with data-modifying statements in WITH runs its parts: each
+    /// part's FOREIGN KEY checks and actions wait here for the end of the whole statement,
+    /// as PostgreSQL's referential-integrity triggers do (`foreign_keys.rs`).
+    pub deferred_events: Option<Vec<(BoundTable, ReferentialEvents)>>,
 }
 
 impl<'a> Ctx<'a> {

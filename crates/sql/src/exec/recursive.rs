@@ -46,6 +46,14 @@ pub struct WorkTables {
     tables: HashMap<usize, Arc<RowStore>>,
 }
 
+impl WorkTables {
+    /// Keeps the sealed rows of a data-modifying CTE as the working table `work_table`.
+    pub(crate) fn insert(&mut self, work_table: usize, store: RowStore) {
+        let replaced = self.tables.insert(work_table, Arc::new(store));
+        assert!(replaced.is_none(), "a data-modifying CTE runs once");
+    }
+}
+
 /// Reads the working table `work_table` into `sink`.
 pub(super) fn work_table_scan(
     work_table: usize,

@@ -77,6 +77,7 @@ pub(crate) fn detached_ctx<'a>(
         statement_time_micros: time,
         interrupt: None,
         work_tables: Default::default(),
+        deferred_events: None,
     }
 }
 

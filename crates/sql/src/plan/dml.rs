@@ -53,3 +53,39 @@ pub(crate) struct DeletePlan {
     pub filter: Option<Expr>,
     pub returning: Option<(Vec<Expr>, Vec<OutputColumn>)>,
 }
+
+/// An INSERT, UPDATE or DELETE: one in a WITH list, or the main statement under a WITH.
+#[derive(Debug)]
+pub(crate) enum ModifyingPlan {
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+impl ModifyingPlan {
+    /// The table it writes.
+    pub(crate) fn table(&self) -> &BoundTable {
+        match self {
+            ModifyingPlan::Insert(insert) => &insert.table,
+            ModifyingPlan::Update(update) => &update.table,
+            ModifyingPlan::Delete(delete) => &delete.table,
+        }
+    }
+
+    pub(crate) fn returning(&self) -> Option<&(Vec<Expr>, Vec<OutputColumn>)> {
+        match self {
+            ModifyingPlan::Insert(insert) => insert.returning.as_ref(),
+            ModifyingPlan::Update(update) => update.returning.as_ref(),
+            ModifyingPlan::Delete(delete) => delete.returning.as_ref(),
+        }
+    }
+}
+
+/// A data-modifying statement of a WITH list: run to completion before the main statement,
+/// its RETURNING rows kept as the working table `work_table` that the CTE's references
+/// (`PlanKind::WorkTableScan` with `cte`) read.
+#[derive(Debug)]
+pub(crate) struct CteStatement {
+    pub work_table: usize,
+    pub statement: ModifyingPlan,
+}

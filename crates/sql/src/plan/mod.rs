@@ -13,6 +13,7 @@ mod key_lists;
 pub(crate) use json_keys::refuse_json_keys;
 mod nearest;
 mod or_factoring;
+mod reads;
 mod size;
 mod window;
 
@@ -24,6 +25,7 @@ pub(crate) use join::*;
 pub(crate) use key_lists::*;
 pub(crate) use nearest::use_vector_indexes;
 pub(crate) use or_factoring::split_factored;
+pub(crate) use reads::{modifying_reads, plan_reads, Reads};
 pub(crate) use size::is_small_result;
 
 use std::ops::Bound;
@@ -777,11 +779,15 @@ pub enum PlanKind {
         /// Names the working table its `WorkTableScan`s read.
         work_table: usize,
     },
-    /// The working table of the enclosing `RecursiveUnion` with the same `work_table`.
+    /// The working table of the enclosing `RecursiveUnion` with the same `work_table`; or,
+    /// with `cte`, the RETURNING rows of a data-modifying statement in WITH, which the
+    /// statement ran before its main query (`bind/modifying_with.rs`).
     WorkTableScan {
         work_table: usize,
         /// The CTE's name (EXPLAIN).
         name: String,
+        /// A data-modifying CTE's rows (EXPLAIN's "CTE Scan").
+        cte: bool,
     },
 }
 

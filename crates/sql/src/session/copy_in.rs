@@ -275,6 +275,7 @@ impl Session {
             statement_time_micros: types::now_micros(),
             interrupt: None,
             work_tables: Default::default(),
+            deferred_events: None,
         };
         let result = body(&mut ctx)?;
         drop(ctx);

@@ -23,6 +23,12 @@ impl Session {
                 "column definitions or constraints in CREATE TABLE AS are not supported",
             ));
         }
+        if crate::bind::needs_statement_with(query) {
+            // PostgreSQL runs them; tierdb binds CREATE TABLE AS's query as a plain query.
+            return Err(SqlError::unsupported(
+                "CREATE TABLE AS with data-modifying statements in WITH is not supported",
+            ));
+        }
         let mut binder = Binder::new(&self.catalog, self.namespace(), Vec::new());
         let evaluator = crate::exec::PlanningEvaluator { catalog: &self.catalog };
         binder.evaluator = Some(&evaluator);

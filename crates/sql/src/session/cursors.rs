@@ -64,6 +64,19 @@ impl Session {
     }
 
     fn declare(&mut self, name: &str, query: &str) -> Result<Output> {
+        // The query is checked first, as PostgreSQL analyses it before it opens the cursor;
+        // a data-modifying WITH before binding, which would bind its parts.
+        for statement in parse_sql(query)? {
+            if let Statement::Sql(sql) = statement {
+                refuse_modifying_cursor(&sql)?;
+            }
+        }
+        let mut prepared = self.prepare(query, &[])?;
+        let statement = prepared.statement.clone();
+        let sql = match statement.as_deref() {
+            Some(Statement::Sql(sql)) if matches!(sql.as_ref(), ast::Statement::Query(_)) => sql,
+            _ => return Err(SqlError::syntax("DECLARE CURSOR needs a SELECT or VALUES query")),
+        };
         if self.state == BlockState::Idle {
             return Err(SqlError::new(
                 "25P01",
@@ -73,12 +86,6 @@ impl Session {
         if self.cursors.contains_key(name) {
             return Err(SqlError::new("42P03", format!("cursor \"{name}\" already exists")));
         }
-        let mut prepared = self.prepare(query, &[])?;
-        let statement = prepared.statement.clone();
-        let sql = match statement.as_deref() {
-            Some(Statement::Sql(sql)) if matches!(sql.as_ref(), ast::Statement::Query(_)) => sql,
-            _ => return Err(SqlError::syntax("DECLARE CURSOR needs a SELECT or VALUES query")),
-        };
         self.check_privileges(statement.as_deref().expect("matched"))?;
         let bound = self.bound_for(sql, &mut prepared)?;
         let target = SpillTarget {
@@ -168,4 +175,20 @@ impl KeptRows {
     pub fn next_row(&mut self) -> Result<Option<Row>> {
         self.rows.next()
     }
+}
+
+/// PostgreSQL's errors for a cursor over a statement that writes: a syntax error for INSERT,
+/// UPDATE or DELETE under a WITH, 0A000 for data-modifying statements in its WITH list (a
+/// cursor may be read partly or never, so they would not run once to completion).
+fn refuse_modifying_cursor(sql: &ast::Statement) -> Result<()> {
+    let ast::Statement::Query(query) = sql else { return Ok(()) };
+    if crate::bind::is_data_modifying(&query.body) {
+        return Err(SqlError::syntax("DECLARE CURSOR needs a SELECT or VALUES query"));
+    }
+    if crate::bind::needs_statement_with(query) {
+        return Err(SqlError::unsupported(
+            "DECLARE CURSOR must not contain data-modifying statements in WITH",
+        ));
+    }
+    Ok(())
 }

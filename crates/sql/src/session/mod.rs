@@ -61,7 +61,10 @@ use std::time::Instant;
 use sqlparser::ast;
 use tierdb_engine::{IsolationLevel, Transaction, Value, WaitLimits};
 
-use crate::bind::{self, bind_delete, bind_insert, bind_update, ident, object_name, Binder};
+use crate::bind::{
+    self, bind_delete, bind_insert, bind_update, ident, needs_statement_with, object_name, Binder,
+    MainStatement,
+};
 use crate::catalog::{Catalog, ColumnMeta, IndexKind, IndexMeta, TableMeta};
 use crate::depth;
 use crate::durations::{format_duration_ms, parse_duration_ms, TIMEOUT_SETTINGS};
@@ -73,7 +76,10 @@ use crate::parse::front::{
     self, CopyFormat, CopySource, CopyStatement, DiscardTarget, FrontStatement,
 };
 use crate::parse::{parse_sql, split_statements, Statement};
-use crate::plan::{computed_column, DeletePlan, InsertPlan, OutputColumn, Plan, UpdatePlan};
+use crate::plan::{
+    computed_column, CteStatement, DeletePlan, InsertPlan, ModifyingPlan, OutputColumn, Plan,
+    UpdatePlan,
+};
 use crate::sizes::{parse_size_bytes, SizeSyntax};
 use crate::stats::StatementStats;
 use crate::system::SessionInfo;
@@ -106,6 +112,25 @@ pub(crate) enum Bound {
     Insert(InsertPlan),
     Update(UpdatePlan),
     Delete(DeletePlan),
+    /// A statement under a WITH list holding data-modifying statements (or a WITH over an
+    /// INSERT, UPDATE or DELETE): `ctes` run in order, then `main`.
+    With {
+        ctes: Vec<CteStatement>,
+        main: Box<Bound>,
+    },
+}
+
+impl Bound {
+    fn of_main(main: MainStatement) -> Bound {
+        match main {
+            MainStatement::Query(plan) => Bound::Query(*plan),
+            MainStatement::Modify(modify) => match *modify {
+                ModifyingPlan::Insert(insert) => Bound::Insert(insert),
+                ModifyingPlan::Update(update) => Bound::Update(update),
+                ModifyingPlan::Delete(delete) => Bound::Delete(delete),
+            },
+        }
+    }
 }
 
 impl Prepared {
@@ -204,6 +229,7 @@ fn bound_result_is_small(bound: &Bound) -> bool {
         Bound::Insert(insert) => insert.returning.is_none(),
         Bound::Update(update) => update.returning.is_none(),
         Bound::Delete(delete) => delete.returning.is_none(),
+        Bound::With { .. } => false,
     }
 }
 
@@ -499,6 +525,10 @@ impl Session {
         let evaluator = crate::exec::PlanningEvaluator { catalog: &self.catalog };
         binder.evaluator = Some(&evaluator);
         let bound = match statement {
+            ast::Statement::Query(query) if needs_statement_with(query) => {
+                let (ctes, main) = binder.statement_with(query)?;
+                Bound::With { ctes, main: Box::new(Bound::of_main(main)) }
+            }
             ast::Statement::Query(query) => Bound::Query(binder.query(query)?),
             ast::Statement::Insert(insert) => Bound::Insert(bind_insert(&mut binder, insert)?),
             ast::Statement::Update(update) => Bound::Update(bind_update(&mut binder, update)?),
@@ -821,6 +851,7 @@ fn bound_columns(bound: &Bound) -> Vec<OutputColumn> {
         | Bound::Delete(DeletePlan { returning, .. }) => {
             returning.as_ref().map(|(_, columns)| columns.clone()).unwrap_or_default()
         }
+        Bound::With { main, .. } => bound_columns(main),
     };
     // An output whose type was never decided (`SELECT $1`) is text, as in PostgreSQL.
     for column in &mut columns {
@@ -853,6 +884,7 @@ fn bound_plan(bound: &Bound) -> &Plan {
         Bound::Insert(insert) => &insert.source,
         Bound::Update(update) => &update.scan,
         Bound::Delete(delete) => &delete.scan,
+        Bound::With { main, .. } => bound_plan(main),
     }
 }
 
@@ -878,6 +910,7 @@ fn modify_node(bound: &Bound) -> Option<(String, Vec<String>)> {
         }
         Bound::Update(update) => Some((format!("Update on {}", update.table.name), Vec::new())),
         Bound::Delete(delete) => Some((format!("Delete on {}", delete.table.name), Vec::new())),
+        Bound::With { main, .. } => modify_node(main),
     }
 }
 

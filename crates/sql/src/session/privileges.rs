@@ -55,7 +55,9 @@ fn required(statement: &ast::Statement) -> Vec<(String, Privilege)> {
     let mut needs = Vec::new();
     let mut target = |name: Option<String>, privilege: Privilege, reads_target: bool| {
         let Some(name) = name else { return };
-        if let Some(position) = reads.iter().position(|read| *read == name) {
+        // The target's own mention, once (ON CONFLICT DO UPDATE's second privilege aside).
+        let first = !needs.iter().any(|(known, _): &(String, Privilege)| *known == name);
+        if let Some(position) = reads.iter().position(|read| *read == name).filter(|_| first) {
             reads.remove(position);
         }
         if reads_target {
@@ -63,6 +65,38 @@ fn required(statement: &ast::Statement) -> Vec<(String, Privilege)> {
         }
         needs.push((name, privilege));
     };
+    match statement {
+        // A WITH list's data-modifying statements and a data-modifying main statement need
+        // their privileges as they would alone.
+        ast::Statement::Query(query) => {
+            let ctes = query.with.iter().flat_map(|with| &with.cte_tables);
+            let bodies = ctes.map(|cte| cte.query.body.as_ref()).chain([query.body.as_ref()]);
+            for body in bodies {
+                if let ast::SetExpr::Insert(inner)
+                | ast::SetExpr::Update(inner)
+                | ast::SetExpr::Delete(inner) = body
+                {
+                    modify_needs(inner, &mut target);
+                }
+            }
+        }
+        other => modify_needs(other, &mut target),
+    }
+    if has_locking_clause(statement) {
+        // FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE also need UPDATE (PostgreSQL asks
+        // it of the locked tables; here of every table read: stricter, never looser).
+        needs.extend(reads.iter().map(|name| (name.clone(), Privilege::Update)));
+    }
+    needs.extend(reads.into_iter().map(|name| (name, Privilege::Select)));
+    needs
+}
+
+/// The privileges an INSERT, UPDATE or DELETE needs on its target, given to `target` (name,
+/// privilege, whether it also reads the target).
+fn modify_needs(
+    statement: &ast::Statement,
+    target: &mut impl FnMut(Option<String>, Privilege, bool),
+) {
     match statement {
         ast::Statement::Insert(insert) => {
             let name = match &insert.table {
@@ -78,7 +112,7 @@ fn required(statement: &ast::Statement) -> Vec<(String, Privilege)> {
             );
             target(name.clone(), Privilege::Insert, insert.returning.is_some());
             if upsert {
-                needs.extend(name.map(|name| (name, Privilege::Update)));
+                target(name, Privilege::Update, false);
             }
         }
         ast::Statement::Update(update) => {
@@ -96,13 +130,6 @@ fn required(statement: &ast::Statement) -> Vec<(String, Privilege)> {
         }
         _ => {}
     }
-    if has_locking_clause(statement) {
-        // FOR UPDATE / NO KEY UPDATE / SHARE / KEY SHARE also need UPDATE (PostgreSQL asks
-        // it of the locked tables; here of every table read: stricter, never looser).
-        needs.extend(reads.iter().map(|name| (name.clone(), Privilege::Update)));
-    }
-    needs.extend(reads.into_iter().map(|name| (name, Privilege::Select)));
-    needs
 }
 
 /// Whether any query of the statement has a locking clause (FOR UPDATE ...).

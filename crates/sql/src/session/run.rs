@@ -222,19 +222,9 @@ impl Session {
             statement_time_micros: types::now_micros(),
             interrupt: Some(&limits),
             work_tables: Default::default(),
+            deferred_events: None,
         };
-        let output = match bound {
-            Bound::Query(plan) if sink.is_some() => {
-                stream::rows_into(plan, &mut ctx, sink.expect("checked"))?
-            }
-            Bound::Query(plan) => {
-                let rows = exec::collect(plan, &mut ctx, &[])?;
-                Output::Rows { columns: plan.columns.clone(), rows, tag: CommandTag::Select }
-            }
-            Bound::Insert(insert) => run_insert(insert, &mut ctx)?,
-            Bound::Update(update) => run_update(update, &mut ctx)?,
-            Bound::Delete(delete) => run_delete(delete, &mut ctx)?,
-        };
+        let output = run_statement(bound, &mut ctx, sink)?;
         let stats = std::mem::take(&mut ctx.stats);
         drop(ctx);
         let changes = info.setting_changes.into_inner();
@@ -287,6 +277,11 @@ impl Session {
             SqlError::unsupported("EXPLAIN supports queries, INSERT, UPDATE and DELETE")
         })?;
         let params = coerce_parameters(&parameters, params)?;
+        if matches!(bound, Bound::With { ref ctes, .. } if !ctes.is_empty()) {
+            return Err(SqlError::unsupported(
+                "EXPLAIN of a statement with data-modifying statements in WITH is not supported",
+            ));
+        }
         let root = bound_plan(&bound);
         let catalog = Arc::clone(&self.catalog);
         let evaluator = crate::exec::PlanningEvaluator { catalog: &catalog };
@@ -393,4 +388,55 @@ impl Session {
         self.referential_checks_off = false;
         outcome.map(|_| ())
     }
+}
+
+/// Runs a bound statement in `ctx`: a WITH list's data-modifying statements first, each to
+/// completion with its RETURNING rows kept for the references to its CTE, then the main
+/// statement (`bind/modifying_with.rs`).
+fn run_statement(
+    bound: &Bound,
+    ctx: &mut Ctx<'_>,
+    sink: Option<&mut dyn RowSink>,
+) -> Result<Output> {
+    Ok(match bound {
+        Bound::Query(plan) if sink.is_some() => {
+            stream::rows_into(plan, ctx, sink.expect("checked"))?
+        }
+        Bound::Query(plan) => {
+            let rows = exec::collect(plan, ctx, &[])?;
+            Output::Rows { columns: plan.columns.clone(), rows, tag: CommandTag::Select }
+        }
+        Bound::Insert(insert) => run_insert(insert, ctx)?,
+        Bound::Update(update) => run_update(update, ctx)?,
+        Bound::Delete(delete) => run_delete(delete, ctx)?,
+        Bound::With { ctes, main } => {
+            // Every part's FOREIGN KEY checks and actions run at the end of the whole
+            // statement (PostgreSQL's AFTER triggers): a part may insert a child row whose
+            // parent a later part inserts, or delete a parent whose children a later part
+            // deletes.
+            let deferred = ctx.deferred_events.replace(Vec::new());
+            assert!(deferred.is_none(), "a WITH's parts do not nest");
+            for cte in ctes {
+                let output = match &cte.statement {
+                    ModifyingPlan::Insert(insert) => run_insert(insert, ctx)?,
+                    ModifyingPlan::Update(update) => run_update(update, ctx)?,
+                    ModifyingPlan::Delete(delete) => run_delete(delete, ctx)?,
+                };
+                if let Output::Rows { rows, .. } = output {
+                    let mut store = exec::spill::RowStore::new(ctx);
+                    for row in rows {
+                        store.push(row)?;
+                    }
+                    store.seal()?;
+                    ctx.work_tables.insert(cte.work_table, store);
+                }
+            }
+            let output = run_statement(main, ctx, sink)?;
+            let deferred = ctx.deferred_events.take().expect("set above");
+            for (table, events) in deferred {
+                events.finish(&table, ctx)?;
+            }
+            output
+        }
+    })
 }

@@ -5,6 +5,7 @@
 use sqlparser::ast;
 use tierdb_engine::IsolationLevel;
 
+use crate::bind::is_data_modifying;
 use crate::error::{Result, SqlError};
 
 /// 0A000 for SERIALIZABLE: tierdb has no serializable snapshot isolation, and running it as
@@ -93,6 +94,9 @@ pub fn write_command(statement: &ast::Statement) -> Option<String> {
         ast::Statement::Update(_) => "UPDATE".into(),
         ast::Statement::Delete(_) => "DELETE".into(),
         ast::Statement::Query(query) => {
+            if let Some(command) = modifying_command(query) {
+                return Some(command.into());
+            }
             let clause = query
                 .locks
                 .iter()
@@ -110,6 +114,21 @@ pub fn write_command(statement: &ast::Statement) -> Option<String> {
         ast::Statement::Explain { statement, analyze: true, .. } => write_command(statement)?,
         _ => return None,
     })
+}
+
+/// The command PostgreSQL's 25006 names for a query that writes through its WITH: INSERT,
+/// UPDATE or DELETE under a WITH is that command; a query whose own WITH list holds a
+/// data-modifying statement is SELECT (the main statement's tag, as PostgreSQL words it).
+/// A data-modifying statement in a deeper WITH list is refused when it is bound (0A000).
+fn modifying_command(query: &ast::Query) -> Option<&'static str> {
+    match query.body.as_ref() {
+        ast::SetExpr::Insert(_) => return Some("INSERT"),
+        ast::SetExpr::Update(_) => return Some("UPDATE"),
+        ast::SetExpr::Delete(_) => return Some("DELETE"),
+        _ => {}
+    }
+    let ctes = query.with.as_ref().map_or(&[][..], |with| &with.cte_tables[..]);
+    ctes.iter().any(|cte| is_data_modifying(&cte.query.body)).then_some("SELECT")
 }
 
 #[cfg(test)]

@@ -107,7 +107,16 @@ impl Session {
                 // The query that runs is checked itself, whatever COPY's own check found.
                 self.check_privileges(&statement)?;
                 let bound = match &*statement {
-                    Statement::Sql(statement) => self.bound_for(statement, &mut prepared)?,
+                    Statement::Sql(statement) => {
+                        // COPY (INSERT ... RETURNING) TO and a query with data-modifying
+                        // statements in WITH write: READ ONLY refuses them as PostgreSQL.
+                        if let Some(command) =
+                            self.read_only().then(|| txn_modes::write_command(statement)).flatten()
+                        {
+                            return Err(txn_modes::read_only_error(&command));
+                        }
+                        self.bound_for(statement, &mut prepared)?
+                    }
                     Statement::Front(_) => return Err(SqlError::syntax("COPY query")),
                 };
                 self.copy_out(copy, &bound.1, sink)

@@ -24,6 +24,11 @@ impl Session {
 
     pub(crate) fn create_view(&mut self, create: &ast::CreateView) -> Result<Output> {
         refuse_view_kinds(create)?;
+        if crate::bind::needs_statement_with(&create.query) {
+            return Err(SqlError::unsupported(
+                "views must not contain data-modifying statements in WITH",
+            ));
+        }
         let name = self.namespace().new_table(&create.name)?;
         let catalog = Arc::clone(&self.catalog);
         let _guard = catalog.lock_ddl();
