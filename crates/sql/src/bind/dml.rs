@@ -121,6 +121,7 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
         Some(Overriding::User) => identity_defaults(binder, source, &table, &targets, &defaults),
         _ => source,
     };
+    let stream_source = stream_source && !reads_target(&source, &table);
     let on_conflict = match &insert.on {
         None => None,
         Some(ast::OnInsert::OnConflict(on_conflict)) => Some(super::on_conflict::bind_on_conflict(
@@ -136,6 +137,14 @@ pub(crate) fn bind_insert(binder: &mut Binder<'_>, insert: &ast::Insert) -> Resu
         None => None,
     };
     Ok(InsertPlan { table, targets, source, defaults, on_conflict, returning, stream_source })
+}
+
+/// Whether the bound source scans the target: a CTE named like another table, bound from
+/// the WITH around the INSERT, can (the names `reads_only_other_tables` sees miss it).
+fn reads_target(source: &Plan, table: &BoundTable) -> bool {
+    let mut reads = crate::plan::Reads::default();
+    crate::plan::plan_reads(source, &mut reads);
+    reads.tables.contains(&table.name)
 }
 
 /// Whether every relation `query` names is a table other than `target` (no view, CTE name or

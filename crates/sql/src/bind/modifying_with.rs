@@ -170,6 +170,31 @@ fn refuse_overlapping_parts(statements: &[CteStatement], main: &MainStatement) -
         }
         written.extend(writes);
     }
+    refuse_shared_targets(statements, main)
+}
+
+/// 0A000 when two parts write one table and one of them is not a plain INSERT: PostgreSQL
+/// runs them on one snapshot (a unique check of one sees the rows another deletes, an
+/// UPDATE and a DELETE of one row take effect once), tierdb one after the other.
+fn refuse_shared_targets(statements: &[CteStatement], main: &MainStatement) -> Result<()> {
+    let mut writers: Vec<&ModifyingPlan> = statements.iter().map(|part| &part.statement).collect();
+    if let MainStatement::Modify(modify) = main {
+        writers.push(modify);
+    }
+    let plain_insert = |plan: &ModifyingPlan| matches!(plan, ModifyingPlan::Insert(insert) if insert.on_conflict.is_none());
+    for (index, writer) in writers.iter().enumerate() {
+        let name = &writer.table().name;
+        let shared = writers[index + 1..].iter().find(|other| other.table().name == *name);
+        if let Some(other) = shared {
+            if !(plain_insert(writer) && plain_insert(other)) {
+                return Err(SqlError::unsupported(format!(
+                    "data-modifying statements in WITH writing table \"{name}\" in two parts, \
+                     not both plain INSERTs, are not supported (tierdb runs them one after the \
+                     other, PostgreSQL on one snapshot)"
+                )));
+            }
+        }
+    }
     Ok(())
 }
 

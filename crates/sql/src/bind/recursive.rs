@@ -84,6 +84,26 @@ fn work_table_scans(plan: &Plan, work_table: usize) -> usize {
     own + plan.inputs().into_iter().map(|input| work_table_scans(input, work_table)).sum::<usize>()
 }
 
+/// 0A000 when a WITH query names a data-modifying query defined later in its list (or
+/// itself): PostgreSQL resolves that name to a table, tierdb's frame has the later query
+/// in scope, so it would read its RETURNING rows instead.
+fn refuse_later_modifying_reference(
+    with: &ast::With,
+    position: usize,
+    query: &ast::Query,
+) -> Result<()> {
+    for later in &with.cte_tables[position..] {
+        let name = ident(&later.alias.name);
+        if is_data_modifying(&later.query.body) && names_relation(query, &name) {
+            return Err(SqlError::unsupported(format!(
+                "a WITH query naming \"{name}\", a data-modifying WITH query defined after it, \
+                 is not supported"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Binder<'_> {
     /// The frame of a query's WITH list (an empty one without WITH).
     pub(crate) fn cte_frame(&mut self, with: Option<&ast::With>) -> Result<CteFrame> {
@@ -102,11 +122,19 @@ impl Binder<'_> {
             return Ok(frame);
         };
         frame.recursive = with.recursive;
-        for cte in &with.cte_tables {
+        for (position, cte) in with.cte_tables.iter().enumerate() {
             let modifying = is_data_modifying(&cte.query.body);
             if modifying && !top_level {
                 return Err(data_modifying_with());
             }
+            if modifying && with.recursive {
+                // PostgreSQL orders such parts by their references (42P19 for one that
+                // reads itself); tierdb binds in list order, so it refuses them.
+                return Err(SqlError::unsupported(
+                    "data-modifying statements in WITH RECURSIVE are not supported",
+                ));
+            }
+            refuse_later_modifying_reference(with, position, &cte.query)?;
             let name = ident(&cte.alias.name);
             let modifying = match modifying {
                 true => Some(ModifyingCte { work_table: self.id(), returning: Default::default() }),
