@@ -231,7 +231,7 @@ struct Values {
     before_christ: bool,
 }
 
-fn ordinal_suffix(number: i64, upper: bool) -> &'static str {
+pub(super) fn ordinal_suffix(number: i64, upper: bool) -> &'static str {
     let suffix = match (number % 100, number % 10) {
         (11..=13, _) => "th",
         (_, 1) => "st",

@@ -629,22 +629,20 @@ fn roman(value: i32) -> String {
     text
 }
 
-/// The ordinal suffix of the number's last digit (`th` for 11 to 13).
+/// The ordinal suffix of the number's last digits (`th` for 11 to 13), which to_char's date
+/// patterns share; 22P02 when the text does not end in a digit (NaN).
 fn ordinal_suffix(number: &[u8], upper: bool) -> Result<&'static str> {
-    let Some(&last) = number.last().filter(|last| last.is_ascii_digit()) else {
+    let digit = |byte: Option<&u8>| {
+        byte.filter(|byte| byte.is_ascii_digit()).map(|byte| i64::from(byte - b'0'))
+    };
+    let Some(last) = digit(number.last()) else {
         return Err(SqlError::new(
             "22P02",
             format!("\"{}\" is not a number", String::from_utf8_lossy(number)),
         ));
     };
-    let teen = number.len() > 1 && number[number.len() - 2] == b'1';
-    let (lower, upper_case) = match (teen, last) {
-        (false, b'1') => ("st", "ST"),
-        (false, b'2') => ("nd", "ND"),
-        (false, b'3') => ("rd", "RD"),
-        _ => ("th", "TH"),
-    };
-    Ok(if upper { upper_case } else { lower })
+    let tens = number.len().checked_sub(2).and_then(|index| digit(number.get(index)));
+    Ok(super::datetime_format::ordinal_suffix(tens.unwrap_or(0) * 10 + last, upper))
 }
 
 mod to_char;
