@@ -106,9 +106,14 @@ impl RegionCompaction {
         }
     }
 
-    /// The bytes the op may change (for the logical-bytes statistic and undo).
+    /// The bytes the op sets, as a `Move` counts its length (for the logical-bytes
+    /// statistic): the region bytes that move (those below the highest gap, gaps excluded)
+    /// and the pointers.
     pub fn changed_bytes(&self) -> usize {
-        PAGE_PAYLOAD_SIZE - usize::from(self.start) + 2 * usize::from(self.pointer_count)
+        let Some((highest, lower)) = self.gaps.split_last() else { return 0 };
+        let lower_gaps: usize = lower.iter().map(|gap| usize::from(gap.length)).sum();
+        usize::from(highest.offset) - usize::from(self.start) - lower_gaps
+            + 2 * usize::from(self.pointer_count)
     }
 
     /// Encodes the fields after the code byte and page id (design 013's table).
@@ -254,6 +259,8 @@ mod tests {
         };
         let (size, decoded) = round_trip(&compaction);
         assert_eq!(decoded, compaction);
+        // Moved: 6,250..6,900, 7,160..7,400 and 7,655..7,900; 30 pointers.
+        assert_eq!(compaction.changed_bytes(), 650 + 240 + 245 + 60);
         // start 2, pointers 1, count 1, gap count 1; gaps: delta 1 + length 2 (first), then
         // deltas of 650, 240, 245 (2 bytes each) + lengths 2.
         assert_eq!(size, 5 + 3 + 4 + 4 + 4);
