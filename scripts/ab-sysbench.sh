@@ -5,13 +5,14 @@
 #
 #   ROUNDS=2 SECONDS_PER_RUN=12 scripts/ab-sysbench.sh /tmp/tierdb-before /tmp/tierdb-after
 #   SCRIPTS="oltp_point_select oltp_read_write" scripts/ab-sysbench.sh ...   other scripts
+#   PORT=56200 scripts/ab-sysbench.sh ...                                    a fixed port (one server at a time)
 set -uo pipefail
 seconds="${SECONDS_PER_RUN:-15}"
 rounds="${ROUNDS:-2}"
 scripts="${SCRIPTS:-oltp_read_only oltp_point_select}"
 for round in $(seq 1 "$rounds"); do
 for binary in "$@"; do
-    work="$(mktemp -d)"; port=$((20000 + RANDOM % 20000))
+    work="$(mktemp -d)"; port="${PORT:-$((20000 + RANDOM % 20000))}"
     "$binary" serve --data-dir "$work/data" --listen "127.0.0.1:$port" --metrics-listen "" --buffer-pool 512MB --tier-size 1GB > "$work/server.log" 2>&1 &
     server=$!
     for _ in $(seq 1 100); do grep -q "listening on" "$work/server.log" && break; sleep 0.1; done

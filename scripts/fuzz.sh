@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../fuzz"
 seconds="${FUZZ_SECONDS:-20}"
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-    targets=(frontend_messages sql_parse_bind page_image btree_node wal_records segment_index manifest)
+    targets=(frontend_messages sql_parse_bind page_image btree_node wal_records wal_record_body segment_index manifest)
 fi
 
 export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$PWD/target}"

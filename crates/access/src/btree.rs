@@ -191,8 +191,12 @@ fn append_split_point(sizes: &[usize]) -> usize {
 }
 
 /// Replaces the payload of a latched page, logging the change as moves of bytes already on
-/// the page and writes of the rest (`plan_payload_change`).
+/// the page and writes of the rest (`plan_payload_change`), after a `Compact` op if the
+/// change compacted the node (`compaction_of`).
 fn write_payload(mtr: &mut Mtr<'_>, slot: MtrSlot, after: &[u8]) {
+    if let Some(compaction) = crate::compaction::compaction_of(mtr.page(slot).payload(), after) {
+        mtr.compact_region(slot, compaction);
+    }
     for change in plan_payload_change(mtr.page(slot).payload(), after) {
         match change {
             PayloadChange::Move { source, destination, length } => {

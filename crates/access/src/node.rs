@@ -37,7 +37,7 @@ const KIND_OFFSET: usize = 0;
 const LEVEL_OFFSET: usize = 1;
 const COUNT_OFFSET: usize = 2;
 const CELL_START_OFFSET: usize = 4;
-const FRAGMENTED_OFFSET: usize = 6;
+pub(crate) const FRAGMENTED_OFFSET: usize = 6;
 const RIGHT_SIBLING_OFFSET: usize = 8;
 const LEFT_SIBLING_OFFSET: usize = 16;
 const LEFTMOST_CHILD_OFFSET: usize = 24;
@@ -241,7 +241,19 @@ impl<'a> Node<'a> {
         get_u64(self.bytes, LEFTMOST_CHILD_OFFSET)
     }
 
-    fn high_key_span(&self) -> (usize, usize) {
+    /// Where the cell area starts: the lowest offset a cell may use.
+    pub(crate) fn cell_area_start(&self) -> usize {
+        usize::from(get_u16(self.bytes, CELL_START_OFFSET))
+    }
+
+    /// The (offset, length) of cell `index`'s bytes.
+    pub(crate) fn cell_span(&self, index: usize) -> (usize, usize) {
+        let offset = self.slot(index);
+        (offset, self.cell_length(offset))
+    }
+
+    /// The (offset, length) of the high key's bytes; offset 0: no high key.
+    pub(crate) fn high_key_span(&self) -> (usize, usize) {
         (
             usize::from(get_u16(self.bytes, HIGH_KEY_AT_OFFSET)),
             usize::from(get_u16(self.bytes, HIGH_KEY_LENGTH_OFFSET)),

@@ -1,6 +1,6 @@
 //! B+tree nodes against a model (an ordered map): random inserts, removes, compactions and
 //! splits keep the node valid, ordered and equal to the model; every change, logged as the
-//! page ops `plan_payload_change` plans and redone by the page store's `PageOp::apply` onto
+//! page ops `compaction_of` and `plan_payload_change` plan and redone by the page store's `PageOp::apply` onto
 //! the old image, reproduces the new image byte for byte; corrupt bytes are rejected or read
 //! safely, never a panic.
 
@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use tierdb_access::{
-    diff_ranges, leaf_cell_bytes, plan_payload_change, CellValue, Node, NodeMut, PayloadChange,
+    compaction_of, diff_ranges, leaf_cell_bytes, plan_payload_change, CellValue, Node, NodeMut,
+    PayloadChange,
 };
 use tierdb_common::{Page, PageId, PageType, PAGE_PAYLOAD_SIZE};
 use tierdb_storage::PageOp;
@@ -49,9 +50,17 @@ fn leaf_contents(node: Node<'_>) -> BTreeMap<Vec<u8>, Vec<u8>> {
 /// onto a page holding `before`; returns the redone payload.
 fn redo_onto(before: &[u8], after: &[u8]) -> Vec<u8> {
     let page_id = PageId(7);
-    let ops: Vec<PageOp> = plan_payload_change(before, after)
-        .into_iter()
-        .map(|change| match change {
+    // As `write_payload`: the `Compact` op if the change compacted the node, then the moves
+    // and writes planned from the compacted page.
+    let compaction = compaction_of(before, after);
+    let mut planned_from = before.to_vec();
+    let mut ops: Vec<PageOp> = Vec::new();
+    if let Some(compaction) = compaction {
+        compaction.apply(&mut planned_from);
+        ops.push(PageOp::Compact { page_id, compaction });
+    }
+    let planned =
+        plan_payload_change(&planned_from, after).into_iter().map(|change| match change {
             PayloadChange::Move { source, destination, length } => PageOp::Move {
                 page_id,
                 source: u16::try_from(source).unwrap(),
@@ -63,8 +72,8 @@ fn redo_onto(before: &[u8], after: &[u8]) -> Vec<u8> {
                 offset: u16::try_from(range.start).unwrap(),
                 bytes: after[range].to_vec(),
             },
-        })
-        .collect();
+        });
+    ops.extend(planned);
     let mut page = Page::new_initialized(page_id, PageType::BtreeLeaf);
     page.payload_mut().copy_from_slice(before);
     for op in &ops {

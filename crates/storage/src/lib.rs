@@ -18,6 +18,7 @@ mod temp;
 mod tier;
 mod volume;
 mod wal;
+mod wal_compact;
 mod wal_page_ops;
 
 pub use buffer_pool::{PageRef, PoolStats, POOL_FRAMES_MIN};
@@ -43,3 +44,4 @@ pub use volume::{S3Config, S3Volume};
 pub use wal::{
     DeviceOpener, PageOp, WalRecord, WalStats, RECORD_BODY_BYTES_MAX, WAL_FILE_BYTES_MAX,
 };
+pub use wal_compact::{Gap, RegionCompaction};

@@ -6,8 +6,9 @@
 //!
 //! | size    | field                                                          |
 //! |--------:|----------------------------------------------------------------|
-//! | 8       | magic `TDBMAN03` (02: adds the wal lsn; 03: the log may hold     |
-//! |         | compact page-op records, which binaries before it cannot read)  |
+//! | 8       | magic `TDBMAN04` (02: adds the wal lsn; 03: the log may hold     |
+//! |         | compact page-op records, 04: `Compact` ops; binaries before a   |
+//! |         | magic cannot read its log)                                     |
 //! | 8       | sequence                                                       |
 //! | 8       | redo lsn: replay starts at min(redo lsn, map lsn)               |
 //! | 8       | map lsn: end of the last MapUpdate reflected in the chunks     |
@@ -25,7 +26,11 @@ use tierdb_common::{Lsn, PageId, SegmentId};
 
 use crate::codec::{u64_to_usize, usize_to_u32, usize_to_u64, verify_sealed, Reader, Writer};
 
-const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN03";
+const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN04";
+/// The magic of manifests written before `Compact` page ops (same layout). Still read: the
+/// log behind such a manifest decodes unchanged. The magic changed so that a binary from
+/// before refuses a store whose log holds an op it would take for a torn tail.
+const MANIFEST_MAGIC_COMPACT_WAL: &[u8; 8] = b"TDBMAN03";
 /// The magic of manifests written before compact page-op records (same layout). Still read:
 /// the log behind such a manifest holds only fixed-width records, which decode unchanged.
 /// The magic changed so that a binary from before refuses a store whose log it would cut
@@ -84,11 +89,11 @@ impl Manifest {
     pub fn decode(bytes: &[u8]) -> Result<Manifest, String> {
         let body = verify_sealed(bytes)?;
         let mut reader = Reader::new(body);
-        if body.starts_with(MANIFEST_MAGIC_FIXED_WAL) {
-            reader.expect_magic(MANIFEST_MAGIC_FIXED_WAL)?;
-        } else {
-            reader.expect_magic(MANIFEST_MAGIC)?;
-        }
+        let magic = [MANIFEST_MAGIC_FIXED_WAL, MANIFEST_MAGIC_COMPACT_WAL]
+            .into_iter()
+            .find(|magic| body.starts_with(*magic))
+            .unwrap_or(MANIFEST_MAGIC);
+        reader.expect_magic(magic)?;
         let mut manifest = Manifest {
             sequence: reader.u64()?,
             redo_lsn: Lsn(reader.u64()?),
@@ -148,12 +153,15 @@ mod tests {
             prop_assert!(Manifest::decode(&damaged).is_err());
             prop_assert!(Manifest::decode(&bytes[..bytes.len() - 1]).is_err());
             prop_assert_eq!(parse_manifest_name(&manifest_name(sequence)), Some(sequence));
-            // A manifest written before compact page-op records reads the same.
-            let mut fixed_wal = bytes[..bytes.len() - 4].to_vec();
-            fixed_wal[..8].copy_from_slice(MANIFEST_MAGIC_FIXED_WAL);
-            let checksum = crc32c::crc32c(&fixed_wal);
-            fixed_wal.extend_from_slice(&checksum.to_le_bytes());
-            prop_assert_eq!(Manifest::decode(&fixed_wal).unwrap(), manifest.clone());
+            // Manifests written before compact page-op records and before `Compact` ops read
+            // the same.
+            for magic in [MANIFEST_MAGIC_FIXED_WAL, MANIFEST_MAGIC_COMPACT_WAL] {
+                let mut older = bytes[..bytes.len() - 4].to_vec();
+                older[..8].copy_from_slice(magic);
+                let checksum = crc32c::crc32c(&older);
+                older.extend_from_slice(&checksum.to_le_bytes());
+                prop_assert_eq!(Manifest::decode(&older).unwrap(), manifest.clone());
+            }
         }
     }
 }

@@ -1049,6 +1049,8 @@ mod tests {
             (1u64..4, 0u16..8000, prop::collection::vec(any::<u8>(), 0..40)).prop_map(
                 |(id, offset, bytes)| PageOp::Write { page_id: PageId(id), offset, bytes }
             ),
+            (1u64..4, crate::wal_compact::arbitrary_compaction())
+                .prop_map(|(id, compaction)| PageOp::Compact { page_id: PageId(id), compaction }),
         ];
         prop_oneof![
             prop::collection::vec(op, 1..6).prop_map(WalRecord::PageOps),

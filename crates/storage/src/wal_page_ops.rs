@@ -11,13 +11,15 @@
 //!
 //! | bits | meaning                                                                   |
 //! |-----:|---------------------------------------------------------------------------|
-//! | 0..2 | op: 1 `Init`, 2 `Write`, 3 `Move` (0 is invalid)                          |
-//! | 2..7 | a `Write`'s or `Move`'s length if 1..=31; 0: a varint length follows      |
+//! | 0..2 | op: 1 `Init`, 2 `Write`, 3 `Move`, 0 an extended op named by bits 2..7    |
+//! | 2..7 | a `Write`'s or `Move`'s length if 1..=31; 0: a varint length follows;     |
+//! |      | with op 0: 1 `Compact` (wal_compact.rs), any other value is invalid       |
 //! | 7    | same page as the op before it in the record: no page id follows           |
 
 use tierdb_common::{Page, PageId, PageType, PAGE_PAYLOAD_SIZE};
 
 use crate::codec::{usize_to_u64, DecodeResult, Reader, Writer};
+use crate::wal_compact::RegionCompaction;
 
 /// One change to one page, applied physically at redo.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +32,10 @@ pub enum PageOp {
     /// (memmove: the ranges may overlap). Logs a shifted slot array, a cell slid by a
     /// compaction or an old row version kept in a rewritten cell without its bytes.
     Move { page_id: PageId, source: u16, destination: u16, length: u16 },
+    /// The gaps of a region at the end of the payload were removed and the pointers into it
+    /// relocated (`RegionCompaction`): a B+tree node's compaction, logged without its cells
+    /// and slots.
+    Compact { page_id: PageId, compaction: RegionCompaction },
 }
 
 impl PageOp {
@@ -37,7 +43,8 @@ impl PageOp {
         match self {
             PageOp::Init { page_id, .. }
             | PageOp::Write { page_id, .. }
-            | PageOp::Move { page_id, .. } => *page_id,
+            | PageOp::Move { page_id, .. }
+            | PageOp::Compact { page_id, .. } => *page_id,
         }
     }
 
@@ -56,6 +63,7 @@ impl PageOp {
                 page.payload_mut()
                     .copy_within(source..source + usize::from(*length), usize::from(*destination));
             }
+            PageOp::Compact { compaction, .. } => compaction.apply(page.payload_mut()),
         }
     }
 
@@ -65,6 +73,7 @@ impl PageOp {
             PageOp::Init { .. } => 0,
             PageOp::Write { bytes, .. } => bytes.len(),
             PageOp::Move { length, .. } => usize::from(*length),
+            PageOp::Compact { compaction, .. } => compaction.changed_bytes(),
         }
     }
 }
@@ -74,6 +83,10 @@ pub(crate) const TAG_PAGE_OPS: u8 = 4;
 /// The tag of a fixed-width `PageOps` body (written before tag 4; decoded, never written).
 pub(crate) const TAG_PAGE_OPS_FIXED: u8 = 1;
 
+/// Op kind 0: an extended op, named by the code byte's length bits.
+const OP_EXTENDED: u8 = 0;
+/// The extended op `Compact` (the length bits of its code byte).
+const EXTENDED_COMPACT: u8 = 1;
 const OP_INIT: u8 = 1;
 const OP_WRITE: u8 = 2;
 const OP_MOVE: u8 = 3;
@@ -107,6 +120,9 @@ pub(crate) fn encode_page_ops(ops: &[PageOp], writer: &mut Writer) {
     let mut cursor: u16 = 0;
     for op in ops {
         let (kind, length) = match op {
+            PageOp::Compact { .. } => {
+                (OP_EXTENDED | EXTENDED_COMPACT << OP_INLINE_LENGTH_SHIFT, None)
+            }
             PageOp::Init { .. } => (OP_INIT, None),
             PageOp::Write { bytes, .. } => (OP_WRITE, Some(bytes.len())),
             PageOp::Move { length, .. } => (OP_MOVE, Some(usize::from(*length))),
@@ -126,6 +142,11 @@ pub(crate) fn encode_page_ops(ops: &[PageOp], writer: &mut Writer) {
         let destination = match op {
             PageOp::Init { page_type, .. } => {
                 writer.u8(page_type.code());
+                cursor = 0;
+                continue;
+            }
+            PageOp::Compact { compaction, .. } => {
+                compaction.encode(writer);
                 cursor = 0;
                 continue;
             }
@@ -189,6 +210,14 @@ fn decode_compact_op(
     cursor: &mut u16,
 ) -> DecodeResult<PageOp> {
     let kind = code & OP_KIND_MASK;
+    if kind == OP_EXTENDED {
+        let extended = (code & !OP_SAME_PAGE) >> OP_INLINE_LENGTH_SHIFT;
+        if extended != EXTENDED_COMPACT {
+            return Err(format!("unknown page op code={code:#04x}"));
+        }
+        *cursor = 0;
+        return Ok(PageOp::Compact { page_id, compaction: RegionCompaction::decode(reader)? });
+    }
     if kind == OP_INIT {
         if code & !(OP_SAME_PAGE | OP_KIND_MASK) != 0 {
             return Err(format!("page init with a length code={code:#04x}"));
@@ -216,7 +245,7 @@ fn decode_compact_op(
     let length = match &op {
         PageOp::Write { bytes, .. } => bytes.len(),
         PageOp::Move { length, .. } => usize::from(*length),
-        PageOp::Init { .. } => unreachable!("returned above"),
+        PageOp::Init { .. } | PageOp::Compact { .. } => unreachable!("returned above"),
     };
     *cursor = u16::try_from(usize::from(destination) + length).expect("checked against the end");
     Ok(op)
@@ -345,6 +374,38 @@ mod tests {
                 PageOp::Move { page_id: PageId(9), source: 10, destination: 20, length: 5 },
             ]
         );
+    }
+
+    #[test]
+    fn a_compaction_between_writes_round_trips_and_other_extended_ops_are_errors() {
+        use crate::wal_compact::Gap;
+        let page_id = PageId(3_000);
+        let compaction = RegionCompaction {
+            start: 7_000,
+            pointers: 40,
+            pointer_count: 20,
+            gaps: vec![Gap { offset: 7_100, length: 200 }],
+        };
+        let ops = [
+            PageOp::Compact { page_id, compaction },
+            PageOp::Write { page_id, offset: 4, bytes: vec![1, 2, 3, 4] },
+            PageOp::Write { page_id: PageId(5), offset: 40, bytes: vec![9] },
+        ];
+        let body = encoded(&ops);
+        // tag, count; code 0x04, page id 2, start 2, pointers 1, count 1, gap count 1, delta
+        // 1, length 2; write: code, offset +4 from cursor 0, 4 bytes; write on another page:
+        // code, page id, offset, byte.
+        assert_eq!(body[2], 0x04);
+        assert_eq!(body.len(), 2 + 11 + 6 + 4);
+        assert_eq!(decoded(&body).unwrap(), ops);
+        for extended in [0u8, 2, 31] {
+            let mut unknown = body.clone();
+            unknown[2] = extended << OP_INLINE_LENGTH_SHIFT;
+            assert!(decoded(&unknown).unwrap_err().contains("unknown page op"), "{extended}");
+        }
+        // A fixed-width body (tag 1) has no extended ops.
+        let fixed = [TAG_PAGE_OPS_FIXED, 1, 0, 0, 0, 0x04, 1, 0, 0, 0, 0, 0, 0, 0];
+        assert!(decoded(&fixed).unwrap_err().contains("unknown page op"));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use tierdb_common::{PageId, PageType};
-use tierdb_storage::{PageStore, StoreConfig};
+use tierdb_storage::{Gap, PageStore, RegionCompaction, StoreConfig};
 
 fn config(directory: &Path, pool_pages: u64, tier_pages: u64) -> StoreConfig {
     let mut config = StoreConfig::local(directory).unwrap();
@@ -502,4 +502,61 @@ fn moves_are_redone_byte_for_byte_and_undone_when_dropped() {
     for (index, &page_id) in ids.iter().enumerate() {
         assert_eq!(store.read(page_id).unwrap().payload(), &expected[index][..], "page {page_id}");
     }
+}
+
+/// A `Compact` op (gaps removed from a region at the payload's end, pointers into it relocated),
+/// mixed with writes, is redone after a crash to exactly the bytes the forward path produced,
+/// and a dropped mtr's compaction is undone.
+#[test]
+fn compactions_are_redone_byte_for_byte_and_undone_when_dropped() {
+    let directory = tempfile::tempdir().unwrap();
+    let mut cfg = config(directory.path(), 64, 64);
+    cfg.background = false;
+    let compaction = RegionCompaction {
+        start: 6_000,
+        pointers: 40,
+        pointer_count: 6,
+        gaps: vec![
+            Gap { offset: 6_000, length: 100 },
+            Gap { offset: 6_500, length: 300 },
+            Gap { offset: 7_900, length: 260 },
+        ],
+    };
+    let (page_id, expected) = {
+        let store = PageStore::open(cfg.clone()).unwrap();
+        let page_id = create_pages(&store, 1)[0];
+        let pattern: Vec<u8> = (0..2_160u32)
+            .map(|value| u8::try_from((value * 7 + value / 251) % 256).unwrap())
+            .collect();
+        let mut mtr = store.mtr();
+        let slot = mtr.latch(page_id).unwrap();
+        mtr.write(slot, 6_000, &pattern);
+        // Pointers into kept bytes, into a gap, and outside the region (left alone).
+        for (index, pointer) in [6_100u16, 6_200, 6_450, 6_600, 7_950, 12].iter().enumerate() {
+            mtr.write(slot, 40 + 2 * index, &pointer.to_le_bytes());
+        }
+        mtr.compact_region(slot, compaction.clone());
+        mtr.write(slot, 4, &[0xAB, 0xCD]);
+        let lsn = mtr.commit().unwrap();
+        store.wait_durable(lsn).unwrap();
+        let expected = store.read(page_id).unwrap().payload().to_vec();
+        let pointer =
+            |index: usize| u16::from_le_bytes([expected[40 + 2 * index], expected[41 + 2 * index]]);
+        // 6,100 gains the gaps above it (300 + 260); 6,600 (inside the second gap) the last one;
+        // 7,950 is inside the last gap (none above).
+        assert_eq!([0, 1, 2, 3, 4, 5].map(pointer), [6_660, 6_760, 7_010, 6_860, 7_950, 12]);
+        // The kept bytes just below the page's end are the last ones below the top gap.
+        assert_eq!(expected[8_159], pattern[7_899 - 6_000]);
+        {
+            let mut dropped = store.mtr();
+            let slot = dropped.latch(page_id).unwrap();
+            dropped.compact_region(slot, compaction.clone());
+            dropped.write(slot, 7_000, &[9; 30]);
+        }
+        assert_eq!(store.read(page_id).unwrap().payload(), &expected[..]);
+        store.abandon();
+        (page_id, expected)
+    };
+    let store = PageStore::open(cfg).unwrap();
+    assert_eq!(store.read(page_id).unwrap().payload(), &expected[..]);
 }

@@ -20,6 +20,7 @@ use super::StoreInner;
 use crate::buffer_pool::Pinned;
 use crate::error::Result;
 use crate::wal::{PageOp, WalRecord};
+use crate::wal_compact::RegionCompaction;
 
 struct MtrPage {
     // Field order matters: the latch is released before the pin.
@@ -179,6 +180,27 @@ impl<'store> Mtr<'store> {
             destination: u16::try_from(destination).expect("offset within a page"),
             length: u16::try_from(length).expect("length within a page"),
         };
+        op.apply(&mut page.guard);
+        self.ops.push(op);
+    }
+
+    /// Removes the gaps of a region of the page's payload and relocates the pointers into it
+    /// (`RegionCompaction::apply`), and records the change: a B+tree node's compaction is
+    /// logged in a few bytes per hole instead of a move per run of cells and its slots.
+    pub fn compact_region(&mut self, slot: MtrSlot, compaction: RegionCompaction) {
+        if let Err(reason) = compaction.validate() {
+            panic!("invalid page compaction: {reason}");
+        }
+        let page = self.entry_mut(slot);
+        if page.before.is_none() {
+            let pointers = usize::from(compaction.pointers);
+            let pointers_end = pointers + 2 * usize::from(compaction.pointer_count);
+            let start = usize::from(compaction.start);
+            page.undo.push((pointers, page.guard.payload()[pointers..pointers_end].to_vec()));
+            page.undo.push((start, page.guard.payload()[start..].to_vec()));
+        }
+        page.changed = true;
+        let op = PageOp::Compact { page_id: page.page_id, compaction };
         op.apply(&mut page.guard);
         self.ops.push(op);
     }
