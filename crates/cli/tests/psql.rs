@@ -169,6 +169,32 @@ fn psql_describe_one_table() {
     );
 }
 
+/// `\d` of a table with partial HNSW and ivfflat indexes: the lines pgvector 0.8.2 on
+/// PostgreSQL shows, options then the pretty WHERE.
+#[test]
+fn psql_describe_partial_vector_indexes() {
+    require_psql();
+    let server = TestServer::start(&[]);
+    psql(&server, "CREATE TABLE items (id integer PRIMARY KEY, category integer, v vector(3))");
+    psql(
+        &server,
+        "CREATE INDEX items_c1 ON items USING hnsw (v vector_l2_ops) WITH (m = 4) \
+         WHERE category = 1",
+    );
+    psql(
+        &server,
+        "CREATE INDEX items_c2 ON items USING ivfflat (v) WITH (lists = 2) \
+         WHERE category = 2 AND id > 10",
+    );
+    let output = psql(&server, "\\d items");
+    for index in [
+        "\"items_c1\" hnsw (v vector_l2_ops) WITH (m='4') WHERE category = 1",
+        "\"items_c2\" ivfflat (v) WITH (lists='2') WHERE category = 2 AND id > 10",
+    ] {
+        assert!(output.contains(index), "\\d items lists {index}:\n{output}");
+    }
+}
+
 /// `\d` of a table with a FOREIGN KEY and of the table it references: PostgreSQL's sections
 /// (pg_class.relhastriggers set, pg_partition_ancestors and pg_trigger read by psql).
 #[test]

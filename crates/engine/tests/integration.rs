@@ -19,3 +19,4 @@ mod statements;
 mod transactions;
 mod vector_check;
 mod vector_indexes;
+mod vector_partial;

@@ -118,7 +118,7 @@ fn ivfflat_index_follows_rows_under_mvcc_and_survives_a_crash() {
     }
     txn.insert("items", item(1000, None)).unwrap();
     txn.commit().unwrap();
-    assert_eq!(engine.vector_rows_up_to("items", 1, LISTS).unwrap(), LISTS);
+    assert_eq!(engine.vector_rows_up_to("items", "items_v_idx", 1, LISTS).unwrap(), LISTS);
     engine.create_vector_index("items", index_def(LISTS)).unwrap();
     assert_eq!(engine.vector_index_defs("items").unwrap(), vec![index_def(LISTS)]);
     let mut txn = engine.begin(IsolationLevel::ReadCommitted).unwrap();
@@ -183,7 +183,7 @@ fn ivfflat_on_an_empty_table_and_fewer_rows_than_lists() {
     let directory = tempfile::tempdir().unwrap();
     let (_store, engine) = open(directory.path());
     create_items(&engine);
-    assert_eq!(engine.vector_rows_up_to("items", 1, 100).unwrap(), 0);
+    assert_eq!(engine.vector_rows_up_to("items", "items_v_idx", 1, 100).unwrap(), 0);
     engine.create_vector_index("items", index_def(100)).unwrap();
     let mut random = SplitMix64::new(9);
     let mut rows = Vec::new();

@@ -33,4 +33,5 @@ mod transactional_ddl;
 mod update_from;
 mod vector;
 mod vector_check;
+mod vector_partial;
 mod views;

@@ -7,12 +7,10 @@
 
 use crate::support;
 
-use std::sync::Arc;
-
-use support::{explain_lines, ids, message, setup, with_session, CONNECTION_STACK_BYTES};
-use tierdb_engine::Engine;
-use tierdb_sql::{Catalog, Session};
-use tierdb_storage::{PageStore, StoreConfig};
+use support::{
+    explain_lines, ids, message, open_session, setup, with_session, CONNECTION_STACK_BYTES,
+};
+use tierdb_sql::Session;
 
 fn uses_index(session: &mut Session, sql: &str, index: &str) -> bool {
     explain_lines(session, sql).iter().any(|line| line.contains(&format!("using {index}")))
@@ -108,16 +106,6 @@ fn predicates_get_postgres_errors() {
         );
         assert_eq!(message(session, "INSERT INTO t VALUES (2, -1, NULL, NULL)").0, "23505");
     });
-}
-
-/// An engine, catalog and session on `directory`.
-fn open_session(directory: &std::path::Path, id: i32) -> Session {
-    let config = StoreConfig::local(directory).unwrap();
-    let engine = Engine::open(Arc::new(PageStore::open(config).unwrap())).unwrap();
-    let catalog = Catalog::open(engine).unwrap();
-    catalog.bootstrap_superuser("tierdb", None).unwrap();
-    let statistics = Arc::clone(catalog.statement_stats());
-    Session::new(catalog, statistics, "tierdb", "tierdb", id)
 }
 
 #[test]

@@ -431,12 +431,19 @@ impl Engine {
         self.shared.create_vector_index(table, index, memory_bytes)
     }
 
-    /// Rows of `table` with a vector in `column`, counted up to `limit`: an ivfflat build
+    /// Rows of `table` with a vector in `column` (and, if `index` is a partial index whose
+    /// predicate is registered, accepted by it), counted up to `limit`: an ivfflat build
     /// samples fewer rows than its lists when this is below them (pgvector's NOTICE
     /// "ivfflat index created with little data").
-    pub fn vector_rows_up_to(&self, table: &str, column: usize, limit: usize) -> Result<usize> {
+    pub fn vector_rows_up_to(
+        &self,
+        table: &str,
+        index: &str,
+        column: usize,
+        limit: usize,
+    ) -> Result<usize> {
         let table = self.shared.table(table)?;
-        self.shared.sampled_rows(&table, column, limit)
+        self.shared.sampled_rows(&table, index, column, limit)
     }
 
     /// The index builds running now (`pg_stat_progress_create_index`).

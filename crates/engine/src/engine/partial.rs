@@ -44,6 +44,11 @@ impl IndexPredicates {
         self.by_index.read().contains_key(index)
     }
 
+    /// The predicate registered for `index` (None: a full index).
+    pub(super) fn get(&self, index: &str) -> Option<Arc<dyn IndexPredicate>> {
+        self.by_index.read().get(index).cloned()
+    }
+
     /// Whether `row` belongs in `index`: always for an index without a predicate.
     pub(super) fn covers(&self, index: &Index, row: &[Value]) -> Result<bool> {
         self.covers_name(&index.def.name, row)

@@ -3,7 +3,8 @@
 //! transaction sees with an indexable vector must have an entry with that row key and
 //! vector, and each entry is classified as matching a version of its row or dead (rolled
 //! back, deleted, updated away: it waits for a purge of the graph, which does not exist
-//! yet). The snapshot is taken before the graph is walked, and a row's entries are added
+//! yet). A partial index's rows and versions are those its predicate accepts. The
+//! snapshot is taken before the graph is walked, and a row's entries are added
 //! before its transaction commits, so every row the snapshot sees has its entries in the
 //! walk even with concurrent inserts.
 
@@ -26,12 +27,13 @@ use super::Transaction;
 pub struct VectorIndexCheck {
     /// The graph's own invariants.
     pub graph: CheckReport,
-    /// Rows the transaction sees whose vector the index holds (not NULL, and not a zero
-    /// vector under cosine).
+    /// Rows the transaction sees whose vector the index holds (not NULL, not a zero vector
+    /// under cosine, and accepted by a partial index's predicate).
     pub rows_indexed: u64,
     /// Of those, rows without an entry of their row key and vector (each a violation).
     pub rows_missing: u64,
-    /// Entries whose row still has a version with the entry's vector.
+    /// Entries whose row still has a version with the entry's vector (that a partial
+    /// index's predicate accepts).
     pub entries_live: u64,
     /// Entries whose row has no version with the entry's vector (or no longer exists).
     pub entries_dead: u64,
@@ -126,6 +128,11 @@ impl Transaction {
     ) -> Result<()> {
         let column = index.def.column;
         let metric = index.def.parameters.metric;
+        let predicate = self.index_predicate(&index.def.name);
+        let covers = |row: &[crate::row::Value]| match &predicate {
+            Some(predicate) => predicate.matches(row),
+            None => Ok(true),
+        };
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (key, bytes) = stored?;
             let vectors = entries.remove(&key).unwrap_or_default();
@@ -133,7 +140,9 @@ impl Transaction {
             for version in decode_versions(&bytes)? {
                 let row = table.layout.decode(&version.row)?;
                 if let Some(vector) = vector_of(&row, column, metric)? {
-                    versions.push(stored_bytes(&vector));
+                    if covers(&row)? {
+                        versions.push(stored_bytes(&vector));
+                    }
                 }
             }
             let live = vectors.iter().filter(|vector| versions.contains(vector)).count();
@@ -141,7 +150,7 @@ impl Transaction {
             check.entries_dead += u64::try_from(vectors.len() - live).expect("a count fits u64");
             let Some(row) = self.visible_row_stored(&table.layout, &bytes)? else { continue };
             let Some(vector) = vector_of(&row, column, metric)? else { continue };
-            if !index.graph.metric().indexable(&vector) {
+            if !index.graph.metric().indexable(&vector) || !covers(&row)? {
                 continue;
             }
             check.rows_indexed += 1;

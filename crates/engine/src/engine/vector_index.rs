@@ -2,7 +2,9 @@
 //! one graph or set of lists per index (crate tierdb-vector) over one vector column, whose
 //! values are stored as pgvector's little-endian f32 bytes. Entries are (vector, row key) with no visibility: a search reads
 //! each row through the table and keeps it only if the snapshot sees it with the entry's
-//! vector. DELETE leaves entries; an UPDATE that keeps the vector adds none.
+//! vector. DELETE leaves entries; an UPDATE that keeps the vector adds none. A partial index
+//! (CREATE INDEX ... WHERE, `partial.rs`) holds entries of the versions its predicate
+//! accepts only, and a search returns a row only if its visible version is accepted too.
 
 use std::collections::{HashSet, VecDeque};
 use std::ops::Bound;
@@ -16,10 +18,11 @@ use tierdb_vector::ivfflat::{self, IvfFlat};
 use crate::error::{EngineError, Result};
 use crate::row::{decode_versions, Row, Value, Version};
 
+use super::partial::IndexPredicates;
 use super::table::{
     RowKey, Table, TableRef, VectorGraph, VectorIndex, VectorIndexDef, VectorMethod,
 };
-use super::{Shared, Transaction};
+use super::{IndexPredicate, Shared, Transaction};
 
 pub(super) fn metric_code(metric: Metric) -> i64 {
     i64::from(metric.code())
@@ -237,13 +240,15 @@ impl VectorIndex {
     }
 }
 
-/// Adds entries for the row's new newest version if this transaction (`writer`) made it
-/// and it changed the indexed vector. Durable with the commit, whose record follows.
+/// Adds entries for the row's new newest version if this transaction (`writer`) made it,
+/// a partial index's predicate accepts it, and it changed the indexed vector or moved into
+/// the predicate. Durable with the commit, whose record follows.
 pub(super) fn maintain_vector_indexes(
     table: &Table,
     key: &[u8],
     versions: &[Version],
     writer: u64,
+    predicates: &IndexPredicates,
 ) -> Result<()> {
     if table.vector_indexes.is_empty() {
         return Ok(());
@@ -256,9 +261,15 @@ pub(super) fn maintain_vector_indexes(
     let row = table.layout.decode(&newest.row)?;
     let previous = versions.get(1).map(|version| table.layout.decode(&version.row)).transpose()?;
     for index in &table.vector_indexes {
-        let column = index.def.column;
-        if previous.as_ref().is_some_and(|previous| previous.get(column) == row.get(column)) {
+        let (column, name) = (index.def.column, index.def.name.as_str());
+        if !predicates.covers_name(name, &row)? {
             continue;
+        }
+        // The previous version's entry serves this one only if the predicate accepted it.
+        if let Some(previous) = &previous {
+            if previous.get(column) == row.get(column) && predicates.covers_name(name, previous)? {
+                continue;
+            }
         }
         index.add(&row, key)?;
     }
@@ -290,6 +301,9 @@ impl Shared {
             let mut added: Vec<Option<Value>> = Vec::new();
             for version in decode_versions(&bytes)? {
                 let row = table.layout.decode(&version.row)?;
+                if !self.index_predicates.covers_name(&index.def.name, &row)? {
+                    continue; // outside a partial index's predicate
+                }
                 let value = row.get(index.def.column).cloned();
                 if !added.contains(&value) {
                     index.add_built(&row, &key, &mut batch)?;
@@ -306,7 +320,8 @@ impl Shared {
 
     /// The centers of a new ivfflat index: k-means over a uniform sample (reservoir) of at
     /// most `lists` × `SAMPLES_PER_LIST` of the table's newest row versions' indexable
-    /// vectors, as pgvector samples rows. Fewer samples than lists: the samples and random
+    /// vectors (of those a partial index's predicate accepts), as pgvector samples rows.
+    /// Fewer samples than lists: the samples and random
     /// centers (the SQL layer sends pgvector's NOTICE).
     fn ivfflat_centers(
         &self,
@@ -323,6 +338,9 @@ impl Shared {
             let (_, bytes) = stored?;
             let Some(newest) = decode_versions(&bytes)?.into_iter().next() else { continue };
             let row = table.layout.decode(&newest.row)?;
+            if !self.index_predicates.covers_name(&def.name, &row)? {
+                continue;
+            }
             let Some(vector) = vector_of(&row, def.column, metric)? else { continue };
             let elements = metric.elements(def.parameters.dimensions);
             if vector.len() != elements || !metric.indexable(&vector) {
@@ -342,15 +360,23 @@ impl Shared {
         Ok(ivfflat::centers(&samples, lists, dimensions, metric, 0x5eed ^ lists as u64))
     }
 
-    /// Rows an ivfflat build would sample from `table` for `lists` lists: pgvector's NOTICE
-    /// "ivfflat index created with little data" is sent when this is below `lists`.
-    pub(super) fn sampled_rows(&self, table: &Table, column: usize, lists: usize) -> Result<usize> {
+    /// Rows an ivfflat build of `index` (its predicate registered if it is partial) would
+    /// sample from `table` for `lists` lists: pgvector's NOTICE "ivfflat index created with
+    /// little data" is sent when this is below `lists`.
+    pub(super) fn sampled_rows(
+        &self,
+        table: &Table,
+        index: &str,
+        column: usize,
+        lists: usize,
+    ) -> Result<usize> {
         let mut count = 0;
         for stored in table.tree.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
             let (_, bytes) = stored?;
             let Some(newest) = decode_versions(&bytes)?.into_iter().next() else { continue };
             let row = table.layout.decode(&newest.row)?;
-            if row.get(column).is_some_and(|value| !matches!(value, Value::Null)) {
+            let has_vector = row.get(column).is_some_and(|value| !matches!(value, Value::Null));
+            if has_vector && self.index_predicates.covers_name(index, &row)? {
                 count += 1;
                 if count >= lists {
                     break;
@@ -395,6 +421,9 @@ pub struct NearestScan {
     returned: HashSet<RowKey>,
     /// Whether the graph search is exhausted (or stopped, without iterative scans).
     exhausted: bool,
+    /// A partial index's predicate: an entry whose row's visible version it rejects (the
+    /// row was updated out of it, keeping its vector) is skipped.
+    predicate: Option<Arc<dyn IndexPredicate>>,
 }
 
 /// The scan of the index's pages, by access method.
@@ -475,6 +504,7 @@ impl Transaction {
                     GraphScan::IvfFlat(lists.scan_state(query, options.ivfflat)?)
                 }
             };
+            let predicate = txn.index_predicate(&index.def.name);
             Ok(NearestScan {
                 table,
                 index,
@@ -483,13 +513,15 @@ impl Transaction {
                 ready: VecDeque::new(),
                 returned: HashSet::new(),
                 exhausted: false,
+                predicate,
             })
         })
     }
 
     /// The next row of `scan` visible to this transaction, nearest first, with the
     /// operator's value; None when the scan's entries are exhausted. Entries whose row is
-    /// invisible or now holds another vector are skipped (stale entries).
+    /// invisible, now holds another vector or (partial index) is now outside the
+    /// predicate are skipped (stale entries).
     pub fn nearest_next(&mut self, scan: &mut NearestScan) -> Result<Option<(f64, RowKey, Row)>> {
         self.run(|txn| loop {
             let Some(result) = scan.ready.pop_front() else {
@@ -513,7 +545,11 @@ impl Transaction {
                 scan.index.graph.metric().distance(&scan.query, &vector).to_bits()
                     == result.distance.to_bits()
             });
-            if matches {
+            let accepted = match (&scan.predicate, matches) {
+                (Some(predicate), true) => predicate.matches(&row)?,
+                _ => matches,
+            };
+            if accepted {
                 scan.returned.insert(result.key.clone());
                 return Ok(Some((result.distance, result.key, row)));
             }

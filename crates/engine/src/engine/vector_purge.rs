@@ -80,7 +80,8 @@ impl Shared {
     }
 
     /// Whether the entry (`key`, `vector`) of `index` is dead: no stored version of its row
-    /// carries the vector, and no running transaction has a version of the row (its undo,
+    /// carries the vector (and, for a partial index, is accepted by its predicate: no scan
+    /// returns a version it rejects), and no running transaction has a version of the row (its undo,
     /// e.g. a ROLLBACK TO SAVEPOINT over an update of its own new row in place, could bring
     /// the vector back without a new entry). Pruning only drops versions no snapshot can
     /// see, so no snapshot needs a dead entry; and a version that carries the vector again
@@ -101,7 +102,11 @@ impl Shared {
             }
             let row = table.layout.decode(&version.row)?;
             let stored = vector_of(&row, index.def.column, index.def.parameters.metric)?;
-            if stored.is_some_and(|stored| stored == vector) {
+            // A predicate that fails to evaluate keeps the entry (conservative: a kept dead
+            // entry costs a skipped row, a removed live one a lost row).
+            if stored.is_some_and(|stored| stored == vector)
+                && self.index_predicates.covers_name(&index.def.name, &row).unwrap_or(true)
+            {
                 return Ok(false);
             }
         }

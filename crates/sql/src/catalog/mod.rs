@@ -454,7 +454,7 @@ impl Catalog {
     }
 
     /// 42P07 if an index is named `name`.
-    fn refuse_taken_index_name(&self, name: &str) -> Result<()> {
+    pub(crate) fn refuse_taken_index_name(&self, name: &str) -> Result<()> {
         if self.tables().iter().any(|other| other.indexes.iter().any(|known| known.name == name)) {
             return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
         }

@@ -20,31 +20,41 @@ fn metric_of(operator: &str) -> Option<Metric> {
     })
 }
 
-/// The HNSW index on `column` ordering by `operator` (over halfvec when `half`), if the
-/// table has one.
-fn hnsw_index<'t>(
+/// The vector index on `column` ordering by `operator` (over halfvec when `half`) that a
+/// scan filtered by `conjuncts` may read, if the table has one: a partial index only when
+/// the conjuncts imply its predicate (as for a partial B+tree index), and then in
+/// preference to a full one (it holds fewer rows, all of them wanted). With `partial_only`
+/// (the scan already reads a secondary index), only a partial one.
+fn vector_index<'t>(
     table: &'t TableMeta,
     column: usize,
     operator: &str,
     half: bool,
+    conjuncts: &[Expr],
+    partial_only: bool,
 ) -> Option<&'t str> {
     let metric = metric_of(operator)?;
     let metric = if half { metric.half() } else { metric };
-    table
-        .indexes
-        .iter()
-        .find(|index| {
-            index.columns == [column]
-                && matches!(index.kind, IndexKind::Hnsw(options) if options.metric == metric)
-        })
-        .map(|index| index.name.as_str())
+    let candidates = table.indexes.iter().filter(|index| {
+        index.columns == [column]
+            && matches!(index.kind, IndexKind::Hnsw(options) if options.metric == metric)
+            && predicate_implied(table, index, conjuncts, None)
+    });
+    let best = candidates.max_by_key(|index| {
+        let predicate_size =
+            index.predicate.as_ref().map_or(0, |predicate| predicate.conjuncts.len());
+        // Among equals, the index made first.
+        (predicate_size, std::cmp::Reverse(index.oid))
+    })?;
+    (!partial_only || best.predicate.is_some()).then_some(best.name.as_str())
 }
 
 /// Rewrites a query plan whose root is `Limit` over a sort by one distance operator on a
 /// full scan of one table (the binder's `Limit(Project(Sort(Project(Scan))))`, the outer
 /// projection present when the sort key is not selected) into a scan of the HNSW index:
-/// the sort goes, the scan returns rows nearest first and the limit stops it. A WHERE
-/// filter stays on the scan, applied to the index's rows as pgvector's executor does:
+/// the sort goes, the scan returns rows nearest first and the limit stops it. A partial
+/// index serves only a query whose WHERE implies its predicate. A WHERE filter stays on the
+/// scan, applied to the index's rows as pgvector's executor does:
 /// without `hnsw.iterative_scan` fewer rows than the LIMIT may pass it; with it, the scan
 /// continues until the LIMIT is filled (or `hnsw.max_scan_tuples`).
 pub(crate) fn use_vector_indexes(plan: &mut Plan) {
@@ -89,8 +99,8 @@ fn nearest_scan(sort: &Plan) -> Option<Plan> {
     let PlanKind::Project { input: scan, exprs } = &project.kind else { return None };
     let PlanKind::Scan {
         table,
-        access: Access::Full,
-        filter: _,
+        access,
+        filter,
         emit_key: false,
         backward: false,
         projection: None,
@@ -98,6 +108,18 @@ fn nearest_scan(sort: &Plan) -> Option<Plan> {
     else {
         return None;
     };
+    // A secondary index's range or key list leaves every conjunct in the filter, so a partial
+    // vector index the filter implies may replace it; a primary key range may have dropped
+    // conjuncts it guarantees (`scan_access`), so it stays.
+    let partial_only = match access {
+        Access::Full => false,
+        Access::Index { .. } | Access::Keys { name: Some(_), .. } => true,
+        _ => return None,
+    };
+    let mut conjuncts = Vec::new();
+    if let Some(filter) = filter {
+        split_conjuncts(filter.clone(), &mut conjuncts);
+    }
     let Expr::Function(call) = exprs.get(key.column)? else { return None };
     let operator = call.operator?;
     let [column, query] = call.args.as_slice() else { return None };
@@ -109,7 +131,7 @@ fn nearest_scan(sort: &Plan) -> Option<Plan> {
         return None;
     }
     let half = matches!(call.arg_types.first(), Some(SqlType::HalfVec(_)));
-    let name = hnsw_index(table, column, operator, half)?.to_string();
+    let name = vector_index(table, column, operator, half, &conjuncts, partial_only)?.to_string();
     let mut project = (**project).clone();
     let PlanKind::Project { input: scan, .. } = &mut project.kind else { unreachable!() };
     let PlanKind::Scan { access, .. } = &mut scan.kind else { unreachable!() };

@@ -256,7 +256,10 @@ impl Session {
             kind: IndexKind::Secondary,
             predicate,
         };
-        // The engine's build and every write after it filter rows by the predicate.
+        // The engine's build and every write after it filter rows by the predicate; registered
+        // once the name is known to be free (registering replaces the predicate of an index
+        // of that name, and a failure below removes it).
+        self.catalog.refuse_taken_index_name(&name)?;
         super::partial_index::register(&catalog, &table, &index);
         let options = self.index_build_options();
         let created = Arc::clone(&self.catalog)

@@ -154,7 +154,8 @@ fn index_options(method: &str, with: &[ast::Expr]) -> Result<[Option<usize>; 3]>
 }
 
 /// What CREATE INDEX ... USING hnsw | ivfflat refuses before looking at the table:
-/// UNIQUE, several columns, partial indexes and INCLUDE (0A000, pgvector's words).
+/// UNIQUE, several columns and INCLUDE (0A000, PostgreSQL's words for an access method
+/// without them). A WHERE clause makes a partial index (`partial_index.rs`).
 fn refuse_vector_index_clauses(method: &str, create: &ast::CreateIndex) -> Result<()> {
     if create.unique {
         return Err(SqlError::unsupported(format!(
@@ -166,9 +167,9 @@ fn refuse_vector_index_clauses(method: &str, create: &ast::CreateIndex) -> Resul
             "access method \"{method}\" does not support multicolumn indexes"
         )));
     }
-    if create.predicate.is_some() || !create.include.is_empty() {
+    if !create.include.is_empty() {
         return Err(SqlError::unsupported(format!(
-            "partial {method} indexes and INCLUDE are not supported"
+            "access method \"{method}\" does not support included columns"
         )));
     }
     Ok(())
@@ -278,6 +279,12 @@ impl Session {
         if create.if_not_exists && exists {
             return Ok(Output::command(CommandTag::CreateIndex));
         }
+        let predicate = match &create.predicate {
+            Some(expr) => {
+                Some(super::partial_index::new_predicate(&catalog, self.namespace(), &table, expr)?)
+            }
+            None => None,
+        };
         let ivfflat = method == "ivfflat";
         let options = HnswOptions { metric, m, ef_construction, ivfflat, lists };
         let index = IndexMeta {
@@ -288,7 +295,7 @@ impl Session {
             primary: false,
             constraint: false,
             kind: IndexKind::Hnsw(options),
-            predicate: None,
+            predicate,
         };
         let parameters = tierdb_engine::VectorIndexParameters {
             dimensions,
@@ -296,24 +303,52 @@ impl Session {
             m: m_value,
             ef_construction: ef_value,
         };
-        if ivfflat {
-            self.warn_little_data(&table_name, position, lists)?;
+        // The engine's build (and its sample, and the NOTICE's count) and every write after
+        // it filter rows by a partial index's predicate; registered once the name is known
+        // to be free (registering replaces the predicate of an index of that name).
+        self.catalog.refuse_taken_index_name(&index.name)?;
+        super::partial_index::register(&catalog, &table, &index);
+        let partial = index.predicate.is_some();
+        let name = index.name.clone();
+        let created = self.build_vector_index(&table_name, index, parameters, lists);
+        if created.is_err() && partial {
+            self.catalog.engine().set_index_predicate(&name, None);
+        }
+        created?;
+        Ok(Output::command(CommandTag::CreateIndex))
+    }
+
+    /// The NOTICE of an ivfflat build with little data, then the build.
+    fn build_vector_index(
+        &mut self,
+        table_name: &str,
+        index: IndexMeta,
+        parameters: tierdb_engine::VectorIndexParameters,
+        lists: Option<usize>,
+    ) -> Result<()> {
+        if matches!(index.kind, IndexKind::Hnsw(options) if options.ivfflat) {
+            self.warn_little_data(table_name, &index.name, index.columns[0], lists)?;
         }
         let memory_bytes = self.index_build_options().memory_bytes;
         Arc::clone(&self.catalog).create_vector_index(
             self.ddl_transaction(),
-            &table_name,
+            table_name,
             index,
             parameters,
             memory_bytes,
-        )?;
-        Ok(Output::command(CommandTag::CreateIndex))
+        )
     }
 
     /// pgvector's NOTICE when an ivfflat build samples fewer rows than it has lists.
-    fn warn_little_data(&mut self, table: &str, column: usize, lists: Option<usize>) -> Result<()> {
+    fn warn_little_data(
+        &mut self,
+        table: &str,
+        index: &str,
+        column: usize,
+        lists: Option<usize>,
+    ) -> Result<()> {
         let lists = lists.unwrap_or(tierdb_vector::ivfflat::LISTS_DEFAULT);
-        if self.catalog.engine().vector_rows_up_to(table, column, lists)? < lists {
+        if self.catalog.engine().vector_rows_up_to(table, index, column, lists)? < lists {
             self.warn(SqlError::new("00000", "ivfflat index created with little data"));
         }
         Ok(())

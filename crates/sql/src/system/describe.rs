@@ -38,9 +38,9 @@ pub fn format_type(type_oid: i64, typmod: i64) -> Option<String> {
     Some(ty.display_name())
 }
 
-/// A vector index's definition as PostgreSQL prints pgvector's: the options given in WITH
-/// as quoted strings, none when none were given.
-fn hnsw_definition(name: &str, table: &str, columns: &[&str], options: &HnswOptions) -> String {
+/// A vector index's method, column and options as PostgreSQL prints pgvector's (after
+/// `ON table`): the options given in WITH as quoted strings, none when none were given.
+fn hnsw_definition(columns: &[&str], options: &HnswOptions) -> String {
     let mut given = Vec::new();
     if let Some(m) = options.m {
         given.push(format!("m='{m}'"));
@@ -60,11 +60,7 @@ fn hnsw_definition(name: &str, table: &str, columns: &[&str], options: &HnswOpti
     } else {
         format!(" {}", options.operator_class())
     };
-    format!(
-        "CREATE INDEX {name} ON public.{table} USING {} ({}{class}){with}",
-        options.access_method(),
-        columns.join(", "),
-    )
+    format!("USING {} ({}{class}){with}", options.access_method(), columns.join(", "))
 }
 
 /// `pg_get_indexdef(index_oid)`.
@@ -151,9 +147,10 @@ pub fn index_definition(catalog: &Catalog, index_oid: i64, pretty: bool) -> Opti
                     .iter()
                     .map(|&column| table.columns[column].name.as_str())
                     .collect();
-                if let IndexKind::Hnsw(options) = &index.kind {
-                    return Some(hnsw_definition(&index.name, &table.name, &columns, options));
-                }
+                let method = match &index.kind {
+                    IndexKind::Hnsw(options) => hnsw_definition(&columns, options),
+                    _ => format!("USING btree ({})", columns.join(", ")),
+                };
                 // A partial index's WHERE as ruleutils prints it: parenthesized unless pretty.
                 let predicate = index.predicate.as_ref().map_or_else(String::new, |predicate| {
                     let text = if pretty { &predicate.pretty } else { &predicate.definition };
@@ -162,11 +159,10 @@ pub fn index_definition(catalog: &Catalog, index_oid: i64, pretty: bool) -> Opti
                 // The pretty form leaves out the schema of a table on the search path.
                 let schema = if pretty { "" } else { "public." };
                 return Some(format!(
-                    "CREATE {}INDEX {} ON {schema}{} USING btree ({}){predicate}",
+                    "CREATE {}INDEX {} ON {schema}{} {method}{predicate}",
                     if index.unique { "UNIQUE " } else { "" },
                     index.name,
                     table.name,
-                    columns.join(", ")
                 ));
             }
         }

@@ -18,18 +18,23 @@ pub fn with_session(body: impl FnOnce(&mut Session) + Send + 'static) {
         .stack_size(CONNECTION_STACK_BYTES)
         .spawn(move || {
             let directory = tempfile::tempdir().unwrap();
-            let config = StoreConfig::local(directory.path()).unwrap();
-            let engine = Engine::open(Arc::new(PageStore::open(config).unwrap())).unwrap();
-            let catalog = Catalog::open(engine).unwrap();
-            // As the server does at its first start: the session's user is the superuser.
-            catalog.bootstrap_superuser("tierdb", None).unwrap();
-            let statistics = Arc::clone(catalog.statement_stats());
-            let mut session = Session::new(catalog, statistics, "tierdb", "tierdb", 1);
+            let mut session = open_session(directory.path(), 1);
             body(&mut session);
         })
         .unwrap()
         .join()
         .expect("the session thread ends without a panic or an overflow");
+}
+
+/// An engine, catalog and session (backend id `id`) on `directory`, opened as the server
+/// opens them: at its first start the session's user is made the superuser.
+pub fn open_session(directory: &std::path::Path, id: i32) -> Session {
+    let config = StoreConfig::local(directory).unwrap();
+    let engine = Engine::open(Arc::new(PageStore::open(config).unwrap())).unwrap();
+    let catalog = Catalog::open(engine).unwrap();
+    catalog.bootstrap_superuser("tierdb", None).unwrap();
+    let statistics = Arc::clone(catalog.statement_stats());
+    Session::new(catalog, statistics, "tierdb", "tierdb", id)
 }
 
 /// The output of a single statement.

@@ -171,6 +171,15 @@ impl Transaction {
     /// Runs an operation; an error fails the transaction until rollback (PostgreSQL's 25P02),
     /// except that a failed statement inside a savepoint can be rolled back to it. The undo
     /// goes back to the operation's start, or in statement mode to the statement's.
+    /// The predicate of the partial index `index` (None: a full index), for the vector
+    /// index scans and checks, which read rows through the transaction.
+    pub(in crate::engine) fn index_predicate(
+        &self,
+        index: &str,
+    ) -> Option<Arc<dyn super::IndexPredicate>> {
+        self.engine.index_predicates.get(index)
+    }
+
     pub(in crate::engine) fn run<T>(
         &mut self,
         body: impl FnOnce(&mut Transaction) -> Result<T>,

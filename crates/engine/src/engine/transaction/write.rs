@@ -294,7 +294,7 @@ impl Transaction {
             // now, under the row lock, once the row itself is written (undo restores both).
             drop_stale_entries(table, key, &original, &versions)?;
             // Vector entries are never undone: a rolled-back one is stale, and scans skip it.
-            maintain_vector_indexes(table, key, &versions, self.id)?;
+            maintain_vector_indexes(table, key, &versions, self.id, &engine.index_predicates)?;
             drop(guard);
             drop(ddl);
             return Ok(true);
