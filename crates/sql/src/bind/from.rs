@@ -553,23 +553,15 @@ impl<'a> Binder<'a> {
             let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) = arg else {
                 return Err(SqlError::syntax("generate_series takes plain arguments"));
             };
-            bound.push(self.expr(expr, &empty, Some(&SqlType::Int8))?);
+            bound.push(self.expr(expr, &empty, None)?);
         }
-        if bound.len() < 2 || bound.len() > 3 {
-            return Err(SqlError::undefined_function("generate_series"));
-        }
-        let ty = if bound.iter().all(|(_, ty)| ty.is_integer() || *ty == SqlType::Unknown) {
-            if bound.iter().any(|(_, ty)| *ty == SqlType::Int8) {
-                SqlType::Int8
-            } else {
-                SqlType::Int4
-            }
-        } else {
-            SqlType::numeric()
-        };
+        let types: Vec<SqlType> = bound.iter().map(|(_, ty)| ty.clone()).collect();
+        let (targets, ty) = super::set_functions::series_types(&types)
+            .ok_or_else(|| crate::functions::no_function("generate_series", &types))?;
         let mut exprs = bound
             .into_iter()
-            .map(|(expr, from)| coerce(expr, &from, &ty, false))
+            .zip(&targets)
+            .map(|((expr, from), to)| coerce(expr, &from, to, false))
             .collect::<Result<Vec<Expr>>>()?
             .into_iter();
         let start = exprs.next().expect("two arguments");

@@ -336,9 +336,15 @@ impl Binder<'_> {
 
 /// generate_series's argument and result types: integers (bigint if any is), else
 /// numeric; None for other types.
-fn series_types(types: &[SqlType]) -> Option<(Vec<SqlType>, SqlType)> {
+/// generate_series's argument types and its value type for the argument types given, as
+/// PostgreSQL 15 resolves its candidates: integers (bigint when one is), numeric, and
+/// (timestamp, timestamp, interval) or (timestamptz, timestamptz, interval).
+pub(crate) fn series_types(types: &[SqlType]) -> Option<(Vec<SqlType>, SqlType)> {
     if !(2..=3).contains(&types.len()) {
         return None;
+    }
+    if let Some(ty) = timestamp_series_type(types) {
+        return Some((vec![ty.clone(), ty.clone(), SqlType::Interval], ty));
     }
     let integers = types.iter().all(|ty| ty.is_integer() || *ty == SqlType::Unknown);
     let ty = if integers {
@@ -355,6 +361,29 @@ fn series_types(types: &[SqlType]) -> Option<(Vec<SqlType>, SqlType)> {
         return None;
     };
     Some((vec![ty.clone(); types.len()], ty))
+}
+
+/// The timestamp generate_series the types call, if one: the candidate with more exact
+/// matches among start and stop, timestamptz (the preferred type of the date and time
+/// category) on a tie, as func_select_candidate chooses. Dates cast to either; unknown
+/// literals take the candidate's types, though not all three at once (that call is an
+/// integer series).
+fn timestamp_series_type(types: &[SqlType]) -> Option<SqlType> {
+    let [start, stop, step] = types else { return None };
+    let datetime = |ty: &SqlType| {
+        matches!(ty, SqlType::Timestamp | SqlType::TimestampTz | SqlType::Date | SqlType::Unknown)
+    };
+    let step_fits = matches!(step, SqlType::Interval | SqlType::Unknown);
+    let all_unknown = [start, stop, step].iter().all(|ty| **ty == SqlType::Unknown);
+    if !datetime(start) || !datetime(stop) || !step_fits || all_unknown {
+        return None;
+    }
+    let exact = |wanted: &SqlType| [start, stop].iter().filter(|ty| **ty == wanted).count();
+    if exact(&SqlType::Timestamp) > exact(&SqlType::TimestampTz) {
+        Some(SqlType::Timestamp)
+    } else {
+        Some(SqlType::TimestampTz)
+    }
 }
 
 /// Renumbers the placeholders of set-returning calls to the ProjectSet's columns, which

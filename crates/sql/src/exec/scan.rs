@@ -365,6 +365,8 @@ fn scan_index<'s>(
     }
 }
 
+/// The generate_series FROM item: its arguments evaluated once, its values streamed
+/// (exec/set_functions.rs steps them).
 pub(crate) fn series(
     start: &Expr,
     stop: &Expr,
@@ -374,50 +376,22 @@ pub(crate) fn series(
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
-    let start = eval(start, probe, ctx)?;
-    let stop = eval(stop, probe, ctx)?;
-    let step = match step {
-        Some(step) => eval(step, probe, ctx)?,
-        None => Datum::Int(1),
-    };
-    if start.is_null() || stop.is_null() || step.is_null() {
+    let mut args = vec![eval(start, probe, ctx)?, eval(stop, probe, ctx)?];
+    if let Some(step) = step {
+        args.push(eval(step, probe, ctx)?);
+    }
+    if args.iter().any(Datum::is_null) {
         return Ok(true);
     }
-    if matches!(ty, SqlType::Numeric { .. }) {
-        let (mut current, stop, step) = (
-            start.as_decimal().unwrap_or_default(),
-            stop.as_decimal().unwrap_or_default(),
-            step.as_decimal().unwrap_or_default(),
-        );
-        if step.is_zero() {
-            return Err(SqlError::new("22023", "step size cannot equal zero"));
-        }
-        while (step > Decimal::ZERO && current <= stop) || (step < Decimal::ZERO && current >= stop)
-        {
-            if !sink(ctx, vec![Datum::Numeric(current)])? {
-                return Ok(false);
-            }
-            current += step;
-        }
-        return Ok(true);
-    }
-    let (mut current, stop, step) =
-        (start.as_int().unwrap_or(0), stop.as_int().unwrap_or(0), step.as_int().unwrap_or(0));
-    if step == 0 {
-        return Err(SqlError::new("22023", "step size cannot equal zero"));
-    }
+    let mut values = super::set_functions::series(ty, &args)?;
     let mut count = 0u64;
-    while (step > 0 && current <= stop) || (step < 0 && current >= stop) {
+    while let Some(value) = values.next()? {
         count += 1;
         if count.is_multiple_of(4096) {
             ctx.check_cancel()?;
         }
-        if !sink(ctx, vec![Datum::Int(current)])? {
+        if !sink(ctx, vec![value])? {
             return Ok(false);
-        }
-        match current.checked_add(step) {
-            Some(next) => current = next,
-            None => break,
         }
     }
     Ok(true)

@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 use super::{eval, run, Ctx, Sink};
 use crate::error::{Result, SqlError};
 use crate::plan::{Plan, SetCall, SetFunction};
-use crate::types::{array_value, Datum};
+use crate::types::{array_value, Datum, Interval, SqlType};
 
 /// WITH ORDINALITY: each row of `input` with its number appended (from 1 each run).
 pub(crate) fn ordinality(
@@ -28,10 +28,27 @@ pub(crate) fn ordinality(
 const CANCEL_CHECK_ROWS: u64 = 4096;
 
 /// The remaining values of one call for one input row.
-enum SetValues {
-    Integers { next: Option<i64>, stop: i64, step: i64 },
-    Decimals { next: Decimal, stop: Decimal, step: Decimal },
-    Elements { elements: std::vec::IntoIter<Datum> },
+pub(crate) enum SetValues {
+    Integers {
+        next: Option<i64>,
+        stop: i64,
+        step: i64,
+    },
+    Decimals {
+        next: Option<Decimal>,
+        stop: Decimal,
+        step: Decimal,
+    },
+    /// generate_series over timestamps (`Datum::Timestamp` or `Datum::TimestampTz`).
+    Timestamps {
+        next: Option<Datum>,
+        stop: Datum,
+        step: Interval,
+        ascending: bool,
+    },
+    Elements {
+        elements: std::vec::IntoIter<Datum>,
+    },
 }
 
 impl SetValues {
@@ -68,54 +85,92 @@ impl SetValues {
         }
     }
 
-    fn next(&mut self) -> Option<Datum> {
-        match self {
+    /// The next value, or `None` when the call has no more. Stepping a series past the
+    /// representable range ends an integer or numeric series (the step would pass `stop`),
+    /// while a timestamp series reports PostgreSQL's 22008, as its timestamp_pl_interval
+    /// does when computing the value after the last.
+    pub(crate) fn next(&mut self) -> Result<Option<Datum>> {
+        Ok(match self {
             SetValues::Integers { next, stop, step } => {
-                let current = (*next).filter(|current| {
+                let Some(current) = (*next).filter(|current| {
                     (*step > 0 && current <= stop) || (*step < 0 && current >= stop)
-                })?;
+                }) else {
+                    return Ok(None);
+                };
                 *next = current.checked_add(*step);
                 Some(Datum::Int(current))
             }
             SetValues::Decimals { next, stop, step } => {
-                let current = *next;
-                let inside = (*step > Decimal::ZERO && current <= *stop)
-                    || (*step < Decimal::ZERO && current >= *stop);
-                if !inside {
-                    return None;
-                }
-                *next = current.checked_add(*step)?;
+                let Some(current) = (*next).filter(|current| {
+                    (*step > Decimal::ZERO && current <= stop)
+                        || (*step < Decimal::ZERO && current >= stop)
+                }) else {
+                    return Ok(None);
+                };
+                *next = current.checked_add(*step);
                 Some(Datum::Numeric(current))
             }
+            SetValues::Timestamps { next, stop, step, ascending } => {
+                let Some(current) = next.take() else { return Ok(None) };
+                let order = current.compare(stop).expect("two timestamps of one type compare");
+                if (*ascending && order.is_gt()) || (!*ascending && order.is_lt()) {
+                    return Ok(None);
+                }
+                let after = crate::types::add_datetime(&current, &Datum::Interval(*step))?;
+                *next = Some(after.expect("a timestamp plus an interval is defined"));
+                Some(current)
+            }
             SetValues::Elements { elements } => elements.next(),
-        }
+        })
     }
 }
 
-fn series(ty: &crate::types::SqlType, args: &[Datum]) -> Result<SetValues> {
+/// generate_series's values of type `ty` from its non-NULL arguments (start, stop and the
+/// step, 1 when omitted for integers and numeric); 22023 for a zero step. Also the FROM
+/// item's values (exec/scan.rs).
+pub(crate) fn series(ty: &SqlType, args: &[Datum]) -> Result<SetValues> {
+    assert!((2..=3).contains(&args.len()), "generate_series takes two or three arguments");
     let zero_step = || SqlError::new("22023", "step size cannot equal zero");
-    if matches!(ty, crate::types::SqlType::Numeric { .. }) {
-        let decimal = |index: usize, default: Decimal| {
-            args.get(index).map_or(Some(default), Datum::as_decimal).unwrap_or(default)
-        };
-        let step = decimal(2, Decimal::ONE);
-        if step.is_zero() {
-            return Err(zero_step());
+    let mismatch =
+        || SqlError::internal(format!("generate_series over {} got {args:?}", ty.display_name()));
+    match ty {
+        SqlType::Numeric { .. } => {
+            let decimal = |index: usize| args[index].as_decimal().ok_or_else(mismatch);
+            let step = if args.len() == 3 { decimal(2)? } else { Decimal::ONE };
+            if step.is_zero() {
+                return Err(zero_step());
+            }
+            Ok(SetValues::Decimals { next: Some(decimal(0)?), stop: decimal(1)?, step })
         }
-        return Ok(SetValues::Decimals {
-            next: decimal(0, Decimal::ZERO),
-            stop: decimal(1, Decimal::ZERO),
-            step,
-        });
+        SqlType::Timestamp | SqlType::TimestampTz => {
+            let Some(Datum::Interval(step)) = args.get(2) else { return Err(mismatch()) };
+            let zero = Interval::new(0, 0, 0);
+            if step.compare(&zero).is_eq() {
+                return Err(zero_step());
+            }
+            let same_type = |datum: &Datum| match ty {
+                SqlType::Timestamp => matches!(datum, Datum::Timestamp(_)),
+                _ => matches!(datum, Datum::TimestampTz(_)),
+            };
+            if !same_type(&args[0]) || !same_type(&args[1]) {
+                return Err(mismatch());
+            }
+            Ok(SetValues::Timestamps {
+                next: Some(args[0].clone()),
+                stop: args[1].clone(),
+                step: *step,
+                ascending: step.compare(&zero).is_gt(),
+            })
+        }
+        _ => {
+            let integer = |index: usize| args[index].as_int().ok_or_else(mismatch);
+            let step = if args.len() == 3 { integer(2)? } else { 1 };
+            if step == 0 {
+                return Err(zero_step());
+            }
+            Ok(SetValues::Integers { next: Some(integer(0)?), stop: integer(1)?, step })
+        }
     }
-    let integer = |index: usize, default: i64| {
-        args.get(index).map_or(Some(default), Datum::as_int).unwrap_or(default)
-    };
-    let step = integer(2, 1);
-    if step == 0 {
-        return Err(zero_step());
-    }
-    Ok(SetValues::Integers { next: Some(integer(0, 0)), stop: integer(1, 0), step })
 }
 
 /// generate_subscripts(array, dimension [, reverse]): the subscripts of dimension 1 (none
@@ -160,7 +215,10 @@ pub(crate) fn project_set(
             let mut produced = false;
             let mut output = row.clone();
             for value in &mut values {
-                let next = value.as_mut().and_then(SetValues::next);
+                let next = match value.as_mut() {
+                    Some(value) => value.next()?,
+                    None => None,
+                };
                 if next.is_none() {
                     *value = None;
                 } else {

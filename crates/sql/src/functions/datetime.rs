@@ -420,9 +420,7 @@ fn to_timestamp_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
 
 fn to_timestamp(call: Call<'_>) -> Result<Datum> {
     if call.args.len() == 2 {
-        // The template has no zone fields (they are 0A000): the time is the session zone's.
-        let local = types::parse_formatted(call.text(0), call.text(1), true)?;
-        return types::check_timestamp(types::session_local_to_utc(local)).map(Datum::TimestampTz);
+        return formatted_timestamp(call.text(0), call.text(1));
     }
     let seconds = call.args[0].as_f64().unwrap_or(0.0);
     if seconds.is_nan() {
@@ -442,10 +440,23 @@ fn to_timestamp(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::TimestampTz(micros as i64))
 }
 
+/// to_timestamp(text, text): the wall-clock time read, in the zone TZH / TZM read or else
+/// the session's, rounded to the digits FF1-FF6 read.
+fn formatted_timestamp(input: &str, template: &str) -> Result<Datum> {
+    let parsed = types::parse_timestamp_formatted(input, template)?;
+    let utc = match parsed.offset_seconds {
+        Some(offset_seconds) => parsed.local_micros.checked_sub(offset_seconds * 1_000_000),
+        None => Some(types::session_local_to_utc(parsed.local_micros)),
+    };
+    let utc = utc.ok_or_else(types::timestamp_out_of_range).and_then(types::check_timestamp)?;
+    Ok(Datum::TimestampTz(match parsed.fraction_digits {
+        Some(digits) => types::round_timestamp_to_digits(utc, digits),
+        None => utc,
+    }))
+}
+
 fn to_date(call: Call<'_>) -> Result<Datum> {
-    let micros = types::parse_formatted(call.text(0), call.text(1), false)?;
-    let days = micros.div_euclid(MICROSECONDS_PER_DAY);
-    i32::try_from(days).map(Datum::Date).map_err(|_| SqlError::out_of_range("date"))
+    types::parse_date_formatted(call.text(0), call.text(1)).map(Datum::Date)
 }
 
 /// to_char(timestamp | timestamptz | interval | number, text).

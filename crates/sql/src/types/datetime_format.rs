@@ -7,7 +7,7 @@ use chrono::{Datelike, NaiveDate};
 use super::{decompose, Interval, MICROSECONDS_PER_DAY};
 use crate::error::{Result, SqlError};
 
-const MONTH_NAMES: [&str; 12] = [
+pub(super) const MONTH_NAMES: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -21,7 +21,7 @@ const MONTH_NAMES: [&str; 12] = [
     "November",
     "December",
 ];
-const DAY_NAMES: [&str; 7] =
+pub(super) const DAY_NAMES: [&str; 7] =
     ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 
 /// PostgreSQL's date and time keywords in its order (within a first letter, the longer
@@ -151,12 +151,22 @@ const ROMAN_MONTHS: [&str; 12] =
 /// the locale, here C's, without padding) and a suffix (TH / th: an ordinal; SP: nothing,
 /// as in PostgreSQL).
 #[derive(Debug)]
-enum Piece {
-    Pattern { name: &'static str, fill_mode: bool, translate: bool, ordinal: Option<bool> },
+pub(super) enum Piece {
+    Pattern {
+        /// The keyword as the template spells it (`yyyy`), which parse errors name.
+        keyword: &'static str,
+        name: &'static str,
+        fill_mode: bool,
+        translate: bool,
+        ordinal: Option<bool>,
+    },
+    /// One character outside quotes.
     Literal(String),
+    /// The text of a double-quoted literal.
+    Quoted(String),
 }
 
-fn compile(template: &str) -> Result<Vec<Piece>> {
+pub(super) fn compile(template: &str) -> Result<Vec<Piece>> {
     let mut pieces = Vec::new();
     let mut rest = template;
     while !rest.is_empty() {
@@ -167,7 +177,7 @@ fn compile(template: &str) -> Result<Vec<Piece>> {
         }
         let fill_mode = prefix.is_some_and(|prefix| prefix.eq_ignore_ascii_case("FM"));
         let translate = prefix.is_some_and(|prefix| prefix.eq_ignore_ascii_case("TM"));
-        if let Some((keyword, name)) =
+        if let Some(&(keyword, name)) =
             KEYWORDS.iter().find(|(keyword, _)| rest.starts_with(keyword))
         {
             let after = &rest[keyword.len()..];
@@ -177,7 +187,7 @@ fn compile(template: &str) -> Result<Vec<Piece>> {
                 Some("SP") => (None, &after[2..]),
                 _ => (None, after),
             };
-            pieces.push(Piece::Pattern { name, fill_mode, translate, ordinal });
+            pieces.push(Piece::Pattern { keyword, name, fill_mode, translate, ordinal });
             rest = after;
         } else if let Some(quoted) = rest.strip_prefix('"') {
             rest = quoted_literal(quoted, &mut pieces);
@@ -208,7 +218,7 @@ fn quoted_literal<'a>(text: &'a str, pieces: &mut Vec<Piece>) -> &'a str {
             other => literal.push(other),
         }
     }
-    pieces.push(Piece::Literal(literal));
+    pieces.push(Piece::Quoted(literal));
     rest
 }
 
@@ -447,8 +457,8 @@ fn render(values: &Values, template: &str) -> Result<String> {
     let mut out = String::new();
     for piece in compile(template)? {
         match piece {
-            Piece::Literal(text) => out.push_str(&text),
-            Piece::Pattern { name, fill_mode, translate, ordinal } => {
+            Piece::Literal(text) | Piece::Quoted(text) => out.push_str(&text),
+            Piece::Pattern { name, fill_mode, translate, ordinal, .. } => {
                 // TM writes month and day names without padding, as FM does; numbers and
                 // Roman months keep theirs.
                 let unpadded = fill_mode || (translate && is_name(name));
@@ -519,161 +529,4 @@ pub fn format_interval_pattern(interval: &Interval, template: &str) -> Result<St
         before_christ: false,
     };
     render(&values, template)
-}
-
-/// to_date and to_timestamp(text, text): the input read by the template; microseconds
-/// since 2000-01-01 of the wall-clock time read (to_timestamp places it in the session zone).
-pub fn parse_formatted(input: &str, template: &str, with_time: bool) -> Result<i64> {
-    let mut fields = ParsedFields { year: 1, month: 1, day: 1, ..ParsedFields::default() };
-    let mut rest = input;
-    for piece in compile(template)? {
-        match piece {
-            Piece::Literal(text) => {
-                // A separator in the template skips one non-alphanumeric character.
-                for _ in text.chars() {
-                    if let Some(first) = rest.chars().next() {
-                        if !first.is_ascii_alphanumeric() {
-                            rest = &rest[first.len_utf8()..];
-                        }
-                    }
-                }
-            }
-            Piece::Pattern { name, .. } => {
-                rest = rest.trim_start_matches(' ');
-                rest = parse_pattern(&mut fields, name, rest)?;
-            }
-        }
-    }
-    fields.finish(input, with_time)
-}
-
-#[derive(Default)]
-struct ParsedFields {
-    year: i64,
-    month: i64,
-    day: i64,
-    hour: i64,
-    minute: i64,
-    second: i64,
-    microsecond: i64,
-    afternoon: Option<bool>,
-}
-
-impl ParsedFields {
-    fn finish(self, input: &str, with_time: bool) -> Result<i64> {
-        let out_of_range =
-            || SqlError::new("22008", format!("date/time field value out of range: \"{input}\""));
-        let mut hour = self.hour;
-        if let Some(afternoon) = self.afternoon {
-            if !(1..=12).contains(&hour) {
-                return Err(SqlError::new(
-                    "22008",
-                    format!("hour \"{hour}\" is invalid for the 12-hour clock"),
-                ));
-            }
-            hour = hour % 12 + if afternoon { 12 } else { 0 };
-        }
-        let year = i32::try_from(self.year).map_err(|_| out_of_range())?;
-        let month = u32::try_from(self.month).map_err(|_| out_of_range())?;
-        let day = u32::try_from(self.day).map_err(|_| out_of_range())?;
-        let date = NaiveDate::from_ymd_opt(year, month, day).ok_or_else(out_of_range)?;
-        let days = super::days_of_date(date);
-        if !with_time {
-            return Ok(days * MICROSECONDS_PER_DAY);
-        }
-        if hour > 24 || self.minute > 59 || self.second > 60 {
-            return Err(out_of_range());
-        }
-        let time = ((hour * 60 + self.minute) * 60 + self.second) * 1_000_000 + self.microsecond;
-        Ok(days * MICROSECONDS_PER_DAY + time)
-    }
-}
-
-/// Reads one pattern's value from the front of `input`; the rest after it.
-fn parse_pattern<'a>(fields: &mut ParsedFields, name: &str, input: &'a str) -> Result<&'a str> {
-    let width = match name {
-        "YYYY" | "IYYY" => 4,
-        "US" => 6,
-        "MS" | "DDD" => 3,
-        "YYY" => 3,
-        "Y" | "D" | "Q" | "ID" => 1,
-        _ => 2,
-    };
-    let take_number = || -> Result<(i64, &'a str)> {
-        let end = input
-            .char_indices()
-            .take_while(|(index, c)| c.is_ascii_digit() && *index < width)
-            .count();
-        if end == 0 {
-            return Err(SqlError::new(
-                "22007",
-                format!(
-                    "invalid value \"{}\" for \"{name}\"",
-                    input.chars().take(width).collect::<String>()
-                ),
-            ));
-        }
-        let value = input[..end].parse::<i64>().map_err(|_| SqlError::out_of_range("integer"))?;
-        Ok((value, &input[end..]))
-    };
-    let (value, rest) = match name {
-        "MONTH" | "Month" | "month" | "MON" | "Mon" | "mon" => {
-            let lowered = input.to_ascii_lowercase();
-            let found = MONTH_NAMES.iter().enumerate().find_map(|(index, month)| {
-                let month = month.to_ascii_lowercase();
-                if name.len() > 3 && lowered.starts_with(&month) {
-                    Some((index, month.len()))
-                } else if lowered.starts_with(&month[..3]) {
-                    Some((index, 3))
-                } else {
-                    None
-                }
-            });
-            let (index, length) = found.ok_or_else(|| {
-                SqlError::new("22007", format!("invalid value \"{input}\" for \"{name}\""))
-            })?;
-            fields.month = i64::try_from(index).expect("below 12") + 1;
-            return Ok(&input[length..]);
-        }
-        "AM" | "PM" | "am" | "pm" => {
-            let marker = input.get(..2).unwrap_or("").to_ascii_uppercase();
-            fields.afternoon = match marker.as_str() {
-                "AM" => Some(false),
-                "PM" => Some(true),
-                _ => {
-                    return Err(SqlError::new(
-                        "22007",
-                        format!("invalid value \"{input}\" for \"{name}\""),
-                    ))
-                }
-            };
-            return Ok(&input[2..]);
-        }
-        "YYYY" | "YYY" | "YY" | "Y" | "MM" | "DD" | "HH24" | "HH12" | "HH" | "MI" | "SS" | "MS"
-        | "US" | "DDD" => take_number()?,
-        other => {
-            return Err(SqlError::unsupported(format!(
-                "template pattern \"{other}\" is not supported in to_date and to_timestamp"
-            )))
-        }
-    };
-    match name {
-        "YYYY" => fields.year = value,
-        "YYY" => fields.year = value + if value < 100 { 2000 } else { 1000 },
-        "YY" => fields.year = value + if value < 70 { 2000 } else { 1900 },
-        "Y" => fields.year = value + 2000,
-        "MM" => fields.month = value,
-        "DD" => fields.day = value,
-        "HH24" | "HH12" | "HH" => fields.hour = value,
-        "MI" => fields.minute = value,
-        "SS" => fields.second = value,
-        "MS" => fields.microsecond = value * 1000,
-        "US" => fields.microsecond = value,
-        _ => {
-            return Err(SqlError::unsupported(format!(
-                "template pattern \"{name}\" is not supported in to_date and to_timestamp"
-            )))
-        }
-    }
-    Ok(rest)
 }

@@ -94,18 +94,40 @@ pub(crate) fn epoch_date() -> NaiveDate {
     NaiveDate::from_ymd_opt(2000, 1, 1).expect("valid date")
 }
 
+/// date_out in the ISO style: a year before 1 AD as PostgreSQL numbers it (the year 0 is
+/// 1 BC) with " BC" after; years past 9999 in full.
 pub fn format_date(days: i32) -> String {
-    match epoch_date().checked_add_signed(chrono::Duration::days(i64::from(days))) {
-        Some(date) => format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day()),
-        None => "infinity".into(),
+    with_era(date_text(i64::from(days)))
+}
+
+/// timestamp_out in the ISO style (" BC" after the time, as for dates).
+pub fn format_timestamp(micros: i64) -> String {
+    with_era(timestamp_text(micros))
+}
+
+/// A date or time's text and whether it is before Christ, which adds " BC" at the end.
+fn with_era((text, before_christ): (String, bool)) -> String {
+    if before_christ {
+        format!("{text} BC")
+    } else {
+        text
     }
 }
 
-pub fn format_timestamp(micros: i64) -> String {
+/// A day number's date, without its era; a day outside the Julian-day routines' range (no
+/// date or timestamp reaches one) prints as infinity, as it did through chrono.
+fn date_text(days: i64) -> (String, bool) {
+    match super::julian_to_date(days + super::EPOCH_JULIAN_DAY) {
+        Ok((year, month, day)) if year > 0 => (format!("{year:04}-{month:02}-{day:02}"), false),
+        Ok((year, month, day)) => (format!("{:04}-{month:02}-{day:02}", 1 - year), true),
+        Err(_) => ("infinity".into(), false),
+    }
+}
+
+fn timestamp_text(micros: i64) -> (String, bool) {
     let days = micros.div_euclid(MICROSECONDS_PER_DAY);
     let time = micros.rem_euclid(MICROSECONDS_PER_DAY);
-    // i64::MAX microseconds is 106,751,991 days: every day number here fits i32.
-    let date = format_date(i32::try_from(days).expect("i64 microseconds span fewer days than i32"));
+    let (date, before_christ) = date_text(days);
     let seconds_total = time / 1_000_000;
     let fraction = time % 1_000_000;
     let mut text = format!(
@@ -120,7 +142,7 @@ pub fn format_timestamp(micros: i64) -> String {
         text.push('.');
         text.push_str(digits.trim_end_matches('0'));
     }
-    text
+    (text, before_christ)
 }
 
 /// The error for date/time input that does not parse: 22008 when it has the shape
@@ -167,10 +189,44 @@ pub(crate) fn date_input_error(type_name: &str, trimmed: &str, text: &str) -> Sq
 }
 
 pub fn parse_date(text: &str) -> Result<i32> {
-    let trimmed = text.trim();
-    let date = NaiveDate::parse_from_str(trimmed, "%Y-%m-%d")
+    let (trimmed, before_christ) = split_era(text.trim());
+    let body = with_input_era(trimmed, before_christ).ok_or_else(|| field_out_of_range(text))?;
+    let date = NaiveDate::parse_from_str(&body, "%Y-%m-%d")
         .map_err(|_| date_input_error("date", trimmed, text))?;
-    i32::try_from((date - epoch_date()).num_days()).map_err(|_| SqlError::out_of_range("date"))
+    let days = (date - epoch_date()).num_days();
+    if days < -super::EPOCH_JULIAN_DAY {
+        return Err(SqlError::new("22008", format!("date out of range: \"{text}\"")));
+    }
+    i32::try_from(days).map_err(|_| SqlError::out_of_range("date"))
+}
+
+fn field_out_of_range(text: &str) -> SqlError {
+    SqlError::new("22008", format!("date/time field value out of range: \"{text}\""))
+}
+
+/// Date and time input's era: a trailing "BC" or "AD" (any case, after a space), removed.
+fn split_era(trimmed: &str) -> (&str, bool) {
+    let Some((body, era)) = trimmed.rsplit_once(' ') else { return (trimmed, false) };
+    match era.to_ascii_lowercase().as_str() {
+        "bc" => (body.trim_end(), true),
+        "ad" => (body.trim_end(), false),
+        _ => (trimmed, false),
+    }
+}
+
+/// The input with a year before Christ renumbered as PostgreSQL (and chrono) count years:
+/// y BC is 1 - y, so that leap years (1 BC, 5 BC) are checked in that numbering. `None`
+/// for a year below 1 (there is no "0000 BC").
+fn with_input_era(body: &str, before_christ: bool) -> Option<std::borrow::Cow<'_, str>> {
+    if !before_christ {
+        return Some(std::borrow::Cow::Borrowed(body));
+    }
+    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+    let year = body[..digits].parse::<i64>().ok().filter(|year| *year >= 1)?;
+    let renumbered = 1 - year;
+    let year_text =
+        if renumbered >= 0 { format!("{renumbered:04}") } else { format!("-{:04}", -renumbered) };
+    Some(std::borrow::Cow::Owned(format!("{year_text}{}", &body[digits..])))
 }
 
 /// Parses a timestamp. With `with_zone`, a zone written after the time (an offset `+02`,
@@ -181,8 +237,15 @@ pub fn parse_timestamp(text: &str, with_zone: bool) -> Result<i64> {
     // PostgreSQL's datetime input errors name timestamp without time zone "timestamp".
     let type_name = if with_zone { "timestamp with time zone" } else { "timestamp" };
     let bad = || date_input_error(type_name, text.trim(), text);
-    let (body, zone_text) = split_input_zone(text.trim());
+    let (trimmed, before_christ) = split_era(text.trim());
+    let renumbered =
+        with_input_era(trimmed, before_christ).ok_or_else(|| field_out_of_range(text))?;
+    let (body, zone_text) = split_input_zone(&renumbered);
     let local = parse_wall_clock(&body).ok_or_else(bad)?;
+    if before_christ {
+        // A year before 4713 BC is outside the timestamp range.
+        super::check_timestamp(local)?;
+    }
     let zone = match zone_text {
         None => None,
         Some(zone_text) => Some(super::input_zone(zone_text).ok_or_else(|| {
@@ -249,7 +312,8 @@ pub fn format_timestamptz(utc_micros: i64) -> String {
     super::with_session_zone(|zone| {
         let offset_seconds = zone.offset_at_utc(utc_micros);
         let local = utc_micros.saturating_add(i64::from(offset_seconds) * 1_000_000);
-        format!("{}{}", format_timestamp(local), super::format_offset(offset_seconds, false))
+        let (text, before_christ) = timestamp_text(local);
+        with_era((format!("{text}{}", super::format_offset(offset_seconds, false)), before_christ))
     })
 }
 
