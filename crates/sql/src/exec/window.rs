@@ -191,7 +191,7 @@ fn frame_values(
         let mut nonempty = runs.iter().filter(|(start, end)| start < end);
         let target = match call.function {
             WindowFunction::FirstValue => nonempty.next().map(|(start, _)| *start),
-            WindowFunction::LastValue => nonempty.last().map(|(_, end)| end - 1),
+            WindowFunction::LastValue => nonempty.next_back().map(|(_, end)| end - 1),
             _ => match eval(&call.args[1], row, ctx)? {
                 Datum::Null => {
                     values.push(Datum::Null);

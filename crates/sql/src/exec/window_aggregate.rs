@@ -134,9 +134,9 @@ fn moving_values(
         let [before, current, after] =
             segments(index, frames, &partition.peers, partition.exclusion);
         let mut kept = state;
-        for excluded in before.1..after.0 {
+        for (excluded, row) in arguments.iter().enumerate().take(after.0).skip(before.1) {
             if !(current.0..current.1).contains(&excluded) {
-                kept.apply(kind, &arguments[excluded], -1);
+                kept.apply(kind, row, -1);
             }
         }
         values.push(kept.finish(kind, aggregate)?);
