@@ -37,6 +37,7 @@ mod signatures;
 mod subquery_comparison;
 mod views;
 mod window;
+mod window_frame;
 
 pub(crate) use crate::parse::group_by_quantifier::is_distinct_mark;
 pub(crate) use crate::parse::names::{ident, object_name};

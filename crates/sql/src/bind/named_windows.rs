@@ -15,6 +15,7 @@ use std::ops::ControlFlow;
 use sqlparser::ast::{self, VisitMut, VisitorMut};
 
 use super::*;
+use crate::parse::frame_exclusion::{marked_window_name, split_window_name};
 
 /// The SELECT and ORDER BY with named windows resolved; None when the SELECT has no WINDOW
 /// clause (an OVER naming a window is then 42704 in bind/window.rs).
@@ -66,7 +67,9 @@ fn copy_window(
     spec: &ast::WindowSpec,
     definitions: &[(String, ast::WindowSpec)],
 ) -> Result<ast::WindowSpec> {
-    let Some(base_name) = &spec.window_name else { return Ok(spec.clone()) };
+    // The name may carry the frame's exclusion (parse/frame_exclusion.rs).
+    let (base_name, exclusion) = split_window_name(spec);
+    let Some(base_name) = &base_name else { return Ok(spec.clone()) };
     let base = lookup(&ident(base_name), definitions)?;
     let name = ident(base_name);
     if !spec.partition_by.is_empty() {
@@ -88,7 +91,7 @@ fn copy_window(
         ));
     }
     Ok(ast::WindowSpec {
-        window_name: None,
+        window_name: marked_window_name(None, exclusion),
         partition_by: base.partition_by.clone(),
         order_by: if spec.order_by.is_empty() {
             base.order_by.clone()
@@ -139,7 +142,7 @@ impl VisitorMut for Resolver<'_> {
             Some(ast::WindowType::NamedWindow(name)) => {
                 lookup(&ident(name), self.definitions).cloned()
             }
-            Some(ast::WindowType::WindowSpec(spec)) if spec.window_name.is_some() => {
+            Some(ast::WindowType::WindowSpec(spec)) if split_window_name(spec).0.is_some() => {
                 copy_window(spec, self.definitions)
             }
             _ => return ControlFlow::Continue(()),

@@ -8,7 +8,8 @@
 //! placeholders are renumbered to the Window nodes' output columns.
 
 use super::*;
-use crate::plan::{FrameBound, WindowCall, WindowFrame, WindowFunction, WindowSpec};
+use crate::parse::frame_exclusion::{split_window_name, FrameExclusion as ParsedExclusion};
+use crate::plan::{FrameExclusion, WindowCall, WindowFrame, WindowFunction, WindowSpec};
 
 /// Placeholder columns of window calls start here (far above any real row width).
 pub(super) const WINDOW_COLUMN_BASE: usize = usize::MAX / 2;
@@ -35,13 +36,21 @@ impl<'a> Binder<'a> {
         // Windows of this SELECT's WINDOW clause were resolved (bind/named_windows.rs); a
         // name left is one the clause does not define.
         let spec = match &function.over {
-            Some(ast::WindowType::WindowSpec(spec)) if spec.window_name.is_none() => spec,
+            Some(ast::WindowType::WindowSpec(spec)) => spec,
             Some(ast::WindowType::NamedWindow(name)) => return Err(no_such_window(name)),
-            Some(ast::WindowType::WindowSpec(spec)) => {
-                return Err(no_such_window(spec.window_name.as_ref().expect("matched above")))
-            }
             None => unreachable!("a window call has OVER"),
         };
+        // The name may carry the frame's exclusion (parse/frame_exclusion.rs).
+        let (base, exclusion) = split_window_name(spec);
+        let exclusion = match exclusion {
+            ParsedExclusion::NoOthers => FrameExclusion::NoOthers,
+            ParsedExclusion::CurrentRow => FrameExclusion::CurrentRow,
+            ParsedExclusion::Group => FrameExclusion::Group,
+            ParsedExclusion::Ties => FrameExclusion::Ties,
+        };
+        if let Some(base) = base {
+            return Err(no_such_window(&base));
+        }
         if self.in_window_call {
             return Err(SqlError::new("42P20", "window function calls cannot be nested"));
         }
@@ -58,14 +67,17 @@ impl<'a> Binder<'a> {
             return Err(SqlError::unsupported("DISTINCT is not implemented for window functions"));
         }
         self.in_window_call = true;
-        let bound = self.bind_window_parts(spec, &args, scope);
+        let bound = self.bind_window_parts(spec, &args, scope).and_then(|parts| {
+            let frame =
+                self.window_frame(spec.window_frame.as_ref(), exclusion, &parts.3, scope)?;
+            Ok((parts, frame))
+        });
         self.in_window_call = false;
-        let (partition, order, args) = bound?;
+        let ((partition, order, args, _), frame) = bound?;
         let mut call = window_function(name, star, args)?;
         if let Some(filter) = &function.filter {
             self.window_filter(filter, scope, &mut call)?;
         }
-        let frame = frame_of(spec.window_frame.as_ref())?;
         let output = call.output.clone();
         let windows = self.windows.as_mut().expect("checked above");
         let index = windows.len();
@@ -102,22 +114,25 @@ impl<'a> Binder<'a> {
         spec: &ast::WindowSpec,
         args: &[ast::Expr],
         scope: &Scope,
-    ) -> Result<(Vec<Expr>, Vec<(Expr, bool, bool)>, Vec<(Expr, SqlType)>)> {
+    ) -> Result<(Vec<Expr>, Vec<(Expr, bool, bool)>, Vec<(Expr, SqlType)>, Vec<SqlType>)> {
         let mut partition = Vec::new();
         for expr in &spec.partition_by {
             partition.push(self.expr(expr, scope, None)?.0);
         }
         let mut order = Vec::new();
+        let mut order_types = Vec::new();
         for item in &spec.order_by {
             let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
             let nulls_first = item.options.nulls_first.unwrap_or(descending);
-            order.push((self.expr(&item.expr, scope, None)?.0, descending, nulls_first));
+            let (expr, ty) = self.expr(&item.expr, scope, None)?;
+            order.push((expr, descending, nulls_first));
+            order_types.push(ty);
         }
         let mut bound = Vec::new();
         for arg in args {
             bound.push(self.expr(arg, scope, None)?);
         }
-        Ok((partition, order, bound))
+        Ok((partition, order, bound, order_types))
     }
 
     /// Plans the window calls over `plan`; returns the plan and each call's output column.
@@ -157,7 +172,7 @@ impl<'a> Binder<'a> {
                         nulls_first: *nulls_first,
                     })
                     .collect(),
-                frame: first.frame,
+                frame: first.frame.clone(),
             };
             let mut columns = plan.columns.clone();
             if !keys.is_empty() {
@@ -392,73 +407,8 @@ fn no_such_window(name: &ast::Ident) -> SqlError {
     SqlError::new("42704", format!("window \"{}\" does not exist", ident(name)))
 }
 
-/// The frame clause, as far as tierdb evaluates it (ROWS with constant offsets, RANGE
-/// between UNBOUNDED and CURRENT ROW); the rest is 0A000, never ignored.
-fn frame_of(frame: Option<&ast::WindowFrame>) -> Result<WindowFrame> {
-    let Some(frame) = frame else { return Ok(WindowFrame::DEFAULT) };
-    let rows = match frame.units {
-        ast::WindowFrameUnits::Rows => true,
-        ast::WindowFrameUnits::Range => false,
-        ast::WindowFrameUnits::Groups => {
-            return Err(SqlError::unsupported("GROUPS window frames are not supported"))
-        }
-    };
-    let start = frame_bound(&frame.start_bound, rows, "starting")?;
-    let end = match &frame.end_bound {
-        Some(bound) => frame_bound(bound, rows, "ending")?,
-        None => FrameBound::CurrentRow,
-    };
-    let invalid = |message: &str| Err(SqlError::new("42P20", message.to_string()));
-    match (start, end) {
-        (FrameBound::UnboundedFollowing, _) => invalid("frame start cannot be UNBOUNDED FOLLOWING"),
-        (_, FrameBound::UnboundedPreceding) => invalid("frame end cannot be UNBOUNDED PRECEDING"),
-        (FrameBound::CurrentRow, FrameBound::Preceding(_)) => {
-            invalid("frame starting from current row cannot have preceding rows")
-        }
-        (FrameBound::Following(_), FrameBound::Preceding(_) | FrameBound::CurrentRow) => {
-            invalid("frame starting from following row cannot have preceding rows")
-        }
-        _ => Ok(WindowFrame { rows, start, end }),
-    }
-}
-
-fn frame_bound(bound: &ast::WindowFrameBound, rows: bool, which: &str) -> Result<FrameBound> {
-    let offset = |expr: &ast::Expr| -> Result<u64> {
-        if !rows {
-            return Err(SqlError::unsupported(
-                "RANGE with offset PRECEDING/FOLLOWING is not supported",
-            ));
-        }
-        match expr {
-            ast::Expr::Value(value) => match &value.value {
-                ast::Value::Number(text, _) => text.parse::<u64>().map_err(|_| {
-                    SqlError::unsupported(
-                        "window frame offsets other than integer constants are not supported",
-                    )
-                }),
-                _ => Err(SqlError::unsupported(
-                    "window frame offsets other than integer constants are not supported",
-                )),
-            },
-            ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, .. } => {
-                Err(SqlError::new("22013", format!("frame {which} offset must not be negative")))
-            }
-            _ => Err(SqlError::unsupported(
-                "window frame offsets other than integer constants are not supported",
-            )),
-        }
-    };
-    Ok(match bound {
-        ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
-        ast::WindowFrameBound::Preceding(None) => FrameBound::UnboundedPreceding,
-        ast::WindowFrameBound::Following(None) => FrameBound::UnboundedFollowing,
-        ast::WindowFrameBound::Preceding(Some(expr)) => FrameBound::Preceding(offset(expr)?),
-        ast::WindowFrameBound::Following(Some(expr)) => FrameBound::Following(offset(expr)?),
-    })
-}
-
 /// A type without its modifier, as a polymorphic function's result has it.
-fn without_typmod(ty: SqlType) -> SqlType {
+pub(super) fn without_typmod(ty: SqlType) -> SqlType {
     match ty {
         SqlType::Numeric { .. } => SqlType::numeric(),
         SqlType::Varchar(_) => SqlType::Varchar(None),

@@ -41,6 +41,8 @@ pub(crate) mod spill;
 mod subquery_comparison;
 mod vector_check;
 mod window;
+mod window_aggregate;
+mod window_frame;
 
 pub(crate) use aggregate::*;
 pub(crate) use compare::compare;

@@ -3,12 +3,17 @@
 //! Rows arrive sorted (a Sort node below, which spills past work_mem). One partition at a
 //! time is held, its calls computed, and its rows sent on with one value per call appended.
 //! Peers are rows of a partition equal in every ORDER BY column (all rows, without ORDER BY);
-//! a RANGE frame moves by peer groups, a ROWS frame by rows.
+//! frames (ROWS, RANGE, GROUPS, with exclusions) are in exec/window_frame.rs, aggregates over
+//! them in exec/window_aggregate.rs.
 //!
-//! Costs per partition of n rows: ranking and offset functions O(n); an aggregate whose frame
-//! starts at UNBOUNDED PRECEDING O(n) (its state only grows); another frame O(n x frame size)
-//! (the state is rebuilt for each row whose frame differs from the previous row's).
+//! Costs per partition of n rows: ranking, offset and value functions O(n); an aggregate
+//! O(n) when its frame starts at UNBOUNDED PRECEDING or it has an inverse (count, integer
+//! sum and avg), otherwise O(n x frame size) where the frame's start moves.
 
+use super::window_aggregate::aggregate_values;
+use super::window_frame::{
+    evaluate_offsets, frames, peers, same_columns, segments, Frames, Offsets, Partition,
+};
 use super::*;
 
 /// Runs a Window node.
@@ -20,13 +25,15 @@ pub(crate) fn run_window(
     probe: &[Datum],
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
+    // Offsets hold no columns: evaluated once, before any row, as PostgreSQL does.
+    let offsets = evaluate_offsets(&spec.frame, ctx)?;
     let mut partition: Vec<Row> = Vec::new();
     let mut open = true;
     let finished = run(input, ctx, probe, &mut |ctx, row| {
         if let Some(first) = partition.first() {
             if !same_columns(first, &row, &spec.partition) {
                 let rows = std::mem::take(&mut partition);
-                if !emit_partition(rows, spec, calls, ctx, sink)? {
+                if !emit_partition(rows, spec, &offsets, calls, ctx, sink)? {
                     open = false;
                     return Ok(false);
                 }
@@ -41,60 +48,33 @@ pub(crate) fn run_window(
     if partition.is_empty() {
         return Ok(true);
     }
-    emit_partition(partition, spec, calls, ctx, sink)
-}
-
-/// Whether two rows are equal in `columns` (NULLs equal, as for grouping).
-fn same_columns(a: &Row, b: &Row, columns: &[usize]) -> bool {
-    columns.iter().all(|&column| a[column] == b[column])
-}
-
-/// Peer groups of a sorted partition: for each row, the first row of its group and the row
-/// after its group's last.
-struct Peers {
-    start: Vec<usize>,
-    end: Vec<usize>,
-    /// 1-based number of each row's group (dense_rank).
-    group: Vec<usize>,
-}
-
-fn peers(rows: &[Row], spec: &WindowSpec) -> Peers {
-    let order: Vec<usize> = spec.order.iter().map(|key| key.column).collect();
-    let count = rows.len();
-    let mut peers = Peers { start: vec![0; count], end: vec![count; count], group: vec![1; count] };
-    let mut group_start = 0;
-    let mut group = 1;
-    for index in 1..=count {
-        if index == count || !same_columns(&rows[group_start], &rows[index], &order) {
-            for member in group_start..index {
-                peers.start[member] = group_start;
-                peers.end[member] = index;
-                peers.group[member] = group;
-            }
-            group_start = index;
-            group += 1;
-        }
-    }
-    peers
-}
-
-/// A sorted partition with its peer groups and the window's frame.
-struct Partition<'r> {
-    rows: &'r [Row],
-    peers: Peers,
-    frame: WindowFrame,
+    emit_partition(partition, spec, &offsets, calls, ctx, sink)
 }
 
 fn emit_partition(
     mut rows: Vec<Row>,
     spec: &WindowSpec,
+    offsets: &Offsets,
     calls: &[WindowCall],
     ctx: &mut Ctx<'_>,
     sink: &mut Sink<'_>,
 ) -> Result<bool> {
     let mut results = Vec::with_capacity(calls.len());
     {
-        let partition = Partition { rows: &rows, peers: peers(&rows, spec), frame: spec.frame };
+        let peers = peers(&rows, spec);
+        // Ranking and offset functions need no frames (DISTINCT ON is a row_number).
+        let framed = calls.iter().any(|call| {
+            matches!(
+                call.function,
+                WindowFunction::FirstValue
+                    | WindowFunction::LastValue
+                    | WindowFunction::NthValue
+                    | WindowFunction::Aggregate(_)
+            )
+        });
+        let frames = if framed { frames(&rows, &peers, spec, offsets)? } else { Frames::none() };
+        let exclusion = spec.frame.exclusion;
+        let partition = Partition { rows: &rows, peers, frames, exclusion };
         for call in calls {
             results.push(compute(call, &partition, ctx)?);
         }
@@ -198,29 +178,6 @@ fn offset_values(call: &WindowCall, rows: &[Row], ctx: &mut Ctx<'_>) -> Result<V
     Ok(values)
 }
 
-/// The frame of row `index`: rows `start..end` of the partition (empty when end <= start).
-fn frame_of(index: usize, partition: &Partition<'_>) -> (usize, usize) {
-    let (count, peers, frame) = (partition.rows.len(), &partition.peers, partition.frame);
-    let offset = |rows: u64| usize::try_from(rows).unwrap_or(usize::MAX);
-    let start = match frame.start {
-        FrameBound::UnboundedPreceding => 0,
-        FrameBound::Preceding(rows) => index.saturating_sub(offset(rows)),
-        FrameBound::CurrentRow if frame.rows => index,
-        FrameBound::CurrentRow => peers.start[index],
-        FrameBound::Following(rows) => index.saturating_add(offset(rows)).min(count),
-        FrameBound::UnboundedFollowing => count,
-    };
-    let end = match frame.end {
-        FrameBound::UnboundedPreceding => 0,
-        FrameBound::Preceding(rows) => (index + 1).saturating_sub(offset(rows)),
-        FrameBound::CurrentRow if frame.rows => index + 1,
-        FrameBound::CurrentRow => peers.end[index],
-        FrameBound::Following(rows) => (index + 1).saturating_add(offset(rows)).min(count),
-        FrameBound::UnboundedFollowing => count,
-    };
-    (start, end.max(start))
-}
-
 /// first_value / last_value / nth_value over each row's frame.
 fn frame_values(
     call: &WindowCall,
@@ -230,17 +187,18 @@ fn frame_values(
     let rows = partition.rows;
     let mut values = Vec::with_capacity(rows.len());
     for (index, row) in rows.iter().enumerate() {
-        let (start, end) = frame_of(index, partition);
+        let runs = segments(index, &partition.frames, &partition.peers, partition.exclusion);
+        let mut nonempty = runs.iter().filter(|(start, end)| start < end);
         let target = match call.function {
-            WindowFunction::FirstValue => Some(start),
-            WindowFunction::LastValue => end.checked_sub(1),
+            WindowFunction::FirstValue => nonempty.next().map(|(start, _)| *start),
+            WindowFunction::LastValue => nonempty.next_back().map(|(_, end)| end - 1),
             _ => match eval(&call.args[1], row, ctx)? {
                 Datum::Null => {
                     values.push(Datum::Null);
                     continue;
                 }
                 Datum::Int(nth) if nth > 0 => {
-                    usize::try_from(nth - 1).ok().and_then(|skip| start.checked_add(skip))
+                    usize::try_from(nth - 1).ok().and_then(|skip| nth_row(&runs, skip))
                 }
                 _ => {
                     return Err(SqlError::new(
@@ -250,7 +208,7 @@ fn frame_values(
                 }
             },
         };
-        values.push(match target.filter(|&target| target >= start && target < end) {
+        values.push(match target {
             Some(target) => eval(&call.args[0], &rows[target], ctx)?,
             None => Datum::Null,
         });
@@ -258,45 +216,14 @@ fn frame_values(
     Ok(values)
 }
 
-/// An aggregate over each row's frame: grown row by row while the frame starts at the
-/// partition's first row, rebuilt when the frame moves otherwise.
-fn aggregate_values(
-    aggregate: &AggregateCall,
-    partition: &Partition<'_>,
-    ctx: &mut Ctx<'_>,
-) -> Result<Vec<Datum>> {
-    let rows = partition.rows;
-    // A row its FILTER rejects is folded in as no row: `None`.
-    let arguments: Vec<Option<Row>> = rows
-        .iter()
-        .map(|row| {
-            if let Some(filter) = &aggregate.filter {
-                if !matches!(eval(filter, row, ctx)?, Datum::Bool(true)) {
-                    return Ok(None);
-                }
-            }
-            aggregate.args.iter().map(|expr| eval(expr, row, ctx)).collect::<Result<_>>().map(Some)
-        })
-        .collect::<Result<_>>()?;
-    let mut values = Vec::with_capacity(rows.len());
-    let mut state = accumulator(aggregate);
-    // The rows `state` holds: `held.0..held.1`.
-    let mut held = (0usize, 0usize);
-    let mut value = finish(&state, aggregate)?;
-    for index in 0..rows.len() {
-        let (start, end) = frame_of(index, partition);
-        if (start, end) != held {
-            if start != held.0 || end < held.1 {
-                state = accumulator(aggregate);
-                held = (start, start);
-            }
-            for arguments in arguments[held.1..end].iter().flatten() {
-                accumulate(&mut state, aggregate, arguments)?;
-            }
-            held.1 = end;
-            value = finish(&state, aggregate)?;
+/// The row `skip` rows after the first of the runs, if they hold that many.
+fn nth_row(runs: &[(usize, usize); 3], mut skip: usize) -> Option<usize> {
+    for &(start, end) in runs {
+        let length = end - start;
+        if skip < length {
+            return Some(start + skip);
         }
-        values.push(value.clone());
+        skip -= length;
     }
-    Ok(values)
+    None
 }

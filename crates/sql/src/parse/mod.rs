@@ -3,6 +3,7 @@
 
 mod copy_options;
 pub mod cursor;
+pub(crate) mod frame_exclusion;
 pub mod front;
 pub(crate) mod group_by_quantifier;
 pub mod identity;
@@ -70,9 +71,15 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     // INSERT ... OVERRIDING SYSTEM / USER VALUE: blanked, the INSERT marked after parsing.
     let overriding = overriding::blank_overriding(before_overriding)
         .map_err(|error| map_position(error, &checked))?;
-    let (parsed_text, overriding_inserts) = match &overriding {
+    let (before_exclusions, overriding_inserts) = match &overriding {
         Some((text, inserts)) => (text.as_str(), inserts.as_slice()),
         None => (before_overriding, &[][..]),
+    };
+    // A window frame's EXCLUDE clause: blanked, the window marked after parsing.
+    let exclusions = frame_exclusion::blank_exclusions(before_exclusions);
+    let (parsed_text, frame_exclusions) = match &exclusions {
+        Some((text, found)) => (text.as_str(), found.as_slice()),
+        None => (before_exclusions, &[][..]),
     };
     let mut statements = Parser::new(&PostgreSqlDialect {})
         .with_recursion_limit(depth::PARSER_RECURSION_LIMIT)
@@ -83,9 +90,6 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
             _ if names_search_or_cycle(text) => SqlError::unsupported(
                 "the SEARCH and CYCLE clauses of WITH RECURSIVE are not supported",
             ),
-            _ if names_frame_exclusion(text) => {
-                SqlError::unsupported("EXCLUDE in a window frame is not supported")
-            }
             _ if let Some(feature) = unsupported_view_clause(text) => {
                 SqlError::unsupported(format!("{feature} is not supported"))
             }
@@ -101,6 +105,8 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
         group_by_quantifier::mark_distinct(statement, parsed_text, distinct_selects);
         overriding::mark_inserts(statement, parsed_text, overriding_inserts);
     }
+    frame_exclusion::mark_exclusions(&mut statements, parsed_text, frame_exclusions)
+        .map_err(|error| map_position(error, &checked))?;
     for statement in &statements {
         check_reserved_names(text, statement).map_err(|error| map_position(error, &checked))?;
         join_qualifiers::check_join_qualifiers(parsed_text, statement)
@@ -120,20 +126,6 @@ fn names_search_or_cycle(text: &str) -> bool {
     let clause = CLAUSE.get_or_init(|| {
         regex::Regex::new(
             r"(?is)^\s*with\s+recursive\b.*\)\s*(search\s+(depth|breadth)\s+first\s+by\b|cycle\s+.+\bset\b)",
-        )
-        .expect("a valid pattern")
-    });
-    clause.is_match(text)
-}
-
-/// Whether a text that failed to parse has a window frame's exclusion (`ROWS ... EXCLUDE
-/// CURRENT ROW / GROUP / TIES / NO OTHERS`): sqlparser has no grammar for it, and the
-/// executor does not exclude rows, so it is 0A000 naming it rather than a syntax error.
-fn names_frame_exclusion(text: &str) -> bool {
-    static CLAUSE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let clause = CLAUSE.get_or_init(|| {
-        regex::Regex::new(
-            r"(?is)\b(rows|range|groups)\b.*\bexclude\s+(current\s+row|group|ties|no\s+others)\b",
         )
         .expect("a valid pattern")
     });

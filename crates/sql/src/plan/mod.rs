@@ -17,7 +17,9 @@ mod reads;
 mod size;
 mod window;
 
-pub use window::{FrameBound, WindowCall, WindowFrame, WindowFunction, WindowSpec};
+pub use window::{
+    FrameBound, FrameExclusion, FrameUnits, WindowCall, WindowFrame, WindowFunction, WindowSpec,
+};
 
 pub(crate) use access::*;
 pub(crate) use dml::*;

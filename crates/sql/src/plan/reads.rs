@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::ops::Bound;
 
 use super::dml::{ConflictAction, DeletePlan, InsertPlan, ModifyingPlan, UpdatePlan};
-use super::window::WindowFunction;
+use super::window::{FrameBound, WindowFunction};
 use super::{Access, AggregateCall, Expr, Plan, PlanKind};
 
 /// What a statement reads.
@@ -134,7 +134,12 @@ fn node_reads<'p>(kind: &'p PlanKind, reads: &mut Reads, exprs: &mut Vec<&'p Exp
             aggregates.iter().for_each(|call| aggregate_exprs(call, exprs));
         }
         PlanKind::Expand { keys, .. } => exprs.extend(keys),
-        PlanKind::Window { calls, .. } => {
+        PlanKind::Window { calls, spec, .. } => {
+            for bound in [&spec.frame.start, &spec.frame.end] {
+                if let FrameBound::Preceding(offset) | FrameBound::Following(offset) = bound {
+                    exprs.push(offset);
+                }
+            }
             for call in calls {
                 exprs.extend(&call.args);
                 if let WindowFunction::Aggregate(aggregate) = &call.function {

@@ -54,33 +54,53 @@ impl WindowFunction {
     }
 }
 
-/// One end of a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One end of a frame. An offset is an expression without columns (a constant or a
+/// parameter), evaluated once per partition: a bigint for ROWS and GROUPS, the in_range
+/// offset type of the ORDER BY column for RANGE (bind/window_frame.rs).
+#[derive(Clone, Debug)]
 pub enum FrameBound {
     UnboundedPreceding,
-    /// `n PRECEDING` (ROWS only).
-    Preceding(u64),
+    Preceding(Expr),
     CurrentRow,
-    /// `n FOLLOWING` (ROWS only).
-    Following(u64),
+    Following(Expr),
     UnboundedFollowing,
 }
 
-/// The rows an aggregate, first_value, last_value or nth_value sees for each row.
+/// How a frame's offsets count: rows, ORDER BY values (peers together), or peer groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+    Groups,
+}
+
+/// `EXCLUDE ...`: rows of the frame left out around the current row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameExclusion {
+    NoOthers,
+    CurrentRow,
+    /// The current row and its peers.
+    Group,
+    /// The current row's peers, not the row itself.
+    Ties,
+}
+
+/// The rows an aggregate, first_value, last_value or nth_value sees for each row.
+#[derive(Clone, Debug)]
 pub struct WindowFrame {
-    /// ROWS (physical rows) or RANGE (peer groups: rows equal in the ORDER BY columns).
-    pub rows: bool,
+    pub units: FrameUnits,
     pub start: FrameBound,
     pub end: FrameBound,
+    pub exclusion: FrameExclusion,
 }
 
 impl WindowFrame {
     /// PostgreSQL's default: RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW.
     pub const DEFAULT: WindowFrame = WindowFrame {
-        rows: false,
+        units: FrameUnits::Range,
         start: FrameBound::UnboundedPreceding,
         end: FrameBound::CurrentRow,
+        exclusion: FrameExclusion::NoOthers,
     };
 }
 

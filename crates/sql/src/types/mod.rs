@@ -131,7 +131,7 @@ pub enum SqlType {
 
 /// Days from 1970-01-01 to PostgreSQL's epoch 2000-01-01.
 const POSTGRES_EPOCH_DAYS_FROM_UNIX: i64 = 10_957;
-const MICROSECONDS_PER_DAY: i64 = 86_400_000_000;
+pub(crate) const MICROSECONDS_PER_DAY: i64 = 86_400_000_000;
 
 impl SqlType {
     pub fn numeric() -> SqlType {
