@@ -61,6 +61,17 @@ pub(crate) fn parse_manifest_name(name: &str) -> Option<u64> {
     (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok()).flatten()
 }
 
+/// The magic of a sealed manifest (its checksum holds, so it is no torn or damaged PUT) that
+/// this binary does not know: one written by a newer binary. Recovery refuses such a store
+/// instead of falling back to an older manifest as it does for damage: the log behind a newer
+/// manifest may hold records this binary would take for a torn tail and cut, losing commits.
+pub(crate) fn unknown_magic(bytes: &[u8]) -> Option<String> {
+    let magic = verify_sealed(bytes).ok()?.get(..MANIFEST_MAGIC.len())?;
+    let known = [MANIFEST_MAGIC, MANIFEST_MAGIC_COMPACT_WAL, MANIFEST_MAGIC_FIXED_WAL];
+    (magic.starts_with(b"TDBMAN") && !known.iter().any(|known| magic == known.as_slice()))
+        .then(|| String::from_utf8_lossy(magic).escape_debug().to_string())
+}
+
 impl Manifest {
     pub fn encode(&self) -> Vec<u8> {
         let mut writer =

@@ -24,7 +24,7 @@ use super::{frames_for, StoreConfig, StoreInner, StoreStats};
 use crate::buffer_pool::{BufferPool, Pinned};
 use crate::device::{Device, FileDevice};
 use crate::error::{Result, StorageError};
-use crate::manifest::{parse_manifest_name, Manifest, MANIFEST_PREFIX};
+use crate::manifest::{parse_manifest_name, unknown_magic, Manifest, MANIFEST_PREFIX};
 use crate::page_map::{chunk_name, PageLocation, PageMap, MAP_PREFIX};
 use crate::segment::{parse_segment_name, segment_name, SEGMENT_PREFIX};
 use crate::tier::TierCache;
@@ -160,7 +160,9 @@ pub(super) fn recover(
 /// A newest manifest that fails to decode is the remains of a checkpoint whose PUT was torn
 /// and reported failed (a volume that breaks its atomic-PUT contract): that checkpoint deleted
 /// nothing, so the manifest before it, with its chunks, segments and WAL, is still complete,
-/// and recovery uses it. With no valid manifest at all, the error names the newest one.
+/// and recovery uses it. With no valid manifest at all, the error names the newest one. A
+/// sealed manifest with a magic this binary does not know is not damage but a newer format:
+/// the open fails rather than fall back past it (`unknown_magic`).
 fn load_newest_manifest(
     volume: &MeteredVolume<Arc<dyn Volume>>,
 ) -> Result<(Option<Manifest>, u64)> {
@@ -179,7 +181,9 @@ fn load_newest_manifest(
     let mut first_failure = None;
     for (sequence, name) in listed.iter().rev() {
         let described = format!("{}/{name}", volume.describe());
+        let mut newer = None;
         let decoded = volume.get(name).and_then(|bytes| {
+            newer = unknown_magic(&bytes);
             let manifest = Manifest::decode(&bytes)
                 .map_err(|detail| StorageError::corrupt_file(described.clone(), detail))?;
             if manifest.sequence != *sequence {
@@ -190,6 +194,12 @@ fn load_newest_manifest(
             }
             Ok(manifest)
         });
+        if let Some(magic) = newer {
+            return Err(StorageError::corrupt_file(
+                described,
+                format!("manifest magic={magic} was written by a newer tierdb; downgrading is not supported"),
+            ));
+        }
         match decoded {
             Ok(manifest) => {
                 if let Some(error) = &first_failure {
