@@ -361,3 +361,41 @@ fn a_partial_vector_index_keeps_its_predicate_across_a_restart() {
         .join()
         .expect("no panic");
 }
+
+/// A dropped partial index's predicate (DROP INDEX, DROP TABLE, a rolled-back CREATE INDEX)
+/// is not applied to a later index of its name: a UNIQUE constraint's index, which registers
+/// no predicate of its own, enforces uniqueness over every row.
+#[test]
+fn a_dropped_partial_index_leaves_no_predicate_on_its_name() {
+    with_session(|session| {
+        let drops = [
+            "DROP INDEX p",
+            "DROP TABLE items",
+            "ROLLBACK", // of a block that created p
+        ];
+        for (round, drop) in drops.into_iter().enumerate() {
+            let create = "CREATE INDEX p ON items USING hnsw (v vector_l2_ops) WHERE category = 1";
+            setup(
+                session,
+                &["CREATE TABLE items (id integer PRIMARY KEY, category integer, v vector(3))"],
+            );
+            if drop == "ROLLBACK" {
+                setup(session, &["BEGIN", create, drop]);
+            } else {
+                setup(session, &[create, drop]);
+            }
+            let other = format!("other{round}");
+            setup(
+                session,
+                &[
+                    &format!("CREATE TABLE {other} (id integer PRIMARY KEY, category integer)"),
+                    &format!("ALTER TABLE {other} ADD CONSTRAINT p UNIQUE (category)"),
+                    &format!("INSERT INTO {other} VALUES (1, 5)"),
+                ],
+            );
+            let duplicate = format!("INSERT INTO {other} VALUES (2, 5)");
+            assert_eq!(message(session, &duplicate).0, "23505", "after {drop}");
+            setup(session, &[&format!("DROP TABLE {other}"), "DROP TABLE IF EXISTS items"]);
+        }
+    });
+}

@@ -481,12 +481,27 @@ impl Shared {
             return Err(EngineError::UndefinedTable { name: name.to_string() });
         };
         let table = handle.table()?;
+        // Its partial indexes' predicates go with it (a later index of one of their names
+        // must not inherit one), once it is gone.
+        let index_names: Vec<String> = table
+            .def
+            .indexes
+            .iter()
+            .map(|index| index.name.clone())
+            .chain(table.vector_indexes.iter().map(|index| index.def.name.clone()))
+            .collect();
+        let forget_predicates = || {
+            for name in &index_names {
+                self.index_predicates.set(name, None);
+            }
+        };
         if self.is_temporary(&table) {
             // No catalog entry. The store cannot free a tree's pages: they stay until the
             // session's store goes, which is when the session's last temp table does (and
             // the last handle of one).
             tables.remove(name).expect("checked above").mark_dropped();
             self.release_temp_store(&tables, table.tree.store());
+            forget_predicates();
             return Ok(());
         }
         let Some((_, lsn)) = self.catalog.delete(name.as_bytes())? else {
@@ -497,6 +512,7 @@ impl Shared {
         };
         self.store.wait_durable(lsn)?;
         tables.remove(name).expect("checked above").mark_dropped();
+        forget_predicates();
         Ok(())
     }
 
@@ -794,7 +810,11 @@ impl Shared {
         } else {
             return Err(EngineError::UndefinedTable { name: index_name.to_string() });
         }
-        self.install(&slot, &old, new_def, indexes, vector_indexes)
+        self.install(&slot, &old, new_def, indexes, vector_indexes)?;
+        // A later index of this name (a UNIQUE constraint's, which registers none) must not
+        // inherit a dropped partial index's predicate.
+        self.index_predicates.set(index_name, None);
+        Ok(())
     }
 }
 
