@@ -408,10 +408,8 @@ fn cast_to_timestamp(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datu
     let zoned = *to == SqlType::TimestampTz;
     let micros = match datum {
         Datum::Text(text) => parse_timestamp(text, zoned)?,
-        Datum::Date(days) if zoned => {
-            super::session_local_to_utc(i64::from(*days) * MICROSECONDS_PER_DAY)
-        }
-        Datum::Date(days) => i64::from(*days) * MICROSECONDS_PER_DAY,
+        Datum::Date(days) if zoned => super::date_to_timestamptz_micros(*days)?,
+        Datum::Date(days) => super::date_to_timestamp_micros(*days)?,
         Datum::Timestamp(micros) if zoned => super::session_local_to_utc(*micros),
         Datum::TimestampTz(micros) if !zoned => super::utc_to_session_local(*micros),
         Datum::Timestamp(micros) | Datum::TimestampTz(micros) => *micros,

@@ -29,6 +29,25 @@ pub fn check_timestamp(micros: i64) -> Result<i64> {
     Ok(micros)
 }
 
+/// date2timestamp: a date's midnight, 22008 for a date past the timestamp range (to_date
+/// reaches dates up to 5874897 AD, whose microseconds overflow i64).
+pub fn date_to_timestamp_micros(days: i32) -> Result<i64> {
+    i64::from(days)
+        .checked_mul(MICROSECONDS_PER_DAY)
+        .filter(|micros| (TIMESTAMP_MIN_MICROS..TIMESTAMP_END_MICROS).contains(micros))
+        .ok_or_else(date_out_of_range_for_timestamp)
+}
+
+fn date_out_of_range_for_timestamp() -> SqlError {
+    SqlError::new("22008", "date out of range for timestamp")
+}
+
+/// date2timestamptz: a date's midnight in the session zone, range-checked as PostgreSQL does.
+pub fn date_to_timestamptz_micros(days: i32) -> Result<i64> {
+    let utc = super::session_local_to_utc(date_to_timestamp_micros(days)?);
+    check_timestamp(utc).map_err(|_| date_out_of_range_for_timestamp())
+}
+
 /// A timestamp's calendar fields.
 #[derive(Clone, Copy, Debug)]
 pub struct Fields {
@@ -184,15 +203,15 @@ pub fn add_datetime(left: &Datum, right: &Datum) -> Result<Option<Datum>> {
             Datum::TimestampTz(timestamptz_plus_interval(*micros, interval)?)
         }
         (Datum::Date(days), Datum::Interval(interval))
-        | (Datum::Interval(interval), Datum::Date(days)) => Datum::Timestamp(
-            timestamp_plus_interval(i64::from(*days) * MICROSECONDS_PER_DAY, interval)?,
-        ),
+        | (Datum::Interval(interval), Datum::Date(days)) => {
+            Datum::Timestamp(timestamp_plus_interval(date_to_timestamp_micros(*days)?, interval)?)
+        }
         (Datum::Time(micros), Datum::Interval(interval))
         | (Datum::Interval(interval), Datum::Time(micros)) => {
             Datum::Time(time_plus_interval(*micros, interval))
         }
         (Datum::Date(days), Datum::Time(micros)) | (Datum::Time(micros), Datum::Date(days)) => {
-            Datum::Timestamp(check_timestamp(i64::from(*days) * MICROSECONDS_PER_DAY + micros)?)
+            Datum::Timestamp(check_timestamp(date_to_timestamp_micros(*days)? + micros)?)
         }
         _ => return Ok(None),
     }))

@@ -65,8 +65,10 @@ pub fn parse_date_formatted(input: &str, template: &str) -> Result<i32> {
 pub fn parse_timestamp_formatted(input: &str, template: &str) -> Result<ParsedTimestamp> {
     let read = read_fields(input, template)?;
     let fraction_digits = read.fraction_digits;
-    let zone = read.zone_offset_seconds(input)?;
+    // do_to_timestamp checks the date and time before the zone displacement.
+    let zone = read.zone_offset_seconds(input);
     let fields = read.into_calendar(input)?;
+    let zone = zone?;
     let out_of_range = || SqlError::new("22008", "timestamp out of range");
     if !valid_julian(fields.year, fields.month) {
         return Err(out_of_range());
@@ -598,7 +600,8 @@ impl Field<'_> {
             reader.position = start + length;
             value
         } else {
-            if copy.len() < width {
+            // strlcpy's length: the rest of the input, not the bytes copied.
+            if after_spaces.len() < width {
                 return Err(SqlError::new(
                     "22007",
                     format!("source string too short for \"{}\" formatting field", self.keyword),
@@ -695,17 +698,20 @@ impl ReadFields {
             year_known = true;
         }
         if self.julian_day != 0 {
-            (calendar.year, calendar.month, calendar.day) = julian_to_date(self.julian_day)?;
+            (calendar.year, calendar.month, calendar.day) = julian_to_date_wrapping(
+                i32::try_from(self.julian_day).expect("J is read as an int"),
+            );
             (year_known, month_known, day_known) = (true, true, true);
         }
         if self.week != 0 {
             if self.mode == DateMode::IsoWeek {
                 let first_day = iso_week_to_julian(calendar.year, self.week);
-                // Without a day, the ISO week's Monday; Sunday (1) is its seventh day.
+                // Without a day, the ISO week's Monday; Sunday (1), and any day below it that
+                // ID read as a negative number, is its seventh day (isoweekdate2date).
                 let offset = match self.day_of_week {
                     0 => 0,
-                    1 => 6,
-                    day => day - 2,
+                    day if day > 1 => day - 2,
+                    _ => 6,
                 };
                 (calendar.year, calendar.month, calendar.day) = julian_to_date(first_day + offset)?;
                 (year_known, month_known, day_known) = (true, true, true);
@@ -887,6 +893,25 @@ pub(crate) fn julian_to_date(julian_day: i64) -> Result<(i64, i64, i64)> {
     year += quad * 4;
     let quad = julian * 2141 / 65536;
     Ok((year - 4800, (quad + 10) % 12 + 1, julian - 7834 * quad / 256))
+}
+
+/// j2date over the int a template's J reads, in C's unsigned arithmetic as PostgreSQL
+/// computes it: a day before the routines' range wraps to some date (which the callers'
+/// range checks then take or reject, as PostgreSQL's do) instead of failing here.
+fn julian_to_date_wrapping(julian_day: i32) -> (i64, i64, i64) {
+    let mut julian = u32::from_ne_bytes(julian_day.to_ne_bytes()).wrapping_add(32_044);
+    let mut quad = julian / 146_097;
+    let extra = (julian - quad * 146_097) * 4 + 3;
+    julian = julian.wrapping_add(60 + quad * 3 + extra / 146_097);
+    quad = julian / 1461;
+    julian -= quad * 1461;
+    let year = julian * 4 / 1461;
+    julian = if year != 0 { (julian + 305) % 365 } else { (julian + 306) % 366 } + 123;
+    let year = year.wrapping_add(quad.wrapping_mul(4));
+    let year = i32::from_ne_bytes(year.to_ne_bytes()).wrapping_sub(4800);
+    let quad = julian * 2141 / 65_536;
+    let day = julian - 7834 * quad / 256;
+    (i64::from(year), i64::from((quad + 10) % 12 + 1), i64::from(day))
 }
 
 /// isoweek2j: the Julian day of the Monday of ISO week `week` of ISO year `year`.

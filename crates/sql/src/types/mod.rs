@@ -644,13 +644,18 @@ impl Datum {
             // Across the types a wall-clock value is the instant it is in the session zone.
             (Timestamp(a), TimestampTz(b)) => session_local_to_utc(*a).cmp(b),
             (TimestampTz(a), Timestamp(b)) => a.cmp(&session_local_to_utc(*b)),
-            (Date(a), Timestamp(b)) => (i64::from(*a) * MICROSECONDS_PER_DAY).cmp(b),
-            (Date(a), TimestampTz(b)) => {
-                session_local_to_utc(i64::from(*a) * MICROSECONDS_PER_DAY).cmp(b)
-            }
-            (Timestamp(a), Date(b)) => a.cmp(&(i64::from(*b) * MICROSECONDS_PER_DAY)),
-            (TimestampTz(a), Date(b)) => {
-                a.cmp(&session_local_to_utc(i64::from(*b) * MICROSECONDS_PER_DAY))
+            // A date past the timestamp range (to_date reaches them) is after every
+            // timestamp, as date2timestamp_no_overflow makes it.
+            (Date(a), Timestamp(b)) => match date_to_timestamp_micros(*a) {
+                Ok(a) => a.cmp(b),
+                Err(_) => Ordering::Greater,
+            },
+            (Date(a), TimestampTz(b)) => match date_to_timestamp_micros(*a) {
+                Ok(a) => session_local_to_utc(a).cmp(b),
+                Err(_) => Ordering::Greater,
+            },
+            (Timestamp(_) | TimestampTz(_), Date(_)) => {
+                return Some(other.compare(self)?.reverse())
             }
             (Vector(a), Vector(b)) => compare_vectors(a, b),
             (HalfVec(a), HalfVec(b)) => compare_halfvecs(a, b),
