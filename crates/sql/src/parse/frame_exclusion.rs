@@ -63,7 +63,7 @@ pub(super) fn blank_exclusions(sql: &str) -> Option<(String, Vec<(usize, FrameEx
         let after_bound = [Keyword::PRECEDING, Keyword::FOLLOWING, Keyword::ROW]
             .iter()
             .any(|&keyword| is_keyword(&tokens[index - 1].token, keyword));
-        if !after_bound {
+        if !after_bound || !in_frame_clause(&tokens, index) {
             continue;
         }
         let Some((kind, last)) = exclusion_after(&tokens, index) else {
@@ -114,6 +114,29 @@ fn starts_offset(tokens: &[Located], index: usize) -> bool {
     (is(previous, &[Keyword::BETWEEN]) && is(previous - 1, &units))
         || (is(previous, &[Keyword::AND])
             && is(previous - 1, &[Keyword::PRECEDING, Keyword::FOLLOWING, Keyword::ROW]))
+}
+
+/// Whether the token at `index` is inside a window's parentheses after its ROWS, RANGE or
+/// GROUPS: elsewhere EXCLUDE is a name (`SELECT preceding exclude FROM t` is the column
+/// `preceding` labelled `exclude`), which must stay in the text: blanked, the query would
+/// run with the column labelled `preceding`.
+fn in_frame_clause(tokens: &[Located], index: usize) -> bool {
+    use sqlparser::tokenizer::Token;
+    let units = [Keyword::ROWS, Keyword::RANGE, Keyword::GROUPS];
+    // Parentheses closed between a token and `index`; the scan stops at the window's `(`.
+    let mut depth = 0usize;
+    for located in tokens[..index].iter().rev() {
+        match &located.token {
+            Token::RParen => depth += 1,
+            Token::LParen if depth == 0 => return false,
+            Token::LParen => depth -= 1,
+            token if depth == 0 && units.iter().any(|&unit| is_keyword(token, unit)) => {
+                return true
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The exclusion the EXCLUDE at `index` names and the index of its last token.
@@ -349,6 +372,11 @@ mod tests {
             vec![(sql.find("EXCLUDE").expect("there"), FrameExclusion::CurrentRow)]
         );
         assert!(blank_exclusions("SELECT 'rows 1 preceding exclude ties' FROM t").is_none());
+        // A column label named exclude stays.
+        let label = "SELECT preceding exclude FROM ranges";
+        assert!(blank_exclusions(label).is_none());
+        let nested = "SELECT sum(v) OVER (ROWS (1) PRECEDING EXCLUDE GROUP) FROM t";
+        assert_eq!(blank_exclusions(nested).expect("rewritten").1.len(), 1);
     }
 
     #[test]
