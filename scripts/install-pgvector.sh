@@ -22,8 +22,13 @@ pg_bin="${TIERDB_PG_BIN:-/usr/lib/postgresql/15/bin}"
 pg_config="$pg_bin/pg_config"
 stamp_text="pgvector $version $source_sha256 OPTFLAGS=$optimization_flags with_llvm=no"
 
-if [[ ! -x "$pg_config" ]]; then
-    echo "install-pgvector: installing postgresql-server-dev-15 (pg_config and PGXS)" >&2
+# Debian's postgresql-15 ships pg_config without the server headers PGXS builds against:
+# both come with postgresql-server-dev-15.
+server_headers_missing() {
+    [[ ! -x "$pg_config" ]] || [[ ! -f "$("$pg_config" --includedir-server)/postgres.h" ]]
+}
+if server_headers_missing; then
+    echo "install-pgvector: installing postgresql-server-dev-15 (pg_config, headers and PGXS)" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -qq postgresql-server-dev-15 >&2 \
         || { apt-get update -qq >&2 && apt-get install -y -qq postgresql-server-dev-15 >&2; }
