@@ -262,7 +262,12 @@ fn op_page<'a>(
         let page = ops.last().map(PageOp::page_id);
         return Ok((page.ok_or_else(|| "first page op names no page".to_string())?, true));
     }
-    Ok((PageId(read_id(reader)?), false))
+    let page_id = PageId(read_id(reader)?);
+    // Page 0 is never allocated (`Page::init` asserts it): a record naming it is damaged.
+    if page_id == PageId::INVALID {
+        return Err("a page op names page 0, which is never allocated".to_string());
+    }
+    Ok((page_id, false))
 }
 
 /// Decodes a compact body after its tag.
