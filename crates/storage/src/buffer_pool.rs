@@ -25,6 +25,7 @@
 //!   WritePending  --finish_write [flush]-->      Clean, or Dirty if changed meanwhile
 //!   WritePending  --abort_write [flush]-->       Dirty (the segment did not fit on disk)
 //!   Clean         --acquire_frame: evict-->      Free (unpinned only)
+//!   Clean, Dirty  --discard [free]-->            Free (the page was freed; unpinned only)
 //!   Clean, Free   --release_excess-->            dropped, memory freed (set_target shrinks)
 //! ```
 
@@ -476,6 +477,36 @@ impl BufferPool {
         }
         frame.set_load(&mut frame.meta.lock(), LoadState::Ready);
         self.free.lock().push(frame);
+    }
+
+    /// Takes the frame of `page_id`, a page the store has just freed, out of the page table
+    /// and returns it to the free list, dirty or not: its changes will never be written.
+    /// Returns `None` if the page is not resident, else whether the frame was dirty (the
+    /// store's dirty count drops). Nobody uses a freed page, so pins on it are transient (a
+    /// read-ahead load, a flush candidate list); this waits for them. The caller holds the
+    /// store's flush lock, so no write of the page is pending.
+    pub fn discard(&self, page_id: PageId) -> Option<bool> {
+        loop {
+            let mut shard = self.shard(page_id).lock();
+            let frame = Arc::clone(shard.get(&page_id)?);
+            // Pins are taken under the shard lock: unpinned here, nobody can reach it.
+            if frame.pins.load(Ordering::Acquire) > 0 {
+                drop(shard);
+                std::thread::yield_now();
+                continue;
+            }
+            shard.remove(&page_id);
+            let mut meta = frame.meta.lock();
+            assert!(!meta.write_pending, "discard of page_id={page_id} while it is written");
+            assert_eq!(meta.page_id, page_id, "a mapped frame names its page");
+            let dirty = std::mem::replace(&mut meta.dirty, false);
+            meta.page_id = PageId::INVALID;
+            frame.set_load(&mut meta, LoadState::Ready);
+            drop(meta);
+            drop(shard);
+            self.free.lock().push(frame);
+            return Some(dirty);
+        }
     }
 
     /// A frame to load a page into: a free one, a new one while below target, or a CLOCK

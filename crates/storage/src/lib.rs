@@ -42,6 +42,7 @@ pub use volume::{
 #[cfg(feature = "s3")]
 pub use volume::{S3Config, S3Volume};
 pub use wal::{
-    DeviceOpener, PageOp, WalRecord, WalStats, RECORD_BODY_BYTES_MAX, WAL_FILE_BYTES_MAX,
+    DeviceOpener, PageOp, WalRecord, WalStats, FREED_PAGES_PER_RECORD_MAX, RECORD_BODY_BYTES_MAX,
+    WAL_FILE_BYTES_MAX,
 };
 pub use wal_compact::{Gap, RegionCompaction};

@@ -6,9 +6,9 @@
 //!
 //! | size    | field                                                          |
 //! |--------:|----------------------------------------------------------------|
-//! | 8       | magic `TDBMAN04` (02: adds the wal lsn; 03: the log may hold     |
-//! |         | compact page-op records, 04: `Compact` ops; binaries before a   |
-//! |         | magic cannot read its log)                                     |
+//! | 8       | magic `TDBMAN05` (02: adds the wal lsn; 03: the log may hold     |
+//! |         | compact page-op records, 04: `Compact` ops, 05: `PagesFreed`   |
+//! |         | records; binaries before a magic cannot read its log)          |
 //! | 8       | sequence                                                       |
 //! | 8       | redo lsn: replay starts at min(redo lsn, map lsn)               |
 //! | 8       | map lsn: end of the last MapUpdate reflected in the chunks     |
@@ -26,7 +26,11 @@ use tierdb_common::{Lsn, PageId, SegmentId};
 
 use crate::codec::{u64_to_usize, usize_to_u32, usize_to_u64, verify_sealed, Reader, Writer};
 
-const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN04";
+const MANIFEST_MAGIC: &[u8; 8] = b"TDBMAN05";
+/// The magic of manifests written before `PagesFreed` records (same layout). Still read: the
+/// log behind such a manifest decodes unchanged. The magic changed so that a binary from
+/// before refuses a store whose log holds a record it would take for a torn tail.
+const MANIFEST_MAGIC_BEFORE_FREES: &[u8; 8] = b"TDBMAN04";
 /// The magic of manifests written before `Compact` page ops (same layout). Still read: the
 /// log behind such a manifest decodes unchanged. The magic changed so that a binary from
 /// before refuses a store whose log holds an op it would take for a torn tail.
@@ -67,7 +71,12 @@ pub(crate) fn parse_manifest_name(name: &str) -> Option<u64> {
 /// manifest may hold records this binary would take for a torn tail and cut, losing commits.
 pub(crate) fn unknown_magic(bytes: &[u8]) -> Option<String> {
     let magic = verify_sealed(bytes).ok()?.get(..MANIFEST_MAGIC.len())?;
-    let known = [MANIFEST_MAGIC, MANIFEST_MAGIC_COMPACT_WAL, MANIFEST_MAGIC_FIXED_WAL];
+    let known = [
+        MANIFEST_MAGIC,
+        MANIFEST_MAGIC_BEFORE_FREES,
+        MANIFEST_MAGIC_COMPACT_WAL,
+        MANIFEST_MAGIC_FIXED_WAL,
+    ];
     (magic.starts_with(b"TDBMAN") && !known.iter().any(|known| magic == known.as_slice()))
         .then(|| String::from_utf8_lossy(magic).escape_debug().to_string())
 }
@@ -100,10 +109,11 @@ impl Manifest {
     pub fn decode(bytes: &[u8]) -> Result<Manifest, String> {
         let body = verify_sealed(bytes)?;
         let mut reader = Reader::new(body);
-        let magic = [MANIFEST_MAGIC_FIXED_WAL, MANIFEST_MAGIC_COMPACT_WAL]
-            .into_iter()
-            .find(|magic| body.starts_with(*magic))
-            .unwrap_or(MANIFEST_MAGIC);
+        let magic =
+            [MANIFEST_MAGIC_FIXED_WAL, MANIFEST_MAGIC_COMPACT_WAL, MANIFEST_MAGIC_BEFORE_FREES]
+                .into_iter()
+                .find(|magic| body.starts_with(*magic))
+                .unwrap_or(MANIFEST_MAGIC);
         reader.expect_magic(magic)?;
         let mut manifest = Manifest {
             sequence: reader.u64()?,
@@ -164,9 +174,9 @@ mod tests {
             prop_assert!(Manifest::decode(&damaged).is_err());
             prop_assert!(Manifest::decode(&bytes[..bytes.len() - 1]).is_err());
             prop_assert_eq!(parse_manifest_name(&manifest_name(sequence)), Some(sequence));
-            // Manifests written before compact page-op records and before `Compact` ops read
-            // the same.
-            for magic in [MANIFEST_MAGIC_FIXED_WAL, MANIFEST_MAGIC_COMPACT_WAL] {
+            // Manifests written before compact page-op records, before `Compact` ops and
+            // before `PagesFreed` records read the same.
+            for magic in [MANIFEST_MAGIC_FIXED_WAL, MANIFEST_MAGIC_COMPACT_WAL, MANIFEST_MAGIC_BEFORE_FREES] {
                 let mut older = bytes[..bytes.len() - 4].to_vec();
                 older[..8].copy_from_slice(magic);
                 let checksum = crc32c::crc32c(&older);

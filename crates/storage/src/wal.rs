@@ -83,6 +83,10 @@ pub(crate) const WAL_PREFIX: &str = "wal/";
 // Tags 1 (fixed-width page ops, read only) and 4 (compact page ops) are in wal_page_ops.rs.
 const TAG_MAP_UPDATE: u8 = 2;
 const TAG_OPAQUE: u8 = 3;
+const TAG_PAGES_FREED: u8 = 5;
+/// The most pages one `PagesFreed` record names (64 KiB of page ids): freeing a large tree
+/// takes several records, each its own step.
+pub const FREED_PAGES_PER_RECORD_MAX: usize = 8_192;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WalRecord {
@@ -93,6 +97,10 @@ pub enum WalRecord {
     /// A record for a layer above the page store (transaction commit and abort markers): the
     /// page store logs it and never interprets it; recovery skips it.
     Opaque { kind: u8, payload: Vec<u8> },
+    /// The pages, in ascending order with no repeats, are freed: their map entries go (so
+    /// their segment slots become garbage) and no later record names them. Page ids are
+    /// never reused.
+    PagesFreed(Vec<PageId>),
 }
 
 impl WalRecord {
@@ -114,6 +122,13 @@ impl WalRecord {
                 writer.u8(*kind);
                 writer.u32(usize_to_u32(payload.len()));
                 writer.raw(payload);
+            }
+            WalRecord::PagesFreed(pages) => {
+                writer.u8(TAG_PAGES_FREED);
+                writer.u32(usize_to_u32(pages.len()));
+                for page_id in pages {
+                    writer.u64(page_id.0);
+                }
             }
         }
     }
@@ -139,6 +154,7 @@ impl WalRecord {
                 let length = u64_to_usize(u64::from(reader.u32()?));
                 WalRecord::Opaque { kind, payload: reader.take(length)?.to_vec() }
             }
+            TAG_PAGES_FREED => WalRecord::PagesFreed(decode_freed_pages(&mut reader)?),
             other => return Err(format!("unknown record tag={other}")),
         };
         if reader.remaining() != 0 {
@@ -146,6 +162,25 @@ impl WalRecord {
         }
         Ok(record)
     }
+}
+
+/// The body of a `PagesFreed` record: a count, then that many page ids, ascending, none of
+/// them page 0 (never allocated), at most `FREED_PAGES_PER_RECORD_MAX`. Anything else is
+/// damage: the encoder cannot produce it.
+fn decode_freed_pages(reader: &mut Reader<'_>) -> Result<Vec<PageId>, String> {
+    let count = u64_to_usize(u64::from(reader.u32()?));
+    if count == 0 || count > FREED_PAGES_PER_RECORD_MAX {
+        return Err(format!("freed page count={count} out of range"));
+    }
+    let mut pages = Vec::with_capacity(count);
+    for _ in 0..count {
+        let page_id = PageId(reader.u64()?);
+        if page_id == PageId::INVALID || pages.last().is_some_and(|last| *last >= page_id) {
+            return Err(format!("freed page_id={page_id} out of order"));
+        }
+        pages.push(page_id);
+    }
+    Ok(pages)
 }
 
 fn record_checksum(start: Lsn, body: &[u8]) -> u32 {
@@ -1062,7 +1097,29 @@ mod tests {
                 }),
             (any::<u8>(), prop::collection::vec(any::<u8>(), 0..200))
                 .prop_map(|(kind, payload)| WalRecord::Opaque { kind, payload }),
+            prop::collection::btree_set(1u64..1 << 40, 1..30).prop_map(|pages| {
+                WalRecord::PagesFreed(pages.into_iter().map(PageId).collect())
+            }),
         ]
+    }
+
+    #[test]
+    fn freed_pages_out_of_order_repeated_or_page_zero_are_rejected() {
+        let body = |count: u32, pages: &[u64]| {
+            let mut body = vec![TAG_PAGES_FREED];
+            body.extend_from_slice(&count.to_le_bytes());
+            for page in pages {
+                body.extend_from_slice(&page.to_le_bytes());
+            }
+            body
+        };
+        let decoded = WalRecord::decode_body(&body(2, &[3, 9])).unwrap();
+        assert_eq!(decoded, WalRecord::PagesFreed(vec![PageId(3), PageId(9)]));
+        for (count, pages) in [(2, &[9u64, 3][..]), (2, &[3, 3]), (1, &[0]), (0, &[]), (2, &[3])] {
+            assert!(WalRecord::decode_body(&body(count, pages)).is_err(), "{count} {pages:?}");
+        }
+        let too_many = u32::try_from(FREED_PAGES_PER_RECORD_MAX + 1).unwrap();
+        assert!(WalRecord::decode_body(&body(too_many, &[])).is_err());
     }
 
     fn encode_all(base: Lsn, records: &[WalRecord]) -> Vec<u8> {

@@ -11,5 +11,6 @@ mod capacity_controller;
 mod resize;
 mod s3_store;
 mod store_basic;
+mod store_free;
 mod temp;
 mod volume_conformance;

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::common::create_indexed_pages;
 use tierdb_common::{PageId, PageType};
 use tierdb_storage::{Gap, PageStore, RegionCompaction, StoreConfig};
 
@@ -14,21 +15,6 @@ fn config(directory: &Path, pool_pages: u64, tier_pages: u64) -> StoreConfig {
         tier.capacity_bytes = tier_pages * 8192;
     }
     config
-}
-
-/// Allocates `count` pages, each stamped with its index and `generation`.
-fn create_pages(store: &PageStore, count: u64) -> Vec<PageId> {
-    let mut ids = Vec::new();
-    for index in 0..count {
-        let mut mtr = store.mtr();
-        let (slot, page_id) = mtr.allocate(PageType::Raw).unwrap();
-        mtr.write(slot, 0, &index.to_le_bytes());
-        mtr.write(slot, 8, &0u64.to_le_bytes());
-        let lsn = mtr.commit().unwrap();
-        store.wait_durable(lsn).unwrap();
-        ids.push(page_id);
-    }
-    ids
 }
 
 fn set_generation(store: &PageStore, page_id: PageId, generation: u64) {
@@ -49,7 +35,7 @@ fn pages_survive_clean_restart() {
     let directory = tempfile::tempdir().unwrap();
     let ids = {
         let store = PageStore::open(config(directory.path(), 64, 256)).unwrap();
-        let ids = create_pages(&store, 200);
+        let ids = create_indexed_pages(&store, 200);
         for (index, &page_id) in ids.iter().enumerate() {
             assert_eq!(read_u64(&store, page_id, 0), index as u64);
         }
@@ -72,7 +58,7 @@ fn acknowledged_writes_survive_abandon_without_flush() {
     cfg.background = false;
     let ids = {
         let store = PageStore::open(cfg.clone()).unwrap();
-        let ids = create_pages(&store, 40);
+        let ids = create_indexed_pages(&store, 40);
         for (generation, &page_id) in ids.iter().enumerate() {
             set_generation(&store, page_id, generation as u64 + 1000);
         }
@@ -90,7 +76,7 @@ fn acknowledged_writes_survive_abandon_without_flush() {
 fn working_set_larger_than_pool_goes_through_tier() {
     let directory = tempfile::tempdir().unwrap();
     let store = PageStore::open(config(directory.path(), 32, 1024)).unwrap();
-    let ids = create_pages(&store, 400);
+    let ids = create_indexed_pages(&store, 400);
     store.flush_all().unwrap();
     for round in 0..3 {
         for (index, &page_id) in ids.iter().enumerate() {
@@ -109,7 +95,7 @@ fn working_set_larger_than_pool_goes_through_tier() {
 fn modified_page_is_never_served_stale_from_tier() {
     let directory = tempfile::tempdir().unwrap();
     let store = PageStore::open(config(directory.path(), 16, 1024)).unwrap();
-    let ids = create_pages(&store, 100);
+    let ids = create_indexed_pages(&store, 100);
     for generation in 1..=5u64 {
         for &page_id in &ids {
             set_generation(&store, page_id, generation);
@@ -127,7 +113,7 @@ fn compaction_bounds_space_amplification() {
     let mut cfg = config(directory.path(), 64, 64);
     cfg.background = false;
     let store = PageStore::open(cfg).unwrap();
-    let ids = create_pages(&store, 300);
+    let ids = create_indexed_pages(&store, 300);
     store.flush_all().unwrap();
     for generation in 1..=6u64 {
         for &page_id in ids.iter().step_by(2) {
@@ -157,7 +143,7 @@ fn concurrent_misses_never_install_an_older_image() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let directory = tempfile::tempdir().unwrap();
     let store = PageStore::open(config(directory.path(), 16, 64)).unwrap();
-    let ids = create_pages(&store, 200);
+    let ids = create_indexed_pages(&store, 200);
     let counter_page = ids[0];
     let acknowledged = AtomicU64::new(0);
     let done = AtomicBool::new(false);
@@ -212,7 +198,7 @@ fn oversized_mtr_fails_cleanly_and_loses_nothing() {
     cfg.background = false;
     let ids = {
         let store = PageStore::open(cfg.clone()).unwrap();
-        let ids = create_pages(&store, 2100);
+        let ids = create_indexed_pages(&store, 2100);
         set_generation(&store, ids[0], 41);
         // 2,100 whole-page writes: over the 16 MiB record limit.
         let mut mtr = store.mtr();
@@ -245,7 +231,7 @@ fn lost_wal_files_fail_open_with_a_clear_error() {
     cfg.background = false;
     {
         let store = PageStore::open(cfg.clone()).unwrap();
-        let ids = create_pages(&store, 50);
+        let ids = create_indexed_pages(&store, 50);
         store.flush_all().unwrap();
         set_generation(&store, ids[0], 3);
         store.checkpoint().unwrap();
@@ -267,7 +253,7 @@ fn missing_first_wal_file_fails_open() {
     cfg.checkpoint_wal_bytes = u64::MAX;
     {
         let store = PageStore::open(cfg.clone()).unwrap();
-        let ids = create_pages(&store, 16);
+        let ids = create_indexed_pages(&store, 16);
         let payload = vec![0x5A; tierdb_common::PAGE_PAYLOAD_SIZE];
         // Over 64 MiB of log, so that it rolls to a second file.
         for round in 0..9_000usize {
@@ -334,7 +320,7 @@ fn wal_rolls_into_a_preallocated_file_and_recovers_its_zeroed_tail() {
     cfg.checkpoint_interval = Duration::from_secs(3600);
     let page_rounds = file_bytes / 8192;
     let store = PageStore::open(cfg.clone()).unwrap();
-    let pages = create_pages(&store, 64);
+    let pages = create_indexed_pages(&store, 64);
     // Past half of the first file the background writer prepares the next one, zero-filled.
     rewrite_pages(&store, &pages, 1, page_rounds * 6 / 10);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -396,7 +382,7 @@ fn wal_rolls_into_a_preallocated_file_and_recovers_its_zeroed_tail() {
 fn dropped_mtr_restores_overlapping_writes_and_reinitialisation() {
     let directory = tempfile::tempdir().unwrap();
     let store = PageStore::open(config(directory.path(), 64, 64)).unwrap();
-    let ids = create_pages(&store, 2);
+    let ids = create_indexed_pages(&store, 2);
     let original: Vec<Vec<u8>> =
         ids.iter().map(|&page_id| store.read(page_id).unwrap().payload().to_vec()).collect();
     {
@@ -423,7 +409,7 @@ fn dropped_mtr_restores_overlapping_writes_and_reinitialisation() {
 fn format_checked_flag_is_cleared_by_writes_and_reloads() {
     let directory = tempfile::tempdir().unwrap();
     let store = PageStore::open(config(directory.path(), 16, 64)).unwrap();
-    let ids = create_pages(&store, 1);
+    let ids = create_indexed_pages(&store, 1);
     let page_id = ids[0];
     let marked = |store: &PageStore| {
         let page = store.read(page_id).unwrap();
@@ -448,7 +434,7 @@ fn format_checked_flag_is_cleared_by_writes_and_reloads() {
     assert!(!marked(&store), "an exclusive latch clears the flag even without a change");
     assert!(marked(&store));
     // Push the page out of the 16-frame pool, then read it back.
-    let others = create_pages(&store, 64);
+    let others = create_indexed_pages(&store, 64);
     store.flush_all().unwrap();
     for &other in &others {
         drop(store.read(other).unwrap());
@@ -466,7 +452,7 @@ fn moves_are_redone_byte_for_byte_and_undone_when_dropped() {
     cfg.background = false;
     let (ids, expected) = {
         let store = PageStore::open(cfg.clone()).unwrap();
-        let ids = create_pages(&store, 2);
+        let ids = create_indexed_pages(&store, 2);
         let pattern: Vec<u8> = (0..600u32)
             .map(|value| u8::try_from((value * 7 + value / 251) % 256).unwrap())
             .collect();
@@ -524,7 +510,7 @@ fn compactions_are_redone_byte_for_byte_and_undone_when_dropped() {
     };
     let (page_id, expected) = {
         let store = PageStore::open(cfg.clone()).unwrap();
-        let page_id = create_pages(&store, 1)[0];
+        let page_id = create_indexed_pages(&store, 1)[0];
         let pattern: Vec<u8> = (0..2_160u32)
             .map(|value| u8::try_from((value * 7 + value / 251) % 256).unwrap())
             .collect();
@@ -570,7 +556,7 @@ fn a_manifest_from_a_newer_binary_fails_the_open_instead_of_falling_back() {
     let directory = tempfile::tempdir().unwrap();
     let cfg = config(directory.path(), 64, 64);
     let store = PageStore::open(cfg.clone()).unwrap();
-    create_pages(&store, 1);
+    create_indexed_pages(&store, 1);
     store.close().unwrap();
     let manifest_directory = directory.path().join("volume").join("manifest");
     let mut names: Vec<String> = std::fs::read_dir(&manifest_directory)

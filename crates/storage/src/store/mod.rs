@@ -10,6 +10,7 @@
 //! and are never requested while holding one of them.
 
 mod flush;
+mod free;
 mod mtr;
 mod readahead;
 mod recovery;
@@ -159,6 +160,8 @@ pub struct StoreStats {
     pub compactions: Counter,
     pub pages_compacted: Counter,
     pub segments_deleted: Counter,
+    /// Pages freed (`PageStore::free_pages`): their slots became garbage.
+    pub pages_freed: Counter,
     /// Payload bytes changed by mini-transactions: the denominator of write amplification.
     pub logical_bytes_changed: Counter,
     pub mtr_commits: Counter,
@@ -335,6 +338,14 @@ impl PageStore {
         let first = self.inner.next_page.fetch_add(count, std::sync::atomic::Ordering::AcqRel);
         assert!(first.checked_add(count).is_some(), "page ids exhausted");
         PageId(first)
+    }
+
+    /// Frees `pages` (ascending, no repeats, at most `FREED_PAGES_PER_RECORD_MAX`): their
+    /// map entries and frames go, and compaction and checkpoints reclaim their space. The
+    /// caller guarantees that nobody reads or changes them any more (store/free.rs). Returns
+    /// the record's end LSN, for `wait_durable`.
+    pub fn free_pages(&self, pages: &[PageId]) -> Result<Lsn> {
+        self.inner.free_pages(pages)
     }
 
     /// Starts a mini-transaction: a group of page changes logged and applied atomically.

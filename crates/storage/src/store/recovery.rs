@@ -1,17 +1,19 @@
 //! Opening a store: the newest manifest, its page map, then WAL replay in two passes.
 //!
-//! Pass 1 (`wal::recover`) validates the log, cuts a torn tail, applies `MapUpdate` records
-//! after the manifest's map LSN to the page map, and finds the highest page id. Pass 2
+//! Pass 1 (`wal::recover`) validates the log, cuts a torn tail, applies `MapUpdate` and
+//! `PagesFreed` records after the manifest's map LSN to the page map, finds the highest page
+//! id and collects every page freed in the replayed log. Pass 2
 //! (`wal::replay`, read-only) redoes page changes after the redo LSN through the normal
 //! buffer pool, which may flush and evict (the WAL is open by then). Applying every map update
 //! first is safe because page images only move forward: a change is applied to a page only
 //! if the page's LSN is older than the change, and every image holds all changes up to its
-//! LSN.
+//! LSN. Pass 2 skips changes to freed pages: every one of them precedes the free (ids are
+//! never reused), and the page may have no image left to apply them to (store/free.rs).
 //!
 //! Segments on the volume that no map entry references after pass 1 are the remains of
 //! flushes that crashed before their map update became durable: they are deleted.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
@@ -71,29 +73,9 @@ pub(super) fn recover(
         .max_page_id()
         .0
         .max(manifest.as_ref().map_or(0, |manifest| manifest.next_page.0.saturating_sub(1)));
+    let mut freed: HashSet<PageId> = HashSet::new();
     let (sink, wal_end) = wal::recover(&wal_location, replay_from, &mut |_, end, record| {
-        match record {
-            WalRecord::MapUpdate { segment, slots, entries } if end > map.applied_lsn => {
-                if !listed.contains(&segment) {
-                    return Err(StorageError::corrupt_file(
-                        format!("{}/{}", volume.describe(), segment_name(segment)),
-                        format!("segment named by wal record lsn={end} is missing"),
-                    ));
-                }
-                map.register_segment(segment, slots);
-                for (page_id, slot) in entries {
-                    map.set(page_id, PageLocation { segment, slot });
-                }
-                map.applied_lsn = end;
-            }
-            WalRecord::PageOps(ops) => {
-                for op in &ops {
-                    highest_page = highest_page.max(op.page_id().0);
-                }
-            }
-            WalRecord::MapUpdate { .. } | WalRecord::Opaque { .. } => {}
-        }
-        Ok(())
+        first_pass_visit(&mut map, &mut highest_page, &mut freed, &listed, &volume, end, record)
     })?;
     if let Some(manifest) = &manifest {
         let needed = manifest.wal_lsn;
@@ -148,10 +130,60 @@ pub(super) fn recover(
         _lock_file: lock_file,
     };
     wal::replay(&wal_location, replay_from, wal_end, &mut |start, end, record| match record {
-        WalRecord::PageOps(ops) if end > redo_lsn => inner.redo(start, end, &ops),
+        WalRecord::PageOps(mut ops) if end > redo_lsn => {
+            if !freed.is_empty() {
+                ops.retain(|op| !freed.contains(&op.page_id()));
+            }
+            inner.redo(start, end, &ops)
+        }
         _ => Ok(()),
     })?;
     Ok(inner)
+}
+
+/// Pass 1's visit of one record: map updates and frees after the map's LSN go into the map;
+/// the highest page id and every freed page are noted for pass 2.
+fn first_pass_visit(
+    map: &mut PageMap,
+    highest_page: &mut u64,
+    freed: &mut HashSet<PageId>,
+    listed: &BTreeSet<SegmentId>,
+    volume: &MeteredVolume<Arc<dyn Volume>>,
+    end: Lsn,
+    record: WalRecord,
+) -> Result<()> {
+    match record {
+        WalRecord::MapUpdate { segment, slots, entries } if end > map.applied_lsn => {
+            if !listed.contains(&segment) {
+                return Err(StorageError::corrupt_file(
+                    format!("{}/{}", volume.describe(), segment_name(segment)),
+                    format!("segment named by wal record lsn={end} is missing"),
+                ));
+            }
+            map.register_segment(segment, slots);
+            for (page_id, slot) in entries {
+                map.set(page_id, PageLocation { segment, slot });
+            }
+            map.applied_lsn = end;
+        }
+        WalRecord::PageOps(ops) => {
+            for op in &ops {
+                *highest_page = (*highest_page).max(op.page_id().0);
+            }
+        }
+        WalRecord::PagesFreed(pages) => {
+            if end > map.applied_lsn {
+                for &page_id in &pages {
+                    map.set(page_id, PageLocation::default());
+                }
+                map.applied_lsn = end;
+            }
+            *highest_page = (*highest_page).max(pages.last().map_or(0, |page_id| page_id.0));
+            freed.extend(pages);
+        }
+        WalRecord::MapUpdate { .. } | WalRecord::Opaque { .. } => {}
+    }
+    Ok(())
 }
 
 /// The newest valid manifest, and the highest manifest sequence listed (valid or not), so that

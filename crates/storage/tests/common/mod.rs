@@ -297,3 +297,19 @@ pub fn flip_byte(path: &Path, offset: usize, mask: u8) {
     bytes[offset] ^= mask;
     std::fs::write(path, bytes).unwrap();
 }
+
+/// Allocates `count` pages, each stamped with its index at offset 0 and 0 at offset 8;
+/// durable.
+pub fn create_indexed_pages(store: &PageStore, count: u64) -> Vec<PageId> {
+    let mut ids = Vec::new();
+    for index in 0..count {
+        let mut mtr = store.mtr();
+        let (slot, page_id) = mtr.allocate(PageType::Raw).unwrap();
+        mtr.write(slot, 0, &index.to_le_bytes());
+        mtr.write(slot, 8, &0u64.to_le_bytes());
+        let lsn = mtr.commit().unwrap();
+        store.wait_durable(lsn).unwrap();
+        ids.push(page_id);
+    }
+    ids
+}
