@@ -25,6 +25,8 @@ use tierdb_storage::{Mtr, MtrSlot, PageStore, StorageError};
 
 use crate::delta::{plan_payload_change, PayloadChange};
 mod batch;
+mod destroy;
+pub use destroy::DestroyProgress;
 mod readahead;
 
 use readahead::ScanReadAhead;

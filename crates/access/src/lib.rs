@@ -8,7 +8,7 @@ mod key;
 mod node;
 mod sort;
 
-pub use btree::{BTree, BTreeError, Direction, RangeIter, VALUE_BYTES_MAX};
+pub use btree::{BTree, BTreeError, DestroyProgress, Direction, RangeIter, VALUE_BYTES_MAX};
 pub use compaction::compaction_of;
 pub use delta::{plan_payload_change, PayloadChange, MOVE_BYTES_MIN};
 pub use key::{decode_key, encode_key, KeyColumn, KeyError, KeyKind, KeyValue};

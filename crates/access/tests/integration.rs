@@ -5,6 +5,7 @@
 //! fails if a file of tests/ is in neither. One file's tests:
 //! `cargo test --release -p tierdb-access --test integration FILE::`.
 
+mod btree_destroy;
 mod compaction_redo;
 mod key_order;
 mod node_model;
