@@ -265,6 +265,9 @@ pub struct BTree {
     /// The free-list anchor page; fixed at creation, so cached (reading it from the meta page
     /// could wait on this thread's own exclusive meta latch).
     anchor: PageId,
+    /// Shared by every clone of this handle (range iterators hold one): how many are alive
+    /// tells whether anything may still read the tree (`has_other_handles`).
+    handles: Arc<()>,
 }
 
 struct Meta {
@@ -330,18 +333,25 @@ impl BTree {
         mtr.write(anchor_slot, 0, &anchor_bytes);
         write_meta(&mut mtr, meta_slot, &Meta { root, height: 1, anchor });
         mtr.commit()?;
-        Ok(BTree { store, meta, anchor })
+        Ok(BTree { store, meta, anchor, handles: Arc::new(()) })
     }
 
     /// Opens the tree whose meta page is `meta`.
     pub fn open(store: Arc<PageStore>, meta: PageId) -> Result<BTree> {
         let page = store.read(meta)?;
         let anchor = read_meta(meta, &page)?.anchor;
-        Ok(BTree { store, meta, anchor })
+        Ok(BTree { store, meta, anchor, handles: Arc::new(()) })
     }
 
     pub fn meta_page(&self) -> PageId {
         self.meta
+    }
+
+    /// Whether a clone of this handle (or a range iterator over it) is alive elsewhere. A
+    /// tree opened twice has two independent families of handles: the caller that destroys a
+    /// tree once nobody else holds it must have opened it once.
+    pub fn has_other_handles(&self) -> bool {
+        Arc::strong_count(&self.handles) > 1
     }
 
     /// The pages the tree holds: its meta and free-list anchor pages, its nodes, overflow

@@ -9,6 +9,7 @@ mod bulk_insert;
 mod column_layout;
 mod concurrent_model;
 mod ddl;
+mod dropped_pages;
 mod indexes;
 mod ivfflat_indexes;
 mod numeric;

@@ -13,6 +13,7 @@ mod bit_index;
 mod bulk_loads;
 mod checks;
 mod decorrelation;
+mod dropped_pages;
 mod foreign_keys;
 mod functions;
 mod group_keys;

@@ -681,6 +681,21 @@ impl BufferPool {
         found
     }
 
+    /// Resident pages that have never been written (new pages whose first flush has not
+    /// published them yet): the pages the page map does not count.
+    pub fn unwritten_pages(&self) -> u64 {
+        let count = self
+            .frames
+            .read()
+            .iter()
+            .filter(|frame| {
+                let meta = frame.meta.lock();
+                meta.page_id != PageId::INVALID && meta.version == SegmentId::NONE
+            })
+            .count();
+        u64::try_from(count).expect("fits")
+    }
+
     /// The oldest recovery LSN of any frame with unwritten changes.
     pub fn min_recovery_lsn(&self) -> Option<Lsn> {
         self.frames

@@ -288,13 +288,28 @@ impl Shared {
     pub(super) fn load_catalog(&self) -> Result<()> {
         let mut tables = self.tables.write();
         for entry in self.catalog.range(Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
-            let (_, value) = entry?;
+            let (key, value) = entry?;
+            if key.starts_with(super::graveyard::GRAVE_KEY_PREFIX) {
+                continue;
+            }
             let (def, layout, tree, index_trees, vector_indexes) = decode_def(&value)?;
             let store = Arc::clone(&self.store);
             let table = self.open_table(&store, def, layout, tree, &index_trees, vector_indexes)?;
             tables.insert(table.def.name.clone(), TableHandle::new(table));
         }
         Ok(())
+    }
+
+    /// The meta pages of every tree the loaded catalog names (and the catalog's own).
+    pub(super) fn live_trees(&self) -> std::collections::HashSet<PageId> {
+        let mut live = std::collections::HashSet::from([self.catalog.meta_page()]);
+        for handle in self.tables.read().values() {
+            let Ok(table) = handle.table() else { continue };
+            live.insert(table.tree.meta_page());
+            live.extend(table.indexes.iter().map(|index| index.tree.meta_page()));
+            live.extend(table.vector_indexes.iter().map(|index| index.graph.meta_page()));
+        }
+        live
     }
 
     fn open_table(
@@ -471,9 +486,9 @@ impl Shared {
         Ok(())
     }
 
-    /// Removes a table from the catalog, durably. Its pages are not reclaimed: the page store
-    /// cannot free pages (a known issue). Transactions that still use it get 42P01 at their
-    /// next operation on it; their undo of rows in it does nothing.
+    /// Removes a table from the catalog, durably. Its trees go to the graveyard
+    /// (graveyard.rs): their pages are freed once nobody holds them. Transactions that still
+    /// use it get 42P01 at their next operation on it; their undo of rows in it does nothing.
     pub(super) fn drop_table(&self, name: &str) -> Result<()> {
         let _ddl = self.ddl.write();
         let mut tables = self.tables.write();
@@ -495,15 +510,17 @@ impl Shared {
                 self.index_predicates.set(name, None);
             }
         };
+        let trees = table_trees(&table);
         if self.is_temporary(&table) {
-            // No catalog entry. The store cannot free a tree's pages: they stay until the
-            // session's store goes, which is when the session's last temp table does (and
-            // the last handle of one).
+            // No catalog entry. Its trees are freed while the session's store stays open;
+            // with the session's last temp table the store goes, and its pages with it.
             tables.remove(name).expect("checked above").mark_dropped();
             self.release_temp_store(&tables, table.tree.store());
             forget_predicates();
+            self.bury(trees);
             return Ok(());
         }
+        self.record_graves(&trees.iter().collect::<Vec<_>>())?;
         let Some((_, lsn)) = self.catalog.delete(name.as_bytes())? else {
             return Err(EngineError::Corrupt {
                 what: "catalog",
@@ -513,11 +530,12 @@ impl Shared {
         self.store.wait_durable(lsn)?;
         tables.remove(name).expect("checked above").mark_dropped();
         forget_predicates();
+        self.bury(trees);
         Ok(())
     }
 
     /// Empties a table and its indexes at once by giving it fresh trees (durably); not
-    /// transactional. The old trees' pages are not reclaimed (see `drop_table`).
+    /// transactional. The old trees go to the graveyard (see `drop_table`).
     pub(super) fn truncate_table(&self, name: &str) -> Result<()> {
         let _ddl = self.ddl.write();
         let slot = self.handle(name)?;
@@ -539,6 +557,8 @@ impl Shared {
             }));
         }
         let meta = tree.meta_page();
+        let old_trees = table_trees(&old);
+        self.record_graves(&old_trees.iter().collect::<Vec<_>>())?;
         self.write_catalog(&old, &old.def, &old.layout, meta, &indexes, &vector_indexes)?;
         let layout = Arc::clone(&old.layout);
         slot.replace(Self::derived_handle(
@@ -549,6 +569,7 @@ impl Shared {
             indexes,
             vector_indexes,
         ));
+        self.bury(old_trees);
         Ok(())
     }
 
@@ -792,7 +813,8 @@ impl Shared {
         Ok(Some(!deleted && !has_null))
     }
 
-    /// Removes an index from a table, durably (its pages are not reclaimed).
+    /// Removes an index from a table, durably. A B+tree index's tree goes to the graveyard
+    /// (see `drop_table`); a vector index's pages are not reclaimed yet.
     pub(super) fn drop_index(&self, table_name: &str, index_name: &str) -> Result<()> {
         let _ddl = self.ddl.write();
         let slot = self.handle(table_name)?;
@@ -800,9 +822,10 @@ impl Shared {
         let mut new_def = old.def.clone();
         let mut indexes = old.indexes.clone();
         let mut vector_indexes = old.vector_indexes.clone();
+        let mut dropped_tree = None;
         if let Some(position) = old.def.indexes.iter().position(|index| index.name == index_name) {
             new_def.indexes.remove(position);
-            indexes.remove(position);
+            dropped_tree = Some(indexes.remove(position).tree.clone());
         } else if let Some(position) =
             vector_indexes.iter().position(|index| index.def.name == index_name)
         {
@@ -810,12 +833,23 @@ impl Shared {
         } else {
             return Err(EngineError::UndefinedTable { name: index_name.to_string() });
         }
+        if let Some(tree) = &dropped_tree {
+            self.record_graves(&[tree])?;
+        }
         self.install(&slot, &old, new_def, indexes, vector_indexes)?;
+        self.bury(dropped_tree.into_iter().collect());
         // A later index of this name (a UNIQUE constraint's, which registers none) must not
         // inherit a dropped partial index's predicate.
         self.index_predicates.set(index_name, None);
         Ok(())
     }
+}
+
+/// Clones of a table handle's B+trees: its rows' and each index's (vector indexes apart).
+fn table_trees(table: &Table) -> Vec<BTree> {
+    std::iter::once(table.tree.clone())
+        .chain(table.indexes.iter().map(|index| index.tree.clone()))
+        .collect()
 }
 
 /// The hidden row id after the largest one in `tree` (the rows of a table without a primary

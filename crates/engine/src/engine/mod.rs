@@ -38,6 +38,7 @@ use crate::txn::{IsolationLevel, TxnManager, VirtualId};
 use purge::{purge_loop, PurgeQueue};
 
 mod catalog;
+mod graveyard;
 mod index_build;
 mod layout;
 mod partial;
@@ -110,7 +111,8 @@ pub(crate) struct Shared {
     /// fair). `create_index`, `drop_index`, `drop_table` and `truncate_table` hold it
     /// exclusively, so a backfill sees every row with all its versions and no writer can add
     /// a version it would miss. Taken before any row stripe mutex. Readers do not take it:
-    /// they read through the handle they resolved, whose trees are never freed.
+    /// they read through the handle they resolved, whose trees are freed only once no handle
+    /// of them is left (graveyard.rs).
     ddl: RwLock<()>,
     /// The next `Table::identity`.
     next_identity: AtomicU64,
@@ -135,6 +137,9 @@ pub(crate) struct Shared {
     index_builds: index_build::IndexBuildRegistry,
     /// The predicates of partial indexes, registered by the SQL layer (partial.rs).
     index_predicates: partial::IndexPredicates,
+    /// Dropped trees waiting until nobody holds them, then destroyed by the purge thread
+    /// (graveyard.rs). As many as DDL dropped and readers still hold, each a few bytes.
+    graveyard: Mutex<Vec<graveyard::Grave>>,
 }
 
 /// Queued purge items `close_purged` works through at most: beyond, shutdown would take too
@@ -179,11 +184,13 @@ impl Shared {
             full_purge_passes: AtomicU64::new(0),
             index_builds: index_build::IndexBuildRegistry::default(),
             index_predicates: partial::IndexPredicates::default(),
+            graveyard: Mutex::new(Vec::new()),
         };
         // Cleared (durably) before any transaction can leave a version behind: a crash from
         // here on must lead to a full pass again.
         engine.set_root_flags(0)?;
         engine.load_catalog()?;
+        engine.load_graves(&engine.live_trees())?;
         Ok(engine)
     }
 
@@ -346,15 +353,15 @@ impl Engine {
     }
 
     /// Drops a table, durably and at once (not transactional). Transactions using it get
-    /// 42P01 at their next operation on it. Its pages are leaked (the page store cannot free
-    /// pages).
+    /// 42P01 at their next operation on it. Its B+trees' pages are freed once nobody holds
+    /// them (`reclaim_dropped_pages`).
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.shared.drop_table(name)
     }
 
     /// Empties a table and its indexes, durably and at once. Not transactional (PostgreSQL's
     /// TRUNCATE is): rows that running transactions wrote are gone too, and their rollback
-    /// does not bring back anything. The old trees' pages are leaked.
+    /// does not bring back anything. The old trees' pages are freed as `drop_table`'s are.
     pub fn truncate_table(&self, name: &str) -> Result<()> {
         self.shared.truncate_table(name)
     }
@@ -451,7 +458,19 @@ impl Engine {
         self.shared.index_builds.snapshot()
     }
 
-    /// Drops an index (42P01 if the table or index does not exist). Its pages are leaked.
+    /// Frees now, in steps, the pages of dropped and truncated trees that nobody holds any
+    /// more (the purge thread does it every 500 ms; graveyard.rs). Returns pages freed.
+    pub fn reclaim_dropped_pages(&self) -> Result<u64> {
+        self.shared.reap_graves()
+    }
+
+    /// Dropped trees whose pages are not freed yet: held by a reader, or being destroyed.
+    pub fn dropped_trees_pending(&self) -> usize {
+        self.shared.graveyard.lock().len()
+    }
+
+    /// Drops an index (42P01 if the table or index does not exist). A B+tree index's pages
+    /// are freed once nobody holds it (`reclaim_dropped_pages`); a vector index's are not.
     pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
         self.shared.drop_index(table, index)
     }

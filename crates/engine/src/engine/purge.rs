@@ -343,5 +343,10 @@ pub(super) fn purge_loop(shared: &Shared, stop: &(Mutex<bool>, parking_lot::Cond
                 tracing::warn!(%error, "purge pass failed");
             }
         }
+        match shared.reap_graves() {
+            Ok(0) => {}
+            Ok(pages) => tracing::debug!(pages, "pages of dropped trees freed"),
+            Err(error) => tracing::warn!(%error, "freeing the pages of a dropped tree failed"),
+        }
     }
 }

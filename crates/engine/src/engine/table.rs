@@ -207,7 +207,8 @@ impl TableHandle {
     }
 
     /// The table's current version, or 42P01 once it was dropped. A reader may keep using the
-    /// version it got after a concurrent DROP or TRUNCATE: trees are never freed.
+    /// version it got after a concurrent DROP or TRUNCATE: a dropped tree is freed only once
+    /// no handle of it is left (graveyard.rs).
     pub(super) fn table(&self) -> Result<Arc<Table>> {
         if self.slot.dropped.load(Ordering::Acquire) {
             return Err(EngineError::UndefinedTable { name: self.slot.name.clone() });

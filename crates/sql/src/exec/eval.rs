@@ -479,7 +479,7 @@ fn call_function(call: &FunctionCall, row: &[Datum], ctx: &mut Ctx<'_>) -> Resul
         has_privilege: &has_privilege,
         relation_visible: &|oid| super::objects::relation_visible(oid, session),
         relation_size: &|oid, kind| super::relation_sizes::relation_size(oid, kind, session),
-        database_pages: &|| catalog.engine().store().max_page_id().0,
+        database_pages: &|| catalog.engine().store().pages_in_use(),
     };
     call.function.call(args, &call.arg_types, &call.output, &context)
 }

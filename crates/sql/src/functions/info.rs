@@ -200,9 +200,9 @@ pub(super) fn total_relation_size(call: Call<'_>) -> Result<Datum> {
     size_of(&call, RelationSize::Total)
 }
 
-/// pg_database_size(name | oid): the bytes of every page the store has given out (tables,
-/// indexes, the catalog, free pages kept for reuse), as PostgreSQL's counts the database
-/// directory's files. NULL for an OID naming no database, 3D000 for a name naming none.
+/// pg_database_size(name | oid): the bytes of every page in use in the store (tables,
+/// indexes, the catalog, free pages trees keep for reuse; not the pages of dropped tables,
+/// once freed), as PostgreSQL's counts the database directory's files. NULL for an OID naming no database, 3D000 for a name naming none.
 pub(super) fn database_size(call: Call<'_>) -> Result<Datum> {
     if !super::privileges::this_database(&call.args[0], call.context.database)? {
         return Ok(Datum::Null);

@@ -268,7 +268,7 @@ pub struct FunctionContext<'a> {
     /// pg_relation_size and its kin: the bytes of the pages a relation's trees hold, None
     /// when the OID names no table or index (exec/objects.rs).
     pub relation_size: &'a dyn Fn(i64, RelationSize) -> Result<Option<i64>>,
-    /// The pages the store has given out (pg_database_size).
+    /// The pages in use in the store (pg_database_size).
     pub database_pages: &'a dyn Fn() -> u64,
 }
 

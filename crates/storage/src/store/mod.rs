@@ -479,6 +479,14 @@ impl PageStore {
         self.inner.volume.describe()
     }
 
+    /// Pages in use: those with a durable image, plus new ones not written yet. Freed pages
+    /// leave it (PostgreSQL's database size shrinks after DROP TABLE likewise). A page being
+    /// written for the first time may be counted twice for that moment.
+    pub fn pages_in_use(&self) -> u64 {
+        let written = self.inner.map.read().live_pages();
+        written + self.inner.pool.unwritten_pages()
+    }
+
     /// Largest page id allocated so far.
     pub fn max_page_id(&self) -> PageId {
         PageId(self.inner.next_page.load(Ordering::Acquire).saturating_sub(1))
