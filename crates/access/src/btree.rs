@@ -351,7 +351,11 @@ impl BTree {
     /// tree opened twice has two independent families of handles: the caller that destroys a
     /// tree once nobody else holds it must have opened it once.
     pub fn has_other_handles(&self) -> bool {
-        Arc::strong_count(&self.handles) > 1
+        let others = Arc::strong_count(&self.handles) > 1;
+        // The count is read relaxed: order it after the other handles' last uses (their
+        // drops release) before the caller frees what they read.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        others
     }
 
     /// The pages the tree holds: its meta and free-list anchor pages, its nodes, overflow

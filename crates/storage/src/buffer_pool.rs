@@ -48,6 +48,8 @@ const SHARD_COUNT: usize = 64;
 const USAGE_MAX: u8 = 3;
 /// Full sweeps before giving up: every usage count reaches zero within `USAGE_MAX` of them.
 const CLOCK_SWEEPS_MAX: usize = USAGE_MAX as usize + 2;
+/// How long `discard` waits for the pins of a freed page before it logs an error.
+const DISCARD_WAIT_WARNING: std::time::Duration = std::time::Duration::from_secs(1);
 /// The pool never shrinks below this many frames: B+tree operations pin a handful at once.
 pub const POOL_FRAMES_MIN: usize = 16;
 
@@ -486,12 +488,20 @@ impl BufferPool {
     /// read-ahead load, a flush candidate list); this waits for them. The caller holds the
     /// store's flush lock, so no write of the page is pending.
     pub fn discard(&self, page_id: PageId) -> Option<bool> {
+        let started = std::time::Instant::now();
+        let mut warned = false;
         loop {
             let mut shard = self.shard(page_id).lock();
             let frame = Arc::clone(shard.get(&page_id)?);
             // Pins are taken under the shard lock: unpinned here, nobody can reach it.
             if frame.pins.load(Ordering::Acquire) > 0 {
                 drop(shard);
+                // A pin held for long on a freed page is a bug above the store: say so
+                // rather than stall flushes silently behind this wait.
+                if !warned && started.elapsed() > DISCARD_WAIT_WARNING {
+                    warned = true;
+                    tracing::error!(%page_id, "a freed page stays pinned: flushes wait");
+                }
                 std::thread::yield_now();
                 continue;
             }

@@ -366,6 +366,12 @@ impl Shared {
         if tables.contains_key(&def.name) {
             return Err(EngineError::DuplicateTable { name: def.name });
         }
+        // Catalog keys starting with a zero byte are graves (graveyard.rs).
+        if def.name.starts_with('\0') {
+            return Err(EngineError::InvalidRow {
+                detail: "a table name cannot start with a zero byte".to_string(),
+            });
+        }
         if let Some(columns) = &def.primary_key {
             if columns.iter().any(|&column| column >= def.columns.len()) {
                 return Err(EngineError::InvalidRow {

@@ -10,8 +10,11 @@
 //! graves in the catalog are destroyed by the purge thread, except a tree the loaded catalog
 //! still names: that grave belonged to a DDL the crash cut before it unlinked the tree, and
 //! is only deleted. So the catalog stays authoritative: a grave never destroys a live tree,
-//! and a crash at any point leaks nothing. Trees of a temp tables' store get no entry (the
-//! store is removed after a crash).
+//! and a crash never leaves a dropped tree half destroyed for good. Trees of a temp tables'
+//! store get no entry (the store is removed after a crash), and their graves are dropped
+//! without a destroy once the session releases the store. What still leaks: vector index
+//! graphs, and the fresh trees of a TRUNCATE cut by a crash before its graves were written
+//! (design 008, Known issues).
 //!
 //! A destroy runs in steps of `DESTROY_STEP_PAGES` on the purge thread, so that shutdown is
 //! never stuck behind a large table; a step cut by shutdown or a crash resumes from the meta
@@ -32,7 +35,7 @@ use crate::error::Result;
 /// refuses it in identifiers, and the catalog loader skips such keys).
 pub(super) const GRAVE_KEY_PREFIX: &[u8] = b"\0grave\0";
 const GRAVE_KIND_BTREE: u8 = 1;
-/// Pages one destroy step frees at most (about as many more: one record's worth).
+/// Pages one destroy step frees at most.
 const DESTROY_STEP_PAGES: u64 = 4_096;
 
 /// A dropped tree waiting until no handle of it is left.
@@ -40,6 +43,9 @@ pub(super) struct Grave {
     tree: BTree,
     /// It has a catalog entry to delete once it is destroyed (main store trees).
     durable: bool,
+    /// A destroy step failed with damage: set aside until the next open (as compaction's
+    /// quarantine), so that one damaged tree does not fail every later reap.
+    damaged: bool,
 }
 
 fn grave_key(meta: PageId) -> Vec<u8> {
@@ -71,7 +77,7 @@ impl Shared {
         for tree in trees {
             let durable = Arc::ptr_eq(tree.store(), &self.store);
             if durable || open_stores.iter().any(|store| Arc::ptr_eq(store, tree.store())) {
-                graveyard.push(Grave { tree, durable });
+                graveyard.push(Grave { tree, durable, damaged: false });
             }
         }
         self.changed.store(true, Ordering::Release);
@@ -80,16 +86,26 @@ impl Shared {
     /// Destroys (a step of) every grave whose tree nobody holds any more; a grave whose
     /// destroy finished leaves the graveyard and the catalog. Returns pages freed.
     pub(super) fn reap_graves(&self) -> Result<u64> {
+        let _reaping = self.reaping.lock();
+        let open_stores: Vec<Arc<tierdb_storage::PageStore>> =
+            self.temp_stores.lock().values().cloned().collect();
         let ready: Vec<Grave> = {
             let mut graveyard = self.graveyard.lock();
+            // A temp tables' store its session released goes with its pages: its graves are
+            // dropped, not destroyed (they held the store open).
+            graveyard.retain(|grave| {
+                grave.durable
+                    || open_stores.iter().any(|store| Arc::ptr_eq(store, grave.tree.store()))
+            });
             let (ready, waiting) =
                 std::mem::take(&mut *graveyard).into_iter().partition(|grave: &Grave| {
                     // The graveyard's own handle is the one left.
-                    !grave.tree.has_other_handles()
+                    !grave.damaged && !grave.tree.has_other_handles()
                 });
             *graveyard = waiting;
             ready
         };
+        drop(open_stores);
         let mut freed = 0;
         let mut unfinished = Vec::new();
         let mut outcome = Ok(());
@@ -105,8 +121,13 @@ impl Shared {
                     unfinished.push(grave);
                 }
                 Err(error) => {
+                    let damaged =
+                        error.sqlstate() == tierdb_common::ErrorKind::Corruption.sqlstate();
+                    if damaged {
+                        tracing::error!(%error, meta = %grave.tree.meta_page(), "a dropped tree is damaged: its pages stay until the next start");
+                    }
                     outcome = Err(error);
-                    unfinished.push(grave);
+                    unfinished.push(Grave { damaged, ..grave });
                 }
             }
         }
@@ -166,7 +187,9 @@ impl Shared {
             }
             let tree = BTree::open(Arc::clone(&self.store), meta);
             match tree {
-                Ok(tree) => self.graveyard.lock().push(Grave { tree, durable: true }),
+                Ok(tree) => {
+                    self.graveyard.lock().push(Grave { tree, durable: true, damaged: false })
+                }
                 // Destroyed up to its meta page before the crash: only the entry is left.
                 Err(tierdb_access::BTreeError::Storage(
                     tierdb_storage::StorageError::UnknownPage { .. },

@@ -140,6 +140,10 @@ pub(crate) struct Shared {
     /// Dropped trees waiting until nobody holds them, then destroyed by the purge thread
     /// (graveyard.rs). As many as DDL dropped and readers still hold, each a few bytes.
     graveyard: Mutex<Vec<graveyard::Grave>>,
+    /// Held by whoever reaps graves (the purge thread, VACUUM): one reap at a time, and a
+    /// count of pending graves waits for the reap in progress (whose graves are out of
+    /// `graveyard` meanwhile).
+    reaping: Mutex<()>,
 }
 
 /// Queued purge items `close_purged` works through at most: beyond, shutdown would take too
@@ -185,6 +189,7 @@ impl Shared {
             index_builds: index_build::IndexBuildRegistry::default(),
             index_predicates: partial::IndexPredicates::default(),
             graveyard: Mutex::new(Vec::new()),
+            reaping: Mutex::new(()),
         };
         // Cleared (durably) before any transaction can leave a version behind: a crash from
         // here on must lead to a full pass again.
@@ -464,8 +469,10 @@ impl Engine {
         self.shared.reap_graves()
     }
 
-    /// Dropped trees whose pages are not freed yet: held by a reader, or being destroyed.
+    /// Dropped trees whose pages are not freed yet: held by a reader, or being destroyed
+    /// (waits for a reap in progress).
     pub fn dropped_trees_pending(&self) -> usize {
+        let _reaping = self.shared.reaping.lock();
         self.shared.graveyard.lock().len()
     }
 

@@ -179,8 +179,10 @@ pub struct TableHandle {
 /// What every handle of one table (from CREATE TABLE to DROP TABLE) shares.
 struct TableSlot {
     name: String,
-    /// The table's current version, replaced by DDL under the exclusive DDL lock.
-    current: RwLock<Arc<Table>>,
+    /// The table's current version, replaced by DDL under the exclusive DDL lock; taken by
+    /// DROP TABLE, so that a handle kept long after (a prepared statement's plan) does not
+    /// keep the dropped trees from being freed (graveyard.rs).
+    current: RwLock<Option<Arc<Table>>>,
     /// Set by DROP TABLE under the exclusive DDL lock; one atomic load at each use.
     dropped: AtomicBool,
 }
@@ -188,7 +190,8 @@ struct TableSlot {
 impl TableHandle {
     pub(super) fn new(table: Arc<Table>) -> TableHandle {
         let name = table.def.name.clone();
-        let slot = TableSlot { name, current: RwLock::new(table), dropped: AtomicBool::new(false) };
+        let current = RwLock::new(Some(table));
+        let slot = TableSlot { name, current, dropped: AtomicBool::new(false) };
         TableHandle { slot: Arc::new(slot), pinned: None }
     }
 
@@ -213,7 +216,8 @@ impl TableHandle {
         if self.slot.dropped.load(Ordering::Acquire) {
             return Err(EngineError::UndefinedTable { name: self.slot.name.clone() });
         }
-        let current = Arc::clone(&self.slot.current.read());
+        let dropped = || EngineError::UndefinedTable { name: self.slot.name.clone() };
+        let current = self.slot.current.read().clone().ok_or_else(dropped)?;
         if self.pinned.as_ref().is_some_and(|pinned| !Arc::ptr_eq(pinned, &current.layout)) {
             return Err(EngineError::InvalidRow {
                 detail: format!(
@@ -243,15 +247,17 @@ impl TableHandle {
     /// Swaps in a new version of the same table (DDL, under the exclusive DDL lock).
     pub(super) fn replace(&self, table: Arc<Table>) {
         let mut current = self.slot.current.write();
-        assert_eq!(current.identity, table.identity, "a new version of the same table");
+        let Some(existing) = current.as_ref() else { panic!("a dropped table has no versions") };
+        assert_eq!(existing.identity, table.identity, "a new version of the same table");
         assert!(!self.slot.dropped.load(Ordering::Acquire), "a dropped table has no versions");
-        *current = table;
+        *current = Some(table);
     }
 
     /// Marks the table dropped (DROP TABLE, under the exclusive DDL lock): every handle
-    /// fails from its next use on.
+    /// fails from its next use on, and the slot lets go of the table's last version.
     pub(super) fn mark_dropped(&self) {
         self.slot.dropped.store(true, Ordering::Release);
+        self.slot.current.write().take();
     }
 }
 

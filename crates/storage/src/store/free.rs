@@ -43,6 +43,14 @@ impl StoreInner {
         assert!(pages[pages.len() - 1].0 < next_page, "freeing a page never allocated");
         self.check_poisoned()?;
         let _flush = self.flush_lock.lock();
+        // Room in the log first, outside the page-map lock: reserving a file (or flushing
+        // for space) under it would stall every page miss, which reads the map.
+        let record = WalRecord::PagesFreed(pages.to_vec());
+        if !self.unlogged {
+            // Tag and count, the page ids, and the record's header and alignment.
+            let framed_bytes = 5 + 8 * pages.len() + 16;
+            self.wal.ensure_unbounded_room(crate::codec::usize_to_u64(framed_bytes))?;
+        }
         let end = {
             let mut map = self.map.write();
             let clear = |map: &mut crate::page_map::PageMap| {
@@ -54,8 +62,7 @@ impl StoreInner {
                 clear(&mut map);
                 self.wal.appended_lsn()
             } else {
-                let record = WalRecord::PagesFreed(pages.to_vec());
-                let end = self.wal.append_with(&record, |_, _| clear(&mut map))?;
+                let end = self.wal.append_unbounded(&record, |_, _| clear(&mut map))?;
                 map.applied_lsn = end;
                 end
             }

@@ -481,7 +481,8 @@ impl PageStore {
 
     /// Pages in use: those with a durable image, plus new ones not written yet. Freed pages
     /// leave it (PostgreSQL's database size shrinks after DROP TABLE likewise). A page being
-    /// written for the first time may be counted twice for that moment.
+    /// written for the first time, or loaded, may be counted twice for that moment. Walks
+    /// every frame: for size functions, not hot paths.
     pub fn pages_in_use(&self) -> u64 {
         let written = self.inner.map.read().live_pages();
         written + self.inner.pool.unwritten_pages()
