@@ -171,29 +171,71 @@ fn field_of(call: &Call<'_>, type_name: &str) -> Result<Field> {
     Field::from_name(name).ok_or_else(|| types::unit_not_recognized(name, type_name))
 }
 
-fn extract_value(call: &Call<'_>) -> Result<Decimal> {
-    let type_name = call.arg_types[1].display_name();
-    let field = field_of(call, &type_name)?;
-    match &call.args[1] {
-        Datum::Timestamp(micros) => types::extract_timestamp(field, *micros, &type_name),
-        Datum::TimestampTz(micros) => types::extract_timestamptz(field, *micros),
-        Datum::Date(days) => {
-            let micros = i64::from(*days) * MICROSECONDS_PER_DAY;
-            match field {
-                Field::Microseconds
-                | Field::Milliseconds
-                | Field::Second
-                | Field::Minute
-                | Field::Hour
-                | Field::Timezone
-                | Field::TimezoneHour
-                | Field::TimezoneMinute => {
-                    Err(types::unit_not_supported(types::field_name(field), "date"))
-                }
-                // A date's epoch and julian day are whole numbers.
-                _ => types::extract_timestamp(field, micros, &type_name).map(|value| value.trunc()),
-            }
+/// What extract reads from a value: a number, or for infinity NULL (a field that repeats:
+/// month, day) or an infinity (a field that grows: year, epoch), as PostgreSQL 15.
+enum Extracted {
+    Number(Decimal),
+    Null,
+    Infinity { negative: bool },
+}
+
+fn extract_value(call: &Call<'_>, value: &Datum, type_name: &str) -> Result<Extracted> {
+    let field = field_of(call, type_name)?;
+    let infinite = match value {
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
+            types::infinite_date_of(*micros).map(|days| days < 0)
         }
+        Datum::Date(days) if types::is_infinite_date(*days) => Some(*days < 0),
+        _ => None,
+    };
+    if let Some(negative) = infinite {
+        return extract_of_infinity(field, negative, type_name);
+    }
+    extract_number(value, field, type_name).map(Extracted::Number)
+}
+
+fn extract_of_infinity(field: Field, negative: bool, type_name: &str) -> Result<Extracted> {
+    Ok(match field {
+        Field::Year
+        | Field::Decade
+        | Field::Century
+        | Field::Millennium
+        | Field::Julian
+        | Field::IsoYear
+        | Field::Epoch => Extracted::Infinity { negative },
+        Field::Microseconds
+        | Field::Milliseconds
+        | Field::Second
+        | Field::Minute
+        | Field::Hour
+        | Field::Timezone
+        | Field::TimezoneHour
+        | Field::TimezoneMinute
+            if type_name == "date" =>
+        {
+            return Err(types::unit_not_supported(types::field_name(field), "date"))
+        }
+        _ => Extracted::Null,
+    })
+}
+
+fn extract_number(value: &Datum, field: Field, type_name: &str) -> Result<Decimal> {
+    match value {
+        Datum::Timestamp(micros) => types::extract_timestamp(field, *micros, type_name),
+        Datum::TimestampTz(micros) => types::extract_timestamptz(field, *micros),
+        Datum::Date(days) => match field {
+            Field::Microseconds
+            | Field::Milliseconds
+            | Field::Second
+            | Field::Minute
+            | Field::Hour
+            | Field::Timezone
+            | Field::TimezoneHour
+            | Field::TimezoneMinute => {
+                Err(types::unit_not_supported(types::field_name(field), "date"))
+            }
+            _ => types::extract_date(field, *days),
+        },
         Datum::Time(micros) => types::extract_time(field, *micros),
         Datum::Interval(interval) => types::extract_interval(field, interval),
         other => Err(SqlError::internal(format!("extract bound for {other:?}"))),
@@ -201,12 +243,36 @@ fn extract_value(call: &Call<'_>) -> Result<Decimal> {
 }
 
 fn extract(call: Call<'_>) -> Result<Datum> {
-    extract_value(&call).map(Datum::Numeric)
+    let type_name = call.arg_types[1].display_name();
+    Ok(match extract_value(&call, &call.args[1], &type_name)? {
+        Extracted::Number(value) => Datum::Numeric(value),
+        Extracted::Null => Datum::Null,
+        // PostgreSQL answers a numeric infinity, which tierdb's numeric cannot hold.
+        Extracted::Infinity { .. } => {
+            return Err(SqlError::unsupported(
+                "extract of a field that grows from an infinite date or timestamp (a numeric infinity) is not supported; date_part returns it as double precision",
+            ))
+        }
+    })
 }
 
+/// date_part: extract as double precision. PostgreSQL's date_part(text, date) is an SQL
+/// function over the date cast to timestamp: a date past the timestamp range is an error
+/// there, and a date has the time fields of its midnight.
 fn date_part(call: Call<'_>) -> Result<Datum> {
-    let value = extract_value(&call)?;
-    Ok(Datum::Float(value.to_f64().unwrap_or(0.0)))
+    let (value, type_name) = match &call.args[1] {
+        Datum::Date(days) => (
+            Datum::Timestamp(types::date_to_timestamp_micros(*days)?),
+            SqlType::Timestamp.display_name(),
+        ),
+        value => (value.clone(), call.arg_types[1].display_name()),
+    };
+    Ok(match extract_value(&call, &value, &type_name)? {
+        Extracted::Number(value) => Datum::Float(value.to_f64().unwrap_or(0.0)),
+        Extracted::Null => Datum::Null,
+        Extracted::Infinity { negative: true } => Datum::Float(f64::NEG_INFINITY),
+        Extracted::Infinity { negative: false } => Datum::Float(f64::INFINITY),
+    })
 }
 
 fn date_trunc(call: Call<'_>) -> Result<Datum> {
@@ -250,7 +316,7 @@ fn timestamp_micros(datum: &Datum) -> i64 {
     match datum {
         Datum::Timestamp(micros) => *micros,
         Datum::TimestampTz(micros) => types::utc_to_session_local(*micros),
-        Datum::Date(days) => i64::from(*days) * MICROSECONDS_PER_DAY,
+        Datum::Date(days) => i64::from(*days).saturating_mul(MICROSECONDS_PER_DAY),
         _ => 0,
     }
 }
@@ -489,6 +555,12 @@ fn to_char(call: Call<'_>) -> Result<Datum> {
         Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Interval(_) if format.is_empty() => {
             return Ok(Datum::Null)
         }
+        // An infinite timestamp has no fields to write.
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros)
+            if types::is_infinite_timestamp(*micros) =>
+        {
+            return Ok(Datum::Null)
+        }
         Datum::Timestamp(micros) => types::format_timestamp_pattern(*micros, format, false)?,
         Datum::TimestampTz(micros) => types::format_timestamp_pattern(*micros, format, true)?,
         Datum::Interval(interval) => types::format_interval_pattern(interval, format)?,
@@ -564,6 +636,13 @@ fn timezone(call: Call<'_>) -> Result<Datum> {
         _ => types::zone_of_text(call.text(0))?,
     };
     Ok(match &call.args[1] {
+        // infinity is infinity in every zone.
+        Datum::Timestamp(micros) if types::is_infinite_timestamp(*micros) => {
+            Datum::TimestampTz(*micros)
+        }
+        Datum::TimestampTz(micros) if types::is_infinite_timestamp(*micros) => {
+            Datum::Timestamp(*micros)
+        }
         Datum::Timestamp(local) => {
             Datum::TimestampTz(types::check_timestamp(zone.local_to_utc(*local))?)
         }

@@ -263,6 +263,8 @@ impl Session {
             sequence_refs: RefCell::default(),
         };
         let transaction = self.transaction.as_mut().expect("rows are written in a transaction");
+        let statement_time = types::now_micros();
+        types::install_statement_time(statement_time);
         let mut ctx = Ctx {
             txn: Some(transaction),
             params: &[],
@@ -272,7 +274,7 @@ impl Session {
             analyze: false,
             budget,
             session: &info,
-            statement_time_micros: types::now_micros(),
+            statement_time_micros: statement_time,
             interrupt: None,
             work_tables: Default::default(),
             deferred_events: None,

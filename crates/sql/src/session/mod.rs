@@ -186,6 +186,9 @@ pub struct Session {
     /// carries its name later (dropped and created again, or another renamed to it).
     role_oid: std::sync::OnceLock<u32>,
     pub backend_pid: i32,
+    /// The running statement's time (now(), date/time input's `now`), kept here because
+    /// binding and execution may run on different threads.
+    statement_time_micros: i64,
     pub cancel: Arc<AtomicBool>,
     statistics: Arc<StatementStats>,
     /// A COPY FROM STDIN receiving data (session/copy_in.rs).
@@ -272,6 +275,7 @@ impl Session {
             user: user.to_string(),
             role_oid: std::sync::OnceLock::new(),
             backend_pid,
+            statement_time_micros: types::now_micros(),
             cancel: Arc::new(AtomicBool::new(false)),
             statistics,
             copy_in: None,

@@ -14,6 +14,9 @@ impl Session {
         sink: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         self.install_time_zone();
+        // now() and date/time input's `now` read this time, in binding and in execution.
+        self.statement_time_micros = types::now_micros();
+        types::install_statement_time(self.statement_time_micros);
         self.check_privileges(statement)?;
         let sql = match statement {
             Statement::Front(FrontStatement::Copy(copy)) if copy.from && self.read_only() => {
@@ -210,6 +213,10 @@ impl Session {
         let limits = self.wait_limits();
         let transaction = self.transaction.as_mut().expect("statement runs in a transaction");
         transaction.set_wait_limits(limits.clone());
+        // The time run_statement set, which date/time input's `now` read in binding (this
+        // may be another thread: the connection's executor).
+        let statement_time = self.statement_time_micros;
+        types::install_statement_time(statement_time);
         let mut ctx = Ctx {
             txn: Some(transaction),
             params,
@@ -219,7 +226,7 @@ impl Session {
             analyze,
             budget,
             session: &info,
-            statement_time_micros: types::now_micros(),
+            statement_time_micros: statement_time,
             interrupt: Some(&limits),
             work_tables: Default::default(),
             deferred_events: None,

@@ -51,17 +51,17 @@ pub fn arithmetic(op: ArithmeticOp, left: &Datum, right: &Datum, ty: &SqlType) -
     match ty {
         SqlType::Date => {
             let days = match left {
-                Datum::Date(days) => i64::from(*days),
+                Datum::Date(days) => *days,
                 _ => 0,
             };
             let delta = right.as_int().unwrap_or(0);
-            let result = if op == ArithmeticOp::Add { days + delta } else { days - delta };
-            return Ok(Datum::Date(
-                i32::try_from(result).map_err(|_| SqlError::out_of_range("date"))?,
-            ));
+            return date_plus_days(days, if op == ArithmeticOp::Add { delta } else { -delta });
         }
         SqlType::Int4 if matches!((left, right), (Datum::Date(_), Datum::Date(_))) => {
             let (Datum::Date(a), Datum::Date(b)) = (left, right) else { unreachable!() };
+            if super::is_infinite_date(*a) || super::is_infinite_date(*b) {
+                return Err(SqlError::new("22008", "cannot subtract infinite dates"));
+            }
             return Ok(Datum::Int(i64::from(*a) - i64::from(*b)));
         }
         _ => {}
@@ -150,4 +150,19 @@ pub fn arithmetic(op: ArithmeticOp, left: &Datum, right: &Datum, ty: &SqlType) -
             }))
         }
     }
+}
+
+/// date_pli / date_mii: an infinite date stays infinite; a result past the date range
+/// (4714-11-24 BC to 5874897-12-31) is 22008.
+fn date_plus_days(days: i32, delta: i64) -> Result<Datum> {
+    if super::is_infinite_date(days) {
+        return Ok(Datum::Date(days));
+    }
+    let result = i64::from(days) + delta;
+    let first = -super::EPOCH_JULIAN_DAY;
+    let end = super::datetime_parse::DATE_END_JULIAN_DAY - super::EPOCH_JULIAN_DAY;
+    if !(first..end).contains(&result) {
+        return Err(SqlError::new("22008", "date out of range"));
+    }
+    Ok(Datum::Date(i32::try_from(result).expect("within the date range")))
 }

@@ -74,6 +74,11 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         SqlType::Date => match &datum {
             Datum::Date(_) => datum,
             Datum::Text(text) => Datum::Date(parse_date(text)?),
+            Datum::Timestamp(micros) | Datum::TimestampTz(micros)
+                if super::infinite_date_of(*micros).is_some() =>
+            {
+                Datum::Date(super::infinite_date_of(*micros).expect("infinite"))
+            }
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
                 // A timestamptz's date is the one in the session zone.
                 let micros = match &datum {
@@ -410,6 +415,12 @@ fn cast_to_timestamp(datum: &Datum, from: &SqlType, to: &SqlType) -> Result<Datu
         Datum::Text(text) => parse_timestamp(text, zoned)?,
         Datum::Date(days) if zoned => super::date_to_timestamptz_micros(*days)?,
         Datum::Date(days) => super::date_to_timestamp_micros(*days)?,
+        // infinity and -infinity are the same in every zone.
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros)
+            if super::is_infinite_timestamp(*micros) =>
+        {
+            *micros
+        }
         Datum::Timestamp(micros) if zoned => super::session_local_to_utc(*micros),
         Datum::TimestampTz(micros) if !zoned => super::utc_to_session_local(*micros),
         Datum::Timestamp(micros) | Datum::TimestampTz(micros) => *micros,
@@ -423,6 +434,12 @@ fn cast_to_interval_or_time(datum: Datum, from: &SqlType, to: &SqlType) -> Resul
     Ok(match (to, &datum) {
         (SqlType::Interval, Datum::Interval(_)) | (SqlType::Time, Datum::Time(_)) => datum,
         (SqlType::Interval, Datum::Text(text)) => Datum::Interval(parse_interval(text)?),
+        // timestamp_time: an infinite timestamp has no time of day.
+        (SqlType::Time, Datum::Timestamp(micros) | Datum::TimestampTz(micros))
+            if super::is_infinite_timestamp(*micros) =>
+        {
+            Datum::Null
+        }
         (SqlType::Interval, Datum::Time(micros)) => Datum::Interval(Interval::new(0, 0, *micros)),
         (SqlType::Time, Datum::Text(text)) => Datum::Time(parse_time(text)?),
         (SqlType::Time, Datum::Timestamp(micros)) => {

@@ -22,6 +22,34 @@ pub fn timestamp_out_of_range() -> SqlError {
     SqlError::new("22008", "timestamp out of range")
 }
 
+/// Whether a date is `infinity` or `-infinity`, which arithmetic and casts keep as they are.
+pub fn is_infinite_date(days: i32) -> bool {
+    days == super::DATE_INFINITY || days == super::DATE_MINUS_INFINITY
+}
+
+/// Whether a timestamp (or timestamptz) is `infinity` or `-infinity`.
+pub fn is_infinite_timestamp(micros: i64) -> bool {
+    micros == super::TIMESTAMP_INFINITY || micros == super::TIMESTAMP_MINUS_INFINITY
+}
+
+/// The infinite timestamp of an infinite date, as date2timestamp maps them.
+fn infinite_timestamp_of(days: i32) -> Option<i64> {
+    match days {
+        super::DATE_INFINITY => Some(super::TIMESTAMP_INFINITY),
+        super::DATE_MINUS_INFINITY => Some(super::TIMESTAMP_MINUS_INFINITY),
+        _ => None,
+    }
+}
+
+/// The infinite date of an infinite timestamp (timestamp_date).
+pub fn infinite_date_of(micros: i64) -> Option<i32> {
+    match micros {
+        super::TIMESTAMP_INFINITY => Some(super::DATE_INFINITY),
+        super::TIMESTAMP_MINUS_INFINITY => Some(super::DATE_MINUS_INFINITY),
+        _ => None,
+    }
+}
+
 pub fn check_timestamp(micros: i64) -> Result<i64> {
     if !(TIMESTAMP_MIN_MICROS..TIMESTAMP_END_MICROS).contains(&micros) {
         return Err(timestamp_out_of_range());
@@ -32,6 +60,9 @@ pub fn check_timestamp(micros: i64) -> Result<i64> {
 /// date2timestamp: a date's midnight, 22008 for a date past the timestamp range (to_date
 /// reaches dates up to 5874897 AD, whose microseconds overflow i64).
 pub fn date_to_timestamp_micros(days: i32) -> Result<i64> {
+    if let Some(infinite) = infinite_timestamp_of(days) {
+        return Ok(infinite);
+    }
     i64::from(days)
         .checked_mul(MICROSECONDS_PER_DAY)
         .filter(|micros| (TIMESTAMP_MIN_MICROS..TIMESTAMP_END_MICROS).contains(micros))
@@ -44,6 +75,9 @@ fn date_out_of_range_for_timestamp() -> SqlError {
 
 /// date2timestamptz: a date's midnight in the session zone, range-checked as PostgreSQL does.
 pub fn date_to_timestamptz_micros(days: i32) -> Result<i64> {
+    if let Some(infinite) = infinite_timestamp_of(days) {
+        return Ok(infinite);
+    }
     let utc = super::session_local_to_utc(date_to_timestamp_micros(days)?);
     check_timestamp(utc).map_err(|_| date_out_of_range_for_timestamp())
 }
@@ -112,6 +146,9 @@ pub fn days_in_month(year: i32, month: u32) -> u32 {
 /// timestamp_pl_interval: months first (the day clamped to the new month's length), then
 /// days, then the time.
 pub fn timestamp_plus_interval(micros: i64, interval: &Interval) -> Result<i64> {
+    if is_infinite_timestamp(micros) {
+        return Ok(micros);
+    }
     let mut result = micros;
     if interval.months != 0 {
         let mut fields = decompose(result)?;
@@ -134,6 +171,9 @@ pub fn timestamp_plus_interval(micros: i64, interval: &Interval) -> Result<i64> 
 /// timestamptz_pl_interval: months and days move the wall-clock time in the session zone
 /// (so `+ '1 day'` across a DST change is 23 or 25 hours), the time part moves the instant.
 pub fn timestamptz_plus_interval(utc_micros: i64, interval: &Interval) -> Result<i64> {
+    if is_infinite_timestamp(utc_micros) {
+        return Ok(utc_micros);
+    }
     let mut result = utc_micros;
     if interval.months != 0 || interval.days != 0 {
         let local = super::utc_to_session_local(utc_micros);
@@ -149,6 +189,9 @@ pub fn timestamptz_plus_interval(utc_micros: i64, interval: &Interval) -> Result
 /// hour in a repeated fall-back hour stays in its half), as PostgreSQL's
 /// timestamptz_trunc_internal.
 pub fn truncate_timestamptz(field: Field, utc_micros: i64, zone: &super::Zone) -> Result<i64> {
+    if is_infinite_timestamp(utc_micros) {
+        return Ok(utc_micros);
+    }
     let offset_micros = i64::from(zone.offset_at_utc(utc_micros)) * MICROSECONDS_PER_SECOND;
     let local = utc_micros.saturating_add(offset_micros);
     let truncated = truncate_timestamp(field, local, "timestamp with time zone")?;
@@ -179,6 +222,9 @@ pub fn extract_timestamptz(field: Field, utc_micros: i64) -> Result<Decimal> {
 
 /// timestamp_mi: the difference in microseconds, whole days moved into days.
 pub fn timestamp_difference(left: i64, right: i64) -> Result<Interval> {
+    if is_infinite_timestamp(left) || is_infinite_timestamp(right) {
+        return Err(SqlError::new("22008", "cannot subtract infinite timestamps"));
+    }
     let micros = left.checked_sub(right).ok_or_else(super::interval_out_of_range)?;
     Interval::new(0, 0, micros).justify_hours()
 }
@@ -211,7 +257,9 @@ pub fn add_datetime(left: &Datum, right: &Datum) -> Result<Option<Datum>> {
             Datum::Time(time_plus_interval(*micros, interval))
         }
         (Datum::Date(days), Datum::Time(micros)) | (Datum::Time(micros), Datum::Date(days)) => {
-            Datum::Timestamp(check_timestamp(date_to_timestamp_micros(*days)? + micros)?)
+            let midnight = date_to_timestamp_micros(*days)?;
+            let infinite = is_infinite_timestamp(midnight);
+            Datum::Timestamp(if infinite { midnight } else { check_timestamp(midnight + micros)? })
         }
         _ => return Ok(None),
     }))
@@ -373,6 +421,9 @@ impl Field {
 
 /// date_trunc on a timestamp's fields.
 pub fn truncate_timestamp(field: Field, micros: i64, type_name: &str) -> Result<i64> {
+    if is_infinite_timestamp(micros) {
+        return Ok(micros);
+    }
     let mut fields = decompose(micros)?;
     match field {
         Field::Millennium => {
@@ -499,6 +550,44 @@ fn micros_decimal(micros: i128, scale: u32) -> Decimal {
     let mut value = Decimal::from_i128_with_scale(micros, 6);
     value.rescale(scale);
     value
+}
+
+/// extract(field from date) as PostgreSQL 15's extract_date: whole numbers, read from the
+/// calendar, so dates past the timestamp range (to 5874897 AD) have fields too. The
+/// Gregorian calendar repeats every 400 years (146,097 days, whole weeks): the date is
+/// read 400-year cycles nearer 2000, and the cycles added back to its year.
+pub fn extract_date(field: Field, days: i32) -> Result<Decimal> {
+    const DAYS_PER_400_YEARS: i64 = 146_097;
+    let days = i64::from(days);
+    let cycles = days.div_euclid(DAYS_PER_400_YEARS);
+    let near = days - cycles * DAYS_PER_400_YEARS;
+    let year_shift = i32::try_from(cycles * 400).map_err(|_| timestamp_out_of_range())?;
+    let micros = near * MICROSECONDS_PER_DAY;
+    let year = decompose(micros)?.year + year_shift;
+    Ok(match field {
+        Field::Year | Field::Decade | Field::Century | Field::Millennium => year_field(field, year),
+        Field::IsoYear => {
+            let iso_year = date_of_days(near)?.iso_week().year() + year_shift;
+            Decimal::from(if iso_year <= 0 { iso_year - 1 } else { iso_year })
+        }
+        Field::Epoch => Decimal::from(days * 86_400 + 946_684_800),
+        Field::Julian => Decimal::from(days + super::EPOCH_JULIAN_DAY),
+        _ => extract_timestamp(field, micros, "date")?,
+    })
+}
+
+/// The year-based fields of an astronomical year (1 BC is 0).
+fn year_field(field: Field, year: i32) -> Decimal {
+    Decimal::from(match field {
+        Field::Year if year > 0 => year,
+        Field::Year => year - 1,
+        Field::Decade => year.div_euclid(10),
+        Field::Century if year > 0 => (year + 99) / 100,
+        Field::Century => -((99 - (year - 1)) / 100),
+        Field::Millennium if year > 0 => (year + 999) / 1000,
+        Field::Millennium => -((999 - (year - 1)) / 1000),
+        _ => unreachable!("a year-based field"),
+    })
 }
 
 /// extract(field from timestamp) as PostgreSQL 15's numeric result.

@@ -22,7 +22,7 @@ const JULIAN_MONTH_MIN: i64 = 11;
 const JULIAN_YEAR_MAX: i64 = 5_874_898;
 const JULIAN_MONTH_MAX: i64 = 6;
 /// The end of the date range as a Julian day (DATE_END_JULIAN).
-const DATE_END_JULIAN_DAY: i64 = 2_147_483_494;
+pub(crate) const DATE_END_JULIAN_DAY: i64 = 2_147_483_494;
 /// The largest zone displacement TZH accepts, in hours (MAX_TZDISP_HOUR).
 const ZONE_HOURS_MAX: i64 = 15;
 
@@ -855,20 +855,20 @@ fn is_leap_year(year: i64) -> bool {
     year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
 }
 
-fn days_in_month(year: i64, month: i64) -> i64 {
+pub(crate) fn days_in_month(year: i64, month: i64) -> i64 {
     const DAYS: [i64; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
     let index = usize::try_from(month - 1).expect("a month checked to be 1 to 12");
     DAYS[index] + i64::from(month == 2 && is_leap_year(year))
 }
 
 /// IS_VALID_JULIAN: whether the Julian-day routines handle the year and month.
-fn valid_julian(year: i64, month: i64) -> bool {
+pub(crate) fn valid_julian(year: i64, month: i64) -> bool {
     (year > JULIAN_YEAR_MIN || (year == JULIAN_YEAR_MIN && month >= JULIAN_MONTH_MIN))
         && (year < JULIAN_YEAR_MAX || (year == JULIAN_YEAR_MAX && month < JULIAN_MONTH_MAX))
 }
 
 /// date2j: the Julian day of a date; days past a month's end run into the next month.
-fn date_to_julian(year: i64, month: i64, day: i64) -> i64 {
+pub(crate) fn date_to_julian(year: i64, month: i64, day: i64) -> i64 {
     let (year, month) =
         if month > 2 { (year + 4800, month + 1) } else { (year + 4799, month + 13) };
     let century = year / 100;

@@ -15,6 +15,7 @@ mod cast;
 mod common_type;
 mod datetime;
 mod datetime_format;
+mod datetime_input;
 mod datetime_parse;
 mod halfvec;
 mod interval;
@@ -38,6 +39,10 @@ pub use cast::*;
 pub use common_type::select_common_type;
 pub use datetime::*;
 pub use datetime_format::*;
+pub use datetime_input::{
+    install_statement_time, parse_date, parse_time, parse_timestamp, DATE_INFINITY,
+    DATE_MINUS_INFINITY, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY,
+};
 pub(crate) use datetime_parse::{julian_to_date, EPOCH_JULIAN_DAY};
 pub use datetime_parse::{
     parse_date_formatted, parse_timestamp_formatted, round_timestamp_to_digits,
@@ -60,7 +65,7 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use chrono::{NaiveDate, NaiveDateTime, Timelike};
+use chrono::NaiveDate;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::{Decimal, RoundingStrategy};
 use tierdb_access::KeyKind;

@@ -97,12 +97,29 @@ pub(crate) fn epoch_date() -> NaiveDate {
 /// date_out in the ISO style: a year before 1 AD as PostgreSQL numbers it (the year 0 is
 /// 1 BC) with " BC" after; years past 9999 in full.
 pub fn format_date(days: i32) -> String {
+    match days {
+        DATE_INFINITY => return "infinity".into(),
+        DATE_MINUS_INFINITY => return "-infinity".into(),
+        _ => {}
+    }
     with_era(date_text(i64::from(days)))
 }
 
 /// timestamp_out in the ISO style (" BC" after the time, as for dates).
 pub fn format_timestamp(micros: i64) -> String {
+    if let Some(text) = infinite_timestamp_text(micros) {
+        return text.into();
+    }
     with_era(timestamp_text(micros))
+}
+
+/// "infinity" and "-infinity", the texts of the infinite timestamps.
+fn infinite_timestamp_text(micros: i64) -> Option<&'static str> {
+    match micros {
+        TIMESTAMP_INFINITY => Some("infinity"),
+        TIMESTAMP_MINUS_INFINITY => Some("-infinity"),
+        _ => None,
+    }
 }
 
 /// A date or time's text and whether it is before Christ, which adds " BC" at the end.
@@ -145,170 +162,11 @@ fn timestamp_text(micros: i64) -> (String, bool) {
     (text, before_christ)
 }
 
-/// The error for date/time input that does not parse: 22008 when it has the shape
-/// year-month-day (and hour:minute) but a field is out of range (2023-02-29), else 22007.
-pub(crate) fn date_input_error(type_name: &str, trimmed: &str, text: &str) -> SqlError {
-    let date_part = trimmed.split([' ', 'T']).next().unwrap_or("");
-    let fields: Vec<&str> = date_part.split('-').collect();
-    let numeric = fields.len() == 3
-        && fields
-            .iter()
-            .all(|field| !field.is_empty() && field.chars().all(|c| c.is_ascii_digit()));
-    if numeric {
-        let month: u32 = fields[1].parse().unwrap_or(0);
-        let day: u32 = fields[2].parse().unwrap_or(0);
-        let year: i32 = fields[0].parse().unwrap_or(0);
-        if NaiveDate::from_ymd_opt(year, month, day).is_none() {
-            return SqlError::new(
-                "22008",
-                format!("date/time field value out of range: \"{text}\""),
-            );
-        }
-        // A well-formed date with a time whose fields are numbers but out of range.
-        let time_part = trimmed.split([' ', 'T']).nth(1).unwrap_or("");
-        let time_fields: Vec<&str> = time_part.split(':').collect();
-        let time_numeric = time_fields.len() >= 2
-            && time_fields.iter().all(|field| {
-                !field.is_empty() && field.chars().all(|c| c.is_ascii_digit() || c == '.')
-            });
-        if time_numeric {
-            let hour: u32 = time_fields[0].parse().unwrap_or(99);
-            let minute: u32 = time_fields[1].parse().unwrap_or(99);
-            let second: f64 =
-                time_fields.get(2).and_then(|field| field.parse().ok()).unwrap_or(0.0);
-            if hour > 24 || minute > 59 || second >= 61.0 {
-                return SqlError::new(
-                    "22008",
-                    format!("date/time field value out of range: \"{text}\""),
-                );
-            }
-        }
-    }
-    // invalid_datetime_format, PostgreSQL's code for unparsable date/time input.
-    SqlError::new("22007", format!("invalid input syntax for type {type_name}: \"{text}\""))
-}
-
-pub fn parse_date(text: &str) -> Result<i32> {
-    let (trimmed, before_christ) = split_era(text.trim());
-    let body = with_input_era(trimmed, before_christ).ok_or_else(|| field_out_of_range(text))?;
-    let date = NaiveDate::parse_from_str(&body, "%Y-%m-%d")
-        .map_err(|_| date_input_error("date", trimmed, text))?;
-    let days = (date - epoch_date()).num_days();
-    if days < -super::EPOCH_JULIAN_DAY {
-        return Err(SqlError::new("22008", format!("date out of range: \"{text}\"")));
-    }
-    i32::try_from(days).map_err(|_| SqlError::out_of_range("date"))
-}
-
-fn field_out_of_range(text: &str) -> SqlError {
-    SqlError::new("22008", format!("date/time field value out of range: \"{text}\""))
-}
-
-/// Date and time input's era: a trailing "BC" or "AD" (any case, after a space), removed.
-fn split_era(trimmed: &str) -> (&str, bool) {
-    let Some((body, era)) = trimmed.rsplit_once(' ') else { return (trimmed, false) };
-    match era.to_ascii_lowercase().as_str() {
-        "bc" => (body.trim_end(), true),
-        "ad" => (body.trim_end(), false),
-        _ => (trimmed, false),
-    }
-}
-
-/// The input with a year before Christ renumbered as PostgreSQL (and chrono) count years:
-/// y BC is 1 - y, so that leap years (1 BC, 5 BC) are checked in that numbering. `None`
-/// for a year below 1 (there is no "0000 BC").
-fn with_input_era(body: &str, before_christ: bool) -> Option<std::borrow::Cow<'_, str>> {
-    if !before_christ {
-        return Some(std::borrow::Cow::Borrowed(body));
-    }
-    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
-    let year = body[..digits].parse::<i64>().ok().filter(|year| *year >= 1)?;
-    let renumbered = 1 - year;
-    let year_text =
-        if renumbered >= 0 { format!("{renumbered:04}") } else { format!("-{:04}", -renumbered) };
-    Some(std::borrow::Cow::Owned(format!("{year_text}{}", &body[digits..])))
-}
-
-/// Parses a timestamp. With `with_zone`, a zone written after the time (an offset `+02`,
-/// `-05:30`, `Z`, an abbreviation `EST`, a zone name `America/New_York`) places it; without
-/// one it is wall-clock time in the session zone. Without `with_zone` a zone is ignored,
-/// as PostgreSQL's timestamp_in ignores it.
-pub fn parse_timestamp(text: &str, with_zone: bool) -> Result<i64> {
-    // PostgreSQL's datetime input errors name timestamp without time zone "timestamp".
-    let type_name = if with_zone { "timestamp with time zone" } else { "timestamp" };
-    let bad = || date_input_error(type_name, text.trim(), text);
-    let (trimmed, before_christ) = split_era(text.trim());
-    let renumbered =
-        with_input_era(trimmed, before_christ).ok_or_else(|| field_out_of_range(text))?;
-    let (body, zone_text) = split_input_zone(&renumbered);
-    let local = parse_wall_clock(&body).ok_or_else(bad)?;
-    if before_christ {
-        // A year before 4713 BC is outside the timestamp range.
-        super::check_timestamp(local)?;
-    }
-    let zone = match zone_text {
-        None => None,
-        Some(zone_text) => Some(super::input_zone(zone_text).ok_or_else(|| {
-            if zone_text.contains('/') {
-                super::zone_not_recognized(&zone_text.to_lowercase())
-            } else {
-                bad()
-            }
-        })?),
-    };
-    if !with_zone {
-        return Ok(local);
-    }
-    Ok(match zone {
-        None => super::session_local_to_utc(local),
-        Some(zone) => zone.local_to_utc(local),
-    })
-}
-
-/// Splits `2024-07-01 12:00:00+02` / `... EST` / `...Z` into the date-time and the zone.
-fn split_input_zone(trimmed: &str) -> (String, Option<&str>) {
-    let mut body = trimmed.to_string();
-    // ISO 8601's `T` between the date and the time.
-    if body.len() > 10 && matches!(body.as_bytes()[10], b'T' | b't') && body.is_char_boundary(11) {
-        body.replace_range(10..11, " ");
-    }
-    // A zone word after a space: `... EST`, `... America/New_York`, `... +02:00`.
-    if let Some(position) = body.rfind(' ').filter(|&position| position > 10) {
-        let word = &trimmed[position + 1..];
-        let starts_zone =
-            word.starts_with(['+', '-']) || word.starts_with(|c: char| c.is_ascii_alphabetic());
-        if starts_zone && !word.contains('.') {
-            body.truncate(position);
-            return (body.trim_end().to_string(), Some(word));
-        }
-    }
-    // An offset or `Z` written against the time: `12:00:00+02`, `12:00Z`.
-    if let Some(position) = body.rfind(['+', '-', 'Z', 'z']).filter(|&position| position > 10) {
-        let zone = &trimmed[position..];
-        body.truncate(position);
-        return (body, Some(zone));
-    }
-    (body, None)
-}
-
-/// `YYYY-MM-DD[ HH:MM[:SS[.ffffff]]]` as microseconds since 2000-01-01.
-fn parse_wall_clock(body: &str) -> Option<i64> {
-    let body = body.trim();
-    let parsed = NaiveDateTime::parse_from_str(body, "%Y-%m-%d %H:%M:%S%.f")
-        .or_else(|_| NaiveDateTime::parse_from_str(body, "%Y-%m-%d %H:%M"))
-        .or_else(|_| {
-            NaiveDate::parse_from_str(body, "%Y-%m-%d")
-                .map(|date| date.and_hms_opt(0, 0, 0).expect("midnight"))
-        })
-        .ok()?;
-    let days = (parsed.date() - epoch_date()).num_days();
-    let time = i64::from(parsed.num_seconds_from_midnight()) * 1_000_000
-        + i64::from(parsed.nanosecond() / 1000);
-    Some(days * MICROSECONDS_PER_DAY + time)
-}
-
 /// timestamptz_out: the wall-clock time in the session zone and the zone's offset then.
 pub fn format_timestamptz(utc_micros: i64) -> String {
+    if let Some(text) = infinite_timestamp_text(utc_micros) {
+        return text.into();
+    }
     super::with_session_zone(|zone| {
         let offset_seconds = zone.offset_at_utc(utc_micros);
         let local = utc_micros.saturating_add(i64::from(offset_seconds) * 1_000_000);

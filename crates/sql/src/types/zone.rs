@@ -19,8 +19,6 @@ use crate::error::{Result, SqlError};
 /// Seconds from the Unix epoch to PostgreSQL's (2000-01-01).
 const POSTGRES_EPOCH_UNIX_SECONDS: i64 = 946_684_800;
 const MICROSECONDS_PER_SECOND: i64 = 1_000_000;
-/// PostgreSQL's bound on a time zone offset (datetime.h MAX_TZDISP_HOUR: 15 hours).
-pub const ZONE_OFFSET_MAX_SECONDS: i32 = 15 * 3600 + 59 * 60 + 59;
 /// A day in microseconds, the distance at which a transition's earlier offset is read.
 const DAY_MICROSECONDS: i64 = 86_400 * MICROSECONDS_PER_SECOND;
 
@@ -283,27 +281,6 @@ pub fn zone_of_text(name: &str) -> Result<Zone> {
         return Ok(Zone::Fixed { east_seconds, name: name.to_string() });
     }
     Zone::by_name(name).ok_or_else(|| zone_not_recognized(name))
-}
-
-/// The zone datetime input names after the time: an ISO offset (`+02`, `-05:30`, `+0530`,
-/// `Z`), an abbreviation, or an IANA zone name.
-pub fn input_zone(text: &str) -> Option<Zone> {
-    let fixed = |east_seconds: i32| Zone::Fixed { east_seconds, name: text.to_string() };
-    if text.starts_with(['+', '-']) {
-        let digits = &text[1..];
-        // `+0530`: hours and minutes without a colon.
-        let offset = if digits.len() == 4 && !digits.contains(':') {
-            let sign = if text.starts_with('-') { "-" } else { "+" };
-            parse_offset_seconds(&format!("{sign}{}:{}", &digits[..2], &digits[2..]))
-        } else {
-            parse_offset_seconds(text)
-        };
-        return offset.filter(|seconds| seconds.abs() <= ZONE_OFFSET_MAX_SECONDS).map(fixed);
-    }
-    if let Some(east_seconds) = abbreviation_offset_seconds(text) {
-        return Some(fixed(east_seconds));
-    }
-    named_zone(text).map(Zone::Named)
 }
 
 /// The fixed-offset abbreviations of PostgreSQL's `Default` abbreviation set that tierdb
