@@ -30,7 +30,10 @@ impl<'a> Binder<'a> {
                 return Ok((Expr::ArraySubquery { plan, correlated, id }, ty));
             }
         }
-        let (args, distinct, star) = call_arguments(function, &name)?;
+        let (mut args, distinct, star) = call_arguments(function, &name)?;
+        if name == "normalize" && function.name.0.len() == 1 {
+            normalization_form_as_text(&mut args)?;
+        }
         if is_set_function(&name) && !distinct && !star {
             return self.set_call_placeholder(&name, &args, scope);
         }
@@ -221,6 +224,21 @@ impl<'a> Binder<'a> {
             bound.push(self.expr(arg, scope, None)?);
         }
         bind_call(name, bound)
+    }
+
+    /// `text IS [NOT] [form] NORMALIZED`: PostgreSQL's grammar makes it a call of
+    /// is_normalized(text, form), NFC when no form is written.
+    pub(crate) fn is_normalized(
+        &mut self,
+        inner: &ast::Expr,
+        form: Option<&ast::NormalizationForm>,
+        negated: bool,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let form = form.map_or_else(|| "NFC".to_string(), ToString::to_string);
+        let args = [inner.clone(), ast::Expr::value(ast::Value::SingleQuotedString(form))];
+        let (call, ty) = self.call("is_normalized", &args, scope)?;
+        Ok((if negated { Expr::Not(Box::new(call)) } else { call }, ty))
     }
 
     // ----- INSERT, UPDATE, DELETE helpers -----
@@ -445,6 +463,26 @@ fn json_aggregate_arguments(
 }
 
 /// The arguments of a call: expressions, DISTINCT, and `*`.
+/// normalize(text, NFD): PostgreSQL's grammar reads the form as a keyword, which sqlparser
+/// parses as a column name; the call takes it as text. Anything else there is the
+/// grammar's 42601 (only pg_catalog.normalize takes the form as a text value).
+fn normalization_form_as_text(args: &mut [ast::Expr]) -> Result<()> {
+    let Some(second) = args.get(1) else { return Ok(()) };
+    let form = match second {
+        ast::Expr::Identifier(ident) if ident.quote_style.is_none() => {
+            Some(ident.value.to_ascii_uppercase())
+        }
+        _ => None,
+    };
+    match form {
+        Some(form) if ["NFC", "NFD", "NFKC", "NFKD"].contains(&form.as_str()) => {
+            args[1] = ast::Expr::value(ast::Value::SingleQuotedString(form));
+            Ok(())
+        }
+        _ => Err(SqlError::syntax(format!("syntax error at or near \"{second}\""))),
+    }
+}
+
 pub(crate) fn call_arguments(
     function: &ast::Function,
     name: &str,

@@ -155,16 +155,10 @@ impl<'a> Binder<'a> {
                     Ok((Expr::Negate { expr: Box::new(bound), ty: ty.clone() }, ty))
                 }
                 ast::UnaryOperator::Plus => self.expr(inner, scope, hint),
-                ast::UnaryOperator::BitwiseNot => {
-                    let (bound, ty) = self.expr(inner, scope, Some(&SqlType::Bit(None)))?;
-                    if !matches!(ty, SqlType::Bit(_) | SqlType::VarBit(_) | SqlType::Unknown) {
-                        return Err(SqlError::unsupported(format!(
-                            "operator ~ on {} is not supported",
-                            ty.display_name()
-                        )));
-                    }
-                    bind_call("bitnot", vec![(bound, ty)])
-                }
+                ast::UnaryOperator::BitwiseNot
+                | ast::UnaryOperator::PGAbs
+                | ast::UnaryOperator::PGSquareRoot
+                | ast::UnaryOperator::PGCubeRoot => self.prefix_operator(op, inner, scope),
                 other => Err(SqlError::unsupported(format!("operator {other} is not supported"))),
             },
             ast::Expr::BinaryOp { left, op, right } => self.binary(left, op, right, scope, hint),
@@ -275,6 +269,9 @@ impl<'a> Binder<'a> {
                 }
                 Ok((Expr::Exists { plan, negated: *negated, correlated, id }, SqlType::Bool))
             }
+            ast::Expr::IsNormalized { expr: inner, form, negated } => {
+                self.is_normalized(inner, form.as_ref(), *negated, scope)
+            }
             _ => self.special_form(expr, scope, hint),
         }
     }
@@ -359,7 +356,9 @@ impl<'a> Binder<'a> {
     /// calls of the functions PostgreSQL's grammar turns them into.
     fn syntax_function(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<(Expr, SqlType)> {
         match expr {
-            ast::Expr::Substring { expr: inner, substring_from, substring_for, .. } => {
+            ast::Expr::Substring {
+                expr: inner, substring_from, substring_for, shorthand, ..
+            } => {
                 let mut args = vec![inner.as_ref().clone()];
                 args.push(
                     substring_from
@@ -370,7 +369,9 @@ impl<'a> Binder<'a> {
                 if let Some(length) = substring_for {
                     args.push(length.as_ref().clone());
                 }
-                self.call("substr", &args, scope)
+                // substring(text, pattern) is a regular expression's match; substr has no
+                // such form.
+                self.call(if *shorthand { "substr" } else { "substring" }, &args, scope)
             }
             ast::Expr::Trim { expr: inner, trim_where, trim_what, trim_characters } => {
                 let name = match trim_where {

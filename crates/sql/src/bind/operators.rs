@@ -414,6 +414,51 @@ fn is_bit_operation(left: &SqlType, right: &SqlType) -> bool {
 }
 
 impl Binder<'_> {
+    /// The prefix operators `~` (bit strings and integers), `@` (abs), `|/` (square root)
+    /// and `||/` (cube root) of float8, as PostgreSQL's dsqrt and dcbrt.
+    pub(crate) fn prefix_operator(
+        &mut self,
+        op: &ast::UnaryOperator,
+        inner: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<(Expr, SqlType)> {
+        let (function, hint) = match op {
+            ast::UnaryOperator::PGAbs => ("abs", None),
+            ast::UnaryOperator::PGSquareRoot => ("sqrt", Some(SqlType::Float8)),
+            ast::UnaryOperator::PGCubeRoot => ("cbrt", Some(SqlType::Float8)),
+            _ => ("bitnot", None),
+        };
+        if let Some(float8) = hint {
+            let bound = self.coerced(inner, scope, &float8)?;
+            return bind_call(function, vec![(bound, float8)]);
+        }
+        let (bound, ty) = if function == "bitnot" {
+            self.expr(inner, scope, Some(&SqlType::Bit(None)))?
+        } else {
+            self.expr(inner, scope, None)?
+        };
+        if function == "abs" {
+            return bind_call(function, vec![(bound, ty)]);
+        }
+        if is_bitwise_integer(&ty) {
+            let width = match ty {
+                SqlType::Int2 => 2,
+                SqlType::Int8 => 8,
+                _ => 4,
+            };
+            return bind_call(&format!("int{width}not"), vec![(bound, ty)]);
+        }
+        if !matches!(ty, SqlType::Bit(_) | SqlType::VarBit(_) | SqlType::Unknown) {
+            // PostgreSQL's prefix ~ is the integers' and bit strings' (and inet's, a type
+            // tierdb does not have).
+            return Err(SqlError::undefined_operator(format!(
+                "operator does not exist: ~ {}",
+                ty.display_name()
+            )));
+        }
+        bind_call(function, vec![(bound, ty)])
+    }
+
     /// The bit string operators `& | # << >>` and pgvector's `<~>` and `<%>` over bit
     /// strings (None: another operator or other operand types).
     fn bit_binary(
@@ -444,9 +489,24 @@ impl Binder<'_> {
             is_bit_operation(&left_ty, &right_ty)
                 || distance.is_some() && left_ty == SqlType::Unknown && right_ty == SqlType::Unknown
         };
+        if !typed && distance.is_none() {
+            if let Some(name) = integer_bitwise_function(function, &left_ty, &right_ty) {
+                let undefined = SqlError::undefined_operator(format!(
+                    "operator does not exist: {} {op} {}",
+                    left_ty.display_name(),
+                    right_ty.display_name()
+                ));
+                return match bind_call(&name, vec![(left, left_ty), (right, right_ty)]) {
+                    Err(error) if error.sqlstate == "42883" => Err(undefined),
+                    bound => bound.map(Some),
+                };
+            }
+        }
         if !typed {
-            return Err(SqlError::unsupported(format!(
-                "operator {op} on {} and {} is not supported",
+            // The other types PostgreSQL has these operators for (inet, ranges, the
+            // geometric types) are types tierdb does not have.
+            return Err(SqlError::undefined_operator(format!(
+                "operator does not exist: {} {op} {}",
                 left_ty.display_name(),
                 right_ty.display_name()
             )));
@@ -457,6 +517,41 @@ impl Binder<'_> {
         }
         Ok(Some((call, ty)))
     }
+}
+
+/// The integer types' bitwise operators (`& | # << >>`).
+fn is_bitwise_integer(ty: &SqlType) -> bool {
+    matches!(ty, SqlType::Int2 | SqlType::Int4 | SqlType::Int8)
+}
+
+/// The integer function of a bit string operator's `function` over these operand types
+/// (PostgreSQL's int2and ... int8shr), None when the operands are not integers. `& | #`
+/// take both operands in their common type (an untyped literal takes the other's); a shift
+/// is by an int4 and returns its left operand's type.
+pub(super) fn integer_bitwise_function(
+    function: &str,
+    left: &SqlType,
+    right: &SqlType,
+) -> Option<String> {
+    let fits = |ty: &SqlType| is_bitwise_integer(ty) || *ty == SqlType::Unknown;
+    if !fits(left) || !fits(right) || (*left == SqlType::Unknown && *right == SqlType::Unknown) {
+        return None;
+    }
+    let width_of = |ty: &SqlType| match ty {
+        SqlType::Int2 => 2,
+        SqlType::Int8 => 8,
+        _ => 4,
+    };
+    let (width, suffix) = match function {
+        "bitshiftleft" => (width_of(left), "shl"),
+        "bitshiftright" => (width_of(left), "shr"),
+        _ => {
+            let widest = [left, right].into_iter().filter(|ty| is_bitwise_integer(ty));
+            let width = widest.map(width_of).max().unwrap_or(4);
+            (width, function.strip_prefix("bit").unwrap_or(function))
+        }
+    };
+    Some(format!("int{width}{suffix}"))
 }
 
 /// jsonb || jsonb (an untyped literal read as jsonb): jsonb's concatenation; jsonb with a

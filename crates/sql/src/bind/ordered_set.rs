@@ -63,13 +63,17 @@ impl Binder<'_> {
             return Err(undefined_ordered_set(name, types));
         };
         let (value, value_type, sort) = ordered.pop().expect("one ordered argument");
+        let mut many = false;
         let fraction = match direct_bound.pop() {
             Some((fraction, fraction_type)) => {
+                many = fraction_type.array_element().is_some();
                 Some(fraction_argument(kind, fraction, &fraction_type, &value_type)?)
             }
             None => None,
         };
         let (value, value_type) = ordered_value(kind, value, &value_type, &direct_types)?;
+        // With an array of fractions the result is an array of the values' type.
+        let output = if many { crate::types::array_of(&value_type)? } else { value_type.clone() };
         let mut args = vec![value.clone()];
         args.extend(fraction);
         let filter = self.aggregate_filter(function, &input_scope)?;
@@ -84,8 +88,8 @@ impl Binder<'_> {
             distinct: false,
             order,
             filter,
-            input: value_type.clone(),
-            output: value_type,
+            input: value_type,
+            output,
         };
         Ok(self.push_aggregate(key, call))
     }
@@ -127,11 +131,17 @@ fn fraction_argument(
     fraction_type: &SqlType,
     value_type: &SqlType,
 ) -> Result<Expr> {
-    if fraction_type.array_element().is_some() {
-        return Err(SqlError::unsupported(format!(
-            "{} with an array of fractions is not supported",
-            kind.name()
-        )));
+    if let Some(element) = fraction_type.array_element() {
+        // percentile_cont(float8[]) and percentile_disc(float8[]): the executor checks
+        // each fraction, after the rows (PostgreSQL's *_multi_final).
+        if !float8_argument(element) {
+            return Err(undefined_ordered_set(
+                kind.name(),
+                [fraction_type, value_type].into_iter(),
+            ));
+        }
+        let fractions = SqlType::Array(Box::new(SqlType::Float8));
+        return coerce(fraction, fraction_type, &fractions, false);
     }
     if !float8_argument(fraction_type) {
         return Err(undefined_ordered_set(kind.name(), [fraction_type, value_type].into_iter()));
@@ -146,8 +156,12 @@ fn fraction_argument(
 /// PostgreSQL's 42883 for a WITHIN GROUP call no ordered-set aggregate takes: the
 /// function named with its direct and ordered argument types.
 fn undefined_ordered_set<'t>(name: &str, types: impl Iterator<Item = &'t SqlType>) -> SqlError {
-    let names: Vec<&str> = types
-        .map(|ty| if *ty == SqlType::Unknown { "unknown" } else { ty.message_name() })
+    let names: Vec<String> = types
+        .map(|ty| match ty {
+            SqlType::Unknown => "unknown".to_string(),
+            SqlType::Array(_) => ty.display_name(),
+            _ => ty.message_name().to_string(),
+        })
         .collect();
     SqlError::undefined_function(&format!("{name}({})", names.join(", ")))
 }

@@ -512,6 +512,7 @@ pub(crate) fn default_name(expr: &ast::Expr) -> String {
             _ => "?column?".into(),
         },
         ast::Expr::Substring { .. } => "substring".into(),
+        ast::Expr::IsNormalized { .. } => "is_normalized".into(),
         ast::Expr::Trim { .. } => "btrim".into(),
         ast::Expr::Position { .. } => "position".into(),
         ast::Expr::Overlay { .. } => "overlay".into(),

@@ -56,13 +56,6 @@ const POSTGRES_FUNCTIONS_NOT_BUILT: &[&str] = &[
     "jsonb_path_query_array",
     "jsonb_path_query_first",
     "jsonb_set_lax",
-    "normalize",
-    "setseed",
-    "sha224",
-    "sha256",
-    "sha384",
-    "sha512",
-    "unistr",
 ];
 
 fn refuse_unsupported(name: &str) -> Result<()> {

@@ -39,6 +39,9 @@ impl SortedValues {
         if kind == OrderedSet::Mode {
             return Ok(self.mode());
         }
+        if let Some(Datum::Array(fractions)) = &self.fraction {
+            return self.finish_many(kind, fractions);
+        }
         let fraction = match &self.fraction {
             None | Some(Datum::Null) => return Ok(Datum::Null),
             Some(fraction) => fraction
@@ -49,6 +52,36 @@ impl SortedValues {
         if self.values.is_empty() {
             return Ok(Datum::Null);
         }
+        self.percentile(kind, fraction)
+    }
+
+    /// The result for an array of fractions (percentile_cont_multi_final and
+    /// percentile_disc_multi_final): NULL without values, else an array of the same bounds
+    /// with each fraction's value (NULL for a NULL fraction), every fraction checked first.
+    fn finish_many(&self, kind: OrderedSet, fractions: &types::ArrayValue) -> Result<Datum> {
+        if self.values.is_empty() {
+            return Ok(Datum::Null);
+        }
+        let fractions: Vec<Option<f64>> =
+            fractions.elements.iter().map(|fraction| fraction.as_f64()).collect();
+        for fraction in fractions.iter().flatten() {
+            OrderedSet::check_fraction(*fraction)?;
+        }
+        let mut results = Vec::with_capacity(fractions.len());
+        for fraction in &fractions {
+            results.push(match fraction {
+                Some(fraction) => self.percentile(kind, *fraction)?,
+                None => Datum::Null,
+            });
+        }
+        let lower = match &self.fraction {
+            Some(Datum::Array(array)) => array.lower,
+            _ => 1,
+        };
+        Ok(Datum::Array(std::sync::Arc::new(types::ArrayValue { lower, elements: results })))
+    }
+
+    fn percentile(&self, kind: OrderedSet, fraction: f64) -> Result<Datum> {
         match kind {
             OrderedSet::PercentileDiscrete => Ok(self.discrete(fraction)),
             _ => self.continuous(fraction),

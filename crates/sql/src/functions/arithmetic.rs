@@ -130,6 +130,9 @@ fn width_bucket_error(message: &str) -> SqlError {
 
 /// width_bucket(operand, low, high, count) on float8 or numeric bounds, as PostgreSQL 15.
 pub(super) fn width_bucket(call: Call<'_>) -> Result<Datum> {
+    if call.args.len() == 2 {
+        return thresholds_bucket(&call);
+    }
     let count = call.int(3);
     if count <= 0 {
         return Err(width_bucket_error("count must be greater than zero"));
@@ -158,6 +161,26 @@ pub(super) fn width_bucket(call: Call<'_>) -> Result<Datum> {
         float_bucket(&call, count, last)?
     };
     Ok(Datum::Int(bucket))
+}
+
+/// width_bucket(operand, thresholds): how many of the sorted thresholds are at most the
+/// operand, by width_bucket_array's binary search (22004 for a NULL threshold).
+fn thresholds_bucket(call: &Call<'_>) -> Result<Datum> {
+    let thresholds = crate::types::array_value(&call.args[1])?;
+    if thresholds.elements.iter().any(Datum::is_null) {
+        return Err(SqlError::new("22004", "thresholds array must not contain NULLs"));
+    }
+    let operand = &call.args[0];
+    let (mut left, mut right) = (0, thresholds.elements.len());
+    while left < right {
+        let middle = left + (right - left) / 2;
+        if operand.compare(&thresholds.elements[middle]) == Some(std::cmp::Ordering::Less) {
+            right = middle;
+        } else {
+            left = middle + 1;
+        }
+    }
+    super::count(left)
 }
 
 fn float_bucket(call: &Call<'_>, count: i64, last: impl Fn() -> Result<i64>) -> Result<i64> {

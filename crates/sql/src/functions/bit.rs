@@ -57,13 +57,23 @@ pub(super) fn length_signature(name: &str, types: &[SqlType]) -> Result<Signatur
     }
 }
 
-/// substring(bit, int4 [, int4]) or the text function's signature.
+/// substring(bit, int4 [, int4]) or the text function's signature: substring(text,
+/// pattern [, escape]) when the second argument is text (an untyped literal too, as
+/// PostgreSQL prefers the string category), else substr's positions.
 pub(super) fn substring_signature(name: &str, types: &[SqlType]) -> Result<Signature> {
     let kinds = [BIT, SqlType::Int4, SqlType::Int4];
-    match bit_overload(types, &kinds, BIT) {
-        Some(signature) => Ok(signature),
-        None => mixed(name, types, &[None, Some(SqlType::Int8), Some(SqlType::Int8)], TEXT),
+    if let Some(signature) = bit_overload(types, &kinds, BIT) {
+        return Ok(signature);
     }
+    if name == "substring" && types.get(1).is_some_and(SqlType::is_text) {
+        return texts(name, types, TEXT);
+    }
+    mixed(name, types, &[None, Some(SqlType::Int8), Some(SqlType::Int8)], TEXT)
+}
+
+/// Whether a text substring call has the pattern form (its second argument text).
+pub(super) fn is_pattern_substring(call: &Call<'_>) -> bool {
+    call.arg_types.get(1).is_some_and(|ty| *ty == SqlType::Text)
 }
 
 /// strpos's (position's) arguments: the string, then the substring.

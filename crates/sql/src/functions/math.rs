@@ -179,6 +179,9 @@ pub(super) fn ln(call: Call<'_>) -> Result<Datum> {
 }
 
 pub(super) fn log(call: Call<'_>) -> Result<Datum> {
+    if let [Datum::Numeric(base), Datum::Numeric(value)] = call.args.as_slice() {
+        return Ok(Datum::Numeric(super::numeric_math::log_base(*base, *value)?));
+    }
     if let Datum::Numeric(value) = &call.args[0] {
         return Ok(Datum::Numeric(super::numeric_math::log10(*value)?));
     }
@@ -189,36 +192,4 @@ pub(super) fn log(call: Call<'_>) -> Result<Datum> {
 
 pub(super) fn pi(_call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Float(std::f64::consts::PI))
-}
-
-pub(super) fn random(_call: Call<'_>) -> Result<Datum> {
-    Ok(Datum::Float(random_unit()))
-}
-
-/// A uniform value in [0, 1) from a per-thread xorshift generator seeded by the clock.
-fn random_unit() -> f64 {
-    use std::cell::Cell;
-    thread_local! {
-        static STATE: Cell<u64> = Cell::new(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                // The low 64 bits of the nanoseconds: any seed but zero will do.
-                .map_or(1, |elapsed| {
-                    u64::try_from(elapsed.as_nanos() & u128::from(u64::MAX))
-                        .expect("masked to 64 bits")
-                })
-                | 1
-        );
-    }
-    STATE.with(|state| {
-        let mut x = state.get();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        state.set(x);
-        let mantissa = x >> 11;
-        #[allow(clippy::cast_precision_loss)]
-        let value = mantissa as f64 / (1u64 << 53) as f64;
-        value
-    })
 }

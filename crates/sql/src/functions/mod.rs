@@ -36,10 +36,12 @@ mod arithmetic;
 mod array;
 mod bit;
 mod datetime;
+mod digests;
 mod encoding;
 mod format;
 mod halfvec;
 mod info;
+mod integer_bits;
 mod json;
 mod json_sets;
 mod jsonb_edit;
@@ -47,6 +49,7 @@ mod math;
 mod numeric_math;
 pub(crate) use numeric_math::{round_to_scale, sqrt_at_scale};
 mod privileges;
+mod random;
 mod regex;
 mod registry_arrays_catalog;
 mod registry_core;
@@ -55,6 +58,7 @@ mod sparsevec;
 mod text;
 mod trigonometry;
 mod typing;
+mod unicode;
 mod vector;
 
 pub use json_sets::{json_set_rows, JsonRows};
@@ -63,7 +67,7 @@ pub use regex::{regexp_matches, regexp_split_to_table};
 
 /// The registry's tables, in the order the registry's tests call their examples (the
 /// sequence functions need nextval's before currval's).
-static TABLES: [&[Function]; 7] = [
+static TABLES: [&[Function]; 8] = [
     registry_vector_json::VECTOR_JSON,
     jsonb_edit::JSONB_EDIT,
     registry_core::CORE,
@@ -71,6 +75,7 @@ static TABLES: [&[Function]; 7] = [
     regex::REGEX,
     datetime::DATETIME_FUNCTIONS,
     bit::BIT_FUNCTIONS,
+    integer_bits::INTEGER_BITS,
 ];
 
 /// Every scalar function tierdb runs. Names are matched after identifier folding.

@@ -96,6 +96,23 @@ pub(super) fn log10(value: Decimal) -> Result<Decimal> {
     with_scale(natural_log(value) / ln_10(), scale, MAX_DIGITS, "log")
 }
 
+/// log(base, x): numeric.c's log_var, its scale from the estimated weights of both
+/// logarithms and the arguments' scales (22012 for base 1).
+pub(super) fn log_base(base: Decimal, value: Decimal) -> Result<Decimal> {
+    check_logarithm(base)?;
+    check_logarithm(value)?;
+    let weight = ln_weight_estimate(value) - ln_weight_estimate(base);
+    let scale = (MIN_SIGNIFICANT_DIGITS - weight)
+        .max(i64::from(base.scale()))
+        .max(i64::from(value.scale()));
+    let ln_base = natural_log(base);
+    if ln_base.is_zero() {
+        return Err(SqlError::division_by_zero());
+    }
+    let quotient = natural_log(value).checked_div(ln_base).ok_or_else(|| too_many_digits("log"))?;
+    with_scale(quotient, scale, MAX_DIGITS, "log")
+}
+
 fn check_logarithm(value: Decimal) -> Result<()> {
     if value.is_zero() {
         return Err(SqlError::new("2201E", "cannot take logarithm of zero"));

@@ -148,7 +148,18 @@ fn translate(pattern: &str) -> Result<String> {
 }
 
 fn invalid_pattern(detail: impl std::fmt::Display) -> SqlError {
-    SqlError::new("2201B", format!("invalid regular expression: {detail}"))
+    let detail = detail.to_string();
+    // The regex crate's reasons that have PostgreSQL's wording (regerror's messages).
+    let postgres = [
+        ("unclosed group", "parentheses () not balanced"),
+        ("unopened group", "parentheses () not balanced"),
+        ("unclosed character class", "brackets [] not balanced"),
+        ("repetition operator missing expression", "quantifier operand invalid"),
+    ]
+    .into_iter()
+    .find(|(reason, _)| detail.contains(reason));
+    let shown = postgres.map_or(detail.as_str(), |(_, message)| message);
+    SqlError::new("2201B", format!("invalid regular expression: {shown}"))
 }
 
 thread_local! {
@@ -452,11 +463,31 @@ pub(super) fn similar_to_escape(call: Call<'_>) -> Result<Datum> {
         1 => Some('\\'),
         _ => single_escape(call.text(1))?,
     };
+    similar_pattern(call.text(0), escape).map(Datum::Text)
+}
+
+/// substring(text, pattern) (textregexsubstr: the first parenthesized subexpression's match
+/// when the pattern has one, else the whole match; NULL without a match) and
+/// substring(text, pattern, escape), the same over the SIMILAR pattern's regular expression
+/// (its part between the escape-double-quote separators).
+pub(super) fn substring(call: &Call<'_>) -> Result<Datum> {
+    let pattern = match call.args.len() {
+        3 => similar_pattern(call.text(1), single_escape(call.text(2))?)?,
+        _ => call.text(1).to_string(),
+    };
+    let regex = compile(&pattern, Flags::default())?;
+    let Some(captures) = regex.captures(call.text(0)) else { return Ok(Datum::Null) };
+    let group = if regex.captures_len() > 1 { captures.get(1) } else { captures.get(0) };
+    Ok(group.map_or(Datum::Null, |found| Datum::Text(found.as_str().to_string())))
+}
+
+/// The SQL regular expression of SIMILAR TO as a POSIX one (similar_escape_internal).
+fn similar_pattern(pattern: &str, escape: Option<char>) -> Result<String> {
     let mut out = String::from("^(?:");
     let (mut after_escape, mut in_class, mut quotes) = (false, false, 0);
     // 1 right after `[`, 2 after `[^`, 3 later (PostgreSQL's charclass_start).
     let mut class_position = 0;
-    for c in call.text(0).chars() {
+    for c in pattern.chars() {
         if after_escape {
             after_escape = false;
             if c == '"' && !in_class {
@@ -466,7 +497,7 @@ pub(super) fn similar_to_escape(call: Call<'_>) -> Result<Datum> {
                     2 => out.push_str("){1,1}(?:"),
                     _ => {
                         return Err(SqlError::new(
-                            "2201B",
+                            "2200C",
                             "SQL regular expression may not contain more than two \
                              escape-double-quote separators",
                         ))
@@ -510,7 +541,7 @@ pub(super) fn similar_to_escape(call: Call<'_>) -> Result<Datum> {
         }
     }
     out.push_str(")$");
-    Ok(Datum::Text(out))
+    Ok(out)
 }
 
 /// like_escape(pattern, escape): the LIKE pattern with `escape` as its escape character,

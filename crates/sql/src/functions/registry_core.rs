@@ -4,7 +4,8 @@
 use super::text::Side;
 use super::typing::*;
 use super::{
-    advisory, arithmetic, bit, encoding, format, info, math, text, trigonometry, Function,
+    advisory, arithmetic, bit, digests, encoding, format, info, math, random, regex, text,
+    trigonometry, unicode, Function, Signature,
 };
 use crate::types::{ObjectKind, SqlType};
 
@@ -12,6 +13,19 @@ use crate::types::{ObjectKind, SqlType};
 macro_rules! float_function {
     ($name:literal, $example:literal) => {
         function!(&[$name], 1..=1, doubles, |c| trigonometry::unary($name, c), $example)
+    };
+}
+
+/// An entry of a SHA-2 digest of bytea (digests::sha by name).
+macro_rules! sha_function {
+    ($name:literal) => {
+        function!(
+            &[$name],
+            1..=1,
+            |n, t| bytes_then_texts(n, t, SqlType::Bytea),
+            |c| digests::sha(&c, $name),
+            "'abc'"
+        )
     };
 }
 
@@ -37,6 +51,19 @@ pub(super) static CORE: &[Function] = &[
     function!(&["initcap"], 1..=1, |n, t| texts(n, t, TEXT), text::initcap, "'hello world'"),
     function!(&["reverse"], 1..=1, |n, t| texts(n, t, TEXT), text::reverse, "'abc'"),
     function!(&["md5"], 1..=1, |n, t| texts(n, t, TEXT), text::md5, "'abc'"),
+    sha_function!("sha224"),
+    sha_function!("sha256"),
+    sha_function!("sha384"),
+    sha_function!("sha512"),
+    function!(&["unistr"], 1..=1, |n, t| texts(n, t, TEXT), unicode::unistr, "'d\\0061ta'"),
+    function!(&["normalize"], 1..=2, |n, t| texts(n, t, TEXT), unicode::normalize, "'abc'"),
+    function!(
+        &["is_normalized"],
+        1..=2,
+        |n, t| texts(n, t, SqlType::Bool),
+        unicode::is_normalized,
+        "'abc', 'NFD'"
+    ),
     function!(
         &["btrim"],
         1..=2,
@@ -50,7 +77,11 @@ pub(super) static CORE: &[Function] = &[
         &["substr", "substring"],
         2..=3,
         bit::substring_signature,
-        |c| if bit::is_bit(&c) { bit::substring(&c) } else { text::substr(c) },
+        |c| match (bit::is_bit(&c), bit::is_pattern_substring(&c)) {
+            (true, _) => bit::substring(&c),
+            (false, true) => regex::substring(&c),
+            (false, false) => text::substr(c),
+        },
         "'abcdef', 2, 3"
     ),
     function!(
@@ -77,14 +108,14 @@ pub(super) static CORE: &[Function] = &[
     function!(
         &["lpad"],
         2..=3,
-        |n, t| mixed(n, t, &[None, Some(SqlType::Int8), None], TEXT),
+        |n, t| mixed(n, t, &[None, Some(SqlType::Int4), None], TEXT),
         |c| text::pad(c, true),
         "'7', 3, '0'"
     ),
     function!(
         &["rpad"],
         2..=3,
-        |n, t| mixed(n, t, &[None, Some(SqlType::Int8), None], TEXT),
+        |n, t| mixed(n, t, &[None, Some(SqlType::Int4), None], TEXT),
         |c| text::pad(c, false),
         "'7', 3"
     ),
@@ -245,7 +276,8 @@ pub(super) static CORE: &[Function] = &[
     function!(&["sqrt"], 1..=1, numeric_or_double, math::sqrt, "16"),
     function!(&["exp"], 1..=1, numeric_or_double, math::exp, "1"),
     function!(&["ln"], 1..=1, numeric_or_double, math::ln, "10"),
-    function!(&["log", "log10"], 1..=1, numeric_or_double, math::log, "100"),
+    function!(&["log"], 1..=2, logarithm, math::log, "2, 8"),
+    function!(&["log10"], 1..=1, numeric_or_double, math::log, "100"),
     function!(&["cbrt"], 1..=1, doubles, math::cbrt, "27"),
     // Float functions of PostgreSQL's float.c (trigonometry, degrees, radians).
     float_function!("sin", "1"),
@@ -312,7 +344,15 @@ pub(super) static CORE: &[Function] = &[
         "12.3400"
     ),
     function!(&["pi"], 0..=0, |_, _| Ok(none(SqlType::Float8)), math::pi, ""),
-    function!(&["random"], 0..=0, |_, _| Ok(none(SqlType::Float8)), math::random, "", volatile),
+    function!(&["random"], 0..=0, |_, _| Ok(none(SqlType::Float8)), random::random, "", volatile),
+    function!(
+        &["setseed"],
+        1..=1,
+        |n, t| Ok(Signature { output: SqlType::Void, ..doubles(n, t)? }),
+        random::setseed,
+        "0.5",
+        volatile
+    ),
     function!(
         &["gen_random_uuid"],
         0..=0,

@@ -213,6 +213,18 @@ pub(super) fn numeric_or_double(_name: &str, types: &[SqlType]) -> Result<Signat
     Ok(all(types, target.clone(), target))
 }
 
+/// log(x) as `numeric_or_double`; log(base, x) over numeric only (PostgreSQL has no float8
+/// form, and float8 has no implicit cast to numeric).
+pub(super) fn logarithm(name: &str, types: &[SqlType]) -> Result<Signature> {
+    if types.len() == 1 {
+        return numeric_or_double(name, types);
+    }
+    if types.iter().any(|ty| matches!(ty, SqlType::Float4 | SqlType::Float8)) {
+        return Err(no_function(name, types));
+    }
+    numerics(name, types, SqlType::numeric())
+}
+
 /// The argument types of a function over numbers: numeric-family types and untyped
 /// literals, else no such function.
 fn numbers(name: &str, types: &[SqlType]) -> Result<()> {
@@ -253,12 +265,14 @@ pub(super) fn integers_or_numeric(name: &str, types: &[SqlType]) -> Result<Signa
     Ok(all(types, target.clone(), target))
 }
 
-/// width_bucket(operand, low, high, count): numeric if a bound or operand is numeric and
+/// width_bucket(operand, thresholds): the operand and the array's elements in their common
+/// type; width_bucket(operand, low, high, count): numeric if a bound or operand is numeric and
 /// none is a float, else float8 (PostgreSQL's preferred type of the numeric category).
 pub(super) fn width_bucket(name: &str, types: &[SqlType]) -> Result<Signature> {
     if types.len() == 2 {
-        // The thresholds-array form is a gap, not a function PostgreSQL lacks.
-        return Err(SqlError::unsupported("function width_bucket() is not supported"));
+        // width_bucket(anycompatible, anycompatiblearray).
+        use super::array::{polymorphic, Kind, Output};
+        return polymorphic(name, types, &[Kind::Element, Kind::Array], Output::Int);
     }
     if types.len() != 4 {
         return Err(no_function(name, types));

@@ -17,6 +17,7 @@ mod roles;
 mod select_into;
 pub mod sequences;
 mod spans;
+mod substring_similar;
 mod tokens;
 mod vector_operators;
 
@@ -57,7 +58,10 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>> {
     let before_qualified = l1_operator.as_deref().unwrap_or(before_l1);
     // `k OPERATOR(pg_catalog.=) ANY (...)` read as `k = ANY (...)` (same length).
     let qualified = qualified_operators::rewrite_qualified_comparisons(before_qualified);
-    let before_identity = qualified.as_deref().unwrap_or(before_qualified);
+    let before_similar = qualified.as_deref().unwrap_or(before_qualified);
+    // substring(x SIMILAR p ESCAPE e) read as substring(x, p, e) (same length).
+    let similar = substring_similar::rewrite_substring_similar(before_similar);
+    let before_identity = similar.as_deref().unwrap_or(before_similar);
     // `AS IDENTITY (START 10 INCREMENT 5)` read in sqlparser's order of options.
     let identity = identity::reorder_identity_options(before_identity)
         .map_err(|error| map_position(error, &checked))?;
