@@ -18,6 +18,11 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         }
         _ => datum,
     };
+    if let (Datum::Jsonb(value), SqlType::Jsonb) = (&datum, from) {
+        if let Some(result) = jsonb_scalar_cast(value, to) {
+            return result;
+        }
+    }
     // The boolean-to-text cast spells the value out (the output function prints t/f).
     let as_text = |datum: &Datum| match datum {
         Datum::Bool(flag) => if *flag { "true" } else { "false" }.to_string(),
