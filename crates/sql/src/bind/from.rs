@@ -770,7 +770,7 @@ impl<'a> Binder<'a> {
 /// PostgreSQL's set-returning functions tierdb does not run in FROM (0A000 there, not
 /// 42883).
 const POSTGRES_SET_FUNCTIONS: &[&str] =
-    &["json_populate_recordset", "jsonb_path_query", "jsonb_populate_recordset", "string_to_table"];
+    &["json_populate_recordset", "jsonb_populate_recordset", "string_to_table"];
 
 /// Whether a LATERAL reference to the left side is refused for this join (RIGHT, FULL).
 fn refuses_lateral(operator: &ast::JoinOperator) -> bool {

@@ -30,6 +30,7 @@ fn set_function(name: &str) -> Option<SetFunction> {
         "regexp_matches" => SetFunction::RegexpMatches,
         "regexp_split_to_table" => SetFunction::RegexpSplit,
         "pg_partition_ancestors" => SetFunction::PartitionAncestors,
+        "jsonb_path_query" | "jsonb_path_query_tz" => SetFunction::JsonPathQuery,
         _ => return json_set_function(name),
     })
 }
@@ -138,6 +139,15 @@ impl<'a> Binder<'a> {
                     _ => return Err(no_function()),
                 }
                 (vec![argument], json_rows_type(rows, json))
+            }
+            SetFunction::JsonPathQuery => {
+                let signature = crate::functions::jsonpath_signature(name, &types, SqlType::Jsonb)?;
+                let targets = signature.arguments.into_iter().map(|coercion| match coercion {
+                    crate::functions::Coercion::Implicit(ty)
+                    | crate::functions::Coercion::Explicit(ty) => ty,
+                    crate::functions::Coercion::Keep => SqlType::Unknown,
+                });
+                (targets.collect(), SqlType::Jsonb)
             }
             SetFunction::JsonRecord { .. } => {
                 return Err(SqlError::internal("json record functions are bound in FROM"))

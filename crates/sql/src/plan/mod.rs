@@ -73,6 +73,8 @@ pub enum SetFunction {
     /// One column of json[b]_to_record (`set` false) or json[b]_to_recordset: arguments
     /// (value, the column's name), the call's type the column's.
     JsonRecord { set: bool, json: bool },
+    /// jsonb_path_query(target, path [, vars [, silent]]): the items the path yields.
+    JsonPathQuery,
 }
 
 pub use crate::functions::JsonRows;
