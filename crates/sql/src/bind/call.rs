@@ -62,6 +62,9 @@ impl<'a> Binder<'a> {
             Ok(scope) => scope,
             Err(bound) => return Ok(bound),
         };
+        let name = function.name.to_string().to_ascii_lowercase();
+        let rewritten = super::whole_row::whole_row_arguments(&name, args, &input_scope);
+        let args = rewritten.as_deref().unwrap_or(args);
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
         for arg in args {
@@ -70,7 +73,6 @@ impl<'a> Binder<'a> {
             types.push(ty);
             bound.push(expr);
         }
-        let name = function.name.to_string().to_ascii_lowercase();
         check_aggregate_arguments(aggregate, &name, &types)?;
         let mut bound = statistic_arguments(aggregate, bound, &mut types)?;
         if let [SqlType::Unknown] = types.as_slice() {
@@ -87,6 +89,8 @@ impl<'a> Binder<'a> {
             }
         }
         let input = types.first().cloned().unwrap_or(SqlType::Int8);
+        let aggregate =
+            structured_json_agg(aggregate, rewritten.is_some() || input.array_element().is_some());
         let filter = self.aggregate_filter(function, &input_scope)?;
         let output = aggregate_output(aggregate, &input)?;
         let expected_args = match aggregate {
@@ -219,6 +223,13 @@ impl<'a> Binder<'a> {
         args: &[ast::Expr],
         scope: &Scope,
     ) -> Result<(Expr, SqlType)> {
+        if let Some(rewritten) = super::whole_row::whole_row_arguments(name, args, scope) {
+            // row_to_json and to_json of a record are the record's json object itself.
+            if matches!(name, "row_to_json" | "to_json") && rewritten.len() == 1 {
+                return self.expr(&rewritten[0], scope, None);
+            }
+            return self.call(name, &rewritten, scope);
+        }
         let mut bound = Vec::with_capacity(args.len());
         for arg in args {
             bound.push(self.expr(arg, scope, None)?);
@@ -336,9 +347,9 @@ pub(crate) fn aggregate_output(aggregate: AggregateFunction, input: &SqlType) ->
         }
         AggregateFunction::StringAgg => SqlType::Text,
         AggregateFunction::ArrayAgg => crate::types::array_of(&text_if_unknown(input))?,
-        AggregateFunction::JsonAgg { binary: false }
+        AggregateFunction::JsonAgg { binary: false, .. }
         | AggregateFunction::JsonObjectAgg { binary: false } => SqlType::Json,
-        AggregateFunction::JsonAgg { binary: true }
+        AggregateFunction::JsonAgg { binary: true, .. }
         | AggregateFunction::JsonObjectAgg { binary: true } => SqlType::Jsonb,
         AggregateFunction::Variance { sample, root } => match input {
             SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Numeric { .. } => {
@@ -438,6 +449,19 @@ fn min_max_output(aggregate: AggregateFunction, input: &SqlType) -> Result<SqlTy
     }
 }
 
+/// json_agg marked as aggregating arrays or records (`structured`), for its layout.
+pub(crate) fn structured_json_agg(
+    aggregate: AggregateFunction,
+    structured: bool,
+) -> AggregateFunction {
+    match aggregate {
+        AggregateFunction::JsonAgg { binary, .. } => {
+            AggregateFunction::JsonAgg { binary, structured }
+        }
+        other => other,
+    }
+}
+
 /// The json aggregates' arguments as their accumulators take them: each value through
 /// to_json or to_jsonb (whose NULL the accumulator writes as `null`), an object key as text.
 fn json_aggregate_arguments(
@@ -446,7 +470,7 @@ fn json_aggregate_arguments(
     types: Vec<SqlType>,
 ) -> Result<Vec<Expr>> {
     let (binary, keyed) = match aggregate {
-        AggregateFunction::JsonAgg { binary } => (binary, false),
+        AggregateFunction::JsonAgg { binary, .. } => (binary, false),
         AggregateFunction::JsonObjectAgg { binary } => (binary, true),
         _ => return Ok(bound),
     };
@@ -527,8 +551,8 @@ pub(crate) fn aggregate_function(name: &str, star: bool) -> Option<AggregateFunc
         "bool_or" => AggregateFunction::BoolOr,
         "string_agg" => AggregateFunction::StringAgg,
         "array_agg" => AggregateFunction::ArrayAgg,
-        "json_agg" => AggregateFunction::JsonAgg { binary: false },
-        "jsonb_agg" => AggregateFunction::JsonAgg { binary: true },
+        "json_agg" => AggregateFunction::JsonAgg { binary: false, structured: false },
+        "jsonb_agg" => AggregateFunction::JsonAgg { binary: true, structured: false },
         "json_object_agg" => AggregateFunction::JsonObjectAgg { binary: false },
         "jsonb_object_agg" => AggregateFunction::JsonObjectAgg { binary: true },
         "var_samp" | "variance" => AggregateFunction::Variance { sample: true, root: false },

@@ -517,7 +517,8 @@ impl<'a> Binder<'a> {
         }
         let json_each =
             matches!(name, "json_each" | "json_each_text" | "jsonb_each" | "jsonb_each_text");
-        if json_each || super::set_functions::is_from_set_function(name) {
+        let json_record = super::set_functions::json_record_function(name).is_some();
+        if json_each || json_record || super::set_functions::is_from_set_function(name) {
             let mut exprs = Vec::with_capacity(args.len());
             for arg in args {
                 let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) = arg else {
@@ -527,6 +528,9 @@ impl<'a> Binder<'a> {
             }
             if json_each {
                 return self.json_each_scan(name, &exprs, alias);
+            }
+            if json_record {
+                return self.json_record_scan(name, &exprs, alias);
             }
             return self.set_function_scan(name, &exprs, alias);
         }
@@ -765,14 +769,8 @@ impl<'a> Binder<'a> {
 
 /// PostgreSQL's set-returning functions tierdb does not run in FROM (0A000 there, not
 /// 42883).
-const POSTGRES_SET_FUNCTIONS: &[&str] = &[
-    "json_populate_recordset",
-    "json_to_recordset",
-    "jsonb_path_query",
-    "jsonb_populate_recordset",
-    "jsonb_to_recordset",
-    "string_to_table",
-];
+const POSTGRES_SET_FUNCTIONS: &[&str] =
+    &["json_populate_recordset", "jsonb_populate_recordset", "string_to_table"];
 
 /// Whether a LATERAL reference to the left side is refused for this join (RIGHT, FULL).
 fn refuses_lateral(operator: &ast::JoinOperator) -> bool {

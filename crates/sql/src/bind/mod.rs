@@ -36,6 +36,7 @@ mod set_functions;
 mod signatures;
 mod subquery_comparison;
 mod views;
+mod whole_row;
 mod window;
 mod window_frame;
 

@@ -197,6 +197,12 @@ impl<'a> Binder<'a> {
             let (right, right_ty) = self.vector_operand(right, scope, Some(&left_ty))?;
             (left, left_ty, right, right_ty)
         };
+        if function == "jsonb_path_match_opr" && left_ty != SqlType::Jsonb {
+            // PostgreSQL's other @@ operators are text search's.
+            return Err(SqlError::unsupported(
+                "operator @@ is not supported: text search is not supported",
+            ));
+        }
         if left_ty == SqlType::Unknown && right_ty == SqlType::Unknown {
             let symbol = match op {
                 B::Custom(symbol) if symbol == crate::parse::L1_OPERATOR_STAND_IN => "<+>".into(),
@@ -299,16 +305,8 @@ fn json_operator_function(op: &ast::BinaryOperator) -> Result<Option<&'static st
         B::QuestionPipe => "jsonb_exists_any",
         B::QuestionAnd => "jsonb_exists_all",
         B::HashMinus => "jsonb_delete_path",
-        B::AtQuestion => {
-            return Err(SqlError::unsupported(
-                "operator @? is not supported: jsonpath is not supported",
-            ))
-        }
-        B::AtAt => {
-            return Err(SqlError::unsupported(
-                "operator @@ is not supported: jsonpath and text search are not supported",
-            ))
-        }
+        B::AtQuestion => "jsonb_path_exists_opr",
+        B::AtAt => "jsonb_path_match_opr",
         _ => return Ok(None),
     }))
 }

@@ -30,6 +30,7 @@ fn set_function(name: &str) -> Option<SetFunction> {
         "regexp_matches" => SetFunction::RegexpMatches,
         "regexp_split_to_table" => SetFunction::RegexpSplit,
         "pg_partition_ancestors" => SetFunction::PartitionAncestors,
+        "jsonb_path_query" | "jsonb_path_query_tz" => SetFunction::JsonPathQuery,
         _ => return json_set_function(name),
     })
 }
@@ -138,6 +139,18 @@ impl<'a> Binder<'a> {
                     _ => return Err(no_function()),
                 }
                 (vec![argument], json_rows_type(rows, json))
+            }
+            SetFunction::JsonPathQuery => {
+                let signature = crate::functions::jsonpath_signature(name, &types, SqlType::Jsonb)?;
+                let targets = signature.arguments.into_iter().map(|coercion| match coercion {
+                    crate::functions::Coercion::Implicit(ty)
+                    | crate::functions::Coercion::Explicit(ty) => ty,
+                    crate::functions::Coercion::Keep => SqlType::Unknown,
+                });
+                (targets.collect(), SqlType::Jsonb)
+            }
+            SetFunction::JsonRecord { .. } => {
+                return Err(SqlError::internal("json record functions are bound in FROM"))
             }
             SetFunction::PartitionAncestors => {
                 let regclass = SqlType::Object(crate::types::ObjectKind::Class);
@@ -249,6 +262,61 @@ impl Binder<'_> {
         ];
         let one_row = self.plan(PlanKind::OneRow, Vec::new());
         let calls = vec![keys, value];
+        let plan = self.plan(PlanKind::ProjectSet { input: Box::new(one_row), calls }, columns);
+        let scope = Scope::from_plan(&plan, Some(&qualifier));
+        Ok((plan, scope))
+    }
+}
+
+/// json[b]_to_record and json[b]_to_recordset: (set, json).
+pub(crate) fn json_record_function(name: &str) -> Option<(bool, bool)> {
+    Some(match name {
+        "json_to_record" => (false, true),
+        "jsonb_to_record" => (false, false),
+        "json_to_recordset" => (true, true),
+        "jsonb_to_recordset" => (true, false),
+        _ => return None,
+    })
+}
+
+impl Binder<'_> {
+    /// json[b]_to_record[set](value) AS alias(column type, ...) in FROM: a ProjectSet of one
+    /// call per column in step over one empty row, each reading its key of the objects.
+    pub(crate) fn json_record_scan(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        let (set, json) = json_record_function(name).expect("a json record function");
+        let definitions = alias.map(|alias| alias.columns.as_slice()).unwrap_or_default();
+        if definitions.is_empty() || definitions.iter().any(|column| column.data_type.is_none()) {
+            return Err(SqlError::syntax(
+                "a column definition list is required for functions returning \"record\"",
+            ));
+        }
+        // The argument is bound as json[b]_object_keys's (json or jsonb, or untyped).
+        let keys_of = if json { "json_object_keys" } else { "jsonb_object_keys" };
+        let argument = self.set_call(keys_of, args, &Scope::default())?.args;
+        if argument.iter().any(Expr::is_volatile) {
+            return Err(SqlError::unsupported(format!("{name} of a volatile argument")));
+        }
+        let mut columns = Vec::with_capacity(definitions.len());
+        let mut calls = Vec::with_capacity(definitions.len());
+        for definition in definitions {
+            let column_name = ident(&definition.name);
+            let ty = types::sql_type(definition.data_type.as_ref().expect("checked above"))?;
+            columns.push(computed_column(&column_name, ty.clone()));
+            let mut call_args = argument.clone();
+            call_args.push(Expr::Literal(Datum::Text(column_name)));
+            calls.push(SetCall {
+                function: SetFunction::JsonRecord { set, json },
+                args: call_args,
+                ty,
+            });
+        }
+        let qualifier = alias.map_or_else(|| name.to_string(), |alias| ident(&alias.name));
+        let one_row = self.plan(PlanKind::OneRow, Vec::new());
         let plan = self.plan(PlanKind::ProjectSet { input: Box::new(one_row), calls }, columns);
         let scope = Scope::from_plan(&plan, Some(&qualifier));
         Ok((plan, scope))

@@ -66,6 +66,7 @@ impl<'a> Binder<'a> {
         if distinct {
             return Err(SqlError::unsupported("DISTINCT is not implemented for window functions"));
         }
+        let args = super::whole_row::whole_row_arguments(name, &args, scope).unwrap_or(args);
         self.in_window_call = true;
         let bound = self.bind_window_parts(spec, &args, scope).and_then(|parts| {
             let frame =
@@ -336,6 +337,8 @@ fn window_function(name: &str, star: bool, args: Vec<(Expr, SqlType)>) -> Result
         let (expressions, _): (Vec<Expr>, Vec<SqlType>) = args.into_iter().unzip();
         let expressions = super::call::statistic_arguments(aggregate, expressions, &mut types)?;
         let input = types.first().map_or(SqlType::Int8, value_type);
+        let aggregate =
+            super::call::structured_json_agg(aggregate, input.array_element().is_some());
         let output = aggregate_output(aggregate, &input)?;
         let args: Vec<(Expr, SqlType)> = expressions.into_iter().zip(types).collect();
         let bool_input =

@@ -105,9 +105,9 @@ pub(crate) fn accumulator(call: &AggregateCall) -> Accumulator {
         AggregateFunction::BoolAnd | AggregateFunction::BoolOr => Accumulator::Bool(None),
         AggregateFunction::StringAgg => Accumulator::Strings(None),
         AggregateFunction::ArrayAgg => Accumulator::Elements(None),
-        AggregateFunction::JsonAgg { binary: false }
+        AggregateFunction::JsonAgg { binary: false, .. }
         | AggregateFunction::JsonObjectAgg { binary: false } => Accumulator::Json(None),
-        AggregateFunction::JsonAgg { binary: true }
+        AggregateFunction::JsonAgg { binary: true, .. }
         | AggregateFunction::JsonObjectAgg { binary: true } => Accumulator::Jsonb(None),
         AggregateFunction::Variance { .. } => match call.input {
             SqlType::Float4 | SqlType::Float8 => Accumulator::FloatMoments(FloatMoments::default()),
@@ -332,8 +332,21 @@ fn finish_json(state: &Accumulator, call: &AggregateCall) -> Datum {
             Datum::Text(format!("{{ {} }}", pairs.join(", ")))
         }
         Accumulator::Json(Some(items)) => {
-            let values: Vec<&str> = items.iter().map(|(_, value)| value.as_str()).collect();
-            Datum::Text(format!("[{}]", values.join(", ")))
+            let structured =
+                matches!(call.function, AggregateFunction::JsonAgg { structured: true, .. });
+            let mut out = String::from("[");
+            for (index, (_, value)) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                    // json_agg_transfn: a new line before a structured value, not a NULL.
+                    if structured && value != "null" {
+                        out.push_str("\n ");
+                    }
+                }
+                out.push_str(value);
+            }
+            out.push(']');
+            Datum::Text(out)
         }
         Accumulator::Jsonb(Some(items)) if object => {
             let pairs =

@@ -77,6 +77,15 @@ impl SetValues {
                 let rows = crate::functions::json_set_rows(rows, json, &args[0])?;
                 Ok(SetValues::Elements { elements: rows.into_iter() })
             }
+            SetFunction::JsonPathQuery => {
+                let rows = crate::functions::jsonb_path_rows(&args)?;
+                Ok(SetValues::Elements { elements: rows.into_iter() })
+            }
+            SetFunction::JsonRecord { set, json } => {
+                let key = args[1].as_text().unwrap_or_default();
+                let rows = crate::functions::json_record_rows(set, json, &args[0], key, &call.ty)?;
+                Ok(SetValues::Elements { elements: rows.into_iter() })
+            }
             // No partitions: no relation is a partition or partitioned table, for which
             // PostgreSQL lists no rows.
             SetFunction::PartitionAncestors => {

@@ -183,9 +183,12 @@ pub(super) fn build_array_jsonb(call: Call<'_>) -> Result<Datum> {
     Ok(Datum::Jsonb(Arc::new(Jsonb::Array(items))))
 }
 
-/// The (key, value) pairs of json_build_object's arguments, PostgreSQL's errors for an odd
-/// count and a NULL key.
-fn object_pairs<'a>(call: &'a Call<'_>) -> Result<Vec<(String, (&'a Datum, &'a SqlType))>> {
+/// The (key, value) pairs of json_build_object's arguments (`binary`: jsonb's), PostgreSQL's
+/// errors for an odd count and a NULL key.
+fn object_pairs<'a>(
+    call: &'a Call<'_>,
+    binary: bool,
+) -> Result<Vec<(String, (&'a Datum, &'a SqlType))>> {
     if !call.args.len().is_multiple_of(2) {
         return Err(SqlError::new("22023", "argument list must have even number of elements"));
     }
@@ -193,30 +196,47 @@ fn object_pairs<'a>(call: &'a Call<'_>) -> Result<Vec<(String, (&'a Datum, &'a S
     for index in (0..call.args.len()).step_by(2) {
         let key = &call.args[index];
         let Some(text) = key.to_text(&call.arg_types[index]) else {
-            return Err(SqlError::new("22004", format!("argument {} cannot be null", index + 1)));
+            let message = if binary {
+                format!("argument {}: key must not be null", index + 1)
+            } else {
+                format!("argument {} cannot be null", index + 1)
+            };
+            return Err(SqlError::new("22023", message));
         };
         pairs.push((text, (&call.args[index + 1], &call.arg_types[index + 1])));
     }
     Ok(pairs)
 }
 
-/// json_build_object: `{"a" : 1, "b" : null}`.
-pub(super) fn build_object(call: Call<'_>) -> Result<Datum> {
+/// A json object's text from the call's pairs, with the separators between pairs and
+/// between a key and its value.
+fn object_text(call: &Call<'_>, between_pairs: &str, after_key: &str) -> Result<Datum> {
     let mut out = String::from("{");
-    for (index, (key, (value, ty))) in object_pairs(&call)?.into_iter().enumerate() {
+    for (index, (key, (value, ty))) in object_pairs(call, false)?.into_iter().enumerate() {
         if index > 0 {
-            out.push_str(", ");
+            out.push_str(between_pairs);
         }
         escape_json(&key, &mut out);
-        out.push_str(" : ");
+        out.push_str(after_key);
         out.push_str(&to_json_text(value, ty));
     }
     out.push('}');
     Ok(Datum::Text(out))
 }
 
+/// json_build_object: `{"a" : 1, "b" : null}`.
+pub(super) fn build_object(call: Call<'_>) -> Result<Datum> {
+    object_text(&call, ", ", " : ")
+}
+
+/// row_to_json of a record (bind/whole_row.rs passes its columns as name, value pairs):
+/// `{"a":1,"b":"x"}`, without spaces, the columns in order.
+pub(super) fn row_fields(call: Call<'_>) -> Result<Datum> {
+    object_text(&call, ",", ":")
+}
+
 pub(super) fn build_object_jsonb(call: Call<'_>) -> Result<Datum> {
-    let pairs = object_pairs(&call)?
+    let pairs = object_pairs(&call, true)?
         .into_iter()
         .map(|(key, (value, ty))| Ok((key, to_jsonb(value, ty)?)))
         .collect::<Result<Vec<(String, Jsonb)>>>()?;

@@ -314,7 +314,7 @@ fn is_empty(value: &Jsonb) -> bool {
 }
 
 /// jsonb_set(target, path, new_value [, create_if_missing true]).
-fn set(call: Call<'_>) -> Result<Datum> {
+pub(super) fn set(call: Call<'_>) -> Result<Datum> {
     let target = jsonb(&call, 0)?;
     let create = !matches!(call.args.get(3), Some(Datum::Bool(false)));
     if is_scalar(&target) {
@@ -346,7 +346,7 @@ fn insert(call: Call<'_>) -> Result<Datum> {
 }
 
 /// `jsonb #- text[]`.
-fn delete_path(call: Call<'_>) -> Result<Datum> {
+pub(super) fn delete_path(call: Call<'_>) -> Result<Datum> {
     let target = jsonb(&call, 0)?;
     if is_scalar(&target) {
         return Err(invalid_parameter("cannot delete path in scalar"));

@@ -45,6 +45,8 @@ mod integer_bits;
 mod json;
 mod json_sets;
 mod jsonb_edit;
+mod jsonb_object;
+mod jsonpath;
 mod math;
 mod numeric_math;
 pub(crate) use numeric_math::{round_to_scale, sqrt_at_scale};
@@ -61,15 +63,19 @@ mod typing;
 mod unicode;
 mod vector;
 
-pub use json_sets::{json_set_rows, JsonRows};
+pub use json_sets::{json_record_rows, json_set_rows, JsonRows};
+pub use jsonpath::jsonb_path_rows;
+pub(crate) use jsonpath::path_signature as jsonpath_signature;
 pub use privileges::{NamedPrivilege, PrivilegeCall, PrivilegeTarget};
 pub use regex::{regexp_matches, regexp_split_to_table};
 
 /// The registry's tables, in the order the registry's tests call their examples (the
 /// sequence functions need nextval's before currval's).
-static TABLES: [&[Function]; 8] = [
+static TABLES: [&[Function]; 10] = [
+    jsonpath::JSONPATH,
     registry_vector_json::VECTOR_JSON,
     jsonb_edit::JSONB_EDIT,
+    jsonb_object::JSONB_OBJECT,
     registry_core::CORE,
     registry_arrays_catalog::ARRAYS_CATALOG,
     regex::REGEX,

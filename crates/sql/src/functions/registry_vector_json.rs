@@ -238,6 +238,14 @@ pub(super) static VECTOR_JSON: &[Function] = &[
         non_strict
     ),
     function!(
+        &["json_row_fields"],
+        0..=usize::MAX,
+        |_, t| Ok(any(t, false, SqlType::Json)),
+        json::row_fields,
+        "'a', 1",
+        non_strict
+    ),
+    function!(
         &["jsonb_build_object"],
         0..=usize::MAX,
         |_, t| Ok(any(t, false, SqlType::Jsonb)),

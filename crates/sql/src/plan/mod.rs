@@ -70,6 +70,11 @@ pub enum SetFunction {
     /// The json and jsonb set-returning functions over one json (`json` true) or jsonb
     /// value.
     Json { rows: JsonRows, json: bool },
+    /// One column of json[b]_to_record (`set` false) or json[b]_to_recordset: arguments
+    /// (value, the column's name), the call's type the column's.
+    JsonRecord { set: bool, json: bool },
+    /// jsonb_path_query(target, path [, vars [, silent]]): the items the path yields.
+    JsonPathQuery,
 }
 
 pub use crate::functions::JsonRows;
@@ -142,6 +147,9 @@ pub enum AggregateFunction {
     /// to_jsonb, so the accumulator collects json text or jsonb values.
     JsonAgg {
         binary: bool,
+        /// json_agg of arrays or records: each element after the first that is not NULL
+        /// starts on a new line (`[[1], \n [2]]`), as PostgreSQL's json_agg_transfn writes.
+        structured: bool,
     },
     /// json_object_agg and jsonb_object_agg: (key as text, value through to_json[b]).
     JsonObjectAgg {

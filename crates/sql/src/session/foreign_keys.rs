@@ -395,6 +395,7 @@ fn comparable(from: &SqlType, to: &SqlType) -> bool {
         SqlType::Interval => 12,
         SqlType::Time => 13,
         SqlType::Bit(_) | SqlType::VarBit(_) => 14,
+        SqlType::JsonPath => 15,
     };
     category(from) == category(to)
 }

@@ -92,6 +92,7 @@ pub fn array_type_oid(element: &SqlType) -> Option<u32> {
         SqlType::SparseVec(_) => super::SPARSEVEC_ARRAY_OID,
         SqlType::Json => 199,
         SqlType::Jsonb => 3807,
+        SqlType::JsonPath => 4073,
         SqlType::Uuid => super::UUID_ARRAY_OID,
         SqlType::Bit(_) => super::BIT_ARRAY_OID,
         SqlType::VarBit(_) => super::VARBIT_ARRAY_OID,
@@ -131,6 +132,7 @@ pub fn array_element_of_oid(oid: u32) -> Option<SqlType> {
         super::INTERVAL_ARRAY_OID => SqlType::Interval,
         super::TIME_ARRAY_OID => SqlType::Time,
         3807 => SqlType::Jsonb,
+        4073 => SqlType::JsonPath,
         _ => return None,
     };
     Some(element)

@@ -41,6 +41,8 @@ pub fn binary_send(datum: &Datum, ty: &SqlType) -> Result<Option<Vec<u8>>> {
         (Datum::Object(object), _) => object.oid.to_be_bytes().to_vec(),
         // jsonb's binary form: version 1, then the text.
         (Datum::Jsonb(value), _) => [&[1u8][..], value.output().as_bytes()].concat(),
+        // jsonpath's too.
+        (Datum::Text(text), SqlType::JsonPath) => [&[1u8][..], text.as_bytes()].concat(),
         (Datum::Int(value), SqlType::Oid | SqlType::Object(_)) => {
             u32::try_from(*value).map_err(|_| out_of_range())?.to_be_bytes().to_vec()
         }
@@ -266,6 +268,10 @@ pub fn binary_receive(bytes: &[u8], ty: &SqlType) -> Result<Datum> {
             )))
         }
         SqlType::Json => super::parse_text(utf8(bytes)?, ty)?,
+        SqlType::JsonPath => match bytes.split_first() {
+            Some((1, text)) => super::parse_text(utf8(text)?, ty)?,
+            _ => return Err(SqlError::new("22P03", "unsupported jsonpath version number")),
+        },
         SqlType::Jsonb => match bytes.split_first() {
             Some((1, text)) => super::parse_text(utf8(text)?, ty)?,
             _ => return Err(SqlError::new("22P03", "unsupported jsonb version number")),

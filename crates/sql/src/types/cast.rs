@@ -18,6 +18,11 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         }
         _ => datum,
     };
+    if let (Datum::Jsonb(value), SqlType::Jsonb) = (&datum, from) {
+        if let Some(result) = jsonb_scalar_cast(value, to) {
+            return result;
+        }
+    }
     // The boolean-to-text cast spells the value out (the output function prints t/f).
     let as_text = |datum: &Datum| match datum {
         Datum::Bool(flag) => if *flag { "true" } else { "false" }.to_string(),
@@ -102,7 +107,9 @@ pub fn cast(datum: Datum, from: &SqlType, to: &SqlType, explicit: bool) -> Resul
         SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
             cast_to_array(datum, from, to, explicit)?
         }
-        SqlType::Json | SqlType::Jsonb | SqlType::Uuid => cast_from_text_input(datum, from, to)?,
+        SqlType::Json | SqlType::Jsonb | SqlType::JsonPath | SqlType::Uuid => {
+            cast_from_text_input(datum, from, to)?
+        }
         SqlType::Bit(_) | SqlType::VarBit(_) => cast_to_bit_type(&datum, from, to, explicit)?,
         SqlType::Interval | SqlType::Time => cast_to_interval_or_time(datum, from, to)?,
         // Resolving a name or an oid takes the catalog: the executor casts to these
@@ -399,6 +406,9 @@ pub fn numeric_power(base: Decimal, exponent: Decimal) -> Result<Decimal> {
 fn cast_from_text_input(datum: Datum, from: &SqlType, to: &SqlType) -> Result<Datum> {
     Ok(match (to, &datum) {
         (SqlType::Json, Datum::Text(text)) => parse_json_text(text)?,
+        (SqlType::JsonPath, Datum::Text(text)) => {
+            Datum::Text(super::jsonpath::parse_jsonpath(text)?.output())
+        }
         (SqlType::Json, Datum::Jsonb(value)) => Datum::Text(value.output()),
         (SqlType::Jsonb, Datum::Text(text)) => parse_jsonb(text)?,
         (SqlType::Uuid, Datum::Uuid(_)) => datum,

@@ -695,6 +695,36 @@ pub fn to_json_text(datum: &Datum, ty: &SqlType) -> String {
     out
 }
 
+/// PostgreSQL's casts of jsonb to boolean and the numeric types (jsonb_bool, jsonb_int4,
+/// ...): a jsonb boolean or number of that kind, else 22023 naming the value's kind. None
+/// for a target these casts do not cover.
+pub fn jsonb_scalar_cast(value: &Jsonb, to: &SqlType) -> Option<Result<Datum>> {
+    let numeric = to.is_numeric_family() && *to != SqlType::Oid;
+    if !numeric && *to != SqlType::Bool {
+        return None;
+    }
+    Some(match value {
+        Jsonb::Bool(flag) if *to == SqlType::Bool => Ok(Datum::Bool(*flag)),
+        // The number is a numeric first (integers round half away from zero from it).
+        Jsonb::Number(text) if matches!(to, SqlType::Float4 | SqlType::Float8) => {
+            cast(Datum::Text(text.clone()), &SqlType::Text, to, true)
+        }
+        Jsonb::Number(text) if numeric => parse_numeric(text)
+            .and_then(|number| cast(Datum::Numeric(number), &SqlType::numeric(), to, true)),
+        other => {
+            let kind = match other {
+                Jsonb::Number(_) => "numeric",
+                other => other.type_name(),
+            };
+            let target = match to {
+                SqlType::Numeric { .. } => "numeric".to_string(),
+                other => other.display_name(),
+            };
+            Err(SqlError::new("22023", format!("cannot cast jsonb {kind} to type {target}")))
+        }
+    })
+}
+
 /// A value of type `ty` as jsonb (to_jsonb).
 pub fn to_jsonb(datum: &Datum, ty: &SqlType) -> Result<Jsonb> {
     if let Datum::Jsonb(value) = datum {

@@ -20,8 +20,10 @@ mod datetime_parse;
 mod halfvec;
 mod interval;
 mod json;
+pub mod jsonpath;
 mod number_format;
 mod reg;
+pub(crate) mod regex_patterns;
 mod sparsevec;
 mod text;
 mod time;
@@ -52,6 +54,7 @@ pub use interval::*;
 pub use json::*;
 pub use number_format::{format_number_pattern, parse_number_pattern, NumberValue};
 pub use reg::*;
+pub use regex_patterns::regex_is_match;
 pub use sparsevec::*;
 pub use text::*;
 pub use time::*;
@@ -120,6 +123,8 @@ pub enum SqlType {
     Json,
     /// jsonb: parsed and normalised (`Datum::Jsonb`).
     Jsonb,
+    /// jsonpath: its normalised text (`Datum::Text`), parsed again where it is used.
+    JsonPath,
     /// uuid: 16 bytes (`Datum::Uuid`), ordered as bytes as PostgreSQL's uuid_cmp does.
     Uuid,
     /// bit(n): exactly n bits (`Datum::Bit`, types/bit.rs); `None` is bit without a typmod
@@ -172,6 +177,7 @@ impl SqlType {
             SqlType::Object(kind) => kind.type_oid(),
             SqlType::Json => 114,
             SqlType::Jsonb => 3802,
+            SqlType::JsonPath => 4072,
             SqlType::Uuid => UUID_OID,
             SqlType::Bit(_) => BIT_OID,
             SqlType::VarBit(_) => VARBIT_OID,
@@ -222,6 +228,7 @@ impl SqlType {
             30 => SqlType::OidVector,
             114 => SqlType::Json,
             3802 => SqlType::Jsonb,
+            4072 => SqlType::JsonPath,
             UUID_OID => SqlType::Uuid,
             BIT_OID => SqlType::Bit(None),
             VARBIT_OID => SqlType::VarBit(None),
@@ -318,6 +325,7 @@ impl SqlType {
             SqlType::Object(kind) => kind.type_name().into(),
             SqlType::Json => "json".into(),
             SqlType::Jsonb => "jsonb".into(),
+            SqlType::JsonPath => "jsonpath".into(),
             SqlType::Uuid => "uuid".into(),
             SqlType::Bit(Some(length)) => format!("bit({length})"),
             SqlType::Bit(None) => "bit".into(),
@@ -359,6 +367,7 @@ impl SqlType {
             SqlType::Object(kind) => kind.type_name(),
             SqlType::Json => "json",
             SqlType::Jsonb => "jsonb",
+            SqlType::JsonPath => "jsonpath",
             SqlType::Uuid => "uuid",
             SqlType::Bit(_) => "bit",
             SqlType::VarBit(_) => "bit varying",
@@ -397,6 +406,7 @@ impl SqlType {
             | SqlType::Name
             | SqlType::Json
             | SqlType::Jsonb
+            | SqlType::JsonPath
             | SqlType::Unknown
             | SqlType::Void => KeyKind::Text,
         }

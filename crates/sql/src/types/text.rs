@@ -342,6 +342,7 @@ pub fn parse_text(text: &str, ty: &SqlType) -> Result<Datum> {
         SqlType::OidVector => parse_vector_array(text, &SqlType::Oid)?,
         SqlType::Json => parse_json_text(text)?,
         SqlType::Jsonb => parse_jsonb(text)?,
+        SqlType::JsonPath => Datum::Text(jsonpath::parse_jsonpath(text)?.output()),
         SqlType::Uuid => super::parse_uuid(text)?,
         SqlType::Bit(_) | SqlType::VarBit(_) => {
             super::apply_bit_typmod(&Arc::new(super::parse_bit_string(text)?), ty, false)?

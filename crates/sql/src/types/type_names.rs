@@ -170,6 +170,7 @@ pub fn sql_type(data_type: &ast::DataType) -> Result<SqlType> {
                 "oid" => SqlType::Oid,
                 "json" => SqlType::Json,
                 "jsonb" => SqlType::Jsonb,
+                "jsonpath" => SqlType::JsonPath,
                 "uuid" => SqlType::Uuid,
                 "interval" => {
                     modifier_precision("interval", modifiers)?;
@@ -335,6 +336,8 @@ pub(crate) const BUILTIN_TYPES: &[(i64, &str, i16)] = &[
     (199, "_json", -1),
     (3802, "jsonb", -1),
     (3807, "_jsonb", -1),
+    (4072, "jsonpath", -1),
+    (4073, "_jsonpath", -1),
     (2950, "uuid", 16),
     (2951, "_uuid", -1),
     (24, "regproc", 4),
