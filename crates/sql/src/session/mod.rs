@@ -204,7 +204,10 @@ pub struct Session {
     /// The one-statement string `simple_result_is_small` parsed and bound last, kept for
     /// `execute_streaming` to run without parsing and binding it again (one entry: the
     /// server asks, then runs the same string).
-    checked_simple: Option<(String, Prepared)>,
+    checked_simple: Option<(String, Prepared, i64)>,
+    /// The statement time of the checked statement being executed (taken by
+    /// `run_statement`): it was bound at that time, so now() must read it too.
+    checked_statement_time: Option<i64>,
     /// The block is the implicit one of a multi-statement string (stream.rs), not BEGIN's.
     implicit_block: bool,
     /// Warnings for the client (vacuum.rs), at most WARNINGS_MAX.
@@ -284,6 +287,7 @@ impl Session {
             sequence_values: Default::default(),
             temp_usage: Arc::default(),
             checked_simple: None,
+            checked_statement_time: None,
             implicit_block: false,
             warnings: Vec::new(),
             warnings_dropped: 0,
@@ -479,8 +483,12 @@ impl Session {
             if statements.len() == 1 {
                 let statement = statements.pop().expect("one statement");
                 let mut prepared = Prepared::of_statement(piece, statement);
+                // Bound now for the execution that follows: date/time input's `now` read in
+                // binding must be the time now() reads then (run_statement keeps it).
+                let time = types::now_micros();
+                types::install_statement_time(time);
                 let small = self.prepared_is_small_binding(&mut prepared);
-                self.checked_simple = Some((sql.to_string(), prepared));
+                self.checked_simple = Some((sql.to_string(), prepared, time));
                 return small;
             }
         }
@@ -515,8 +523,12 @@ impl Session {
 
     /// The statement `simple_result_is_small` bound for exactly `sql`, if any.
     pub(crate) fn take_checked_simple(&mut self, sql: &str) -> Option<Prepared> {
-        let (checked, prepared) = self.checked_simple.take()?;
-        (checked == sql).then_some(prepared)
+        let (checked, prepared, time) = self.checked_simple.take()?;
+        if checked != sql {
+            return None;
+        }
+        self.checked_statement_time = Some(time);
+        Some(prepared)
     }
 
     /// Binds a DML or query statement; None for statements executed without a plan.

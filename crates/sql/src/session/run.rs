@@ -15,7 +15,8 @@ impl Session {
     ) -> Result<Output> {
         self.install_time_zone();
         // now() and date/time input's `now` read this time, in binding and in execution.
-        self.statement_time_micros = types::now_micros();
+        self.statement_time_micros =
+            self.checked_statement_time.take().unwrap_or_else(types::now_micros);
         types::install_statement_time(self.statement_time_micros);
         self.check_privileges(statement)?;
         let sql = match statement {

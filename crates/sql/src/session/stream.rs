@@ -40,6 +40,8 @@ impl Session {
         let mut failed = false;
         for mut prepared in statements {
             let outcome = self.execute_prepared_streaming(&mut prepared, &[], Some(&mut *sink));
+            // Unused when the statement never reached run_statement (transaction control).
+            self.checked_statement_time = None;
             failed = outcome.is_err();
             sink.finished(outcome, self.state);
             if failed {
