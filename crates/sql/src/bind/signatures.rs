@@ -43,13 +43,8 @@ pub(crate) fn bind_call(name: &str, args: Vec<(Expr, SqlType)>) -> Result<(Expr,
 /// statement fails halfway through its rows.
 /// Functions of PostgreSQL's chapter 9 that tierdb does not have yet: a call is 0A000
 /// naming the function (a gap), not 42883 (which says PostgreSQL has no such function).
-const POSTGRES_FUNCTIONS_NOT_BUILT: &[&str] = &[
-    "convert",
-    "json_each",
-    "json_each_text",
-    "jsonb_each",
-    "jsonb_each_text",
-];
+const POSTGRES_FUNCTIONS_NOT_BUILT: &[&str] =
+    &["convert", "json_each", "json_each_text", "jsonb_each", "jsonb_each_text"];
 
 fn refuse_unsupported(name: &str) -> Result<()> {
     if super::set_functions::json_record_function(name).is_some() {
