@@ -63,7 +63,7 @@ impl<'a> Binder<'a> {
             Err(bound) => return Ok(bound),
         };
         let name = function.name.to_string().to_ascii_lowercase();
-        let rewritten = super::whole_row::whole_row_arguments(&name, args, &input_scope);
+        let rewritten = super::whole_row::whole_row_arguments(&name, args, &input_scope)?;
         let args = rewritten.as_deref().unwrap_or(args);
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::with_capacity(args.len());
@@ -223,7 +223,7 @@ impl<'a> Binder<'a> {
         args: &[ast::Expr],
         scope: &Scope,
     ) -> Result<(Expr, SqlType)> {
-        if let Some(rewritten) = super::whole_row::whole_row_arguments(name, args, scope) {
+        if let Some(rewritten) = super::whole_row::whole_row_arguments(name, args, scope)? {
             // row_to_json and to_json of a record are the record's json object itself.
             if matches!(name, "row_to_json" | "to_json") && rewritten.len() == 1 {
                 return self.expr(&rewritten[0], scope, None);

@@ -22,6 +22,7 @@ fn row_scope(table: &TableMeta) -> Scope {
                 attribute: crate::catalog::attribute_number(position),
                 merged: false,
                 relation: 0,
+                nullable: false,
             })
             .collect(),
         grouped_keys: None,

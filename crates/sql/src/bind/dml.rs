@@ -310,6 +310,7 @@ fn bind_target_rows(
         attribute: 0,
         merged: true,
         relation: 0,
+        nullable: false,
     });
     scan.columns.push(key);
     let target_name = alias.unwrap_or(&table.name).to_string();

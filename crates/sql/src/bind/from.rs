@@ -198,7 +198,16 @@ impl<'a> Binder<'a> {
                 self.refuse_recursive_reference(nullable, "an outer join")?;
             }
             let left_width = scope.columns.len();
-            let combined = scope.concat(&right_scope);
+            let mut combined = scope.concat(&right_scope);
+            let nullable = match (kind, right_outer) {
+                (JoinKind::Full, _) => 0..combined.columns.len(),
+                (JoinKind::Left, true) => 0..left_width,
+                (JoinKind::Left, false) => left_width..combined.columns.len(),
+                _ => 0..0,
+            };
+            for column in &mut combined.columns[nullable] {
+                column.nullable = true;
+            }
             let mut conjuncts = Vec::new();
             let using = match constraint {
                 Some(ast::JoinConstraint::On(on)) => {

@@ -18,6 +18,9 @@ pub struct ScopeColumn {
     /// that relation itself (its `tableoid`); 0 for a subquery's, a function's or a
     /// computed column.
     pub relation: u32,
+    /// On the NULL-extended side of an outer join of this scope: a whole-row reference to
+    /// its FROM item cannot be rewritten into its columns (bind/whole_row.rs).
+    pub nullable: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -43,6 +46,7 @@ impl Scope {
                     attribute: column.attribute,
                     merged: false,
                     relation: 0,
+                    nullable: false,
                 })
                 .collect(),
             grouped_keys: None,

@@ -64,15 +64,28 @@ fn object_call(qualifier: &ast::Ident, columns: &[String], binary: bool) -> ast:
     })
 }
 
-/// `args` with a whole-row first argument of `name` rewritten (None: nothing to rewrite).
+/// `args` with a whole-row first argument of `name` rewritten (None: nothing to rewrite);
+/// 0A000 for the NULL-extended side of an outer join, whose record PostgreSQL gives as NULL,
+/// which the object of its columns cannot tell from a row of NULLs.
 pub(crate) fn whole_row_arguments(
     name: &str,
     args: &[ast::Expr],
     scope: &Scope,
-) -> Option<Vec<ast::Expr>> {
-    let binary = whole_row_function(name)?;
-    let (qualifier, columns) = row_columns(args.first()?, scope)?;
+) -> Result<Option<Vec<ast::Expr>>> {
+    let Some(binary) = whole_row_function(name) else { return Ok(None) };
+    let Some(first) = args.first() else { return Ok(None) };
+    let Some((qualifier, columns)) = row_columns(first, scope) else { return Ok(None) };
+    let qualified = crate::parse::names::ident(&qualifier);
+    if scope
+        .columns
+        .iter()
+        .any(|column| column.nullable && column.qualifier.as_deref() == Some(qualified.as_str()))
+    {
+        return Err(SqlError::unsupported(
+            "a whole-row reference to the nullable side of an outer join is not supported",
+        ));
+    }
     let mut rewritten = args.to_vec();
     rewritten[0] = object_call(&qualifier, &columns, binary);
-    Some(rewritten)
+    Ok(Some(rewritten))
 }

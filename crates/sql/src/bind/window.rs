@@ -66,7 +66,7 @@ impl<'a> Binder<'a> {
         if distinct {
             return Err(SqlError::unsupported("DISTINCT is not implemented for window functions"));
         }
-        let args = super::whole_row::whole_row_arguments(name, &args, scope).unwrap_or(args);
+        let args = super::whole_row::whole_row_arguments(name, &args, scope)?.unwrap_or(args);
         self.in_window_call = true;
         let bound = self.bind_window_parts(spec, &args, scope).and_then(|parts| {
             let frame =

@@ -355,9 +355,10 @@ fn datetime_in_range(
     let signed = if subtract { offset.checked_negate()? } else { *offset };
     let (value, sum) = match (value, base) {
         (Datum::Date(value), Datum::Date(base)) => {
-            let day = |days: &i32| i64::from(*days) * types::MICROSECONDS_PER_DAY;
-            let sum = types::timestamp_plus_interval(day(base), &signed)?;
-            (Datum::Timestamp(day(value)), Datum::Timestamp(sum))
+            // Through the timestamp conversion: infinite dates stay infinite.
+            let day = |days: &i32| types::date_to_timestamp_micros(*days);
+            let sum = types::timestamp_plus_interval(day(base)?, &signed)?;
+            (Datum::Timestamp(day(value)?), Datum::Timestamp(sum))
         }
         (Datum::Timestamp(_), Datum::Timestamp(micros)) => {
             (value.clone(), Datum::Timestamp(types::timestamp_plus_interval(*micros, &signed)?))

@@ -67,6 +67,7 @@ pub use json_sets::{json_record_rows, json_set_rows, JsonRows};
 pub use jsonpath::jsonb_path_rows;
 pub(crate) use jsonpath::path_signature as jsonpath_signature;
 pub use privileges::{NamedPrivilege, PrivilegeCall, PrivilegeTarget};
+pub(crate) use random::{install_random_state, new_random_state, random_state};
 pub use regex::{regexp_matches, regexp_split_to_table};
 
 /// The registry's tables, in the order the registry's tests call their examples (the

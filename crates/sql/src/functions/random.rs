@@ -1,6 +1,7 @@
 //! random() and setseed(): PostgreSQL 15's generator (pg_prng.c: xoroshiro128** seeded by
 //! splitmix64), so that after the same setseed a session draws the same values as
-//! PostgreSQL's. The state is per thread, and a connection runs on one thread.
+//! PostgreSQL's. The state is the session's: a session installs it on the thread that runs
+//! a statement (a connection runs statements on two threads) and takes it back after.
 
 use std::cell::Cell;
 
@@ -14,6 +15,21 @@ const MANTISSA_BITS: u32 = 52;
 thread_local! {
     /// xoroshiro128**'s two words; seeded from the clock until setseed is called.
     static STATE: Cell<(u64, u64)> = Cell::new(seeded(clock_seed()));
+}
+
+/// A new session's generator state, seeded from the clock.
+pub(crate) fn new_random_state() -> (u64, u64) {
+    seeded(clock_seed())
+}
+
+/// Makes `state` the generator random() and setseed() use on this thread.
+pub(crate) fn install_random_state(state: (u64, u64)) {
+    STATE.with(|cell| cell.set(state));
+}
+
+/// The generator's state on this thread (the session keeps it between statements).
+pub(crate) fn random_state() -> (u64, u64) {
+    STATE.with(Cell::get)
 }
 
 /// The clock's nanoseconds, the seed of a session that never calls setseed.

@@ -296,7 +296,17 @@ pub(super) fn similar_to_escape(call: Call<'_>) -> Result<Datum> {
 /// (its part between the escape-double-quote separators).
 pub(super) fn substring(call: &Call<'_>) -> Result<Datum> {
     let pattern = match call.args.len() {
-        3 => similar_pattern(call.text(1), single_escape(call.text(2))?)?,
+        // PostgreSQL's regex engine makes the part before the first separator as short and
+        // the marked part as long as possible; the regex crate's lazy `{1,1}?` does not, so
+        // the marked part would differ (`'foobar'` with `%#"o%#"%` gives `obar`, not
+        // `oobar`). Refused until it is matched as PostgreSQL does.
+        3 => {
+            // PostgreSQL's errors about the pattern and the escape come first.
+            similar_pattern(call.text(1), single_escape(call.text(2))?)?;
+            return Err(SqlError::unsupported(
+                "substring with a SQL regular expression (SIMILAR ... ESCAPE) is not supported",
+            ));
+        }
         _ => call.text(1).to_string(),
     };
     let regex = compile(&pattern, Flags::default())?;

@@ -80,7 +80,11 @@ pub(super) fn unistr(call: Call<'_>) -> Result<Datum> {
         }
         let rest = &input[at + 1..];
         if rest.first() == Some(&'\\') {
-            // As varlena.c: an escaped backslash does not end a pending surrogate pair.
+            // An escaped backslash between the halves of a surrogate pair breaks it
+            // (PostgreSQL 15: 42601 invalid Unicode surrogate pair).
+            if pair_first.is_some() {
+                return Err(invalid_surrogate_pair());
+            }
             out.push('\\');
             at += 2;
             continue;

@@ -208,6 +208,9 @@ pub struct Session {
     /// The statement time of the checked statement being executed (taken by
     /// `run_statement`): it was bound at that time, so now() must read it too.
     checked_statement_time: Option<i64>,
+    /// random()'s generator (functions/random.rs), installed on the thread that runs each
+    /// statement and taken back after, so that setseed holds for the session.
+    random_state: (u64, u64),
     /// The block is the implicit one of a multi-statement string (stream.rs), not BEGIN's.
     implicit_block: bool,
     /// Warnings for the client (vacuum.rs), at most WARNINGS_MAX.
@@ -288,6 +291,7 @@ impl Session {
             temp_usage: Arc::default(),
             checked_simple: None,
             checked_statement_time: None,
+            random_state: crate::functions::new_random_state(),
             implicit_block: false,
             warnings: Vec::new(),
             warnings_dropped: 0,
@@ -626,8 +630,11 @@ impl Session {
             return Err(aborted_error());
         }
         // The red zone for this statement (a prepared one may run after others).
+        crate::functions::install_random_state(self.random_state);
         let outcome = depth::check_statement_depth(&prepared.sql)
             .and_then(|()| self.run_statement(statement, prepared, params, sink));
+        self.random_state = crate::functions::random_state();
+        types::clear_statement_time();
         if outcome.is_err() {
             self.fail_block();
         }

@@ -42,8 +42,8 @@ pub use common_type::select_common_type;
 pub use datetime::*;
 pub use datetime_format::*;
 pub use datetime_input::{
-    install_statement_time, parse_date, parse_time, parse_timestamp, DATE_INFINITY,
-    DATE_MINUS_INFINITY, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY,
+    clear_statement_time, install_statement_time, parse_date, parse_time, parse_timestamp,
+    DATE_INFINITY, DATE_MINUS_INFINITY, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY,
 };
 pub(crate) use datetime_parse::{julian_to_date, EPOCH_JULIAN_DAY};
 pub use datetime_parse::{
@@ -762,7 +762,11 @@ impl Datum {
             }
             Datum::Date(days) => {
                 out.push(6);
-                out.extend_from_slice(&(i64::from(*days) * MICROSECONDS_PER_DAY).to_le_bytes());
+                // As the timestamp it equals (infinite dates as infinite timestamps); a date
+                // past the timestamp range keeps a key of its own, saturated.
+                let micros = datetime::date_to_timestamp_micros(*days)
+                    .unwrap_or_else(|_| i64::from(*days).saturating_mul(MICROSECONDS_PER_DAY));
+                out.extend_from_slice(&micros.to_le_bytes());
             }
             Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
                 out.push(6);

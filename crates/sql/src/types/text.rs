@@ -245,11 +245,67 @@ pub fn parse_integer(text: &str, ty: &SqlType) -> Result<i64> {
     Ok(value)
 }
 
+/// numeric input, exact: a value that needs more than the 28 significant digits tierdb's
+/// numeric holds is 22003, never rounded (PostgreSQL would keep every digit).
 pub fn parse_numeric(text: &str) -> Result<Decimal> {
     let trimmed = text.trim();
-    Decimal::from_str(trimmed)
-        .or_else(|_| Decimal::from_scientific(trimmed))
-        .map_err(|_| SqlError::invalid_text("numeric", text))
+    let outcome = match scientific_to_plain(trimmed) {
+        Some(plain) => Decimal::from_str_exact(&plain),
+        None => Decimal::from_str_exact(trimmed),
+    };
+    outcome.map_err(|error| match error {
+        rust_decimal::Error::ExceedsMaximumPossibleValue
+        | rust_decimal::Error::LessThanMinimumPossibleValue
+        | rust_decimal::Error::Underflow
+        | rust_decimal::Error::ScaleExceedsMaximumPrecision(_) => SqlError::new(
+            "22003",
+            format!("numeric value {trimmed} is out of range: tierdb's numeric holds at most 28 significant digits"),
+        ),
+        _ => SqlError::invalid_text("numeric", text),
+    })
+}
+
+/// The most an exponent in numeric input may shift the point (PostgreSQL's bound is far
+/// wider; past this tierdb's 28 digits cannot hold the value anyway).
+const NUMERIC_EXPONENT_MAX: i64 = 1_000;
+
+/// `1.5e3` written out as `1500`, so that exact parsing applies to scientific input too;
+/// None when `text` has no exponent or is not a number.
+fn scientific_to_plain(text: &str) -> Option<String> {
+    let (mantissa, exponent) = text.split_once(['e', 'E'])?;
+    let exponent: i64 = exponent.parse().ok()?;
+    if exponent.abs() > NUMERIC_EXPONENT_MAX {
+        // Out of range either way: let the exact parse of an overlong number say so.
+        let zeros = "0".repeat(60);
+        return Some(if exponent > 0 {
+            format!("{mantissa}{zeros}")
+        } else {
+            format!("0.{zeros}1")
+        });
+    }
+    let (sign, unsigned) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa.strip_prefix('+').unwrap_or(mantissa)),
+    };
+    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let digits_ok = |part: &str| part.bytes().all(|byte| byte.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !digits_ok(whole) || !digits_ok(fraction) {
+        return None;
+    }
+    let digits = format!("{whole}{fraction}");
+    let point = i64::try_from(whole.len()).ok()? + exponent;
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(usize::try_from(-point).ok()?))
+    } else if let Ok(point) = usize::try_from(point) {
+        if point >= digits.len() {
+            format!("{digits}{}", "0".repeat(point - digits.len()))
+        } else {
+            format!("{}.{}", &digits[..point], &digits[point..])
+        }
+    } else {
+        return None;
+    };
+    Some(format!("{sign}{plain}"))
 }
 
 /// Applies a numeric(p,s) type modifier: rounds half away from zero to `s` digits and checks

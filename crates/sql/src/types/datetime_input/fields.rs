@@ -117,6 +117,24 @@ pub(super) fn decode_date(
     tm: &mut Tm,
 ) -> Result<Mask, DateError> {
     let parts = date_parts(text)?;
+    // DecodeDate's own haveTextMonth starts false for each date field (a month word earlier
+    // in the input must not make this field's first number a year); is2digits is shared.
+    let mut local = NumberState { have_text_month: false, two_digit_year: state.two_digit_year };
+    let found = decode_date_parts(parts, &mut seen, &mut local, tm)?;
+    state.two_digit_year = local.two_digit_year;
+    if seen & !(DAY_OF_YEAR | ZONE) != DATE_FIELDS {
+        return Err(DateError::BadFormat);
+    }
+    Ok(found)
+}
+
+/// `decode_date`'s fields: month names first, then the numbers.
+fn decode_date_parts(
+    parts: Vec<&str>,
+    seen: &mut Mask,
+    state: &mut NumberState,
+    tm: &mut Tm,
+) -> Result<Mask, DateError> {
     let mut found = 0;
     let mut numbers = Vec::new();
     for part in parts {
@@ -132,14 +150,11 @@ pub(super) fn decode_date(
             }
             _ => return Err(DateError::BadFormat),
         }
-        found = add_mask(&mut seen, found, MONTH)?;
+        found = add_mask(seen, found, MONTH)?;
     }
     for number in numbers {
-        let mask = decode_number(number, seen, state, tm)?;
-        found = add_mask(&mut seen, found, mask)?;
-    }
-    if seen & !(DAY_OF_YEAR | ZONE) != DATE_FIELDS {
-        return Err(DateError::BadFormat);
+        let mask = decode_number(number, *seen, state, tm)?;
+        found = add_mask(seen, found, mask)?;
     }
     Ok(found)
 }

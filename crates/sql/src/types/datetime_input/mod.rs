@@ -51,6 +51,13 @@ pub fn install_statement_time(utc_micros: i64) {
     STATEMENT_TIME.with(|time| time.set(Some(utc_micros)));
 }
 
+/// Forgets the statement's time once it ended, so that input read outside a statement (an
+/// extended-protocol parameter decoded on a thread another session used) reads the clock,
+/// not a time left by another statement.
+pub fn clear_statement_time() {
+    STATEMENT_TIME.with(|time| time.set(None));
+}
+
 /// The time `install_statement_time` made the statement's (the clock's time before any).
 fn statement_time_micros() -> i64 {
     STATEMENT_TIME.with(Cell::get).unwrap_or_else(crate::types::now_micros)

@@ -327,7 +327,14 @@ impl Context<'_> {
                     "numeric arithmetic gives a numeric",
                 )))
             }
-            Err(failure) => return Err(self.fail(failure)),
+            // Division by zero is jsonpath's own error (silent mode suppresses it); anything
+            // else is numeric's 28-digit range, where PostgreSQL would give a value.
+            Err(failure) if failure.sqlstate == "22012" => return Err(self.fail(failure)),
+            Err(_) => {
+                return Err(Failure::Raised(SqlError::unsupported(
+                    "jsonpath arithmetic beyond numeric's 28 digits is not supported",
+                )))
+            }
         };
         if next.is_empty() && found.is_none() {
             return Ok(true);
@@ -772,6 +779,7 @@ impl Context<'_> {
         value: &Jsonb,
         current: &Jsonb,
     ) -> std::result::Result<Truth, Failure> {
+        crate::depth::check_stack_depth()?;
         Ok(match item {
             Item::And(left, right) => {
                 let first = self.truth(left, value, current)?;
@@ -807,6 +815,19 @@ impl Context<'_> {
                     Truth::True
                 } else {
                     Truth::False
+                }
+            }
+            // Lax mode stops at the first item (an error after it is never reached); strict
+            // mode gathers every item, so that an error anywhere makes it unknown.
+            Item::Exists(operand) if self.lax => {
+                let throw = std::mem::replace(&mut self.throw, false);
+                let result = self.item(operand, &[], value, current, None, false);
+                self.throw = throw;
+                match result {
+                    Ok(true) => Truth::True,
+                    Ok(false) => Truth::False,
+                    Err(Failure::Suppressed) => Truth::Unknown,
+                    Err(raised) => return Err(raised),
                 }
             }
             Item::Exists(operand) => match self.sequence_quietly(operand, value, current, false)? {

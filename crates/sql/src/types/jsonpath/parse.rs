@@ -29,6 +29,12 @@ const SYMBOLS: [&str; 24] = [
     "}", "?", "*", "/", "%", "+", "-",
 ];
 
+/// The most operators, parentheses and nested expressions one jsonpath may hold. It bounds
+/// the depth of the parsed tree, which printing, evaluating, cloning and dropping walk
+/// recursively: a path like `1+1+...+1` or `((((...))))` from a column must not overflow the
+/// stack (PostgreSQL fails such input with 54001 or "memory exhausted" too, deeper).
+const JSONPATH_NODES_MAX: usize = 1_000;
+
 fn syntax_error(near: Option<&str>) -> SqlError {
     match near {
         Some(text) => {
@@ -167,7 +173,7 @@ pub fn parse_jsonpath(text: &str) -> Result<JsonPath> {
             format!("invalid input syntax for type jsonpath: \"{text}\""),
         ));
     }
-    let mut parser = Parser { tokens, position: 0, filter_depth: 0, subscript_depth: 0 };
+    let mut parser = Parser { tokens, position: 0, filter_depth: 0, subscript_depth: 0, nodes: 0 };
     let lax = match parser.peek_word() {
         Some("strict") => {
             parser.position += 1;
@@ -192,6 +198,8 @@ struct Parser {
     /// Inside a filter `@` is allowed; inside a subscript `last`.
     filter_depth: usize,
     subscript_depth: usize,
+    /// Composite nodes and nested expressions so far, bounded by `JSONPATH_NODES_MAX`.
+    nodes: usize,
 }
 
 impl Parser {
@@ -237,9 +245,20 @@ impl Parser {
         Ok(item)
     }
 
+    /// Counts one more composite node or nested expression (`JSONPATH_NODES_MAX`).
+    fn grow(&mut self) -> Result<()> {
+        self.nodes += 1;
+        if self.nodes > JSONPATH_NODES_MAX {
+            return Err(SqlError::new("54001", "stack depth limit exceeded"));
+        }
+        Ok(())
+    }
+
     fn or_level(&mut self) -> Result<Item> {
+        self.grow()?;
         let mut left = self.and_level()?;
         while self.at_symbol("||") {
+            self.grow()?;
             let at = self.position;
             left = self.predicate(left, at)?;
             self.position += 1;
@@ -253,6 +272,7 @@ impl Parser {
     fn and_level(&mut self) -> Result<Item> {
         let mut left = self.not_level()?;
         while self.at_symbol("&&") {
+            self.grow()?;
             let at = self.position;
             left = self.predicate(left, at)?;
             self.position += 1;
@@ -266,6 +286,7 @@ impl Parser {
     /// `! delimited_predicate`, or a comparison / predicate over expressions.
     fn not_level(&mut self) -> Result<Item> {
         if self.at_symbol("!") {
+            self.grow()?;
             self.position += 1;
             if !self.at_symbol("(") && self.peek_word() != Some("exists") {
                 return Err(self.error_here());
@@ -379,6 +400,7 @@ impl Parser {
         if left.is_predicate() {
             return Err(self.error_here());
         }
+        self.grow()?;
         self.position += 1;
         let right = operand(self)?;
         if right.is_predicate() {
@@ -394,6 +416,7 @@ impl Parser {
             Some(Token::Symbol("+")) => false,
             _ => return self.accessor(),
         };
+        self.grow()?;
         self.position += 1;
         let operand = self.unary()?;
         if operand.is_predicate() {
