@@ -203,39 +203,37 @@ fn extract_of_infinity(field: Field, negative: bool, type_name: &str) -> Result<
         | Field::Julian
         | Field::IsoYear
         | Field::Epoch => Extracted::Infinity { negative },
-        Field::Microseconds
-        | Field::Milliseconds
-        | Field::Second
-        | Field::Minute
-        | Field::Hour
-        | Field::Timezone
-        | Field::TimezoneHour
-        | Field::TimezoneMinute
-            if type_name == "date" =>
-        {
+        field if type_name == "date" && time_of_day_field(field) => {
             return Err(types::unit_not_supported(types::field_name(field), "date"))
         }
         _ => Extracted::Null,
     })
 }
 
-fn extract_number(value: &Datum, field: Field, type_name: &str) -> Result<Decimal> {
-    match value {
-        Datum::Timestamp(micros) => types::extract_timestamp(field, *micros, type_name),
-        Datum::TimestampTz(micros) => types::extract_timestamptz(field, *micros),
-        Datum::Date(days) => match field {
-            Field::Microseconds
+/// The fields of a time of day and its zone, which extract of a date refuses (0A000 as
+/// PostgreSQL's "unit ... not supported for type date").
+fn time_of_day_field(field: Field) -> bool {
+    matches!(
+        field,
+        Field::Microseconds
             | Field::Milliseconds
             | Field::Second
             | Field::Minute
             | Field::Hour
             | Field::Timezone
             | Field::TimezoneHour
-            | Field::TimezoneMinute => {
-                Err(types::unit_not_supported(types::field_name(field), "date"))
-            }
-            _ => types::extract_date(field, *days),
-        },
+            | Field::TimezoneMinute
+    )
+}
+
+fn extract_number(value: &Datum, field: Field, type_name: &str) -> Result<Decimal> {
+    match value {
+        Datum::Timestamp(micros) => types::extract_timestamp(field, *micros, type_name),
+        Datum::TimestampTz(micros) => types::extract_timestamptz(field, *micros),
+        Datum::Date(_) if time_of_day_field(field) => {
+            Err(types::unit_not_supported(types::field_name(field), "date"))
+        }
+        Datum::Date(days) => types::extract_date(field, *days),
         Datum::Time(micros) => types::extract_time(field, *micros),
         Datum::Interval(interval) => types::extract_interval(field, interval),
         other => Err(SqlError::internal(format!("extract bound for {other:?}"))),
